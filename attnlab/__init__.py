@@ -1,0 +1,30 @@
+"""attnlab: step through every computation of a live Transformer.
+
+Python API::
+
+    import attnlab
+    m = attnlab.load("model.safetensors")        # or attnlab.load_bundled("translation")
+    t = m.trace(src="the black cat sees the dog", tgt="le chat noir")
+    t["enc.0.self.weights"]                      # [heads, src, src] float32 CPU tensor
+"""
+
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.options import RunOptions
+from attnlab.engine.trace import Trace
+
+__version__ = "0.1.0"
+__all__ = ["ModelConfig", "RunOptions", "Trace", "load", "load_bundled", "__version__"]
+
+
+def load(path, **kwargs):
+    """Load a checkpoint (.safetensors, or .pt/.pth through weights_only) as a LiveModel."""
+    from attnlab.checkpoints import load_checkpoint
+
+    return load_checkpoint(path, **kwargs)
+
+
+def load_bundled(name: str = "translation"):
+    """Load one of the classroom models shipped in resources/ (falls back to a small random model)."""
+    from attnlab.checkpoints import load_bundled as _load_bundled
+
+    return _load_bundled(name)

@@ -1,0 +1,111 @@
+"""ModelConfig: what a checkpoint fixes. RunOptions (options.py) holds what can change at run time."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+Architecture = Literal["encoder-decoder", "decoder-only", "encoder-only"]
+Activation = Literal["relu", "gelu"]
+Positional = Literal["sinusoidal", "learned", "rotary", "none"]
+
+ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
+ACTIVATIONS = ("relu", "gelu")
+POSITIONALS = ("sinusoidal", "learned", "rotary", "none")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot describe a working model; the message lists every problem."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    arch: Architecture = "encoder-decoder"
+    src_vocab_size: int = 1000  # unused by decoder-only models
+    tgt_vocab_size: int = 1000  # unused by encoder-only models
+    d_model: int = 128
+    n_heads: int = 4
+    d_ff: int = 512
+    n_encoder_layers: int = 3
+    n_decoder_layers: int = 3
+    activation: Activation = "relu"
+    norm_first: bool = False  # the placement the weights were trained with: False = post-norm (2017 paper)
+    final_norm: bool = False  # a LayerNorm after the last layer of each stack (nn.Transformer has one)
+    layer_norm_eps: float = 1e-5
+    positional: Positional = "sinusoidal"
+    scale_embedding: bool = True  # multiply token embeddings by sqrt(d_model)
+    share_embeddings: bool = False  # encoder and decoder use one embedding matrix (needs equal vocab sizes)
+    tie_output: bool = True  # the output projection reuses the decoder's (or encoder's) embedding matrix
+    bias: bool = True
+    max_len: int = 256
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def has_encoder(self) -> bool:
+        return self.arch != "decoder-only"
+
+    @property
+    def has_decoder(self) -> bool:
+        return self.arch != "encoder-only"
+
+    @property
+    def out_vocab_size(self) -> int:
+        return self.tgt_vocab_size if self.has_decoder else self.src_vocab_size
+
+    def problems(self) -> list[str]:
+        """Every reason this config cannot build a model (empty when it is fine)."""
+        p: list[str] = []
+        if self.arch not in ARCHITECTURES:
+            p.append(f"arch must be one of {ARCHITECTURES}, not {self.arch!r}")
+        if self.activation not in ACTIVATIONS:
+            p.append(f"activation must be one of {ACTIVATIONS}, not {self.activation!r}")
+        if self.positional not in POSITIONALS:
+            p.append(f"positional must be one of {POSITIONALS}, not {self.positional!r}")
+        for name in ("d_model", "n_heads", "d_ff", "max_len", "src_vocab_size", "tgt_vocab_size"):
+            if int(getattr(self, name)) < 1:
+                p.append(f"{name} must be at least 1 (got {getattr(self, name)})")
+        if self.n_heads >= 1 and self.d_model % self.n_heads:
+            p.append(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
+        if self.positional == "rotary" and self.n_heads >= 1 and (self.d_model // self.n_heads) % 2:
+            p.append(f"rotary encoding needs an even head size; d_model/n_heads = {self.d_model // self.n_heads}")
+        if self.has_encoder and self.n_encoder_layers < 1:
+            p.append(f"{self.arch} needs at least one encoder layer")
+        if self.has_decoder and self.n_decoder_layers < 1:
+            p.append(f"{self.arch} needs at least one decoder layer")
+        if self.share_embeddings and self.arch == "encoder-decoder" and self.src_vocab_size != self.tgt_vocab_size:
+            p.append("share_embeddings needs src_vocab_size == tgt_vocab_size")
+        if self.layer_norm_eps <= 0:
+            p.append(f"layer_norm_eps must be positive (got {self.layer_norm_eps})")
+        return p
+
+    def validate(self) -> ModelConfig:
+        problems = self.problems()
+        if problems:
+            raise ConfigError("Invalid model configuration:\n- " + "\n- ".join(problems))
+        return self
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ModelConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"Unknown config fields: {', '.join(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> ModelConfig:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"config is not valid JSON: {e}") from e
+        if not isinstance(data, dict):
+            raise ConfigError("config JSON must be an object")
+        return cls.from_dict(data)

@@ -1,0 +1,126 @@
+"""The parts: attention as a function that exposes every step, multi-head attention, FFN, LayerNorm.
+
+Shapes use B batch, H heads, Tq queries, Tk keys, d = d_model, dk = d/H.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnlab.engine.positional import apply_rotary
+from attnlab.engine.trace import Recorder
+
+NEG_INF = float("-inf")
+
+
+def attention_steps(q, k, v, mask, scale: bool, rec: Recorder, prefix: str) -> torch.Tensor:
+    """Scaled dot-product attention computed step by step, each step recorded under `prefix`.
+
+    q [B, H, Tq, dk], k/v [B, H, Tk, dk], mask additive [B, 1, Tq, Tk] (0 allowed, -inf blocked).
+    Returns the context [B, H, Tq, dk]. A query whose every key is blocked gets all-zero weights.
+    """
+    scores = q @ k.transpose(-2, -1)  # [B, H, Tq, Tk]
+    scaled = scores / math.sqrt(q.shape[-1]) if scale else scores
+    masked = scaled + mask  # [B, H, Tq, Tk]
+    weights = torch.softmax(masked, dim=-1).nan_to_num(0.0)  # rows with no allowed key: NaN -> 0
+    context = weights @ v  # [B, H, Tq, dk]
+    if rec.enabled:
+        rec(f"{prefix}.scores", scores)
+        rec(f"{prefix}.scaled", scaled)
+        rec(f"{prefix}.mask", mask[0, 0], batched=False)
+        rec(f"{prefix}.masked", masked)
+        rec(f"{prefix}.weights", weights)
+        rec(f"{prefix}.context", context)
+    return context
+
+
+def fused_attention(q, k, v, mask, scale: bool) -> torch.Tensor:
+    """The same result through PyTorch's fused kernel (no intermediates). Shapes as attention_steps."""
+    if torch.isinf(mask).all(dim=-1).any():  # a fully blocked row: the fused kernel would give NaN
+        return attention_steps(q, k, v, mask, scale, Recorder(False), "")
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=None if scale else 1.0)
+
+
+class MultiHeadAttention(nn.Module):
+    """Q = X W_Q, K = Y W_K, V = Y W_V split into heads; concat(heads) W_O. The head count is a run-time choice:
+    the same d x d projections can be read as any number of heads that divides d."""
+
+    def __init__(self, d_model: int, bias: bool = True):
+        super().__init__()
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x_q, x_kv, mask, n_heads: int, scale: bool, rotary, rec: Recorder, prefix: str):
+        """x_q [B, Tq, d], x_kv [B, Tk, d], mask [B, 1, Tq, Tk]; rotary = (cos, sin) tables or None."""
+        B, Tq, d = x_q.shape
+        Tk = x_kv.shape[1]
+        dk = d // n_heads
+        q = self.w_q(x_q).view(B, Tq, n_heads, dk).transpose(1, 2)  # [B, H, Tq, dk]
+        k = self.w_k(x_kv).view(B, Tk, n_heads, dk).transpose(1, 2)  # [B, H, Tk, dk]
+        v = self.w_v(x_kv).view(B, Tk, n_heads, dk).transpose(1, 2)  # [B, H, Tk, dk]
+        if rotary is not None:
+            cos, sin = rotary
+            q = apply_rotary(q, cos[:Tq], sin[:Tq])
+            k = apply_rotary(k, cos[:Tk], sin[:Tk])
+        if rec.enabled:
+            rec(f"{prefix}.q", q)
+            rec(f"{prefix}.k", k)
+            rec(f"{prefix}.v", v)
+            context = attention_steps(q, k, v, mask, scale, rec, prefix)
+        else:
+            context = fused_attention(q, k, v, mask, scale)
+        concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
+        out = self.w_o(concat)  # [B, Tq, d]
+        if rec.enabled:
+            rec(f"{prefix}.concat", concat)
+            rec(f"{prefix}.out", out)
+        return out
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = act(x W_1 + b_1) W_2 + b_2, applied to each position on its own."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool = True):
+        super().__init__()
+        self.lin1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.lin2 = nn.Linear(d_ff, d_model, bias=bias)
+        self.activation = activation
+
+    def forward(self, x, rec: Recorder, prefix: str):
+        pre = self.lin1(x)  # [B, T, d_ff]
+        hidden = F.relu(pre) if self.activation == "relu" else F.gelu(pre)  # [B, T, d_ff]
+        out = self.lin2(hidden)  # [B, T, d]
+        if rec.enabled:
+            rec(f"{prefix}.pre", pre)
+            rec(f"{prefix}.hidden", hidden)
+            rec(f"{prefix}.out", out)
+        return out
+
+
+class LayerNorm(nn.Module):
+    """y = (x - mean) / sqrt(var + eps) * gamma + beta over the last dimension (biased variance)."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+        self.eps = eps
+
+    def forward(self, x, rec: Recorder, prefix: str):
+        if not rec.enabled:
+            return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+        mean = x.mean(dim=-1, keepdim=True)  # [B, T, 1]
+        var = x.var(dim=-1, keepdim=True, unbiased=False)  # [B, T, 1]
+        normed = (x - mean) / torch.sqrt(var + self.eps)  # [B, T, d]
+        out = normed * self.weight + self.bias  # [B, T, d]
+        rec(f"{prefix}.in", x)
+        rec(f"{prefix}.mean", mean.squeeze(-1))
+        rec(f"{prefix}.var", var.squeeze(-1))
+        rec(f"{prefix}.out", out)
+        return out

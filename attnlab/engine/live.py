@@ -1,0 +1,169 @@
+"""LiveModel: a Transformer with its tokenizers, run on text. What `attnlab.load()` returns.
+
+`trace()` turns text into a Trace; `generate()` decodes greedily and yields one Trace per new token.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import torch
+
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import BOS, EOS, PAD, Tokenizer
+from attnlab.engine.trace import Recorder, Trace
+
+
+class GPUOutOfMemory(RuntimeError):
+    """The GPU ran out of memory; the run was repeated on the CPU."""
+
+
+def pick_device(requested: str) -> torch.device:
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("CUDA was requested but no CUDA GPU is available; choose 'cpu' or 'auto'")
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(requested)
+
+
+class LiveModel:
+    """A Transformer plus the tokenizers that turn text into its input ids."""
+
+    def __init__(self, module: Transformer, src_tokenizer: Tokenizer | None, tgt_tokenizer: Tokenizer | None,
+                 name: str = "model", metadata: dict | None = None):
+        self.module = module.eval()
+        self.src_tokenizer = src_tokenizer
+        self.tgt_tokenizer = tgt_tokenizer
+        self.name = name
+        self.metadata = dict(metadata or {})
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.module.config
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.module.parameters()).device
+
+    # ---- text -> ids -----------------------------------------------------------------------------
+    def _side(self, text, side: str, pad_to: int, notices: list[str]):
+        """Token strings and ids of one side with its specials: source = pieces + </s>, target = <s> + pieces.
+
+        `text` is a string, or a list of token ids (what generation feeds back, so no text round trip)."""
+        tok = self.src_tokenizer if side == "src" else self.tgt_tokenizer
+        if isinstance(text, list):
+            ids = [int(i) for i in text]
+            pieces = [tok.id_to_token(i) for i in ids]
+        else:
+            pieces, ids = tok.encode(text or "")
+        room = self.config.max_len - 1
+        if len(pieces) > room:
+            what = "source" if side == "src" else "decoder input"
+            notices.append(f"The {what} has {len(pieces)} tokens but this model reads at most {room} "
+                           f"(+1 special); the last {len(pieces) - room} were dropped.")
+            pieces, ids = pieces[:room], ids[:room]
+        if side == "src" and self.config.arch != "decoder-only":
+            pieces, ids = pieces + [EOS], ids + [tok.eos_id]
+            if self.config.arch == "encoder-only":
+                pieces, ids = [BOS] + pieces[-room:], [tok.bos_id] + ids[-room:]
+        else:
+            pieces, ids = [BOS] + pieces, [tok.bos_id] + ids
+        n_real = len(pieces)
+        if pad_to > n_real:
+            pieces = pieces + [PAD] * (pad_to - n_real)
+            ids = ids + [tok.pad_id] * (pad_to - n_real)
+        return pieces, ids, n_real
+
+    # ---- runs --------------------------------------------------------------------------------------
+    def trace(self, src: str | None = None, tgt: str | list[int] | None = None,
+              options: RunOptions | None = None) -> Trace:
+        """Run once and record every step.
+
+        encoder-decoder: `src` is the sentence to encode, `tgt` the decoder input (teacher forcing; <s> is
+        prepended). decoder-only: `src` (or `tgt`) is the prompt. encoder-only: `src`. `tgt` may also be a
+        list of token ids.
+        """
+        options = (options or RunOptions()).validate(self.config)
+        if self.config.arch == "decoder-only":
+            src, tgt = None, (tgt if tgt is not None else src)
+        try:
+            return self._trace_on(pick_device(options.device), src, tgt, options)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            trace = self._trace_on(torch.device("cpu"), src, tgt, options)
+            trace.notices.append("The GPU ran out of memory; this run was computed on the CPU instead.")
+            return trace
+
+    @torch.inference_mode()
+    def _trace_on(self, device: torch.device, src, tgt, options: RunOptions) -> Trace:
+        if self.device != device:
+            self.module.to(device)
+        notices: list[str] = []
+        rec = Recorder(options.record)
+        src_ids = src_pad = tgt_ids = tgt_pad = None
+        if self.config.has_encoder:
+            pieces, ids, n_real = self._side(src, "src", options.pad_to, notices)
+            rec.tokens("src.tokens", pieces)
+            src_ids = torch.tensor([ids], device=device)  # [1, S]
+            src_pad = (torch.arange(len(ids), device=device) >= n_real)[None]  # [1, S]
+            rec("src.ids", src_ids)
+        if self.config.has_decoder:
+            pieces, ids, n_real = self._side(tgt, "tgt", options.pad_to, notices)
+            rec.tokens("tgt.tokens", pieces)
+            tgt_ids = torch.tensor([ids], device=device)  # [1, T]
+            tgt_pad = (torch.arange(len(ids), device=device) >= n_real)[None]  # [1, T]
+            rec("tgt.ids", tgt_ids)
+        start = time.perf_counter()
+        logits = self.module(src_ids, tgt_ids, options=options, rec=rec, src_pad=src_pad, tgt_pad=tgt_pad)
+        probs = torch.softmax(logits[0] / options.temperature, dim=-1)  # [T, V]
+        rec("probs", probs, batched=False)
+        entries = rec.finish()
+        if not options.record:  # the fast path still returns what the output panel needs
+            entries["logits"] = logits[0].float().cpu()
+            entries["probs"] = probs.float().cpu()
+        info = {
+            "device": str(device), "arch": self.config.arch, "model": self.name,
+            "n_heads": options.effective_heads(self.config),
+            "norm": "pre" if options.effective_norm_first(self.config) else "post",
+            "compute_ms": (time.perf_counter() - start) * 1000.0,
+        }
+        return Trace(entries, notices, info)
+
+    def next_token(self, trace: Trace) -> tuple[int, str]:
+        """The most probable next token after the last decoder position."""
+        i = int(trace["probs"][-1].argmax())
+        tok = self.tgt_tokenizer if self.config.has_decoder else self.src_tokenizer
+        return i, tok.id_to_token(i)
+
+    def generate(self, src: str | None = None, prefix: str = "", max_new_tokens: int = 30,
+                 options: RunOptions | None = None) -> Iterator[Trace]:
+        """Greedy decoding: yields a Trace per step; trace.info['generated'] holds the text so far.
+
+        Stops after </s>, after max_new_tokens, or at the model's max length.
+        """
+        if not self.config.has_decoder:
+            raise ValueError("an encoder-only model has no decoder to generate with")
+        options = options or RunOptions()
+        tok = self.tgt_tokenizer
+        ids = list(tok.encode(prefix)[1])
+        for _ in range(max_new_tokens):
+            trace = self.trace(src=src, tgt=list(ids), options=options)
+            next_id, piece = self.next_token(trace)
+            done = next_id == tok.eos_id or len(ids) + 2 >= self.config.max_len
+            if not done:
+                ids.append(next_id)
+            trace.info.update(next_token=piece, next_id=next_id, generated=tok.decode(ids), finished=done)
+            yield trace
+            if done:
+                return
+
+    def translate(self, src: str, max_new_tokens: int = 40, options: RunOptions | None = None) -> str:
+        """The greedy output text (no traces kept)."""
+        opts = (options or RunOptions()).replace(record=False)
+        text = ""
+        for trace in self.generate(src, max_new_tokens=max_new_tokens, options=opts):
+            text = trace.info["generated"]
+        return text

@@ -1,0 +1,161 @@
+"""Tokenizers: text -> token strings (what the UI shows) -> ids, and back.
+
+Three kinds share one small interface: BPE (through the `tokenizers` library), word-level and
+character-level (for teaching). Any text tokenizes: unknown pieces become <unk>, control characters are
+dropped, nothing raises on odd input. Special tokens are always ids 0-3.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+
+PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
+SPECIALS = (PAD, BOS, EOS, UNK)
+_WORD_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def clean_text(text: str) -> str:
+    """Drop control/format characters (keeping whitespace), normalise to NFC, collapse whitespace."""
+    text = unicodedata.normalize("NFC", str(text))
+    kept = (" " if ch.isspace() else ch for ch in text if ch.isspace() or unicodedata.category(ch)[0] != "C")
+    return " ".join("".join(kept).split())
+
+
+class Tokenizer:
+    """Base: a vocabulary list whose first four entries are the special tokens."""
+
+    kind = "base"
+
+    def __init__(self, vocab: list[str]):
+        if list(vocab[:4]) != list(SPECIALS):
+            raise ValueError(f"a vocabulary must start with {SPECIALS}")
+        self.vocab = list(vocab)
+        self._index = {tok: i for i, tok in enumerate(self.vocab)}
+
+    pad_id, bos_id, eos_id, unk_id = 0, 1, 2, 3
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def tokenize(self, text: str) -> list[str]:
+        """Token strings as the model sees them (unknown pieces already replaced by <unk>)."""
+        return self.encode(text)[0]
+
+    def encode(self, text: str) -> tuple[list[str], list[int]]:
+        pieces = self._split(clean_text(text))
+        ids = [self._index.get(p, self.unk_id) for p in pieces]
+        return [p if i != self.unk_id else UNK for p, i in zip(pieces, ids)], ids
+
+    def id_to_token(self, i: int) -> str:
+        return self.vocab[i] if 0 <= i < len(self.vocab) else UNK
+
+    def decode(self, ids) -> str:
+        toks = [self.id_to_token(int(i)) for i in ids if int(i) not in (self.pad_id, self.bos_id, self.eos_id)]
+        return self._join(toks)
+
+    def _split(self, text: str) -> list[str]:
+        raise NotImplementedError
+
+    def _join(self, tokens: list[str]) -> str:
+        raise NotImplementedError
+
+    def to_json(self) -> str:
+        return json.dumps({"kind": self.kind, "vocab": self.vocab}, ensure_ascii=False)
+
+
+class WordTokenizer(Tokenizer):
+    """Words and punctuation marks, lower-cased."""
+
+    kind = "word"
+
+    def _split(self, text):
+        return _WORD_RE.findall(text.lower())
+
+    def _join(self, tokens):
+        return " ".join(tokens)
+
+    @classmethod
+    def train(cls, texts, max_size: int = 10000) -> WordTokenizer:
+        counts: dict[str, int] = {}
+        for t in texts:
+            for w in _WORD_RE.findall(clean_text(t).lower()):
+                counts[w] = counts.get(w, 0) + 1
+        words = sorted(counts, key=lambda w: (-counts[w], w))[: max_size - len(SPECIALS)]
+        return cls(list(SPECIALS) + words)
+
+
+class CharTokenizer(Tokenizer):
+    """One token per character; spaces shown as '▁'."""
+
+    kind = "char"
+
+    def _split(self, text):
+        return ["▁" if ch == " " else ch for ch in text]
+
+    def _join(self, tokens):
+        return "".join(" " if t == "▁" else t for t in tokens)
+
+    @classmethod
+    def train(cls, texts) -> CharTokenizer:
+        chars = sorted({("▁" if c == " " else c) for t in texts for c in clean_text(t)})
+        return cls(list(SPECIALS) + chars)
+
+
+class BPETokenizer(Tokenizer):
+    """Byte-pair encoding via the `tokenizers` library. A word's continuation pieces start with '##'
+    ("cats" -> "cat", "##s"); characters never seen in training fuse into one <unk>."""
+
+    kind = "bpe"
+
+    def __init__(self, hf_tokenizer):
+        self.hf = hf_tokenizer
+        vocab = [None] * hf_tokenizer.get_vocab_size()
+        for tok, i in hf_tokenizer.get_vocab().items():
+            vocab[i] = tok
+        super().__init__(vocab)
+
+    def encode(self, text):
+        enc = self.hf.encode(clean_text(text), add_special_tokens=False)
+        return list(enc.tokens), list(enc.ids)
+
+    def decode(self, ids) -> str:
+        keep = [int(i) for i in ids if int(i) not in (self.pad_id, self.bos_id, self.eos_id)]
+        return self.hf.decode(keep)
+
+    def to_json(self) -> str:
+        return json.dumps({"kind": self.kind, "hf": self.hf.to_str()}, ensure_ascii=False)
+
+    @classmethod
+    def train(cls, texts, vocab_size: int = 2000) -> BPETokenizer:
+        from tokenizers import Tokenizer as HF
+        from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
+
+        hf = HF(models.BPE(unk_token=UNK, continuing_subword_prefix="##", fuse_unk=True))
+        hf.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
+        hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Whitespace()])
+        hf.decoder = decoders.WordPiece(prefix="##")
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS),
+                                      continuing_subword_prefix="##", show_progress=False)
+        hf.train_from_iterator((clean_text(t) for t in texts), trainer=trainer)
+        return cls(hf)
+
+
+def tokenizer_from_json(text: str) -> Tokenizer:
+    """Rebuild a tokenizer saved with `to_json()`; raises ValueError with a readable message if it can't."""
+    try:
+        data = json.loads(text)
+        kind = data["kind"]
+        if kind == "word":
+            return WordTokenizer(data["vocab"])
+        if kind == "char":
+            return CharTokenizer(data["vocab"])
+        if kind == "bpe":
+            from tokenizers import Tokenizer as HF
+
+            return BPETokenizer(HF.from_str(data["hf"]))
+    except (ValueError, KeyError, TypeError, Exception) as e:  # tokenizers raises its own Exception type
+        raise ValueError(f"the tokenizer could not be read: {e}") from e
+    raise ValueError(f"unknown tokenizer kind {kind!r}")

@@ -1,0 +1,95 @@
+"""Trace: the ordered record of one run, every intermediate under a stable dotted name."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+
+class Recorder:
+    """Collects tensors during a forward pass. When disabled, `__call__` returns at once: capture is free.
+
+    Tensors arrive with a batch dimension and the first sequence of the batch is kept, detached and still
+    on the model's device; `finish()` moves everything to CPU float32 in one go (one device sync, not many).
+    """
+
+    __slots__ = ("enabled", "_items")
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self._items: OrderedDict[str, torch.Tensor | list[str]] = OrderedDict()
+
+    def __call__(self, name: str, tensor: torch.Tensor, batched: bool = True) -> None:
+        if not self.enabled:
+            return
+        t = tensor[0] if batched else tensor
+        self._items[name] = t.detach()
+
+    def tokens(self, name: str, tokens: list[str]) -> None:
+        if self.enabled:
+            self._items[name] = list(tokens)
+
+    def finish(self) -> OrderedDict[str, torch.Tensor | list[str]]:
+        out: OrderedDict[str, torch.Tensor | list[str]] = OrderedDict()
+        for name, value in self._items.items():
+            if isinstance(value, torch.Tensor):
+                dtype = torch.int64 if not value.is_floating_point() else torch.float32
+                value = value.to("cpu", dtype)
+            out[name] = value
+        return out
+
+
+@dataclass
+class Trace:
+    """What one run computed. `trace["enc.0.self.weights"]` is a [heads, tgt, src] float32 CPU tensor.
+
+    Token lists (`src.tokens`, `tgt.tokens`) are lists of str; `*.ids` are int64; everything else float32.
+    `notices` holds human-readable remarks about the run (truncation, fallbacks); `info` holds facts about
+    it (device, heads, norm placement, timings).
+    """
+
+    entries: OrderedDict[str, torch.Tensor | list[str]] = field(default_factory=OrderedDict)
+    notices: list[str] = field(default_factory=list)
+    info: dict = field(default_factory=dict)
+
+    def __getitem__(self, name: str):
+        try:
+            return self.entries[name]
+        except KeyError:
+            raise KeyError(f"{name!r} is not in this trace") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, name: str, default=None):
+        return self.entries.get(name, default)
+
+    def names(self) -> list[str]:
+        return list(self.entries)
+
+    def items(self):
+        return self.entries.items()
+
+    def numpy(self, name: str) -> np.ndarray:
+        value = self[name]
+        return np.asarray(value) if isinstance(value, list) else value.numpy()
+
+    def sites(self) -> list[str]:
+        """Attention sites in run order, e.g. ['enc.0.self', ..., 'dec.0.self', 'dec.0.cross', ...]."""
+        return [n[: -len(".weights")] for n in self.entries if n.endswith(".weights")]
+
+    def save_npz(self, path) -> None:
+        """Every entry under its dotted name; token lists as unicode arrays (loadable without pickle)."""
+        arrays = {name: self.numpy(name) for name in self.entries}
+        arrays["__notices__"] = np.asarray(self.notices, dtype=str)
+        np.savez(path, **arrays)
