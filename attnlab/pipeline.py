@@ -105,3 +105,14 @@ def stages_for(trace: Trace) -> list[Stage]:
             layer += 1
     stages += [Stage(f"out.{k}", k, t, "Output") for k, t in OUTPUT_STEPS]
     return stages
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """What the person chose to look at, independent of the run: it changes drawing, never computation."""
+
+    head: int = 0  # selected head of the current attention site
+    colormap: str = "viridis"
+    top_k: int = 10  # bars in the output distribution
+    position: int = -1  # decoder position whose next-token distribution is shown (-1 = last)
+    pe_dims: tuple[int, ...] = (0, 1, 4, 5)  # model dimensions drawn as sine/cosine curves

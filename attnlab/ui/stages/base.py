@@ -1,0 +1,25 @@
+"""StagePanel: the base of every per-stage panel. The main window keeps one instance per panel class and
+calls `show_stage` whenever the stage, the trace or the view changes; panels never call the model."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QWidget
+
+from attnlab.engine.trace import Trace
+from attnlab.pipeline import Stage, ViewState
+
+
+class StagePanel(QWidget):
+    kinds: tuple[str, ...] = ()  # the Stage.kind values this panel draws
+
+    maskCellToggled = Signal(str, int, int)  # site, query index, key index: the person clicked a mask cell
+    headSelected = Signal(int)  # the person picked a head (e.g. clicked one in the grid)
+
+    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        raise NotImplementedError
+
+    def shown_data(self) -> dict:
+        """What the panel currently displays, by name (numpy arrays / lists): lets tests assert on the picture's
+        data without reading pixels. E.g. {"matrix": array, "rows": [...], "cols": [...]}."""
+        return {}
