@@ -1,0 +1,1 @@
+"""Qt widgets of the attnlab desktop app (PySide6 + pyqtgraph)."""

@@ -1,0 +1,447 @@
+"""HeadGrid: small multiples of attention heads in one pyqtgraph scene.
+
+One GraphicsLayoutWidget holds H ViewBoxes (one ImageItem each) laid out ceil(sqrt(H)) per
+row, a "head h" title above each, shared row/column tick axes on the outer edge only, and one
+colour bar that drives every image (one shared colour scale). The grid is rebuilt only when H
+changes; other updates just swap image data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import Qt, Signal
+
+from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL, get_colormap
+from attnlab.ui.heatmap import (
+    TICK_POINT_SIZE,
+    CategoryAxis,
+    MaskBackground,
+    ValueFormat,
+    choose_modes,
+    compute_levels,
+    describe_value,
+    elide_label,
+    prepare_matrix,
+    printable_label,
+    tick_font,
+    title_font,
+)
+
+__all__ = ["HeadGrid", "grid_shape"]
+
+SELECTED_COLOR = "#ff9f1c"
+#: Below this many pixels per small plot, outer axes show no tick text at all.
+MIN_TICKED_PLOT_PX = (110, 80)
+
+
+def grid_shape(n_heads: int) -> tuple[int, int]:
+    """(rows, columns) of the grid for *n_heads*: ceil(sqrt(H)) columns."""
+    if n_heads <= 0:
+        return 0, 0
+    ncols = math.ceil(math.sqrt(n_heads))
+    return math.ceil(n_heads / ncols), ncols
+
+
+class HeadGrid(QtWidgets.QWidget):
+    """H attention maps [H, Tq, Tk] as a grid of small heatmaps sharing one colour scale.
+
+    Signals:
+        headClicked(int head): left click on a head's plot or its title (e.g. to zoom in).
+    """
+
+    headClicked = Signal(int)
+
+    HINT = "Hover a head to read values; click a head to zoom in."
+
+    def __init__(
+        self,
+        parent: QtWidgets.QWidget | None = None,
+        *,
+        colormap: str = DEFAULT_SEQUENTIAL,
+        signed_colormap: str | None = DEFAULT_DIVERGING,
+        value_format: ValueFormat = "{:.3f}",
+    ) -> None:
+        super().__init__(parent)
+        self._cmap_name = colormap
+        self._signed_cmap_name = signed_colormap
+        self._applied_cmap: str | None = None
+        self._value_format: ValueFormat = value_format
+
+        self._raw: np.ndarray | None = None
+        self._mask: np.ndarray | None = None
+        self._bad: np.ndarray | None = None
+        self._levels: tuple[float, float] | None = None
+        self._cells: tuple[int, int] | None = None  # (Tq, Tk)
+        self._row_labels: list[str] | None = None
+        self._col_labels: list[str] | None = None
+        self._title = ""
+        self._selected: int | None = None
+        self._n_heads = 0
+        self.rebuild_count = 0  # how many times the grid layout was (re)built
+
+        self._views: list[pg.ViewBox] = []
+        self._images: list[pg.ImageItem] = []
+        self._mask_bgs: list[MaskBackground] = []
+        self._head_titles: list[pg.LabelItem] = []
+        self._left_axes: list[CategoryAxis] = []
+        self._bottom_axes: list[CategoryAxis] = []
+        self._bar: pg.ColorBarItem | None = None
+
+        self._title_label = QtWidgets.QLabel(self)
+        self._title_label.setFont(title_font())
+        self._title_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._title_label.setVisible(False)
+
+        self._glw = pg.GraphicsLayoutWidget(self)
+        self._glw.setMinimumSize(160, 120)
+        self._glw.ci.setContentsMargins(2, 2, 2, 2)
+        self._glw.ci.setSpacing(4)
+        self._message = QtWidgets.QLabel(self)
+        self._message.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._message.setWordWrap(True)
+        self._message.setFont(tick_font())
+        self._stack = QtWidgets.QStackedWidget(self)
+        self._stack.addWidget(self._glw)
+        self._stack.addWidget(self._message)
+        self._stack.setCurrentWidget(self._message)
+
+        self._readout = QtWidgets.QLabel("", self)
+        self._readout.setFont(tick_font())
+        self._readout.setMinimumHeight(QtGui.QFontMetrics(self._readout.font()).height() + 4)
+        self._readout.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored,
+                                    QtWidgets.QSizePolicy.Policy.Fixed)
+
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.setSpacing(2)
+        layout.addWidget(self._title_label)
+        layout.addWidget(self._stack, 1)
+        layout.addWidget(self._readout)
+
+        scene = self._glw.scene()
+        scene.sigMouseMoved.connect(self._on_mouse_moved)
+        scene.sigMouseClicked.connect(self._on_mouse_clicked)
+
+    # ------------------------------------------------------------------ public API
+    def set_heads(
+        self,
+        weights: np.ndarray,
+        row_labels: Sequence[str] | None = None,
+        col_labels: Sequence[str] | None = None,
+        masked: np.ndarray | None = None,
+        title: str = "",
+        *,
+        levels: tuple[float, float] | None = None,
+        symmetric: bool | None = None,
+    ) -> None:
+        """Show *weights* [H, Tq, Tk], one small heatmap per head, one shared colour scale.
+
+        *masked* is [Tq, Tk] (shared by all heads) or [H, Tq, Tk]; masked, NaN and ±inf cells
+        are hatched grey. Levels: *levels* if given; else 0..1 when every valid value lies in
+        [0, 1] (attention weights); else as :func:`attnlab.ui.heatmap.compute_levels`.
+        """
+        raw, display, mask, bad = prepare_matrix(weights, masked)
+        if raw.ndim != 3:
+            raise ValueError(f"weights must be [H, Tq, Tk], got shape {raw.shape}")
+        n_heads, tq, tk = raw.shape
+        rlabels = _check_labels(row_labels, tq, "row_labels")
+        clabels = _check_labels(col_labels, tk, "col_labels")
+        if levels is None and symmetric is None:
+            valid = raw if bad is None else raw[~bad]
+            if valid.size == 0 or (float(valid.min()) >= 0.0 and float(valid.max()) <= 1.0):
+                levels = (0.0, 1.0)
+        lo, hi = compute_levels(raw, bad, levels, symmetric)
+
+        if n_heads != self._n_heads:
+            self._build(n_heads)
+        self._raw, self._mask, self._bad = raw, mask, bad
+        self._levels = (lo, hi)
+        self._apply_colormap()
+
+        for h, img in enumerate(self._images):
+            img.setImage(display[h], autoLevels=False, levels=(lo, hi))
+        for h, bg in enumerate(self._mask_bgs):
+            show = bad is not None and bool(bad[h].any())
+            if show != bg.isVisible():
+                bg.setVisible(show)
+        if self._bar is not None and self._bar.levels() != (lo, hi):
+            self._bar.setLevels((lo, hi), update_items=False)
+
+        cells_changed = (tq, tk) != self._cells
+        labels_changed = cells_changed or rlabels != self._row_labels or clabels != self._col_labels
+        if cells_changed:
+            self._cells = (tq, tk)
+            for vb, bg in zip(self._views, self._mask_bgs, strict=True):
+                bg.set_cells(tq, tk)
+                vb.setRange(xRange=(-0.5, tk - 0.5), yRange=(-0.5, tq - 0.5), padding=0.0)
+        if labels_changed:
+            self._row_labels, self._col_labels = rlabels, clabels
+            self._install_axis_labels()
+
+        if title != self._title:
+            self._title = title
+            self._title_label.setText(title)
+            self._title_label.setVisible(bool(title))
+        if self._stack.currentWidget() is not self._glw:
+            self._stack.setCurrentWidget(self._glw)
+            self._readout.setText(self.HINT)
+        if self._selected is not None and self._selected >= n_heads:
+            self.set_selected(None)
+
+    def set_selected(self, head: int | None) -> None:
+        """Highlight *head* (None or -1: no highlight)."""
+        if head is not None and not (0 <= head < self._n_heads):
+            head = None
+        if head == self._selected:
+            return
+        previous, self._selected = self._selected, head
+        for h in (previous, head):
+            if h is not None and h < self._n_heads:
+                self._style_head(h)
+
+    def selected(self) -> int | None:
+        return self._selected
+
+    def head_count(self) -> int:
+        return self._n_heads
+
+    def clear(self, message: str = "") -> None:
+        """Hide the grid and show *message* centred instead."""
+        self._raw = self._mask = self._bad = None
+        self._message.setText(message)
+        self._stack.setCurrentWidget(self._message)
+        self._readout.setText("")
+
+    def has_data(self) -> bool:
+        return self._raw is not None
+
+    def message(self) -> str:
+        return "" if self.has_data() else self._message.text()
+
+    def set_colormap(self, name: str, signed: str | None = None) -> None:
+        """Same contract as :meth:`LabeledHeatmap.set_colormap`."""
+        self._cmap_name = name
+        self._signed_cmap_name = signed
+        self._apply_colormap()
+
+    def colormap_name(self) -> str:
+        return self._applied_cmap or self._cmap_name
+
+    def set_value_format(self, fmt: ValueFormat) -> None:
+        self._value_format = fmt
+
+    def levels(self) -> tuple[float, float] | None:
+        return self._levels
+
+    def title(self) -> str:
+        return self._title
+
+    def image_items(self) -> list[pg.ImageItem]:
+        return list(self._images)
+
+    def view_boxes(self) -> list[pg.ViewBox]:
+        return list(self._views)
+
+    def colorbar(self) -> pg.ColorBarItem | None:
+        return self._bar
+
+    def graphics_view(self) -> pg.GraphicsLayoutWidget:
+        return self._glw
+
+    def readout_text(self) -> str:
+        return self._readout.text()
+
+    def describe_cell(self, head: int, r: int, c: int) -> str:
+        """'head h: row label → col label  [r, c] = value' ('' when out of range)."""
+        raw = self._raw
+        if raw is None or not (0 <= head < raw.shape[0] and 0 <= r < raw.shape[1] and 0 <= c < raw.shape[2]):
+            return ""
+        explicitly = self._mask is not None and bool(self._mask[head, r, c])
+        where = f"[{r}, {c}] = {describe_value(float(raw[head, r, c]), explicitly, self._value_format)}"
+        if self._row_labels is None and self._col_labels is None:
+            return f"head {head}: {where}"
+        rl = printable_label(self._row_labels[r]) if self._row_labels is not None else str(r)
+        cl = printable_label(self._col_labels[c]) if self._col_labels is not None else str(c)
+        return f"head {head}: {rl} → {cl}  {where}"
+
+    def head_at_scene_pos(self, pos: QtCore.QPointF) -> int | None:
+        """Head whose plot or title is under scene position *pos*."""
+        for h, (vb, lab) in enumerate(zip(self._views, self._head_titles, strict=True)):
+            if vb.sceneBoundingRect().contains(pos) or lab.sceneBoundingRect().contains(pos):
+                return h
+        return None
+
+    def cell_at_scene_pos(self, pos: QtCore.QPointF) -> tuple[int, int, int] | None:
+        """(head, row, col) under scene position *pos*, or None."""
+        if self._raw is None:
+            return None
+        for h, vb in enumerate(self._views):
+            if vb.sceneBoundingRect().contains(pos):
+                p = vb.mapSceneToView(pos)
+                r, c = math.floor(p.y() + 0.5), math.floor(p.x() + 0.5)
+                _, tq, tk = self._raw.shape
+                if 0 <= r < tq and 0 <= c < tk:
+                    return h, r, c
+                return None
+        return None
+
+    def scene_pos_of_head(self, head: int) -> QtCore.QPointF:
+        """Scene position of the centre of *head*'s plot."""
+        return self._views[head].sceneBoundingRect().center()
+
+    # ------------------------------------------------------------------ internals
+    def _build(self, n_heads: int) -> None:
+        ci = self._glw.ci
+        ci.clear()
+        self._views, self._images, self._mask_bgs, self._head_titles = [], [], [], []
+        self._left_axes, self._bottom_axes = [], []
+        self._bar = None
+        self._applied_cmap = None
+        self._cells = None
+        self._n_heads = n_heads
+        self.rebuild_count += 1
+        if n_heads == 0:
+            return
+        nrows, ncols = grid_shape(n_heads)
+        for h in range(n_heads):
+            i, j = divmod(h, ncols)
+            lab = pg.LabelItem(f"head {h}", size=f"{TICK_POINT_SIZE}pt")
+            lab.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Fixed)
+            ci.addItem(lab, row=2 * i, col=j + 1)
+            vb = pg.ViewBox(enableMouse=False, enableMenu=False, invertY=True, defaultPadding=0.0)
+            vb.disableAutoRange()
+            ci.addItem(vb, row=2 * i + 1, col=j + 1)
+            bg = MaskBackground()
+            bg.setVisible(False)
+            vb.addItem(bg, ignoreBounds=True)
+            img = pg.ImageItem(axisOrder="row-major")
+            img.setPos(-0.5, -0.5)
+            img.setImage(np.zeros((1, 1), np.float32), autoLevels=False, levels=(0.0, 1.0))  # see heatmap.py
+            vb.addItem(img)
+            self._views.append(vb)
+            self._images.append(img)
+            self._mask_bgs.append(bg)
+            self._head_titles.append(lab)
+        for i in range(nrows):
+            ax = CategoryAxis("left")
+            ax.linkToView(self._views[i * ncols])
+            ci.addItem(ax, row=2 * i + 1, col=0)
+            self._left_axes.append(ax)
+        for j in range(ncols):
+            lowest = max(h for h in range(n_heads) if h % ncols == j)
+            ax = CategoryAxis("bottom")
+            ax.linkToView(self._views[lowest])
+            ci.addItem(ax, row=2 * nrows, col=j + 1)
+            self._bottom_axes.append(ax)
+        lay = ci.layout
+        for i in range(nrows):
+            lay.setRowStretchFactor(2 * i, 0)
+            lay.setRowStretchFactor(2 * i + 1, 1)
+        lay.setRowStretchFactor(2 * nrows, 0)
+        lay.setColumnStretchFactor(0, 0)
+        for j in range(ncols):
+            lay.setColumnStretchFactor(j + 1, 1)
+
+        self._bar = pg.ColorBarItem(values=(0.0, 1.0), width=16, interactive=False, colorMapMenu=False)
+        self._bar.axis.setTickFont(tick_font())
+        self._bar.axis.setWidth(QtGui.QFontMetrics(tick_font()).horizontalAdvance("−0.0000") + 12)
+        self._bar.setImageItem(self._images)
+        ci.addItem(self._bar, row=1, col=ncols + 1, rowspan=2 * nrows - 1)
+        lay.setColumnStretchFactor(ncols + 1, 0)
+        self._views[0].sigResized.connect(self._refresh_axis_modes)
+        for h in range(n_heads):
+            self._style_head(h)
+
+    def _style_head(self, h: int) -> None:
+        sel = h == self._selected
+        self._views[h].setBorder(pg.mkPen(SELECTED_COLOR, width=3) if sel else None)
+        self._head_titles[h].setText(
+            f"head {h}", bold=sel, color=SELECTED_COLOR if sel else None, size=f"{TICK_POINT_SIZE}pt"
+        )
+        self._head_titles[h].setMaximumHeight(self._head_titles[h].minimumHeight())
+
+    def _apply_colormap(self) -> None:
+        if self._bar is None:
+            return
+        name = self._cmap_name
+        if self._signed_cmap_name and self._levels is not None and self._levels[0] < 0.0 < self._levels[1]:
+            name = self._signed_cmap_name
+        if name != self._applied_cmap:
+            self._applied_cmap = name
+            self._bar.setColorMap(get_colormap(name))
+
+    def _install_axis_labels(self) -> None:
+        if self._cells is None:
+            return
+        tq, tk = self._cells
+        rl = None if self._row_labels is None else [elide_label(s) for s in self._row_labels]
+        cl = None if self._col_labels is None else [elide_label(s) for s in self._col_labels]
+        for ax in self._left_axes:
+            ax.set_labels(rl, tq)
+        for ax in self._bottom_axes:
+            ax.set_labels(cl, tk)
+        for ax in self._left_axes:
+            ax.setWidth(ax.text_extent("labels"))
+        self._refresh_axis_modes()
+
+    def _refresh_axis_modes(self, *_: object) -> None:
+        if not self._views or not self._left_axes or not self._bottom_axes:
+            return
+        vb = self._views[0]
+        w, h = vb.width(), vb.height()
+        if w <= 1 or h <= 1:
+            return
+        nrows, ncols = grid_shape(self._n_heads)
+        # "Too small" is judged on the widget size (not the view) so axis sizes cannot feed back.
+        small = (self._glw.width() / ncols < MIN_TICKED_PLOT_PX[0]
+                 or self._glw.height() / nrows < MIN_TICKED_PLOT_PX[1])
+        if small:
+            bmode = lmode = "none"
+        else:
+            bmode, lmode = choose_modes(self._bottom_axes[0], self._left_axes[0], w, h)
+        for ax in self._left_axes:
+            if ax.set_mode(lmode):
+                ax.setWidth(ax.text_extent("labels") if lmode != "none" else ax.text_extent("none"))
+        for ax in self._bottom_axes:
+            if ax.set_mode(bmode):
+                ax.setHeight(ax.text_extent())
+
+    def _on_mouse_moved(self, pos: QtCore.QPointF) -> None:
+        if self._raw is None:
+            return
+        hit = self.cell_at_scene_pos(pos)
+        if hit is not None:
+            self._readout.setText(self.describe_cell(*hit))
+        else:
+            self._readout.setText(self.HINT)
+
+    def _on_mouse_clicked(self, ev: object) -> None:
+        self._handle_click(ev.scenePos(), ev.button())
+
+    def _handle_click(self, scene_pos: QtCore.QPointF, button: Qt.MouseButton) -> bool:
+        if button != Qt.MouseButton.LeftButton or self._raw is None:
+            return False
+        h = self.head_at_scene_pos(scene_pos)
+        if h is None:
+            return False
+        self.headClicked.emit(h)
+        return True
+
+    def leaveEvent(self, event: QtCore.QEvent) -> None:
+        if self._raw is not None:
+            self._readout.setText(self.HINT)
+        super().leaveEvent(event)
+
+
+def _check_labels(labels: Sequence[str] | None, n: int, name: str) -> list[str] | None:
+    if labels is None:
+        return None
+    out = [str(s) for s in labels]
+    if len(out) != n:
+        raise ValueError(f"{name} has {len(out)} entries, expected {n}")
+    return out
