@@ -1,0 +1,426 @@
+"""Session: what one window shows (model, texts, run options, view, stage) and the runs that feed it.
+
+Runs happen on one worker thread, LATEST REQUEST WINS: every request bumps a generation counter, at most one
+run is in flight and at most one waits (a newer request replaces the waiting one), and a result whose
+generation is no longer the latest is dropped. `traceReady` fires once per accepted trace; any error comes
+back as `failed(message)` and the previous trace and state stay.
+
+The text and stage logic below the class is plain Python (no Qt) so it can be tested and reused alone.
+Nothing here imports torch at module level: the window can paint before the engine has loaded.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
+
+from attnlab.engine.options import RunOptions
+
+if TYPE_CHECKING:
+    from attnlab.engine.live import LiveModel
+    from attnlab.engine.trace import Trace
+    from attnlab.pipeline import Stage, ViewState
+
+EXAMPLE_SENTENCE = "the black cat sees the small dog"
+DEBOUNCE_MS = 150  # typing pause before a re-trace
+MAX_PREFIX_TOKENS = 12  # the greedy decoder prefix shown at start-up
+RANDOM_PREFIX_TOKENS = 3  # a random model's "translation" is noise: keep it short
+
+
+# ---- Qt-free helpers ---------------------------------------------------------------------------------------
+def example_sentence(model: LiveModel) -> str:
+    return str(model.metadata.get("example") or EXAMPLE_SENTENCE)
+
+
+def default_prefix(model: LiveModel, src: str) -> str:
+    """The model's own greedy translation minus its last token (so "Generate" has something to predict);
+    a few tokens only for a random model."""
+    if model.config.arch != "encoder-decoder" or not src.strip():
+        return ""
+    tok = model.tgt_tokenizer
+    most = RANDOM_PREFIX_TOKENS if model.metadata.get("random") else MAX_PREFIX_TOKENS
+    ids = tok.encode(model.translate(src, max_new_tokens=most + 1))[1]
+    return tok.decode(ids[: max(1, min(len(ids) - 1, most))])
+
+
+def real_length(tokens: list[str]) -> int:
+    """How many tokens come before the <pad> tail."""
+    n = len(tokens)
+    while n and tokens[n - 1] == "<pad>":
+        n -= 1
+    return n
+
+
+def next_token(model: LiveModel, trace: Trace) -> tuple[int, str]:
+    """The most probable token after the last real (non-<pad>) decoder position."""
+    side = "tgt.tokens" if "tgt.tokens" in trace else "src.tokens"
+    last = real_length(trace[side]) - 1
+    if last == len(trace[side]) - 1:
+        return model.next_token(trace)
+    i = int(trace["probs"][last].argmax())
+    tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer
+    return i, tok.id_to_token(i)
+
+
+def extended_ids(trace: Trace, token_id: int) -> list[int]:
+    """The decoder-side ids of `trace` (without <s> and <pad>) plus one more token."""
+    ids = [int(i) for i in trace["tgt.ids"]][: real_length(trace["tgt.tokens"])]
+    return ids[1:] + [token_id]
+
+
+def ids_text(tokenizer, ids: list[int]) -> str:
+    """Ids as text for the input box; special tokens (which decoding drops) are spelled out."""
+    specials = (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id)
+    if any(i in specials for i in ids):
+        return " ".join(tokenizer.id_to_token(i) for i in ids)
+    return tokenizer.decode(ids)
+
+
+def pick_stage(stages: list[Stage], key: str | None) -> Stage | None:
+    """The stage called `key`; else the first of its group ("Encoder layer 2"); else the first stage."""
+    if not stages:
+        return None
+    by_key = {s.key: s for s in stages}
+    if key in by_key:
+        return by_key[key]
+    if key:
+        group = _group_prefix(key)
+        for s in stages:
+            if _group_prefix(s.key) == group:
+                return s
+    return stages[0]
+
+
+def _group_prefix(key: str) -> str:
+    parts = key.split(".")
+    return ".".join(parts[:2]) if parts[0] in ("enc", "dec") else parts[0]
+
+
+_SITE_TENSORS = {"qkv": ("q", "k", "v"), "scores": ("scores",), "scaled": ("scaled",), "mask": ("mask",),
+                 "masked": ("masked",), "weights": ("weights",), "heads": ("weights",), "lines": ("weights",),
+                 "context": ("context",), "concat": ("concat",), "attn_out": ("out",)}
+
+
+def stage_tensors(stage: Stage) -> list[str]:
+    """The trace entries a stage shows, e.g. ['enc.0.self.q', 'enc.0.self.k', 'enc.0.self.v']."""
+    if stage.site:
+        return [f"{stage.site}.{n}" for n in _SITE_TENSORS.get(stage.kind, ())]
+    if stage.side:
+        return [f"{stage.side}.{'ids' if stage.kind == 'tokens' else stage.kind}"]
+    if stage.kind == "addnorm":
+        return [f"{stage.layer}.resid{stage.norm}", f"{stage.layer}.norm{stage.norm}.out"]
+    if stage.kind == "ffn":
+        return [f"{stage.layer}.ffn.hidden", f"{stage.layer}.ffn.out"]
+    return [stage.kind]
+
+
+def shape_text(trace: Trace, stage: Stage) -> str:
+    """'enc.0.self.q [4 × 7 × 32] · …': the live shapes of what the stage shows."""
+    parts = []
+    for name in stage_tensors(stage):
+        value = trace.get(name)
+        if value is not None and hasattr(value, "shape"):
+            parts.append(f"{name} [{' × '.join(str(n) for n in value.shape)}]")
+    return " · ".join(parts)
+
+
+@dataclass(frozen=True)
+class _Job:
+    kind: str  # "trace" or "load"
+    generation: int
+    run: Any  # callable run on the worker thread
+
+
+class Session(QObject):
+    traceReady = Signal(object)  # Trace: a new accepted trace
+    failed = Signal(str)  # a run could not be done; the previous trace stays
+    busyChanged = Signal(bool)
+    modelChanged = Signal(object)  # LiveModel: a new model is open (its first trace follows)
+    modelFailed = Signal(str)  # a model could not be opened; the open one stays
+    optionsChanged = Signal(object)  # RunOptions
+    viewChanged = Signal(object)  # ViewState
+    stageChanged = Signal(str)  # stage key
+    textsChanged = Signal()  # src/tgt changed from code (generation, reset, a new model)
+    notice = Signal(str)  # a transient remark for the status bar
+
+    _jobDone = Signal(object)  # (job, value, error) from the worker thread
+
+    def __init__(self, parent: QObject | None = None):
+        super().__init__(parent)
+        from attnlab.pipeline import ViewState
+
+        self.model: LiveModel | None = None
+        self.model_path: str | None = None
+        self.src = ""
+        self.tgt = ""
+        # The decoder side as ids once Generate has extended it (the box shows them as text): generated
+        # tokens are fed back exactly, with no text round trip. Editing the text drops them.
+        self.tgt_ids: list[int] | None = None
+        self.options = RunOptions()
+        self.view: ViewState = ViewState()
+        self.stage_key: str | None = None
+        self.trace: Trace | None = None
+        self.stages: list[Stage] = []
+        self._generation = {"trace": 0, "load": 0}
+        self._running: _Job | None = None
+        self._waiting: dict[str, _Job] = {}
+        self._generate_presses = 0
+        self._last_busy = False
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnlab-run")
+        self._debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
+        self._debounce.timeout.connect(self.request_trace)
+        self._jobDone.connect(self._on_job_done)
+
+    # ---- state -----------------------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self._running is not None or bool(self._waiting) or self._debounce.isActive()
+
+    @property
+    def stage(self) -> Stage | None:
+        return next((s for s in self.stages if s.key == self.stage_key), None)
+
+    def set_model(self, model: LiveModel, src: str | None = None, tgt: str | None = None,
+                  path: str | None = None) -> None:
+        """Open `model` now; its options go back to the defaults (the trained placement, heads)."""
+        self.model, self.model_path = model, path
+        self.options = RunOptions(device=self.options.device)
+        self.src = example_sentence(model) if src is None else src
+        self.tgt = tgt or ""
+        self.tgt_ids = None
+        self._generate_presses = 0
+        self.modelChanged.emit(model)
+        self.optionsChanged.emit(self.options)
+        self.textsChanged.emit()
+        self.request_trace()
+
+    def set_src(self, text: str, debounce: bool = True) -> None:
+        if text != self.src:
+            self.src = text
+            if self.model is not None and self.model.config.arch == "decoder-only":
+                self.tgt_ids = None
+            self._schedule(debounce)
+
+    def set_tgt(self, text: str, debounce: bool = True) -> None:
+        if text != self.tgt:
+            self.tgt = text
+            self.tgt_ids = None
+            self._schedule(debounce)
+
+    def set_options(self, options: RunOptions) -> bool:
+        """Accept new options and re-trace; options that cannot run here are refused with `failed`."""
+        if options == self.options:
+            return True
+        if self.model is not None:
+            problems = options.problems(self.model.config)
+            if problems:
+                self.failed.emit("These options cannot run on this model:\n- " + "\n- ".join(problems))
+                self.optionsChanged.emit(self.options)  # controls snap back
+                return False
+        self.options = options
+        self.optionsChanged.emit(options)
+        self.request_trace()
+        return True
+
+    def update_options(self, **changes) -> bool:
+        return self.set_options(self.options.replace(**changes))
+
+    def reset_options(self) -> None:
+        """Every toggle back to its default (the device choice stays)."""
+        self.set_options(RunOptions(device=self.options.device))
+
+    def toggle_mask_cell(self, site: str, q: int, k: int) -> None:
+        self.set_options(self.options.toggled_mask_cell(site, q, k))
+
+    def clear_custom_masks(self) -> None:
+        self.set_options(self.options.replace(custom_masks=()))
+
+    def set_view(self, **changes) -> None:
+        view = replace(self.view, **changes)
+        if view != self.view:
+            self.view = view
+            self.viewChanged.emit(view)
+
+    def set_stage(self, key: str) -> None:
+        if key != self.stage_key and any(s.key == key for s in self.stages):
+            self.stage_key = key
+            self.stageChanged.emit(key)
+
+    def step_stage(self, delta: int) -> None:
+        """Move `delta` stages along the pipeline (clamped at both ends); delta ±10**9 jumps to an end."""
+        if not self.stages:
+            return
+        keys = [s.key for s in self.stages]
+        i = keys.index(self.stage_key) if self.stage_key in keys else 0
+        self.set_stage(keys[max(0, min(len(keys) - 1, i + delta))])
+
+    # ---- generation --------------------------------------------------------------------------------------
+    def generate_next(self) -> None:
+        """Append the model's next token to the decoder input (the prompt for decoder-only models).
+
+        Presses that arrive while a run is under way are counted and done one by one as traces arrive, so
+        each press adds exactly one token."""
+        if self.model is None or not self.model.config.has_decoder:
+            return
+        if self.busy or self.trace is None:
+            self._generate_presses += 1
+            return
+        self._generate_one()
+
+    def _generate_one(self) -> None:
+        model, trace = self.model, self.trace
+        token_id, piece = next_token(model, trace)
+        tok = model.tgt_tokenizer
+        if token_id == tok.eos_id:
+            self._generate_presses = 0
+            self.notice.emit("The model predicts </s>: it considers the sentence finished.")
+            return
+        if real_length(trace["tgt.tokens"]) + 1 >= model.config.max_len:
+            self._generate_presses = 0
+            self.notice.emit(f"The decoder input has reached this model's limit of {model.config.max_len} "
+                             "tokens.")
+            return
+        self.tgt_ids = extended_ids(trace, token_id)
+        text = ids_text(tok, self.tgt_ids)
+        self.notice.emit(f"Generated “{piece}”")
+        if model.config.arch == "decoder-only":
+            self.src = text
+        else:
+            self.tgt = text
+        self.textsChanged.emit()
+        self.request_trace()
+
+    def reset_tgt(self) -> None:
+        self._generate_presses = 0
+        if self.model is not None and self.model.config.arch == "decoder-only":
+            return
+        self.set_tgt("", debounce=False)
+        self.textsChanged.emit()
+
+    # ---- running -----------------------------------------------------------------------------------------
+    def _schedule(self, debounce: bool) -> None:
+        if debounce:
+            self._debounce.start()
+            self._set_busy()
+        else:
+            self.request_trace()
+
+    @Slot()
+    def request_trace(self) -> None:
+        """Re-run the model on the current texts and options (latest request wins)."""
+        self._debounce.stop()
+        if self.model is None:
+            return
+        model, options = self.model, self.options
+        src, tgt = self.src, self.tgt
+        if model.config.arch == "decoder-only":
+            src, tgt = None, src
+        if self.tgt_ids is not None:
+            tgt = list(self.tgt_ids)
+        if model.config.arch == "encoder-only":
+            tgt = None
+
+        def run():
+            start = time.perf_counter()
+            trace = model.trace(src, tgt, options)
+            trace.info["job_ms"] = (time.perf_counter() - start) * 1000.0
+            return trace
+
+        self._submit("trace", run)
+
+    def load_async(self, factory, path: str | None = None, src: str | None = None, tgt: str | None = None,
+                   prefix: bool = False) -> None:
+        """Build a model with `factory()` on the worker thread, then open it (on failure: `modelFailed`).
+
+        With `prefix`, the decoder input starts as the model's own greedy translation (minus a token)."""
+        def run():
+            model = factory()
+            text = example_sentence(model) if src is None else src
+            start = tgt if tgt is not None else (default_prefix(model, text) if prefix else "")
+            return model, text, start, path
+
+        self._submit("load", run)
+
+    def _submit(self, kind: str, run) -> None:
+        self._generation[kind] += 1
+        if kind == "load":  # traces of the old model are moot
+            self._generation["trace"] += 1
+            self._waiting.pop("trace", None)
+        job = _Job(kind, self._generation[kind], run)
+        if self._running is None:
+            self._start(job)
+        else:
+            self._waiting[kind] = job
+        self._set_busy()
+
+    def _start(self, job: _Job) -> None:
+        self._running = job
+        self._pool.submit(self._work, job)
+
+    def _work(self, job: _Job) -> None:  # worker thread
+        try:
+            value, error = job.run(), None
+        except Exception as e:  # every failure becomes a message; ValueErrors already read as one
+            readable = isinstance(e, ValueError) and str(e)
+            value, error = None, (str(e) if readable else f"{type(e).__name__}: {e}")
+        try:
+            self._jobDone.emit((job, value, error))
+        except RuntimeError:  # the session was deleted while this ran (window closed)
+            pass
+
+    @Slot(object)
+    def _on_job_done(self, result) -> None:
+        job, value, error = result
+        self._running = None
+        for kind in ("load", "trace"):
+            if kind in self._waiting:
+                self._start(self._waiting.pop(kind))
+                break
+        if job.generation == self._generation[job.kind]:
+            if job.kind == "load":
+                self._accept_model(value, error)
+            else:
+                self._accept_trace(value, error)
+        self._set_busy()
+
+    def _accept_model(self, value, error: str | None) -> None:
+        if error is not None:
+            self.modelFailed.emit(error)
+            return
+        model, src, tgt, path = value
+        self.set_model(model, src, tgt, path)
+
+    def _accept_trace(self, trace: Trace | None, error: str | None) -> None:
+        if error is not None:
+            self._generate_presses = 0
+            self.failed.emit(error)
+            return
+        from attnlab.pipeline import stages_for
+
+        self.trace = trace
+        self.stages = stages_for(trace)
+        stage = pick_stage(self.stages, self.stage_key)
+        self.stage_key = stage.key if stage else None
+        heads = int(trace.info.get("n_heads", 1))
+        if self.view.head >= heads:
+            self.set_view(head=0)
+        self.traceReady.emit(trace)
+        if self._generate_presses and not self.busy:
+            self._generate_presses -= 1
+            self._generate_one()
+
+    def _set_busy(self) -> None:
+        busy = self.busy
+        if busy != self._last_busy:
+            self._last_busy = busy
+            self.busyChanged.emit(busy)
+
+    def shutdown(self) -> None:
+        """Drop waiting work and let the running job finish in the background."""
+        self._waiting.clear()
+        self._debounce.stop()
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,228 @@
+"""The session: off-thread runs with latest-request-wins, failures that keep the previous state, one token per
+Generate press, model loading that keeps the open model on failure, and the Qt-free helpers."""
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from attnlab.checkpoints import CheckpointError  # noqa: E402
+from attnlab.engine.config import ModelConfig  # noqa: E402
+from attnlab.engine.live import LiveModel  # noqa: E402
+from attnlab.engine.model import Transformer  # noqa: E402
+from attnlab.engine.options import RunOptions  # noqa: E402
+from attnlab.engine.tokenizer import EOS, WordTokenizer  # noqa: E402
+from attnlab.pipeline import stages_for  # noqa: E402
+from attnlab.session import Session, pick_stage, real_length, shape_text, stage_tensors  # noqa: E402
+
+TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien", "dog bites man"]
+WAIT = 10000
+
+
+def tiny_model(arch="encoder-decoder", seed=0, **kw) -> LiveModel:
+    """A 2+2-layer d=32 model whose output never predicts </s> (so Generate always appends)."""
+    tok = WordTokenizer.train(TEXTS)
+    cfg = ModelConfig(arch=arch, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32,
+                      n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32,
+                      tie_output=False, **kw)
+    torch.manual_seed(seed)
+    module = Transformer(cfg)
+    with torch.no_grad():
+        module.out_proj.bias[tok.eos_id] = -1e4
+    return LiveModel(module, tok, tok, name=f"tiny-{arch}")
+
+
+@pytest.fixture
+def session(qtbot):
+    s = Session()
+    yield s
+    s.shutdown()
+
+
+def open_model(qtbot, session, model=None, src="the black cat sees the dog", tgt="le chat"):
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.set_model(model or tiny_model(), src, tgt)
+    return session.trace
+
+
+def test_first_trace_holds_the_texts_and_stages(qtbot, session):
+    trace = open_model(qtbot, session)
+    assert trace["src.tokens"] == ["the", "black", "cat", "sees", "the", "dog", "</s>"]
+    assert trace["tgt.tokens"] == ["<s>", "le", "chat"]
+    assert [s.key for s in session.stages] == [s.key for s in stages_for(trace)]
+    assert session.stage_key == session.stages[0].key and not session.busy
+
+
+def test_every_stage_names_tensors_that_the_trace_holds(qtbot, session):
+    trace = open_model(qtbot, session)
+    for stage in session.stages:
+        names = stage_tensors(stage)
+        assert names and all(n in trace for n in names), (stage.key, names)
+        assert shape_text(trace, stage).startswith(names[0])
+
+
+def test_latest_request_wins(qtbot, session):
+    model = tiny_model()
+    open_model(qtbot, session, model)
+    calls = []
+    original = model.trace
+    model.trace = lambda *a, **k: calls.append(1) or original(*a, **k)
+    seen = []
+    session.traceReady.connect(seen.append)
+    for i in range(20):  # 20 rapid changes: at most one run in flight, one waiting
+        session.update_options(temperature=1.0 + 0.1 * (i + 1))
+    qtbot.waitUntil(lambda: not session.busy, timeout=WAIT)
+    qtbot.wait(50)
+    assert len(seen) == 1 and len(calls) <= 2
+    assert session.trace is seen[0]
+    expected = original(session.src, session.tgt, RunOptions(temperature=3.0))
+    assert torch.allclose(seen[0]["probs"], expected["probs"], atol=1e-6)
+
+
+def test_typing_is_debounced_into_one_trace(qtbot, session):
+    open_model(qtbot, session)
+    seen = []
+    session.traceReady.connect(seen.append)
+    text = ""
+    for ch in "dog bites man":
+        text += ch
+        session.set_src(text)
+    assert session.busy
+    qtbot.waitUntil(lambda: len(seen) == 1 and not session.busy, timeout=WAIT)
+    qtbot.wait(250)
+    assert len(seen) == 1 and seen[0]["src.tokens"] == ["dog", "bites", "man", "</s>"]
+
+
+def test_impossible_options_are_refused_and_state_stays(qtbot, session):
+    trace = open_model(qtbot, session)
+    with qtbot.waitSignal(session.failed, timeout=WAIT) as failed:
+        assert not session.update_options(n_heads=5)
+    assert "do not divide" in failed.args[0]
+    assert session.options.n_heads is None and session.trace is trace
+
+
+def test_an_exception_in_a_run_becomes_failed_and_the_trace_stays(qtbot, session):
+    model = tiny_model()
+    trace = open_model(qtbot, session, model)
+
+    def broken(*_a, **_k):
+        raise RuntimeError("the GPU caught fire")
+
+    model.trace = broken
+    with qtbot.waitSignal(session.failed, timeout=WAIT) as failed:
+        session.update_options(scale=False)
+    assert failed.args[0] == "RuntimeError: the GPU caught fire"
+    assert session.trace is trace and session.model is model
+
+
+def test_generate_adds_exactly_one_token_per_press(qtbot, session):
+    trace = open_model(qtbot, session)
+    rows = trace["dec.0.self.weights"].shape[1]
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.generate_next()
+    t1 = session.trace
+    assert len(t1["tgt.tokens"]) == len(trace["tgt.tokens"]) + 1
+    assert t1["dec.0.self.weights"].shape[1:] == (rows + 1, rows + 1)
+    assert t1["dec.1.cross.weights"].shape[1] == rows + 1
+    predicted = model_next(session, trace)
+    assert t1["tgt.tokens"][-1] == predicted
+    for _ in range(3):  # three quick presses while runs are under way: three tokens, no more
+        session.generate_next()
+    qtbot.waitUntil(lambda: len(session.trace["tgt.tokens"]) == rows + 4 and not session.busy, timeout=WAIT)
+    qtbot.wait(100)
+    assert len(session.trace["tgt.tokens"]) == rows + 4
+
+
+def model_next(session, trace):
+    return session.model.next_token(trace)[1]
+
+
+def test_generate_uses_the_last_real_position_when_padded(qtbot, session):
+    open_model(qtbot, session)
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.update_options(pad_to=10)
+    padded = session.trace
+    n = real_length(padded["tgt.tokens"])
+    assert padded["tgt.tokens"][n:] == ["<pad>"] * (10 - n)
+    expected = session.model.next_token(session.model.trace(session.src, session.tgt))[1]  # no padding
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.generate_next()
+    assert real_length(session.trace["tgt.tokens"]) == n + 1
+    assert session.trace["tgt.tokens"][n] == expected
+
+
+def test_generation_stops_at_end_of_sentence(qtbot, session):
+    model = tiny_model()
+    with torch.no_grad():
+        model.module.out_proj.bias[model.tgt_tokenizer.eos_id] = 1e4  # now </s> always wins
+    trace = open_model(qtbot, session, model)
+    with qtbot.waitSignal(session.notice, timeout=WAIT) as notice:
+        session.generate_next()
+    assert EOS in notice.args[0] and session.trace is trace and session.tgt == "le chat"
+
+
+def test_decoder_only_generation_extends_the_prompt(qtbot, session):
+    open_model(qtbot, session, tiny_model("decoder-only"), src="the black cat", tgt=None)
+    assert "src.tokens" not in session.trace and session.trace["tgt.tokens"][1:] == ["the", "black", "cat"]
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.generate_next()
+    assert session.src.startswith("the black cat ") and len(session.trace["tgt.tokens"]) == 5
+
+
+def test_stage_is_kept_across_retraces_and_falls_back_within_its_group(qtbot, session):
+    open_model(qtbot, session)
+    session.set_stage("enc.1.self.weights")
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.update_options(n_heads=8)
+    assert session.stage_key == "enc.1.self.weights"
+    session.set_stage("src.pos")
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.update_options(positional=False)
+    assert "src.pos" not in session.trace and session.stage_key == "src.tokens"
+
+
+def test_pick_stage_fallbacks(qtbot, session):
+    open_model(qtbot, session)
+    stages = session.stages
+    assert pick_stage(stages, "dec.1.cross.mask").key == "dec.1.cross.mask"
+    assert pick_stage(stages, "enc.1.norm9").key == "enc.1.self.qkv"  # first stage of its layer
+    assert pick_stage(stages, "enc.7.self.qkv").key == stages[0].key
+    assert pick_stage([], "x") is None
+
+
+def test_step_stage_clamps_at_both_ends(qtbot, session):
+    open_model(qtbot, session)
+    session.step_stage(-1)
+    assert session.stage_key == session.stages[0].key
+    session.step_stage(10**9)
+    assert session.stage_key == session.stages[-1].key
+    session.step_stage(1)
+    assert session.stage_key == session.stages[-1].key
+    session.step_stage(-2)
+    assert session.stage_key == session.stages[-3].key
+
+
+def test_a_model_that_fails_to_load_leaves_the_open_one(qtbot, session):
+    model = tiny_model()
+    trace = open_model(qtbot, session, model)
+
+    def bad():
+        raise CheckpointError("broken.safetensors is not a safetensors file")
+
+    with qtbot.waitSignal(session.modelFailed, timeout=WAIT) as failed:
+        session.load_async(bad, path="broken.safetensors")
+    assert "not a safetensors file" in failed.args[0]
+    assert session.model is model and session.trace is trace
+
+
+def test_loading_a_model_off_thread_opens_it_with_a_greedy_prefix(qtbot, session):
+    open_model(qtbot, session)
+    other = tiny_model(seed=3)
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.load_async(lambda: other, src="the black cat", prefix=True)
+    assert session.model is other and session.trace["src.tokens"][:3] == ["the", "black", "cat"]
+    greedy = other.translate("the black cat", max_new_tokens=13).split()
+    assert session.tgt.split() == greedy[: max(1, min(len(greedy) - 1, 12))]
+    assert session.options == RunOptions()
