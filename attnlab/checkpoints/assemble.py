@@ -1,0 +1,215 @@
+"""Turn what a checkpoint file holds (config, tensors, tokenizer JSON, metadata) into a LiveModel, checking
+everything first. Shared by the safetensors and the .pt readers. Either a whole LiveModel comes back or one
+CheckpointError listing every problem; nothing is half-loaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import torch
+
+from attnlab.checkpoints.errors import Problems, name_list
+from attnlab.engine.config import ConfigError, ModelConfig
+from attnlab.engine.live import LiveModel, pick_device
+from attnlab.engine.model import Transformer
+from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer, tokenizer_from_json
+
+FORMAT = "attnlab/1"
+NO_TOKENIZER_NOTICE = ("This checkpoint has no tokenizer, so its tokens are shown as tok4, tok5, …; ordinary "
+                       "words become <unk>, but typing a name such as 'tok17' feeds that token id.")
+
+
+def generic_tokenizer(vocab_size: int) -> WordTokenizer:
+    """A stand-in tokenizer for a vocabulary of unknown words: <pad>, <s>, </s>, <unk>, tok4, tok5, …"""
+    return WordTokenizer(list(SPECIALS) + [f"tok{i}" for i in range(len(SPECIALS), max(vocab_size, 4))])
+
+
+# ---- config ------------------------------------------------------------------------------------------
+def config_type_problems(data: dict) -> list[str]:
+    """Fields whose JSON type cannot be right (the dataclass itself does not check types)."""
+    out = []
+    for f in dataclasses.fields(ModelConfig):
+        if f.name not in data:
+            continue
+        value, default = data[f.name], f.default
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif isinstance(default, float):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            out.append(f"config field {f.name} must be a {type(default).__name__}, not {value!r}")
+    return out
+
+
+def parse_config(value, problems: Problems) -> ModelConfig | None:
+    """`value` is a dict or a JSON string. Adds every problem found; None when no config could be built."""
+    if value is None:
+        problems.add("there is no model config (the 'config' entry), so the model's sizes are unknown")
+        return None
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value)
+        except ValueError as e:
+            problems.add(f"the config is not valid JSON ({e})")
+            return None
+    if not isinstance(value, dict):
+        problems.add(f"the config must be a JSON object of fields, not {type(value).__name__}")
+        return None
+    type_problems = config_type_problems(value)
+    for p in type_problems:
+        problems.add(p)
+    if type_problems:
+        return None
+    try:
+        config = ModelConfig.from_dict(value)
+    except (ConfigError, TypeError) as e:
+        problems.add(f"the config cannot be read: {e}")
+        return None
+    for p in config.problems():
+        problems.add(f"config: {p}")
+    return config
+
+
+# ---- tensors -----------------------------------------------------------------------------------------
+def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Checkpoint tensor name -> shape for a valid config, without allocating any weights."""
+    with torch.device("meta"):
+        module = Transformer(config)
+    return {name: tuple(t.shape) for name, t in module.checkpoint_tensors().items()}
+
+
+def shape_text(shape) -> str:
+    return "[" + ", ".join(str(int(s)) for s in shape) + "]"
+
+
+def count(items) -> str:
+    return f"{len(items)} tensor{'' if len(items) == 1 else 's'}"
+
+
+def check_tensors(tensors: dict[str, torch.Tensor], config: ModelConfig | None, problems: Problems) -> None:
+    """Missing, unexpected, wrongly shaped, non-float and non-finite tensors (as many checks as the config
+    allows: without a usable config only the values are checked)."""
+    not_float = [n for n, t in tensors.items() if not t.is_floating_point()]
+    if not_float:
+        problems.add("these tensors hold integers or booleans, but weights must be floating point: "
+                     + name_list(f"{n} ({tensors[n].dtype})" for n in not_float))
+    bad_values = [n for n, t in tensors.items()
+                  if t.is_floating_point() and not bool(torch.isfinite(t).all())]
+    if bad_values:
+        problems.add("these tensors contain NaN or infinite values: " + name_list(bad_values))
+    if config is None or config.problems():
+        return
+    expected = expected_shapes(config)
+    missing = [n for n in expected if n not in tensors]
+    unexpected = [n for n in tensors if n not in expected]
+    if missing:
+        problems.add(f"{count(missing)} the model needs {'is' if len(missing) == 1 else 'are'} missing: "
+                     f"{name_list(missing)}")
+    if unexpected:
+        problems.add(f"{count(unexpected)} {'does' if len(unexpected) == 1 else 'do'} not belong to a model "
+                     f"with this config: {name_list(unexpected)}")
+    wrong = [f"{n}: expected {shape_text(shape)} got {shape_text(tensors[n].shape)}"
+             for n, shape in expected.items() if n in tensors and tuple(tensors[n].shape) != shape]
+    if wrong:
+        problems.add(f"{count(wrong)} {'has' if len(wrong) == 1 else 'have'} the wrong shape: "
+                     + "; ".join(wrong[:12])
+                     + (f"; … and {len(wrong) - 12} more" if len(wrong) > 12 else ""))
+
+
+# ---- tokenizers --------------------------------------------------------------------------------------
+def read_tokenizer(text, key: str, problems: Problems) -> Tokenizer | None:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        problems.add(f"the {key} entry must be tokenizer JSON text, not {type(text).__name__}")
+        return None
+    try:
+        return tokenizer_from_json(text)
+    except ValueError as e:
+        reason = str(e).removeprefix("the tokenizer could not be read: ")
+        problems.add(f"the {key} is unreadable ({reason})")
+        return None
+
+
+def resolve_tokenizers(config: ModelConfig | None, src_json, tgt_json, problems: Problems,
+                       notices: list[str]):
+    """(src, tgt) tokenizers. A side without its own tokenizer borrows the other side's when the vocabulary
+    sizes agree, else gets the generic tok4, tok5, … stand-in (with a notice)."""
+    src = read_tokenizer(src_json, "source tokenizer (src_tokenizer)", problems)
+    tgt = read_tokenizer(tgt_json, "target tokenizer (tgt_tokenizer)", problems)
+    if config is None:
+        return src, tgt
+    sides = []
+    if config.has_encoder:
+        sides.append(("src", config.src_vocab_size))
+    if config.has_decoder:
+        sides.append(("tgt", config.tgt_vocab_size))
+    chosen: dict[str, Tokenizer] = {}
+    unreadable = {"src": src_json is not None and src is None, "tgt": tgt_json is not None and tgt is None}
+    for side, size in sides:
+        own, other = (src, tgt) if side == "src" else (tgt, src)
+        label = "source" if side == "src" else "target"
+        if unreadable[side]:
+            continue
+        if own is not None:
+            if own.vocab_size != size:
+                problems.add(f"the {label} tokenizer has {own.vocab_size} tokens but the config says the "
+                             f"{label} vocabulary has {size}")
+            chosen[side] = own
+        elif other is not None and other.vocab_size == size:
+            chosen[side] = other
+        else:
+            chosen[side] = generic_tokenizer(size)
+            if NO_TOKENIZER_NOTICE not in notices:
+                notices.append(NO_TOKENIZER_NOTICE)
+    src = chosen.get("src", src)
+    tgt = chosen.get("tgt", tgt)
+    return src if src is not None else tgt, tgt if tgt is not None else src
+
+
+# ---- the whole model ---------------------------------------------------------------------------------
+def parse_metadata(value, problems: Problems) -> dict:
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as e:
+            problems.add(f"the 'metadata' entry is not valid JSON ({e})")
+            return {}
+    if not isinstance(value, dict):
+        problems.add("the 'metadata' entry must be a JSON object")
+        return {}
+    return dict(value)
+
+
+def assemble(problems: Problems, *, config_value, tensors: dict[str, torch.Tensor] | None, src_json, tgt_json,
+             name: str, metadata_value=None, device="cpu", notices: list[str] | None = None) -> LiveModel:
+    """Check everything, then build. `tensors` None means they could not be read (already reported)."""
+    notices = list(notices or [])
+    config = parse_config(config_value, problems)
+    metadata = parse_metadata(metadata_value, problems)
+    src_tok, tgt_tok = resolve_tokenizers(config, src_json, tgt_json, problems, notices)
+    if tensors is not None:
+        check_tensors(tensors, config, problems)
+    problems.raise_if_any()
+    assert config is not None and tensors is not None  # any None above was reported as a problem
+    with torch.random.fork_rng(devices=[]):  # building initialises weights; leave the caller's RNG alone
+        module = Transformer(config)
+    with torch.no_grad():
+        for key, param in module.checkpoint_tensors().items():
+            param.copy_(tensors[key])
+    try:
+        module.to(pick_device(device))
+    except RuntimeError as e:
+        problems.add(str(e))
+        problems.raise_if_any()
+    if notices:
+        metadata["notices"] = list(metadata.get("notices", [])) + notices
+    return LiveModel(module, src_tok, tgt_tok, name=name, metadata=metadata)

@@ -1,0 +1,69 @@
+"""Random models and the classroom models shipped in resources/ (with a random stand-in while absent)."""
+
+from __future__ import annotations
+
+import dataclasses
+from importlib import resources
+from pathlib import Path
+
+import torch
+
+from attnlab.checkpoints.errors import CheckpointError
+from attnlab.checkpoints.loader import load_checkpoint
+from attnlab.checkpoints.words import word_list
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer
+
+BUNDLED = {
+    "translation": "English -> French translation (encoder-decoder)",
+    "language": "next-word prediction (decoder-only)",
+}
+NO_BUNDLED_NOTICE = "No bundled model found; showing a randomly initialised one."
+SMALL = dict(d_model=128, n_heads=4, d_ff=512, n_encoder_layers=3, n_decoder_layers=3)
+
+
+def default_tokenizer() -> WordTokenizer:
+    """A word tokenizer over the built-in English + French word list (attnlab/checkpoints/words.py)."""
+    return WordTokenizer(list(SPECIALS) + word_list())
+
+
+def random_model(config: ModelConfig | None = None, seed: int = 0, tokenizer=None) -> LiveModel:
+    """A randomly initialised model, the same for the same seed. The vocabulary sizes come from the tokenizer
+    (one Tokenizer for both sides, or a (source, target) pair; default: the built-in word list)."""
+    if tokenizer is None:
+        tokenizer = default_tokenizer()
+    src_tok, tgt_tok = tokenizer if isinstance(tokenizer, tuple) else (tokenizer, tokenizer)
+    if not isinstance(src_tok, Tokenizer) or not isinstance(tgt_tok, Tokenizer):
+        raise TypeError("tokenizer must be a Tokenizer or a (source, target) pair of Tokenizers")
+    config = dataclasses.replace(config or ModelConfig(**SMALL), src_vocab_size=src_tok.vocab_size,
+                                 tgt_vocab_size=tgt_tok.vocab_size)
+    if config.share_embeddings and src_tok.vocab_size != tgt_tok.vocab_size:
+        config = dataclasses.replace(config, share_embeddings=False)
+    with torch.random.fork_rng(devices=[]):  # seeded, without disturbing the caller's random state
+        torch.manual_seed(seed)
+        module = Transformer(config)
+    return LiveModel(module, src_tok, tgt_tok, name=f"random-{config.arch}",
+                     metadata={"random": True, "seed": seed})
+
+
+def bundled_path(name: str) -> Path:
+    return Path(str(resources.files("attnlab.resources").joinpath(f"{name}.safetensors")))
+
+
+def load_bundled(name: str = "translation", device="cpu") -> LiveModel:
+    """A classroom model from resources/<name>.safetensors. While the file is absent, a small random model
+    of the matching architecture stands in (metadata: random, notice); a file that exists but is broken
+    raises CheckpointError."""
+    if name not in BUNDLED:
+        raise CheckpointError(f"There is no bundled model called {name!r}; choose one of: "
+                              + "; ".join(f"{k} ({v})" for k, v in BUNDLED.items()))
+    path = bundled_path(name)
+    if path.is_file():
+        return load_checkpoint(path, device=device)
+    arch = "decoder-only" if name == "language" else "encoder-decoder"
+    model = random_model(ModelConfig(arch=arch, **SMALL))
+    model.name = f"{name} (random stand-in)"
+    model.metadata.update(notice=NO_BUNDLED_NOTICE, notices=[NO_BUNDLED_NOTICE])
+    return model

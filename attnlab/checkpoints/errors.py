@@ -1,0 +1,42 @@
+"""CheckpointError and the list that collects every problem before one error is raised."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MAX_LISTED = 12  # longer lists of tensor names are cut to this many plus "... and N more"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint could not be read or written; the message lists every problem found, in plain words."""
+
+
+def name_list(names, limit: int = MAX_LISTED) -> str:
+    """'a, b, c' or 'a, b, … and 40 more' for long lists."""
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown}, … and {len(names) - limit} more"
+
+
+class Problems:
+    """Problems found while reading one checkpoint; `raise_if_any()` turns them into one CheckpointError."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.items: list[str] = []
+
+    def add(self, text: str) -> None:
+        self.items.append(text)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def message(self) -> str:
+        head = f"Cannot load the checkpoint {str(self.path)!r}"
+        if len(self.items) == 1:
+            return f"{head}: {self.items[0]}"
+        return f"{head}; {len(self.items)} problems:\n- " + "\n- ".join(self.items)
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise CheckpointError(self.message())

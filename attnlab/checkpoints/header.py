@@ -1,0 +1,107 @@
+"""Read and check a .safetensors file's layout before any tensor is touched.
+
+The layout: 8 bytes (little-endian unsigned length N), N bytes of JSON header, then the raw tensor data.
+The header maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (offsets counted from
+the start of the data) and may hold "__metadata__", a str -> str mapping.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from attnlab.checkpoints.errors import Problems
+
+MAX_HEADER_BYTES = 100_000_000  # the safetensors library's own limit
+DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
+               "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+
+
+
+@dataclass
+class SafetensorsLayout:
+    """What the header says. `complete` is False when the tensor data cannot be read (truncated, bad
+    entries). `entries` maps tensor name -> {"dtype", "shape", "data_offsets"}."""
+
+    entries: dict[str, dict] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    complete: bool = True
+
+
+def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
+    """The header of `path`, or None (with the reason added to `problems`) when there is none to read."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            prefix = f.read(8)
+            if len(prefix) < 8:
+                problems.add(f"this is not a safetensors file: it holds only {size} bytes "
+                             "(a safetensors file starts with an 8-byte header length)")
+                return None
+            (n,) = struct.unpack("<Q", prefix)
+            first = f.read(1)
+            if first != b"{" or n < 2 or n > MAX_HEADER_BYTES:
+                problems.add("this is not a safetensors file: it does not start with a header length "
+                             "followed by a JSON header (is it a PyTorch .pt file, or some other format?)")
+                return None
+            if 8 + n > size:
+                problems.add(f"the file is truncated: its header alone should take {n} bytes, but the file "
+                             f"has only {size - 8} bytes after the length field")
+                return None
+            raw = first + f.read(n - 1)
+    except OSError as e:
+        problems.add(f"the file could not be read ({e.strerror or e})")
+        return None
+    try:
+        header = json.loads(raw.decode("utf-8"))
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+    except (UnicodeDecodeError, ValueError) as e:
+        problems.add(f"the header is unreadable, so the file is damaged ({short_reason(e)})")
+        return None
+    layout = SafetensorsLayout()
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        problems.add("the header's __metadata__ is not a mapping of strings to strings")
+        meta = {}
+    layout.metadata = meta
+    data_size = size - 8 - n
+    need = 0
+    for name, entry in header.items():
+        reason = entry_problem(entry)
+        if reason:
+            problems.add(f"the header describes tensor {name!r} inconsistently ({reason})")
+            layout.complete = False
+            continue
+        layout.entries[name] = entry
+        need = max(need, entry["data_offsets"][1])
+    if need > data_size:
+        problems.add(f"the file is truncated: the tensors need {need} bytes of data after the header, "
+                     f"but only {data_size} are there")
+        layout.complete = False
+    return layout
+
+
+def entry_problem(entry) -> str:
+    """Why one header entry cannot describe a tensor ('' when it can)."""
+    if not isinstance(entry, dict):
+        return "the entry is not an object"
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if dtype not in DTYPE_BYTES:
+        return f"unknown dtype {dtype!r}"
+    if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+        return f"bad shape {shape!r}"
+    if (not isinstance(offsets, list) or len(offsets) != 2 or not all(isinstance(o, int) for o in offsets)
+            or not 0 <= offsets[0] <= offsets[1]):
+        return f"bad data offsets {offsets!r}"
+    expected = math.prod(shape) * DTYPE_BYTES[dtype]
+    if offsets[1] - offsets[0] != expected:
+        return f"shape {shape} of {dtype} needs {expected} bytes, the offsets give {offsets[1] - offsets[0]}"
+    return ""
+
+
+def short_reason(error: Exception) -> str:
+    return str(error).splitlines()[0][:200] if str(error) else type(error).__name__

@@ -1,0 +1,138 @@
+"""PyTorch .pt/.pth files, read ONLY through `torch.load(weights_only=True)`: tensors and plain data come
+back, anything that would import or call code is refused by PyTorch's restricted unpickler before it runs.
+
+Accepted layouts (see docs/checkpoint-format.md):
+  {"state_dict": {name: tensor}, "config": {...} or JSON, "src_tokenizer": JSON, "tgt_tokenizer": JSON,
+   "name": str, "metadata": {...}}
+  {name: tensor, ..., "config": {...}, ...}                       (flat: parameters next to the config)
+Parameter names are attnlab's; nn.Transformer names (encoder.layers.0.self_attn.in_proj_weight, ...) are
+converted, with in_proj split into W_Q, W_K, W_V.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import torch
+
+from attnlab.checkpoints.assemble import assemble
+from attnlab.checkpoints.errors import Problems
+from attnlab.checkpoints.header import short_reason
+from attnlab.engine.live import LiveModel
+
+EXTRA_KEYS = ("config", "src_tokenizer", "tgt_tokenizer", "name", "metadata")
+STATE_KEYS = ("state_dict", "model_state_dict")
+ZIP_MAGIC = b"PK\x03\x04"  # torch.save's default container
+PICKLE_PROTO = b"\x80"  # a pickle stream of protocol 2 or later (torch.save's legacy format)
+
+_LAYER = re.compile(r"^(?:.*\.)?(encoder|decoder)\.layers\.(\d+)\.(.+)$")
+_FINAL_NORM = re.compile(r"^(?:.*\.)?(encoder|decoder)\.norm\.(weight|bias)$")
+_RENAME = {"self_attn.out_proj": "self_attn.w_o", "multihead_attn.out_proj": "cross_attn.w_o",
+           "linear1": "ffn.lin1", "linear2": "ffn.lin2", "norm1": "norm1", "norm2": "norm2", "norm3": "norm3"}
+_SEPARATE_PROJ = {"q_proj_weight": "w_q", "k_proj_weight": "w_k", "v_proj_weight": "w_v"}
+
+
+def refusal_reason(error: Exception) -> str:
+    text = str(error)
+    blocked = re.search(r"GLOBAL ([\w.]+)", text)
+    if blocked:
+        return (f"refused to load: the file asks to import {blocked.group(1)}, and unpickling it could run "
+                "code. attnlab reads .pt files only in PyTorch's weights-only mode (tensors and plain data), "
+                "so nothing in it was run. Save a dict of tensors plus the config instead "
+                "(docs/checkpoint-format.md)")
+    if "Weights only load failed" in text:
+        operand = re.search(r"Unsupported operand \d+", text)
+        detail = f" ({operand.group(0)})" if operand else ""
+        return ("refused to load: the file uses pickle instructions beyond tensors and plain data"
+                f"{detail}. attnlab reads .pt files only in PyTorch's weights-only mode, so nothing in it "
+                "was run")
+    return f"this is not a PyTorch checkpoint that can be read ({short_reason(error)})"
+
+
+def convert_nn_transformer(state: dict[str, torch.Tensor], problems: Problems, notices: list[str]) -> dict:
+    """Rename torch.nn.Transformer parameters to attnlab's; other names pass through unchanged."""
+    out: dict[str, torch.Tensor] = {}
+    converted = 0
+    for key, value in state.items():
+        layer, final = _LAYER.match(key), _FINAL_NORM.match(key)
+        if final:
+            out[f"{'enc' if final.group(1) == 'encoder' else 'dec'}_norm.{final.group(2)}"] = value
+            converted += 1
+            continue
+        if not layer:
+            out[key] = value
+            continue
+        stack, i, rest = layer.groups()
+        base = f"{stack}.{i}."
+        attn = "cross_attn" if rest.startswith("multihead_attn.") else "self_attn"
+        leaf = rest.split(".")[-1]
+        converted += 1
+        if leaf in ("in_proj_weight", "in_proj_bias"):
+            kind = "weight" if leaf == "in_proj_weight" else "bias"
+            if value.shape[0] % 3:
+                problems.add(f"{key}: expected 3·d_model rows (Q, K and V stacked) got {list(value.shape)}")
+                continue
+            chunks = value.chunk(3, dim=0)  # [3d, d] -> 3 x [d, d]  (biases: [3d] -> 3 x [d])
+            for part, chunk in zip(("w_q", "w_k", "w_v"), chunks, strict=True):
+                out[f"{base}{attn}.{part}.{kind}"] = chunk.contiguous()
+        elif leaf in _SEPARATE_PROJ:
+            out[f"{base}{attn}.{_SEPARATE_PROJ[leaf]}.weight"] = value
+        else:
+            module, _, param = rest.rpartition(".")
+            out[f"{base}{_RENAME.get(module, module)}.{param}"] = value
+    if converted:
+        notices.append(f"Converted {converted} PyTorch nn.Transformer tensors to attnlab names "
+                       "(each in_proj weight split into W_Q, W_K and W_V).")
+    return out
+
+
+def split_contents(obj: dict, problems: Problems) -> tuple[dict[str, torch.Tensor], dict]:
+    """(state dict, extras) from either accepted layout."""
+    state_key = next((k for k in STATE_KEYS if isinstance(obj.get(k), dict)), None)
+    if state_key:
+        state, extras = obj[state_key], obj
+    else:
+        state = {k: v for k, v in obj.items() if k not in EXTRA_KEYS}
+        extras = obj
+    tensors: dict[str, torch.Tensor] = {}
+    skipped = []
+    for key, value in state.items():
+        if isinstance(value, torch.Tensor):
+            tensors[str(key)] = value
+        elif state_key:  # inside a state dict everything must be a tensor
+            problems.add(f"state dict entry {key!r} is a {type(value).__name__}, not a tensor")
+        else:
+            skipped.append(str(key))  # e.g. "epoch" or "optimizer" next to the weights: not ours to read
+    return tensors, {**{k: extras.get(k) for k in EXTRA_KEYS}, "skipped": skipped}
+
+
+def load_torch_file(path: Path, device="cpu") -> LiveModel:
+    problems = Problems(path)
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if not (head.startswith(ZIP_MAGIC) or head[:1] == PICKLE_PROTO):
+        problems.add("this is not a PyTorch checkpoint: it is neither a torch.save zip archive nor a pickle "
+                     "stream")
+        problems.raise_if_any()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # protocol warnings; any refusal comes back as an exception
+            obj = torch.load(str(path), weights_only=True, map_location="cpu")
+    except Exception as e:  # UnpicklingError for refused content, RuntimeError/EOFError/... for garbage
+        problems.add(refusal_reason(e))
+        problems.raise_if_any()
+    if not isinstance(obj, dict):
+        problems.add(f"the file holds a {type(obj).__name__}, but attnlab needs a dict of tensors with a "
+                     "'config' entry (docs/checkpoint-format.md)")
+        problems.raise_if_any()
+    notices: list[str] = []
+    tensors, extras = split_contents(obj, problems)
+    tensors = convert_nn_transformer(tensors, problems, notices)
+    if extras["skipped"]:
+        notices.append("Ignored entries that are not tensors: " + ", ".join(extras["skipped"][:12]))
+    return assemble(problems, config_value=extras["config"], tensors=tensors,
+                    src_json=extras["src_tokenizer"], tgt_json=extras["tgt_tokenizer"],
+                    name=str(extras["name"] or path.stem), metadata_value=extras["metadata"], device=device,
+                    notices=notices)

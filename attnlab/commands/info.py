@@ -1,0 +1,81 @@
+"""`attnlab info CHECKPOINT`: what a checkpoint holds (architecture, sizes, tokenizer, metadata, tensors)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkpoint", help="a .safetensors (or .pt/.pth) checkpoint, or 'bundled:NAME'")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+
+
+def describe(model) -> dict:
+    """Everything `info` prints, as plain JSON-able data."""
+    cfg = model.config
+    tensors = model.module.checkpoint_tensors()
+    tokenizers = {}
+    for side, tok in (("src", model.src_tokenizer), ("tgt", model.tgt_tokenizer)):
+        if tok is not None:
+            tokenizers[side] = {"kind": tok.kind, "vocab_size": tok.vocab_size}
+    return {
+        "name": model.name,
+        "arch": cfg.arch,
+        "config": dataclasses.asdict(cfg),
+        "parameters": sum(t.numel() for t in tensors.values()),
+        "tokenizers": tokenizers,
+        "metadata": model.metadata,
+        "tensors": {name: list(t.shape) for name, t in tensors.items()},
+    }
+
+
+def as_text(d: dict) -> str:
+    cfg = d["config"]
+    lines = [f"{d['name']}: {d['arch']}, {d['parameters']:,} parameters",
+             f"  d_model {cfg['d_model']}, {cfg['n_heads']} heads (d_k {cfg['d_model'] // cfg['n_heads']}), "
+             f"d_ff {cfg['d_ff']}, {cfg['activation']}",
+             f"  layers: {cfg['n_encoder_layers']} encoder, {cfg['n_decoder_layers']} decoder"
+             if d["arch"] == "encoder-decoder" else
+             f"  layers: {cfg['n_decoder_layers' if d['arch'] == 'decoder-only' else 'n_encoder_layers']}",
+             f"  {'pre' if cfg['norm_first'] else 'post'}-norm"
+             f"{' + final norm' if cfg['final_norm'] else ''}, "
+             f"{cfg['positional']} positions, max length {cfg['max_len']}",
+             f"  embeddings: {'shared' if cfg['share_embeddings'] else 'separate'}, output projection "
+             f"{'tied to the embedding' if cfg['tie_output'] else 'its own'}, "
+             f"{'scaled by sqrt(d_model)' if cfg['scale_embedding'] else 'unscaled'}"]
+    for side, tok in d["tokenizers"].items():
+        lines.append(f"  {'source' if side == 'src' else 'target'} tokenizer: {tok['kind']}, "
+                     f"{tok['vocab_size']} tokens")
+    if d["metadata"]:
+        lines.append("metadata:")
+        lines += [f"  {k}: {json.dumps(v, ensure_ascii=False, default=str)}"
+                  for k, v in d["metadata"].items()]
+    lines.append(f"tensors ({len(d['tensors'])}):")
+    width = max(len(n) for n in d["tensors"])
+    lines += [f"  {name:<{width}}  [{', '.join(map(str, shape))}]" for name, shape in d["tensors"].items()]
+    return "\n".join(lines)
+
+
+def load_any(spec: str):
+    """A checkpoint path, or 'bundled:NAME' for a bundled classroom model."""
+    from attnlab.checkpoints import load_bundled, load_checkpoint
+
+    if spec.startswith("bundled:"):
+        return load_bundled(spec.split(":", 1)[1] or "translation")
+    return load_checkpoint(spec)
+
+
+def run(args) -> int:
+    from attnlab.checkpoints import CheckpointError
+
+    try:
+        model = load_any(args.checkpoint)
+    except CheckpointError as e:
+        print(f"attnlab info: {e}", file=sys.stderr)
+        return 2
+    d = describe(model)
+    print(json.dumps(d, indent=2, ensure_ascii=False, default=str) if args.json else as_text(d))
+    return 0

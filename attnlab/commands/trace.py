@@ -1,0 +1,86 @@
+"""`attnlab trace`: run a checkpoint on a sentence and save every intermediate tensor to an .npz file.
+
+Each trace entry is stored under its dotted name ("enc.0.self.weights" -> [heads, S, S]); token lists as
+unicode arrays, so `np.load(path, allow_pickle=False)` reads everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from attnlab.commands.info import load_any
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--checkpoint", default="bundled:translation",
+                        help="a .safetensors/.pt checkpoint or bundled:NAME (default: bundled:translation)")
+    parser.add_argument("--src", required=True, help="source sentence (a decoder-only model's prompt)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--tgt", default=None, help="decoder input for teacher forcing (<s> is prepended)")
+    what.add_argument("--generate", type=int, metavar="N", default=None,
+                      help="decode up to N tokens greedily; the trace of the LAST step is saved")
+    parser.add_argument("--norm", choices=("pre", "post"), default=None,
+                        help="re-wire the LayerNorms (default: the placement the model was trained with)")
+    parser.add_argument("--heads", type=int, default=None, help="re-split attention into H heads")
+    parser.add_argument("--no-causal-mask", action="store_true", help="let the decoder look ahead")
+    parser.add_argument("--no-scale", action="store_true", help="skip the division by sqrt(d_k)")
+    parser.add_argument("--no-pos", action="store_true", help="leave out the positional encoding")
+    parser.add_argument("--no-residual", action="store_true", help="remove the residual connections")
+    parser.add_argument("--temperature", type=float, default=1.0, help="softmax temperature of the output")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    parser.add_argument("--out", required=True, help="where to write the trace (.npz)")
+
+
+def fail(message: str) -> int:
+    print(f"attnlab trace: {message}", file=sys.stderr)
+    return 2
+
+
+def options_from(args):
+    from attnlab.engine.options import RunOptions
+
+    opts = RunOptions(norm=args.norm or "trained", n_heads=args.heads, scale=not args.no_scale,
+                      positional=not args.no_pos, residual=not args.no_residual, temperature=args.temperature,
+                      device=args.device)
+    return opts.with_causal("dec.self", False) if args.no_causal_mask else opts
+
+
+def run(args) -> int:
+    from attnlab.checkpoints import CheckpointError
+    from attnlab.engine.config import ConfigError
+    from attnlab.engine.options import OptionsError
+
+    if args.generate is not None and args.generate < 1:
+        return fail(f"--generate needs a positive number of tokens (got {args.generate}).")
+    try:
+        model = load_any(args.checkpoint)
+    except CheckpointError as e:
+        return fail(str(e))
+    options = options_from(args)
+    generated = None
+    try:
+        options.validate(model.config)
+        if args.generate is not None:
+            if not model.config.has_decoder:
+                return fail("--generate needs a model with a decoder, and this one is encoder-only.")
+            trace = None
+            for trace in model.generate(args.src, max_new_tokens=args.generate, options=options):  # noqa: B007
+                pass
+            generated = trace.info["generated"]
+        else:
+            trace = model.trace(args.src, args.tgt, options)
+    except (OptionsError, ConfigError, ValueError, RuntimeError) as e:
+        return fail(str(e).replace("\n- ", " "))
+    out = args.out if args.out.endswith(".npz") else args.out + ".npz"  # what numpy would name it anyway
+    try:
+        trace.save_npz(out)
+    except OSError as e:
+        return fail(f"cannot write {out!r}: {e.strerror or e}.")
+    notices = list(model.metadata.get("notices", [])) + list(trace.notices)
+    if generated is not None:
+        print(f"Generated: {generated}")
+    print(f"Saved {len(trace)} trace entries to {out}.")
+    for notice in notices:
+        print(f"Notice: {notice}")
+    return 0
