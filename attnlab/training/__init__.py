@@ -1,0 +1,1 @@
+"""Training the classroom models: the generated corpus, batching, the training loop and evaluation."""
