@@ -82,3 +82,19 @@ def test_overlong_input_is_truncated_with_notice_and_empty_input_runs():
     assert len(t["src.tokens"]) == 32 and any("dropped" in n for n in t.notices)
     empty = m.trace("", "")
     assert empty["src.tokens"] == ["</s>"] and torch.isfinite(empty["probs"]).all()
+
+
+def test_encoder_only_truncation_keeps_the_front_and_says_how_much_was_dropped():
+    tok = WordTokenizer.train(TEXTS)
+    cfg = ModelConfig(arch="encoder-only", src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size,
+                      d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1, max_len=5)
+    t = LiveModel(Transformer(cfg), tok, tok).trace("the black cat sees the dog")
+    assert t["src.tokens"] == ["<s>", "the", "black", "cat", "</s>"]
+    assert any("the last 3 were dropped" in n for n in t.notices)
+
+
+def test_config_with_wrong_types_reports_instead_of_crashing():
+    from attnlab.engine.config import ModelConfig as MC
+
+    problems = MC.from_dict({"d_model": "16", "n_heads": 4}).problems()
+    assert problems == ["d_model has the wrong type (str: '16')"]

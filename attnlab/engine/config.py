@@ -20,6 +20,17 @@ class ConfigError(ValueError):
     """A configuration that cannot describe a working model; the message lists every problem."""
 
 
+def _has_type(value, annotation: str) -> bool:
+    """Does a field value match its (string) annotation? bool is not accepted as int, ints are as floats."""
+    if annotation == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if annotation == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if annotation == "bool":
+        return isinstance(value, bool)
+    return isinstance(value, str)  # the Literal[...] aliases
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     arch: Architecture = "encoder-decoder"
@@ -60,6 +71,10 @@ class ModelConfig:
     def problems(self) -> list[str]:
         """Every reason this config cannot build a model (empty when it is fine)."""
         p: list[str] = []
+        wrong_types = [f.name for f in dataclasses.fields(self) if not _has_type(getattr(self, f.name), f.type)]
+        if wrong_types:  # arithmetic below would raise on these; report them instead
+            return [f"{name} has the wrong type ({type(getattr(self, name)).__name__}: {getattr(self, name)!r})"
+                    for name in wrong_types]
         if self.arch not in ARCHITECTURES:
             p.append(f"arch must be one of {ARCHITECTURES}, not {self.arch!r}")
         if self.activation not in ACTIVATIONS:
@@ -79,8 +94,8 @@ class ModelConfig:
             p.append(f"{self.arch} needs at least one decoder layer")
         if self.share_embeddings and self.arch == "encoder-decoder" and self.src_vocab_size != self.tgt_vocab_size:
             p.append("share_embeddings needs src_vocab_size == tgt_vocab_size")
-        if self.layer_norm_eps <= 0:
-            p.append(f"layer_norm_eps must be positive (got {self.layer_norm_eps})")
+        if not (0 < self.layer_norm_eps < 1):
+            p.append(f"layer_norm_eps must be a small positive number (got {self.layer_norm_eps})")
         return p
 
     def validate(self) -> ModelConfig:

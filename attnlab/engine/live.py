@@ -59,16 +59,17 @@ class LiveModel:
             pieces = [tok.id_to_token(i) for i in ids]
         else:
             pieces, ids = tok.encode(text or "")
-        room = self.config.max_len - 1
+        n_specials = 2 if self.config.arch == "encoder-only" else 1
+        room = self.config.max_len - n_specials
         if len(pieces) > room:
             what = "source" if side == "src" else "decoder input"
             notices.append(f"The {what} has {len(pieces)} tokens but this model reads at most {room} "
-                           f"(+1 special); the last {len(pieces) - room} were dropped.")
+                           f"(+{n_specials} special); the last {len(pieces) - room} were dropped.")
             pieces, ids = pieces[:room], ids[:room]
         if side == "src" and self.config.arch != "decoder-only":
             pieces, ids = pieces + [EOS], ids + [tok.eos_id]
             if self.config.arch == "encoder-only":
-                pieces, ids = [BOS] + pieces[-room:], [tok.bos_id] + ids[-room:]
+                pieces, ids = [BOS] + pieces, [tok.bos_id] + ids
         else:
             pieces, ids = [BOS] + pieces, [tok.bos_id] + ids
         n_real = len(pieces)

@@ -147,7 +147,12 @@ def tokenizer_from_json(text: str) -> Tokenizer:
     """Rebuild a tokenizer saved with `to_json()`; raises ValueError with a readable message if it can't."""
     try:
         data = json.loads(text)
-        kind = data["kind"]
+    except (json.JSONDecodeError, TypeError) as e:
+        raise ValueError(f"the tokenizer is not valid JSON: {e}") from e
+    if not isinstance(data, dict) or "kind" not in data:
+        raise ValueError("the tokenizer JSON has no 'kind' (expected 'bpe', 'word' or 'char')")
+    kind = data["kind"]
+    try:
         if kind == "word":
             return WordTokenizer(data["vocab"])
         if kind == "char":
@@ -156,6 +161,8 @@ def tokenizer_from_json(text: str) -> Tokenizer:
             from tokenizers import Tokenizer as HF
 
             return BPETokenizer(HF.from_str(data["hf"]))
-    except (ValueError, KeyError, TypeError, Exception) as e:  # tokenizers raises its own Exception type
-        raise ValueError(f"the tokenizer could not be read: {e}") from e
-    raise ValueError(f"unknown tokenizer kind {kind!r}")
+    except KeyError as e:
+        raise ValueError(f"the {kind} tokenizer JSON lacks the field {e}") from e
+    except Exception as e:  # the tokenizers library raises its own exception type
+        raise ValueError(f"the {kind} tokenizer could not be read: {e}") from e
+    raise ValueError(f"unknown tokenizer kind {kind!r} (expected 'bpe', 'word' or 'char')")
