@@ -43,3 +43,12 @@ def test_importing_the_engine_loads_no_qt():
             "assert not bad, bad")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
+
+
+def test_import_linter_contract_is_kept():
+    """The same rule as declared in pyproject.toml's [tool.importlinter], checked by import-linter itself."""
+    linter = pytest.importorskip("importlinter")
+    assert linter
+    result = subprocess.run([sys.executable, "-c", "from importlinter.cli import lint_imports_command; "
+                             "lint_imports_command()"], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0 and "1 kept, 0 broken" in result.stdout, result.stdout + result.stderr
