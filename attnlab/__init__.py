@@ -10,7 +10,6 @@ Python API::
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
-from attnlab.engine.trace import Trace
 
 __version__ = "0.1.0"
 __all__ = ["ModelConfig", "RunOptions", "Trace", "load", "load_bundled", "__version__"]
@@ -28,3 +27,12 @@ def load_bundled(name: str = "translation"):
     from attnlab.checkpoints import load_bundled as _load_bundled
 
     return _load_bundled(name)
+
+
+def __getattr__(name: str):
+    # Trace pulls in torch (~1.3 s): imported on first use so the desktop app can paint its window first.
+    if name == "Trace":
+        from attnlab.engine.trace import Trace
+
+        return Trace
+    raise AttributeError(f"module 'attnlab' has no attribute {name!r}")

@@ -7,8 +7,10 @@ attention stages, `layer` prefix for add & norm and FFN, `side` for inputs).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from attnlab.engine.trace import Trace
+if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
+    from attnlab.engine.trace import Trace
 
 # Attention steps in order: (kind, title). Each is one stage per attention site.
 ATTENTION_STEPS = (
