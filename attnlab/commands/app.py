@@ -1,0 +1,101 @@
+"""`attnlab [CHECKPOINT] [--src TEXT] [--tgt TEXT] [--stage KEY]`: the desktop app.
+
+The window paints first; the model loads and the first sentence is traced on a worker thread meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+START = time.perf_counter()
+
+
+def seconds_since_start() -> float:
+    """Seconds since this process started (Linux: from /proc; elsewhere: since this module loaded)."""
+    try:
+        with open("/proc/self/stat") as f:
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start time in clock ticks
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return uptime - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.perf_counter() - START
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkpoint", nargs="?", metavar="CHECKPOINT",
+                        help="a .safetensors (or .pt/.pth) checkpoint to open; default: the bundled model")
+    parser.add_argument("--src", metavar="TEXT",
+                        help="start on this sentence (the prompt for a decoder-only model)")
+    parser.add_argument("--tgt", metavar="TEXT",
+                        help="start with this decoder input (teacher forcing); default: the model's own "
+                             "greedy translation minus its last token")
+    parser.add_argument("--stage", metavar="KEY",
+                        help="start on this stage, e.g. src.tokens, enc.0.self.weights, dec.1.norm3, "
+                             "out.probs")
+    parser.add_argument("--bundled", choices=("translation", "language"), default="translation",
+                        help="which bundled model opens when no CHECKPOINT is given (default: translation)")
+    parser.add_argument("--dark", action="store_true", default=None, help="use the dark theme")
+    parser.add_argument("--light", dest="dark", action="store_false", help="use the light theme")
+    parser.add_argument("--startup-time", action="store_true",
+                        help="print the seconds to the first paint and to the first trace on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    from PySide6.QtCore import QEvent, QObject
+
+    from attnlab.ui import app as appsettings
+    from attnlab.ui.main_window import MainWindow
+
+    app = appsettings.create_app(sys.argv[:1])
+    settings = appsettings.make_settings()
+    dark = args.dark if args.dark is not None else appsettings.read_bool(settings, appsettings.DARK)
+    appsettings.apply_theme(dark)
+    window = MainWindow(settings=settings)
+    window.dark_action.setChecked(dark)
+    window.errors.install()
+
+    if args.startup_time:
+        class FirstPaint(QObject):
+            def eventFilter(self, obj, event):
+                if event.type() == QEvent.Type.Paint:
+                    print(f"first paint after {seconds_since_start():.2f} s", file=sys.stderr)
+                    window.removeEventFilter(self)
+                return False
+
+        first_paint = FirstPaint(window)
+        window.installEventFilter(first_paint)
+        window.session.traceReady.connect(
+            lambda _t: print(f"trace ready after {seconds_since_start():.2f} s", file=sys.stderr))
+
+    window.show()
+    src = args.src if args.src is not None else (settings.value(appsettings.LAST_SENTENCE) or None)
+    if args.checkpoint:
+        path = args.checkpoint
+
+        def loader():
+            from attnlab.checkpoints import load_checkpoint
+
+            return load_checkpoint(path)
+    else:
+        path, name = None, args.bundled
+
+        def loader():
+            from attnlab.checkpoints import load_bundled
+
+            return load_bundled(name)
+
+    window.start(loader, src=src, tgt=args.tgt, stage=args.stage, path=path)
+    window.session.modelFailed.connect(lambda _m: window.session.model is None and _fallback(window))
+    return app.exec()
+
+
+def _fallback(window) -> None:
+    """The checkpoint named on the command line could not be opened (the dialog said why): open the
+    bundled model so the window is not empty."""
+    from attnlab.checkpoints import load_bundled
+
+    window.session.load_async(lambda: load_bundled("translation"), prefix=True)

@@ -1,0 +1,108 @@
+"""QApplication set-up: names, style, light/dark theme, and the settings store (QSettings).
+
+Settings live under the organisation/app name "attnlab"; the environment variable ATTNLAB_SETTINGS (a path
+to an .ini file) redirects them, which tests and screenshots use so they never touch a person's own.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+from PySide6.QtCore import QSettings
+from PySide6.QtGui import QColor, QIcon, QPalette
+from PySide6.QtWidgets import QApplication
+
+ORG = APP = "attnlab"
+MAX_RECENT = 8
+ICON = Path(__file__).resolve().parents[2] / "packaging" / "attnlab.svg"  # present in a source checkout
+
+# Keys of the settings store
+GEOMETRY, WINDOW_STATE, DARK = "window/geometry", "window/state", "view/dark"
+LAST_SENTENCE, LAST_CHECKPOINT, RECENT = "session/lastSentence", "session/lastCheckpoint", "files/recent"
+
+
+def make_settings() -> QSettings:
+    path = os.environ.get("ATTNLAB_SETTINGS")
+    if path:
+        return QSettings(path, QSettings.Format.IniFormat)
+    return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORG, APP)
+
+
+def create_app(argv: list[str] | None = None) -> QApplication:
+    app = QApplication.instance() or QApplication(list(argv or ["attnlab"]))
+    app.setOrganizationName(ORG)
+    app.setApplicationName(APP)
+    app.setApplicationDisplayName("attnlab")
+    app.setDesktopFileName("attnlab")
+    app.setStyle("Fusion")
+    if ICON.is_file():
+        app.setWindowIcon(QIcon(str(ICON)))
+    return app
+
+
+def read_bool(settings: QSettings, key: str, default: bool = False) -> bool:
+    value = settings.value(key, default)
+    return value in (True, "true", "1", 1) if not isinstance(value, bool) else value
+
+
+# ---- recent files ---------------------------------------------------------------------------------------
+def recent_files(settings: QSettings) -> list[str]:
+    """The remembered checkpoints that still exist, newest first (missing ones are pruned)."""
+    value = settings.value(RECENT, [])
+    paths = [value] if isinstance(value, str) else list(value or [])
+    kept = [p for p in paths if p and Path(p).is_file()][:MAX_RECENT]
+    if kept != paths:
+        settings.setValue(RECENT, kept)
+    return kept
+
+
+def add_recent_file(settings: QSettings, path: str) -> list[str]:
+    path = str(Path(path).resolve())
+    paths = [path] + [p for p in recent_files(settings) if p != path]
+    settings.setValue(RECENT, paths[:MAX_RECENT])
+    settings.setValue(LAST_CHECKPOINT, path)
+    return paths[:MAX_RECENT]
+
+
+# ---- theme ----------------------------------------------------------------------------------------------
+def dark_palette() -> QPalette:
+    p = QPalette()
+    roles = QPalette.ColorRole
+    for role, colour in ((roles.Window, "#2b2d31"), (roles.WindowText, "#e8e8e8"), (roles.Base, "#1f2023"),
+                         (roles.AlternateBase, "#2f3136"), (roles.ToolTipBase, "#3a3d42"),
+                         (roles.ToolTipText, "#f0f0f0"), (roles.Text, "#e8e8e8"), (roles.Button, "#35373c"),
+                         (roles.ButtonText, "#e8e8e8"), (roles.BrightText, "#ff6b6b"),
+                         (roles.Link, "#7fb2ff"),
+                         (roles.Highlight, "#3d7bd9"), (roles.HighlightedText, "#ffffff"),
+                         (roles.PlaceholderText, "#9a9a9a")):
+        p.setColor(role, QColor(colour))
+    disabled = QPalette.ColorGroup.Disabled
+    for role in (roles.WindowText, roles.Text, roles.ButtonText):
+        p.setColor(disabled, role, QColor("#777777"))
+    return p
+
+
+def stylesheet() -> str:
+    try:
+        return resources.files("attnlab.resources").joinpath("style.qss").read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError, OSError):
+        return ""
+
+
+def apply_theme(dark: bool) -> None:
+    """Light or dark palette for every widget (plots follow when they are made: see plot_colours)."""
+    app = QApplication.instance()
+    app.setPalette(dark_palette() if dark else app.style().standardPalette())
+    app.setProperty("darkTheme", dark)
+    app.setStyleSheet(stylesheet())
+
+
+def plot_colours() -> None:
+    """pyqtgraph's background/foreground for the current theme; call before making plot widgets.
+    (Kept out of apply_theme so that importing pyqtgraph waits until the first panel is needed.)"""
+    import pyqtgraph as pg
+
+    dark = bool(QApplication.instance().property("darkTheme"))
+    pg.setConfigOptions(background="#1f2023" if dark else "w", foreground="#e8e8e8" if dark else "k")

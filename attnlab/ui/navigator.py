@@ -1,0 +1,114 @@
+"""The pipeline navigator: every stage of the current trace, grouped ("Source input", "Encoder layer 1", …).
+
+→ / PageDown step forward, ← / PageUp back, Home / End jump to the ends (PageUp/PageDown are what
+presentation clickers send). Only the group of the current stage is expanded, so the list stays short.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QAbstractItemView, QTreeWidget, QTreeWidgetItem
+
+if TYPE_CHECKING:
+    from attnlab.pipeline import Stage
+
+KEY_ROLE = Qt.ItemDataRole.UserRole
+STEP_KEYS = {
+    Qt.Key.Key_Right: 1, Qt.Key.Key_PageDown: 1, Qt.Key.Key_Left: -1, Qt.Key.Key_PageUp: -1,
+    Qt.Key.Key_Home: -(10**9), Qt.Key.Key_End: 10**9,
+}
+
+
+class StageNavigator(QTreeWidget):
+    stageActivated = Signal(str)  # the person picked a stage (click or keyboard selection)
+    stepRequested = Signal(int)  # ±1 to step, ±10**9 to jump to an end
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("stageTree")
+        self.setHeaderHidden(True)
+        self.setColumnCount(1)
+        self.setUniformRowHeights(True)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.setAccessibleName("Pipeline stages")
+        self._items: dict[str, QTreeWidgetItem] = {}
+        self._groups: dict[str, QTreeWidgetItem] = {}
+        self._signature: tuple = ()
+        self.currentItemChanged.connect(self._on_current_changed)
+
+    # ---- content ---------------------------------------------------------------------------------------
+    def set_stages(self, stages: list[Stage], current: str | None) -> None:
+        """Show these stages (rebuilt only when the list changed) and select `current`."""
+        signature = tuple((s.key, s.title, s.group) for s in stages)
+        if signature != self._signature:
+            self._signature = signature
+            self.blockSignals(True)
+            self.clear()
+            self._items.clear()
+            self._groups.clear()
+            for number, stage in enumerate(stages, 1):
+                group = self._groups.get(stage.group)
+                if group is None:
+                    group = QTreeWidgetItem(self, [stage.group])
+                    group.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                    font = group.font(0)
+                    font.setBold(True)
+                    group.setFont(0, font)
+                    self._groups[stage.group] = group
+                item = QTreeWidgetItem(group, [f"{number:>2}. {stage.title}"])
+                item.setData(0, KEY_ROLE, stage.key)
+                item.setToolTip(0, stage.key)
+                self._items[stage.key] = item
+            self.blockSignals(False)
+        self.select(current)
+
+    def select(self, key: str | None) -> None:
+        """Make `key` the current row without emitting stageActivated."""
+        item = self._items.get(key or "")
+        if item is None:
+            return
+        self.blockSignals(True)
+        for group in self._groups.values():
+            group.setExpanded(group is item.parent())
+        self.setCurrentItem(item)
+        self.blockSignals(False)
+        self.scrollToItem(item, QAbstractItemView.ScrollHint.EnsureVisible)
+
+    def current_key(self) -> str | None:
+        item = self.currentItem()
+        return item.data(0, KEY_ROLE) if item is not None else None
+
+    def keys(self) -> list[str]:
+        return list(self._items)
+
+    # ---- interaction -----------------------------------------------------------------------------------
+    def _on_current_changed(self, current: QTreeWidgetItem | None, _previous) -> None:
+        if current is None:
+            return
+        key = current.data(0, KEY_ROLE)
+        if key is None and current.childCount():  # a group row: go to its first stage
+            key = current.child(0).data(0, KEY_ROLE)
+        if key:
+            self.stageActivated.emit(key)
+
+    def mousePressEvent(self, event) -> None:
+        item = self.itemAt(event.position().toPoint())
+        if item is not None and item.data(0, KEY_ROLE) is None and item.childCount():
+            self.stageActivated.emit(item.child(0).data(0, KEY_ROLE))
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+    def keyPressEvent(self, event) -> None:
+        step = STEP_KEYS.get(event.key())
+        if step is not None and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
+            self.stepRequested.emit(step)
+            event.accept()
+            return
+        if event.key() in (Qt.Key.Key_Down, Qt.Key.Key_Up):
+            self.stepRequested.emit(1 if event.key() == Qt.Key.Key_Down else -1)
+            event.accept()
+            return
+        super().keyPressEvent(event)

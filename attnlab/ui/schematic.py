@@ -1,0 +1,295 @@
+"""The architecture schematic: encoder and decoder stacks drawn as boxes, top (input) to bottom (output).
+
+One layer of each stack is drawn with "×N" beside it; the layer chips in each header pick which layer.
+The norm placement is drawn as it is for the CURRENT run: post-norm puts an "Add & Norm" box after each
+sub-layer; pre-norm puts a "Norm" box inside the residual branch, before the sub-layer, and a "+" after it.
+The current stage's box is highlighted; clicking a box emits `boxClicked(name)` with the name
+`Stage.schematic_box` uses ("enc.0.self", "dec.1.norm2", "src.input", "output").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen, QPolygonF
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.options import RunOptions
+
+WIDTH = 300.0  # logical width; the drawing scales to the widget
+BOX_H, GAP, CIRCLE, CHIP = 24.0, 13.0, 18.0, 18.0
+FILLS = {"input": "#e8e8e8", "attn": "#d6e6ff", "ffn": "#d8f2d8", "norm": "#fff0c2", "add": "#fff0c2",
+         "output": "#f0dcf5"}
+SHORT = {"Masked self-attention": "Masked self-attn.", "Embedding (+ rotary)": "Emb. (+ rotary)",
+         "Cross-attention": "Cross-attn.", "Self-attention": "Self-attn."}
+HIGHLIGHT = "#ff9f1c"
+RESIDUAL = "#4a78b0"
+
+
+@dataclass
+class Item:
+    box: str  # the schematic_box it stands for ("" = not clickable)
+    rect: QRectF
+    label: str
+    kind: str  # a FILLS key, or "chip" for a layer chip
+
+
+class Schematic(QWidget):
+    boxClicked = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setObjectName("schematic")
+        self.setMouseTracking(True)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
+        self.setAccessibleName("Architecture schematic")
+        self.config: ModelConfig | None = None
+        self.options = RunOptions()
+        self.current = ""
+        self.layer = {"enc": 0, "dec": 0}
+        self.items: list[Item] = []
+        self.lines: list[tuple[list[QPointF], str, bool]] = []  # (polyline, colour, arrow at end)
+        self.texts: list[tuple[QRectF, str, int]] = []  # (rect, text, alignment)
+        self.height_ = 200.0
+
+    # ---- state -----------------------------------------------------------------------------------------
+    def set_model(self, config: ModelConfig | None, options: RunOptions) -> None:
+        self.config, self.options = config, options
+        if config is not None:
+            self.layer["enc"] = min(self.layer["enc"], max(0, config.n_encoder_layers - 1))
+            self.layer["dec"] = min(self.layer["dec"], max(0, config.n_decoder_layers - 1))
+        self._relayout()
+
+    def set_current(self, box: str) -> None:
+        """Highlight `box`; a box inside a layer also shows that layer of its stack."""
+        self.current = box
+        parts = box.split(".")
+        if parts[0] in ("enc", "dec") and len(parts) > 1 and parts[1].isdigit():
+            self.layer[parts[0]] = int(parts[1])
+        self._relayout()
+
+    def boxes(self) -> list[str]:
+        return [i.box for i in self.items if i.box and not i.kind.startswith("chip")]
+
+    def box_rect(self, box: str) -> QRectF | None:
+        """Where `box` is drawn, in widget coordinates."""
+        scale, dx = self._transform()
+        for item in self.items:
+            if item.box == box and item.kind != "chip":
+                r = item.rect
+                return QRectF(r.x() * scale + dx, r.y() * scale, r.width() * scale, r.height() * scale)
+        return None
+
+    # ---- layout ----------------------------------------------------------------------------------------
+    def _relayout(self) -> None:
+        self.items, self.lines, self.texts = [], [], []
+        cfg = self.config
+        if cfg is None:
+            self.height_ = 60.0
+            self.update()
+            return
+        pre = self.options.effective_norm_first(cfg)
+        title = "Pre-norm: Norm → sub-layer → +" if pre else "Post-norm: sub-layer → Add & Norm"
+        if not self.options.residual:
+            title += " (no residual)"
+        self.texts.append((QRectF(0, 2, WIDTH, 18), title, Qt.AlignmentFlag.AlignCenter))
+        top = 24.0
+        if cfg.arch == "encoder-decoder":
+            enc_bottom, enc_out = self._stack("enc", 4.0, 140.0, top, cfg.n_encoder_layers, None, False)
+            dec_bottom, _ = self._stack("dec", 156.0, 140.0, top, cfg.n_decoder_layers, enc_out, True)
+            bottom = max(enc_bottom, dec_bottom)
+        else:
+            side = "enc" if cfg.arch == "encoder-only" else "dec"
+            n = cfg.n_encoder_layers if side == "enc" else cfg.n_decoder_layers
+            bottom, _ = self._stack(side, 50.0, 200.0, top, n, None, True)
+        self.height_ = bottom + 4
+        self.updateGeometry()
+        self.update()
+
+    def _stack(self, side: str, x0: float, w: float, y: float, n_layers: int, memory: QPointF | None,
+               output: bool) -> tuple[float, QPointF]:
+        """One column, top to bottom; returns (its bottom y, the point where the stack's output leaves)."""
+        cfg, opts = self.config, self.options
+        layer = self.layer[side]
+        name = ("Encoder" if side == "enc" else "Decoder") + f" ×{n_layers}"
+        left = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
+        self.texts.append((QRectF(x0, y, w, 18), name, left))
+        for i in range(n_layers):  # layer chips, right-aligned in the header: click one to show that layer
+            r = QRectF(x0 + w - (n_layers - i) * (CHIP + 2), y, CHIP, CHIP)
+            self.items.append(Item(f"{side}.{i}.self", r, str(i + 1), "chip-on" if i == layer else "chip"))
+        y += 24
+        pe = opts.positional and cfg.positional != "none"
+        label = "Embedding (+ rotary)" if cfg.positional == "rotary" else "Embedding + PE"
+        label = label if pe else "Embedding"
+        column = [("src.input" if side == "enc" else "tgt.input", label, "input")]
+        attn = "Masked self-attention" if opts.is_causal(f"{side}.0.self") else "Self-attention"
+        subs = [(f"{side}.{layer}.self", attn, "attn")]
+        if side == "dec" and cfg.has_encoder:
+            subs.append((f"{side}.{layer}.cross", "Cross-attention", "attn"))
+        subs.append((f"{side}.{layer}.ffn", "Feed-forward", "ffn"))
+        pre, residual = opts.effective_norm_first(cfg), opts.residual
+        layer_start = len(column)
+        branches = []  # (first element of the residual branch, the element it joins, or None when cut)
+        for n, sub in enumerate(subs, 1):
+            norm_box, first = f"{side}.{layer}.norm{n}", len(column)
+            if pre:
+                column.append((norm_box, "LayerNorm", "norm"))
+            column.append(sub)
+            if pre and residual:
+                column.append((norm_box, "+", "add"))
+            elif not pre:
+                column.append((norm_box, "Add & Norm" if residual else "Norm", "norm"))
+            branches.append((first, len(column) - 1 if (residual or not pre) else None))
+        layer_end = len(column)
+        if cfg.final_norm:
+            column.append(("", "Final LayerNorm", "norm"))
+        if output:
+            column.append(("output", "Linear + softmax", "output"))
+
+        bx, bw = x0 + 16, w - 18
+        cx = bx + bw / 2
+        rects: list[QRectF] = []
+        for i, (box, text, kind) in enumerate(column):
+            y += 8 if i == layer_start else (6 if i == layer_end else 0)  # room for the layer frame
+            r = QRectF(cx - CIRCLE / 2, y, CIRCLE, CIRCLE) if kind == "add" else QRectF(bx, y, bw, BOX_H)
+            if rects:
+                self._arrow(cx, rects[-1].bottom(), r.top())
+            rects.append(r)
+            self._box(box, r, text, kind)
+            y = r.bottom() + GAP
+        top, bottom = rects[layer_start].top() - 9, rects[layer_end - 1].bottom() + 7
+        self.items.insert(0, Item("", QRectF(x0 + 2, top, w - 2, bottom - top), "", "frame"))
+
+        lane = x0 + 7
+        colour = RESIDUAL if residual else "#b0b0b0"
+        for first, join in branches:
+            branch_y = rects[first].top() - GAP / 2
+            if join is not None:
+                join_y = rects[join].center().y()
+                end = [QPointF(lane, join_y), QPointF(rects[join].left(), join_y)]
+            else:  # pre-norm without residual: the skip path is cut
+                cut_y = rects[first + 1].bottom() + GAP / 2
+                end = [QPointF(lane, cut_y)]
+                self.texts.append((QRectF(lane + 3, cut_y - 12, 30, 12), "cut", Qt.AlignmentFlag.AlignLeft))
+            self.lines.append(([QPointF(cx, branch_y), QPointF(lane, branch_y), *end], colour, residual))
+        if memory is not None:  # the encoder output feeds cross-attention's keys and values
+            cross = rects[[c[0] for c in column].index(f"dec.{layer}.cross")]
+            mid = x0 - 6
+            self.lines.append(([memory, QPointF(mid, memory.y()), QPointF(mid, cross.center().y()),
+                                QPointF(bx, cross.center().y())], RESIDUAL, True))
+            label_rect = QRectF(mid, cross.top() - 10, bx - mid, 12)
+            self.texts.append((label_rect, "K,V", Qt.AlignmentFlag.AlignCenter))
+        last = rects[-1].bottom()
+        out_point = QPointF(cx, last + 8)
+        if not output and cfg.has_decoder:
+            self.lines.append(([QPointF(cx, last), out_point], RESIDUAL, False))
+        return last + 10, out_point
+
+    def _box(self, box: str, rect: QRectF, label: str, kind: str) -> None:
+        self.items.append(Item(box, rect, label, kind))
+
+    def _arrow(self, x: float, y0: float, y1: float) -> None:
+        self.lines.append(([QPointF(x, y0), QPointF(x, y1)], "#707070", True))
+
+    # ---- drawing ---------------------------------------------------------------------------------------
+    def sizeHint(self) -> QSize:
+        return QSize(int(WIDTH), int(self.height_))
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(220, int(self.height_ * 0.7))
+
+    def _transform(self) -> tuple[float, float]:
+        scale = max(0.5, min(self.width() / WIDTH, self.height() / max(self.height_, 1.0), 1.5))
+        return scale, (self.width() - WIDTH * scale) / 2
+
+    def paintEvent(self, _event) -> None:
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        scale, dx = self._transform()
+        p.translate(dx, 0)
+        p.scale(scale, scale)
+        text_colour = self.palette().windowText().color()
+        font = QFont(self.font())
+        font.setPointSizeF(max(8.0, font.pointSizeF() - 0.5))
+        p.setFont(font)
+        if self.config is None:
+            p.setPen(text_colour)
+            p.drawText(QRectF(0, 0, WIDTH, 40), Qt.AlignmentFlag.AlignCenter, "no model open")
+            return
+        for item in self.items:
+            if item.kind == "frame":
+                p.setPen(QPen(QColor("#9a9a9a"), 1.2, Qt.PenStyle.DashLine))
+                p.setBrush(Qt.BrushStyle.NoBrush)
+                p.drawRoundedRect(item.rect, 8, 8)
+
+        for points, colour, arrow in self.lines:
+            self._draw_line(p, points, QColor(colour), arrow, dashed=colour == "#b0b0b0")
+        for item in self.items:
+            if item.kind != "frame":
+                self._draw_item(p, item, text_colour)
+        p.setPen(text_colour)
+        for rect, text, align in self.texts:
+            p.drawText(rect, int(align), text)
+
+    def _draw_item(self, p: QPainter, item: Item, text_colour: QColor) -> None:
+        on = bool(item.box) and item.box == self.current
+        if item.kind.startswith("chip"):
+            active = item.kind == "chip-on"
+            p.setPen(QPen(QColor("#707070"), 1))
+            in_layer = self.current.split(".")[:2] == item.box.split(".")[:2]
+            p.setBrush(QColor(HIGHLIGHT if active and in_layer else ("#c8c8c8" if active else "#f4f4f4")))
+            p.drawRoundedRect(item.rect, 4, 4)
+            p.setPen(QColor("black"))
+            p.drawText(item.rect, Qt.AlignmentFlag.AlignCenter, item.label)
+            return
+        p.setPen(QPen(QColor("#d46a00" if on else "#606060"), 2.5 if on else 1))
+        p.setBrush(QColor(HIGHLIGHT if on else FILLS.get(item.kind, "#eeeeee")))
+        if item.kind == "add":
+            p.drawEllipse(item.rect)
+        else:
+            p.drawRoundedRect(item.rect, 5, 5)
+        p.setPen(QColor("black"))
+        room = int(item.rect.width() - 6)
+        text = item.label
+        if p.fontMetrics().horizontalAdvance(text) > room:
+            text = p.fontMetrics().elidedText(SHORT.get(text, text), Qt.TextElideMode.ElideRight, room)
+        p.drawText(item.rect, Qt.AlignmentFlag.AlignCenter, text)
+
+    @staticmethod
+    def _draw_line(p: QPainter, points: list[QPointF], colour: QColor, arrow: bool, dashed: bool) -> None:
+        p.setPen(QPen(colour, 1.4, Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine))
+        p.setBrush(Qt.BrushStyle.NoBrush)
+        path = QPainterPath(points[0])
+        for pt in points[1:]:
+            path.lineTo(pt)
+        p.drawPath(path)
+        if arrow and len(points) >= 2:
+            a, b = points[-2], points[-1]
+            d = b - a
+            length = max((d.x() ** 2 + d.y() ** 2) ** 0.5, 1e-6)
+            ux, uy = d.x() / length, d.y() / length
+            tip = QPolygonF([b, QPointF(b.x() - 6 * ux + 3.5 * uy, b.y() - 6 * uy - 3.5 * ux),
+                             QPointF(b.x() - 6 * ux - 3.5 * uy, b.y() - 6 * uy + 3.5 * ux)])
+            p.setBrush(colour)
+            p.drawPolygon(tip)
+
+    # ---- interaction -----------------------------------------------------------------------------------
+    def item_at(self, pos: QPointF) -> Item | None:
+        scale, dx = self._transform()
+        logical = QPointF((pos.x() - dx) / scale, pos.y() / scale)
+        for item in reversed(self.items):
+            if item.box and item.rect.contains(logical):
+                return item
+        return None
+
+    def mouseMoveEvent(self, event) -> None:
+        item = self.item_at(event.position())
+        self.setCursor(Qt.CursorShape.PointingHandCursor if item else Qt.CursorShape.ArrowCursor)
+        self.setToolTip(f"Go to {item.label}" if item else "")
+
+    def mousePressEvent(self, event) -> None:
+        item = self.item_at(event.position())
+        if item is not None and event.button() == Qt.MouseButton.LeftButton:
+            self.boxClicked.emit(item.box)
