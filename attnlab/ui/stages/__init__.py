@@ -1,0 +1,38 @@
+"""One panel per pipeline stage kind. The main window keeps one instance per class and asks
+`panel_class_for(stage.kind)` which class draws a stage."""
+
+from __future__ import annotations
+
+from attnlab.ui.stages.addnorm import AddNormPanel
+from attnlab.ui.stages.attention import (
+    AttentionMapPanel,
+    AttentionOutputPanel,
+    ConcatPanel,
+    ContextPanel,
+    MaskPanel,
+    QKVPanel,
+)
+from attnlab.ui.stages.base import StagePanel
+from attnlab.ui.stages.ffn import FFNPanel
+from attnlab.ui.stages.heads import HeadsPanel, LinesPanel
+from attnlab.ui.stages.inputs import EmbeddingPanel, InputSumPanel, PositionalPanel, TokensPanel
+from attnlab.ui.stages.output import OutputPanel
+
+PANEL_CLASSES: list[type[StagePanel]] = [
+    TokensPanel, EmbeddingPanel, PositionalPanel, InputSumPanel,
+    QKVPanel, AttentionMapPanel, MaskPanel, HeadsPanel, LinesPanel, ContextPanel, ConcatPanel,
+    AttentionOutputPanel, AddNormPanel, FFNPanel, OutputPanel,
+]
+
+_BY_KIND: dict[str, type[StagePanel]] = {kind: cls for cls in PANEL_CLASSES for kind in cls.kinds}
+
+
+def panel_class_for(kind: str) -> type[StagePanel]:
+    """The StagePanel subclass that draws stages of this kind; KeyError names the unknown kind."""
+    try:
+        return _BY_KIND[kind]
+    except KeyError:
+        raise KeyError(f"no stage panel draws kind {kind!r}; known kinds: {sorted(_BY_KIND)}") from None
+
+
+__all__ = ["PANEL_CLASSES", "StagePanel", "panel_class_for"]

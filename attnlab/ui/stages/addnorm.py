@@ -1,0 +1,163 @@
+"""Add & LayerNorm: each token's vector before and after the norm, with its mean and variance per token."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtWidgets
+
+from attnlab.engine.trace import Trace
+from attnlab.pipeline import Stage, ViewState
+from attnlab.ui.heatmap import elide_label, tick_font
+from attnlab.ui.stages.base import StagePanel
+from attnlab.ui.stages.common import (
+    MessageStack,
+    Note,
+    PanelHeatmap,
+    array,
+    layer_name,
+    layer_side,
+    missing,
+    missing_message,
+    note_font,
+    residual_is_off,
+    sublayer_output,
+    tokens,
+)
+
+SUBLAYER_WORDS = {"self": "self-attention", "cross": "cross-attention", "ffn": "FFN"}
+BEFORE_COLOR = "#3b7dd8"
+AFTER_COLOR = "#ff9f1c"
+
+
+def bar_plot(parent: QtWidgets.QWidget, title: str) -> pg.PlotWidget:
+    plot = pg.PlotWidget(parent)
+    plot.setMenuEnabled(False)
+    plot.setMouseEnabled(x=False, y=False)
+    plot.hideButtons()
+    item = plot.getPlotItem()
+    item.setTitle(title, size="11pt")
+    for axis in ("left", "bottom"):
+        item.getAxis(axis).setTickFont(tick_font())
+        item.getAxis(axis).enableAutoSIPrefix(False)
+    item.showGrid(y=True, alpha=0.25)
+    return plot
+
+
+class AddNormPanel(StagePanel):
+    """Vectors entering and leaving LayerNorm n of a layer, plus per-token mean and variance bars."""
+
+    kinds = ("addnorm",)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._placement = Note(self, delta=1, bold=True)
+        # three fixed slots read left to right as the data flows (no re-layout when the placement flips):
+        # post-norm: F(x) | x + F(x) | LayerNorm(x + F(x));  pre-norm: x | LayerNorm(x) | x + F(LayerNorm(x))
+        self._maps = [PanelHeatmap(self, rows_title="token" if i == 0 else "", cols_title="model dimension")
+                      for i in range(3)]
+        maps = QtWidgets.QHBoxLayout()
+        for m in self._maps:
+            maps.addWidget(m, 1)
+        self._mean_plot = bar_plot(self, "mean per token")
+        self._var_plot = bar_plot(self, "variance per token")
+        self._bars: dict[str, pg.BarGraphItem] = {}
+        self._bar_dx: dict[str, float] = {}
+        for stat, plot in (("mean", self._mean_plot), ("var", self._var_plot)):
+            for which, color, dx in (("before", BEFORE_COLOR, -0.2), ("after", AFTER_COLOR, 0.2)):
+                bars = pg.BarGraphItem(x=[], height=[], width=0.38, brush=color, pen=None)
+                plot.addItem(bars)
+                self._bars[f"{stat}.{which}"] = bars
+                self._bar_dx[f"{stat}.{which}"] = dx
+        key = QtWidgets.QLabel(f"<span style='color:{BEFORE_COLOR}'>■</span> LayerNorm input &nbsp;&nbsp; "
+                               f"<span style='color:{AFTER_COLOR}'>■</span> LayerNorm output", self)
+        key.setFont(note_font())
+        bars_row = QtWidgets.QHBoxLayout()
+        bars_row.addWidget(self._mean_plot, 1)
+        bars_row.addWidget(self._var_plot, 1)
+        self._note = Note(self)
+        body = QtWidgets.QWidget(self)
+        body_layout = QtWidgets.QVBoxLayout(body)
+        body_layout.setContentsMargins(0, 0, 0, 0)
+        body_layout.addWidget(self._placement)
+        body_layout.addLayout(maps, 3)
+        body_layout.addWidget(key)
+        body_layout.addLayout(bars_row, 2)
+        body_layout.addWidget(self._note)
+        self._stack = MessageStack(body, self)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addWidget(self._stack)
+        self._ticks_key: tuple | None = None
+        self._data: dict = {}
+
+    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        layer, n = stage.layer or "", stage.norm or 1
+        prefix = f"{layer}.norm{n}"
+        lost = missing(trace, [f"{prefix}.in", f"{prefix}.out", f"{prefix}.mean", f"{prefix}.var"])
+        if lost:
+            self._data = {"message": missing_message("This add & norm step", lost)}
+            self._stack.show_message(self._data["message"])
+            return
+        self._stack.show_content()
+        norm = trace.info.get("norm", "post")
+        side = layer_side(layer)
+        x_in, x_out = array(trace, f"{prefix}.in"), array(trace, f"{prefix}.out")  # [T, d] each
+        labels = tokens(trace, side, x_in.shape[0])
+        mean, var = array(trace, f"{prefix}.mean"), array(trace, f"{prefix}.var")  # [T] each
+        out_mean, out_var = x_out.mean(axis=1), x_out.var(axis=1)
+        sub_name = sublayer_output(trace, layer, n)
+        sub = SUBLAYER_WORDS.get(sub_name.split(".")[-2], "sub-layer")
+        resid_name = f"{layer}.resid{n}"
+        if norm == "pre":
+            self._placement.show_text(f"Pre-norm: LayerNorm {n} of {layer_name(layer)} comes BEFORE the "
+                                      f"{sub}: x + {sub}(LayerNorm(x)). The norm tidies what the sub-layer "
+                                      "reads, while x itself travels on unchanged.")
+            slots = [(f"{prefix}.in", "x (block input)"), (f"{prefix}.out", f"LayerNorm(x) → {sub}"),
+                     (resid_name, f"x + {sub}(LayerNorm(x))")]
+        else:
+            self._placement.show_text(f"Post-norm: LayerNorm {n} of {layer_name(layer)} comes AFTER the "
+                                      f"residual sum: LayerNorm(x + {sub}(x)), as in the original "
+                                      "Transformer.")
+            slots = [(sub_name, f"{sub} output F(x)"), (f"{prefix}.in", "x + F(x) (residual sum)"),
+                     (f"{prefix}.out", "LayerNorm(x + F(x))")]
+        shown: dict[str, dict] = {}
+        for panel_map, (name, title) in zip(self._maps, slots, strict=True):
+            if name in trace:
+                panel_map.draw(array(trace, name), labels, None, title=title, colormap=view.colormap,
+                               symmetric=True)
+            else:
+                panel_map.clear(missing_message(title, [name]))
+            shown[name] = dict(panel_map.record)
+        self._set_bars(mean, var, out_mean, out_var)
+        self._set_ticks(labels, x_in.shape[0])
+        residual_off = residual_is_off(trace, layer, n)
+        note = ("Per token: subtract its mean, divide by √(variance + ε), then scale by γ and shift by β. "
+                "The output has mean ≈ 0 and variance ≈ 1 per token (up to the learned γ and β).")
+        if residual_off:
+            note = "The residual connection is switched OFF: the sub-layer's output replaces x. " + note
+        self._note.show_text(note)
+        self._data = {"before": shown[f"{prefix}.in"], "after": shown[f"{prefix}.out"],
+                      "resid": shown.get(resid_name) or shown[f"{prefix}.in"],
+                      "sublayer": shown.get(sub_name),
+                      "slots": [name for name, _ in slots], "mean": mean, "var": var,
+                      "out_mean": out_mean, "out_var": out_var, "norm": norm, "tokens": labels,
+                      "residual_off": residual_off}
+
+    def _set_bars(self, mean, var, out_mean, out_var) -> None:
+        x = np.arange(len(mean), dtype=float)
+        values = {"mean.before": mean, "mean.after": out_mean, "var.before": var, "var.after": out_var}
+        for key, bars in self._bars.items():
+            bars.setOpts(x=x + self._bar_dx[key], height=values[key], width=0.38)
+
+    def _set_ticks(self, labels: list[str] | None, t: int) -> None:
+        key = (tuple(labels) if labels else None, t)
+        if key == self._ticks_key:
+            return
+        self._ticks_key = key
+        ticks = [[(i, elide_label(s, 8)) for i, s in enumerate(labels)]] if labels and t <= 20 else None
+        for plot in (self._mean_plot, self._var_plot):
+            plot.getPlotItem().getAxis("bottom").setTicks(ticks)
+            plot.setXRange(-0.8, t - 0.2, padding=0)
+
+    def shown_data(self) -> dict:
+        return dict(self._data)

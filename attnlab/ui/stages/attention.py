@@ -1,0 +1,351 @@
+"""Attention stages of one site: Q/K/V, the score maps (raw, scaled, masked, weights), the mask, and the
+vectors after attention (weights·V per head, the concatenation, the W_O output)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtWidgets
+
+from attnlab.engine.trace import Trace
+from attnlab.pipeline import Stage, ViewState
+from attnlab.ui.stages.base import StagePanel
+from attnlab.ui.stages.common import (
+    Note,
+    PanelHeatmap,
+    array,
+    axis_title,
+    clamp_head,
+    missing,
+    missing_message,
+    scaling_off,
+    site_name,
+    site_sides,
+    tokens,
+)
+
+
+class SiteView:
+    """What every attention panel needs to know about a site: heads, the chosen head, token labels."""
+
+    def __init__(self, trace: Trace, site: str, view: ViewState):
+        self.site = site
+        self.q_side, self.k_side = site_sides(site)
+        q = trace[f"{site}.q"] if f"{site}.q" in trace else trace[f"{site}.weights"]
+        self.n_heads = int(q.shape[0])
+        self.head = clamp_head(view.head, self.n_heads)
+        weights = trace.get(f"{site}.weights")
+        tq = int(weights.shape[1]) if weights is not None else int(q.shape[1])
+        tk = int(weights.shape[2]) if weights is not None else tq
+        self.rows = tokens(trace, self.q_side, tq)
+        self.cols = tokens(trace, self.k_side, tk)
+        self.name = site_name(site)
+
+    @property
+    def head_text(self) -> str:
+        return f"head {self.head} of {self.n_heads}"
+
+
+def blocked_cells(trace: Trace, site: str) -> np.ndarray | None:
+    """bool [Tq, Tk]: True where the additive mask is −inf (the query may not look at that key)."""
+    name = f"{site}.mask"
+    if name not in trace:
+        return None
+    blocked = np.isneginf(array(trace, name))
+    return blocked if blocked.any() else None
+
+
+def _need(panel_map: PanelHeatmap, trace: Trace, names: list[str], what: str) -> bool:
+    """Clear the map with a message when a name is missing; True when everything is there."""
+    lost = missing(trace, names)
+    if lost:
+        panel_map.clear(missing_message(what, lost))
+    return not lost
+
+
+class QKVPanel(StagePanel):
+    """Queries, keys and values of the selected head side by side ([tokens × d_k] each)."""
+
+    kinds = ("qkv",)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._header = Note(self, delta=1, bold=True)
+        self._maps = {p: PanelHeatmap(self, cols_title="d_k dimension") for p in ("q", "k", "v")}
+        row = QtWidgets.QHBoxLayout()
+        for p in ("q", "k", "v"):
+            row.addWidget(self._maps[p], 1)
+        self._note = Note(self)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addWidget(self._header)
+        layout.addLayout(row, 1)
+        layout.addWidget(self._note)
+        self._data: dict = {}
+
+    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        site = stage.site or ""
+        lost = missing(trace, [f"{site}.{p}" for p in ("q", "k", "v")])
+        if lost:
+            message = missing_message("Q, K and V", lost)
+            for m in self._maps.values():
+                m.clear(message)
+            self._note.show_text("")
+            self._data = {"message": message}
+            return
+        sv = SiteView(trace, site, view)
+        names = {"q": "Q (queries)", "k": "K (keys)", "v": "V (values)"}
+        for p, panel_map in self._maps.items():
+            matrix = array(trace, f"{site}.{p}")[sv.head]  # [T, d_k]
+            side = sv.q_side if p == "q" else sv.k_side
+            labels = sv.rows if p == "q" else sv.cols
+            panel_map.titles(axis_title(side, "token"), "d_k dimension")
+            panel_map.draw(matrix, labels, None, title=names[p], colormap=view.colormap, symmetric=True)
+        self._header.show_text(f"Q, K, V · {sv.name} · {sv.head_text}")
+        self._data = {"head": sv.head, "n_heads": sv.n_heads,
+                      **{p: dict(m.record) for p, m in self._maps.items()}}
+        source = ("Q from the decoder, K and V from the encoder output" if sv.q_side != sv.k_side
+                  else "all three from the same tokens")
+        dk = self._maps["q"].record["matrix"].shape[1]
+        self._note.show_text(f"{sv.name}: every token's vector is multiplied by W_Q, W_K and W_V ({source}). "
+                             f"Shown: head {sv.head}'s slice, d_k = {dk} numbers per token.")
+
+    def shown_data(self) -> dict:
+        return dict(self._data)
+
+
+MAP_TEXT = {
+    "scores": ("QKᵀ scores", "Cell (i, j) = qᵢ · kⱼ, the dot product of query i with key j: large when "
+               "they point the same way."),
+    "scaled": ("QKᵀ / √dₖ", ""),
+    "masked": ("masked scores", "The mask adds 0 where a query may look and −∞ where it may not (hatched)."),
+    "weights": ("attention weights", "softmax turns each row into weights between 0 and 1 that sum to 1: how "
+                "much each query token takes from each key token."),
+}
+
+
+class AttentionMapPanel(StagePanel):
+    """[Tq × Tk] map of the selected head: raw scores, scaled scores, masked scores or softmax weights."""
+
+    kinds = ("scores", "scaled", "masked", "weights")
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._header = Note(self, delta=1, bold=True)
+        self._map = PanelHeatmap(self, header=self._header)
+        self._note = Note(self)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addWidget(self._header)
+        layout.addWidget(self._map, 1)
+        layout.addWidget(self._note)
+        self._data: dict = {}
+
+    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        site, kind = stage.site or "", stage.kind
+        self._data = {}
+        if not _need(self._map, trace, [f"{site}.{kind}", f"{site}.weights"], MAP_TEXT[kind][0]):
+            self._note.show_text("")
+            self._data = dict(self._map.record)
+            return
+        sv = SiteView(trace, site, view)
+        matrix = array(trace, f"{site}.{kind}")[sv.head]  # [Tq, Tk]
+        blocked = blocked_cells(trace, site)
+        levels = (0.0, 1.0) if kind == "weights" else None
+        self._map.titles(axis_title(sv.q_side, "query"), axis_title(sv.k_side, "key"))
+        self._map.draw(matrix, sv.rows, sv.cols, masked=blocked, levels=levels, colormap=view.colormap,
+                       symmetric=None if kind == "weights" else True,
+                       title=f"{MAP_TEXT[kind][0]} · {sv.name} · {sv.head_text}")
+        self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads, "kind": kind}
+        self._note.show_text(self._explain(trace, site, kind, matrix, blocked))
+
+    def _explain(self, trace: Trace, site: str, kind: str, matrix: np.ndarray, blocked) -> str:
+        valid = matrix[~blocked] if blocked is not None else matrix.ravel()
+        valid = valid[np.isfinite(valid)]
+        spread = f" Allowed values range from {valid.min():.2f} to {valid.max():.2f}." if valid.size else ""
+        text = MAP_TEXT[kind][1]
+        if kind == "scores" and blocked is not None:
+            text += " Hatched cells will be blocked by the mask two steps later."
+        if kind == "scaled":
+            dk = int(trace[f"{site}.q"].shape[-1]) if f"{site}.q" in trace else 0
+            if scaling_off(trace, site):
+                text = ("Scaling is switched OFF: these are the raw scores. With large dₖ the softmax then "
+                        "tends to put almost all weight on one key.")
+            else:
+                text = (f"Every score is divided by √dₖ = √{dk} ≈ {math.sqrt(dk):.2f}, so the spread of the "
+                        f"scores does not grow with the head size and the softmax stays soft.")
+        if kind == "weights":
+            row_sums = np.nansum(matrix, axis=1)
+            text += f" Row sums: {row_sums.min():.3f} … {row_sums.max():.3f}."
+            return text
+        return text + spread
+
+    def shown_data(self) -> dict:
+        return dict(self._data)
+
+
+class MaskPanel(StagePanel):
+    """The additive mask [Tq × Tk] as allowed / blocked cells. Clicking a cell asks to toggle it."""
+
+    kinds = ("mask",)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._header = Note(self, delta=1, bold=True)
+        self._map = PanelHeatmap(self, header=self._header)
+        self._map.set_value_format(lambda v: "allowed (adds 0)")
+        self._map.colorbar().setVisible(False)  # two states only: the note says what the colours mean
+        self._hint = Note(self, bold=True)
+        self._note = Note(self)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addWidget(self._header)
+        layout.addWidget(self._hint)
+        layout.addWidget(self._map, 1)
+        layout.addWidget(self._note)
+        self._site = ""
+        self._data: dict = {}
+        self._map.cellClicked.connect(self._clicked)
+
+    def _clicked(self, q: int, k: int) -> None:
+        if self._site:
+            self.maskCellToggled.emit(self._site, q, k)
+
+    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        site = stage.site or ""
+        if not _need(self._map, trace, [f"{site}.mask"], "The mask"):
+            self._site = ""
+            self._data = dict(self._map.record)
+            self._hint.show_text("")
+            self._note.show_text("")
+            return
+        self._site = site
+        sv = SiteView(trace, site, view)
+        additive = array(trace, f"{site}.mask")  # [Tq, Tk], 0 or -inf
+        blocked = np.isneginf(additive)
+        allowed = np.ones_like(additive)
+        self._map.titles(axis_title(sv.q_side, "query"), axis_title(sv.k_side, "key"))
+        self._map.draw(allowed, sv.rows, sv.cols, masked=blocked, levels=(0.0, 1.0), colormap=view.colormap,
+                       title=f"mask · {sv.name}")
+        self._data = {**self._map.record, "matrix": additive, "blocked": blocked, "site": site}
+        self._hint.show_text("Click a cell to block or unblock that query → key pair; the model runs again.")
+        n_blocked, total = int(blocked.sum()), blocked.size
+        causal = sv.q_side == sv.k_side and bool(np.all(blocked[np.triu_indices_from(blocked, 1)])) \
+            if blocked.shape[0] == blocked.shape[1] and blocked.shape[0] > 1 else False
+        what = " The upper triangle is blocked: the causal (look-ahead) mask." if causal else ""
+        self._note.show_text(f"Coloured = allowed (adds 0 to the score); hatched = blocked (adds −∞, so its "
+                             f"weight becomes exactly 0). {n_blocked} of {total} cells blocked.{what}")
+
+    def shown_data(self) -> dict:
+        return dict(self._data)
+
+
+class _SiteVectorPanel(StagePanel):
+    """Shared body of the panels that show [Tq × columns] vectors after attention."""
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._header = Note(self, delta=1, bold=True)
+        self._map = PanelHeatmap(self, header=self._header)
+        self._note = Note(self)
+        layout = QtWidgets.QVBoxLayout(self)
+        layout.addWidget(self._header)
+        layout.addWidget(self._map, 1)
+        layout.addWidget(self._note)
+        self._data: dict = {}
+
+    def shown_data(self) -> dict:
+        return dict(self._data)
+
+
+class ContextPanel(_SiteVectorPanel):
+    """weights · V of the selected head: [Tq × d_k]."""
+
+    kinds = ("context",)
+
+    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        site = stage.site or ""
+        if not _need(self._map, trace, [f"{site}.context"], "The context (weights · V)"):
+            self._note.show_text("")
+            self._data = dict(self._map.record)
+            return
+        sv = SiteView(trace, site, view)
+        ctx = array(trace, f"{site}.context")[sv.head]  # [Tq, d_k]
+        self._map.titles(axis_title(sv.q_side, "query"), "d_k dimension")
+        self._map.draw(ctx, sv.rows, None, colormap=view.colormap, symmetric=True,
+                       title=f"weights · V · {sv.name} · {sv.head_text}")
+        self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads}
+        self._note.show_text(f"Row i is a weighted average of the value vectors, weighted by row i of the "
+                             f"attention weights: {ctx.shape[0]} queries × d_k = {ctx.shape[1]}.")
+
+
+class ConcatPanel(_SiteVectorPanel):
+    """The heads' contexts side by side [Tq × d_model], with a line at every head boundary."""
+
+    kinds = ("concat",)
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self._lines: list[pg.InfiniteLine] = []
+        self._box = QtWidgets.QGraphicsRectItem()
+        self._box.setPen(pg.mkPen("#ff9f1c", width=3))
+        self._box.setZValue(20)
+        self._map.plot_item().addItem(self._box, ignoreBounds=True)
+        self._bounds_key: tuple | None = None
+
+    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        site = stage.site or ""
+        if not _need(self._map, trace, [f"{site}.concat"], "The concatenated heads"):
+            self._note.show_text("")
+            self._data = dict(self._map.record)
+            return
+        sv = SiteView(trace, site, view)
+        concat = array(trace, f"{site}.concat")  # [Tq, d]
+        tq, d = concat.shape
+        dk = d // max(sv.n_heads, 1)
+        self._map.titles(axis_title(sv.q_side, "query"), f"model dimension ({sv.n_heads} heads × {dk})")
+        self._map.draw(concat, sv.rows, None, colormap=view.colormap, symmetric=True,
+                       title=f"concat(head 0 … head {sv.n_heads - 1}) · {sv.name}")
+        self._place_bounds(sv.n_heads, dk, tq)
+        self._box.setRect(sv.head * dk - 0.5, -0.5, dk, tq)
+        boundaries = [h * dk - 0.5 for h in range(1, sv.n_heads)]
+        self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads, "boundaries": boundaries}
+        self._note.show_text(f"The {sv.n_heads} heads' outputs (d_k = {dk} each) side by side give back "
+                             f"d_model = {d} numbers per token; the orange box is {sv.head_text}.")
+
+    def _place_bounds(self, n_heads: int, dk: int, tq: int) -> None:
+        key = (n_heads, dk)
+        if key == self._bounds_key:
+            return
+        self._bounds_key = key
+        while len(self._lines) < 2 * (n_heads - 1):  # a wide white line under a thin black one
+            for pen, z in ((pg.mkPen("w", width=4), 15), (pg.mkPen("k", width=1.5), 16)):
+                line = pg.InfiniteLine(angle=90, movable=False, pen=pen)
+                line.setZValue(z)
+                self._map.plot_item().addItem(line, ignoreBounds=True)
+                self._lines.append(line)
+        for i, line in enumerate(self._lines):
+            boundary = i // 2 + 1
+            line.setVisible(boundary < n_heads)
+            if boundary < n_heads:
+                line.setValue(boundary * dk - 0.5)
+
+
+class AttentionOutputPanel(_SiteVectorPanel):
+    """The concatenation multiplied by W_O: [Tq × d_model], what the residual connection receives."""
+
+    kinds = ("attn_out",)
+
+    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        site = stage.site or ""
+        if not _need(self._map, trace, [f"{site}.out"], "The attention output"):
+            self._note.show_text("")
+            self._data = dict(self._map.record)
+            return
+        sv = SiteView(trace, site, view)
+        out = array(trace, f"{site}.out")  # [Tq, d]
+        self._map.titles(axis_title(sv.q_side, "query"), "model dimension")
+        self._map.draw(out, sv.rows, None, colormap=view.colormap, symmetric=True,
+                       title=f"concat · W_O · {sv.name}")
+        self._data = {**self._map.record, "n_heads": sv.n_heads}
+        self._note.show_text(f"W_O ({out.shape[1]} × {out.shape[1]}) mixes the heads' results into one "
+                             f"vector per token; then it is added to the layer input (residual).")

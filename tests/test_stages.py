@@ -1,0 +1,307 @@
+"""Every stage panel shows exactly the trace's numbers, reacts to clicks, and explains the live shapes."""
+
+import numpy as np
+import pytest
+import torch
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import WordTokenizer
+from attnlab.pipeline import ATTENTION_STEPS, INPUT_STEPS, OUTPUT_STEPS, Stage, ViewState, stages_for
+from attnlab.ui.explain import explanation_html
+from attnlab.ui.head_grid import HeadGrid
+from attnlab.ui.heatmap import LabeledHeatmap
+from attnlab.ui.stages import PANEL_CLASSES, panel_class_for
+from attnlab.ui.stages.heads import LINE_THRESHOLD
+
+TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
+SRC, TGT = "the black cat sees the dog", "le chat noir"
+
+
+def make(arch="encoder-decoder", **kw):
+    torch.manual_seed(0)
+    tok = WordTokenizer.train(TEXTS)
+    cfg = ModelConfig(arch=arch, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32,
+                      n_heads=4, d_ff=64, n_encoder_layers=1, n_decoder_layers=2, max_len=32, **kw)
+    return LiveModel(Transformer(cfg), tok, tok)
+
+
+@pytest.fixture(scope="module")
+def enc_dec():
+    return make()
+
+
+@pytest.fixture
+def panels(qtbot):
+    made = {}
+
+    def get(kind):
+        cls = panel_class_for(kind)
+        if cls not in made:
+            made[cls] = cls()
+            qtbot.addWidget(made[cls])
+            made[cls].resize(700, 500)
+        return made[cls]
+
+    return get
+
+
+def np_(trace, name):
+    return trace[name].numpy()
+
+
+def site_labels(trace, site):
+    stack, _, kind = site.split(".")
+    q = trace["src.tokens"] if stack == "enc" else trace["tgt.tokens"]
+    k = trace["src.tokens"] if stack == "enc" or kind == "cross" else trace["tgt.tokens"]
+    return list(q), list(k)
+
+
+def test_registry_covers_every_pipeline_kind():
+    kinds = {k for k, _ in ATTENTION_STEPS + INPUT_STEPS + OUTPUT_STEPS} | {"addnorm", "ffn"}
+    for kind in kinds:
+        assert kind in panel_class_for(kind).kinds
+    assert {k for cls in PANEL_CLASSES for k in cls.kinds} == kinds
+    with pytest.raises(KeyError, match="no stage panel"):
+        panel_class_for("nonsense")
+
+
+def check_stage(trace, stage, data, view):
+    """Assert that what the panel says it shows is the trace's own data for this stage."""
+    kind, site = stage.kind, stage.site
+    if kind == "tokens":
+        assert data["tokens"] == list(trace[f"{stage.side}.tokens"])
+        assert data["ids"] == np_(trace, f"{stage.side}.ids").tolist()
+        assert data["specials"] == [t in ("<s>", "</s>", "<pad>", "<unk>") for t in data["tokens"]]
+    elif kind in ("embed", "pos", "input"):
+        np.testing.assert_array_equal(data["matrix"], np_(trace, f"{stage.side}.{kind}"))
+        assert data["rows"] == list(trace[f"{stage.side}.tokens"])
+        if kind == "pos":
+            for d in view.pe_dims:
+                np.testing.assert_array_equal(data["curves"][d], np_(trace, f"{stage.side}.pos")[:, d])
+            assert data["kind"] == "sinusoidal"
+        if kind == "input":
+            np.testing.assert_array_equal(data["pos"], np_(trace, f"{stage.side}.pos"))
+    elif kind == "qkv":
+        rows, cols = site_labels(trace, site)
+        for part, labels in (("q", rows), ("k", cols), ("v", cols)):
+            np.testing.assert_array_equal(data[part]["matrix"], np_(trace, f"{site}.{part}")[data["head"]])
+            assert data[part]["rows"] == labels
+    elif kind in ("scores", "scaled", "masked", "weights"):
+        rows, cols = site_labels(trace, site)
+        np.testing.assert_array_equal(data["matrix"], np_(trace, f"{site}.{kind}")[data["head"]])
+        assert (data["rows"], data["cols"]) == (rows, cols)
+        blocked = np.isneginf(np_(trace, f"{site}.mask"))
+        if blocked.any():
+            np.testing.assert_array_equal(data["masked"], blocked)
+        else:
+            assert data["masked"] is None
+        if kind == "weights":
+            assert data["levels"] == (0.0, 1.0)
+    elif kind == "mask":
+        np.testing.assert_array_equal(data["matrix"], np_(trace, f"{site}.mask"))
+        np.testing.assert_array_equal(data["blocked"], np.isneginf(np_(trace, f"{site}.mask")))
+    elif kind == "heads":
+        np.testing.assert_array_equal(data["weights"], np_(trace, f"{site}.weights"))
+    elif kind == "lines":
+        w = np_(trace, f"{site}.weights")[data["head"]]
+        expected = {(int(q), int(k)) for q, k in zip(*np.nonzero(w >= LINE_THRESHOLD), strict=True)}
+        assert {(q, k) for q, k, _ in data["lines"]} == expected
+    elif kind == "context":
+        np.testing.assert_array_equal(data["matrix"], np_(trace, f"{site}.context")[data["head"]])
+    elif kind == "concat":
+        concat = np_(trace, f"{site}.concat")
+        np.testing.assert_array_equal(data["matrix"], concat)
+        dk = concat.shape[1] // data["n_heads"]
+        assert data["boundaries"] == [h * dk - 0.5 for h in range(1, data["n_heads"])]
+    elif kind == "attn_out":
+        np.testing.assert_array_equal(data["matrix"], np_(trace, f"{site}.out"))
+    elif kind == "addnorm":
+        prefix = f"{stage.layer}.norm{stage.norm}"
+        np.testing.assert_array_equal(data["before"]["matrix"], np_(trace, f"{prefix}.in"))
+        np.testing.assert_array_equal(data["after"]["matrix"], np_(trace, f"{prefix}.out"))
+        np.testing.assert_array_equal(data["mean"], np_(trace, f"{prefix}.mean"))
+        np.testing.assert_array_equal(data["var"], np_(trace, f"{prefix}.var"))
+        assert data["norm"] == trace.info["norm"]
+    elif kind == "ffn":
+        hidden = np_(trace, f"{stage.layer}.ffn.hidden")
+        np.testing.assert_array_equal(data["hidden"]["matrix"], hidden)
+        np.testing.assert_array_equal(data["out"]["matrix"], np_(trace, f"{stage.layer}.ffn.out"))
+        assert data["zero_share"] == pytest.approx(float((hidden == 0).mean()))
+        assert data["activation"] == "relu"
+    elif kind in ("logits", "probs"):
+        row = trace[kind][data["position"]]
+        assert data["ids"] == torch.topk(row, min(view.top_k, row.shape[0])).indices.tolist()
+        np.testing.assert_array_equal(data["values"], row.numpy()[data["ids"]])
+    else:  # pragma: no cover - a new kind needs a check here
+        raise AssertionError(f"no check for kind {kind}")
+
+
+@pytest.mark.parametrize("arch", ["encoder-decoder", "decoder-only", "encoder-only"])
+def test_every_stage_shows_the_traces_data(panels, arch):
+    trace = make(arch).trace(SRC, TGT, RunOptions(pad_to=9))
+    view = ViewState(head=2, top_k=5, colormap="magma")
+    stages = stages_for(trace)
+    assert {s.kind for s in stages} >= {"tokens", "qkv", "weights", "addnorm", "ffn", "probs"}
+    for stage in stages:
+        panel = panels(stage.kind)
+        panel.show_stage(trace, stage, view)
+        data = panel.shown_data()
+        assert "message" not in data, (stage.key, data.get("message"))
+        check_stage(trace, stage, data, view)
+        if "head" in data:
+            assert data["head"] == 2
+
+
+def test_cross_attention_rows_are_decoder_columns_encoder(panels, enc_dec):
+    trace = enc_dec.trace(SRC, TGT)
+    stage = next(s for s in stages_for(trace) if s.key == "dec.1.cross.weights")
+    panel = panels("weights")
+    panel.show_stage(trace, stage, ViewState())
+    data = panel.shown_data()
+    assert data["rows"] == trace["tgt.tokens"] and data["cols"] == trace["src.tokens"]
+    assert data["matrix"].shape == (len(trace["tgt.tokens"]), len(trace["src.tokens"]))
+
+
+def test_mask_click_emits_toggle_and_the_rerun_blocks_that_cell(qtbot, panels, enc_dec):
+    options = RunOptions()
+    trace = enc_dec.trace(SRC, TGT, options)
+    stage = next(s for s in stages_for(trace) if s.key == "enc.0.self.mask")
+    panel = panels("mask")
+    panel.show()
+    panel.show_stage(trace, stage, ViewState())
+    qtbot.waitExposed(panel)
+    heatmap = panel.findChild(LabeledHeatmap)
+    view = heatmap.graphics_view()
+    point = view.mapFromScene(heatmap.scene_pos_of_cell(2, 4))
+    with qtbot.waitSignal(panel.maskCellToggled, timeout=2000) as blocker:
+        QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    assert blocker.args == ["enc.0.self", 2, 4]
+    options = options.toggled_mask_cell(*blocker.args)
+    panel.show_stage(enc_dec.trace(SRC, TGT, options), stage, ViewState())
+    blocked = panel.shown_data()["blocked"]
+    assert blocked[2, 4] and blocked.sum() == 1
+
+
+def test_head_grid_click_selects_a_head(qtbot, panels, enc_dec):
+    trace = enc_dec.trace(SRC, TGT)
+    stage = next(s for s in stages_for(trace) if s.key == "dec.0.self.heads")
+    panel = panels("heads")
+    panel.show()
+    panel.show_stage(trace, stage, ViewState(head=0))
+    qtbot.waitExposed(panel)
+    grid = panel.findChild(HeadGrid)
+    assert grid.selected() == 0
+    view = grid.graphics_view()
+    point = view.mapFromScene(grid.scene_pos_of_head(3))
+    with qtbot.waitSignal(panel.headSelected, timeout=2000) as blocker:
+        QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    assert blocker.args == [3] and grid.selected() == 3
+
+
+def test_selected_head_beyond_the_head_count_is_clamped(panels, enc_dec):
+    trace = enc_dec.trace(SRC, TGT, RunOptions(n_heads=2))
+    for kind in ("qkv", "weights", "lines", "context", "heads"):
+        stage = next(s for s in stages_for(trace) if s.kind == kind)
+        panel = panels(kind)
+        panel.show_stage(trace, stage, ViewState(head=9))
+        assert panel.shown_data()["head"] == 1
+    shown = panels("weights").shown_data()["matrix"]
+    np.testing.assert_array_equal(shown, np_(trace, "enc.0.self.weights")[1])
+
+
+def test_top_k_bars_are_the_true_top_k_at_the_chosen_position(panels, enc_dec):
+    trace = enc_dec.trace(SRC, TGT, RunOptions(temperature=0.5))
+    panel = panels("probs")
+    for kind in ("probs", "logits"):
+        stage = next(s for s in stages_for(trace) if s.kind == kind)
+        panel.show_stage(trace, stage, ViewState(top_k=3, position=1))
+        data = panel.shown_data()
+        top = torch.topk(trace[kind][1], 3)
+        assert data["position"] == 1 and data["ids"] == top.indices.tolist()
+        assert data["argmax"] == int(trace[kind][1].argmax())
+        assert data["temperature"] == pytest.approx(0.5, rel=1e-3)
+    panel.set_vocabulary(lambda i: f"word{i}")
+    panel.show_stage(trace, stage, ViewState(top_k=2, position=-1))
+    data = panel.shown_data()
+    assert data["position"] == len(trace["tgt.tokens"]) - 1
+    assert data["labels"] == [f"word{i}" for i in data["ids"]]
+
+
+def test_ffn_zero_share_and_colormap(panels, enc_dec):
+    trace = enc_dec.trace(SRC, TGT)
+    stage = next(s for s in stages_for(trace) if s.kind == "ffn")
+    panel = panels("ffn")
+    panel.show_stage(trace, stage, ViewState(colormap="cividis"))
+    hidden = np_(trace, f"{stage.layer}.ffn.hidden")
+    data = panel.shown_data()
+    assert 0 < data["zero_share"] < 1
+    assert data["zero_share"] == pytest.approx(np.count_nonzero(hidden == 0) / hidden.size)
+    np.testing.assert_array_equal(data["zeros"], hidden == 0)
+    assert all(m.colormap_name() == "cividis" for m in panel.findChildren(LabeledHeatmap))
+
+
+def test_positional_encoding_off_shows_a_message_and_never_raises(panels, enc_dec):
+    trace = enc_dec.trace(SRC, TGT, RunOptions(positional=False))
+    assert "pos" not in {s.kind for s in stages_for(trace)}
+    pos_panel = panels("pos")
+    pos_panel.show_stage(trace, Stage("src.pos", "pos", "+ positional encoding", "Source input", side="src"),
+                         ViewState())
+    assert "No positional encoding" in pos_panel.shown_data()["message"]
+    input_panel = panels("input")
+    input_stage = Stage("src.input", "input", "input", "Source input", side="src")
+    input_panel.show_stage(trace, input_stage, ViewState())
+    data = input_panel.shown_data()
+    assert data["pos"] is None
+    np.testing.assert_array_equal(data["matrix"], np_(trace, "src.embed"))
+
+
+def test_every_panel_survives_a_trace_without_intermediates(panels, enc_dec):
+    full = enc_dec.trace(SRC, TGT)
+    fast = enc_dec.trace(SRC, TGT, RunOptions(record=False))
+    for stage in stages_for(full):
+        panel = panels(stage.kind)
+        panel.show_stage(fast, stage, ViewState())
+        data = panel.shown_data()
+        if stage.kind in ("logits", "probs"):
+            assert "message" not in data
+        else:
+            assert data.get("message"), stage.key
+
+
+def test_explanations_carry_live_shapes_and_toggles(enc_dec):
+    trace = enc_dec.trace(SRC, TGT, RunOptions(n_heads=8, scale=False, norm="pre"))
+    by_key = {s.key: s for s in stages_for(trace)}
+    S, T = len(trace["src.tokens"]), len(trace["tgt.tokens"])
+    qkv = explanation_html(by_key["dec.0.cross.qkv"], trace)
+    assert f"Q: 8 heads × {T} tokens × 4" in qkv and f"8 heads × {S} tokens × 4" in qkv
+    assert "encoder" in qkv
+    assert "switched OFF" in explanation_html(by_key["enc.0.self.scaled"], trace)
+    assert "Pre-norm" in explanation_html(by_key["enc.0.norm1"], trace)
+    assert "causal" in explanation_html(by_key["dec.0.self.mask"], trace)
+    assert f"[{T} × 64]" in explanation_html(by_key["dec.1.ffn"], trace)
+    for stage in stages_for(trace):
+        text = explanation_html(stage, trace)
+        assert text.startswith("<h3>") and len(text) > 200
+    post = enc_dec.trace(SRC, TGT)
+    assert "√8 ≈ 2.83" in explanation_html(by_key["enc.0.self.scaled"], post)
+    assert "Post-norm" in explanation_html(by_key["enc.0.norm1"], post)
+
+
+def test_residual_off_and_gelu_are_recognised(panels):
+    model = make("encoder-only", activation="gelu")
+    trace = model.trace(SRC, options=RunOptions(residual=False))
+    stages = {s.kind: s for s in stages_for(trace)}
+    addnorm = panels("addnorm")
+    addnorm.show_stage(trace, stages["addnorm"], ViewState())
+    assert addnorm.shown_data()["residual_off"]
+    assert "residual connection is switched OFF" in explanation_html(stages["addnorm"], trace)
+    ffn = panels("ffn")
+    ffn.show_stage(trace, stages["ffn"], ViewState())
+    assert ffn.shown_data()["activation"] == "gelu"
+    addnorm.show_stage(model.trace(SRC), stages["addnorm"], ViewState())
+    assert not addnorm.shown_data()["residual_off"]
