@@ -8,12 +8,12 @@ from PySide6 import QtWidgets
 
 from attnlab.engine.trace import Trace
 from attnlab.pipeline import Stage, ViewState
-from attnlab.ui.heatmap import elide_label, tick_font
+from attnlab.ui.heatmap import tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
     Note,
-    PanelHeatmap,
+    TokenTicks,
     array,
     layer_name,
     layer_side,
@@ -22,6 +22,7 @@ from attnlab.ui.stages.common import (
     note_font,
     residual_is_off,
     sublayer_output,
+    titled_heatmap,
     tokens,
 )
 
@@ -51,14 +52,15 @@ class AddNormPanel(StagePanel):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
-        self._placement = Note(self, delta=1, bold=True)
+        self._placement = Note(self, delta=1, bold=True, reserve_lines=3)
         # three fixed slots read left to right as the data flows (no re-layout when the placement flips):
         # post-norm: F(x) | x + F(x) | LayerNorm(x + F(x));  pre-norm: x | LayerNorm(x) | x + F(LayerNorm(x))
-        self._maps = [PanelHeatmap(self, rows_title="token" if i == 0 else "", cols_title="model dimension")
-                      for i in range(3)]
+        boxes = [titled_heatmap(self, rows_title="token" if i == 0 else "", cols_title="model dimension")
+                 for i in range(3)]
+        self._maps = [m for _, m in boxes]
         maps = QtWidgets.QHBoxLayout()
-        for m in self._maps:
-            maps.addWidget(m, 1)
+        for box, _ in boxes:
+            maps.addWidget(box, 1)
         self._mean_plot = bar_plot(self, "mean per token")
         self._var_plot = bar_plot(self, "variance per token")
         self._bars: dict[str, pg.BarGraphItem] = {}
@@ -88,6 +90,7 @@ class AddNormPanel(StagePanel):
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._stack)
         self._ticks_key: tuple | None = None
+        self._token_ticks = [TokenTicks(p.getPlotItem()) for p in (self._mean_plot, self._var_plot)]
         self._data: dict = {}
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
@@ -150,14 +153,12 @@ class AddNormPanel(StagePanel):
             bars.setOpts(x=x + self._bar_dx[key], height=values[key], width=0.38)
 
     def _set_ticks(self, labels: list[str] | None, t: int) -> None:
-        key = (tuple(labels) if labels else None, t)
-        if key == self._ticks_key:
+        if (labels, t) == self._ticks_key:
             return
-        self._ticks_key = key
-        ticks = [[(i, elide_label(s, 8)) for i, s in enumerate(labels)]] if labels and t <= 20 else None
-        for plot in (self._mean_plot, self._var_plot):
-            plot.getPlotItem().getAxis("bottom").setTicks(ticks)
+        self._ticks_key = (labels, t)
+        for plot, ticks in zip((self._mean_plot, self._var_plot), self._token_ticks, strict=True):
             plot.setXRange(-0.8, t - 0.2, padding=0)
+            ticks.set_labels(labels, t)
 
     def shown_data(self) -> dict:
         return dict(self._data)

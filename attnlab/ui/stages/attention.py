@@ -23,6 +23,7 @@ from attnlab.ui.stages.common import (
     scaling_off,
     site_name,
     site_sides,
+    titled_heatmap,
     tokens,
 )
 
@@ -73,10 +74,11 @@ class QKVPanel(StagePanel):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
-        self._maps = {p: PanelHeatmap(self, cols_title="d_k dimension") for p in ("q", "k", "v")}
+        boxes = {p: titled_heatmap(self, cols_title="d_k dimension") for p in ("q", "k", "v")}
+        self._maps = {p: m for p, (_, m) in boxes.items()}
         row = QtWidgets.QHBoxLayout()
-        for p in ("q", "k", "v"):
-            row.addWidget(self._maps[p], 1)
+        for box, _ in boxes.values():
+            row.addWidget(box, 1)
         self._note = Note(self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._header)

@@ -7,7 +7,7 @@ import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.ui.heatmap import LabeledHeatmap
+from attnlab.ui.heatmap import LabeledHeatmap, elide_label, tick_font
 from attnlab.ui.stages.facts import (  # noqa: F401 (re-exported for the panels)
     SPECIAL_TOKENS,
     array,
@@ -47,17 +47,92 @@ def note_font(delta: float = 0.0, bold: bool = False) -> QtGui.QFont:
 class Note(QtWidgets.QLabel):
     """A wrapped line of explanatory text under or above a picture; setText only when it changes."""
 
-    def __init__(self, parent: QtWidgets.QWidget | None = None, *, delta: float = 0.0, bold: bool = False):
+    def __init__(self, parent: QtWidgets.QWidget | None = None, *, delta: float = 0.0, bold: bool = False,
+                 reserve_lines: int = 0):
         super().__init__(parent)
         self.setWordWrap(True)
         self.setFont(note_font(delta, bold))
         self.setTextFormat(Qt.TextFormat.PlainText)
         self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Minimum)
+        if reserve_lines:  # a steady height: texts of different lengths do not re-layout the panel
+            self.setMinimumHeight(QtGui.QFontMetrics(self.font()).lineSpacing() * reserve_lines + 4)
 
     def show_text(self, text: str) -> None:
         if text != self.text():
             self.setText(text)
         self.setVisible(bool(text))
+
+
+class TitleLabel(QtWidgets.QLabel):
+    """A bold one-line title above a picture whose width never depends on its text (no re-layout when the
+    text changes); a text too long for the space ends in '…', the full text is in the tooltip."""
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self.setFont(note_font(0, bold=True))
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Fixed)
+        self._full = ""
+
+    def show_text(self, text: str) -> None:
+        if text != self._full:
+            self._full = text
+            self.setToolTip(text)
+            self._elide()
+
+    def full_text(self) -> str:
+        return self._full
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, max(self.width(), 20))
+        if shown != self.text():
+            self.setText(shown)
+
+
+class TokenTicks:
+    """Token names as the ticks of a plot's bottom axis (positions 0..n-1). When the names would overlap it
+    falls back to position numbers; setTicks runs only when the labels or that choice change."""
+
+    def __init__(self, plot_item: pg.PlotItem, *, with_index: bool = False):
+        self._axis = plot_item.getAxis("bottom")
+        self._vb = plot_item.getViewBox()
+        self._with_index = with_index  # two-line ticks: "3" over "cat"
+        self._metrics = QtGui.QFontMetrics(tick_font())
+        self._labels: list[str] = []
+        self._n = 0
+        self._key: tuple | None = None
+        self._vb.sigResized.connect(self.fit)
+
+    def set_labels(self, labels: list[str] | None, n: int) -> None:
+        self._labels = [elide_label(s, 8) for s in labels] if labels else []
+        self._n = n
+        self.fit()
+
+    def fit(self, *_: object) -> None:
+        n = self._n
+        (lo, hi), width = self._vb.viewRange()[0], self._vb.width()
+        px_per_token = width / max(hi - lo, 1e-9) if width > 1 else 0.0
+        widest = max((self._metrics.horizontalAdvance(s) for s in self._labels), default=0)
+        if self._labels and px_per_token >= widest + 4:
+            ticks = [(i, f"{i}\n{s}" if self._with_index else s) for i, s in enumerate(self._labels)]
+            mode = "labels"
+        else:
+            need = self._metrics.horizontalAdvance(str(max(n - 1, 0))) + 14
+            step = max(1, int(np.ceil(need / px_per_token))) if px_per_token > 0 else max(1, n // 4)
+            ticks = [(i, str(i)) for i in range(0, n, step)]
+            mode = f"numbers/{step}"
+        key = (tuple(self._labels), n, mode)
+        if key == self._key:
+            return
+        self._key = key
+        self._axis.setTicks([ticks])
+        if self._with_index:
+            lines = 2 if mode == "labels" else 1
+            self._axis.setHeight(lines * self._metrics.height() + 34)
 
 
 class MessageStack(QtWidgets.QStackedWidget):
@@ -92,7 +167,7 @@ class PanelHeatmap(LabeledHeatmap):
     view's colour map only when it changes."""
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *, rows_title: str = "",
-                 cols_title: str = "", header: Note | None = None):
+                 cols_title: str = "", header: Note | TitleLabel | None = None):
         super().__init__(parent)
         self._header = header  # when given, titles go to this wrapping label instead of the heatmap's own
         self.record: dict = {}
@@ -141,3 +216,16 @@ class PanelHeatmap(LabeledHeatmap):
         if self._header is not None:
             self._header.show_text("")
 
+
+
+def titled_heatmap(parent: QtWidgets.QWidget, **kwargs) -> tuple[QtWidgets.QWidget, PanelHeatmap]:
+    """A heatmap under its own TitleLabel, in one widget to put side by side with others."""
+    box = QtWidgets.QWidget(parent)
+    title = TitleLabel(box)
+    heatmap = PanelHeatmap(box, header=title, **kwargs)
+    layout = QtWidgets.QVBoxLayout(box)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(2)
+    layout.addWidget(title)
+    layout.addWidget(heatmap, 1)
+    return box, heatmap

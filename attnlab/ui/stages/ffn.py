@@ -11,12 +11,12 @@ from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
     Note,
-    PanelHeatmap,
     array,
     layer_name,
     layer_side,
     missing,
     missing_message,
+    titled_heatmap,
     tokens,
 )
 
@@ -34,12 +34,11 @@ class FFNPanel(StagePanel):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._share = Note(self, delta=2, bold=True)
-        self._hidden = PanelHeatmap(self, rows_title="token", cols_title="hidden unit (d_ff)")
-        self._hidden.set_value_format("{:.4g}")
-        self._out = PanelHeatmap(self, cols_title="model dimension")
+        hidden_box, self._hidden = titled_heatmap(self, rows_title="token", cols_title="hidden unit (d_ff)")
+        out_box, self._out = titled_heatmap(self, cols_title="model dimension")
         maps = QtWidgets.QHBoxLayout()
-        maps.addWidget(self._hidden, 3)
-        maps.addWidget(self._out, 2)
+        maps.addWidget(hidden_box, 3)
+        maps.addWidget(out_box, 2)
         self._note = Note(self)
         body = QtWidgets.QWidget(self)
         body_layout = QtWidgets.QVBoxLayout(body)

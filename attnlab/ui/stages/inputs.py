@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtGui, QtWidgets
+from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
 from attnlab.engine.positional import sinusoidal_period
@@ -17,12 +17,14 @@ from attnlab.ui.stages.common import (
     MessageStack,
     Note,
     PanelHeatmap,
+    TokenTicks,
     array,
     foreground_color,
     missing,
     missing_message,
     note_font,
     side_name,
+    titled_heatmap,
     tokens,
 )
 from attnlab.ui.stages.flow import flow_container
@@ -200,6 +202,7 @@ class PositionalPanel(StagePanel):
         self._legend_key: tuple | None = None
         self._curves_of: tuple[list[int], np.ndarray] | None = None
         self._ticks_key: tuple | None = None
+        self._token_ticks = TokenTicks(self._plot, with_index=True)
         self._note = Note(self)
         self._stack = MessageStack(self._body(), self)
         layout = QtWidgets.QVBoxLayout(self)
@@ -296,18 +299,11 @@ class PositionalPanel(StagePanel):
         return shown
 
     def _set_ticks(self, labels: list[str] | None, t: int) -> None:
-        key = (tuple(labels) if labels else None, t)
-        if key == self._ticks_key:
+        if (labels, t) == self._ticks_key:
             return
-        self._ticks_key = key
-        axis = self._plot.getAxis("bottom")
-        two_lines = bool(labels) and t <= 16
-        if two_lines:
-            axis.setTicks([[(i, f"{i}\n{printable_label(s)[:8]}") for i, s in enumerate(labels)]])
-        else:
-            axis.setTicks(None)
-        axis.setHeight(2 * QtGui.QFontMetrics(tick_font()).height() + 34 if two_lines else None)
+        self._ticks_key = (labels, t)
         self._plot.setXRange(-0.5, max(t - 0.5, 0.5), padding=0.02)
+        self._token_ticks.set_labels(labels, t)
 
     def shown_data(self) -> dict:
         return dict(self._data)
@@ -320,18 +316,20 @@ class InputSumPanel(StagePanel):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
-        self._maps = {part: PanelHeatmap(self, rows_title="token" if part == "embed" else "",
-                                         cols_title="model dimension") for part in ("embed", "pos", "input")}
+        boxes = {part: titled_heatmap(self, rows_title="token" if part == "embed" else "",
+                                      cols_title="model dimension") for part in ("embed", "pos", "input")}
+        self._maps = {part: m for part, (_, m) in boxes.items()}
+        self._pos_box = boxes["pos"][0]
         for part in ("embed", "pos"):  # one colour scale for all three: the sum's colour bar serves them all
             self._maps[part].colorbar().setVisible(False)
         self._plus = self._operator("+")
         self._equals = self._operator("=")
         row = QtWidgets.QHBoxLayout()
-        row.addWidget(self._maps["embed"], 1)
+        row.addWidget(boxes["embed"][0], 1)
         row.addWidget(self._plus)
-        row.addWidget(self._maps["pos"], 1)
+        row.addWidget(self._pos_box, 1)
         row.addWidget(self._equals)
-        row.addWidget(self._maps["input"], 1)
+        row.addWidget(boxes["input"][0], 1)
         self._note = Note(self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addLayout(row, 1)
@@ -365,7 +363,7 @@ class InputSumPanel(StagePanel):
             self._maps[part].draw(matrix, labels, None, title=titles[part],
                                   colormap=view.colormap, levels=(-bound, bound))
         has_pos = parts["pos"] is not None
-        self._maps["pos"].setVisible(has_pos)
+        self._pos_box.setVisible(has_pos)
         self._plus.setVisible(has_pos)
         self._data = {**self._maps["input"].record, "embed": parts["embed"], "pos": parts["pos"]}
         if has_pos:
