@@ -35,17 +35,24 @@ def enc_dec():
     return make()
 
 
-@pytest.fixture
-def panels(qtbot):
+@pytest.fixture(scope="module")
+def panel_cache(qapp):
+    """One instance per panel class for the whole module, as the main window keeps them (and it is faster)."""
     made = {}
+    yield made
+    for panel in made.values():
+        panel.close()
+        panel.deleteLater()
 
+
+@pytest.fixture
+def panels(panel_cache):
     def get(kind):
         cls = panel_class_for(kind)
-        if cls not in made:
-            made[cls] = cls()
-            qtbot.addWidget(made[cls])
-            made[cls].resize(700, 500)
-        return made[cls]
+        if cls not in panel_cache:
+            panel_cache[cls] = cls()
+            panel_cache[cls].resize(700, 500)
+        return panel_cache[cls]
 
     return get
 
