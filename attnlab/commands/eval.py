@@ -1,0 +1,85 @@
+"""`attnlab eval CHECKPOINT`: held-out figures of a classroom model (on the split its training never saw).
+
+translation: exact match of greedy translation and cross-attention alignment accuracy per layer and head;
+language: next-token accuracy and perplexity.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkpoint", help="a classroom checkpoint (.safetensors), or bundled:translation / "
+                                           "bundled:language")
+    parser.add_argument("--n", type=int, default=None,
+                        help="use the first N held-out sentences (default: all of them)")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    parser.add_argument("--save", action="store_true",
+                        help="also store the figures in the checkpoint's metadata (re-saving it) and in "
+                             "<folder>/training/<name>-eval.json")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def summary_text(figures: dict) -> str:
+    if figures.get("kind") == "language":
+        return (f"held-out French sentences: {figures['n_sentences']} ({figures['n_tokens']} tokens)\n"
+                f"  next-token accuracy {_pct(figures['next_token_accuracy'])}, "
+                f"perplexity {figures['perplexity']:.3f}")
+    lines = [f"held-out sentence pairs: {figures['n']}",
+             f"  exact match (greedy translation): {_pct(figures['exact_match'])}"]
+    al = figures["alignment"]
+    lines.append(f"  cross-attention alignment over {al['n_aligned_words']} content words:")
+    for key, label in (("predicting", "position predicting the word's first piece (standard)"),
+                       ("predicting_after_elision", "same, after an elided prefix (l', n', qu')"),
+                       ("input", "position reading the word's first piece as input")):
+        best = al[key]["best"]
+        per_layer = ", ".join(f"layer {i}: {_pct(a)}" for i, a in enumerate(al[key]["layer_head_average"]))
+        lines.append(f"    {label}: best head layer {best['layer']} head {best['head']} "
+                     f"{_pct(best['accuracy'])}; head-average {per_layer}")
+    teaching = figures.get("teaching_examples")
+    if teaching:
+        lines.append(f"  teaching examples (in training): {teaching['correct']}/{teaching['n']} correct")
+    for err in figures.get("examples_of_errors", [])[:3]:
+        lines.append(f"  e.g. {err['src']!r} -> {err['output']!r} (reference {err['reference']!r})")
+    return "\n".join(lines)
+
+
+def _load(spec: str):
+    from attnlab.checkpoints import load_bundled, load_checkpoint
+    from attnlab.checkpoints.bundled import bundled_path
+
+    if spec.startswith("bundled:"):
+        name = spec.split(":", 1)[1]
+        return load_bundled(name), bundled_path(name)
+    return load_checkpoint(spec), Path(spec)
+
+
+def run(args: argparse.Namespace) -> int:
+    from attnlab.checkpoints import CheckpointError
+    from attnlab.training.classroom import save_with_figures
+    from attnlab.training.evaluate import evaluate
+
+    if args.n is not None and args.n < 1:
+        print("attnlab eval: --n must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        model, path = _load(args.checkpoint)
+        figures = evaluate(model, args.n)
+    except (CheckpointError, ValueError) as e:
+        print(f"attnlab eval: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(figures, indent=2, ensure_ascii=False) if args.json else summary_text(figures))
+    if args.save:
+        if path.suffix != ".safetensors":
+            print("attnlab eval: --save needs a .safetensors checkpoint", file=sys.stderr)
+            return 1
+        written = save_with_figures(model, path, figures)
+        print(f"figures stored in {path} and {written}", file=sys.stderr)
+    return 0

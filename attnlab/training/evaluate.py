@@ -1,0 +1,218 @@
+"""Held-out figures for the classroom models.
+
+translation: exact match of greedy translation, and cross-attention alignment accuracy (does the decoder, when
+    producing a French content word, attend most to the English word it translates?).
+language:    next-token accuracy and perplexity on the held-out French sentences.
+
+The held-out split is rebuilt from the corpus facts stored in the checkpoint metadata (generator seed, number
+of pairs, split seed and fraction), so these are sentences training never saw.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from attnlab.engine.live import LiveModel
+from attnlab.engine.options import RunOptions
+from attnlab.engine.trace import Recorder
+from attnlab.training.data import decoder_ids, make_batch, pad_batch, source_ids, word_piece_spans
+
+FAST = RunOptions(record=False, device="cpu")
+RECORDED = RunOptions(record=True, device="cpu")
+CHUNK = 64  # sentences per forward pass
+# Readings: which decoder position stands for a target word. For a word whose chosen piece is p (0-based):
+#   "predicting": position p, whose OUTPUT predicts piece p (its input is the previous token): standard
+#   "input":      position p + 1, whose INPUT is piece p itself
+# The chosen piece is the word's first piece, except in "predicting_after_elision", which skips an elided
+# French prefix (l'animal, n'était, qu'il: the piece after the apostrophe), since that prefix is really the
+# article, the negation or the conjunction, not the content word.
+READINGS = {"predicting": (0, False), "input": (1, False), "predicting_after_elision": (0, True)}
+
+
+def held_out_pairs(model: LiveModel, n: int | None = None):
+    """The first `n` test pairs (all when n is None) of the split this model was trained beside."""
+    from attnlab.training.train import split_corpus
+
+    corpus = model.metadata.get("corpus")
+    if not isinstance(corpus, dict) or "seed" not in corpus:
+        raise ValueError(f"{model.name!r} has no corpus facts in its metadata, so its held-out split cannot "
+                         "be rebuilt; only classroom models trained by `attnlab train` can be evaluated")
+    _, test = split_corpus(int(corpus["n_pairs"]), int(corpus["seed"]), float(corpus["test_fraction"]),
+                           int(corpus["split_seed"]))
+    return test if n is None else test[:n]
+
+
+def _chunks(items: Sequence, size: int = CHUNK):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# ---- translation: exact match ------------------------------------------------------------------------
+@torch.inference_mode()
+def greedy_translate(model: LiveModel, sources: Sequence[str], max_new_tokens: int = 60) -> list[list[int]]:
+    """Greedy decoding of a batch of sentences; returns the generated piece ids of each (without specials)."""
+    tok = model.tgt_tokenizer
+    module = model.module.to("cpu")
+    out: list[list[int]] = []
+    for chunk in _chunks(list(sources)):
+        src, src_pad = pad_batch([source_ids(model.src_tokenizer, s) for s in chunk], tok.pad_id)  # [B, S]
+        tgt = torch.full((len(chunk), 1), tok.bos_id, dtype=torch.long)  # [B, 1]
+        finished = torch.zeros(len(chunk), dtype=torch.bool)  # [B]
+        for _ in range(min(max_new_tokens, model.config.max_len - 2)):
+            logits = module(src, tgt, options=FAST, src_pad=src_pad)  # [B, t, V]
+            nxt = logits[:, -1].argmax(-1)  # [B]
+            nxt = torch.where(finished, torch.full_like(nxt, tok.pad_id), nxt)
+            tgt = torch.cat([tgt, nxt[:, None]], dim=1)  # [B, t+1]
+            finished |= nxt == tok.eos_id
+            if bool(finished.all()):
+                break
+        for row in tgt[:, 1:].tolist():
+            out.append(row[: row.index(tok.eos_id)] if tok.eos_id in row else row)  # unfinished: the cap
+    return out
+
+
+def exact_match(model: LiveModel, pairs) -> dict:
+    """Share of sentences whose greedy translation equals the reference, piece for piece."""
+    generated = greedy_translate(model, [p.src for p in pairs])
+    hits = [g == model.tgt_tokenizer.encode(p.tgt)[1] for g, p in zip(generated, pairs, strict=True)]
+    misses = [{"src": p.src, "reference": p.tgt, "output": model.tgt_tokenizer.decode(g)}
+              for g, p, ok in zip(generated, pairs, hits, strict=True) if not ok]
+    return {"exact_match": sum(hits) / max(len(hits), 1), "n": len(hits), "examples_of_errors": misses[:5]}
+
+
+# ---- translation: cross-attention alignment ----------------------------------------------------------
+class CrossAttentionRecorder(Recorder):
+    """Keeps only the cross-attention weights, for the whole batch: name -> [B, H, T, S]."""
+
+    def __init__(self):
+        super().__init__(True)
+
+    def __call__(self, name, tensor, batched=True):
+        if batched and name.endswith(".cross.weights"):
+            self._items[name] = tensor.detach()
+
+    def tokens(self, name, tokens):
+        pass
+
+
+@torch.inference_mode()
+def cross_attention(model: LiveModel, pairs) -> list[torch.Tensor]:
+    """Teacher-forced cross-attention of each pair: one tensor [L, H, T, S] per pair (T = <s> + target pieces,
+    S = source pieces + </s>)."""
+    tok = model.tgt_tokenizer
+    module = model.module.to("cpu")
+    n_layers = model.config.n_decoder_layers
+    result: list[torch.Tensor] = []
+    for chunk in _chunks(list(pairs)):
+        examples = [(source_ids(model.src_tokenizer, p.src), decoder_ids(tok, p.tgt)) for p in chunk]
+        batch = make_batch(examples, tok.pad_id)
+        rec = CrossAttentionRecorder()
+        module(batch.src, batch.tgt_in, options=RECORDED, rec=rec, src_pad=batch.src_pad,
+               tgt_pad=batch.tgt_pad)
+        layers = [rec._items[f"dec.{i}.cross.weights"] for i in range(n_layers)]  # each [B, H, T, S]
+        stacked = torch.stack(layers, dim=1)  # [B, L, H, T, S]
+        for b, (src_ids, tgt_ids) in enumerate(examples):
+            result.append(stacked[b, :, :, : len(tgt_ids) - 1, : len(src_ids)].clone())  # [L, H, T, S]
+    return result
+
+
+def word_attention(weights: torch.Tensor, spans: list[list[int]]) -> torch.Tensor:
+    """weights [..., S] over source pieces (</s> last) -> [..., W + 1]: per-word sums, then </s>."""
+    words = [weights[..., span].sum(-1) for span in spans]
+    return torch.stack(words + [weights[..., -1]], dim=-1)
+
+
+def alignment_accuracy(model: LiveModel, pairs) -> dict:
+    """Share of aligned target content words whose strongest cross-attention (source pieces summed per word,
+    </s> counted as a word of its own) falls on the aligned source word; per layer and head, and for the
+    head-average of each layer, for each reading (see READINGS)."""
+    tok = model.tgt_tokenizer
+    L, H = model.config.n_decoder_layers, model.config.n_heads
+    hits = {k: torch.zeros(L, H + 1) for k in READINGS}  # last column: the head-average
+    total = 0
+    for pair, att in zip(pairs, cross_attention(model, pairs), strict=True):  # att [L, H, T, S]
+        src_spans = word_piece_spans(model.src_tokenizer, pair.src)
+        tgt_spans = word_piece_spans(tok, pair.tgt)
+        tgt_words = pair.tgt.split(" ")
+        att = torch.cat([att, att.mean(1, keepdim=True)], dim=1)  # [L, H+1, T, S]
+        words = word_attention(att, src_spans)  # [L, H+1, T, W+1]
+        for tgt_word, src_word in pair.alignment:
+            span = tgt_spans[tgt_word]
+            content = span[min(elided_pieces(tok, tgt_words[tgt_word]), len(span) - 1)]
+            total += 1
+            for key, (shift, skip_elision) in READINGS.items():
+                chosen = words[:, :, (content if skip_elision else span[0]) + shift].argmax(-1)  # [L, H+1]
+                hits[key] += (chosen == src_word).float()
+    return _alignment_summary(hits, total, H)
+
+
+def elided_pieces(tokenizer, word: str) -> int:
+    """How many pieces an elided French prefix takes (l'animal -> "l", "'" = 2); 0 without an apostrophe."""
+    cut = word.find("'")
+    return 0 if cut < 0 else len(tokenizer.encode(word[: cut + 1])[1])
+
+
+def _alignment_summary(hits: dict, total: int, n_heads: int) -> dict:
+    out: dict = {"n_aligned_words": total}
+    for key, h in hits.items():
+        acc = h / max(total, 1)  # [L, H+1]
+        per_head = acc[:, :n_heads]
+        best = int(per_head.argmax())
+        layer, head = divmod(best, n_heads)
+        out[key] = {
+            "best": {"layer": layer, "head": head, "accuracy": round(float(per_head[layer, head]), 4)},
+            "layer_head_average": [round(float(a), 4) for a in acc[:, n_heads]],
+            "per_head": [[round(float(a), 4) for a in row] for row in per_head],
+        }
+    return out
+
+
+# ---- language model -----------------------------------------------------------------------------------
+@torch.inference_mode()
+def language_figures(model: LiveModel, texts: Sequence[str]) -> dict:
+    """Next-token accuracy and perplexity (per BPE piece, </s> included) on `texts`."""
+    tok = model.tgt_tokenizer
+    module = model.module.to("cpu")
+    nll_sum, correct, count = 0.0, 0, 0
+    for chunk in _chunks(list(texts)):
+        batch = make_batch([(None, decoder_ids(tok, t)) for t in chunk], tok.pad_id)
+        logits = module(None, batch.tgt_in, options=FAST, tgt_pad=batch.tgt_pad)  # [B, T, V]
+        real = ~batch.tgt_pad  # [B, T]
+        nll_sum += float(F.cross_entropy(logits[real], batch.tgt_out[real], reduction="sum"))
+        correct += int((logits.argmax(-1)[real] == batch.tgt_out[real]).sum())
+        count += int(real.sum())
+    return {"next_token_accuracy": round(correct / max(count, 1), 4),
+            "perplexity": round(math.exp(nll_sum / max(count, 1)), 4), "n_tokens": count,
+            "n_sentences": len(texts)}
+
+
+def teaching_examples(model: LiveModel) -> dict:
+    """How the model translates the corpus's TEACHING_EXAMPLES (sentences the app suggests; they are always in
+    the training split, so this is not a held-out figure)."""
+    from attnlab.training.corpus import TEACHING_EXAMPLES
+
+    generated = greedy_translate(model, [p.src for p in TEACHING_EXAMPLES])
+    outputs = [model.tgt_tokenizer.decode(g) for g in generated]
+    return {"correct": sum(o == p.tgt for o, p in zip(outputs, TEACHING_EXAMPLES, strict=True)),
+            "n": len(TEACHING_EXAMPLES),
+            "wrong": [{"src": p.src, "reference": p.tgt, "output": o}
+                      for o, p in zip(outputs, TEACHING_EXAMPLES, strict=True) if o != p.tgt]}
+
+
+# ---- everything ----------------------------------------------------------------------------------------
+def evaluate(model: LiveModel, n: int | None = None) -> dict:
+    """The figures for a classroom model on its held-out split (the first `n` pairs, or all)."""
+    pairs = held_out_pairs(model, n)
+    if model.config.arch == "encoder-decoder":
+        figures = {"kind": "translation", "n_sentences": len(pairs)}
+        figures.update(exact_match(model, pairs))
+        figures["alignment"] = alignment_accuracy(model, pairs)
+        figures["teaching_examples"] = teaching_examples(model)
+        return figures
+    if model.config.arch == "decoder-only":
+        return {"kind": "language", **language_figures(model, [p.tgt for p in pairs])}
+    raise ValueError("only encoder-decoder and decoder-only classroom models can be evaluated")

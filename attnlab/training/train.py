@@ -1,0 +1,169 @@
+"""The training loop for the classroom models: reproducible from one seed.
+
+Everything random is drawn from the seed: the corpus (generate_pairs(n, seed)), the weights and dropout
+(torch.manual_seed), and the order of batches (random.Random(seed)). The train/test split is the corpus's
+own, disjoint by source sentence; the test side is never looked at here.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import Tokenizer
+from attnlab.training.data import Batch, BatchStream, decoder_ids, source_ids, train_bpe
+from attnlab.training.recipes import Recipe, model_config
+
+FAST = RunOptions(record=False)
+ADAM_BETAS = (0.9, 0.98)  # as in the 2017 paper
+ADAM_EPS = 1e-9
+CLIP_NORM = 1.0
+THREADS = 2
+
+
+@functools.lru_cache(maxsize=2)
+def split_corpus(n_pairs: int, seed: int, test_fraction: float, split_seed: int):
+    """(train, test) tuples of corpus Pairs, the same every time for the same numbers (kept for re-use:
+    generating tens of thousands of pairs takes seconds)."""
+    from attnlab.training.corpus import generate_pairs, train_test_split
+
+    pairs = generate_pairs(n_pairs, seed)
+    train_pairs, test_pairs = train_test_split(pairs, test_fraction=test_fraction, seed=split_seed)
+    return tuple(train_pairs), tuple(test_pairs)
+
+
+def side_texts(pairs, side: str) -> list[str]:
+    """The texts a model reads: both sides (translation) or only the French side ("tgt")."""
+    if side == "tgt":
+        return [p.tgt for p in pairs]
+    return [t for p in pairs for t in (p.src, p.tgt)]
+
+
+def make_examples(pairs, tokenizer: Tokenizer, side: str) -> list[tuple[list[int] | None, list[int]]]:
+    """(source ids or None, decoder ids) per pair; the language model reads the French sentence alone."""
+    if side == "tgt":
+        return [(None, decoder_ids(tokenizer, p.tgt)) for p in pairs]
+    return [(source_ids(tokenizer, p.src), decoder_ids(tokenizer, p.tgt)) for p in pairs]
+
+
+def learning_rate(step: int, recipe: Recipe) -> float:
+    """Linear warm-up to peak_lr, then decay as 1/sqrt(step): the 2017 paper's schedule, explicit peak."""
+    step = max(step, 1)
+    return recipe.peak_lr * min(step / recipe.warmup, math.sqrt(recipe.warmup / step))
+
+
+def batch_loss(module: Transformer, batch: Batch, pad_id: int, label_smoothing: float):
+    """(loss that is optimised, plain cross-entropy) per real target token; padding is ignored."""
+    logits = module(batch.src, batch.tgt_in, options=FAST, src_pad=batch.src_pad,
+                    tgt_pad=batch.tgt_pad)  # [B, T, V]
+    flat = logits.reshape(-1, logits.shape[-1])  # [B*T, V]
+    target = batch.tgt_out.reshape(-1)  # [B*T]
+    nll = F.cross_entropy(flat, target, ignore_index=pad_id)
+    if label_smoothing == 0:
+        return nll, nll.detach()
+    loss = F.cross_entropy(flat, target, ignore_index=pad_id, label_smoothing=label_smoothing)
+    return loss, nll.detach()
+
+
+@dataclass
+class TrainResult:
+    model: LiveModel
+    history: list[dict] = field(default_factory=list)  # a row per step: step, loss, nll, lr, tokens, ...
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+
+    @property
+    def steps_per_second(self) -> float:
+        return len(self.history) / self.seconds if self.seconds > 0 else 0.0
+
+
+def train(recipe: Recipe, seed: int, progress: bool = True, threads: int = THREADS,
+          on_step: Callable[[dict], None] | None = None) -> TrainResult:
+    """Generate the corpus, learn the tokenizer, build the model and train it for `recipe.steps` steps.
+
+    `threads`: CPU threads for PyTorch. The result is reproducible for a given seed and thread count (other
+    thread counts add up sums in another order, so the last digits, and eventually the weights, differ)."""
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    train_pairs, test_pairs = split_corpus(recipe.n_pairs, seed, recipe.test_fraction, recipe.split_seed)
+    tokenizer = train_bpe(side_texts(train_pairs, recipe.side), recipe.vocab_size)
+    examples = make_examples(train_pairs, tokenizer, recipe.side)
+    config = model_config(recipe.name, tokenizer.vocab_size)
+    module = Transformer(config)
+    module.dropout = recipe.dropout
+    module.train()
+    optimizer = torch.optim.Adam(module.parameters(), lr=learning_rate(1, recipe), betas=ADAM_BETAS,
+                                 eps=ADAM_EPS)
+    stream = BatchStream(examples, recipe.max_tokens, tokenizer.pad_id, seed)
+
+    history: list[dict] = []
+    bar = _progress_bar(recipe, progress)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    for step in range(1, recipe.steps + 1):
+        lr = learning_rate(step, recipe)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        batch = next(stream)
+        loss, nll = batch_loss(module, batch, tokenizer.pad_id, recipe.label_smoothing)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(module.parameters(), CLIP_NORM)
+        optimizer.step()
+        row = {"step": step, "loss": loss.item(), "nll": float(nll), "lr": lr, "tokens": batch.n_tokens,
+               "epoch": stream.epoch, "seconds": time.perf_counter() - start,
+               "cpu_seconds": time.process_time() - cpu_start}
+        history.append(row)
+        if on_step is not None:
+            on_step(row)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{row['loss']:.3f}", epoch=stream.epoch, refresh=False)
+    seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start
+    if bar is not None:
+        bar.close()
+    module.dropout = 0.0
+    module.eval()
+
+    src_tok = tokenizer if config.has_encoder else None
+    metadata = {
+        "classroom_model": recipe.name,
+        "corpus": {"generator": "attnlab.training.corpus.generate_pairs", "n_pairs": recipe.n_pairs,
+                   "seed": seed, "test_fraction": recipe.test_fraction, "split_seed": recipe.split_seed,
+                   "n_train": len(train_pairs), "n_test": len(test_pairs),
+                   "side": "English -> French" if recipe.side == "both" else "French"},
+        "training": {"seed": seed, "steps": recipe.steps, "max_tokens_per_batch": recipe.max_tokens,
+                     "optimizer": f"Adam betas={ADAM_BETAS} eps={ADAM_EPS}", "peak_lr": recipe.peak_lr,
+                     "warmup_steps": recipe.warmup, "schedule": "linear warm-up, then 1/sqrt(step)",
+                     "label_smoothing": recipe.label_smoothing, "dropout": recipe.dropout,
+                     "grad_clip_norm": CLIP_NORM, "epochs": stream.epoch, "threads": threads,
+                     "seconds": round(seconds, 1), "steps_per_second": round(recipe.steps / seconds, 3),
+                     "cpu_seconds": round(cpu_seconds, 1),
+                     "final_loss": round(_tail_mean(history, "loss"), 4),
+                     "final_nll": round(_tail_mean(history, "nll"), 4),
+                     "bpe_vocab_size": tokenizer.vocab_size, "torch": torch.__version__},
+    }
+    model = LiveModel(module, src_tok, tokenizer, name=recipe.name, metadata=metadata)
+    return TrainResult(model, history, seconds, cpu_seconds)
+
+
+def _tail_mean(history: list[dict], key: str, n: int = 100) -> float:
+    tail = history[-n:]
+    return sum(r[key] for r in tail) / max(len(tail), 1)
+
+
+def _progress_bar(recipe: Recipe, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=recipe.steps, desc=f"training {recipe.name}", unit="step", dynamic_ncols=True)
