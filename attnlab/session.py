@@ -11,6 +11,7 @@ Nothing here imports torch at module level: the window can paint before the engi
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -32,6 +33,20 @@ RANDOM_PREFIX_TOKENS = 3  # a random model's "translation" is noise: keep it sho
 
 
 # ---- Qt-free helpers ---------------------------------------------------------------------------------------
+def configure_torch() -> int:
+    """Give torch one core fewer than the machine has (at least one, at most four), so the GUI thread keeps a
+    core; ATTNLAB_TORCH_THREADS overrides. On a 2-core machine with any other load, two intra-op threads
+    made a d=128 forward pass ~50× slower (their barrier spins against the other process)."""
+    import torch
+
+    wanted = os.environ.get("ATTNLAB_TORCH_THREADS", "")
+    threads = max(1, min(4, (os.cpu_count() or 2) - 1))
+    if wanted.isdigit() and int(wanted) > 0:
+        threads = int(wanted)
+    torch.set_num_threads(threads)
+    return threads
+
+
 def example_sentence(model: LiveModel) -> str:
     return str(model.metadata.get("example") or EXAMPLE_SENTENCE)
 
@@ -170,6 +185,7 @@ class Session(QObject):
         self._waiting: dict[str, _Job] = {}
         self._generate_presses = 0
         self._last_busy = False
+        self._torch_ready = False
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnlab-run")
         self._debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
         self._debounce.timeout.connect(self.request_trace)
@@ -362,6 +378,9 @@ class Session(QObject):
         self._pool.submit(self._work, job)
 
     def _work(self, job: _Job) -> None:  # worker thread
+        if not self._torch_ready:
+            configure_torch()
+            self._torch_ready = True
         try:
             value, error = job.run(), None
         except Exception as e:  # every failure becomes a message; ValueErrors already read as one

@@ -1,5 +1,6 @@
 """The desktop app, driven as a person would: launch, type, step with the keyboard, flip every toggle and
-check that what the panel shows changed as it must, generate, open good and bad checkpoints, survive errors."""
+check that what the panel shows changed as it must, generate, open good and bad checkpoints, survive
+errors."""
 
 import os
 
@@ -13,7 +14,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDropEvent  # noqa: E402
-from PySide6.QtWidgets import QApplication, QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QApplication, QDialog, QDialogButtonBox, QMessageBox  # noqa: E402
 
 import attnlab.checkpoints as checkpoints  # noqa: E402
 from attnlab.commands import app as app_command  # noqa: E402
@@ -79,10 +80,11 @@ def test_attnlab_command_opens_bundled_model_with_example_traced(qtbot, monkeypa
     seen = {}
 
     def fake_exec():  # instead of blocking in the event loop: wait for the first trace, look, close
-        w = next(x for x in QApplication.topLevelWidgets() if isinstance(x, MainWindow))
+        w = next(x for x in QApplication.topLevelWidgets() if isinstance(x, MainWindow) and x.isVisible())
         qtbot.waitUntil(lambda: w.session.trace is not None, timeout=WAIT)
         seen.update(src=w.session.src, tgt=w.session.tgt, stage=w.session.stage_key, visible=w.isVisible(),
-                    panel=type(w.current_panel()), tree=w.navigator.current_key(), size=(w.width(), w.height()))
+                    panel=type(w.current_panel()), tree=w.navigator.current_key(),
+                    size=(w.width(), w.height()))
         w.close()
         w.deleteLater()
         return 0
@@ -244,6 +246,8 @@ def test_residual_off_passes_only_the_sublayer_output(qtbot, win):
 def test_temperature_changes_the_probabilities(qtbot, win):
     go(win, "out.probs")
     top_before = shown(win)["values"][0]
+    best = int(win.session.trace["probs"][-1].argmax())
+    assert shown(win)["labels"][0] == win.session.model.tgt_tokenizer.id_to_token(best)  # words, not ids
     trace = retrace(qtbot, win, lambda: win.controls.temperature.setValue(3.0))
     assert win.session.options.temperature == 3.0
     assert torch.allclose(trace["probs"], torch.softmax(trace["logits"] / 3.0, -1), atol=1e-6)
@@ -390,9 +394,18 @@ def test_new_random_model_shows_the_banner(qtbot, win, monkeypatch):
 
     dialog = RandomModelDialog()
     dialog.n_heads.setValue(5)
-    assert "divisible" in dialog.problem.text() and not dialog.buttons.buttons()[0].isEnabled()
-    monkeypatch.setattr(RandomModelDialog, "exec", lambda self: (self.d_model.setValue(32), self.n_heads.setValue(2),
-                                                                 self.layers.setValue(1), 1)[-1])
+    ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    assert "divisible" in dialog.problem.text() and not ok.isEnabled()
+    dialog.n_heads.setValue(4)
+    assert ok.isEnabled() and dialog.problem.text() == ""
+
+    def choose_small(self):
+        self.d_model.setValue(32)
+        self.n_heads.setValue(2)
+        self.layers.setValue(1)
+        return QDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(RandomModelDialog, "exec", choose_small)
     assert not win.banner.isVisible()
     retrace(qtbot, win, win.new_random_model)
     model = win.session.model

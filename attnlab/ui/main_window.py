@@ -36,13 +36,11 @@ FIRST_PAINT_WAIT_MS = 1000
 DEFAULT_SIZE = (1400, 900)
 CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth);;All files (*)"
 RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
-CLASSROOM_NOTE = ("Classroom model with a small vocabulary: sentences outside it still run, but the outputs "
-                  "are meaningless.")
+CLASSROOM_NOTE = ("Classroom model ({what}), trained on short generated sentences with a small vocabulary: "
+                  "other sentences still run, but then its outputs are meaningless.")
 
 
 class MainWindow(QMainWindow):
-    _pending_start = None  # the start-up load, run after the first paint
-
     def __init__(self, session: Session | None = None, settings=None):
         super().__init__()
         self.setObjectName("mainWindow")
@@ -54,6 +52,7 @@ class MainWindow(QMainWindow):
         self._panels: dict[type, QWidget] = {}
         self._shown: tuple = ()
         self.last_paint_ms = 0.0
+        self._pending_start = None  # the start-up load, run after the first paint
         s = self.session
 
         self.inputs = InputBar(s)
@@ -199,10 +198,18 @@ class MainWindow(QMainWindow):
         if panel is None:
             appsettings.plot_colours()
             panel = self._panels[cls] = cls()
+            self._give_vocabulary(panel)
             panel.maskCellToggled.connect(self.session.toggle_mask_cell)
             panel.headSelected.connect(lambda h: self.session.set_view(head=h))
             self.panel_stack.addWidget(panel)
         return panel
+
+    def _give_vocabulary(self, panel) -> None:
+        """Panels that name output ids (the next-token bars) get the model's output vocabulary."""
+        model = self.session.model
+        if model is not None and hasattr(panel, "set_vocabulary"):
+            tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer
+            panel.set_vocabulary(tok.id_to_token if tok is not None else None)
 
     def current_panel(self) -> QWidget:
         return self.panel_stack.currentWidget()
@@ -247,20 +254,23 @@ class MainWindow(QMainWindow):
         self.notice_label.setToolTip("\n".join(notices))
 
     def _update_banner(self, trace) -> None:
+        """Say when the numbers mean nothing: a random model, a notice from the loader, unknown tokens;
+        for a classroom model, a quieter note that it only knows its small training language."""
         model = self.session.model
         meta = model.metadata if model else {}
-        lines = []
-        if meta.get("random"):
-            lines.append(RANDOM_BANNER)
+        warnings = [RANDOM_BANNER] if meta.get("random") else []
         if meta.get("notice"):
-            lines.append(str(meta["notice"]))
-        elif meta.get("classroom") or meta.get("bundled"):
-            lines.append(CLASSROOM_NOTE)
+            warnings.append(str(meta["notice"]))
         unknown = sum(tok == "<unk>" for n in ("src.tokens", "tgt.tokens") for tok in trace.get(n, []))
         if unknown and not meta.get("random"):
-            lines.append(f"{unknown} token(s) are not in this model's vocabulary and became <unk>: "
-                         "the model has never seen them, so expect meaningless output.")
+            warnings.append(f"{unknown} token(s) are not in this model's vocabulary and became <unk>: "
+                            "the model has never seen them, so expect meaningless output.")
+        lines = warnings or ([CLASSROOM_NOTE.format(what=classroom_description(meta["classroom_model"]))]
+                             if meta.get("classroom_model") else [])
         self.banner.setText("\n".join(dict.fromkeys(lines)))
+        self.banner.setProperty("level", "warning" if warnings else "info")
+        self.banner.style().unpolish(self.banner)
+        self.banner.style().polish(self.banner)
         self.banner.setVisible(bool(lines))
 
     def set_dark(self, dark: bool) -> None:
@@ -279,6 +289,8 @@ class MainWindow(QMainWindow):
         s = self.session
         self.schematic.set_model(model.config, s.options)
         self.setWindowTitle(f"attnlab — {model.name}")
+        for panel in self._panels.values():
+            self._give_vocabulary(panel)
         if s.model_path:
             appsettings.add_recent_file(self.settings, s.model_path)
 
@@ -397,17 +409,28 @@ class MainWindow(QMainWindow):
             self.session.stage_key = stage
         self._pending_start = lambda: self.session.load_async(loader, path=path, src=src, tgt=tgt,
                                                               prefix=tgt is None)
+        self.installEventFilter(self)
         QTimer.singleShot(FIRST_PAINT_WAIT_MS, self._run_pending_start)  # in case no paint comes (hidden)
 
     def _run_pending_start(self) -> None:
+        self.removeEventFilter(self)
         start, self._pending_start = self._pending_start, None
         if start is not None:
             start()
 
-    def event(self, event) -> bool:
-        if self._pending_start is not None and event.type() == QEvent.Type.Paint:
+    def eventFilter(self, watched, event) -> bool:
+        """Installed by start() until the first paint of the window."""
+        if watched is self and event.type() == QEvent.Type.Paint and self._pending_start is not None:
             QTimer.singleShot(0, self._run_pending_start)
-        return super().event(event)
+        return False
+
+
+def classroom_description(name: str) -> str:
+    """'translation' -> 'English → French translation, encoder-decoder'."""
+    from attnlab.checkpoints import BUNDLED
+
+    text = BUNDLED.get(str(name), str(name)).replace("->", "→")
+    return text.replace(" (", ", ").rstrip(")")
 
 
 def explanation_for(stage, trace) -> str:

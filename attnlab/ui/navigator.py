@@ -21,6 +21,11 @@ STEP_KEYS = {
 }
 
 
+def short_title(title: str) -> str:
+    """Rows sit in a narrow dock: 'masked self-attention · mask' -> 'masked self-attn · mask'."""
+    return title.replace("self-attention", "self-attn").replace("cross-attention", "cross-attn")
+
+
 class StageNavigator(QTreeWidget):
     stageActivated = Signal(str)  # the person picked a stage (click or keyboard selection)
     stepRequested = Signal(int)  # ±1 to step, ±10**9 to jump to an end
@@ -31,6 +36,7 @@ class StageNavigator(QTreeWidget):
         self.setHeaderHidden(True)
         self.setColumnCount(1)
         self.setUniformRowHeights(True)
+        self.setIndentation(14)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setAccessibleName("Pipeline stages")
         self._items: dict[str, QTreeWidgetItem] = {}
@@ -57,9 +63,9 @@ class StageNavigator(QTreeWidget):
                     font.setBold(True)
                     group.setFont(0, font)
                     self._groups[stage.group] = group
-                item = QTreeWidgetItem(group, [f"{number:>2}. {stage.title}"])
+                item = QTreeWidgetItem(group, [f"{number:>2}. {short_title(stage.title)}"])
                 item.setData(0, KEY_ROLE, stage.key)
-                item.setToolTip(0, stage.key)
+                item.setToolTip(0, f"{stage.title}\n{stage.key}")
                 self._items[stage.key] = item
             self.blockSignals(False)
         self.select(current)

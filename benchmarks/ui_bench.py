@@ -1,0 +1,148 @@
+"""Toggle → repaint latency of the desktop app, per visible stage, at 16 and 64 tokens.
+
+    python benchmarks/ui_bench.py                      # classroom model, 50 toggles per row
+    python benchmarks/ui_bench.py --toggles 100 --stages enc.0.self.heads,out.probs
+
+For each token count and stage, the loop flips one run option per step (norm placement, head count, √dₖ
+scaling, causal mask, positional encoding, residuals, temperature), then measures
+  compute  model.trace() with every intermediate recorded (what the session's worker thread runs), and
+  paint    what the GUI thread does when that trace arrives: the window's traceReady handler (navigator,
+           stage panel, explanation, schematic, status bar) with a synchronous repaint of the panel, plus
+           processing the pending paint events of everything else on screen.
+Targets (paint of the visible panels, p95): ≤ 16 ms at 16 tokens, ≤ 33 ms at 64 tokens.
+Runs offscreen unless QT_QPA_PLATFORM says otherwise. Uses load_bundled("translation"), which stands in a
+random model of the same size while the trained one is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("ATTNLAB_SETTINGS", os.path.join(tempfile.mkdtemp(), "settings.ini"))
+
+STAGES = ["src.tokens", "src.input", "enc.0.self.weights", "enc.0.self.heads", "enc.0.self.lines",
+          "enc.0.norm1", "enc.0.ffn", "dec.0.self.mask", "dec.0.cross.weights", "out.probs"]
+TARGET_MS = {16: 16.0, 64: 33.0}
+WORDS = "the black cat sees the small dog and the dog sees a big red bird".split()
+
+
+def toggles(config):
+    """An endless cycle of option sets, each one toggle away from the last."""
+    from attnlab.engine.options import RunOptions
+
+    more_heads = 8 if config.d_model % 8 == 0 else config.n_heads
+    steps = [dict(norm="pre"), dict(norm="post"), dict(n_heads=more_heads), dict(n_heads=None),
+             dict(scale=False), dict(scale=True), dict(positional=False), dict(positional=True),
+             dict(residual=False), dict(residual=True), dict(temperature=2.0), dict(temperature=1.0)]
+    options, i = RunOptions(), 0
+    while True:
+        change = steps[i % len(steps)]
+        options = options.replace(**change)
+        if i % 7 == 3:
+            options = options.with_causal("dec.self", not options.is_causal("dec.0.self"))
+        i += 1
+        yield options
+
+
+def texts(model, n: int) -> tuple[str, str]:
+    """A source of n tokens (n-1 words + </s>) and a decoder input of n tokens (<s> + n-1 words)."""
+    src_words = (WORDS * n)[: n - 1]
+    tgt_tok = model.tgt_tokenizer
+    tgt_vocab = [t for t in tgt_tok.vocab[4:] if t.isalpha()] or ["le"]
+    tgt_words = (tgt_vocab[:20] * n)[: n - 1]
+    return " ".join(src_words), " ".join(tgt_words)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--toggles", type=int, default=50, help="toggles per (tokens, stage) row (≥ 50)")
+    parser.add_argument("--tokens", default="16,64", help="token counts, comma-separated")
+    parser.add_argument("--stages", default=",".join(STAGES), help="stage keys, comma-separated")
+    args = parser.parse_args(argv)
+
+    from PySide6.QtWidgets import QApplication
+
+    from attnlab.ui import app as appsettings
+
+    app = appsettings.create_app()
+    appsettings.apply_theme(False)
+    import torch
+
+    from attnlab.checkpoints import load_bundled, random_model
+    from attnlab.pipeline import stages_for
+    from attnlab.session import configure_torch
+    from attnlab.ui.main_window import MainWindow
+
+    configure_torch()  # what the app's worker thread does
+
+    try:
+        model = load_bundled("translation")
+    except Exception as e:  # a broken bundled file: measure on a random model of the usual size
+        print(f"(bundled model unavailable: {e}; using a random one)")
+        model = random_model()
+    cfg = model.config
+    print(f"model: {model.name} — {cfg.arch}, d_model {cfg.d_model}, {cfg.n_heads} heads, "
+          f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers; torch threads {torch.get_num_threads()}; "
+          f"Qt platform {QApplication.platformName()}")
+
+    window = MainWindow()
+    window.show()
+    app.processEvents()
+    session = window.session
+    session.model = model
+    session.modelChanged.emit(model)
+    rows = []
+    for n in [int(x) for x in args.tokens.split(",")]:
+        src, tgt = texts(model, n)
+        for key in args.stages.split(","):
+            compute, paint = [], []
+            options = toggles(cfg)
+            for i in range(args.toggles + 3):  # the first 3 warm up (panel creation, first forward)
+                opts = next(options)
+                start = time.perf_counter()
+                trace = model.trace(src, tgt, opts)
+                mid = time.perf_counter()
+                session.options, session.trace, session.stages = opts, trace, stages_for(trace)
+                known = any(s.key == key for s in session.stages)
+                session.stage_key = key if known else session.stages[0].key
+                window._on_trace(trace)
+                app.processEvents()
+                end = time.perf_counter()
+                if i >= 3:
+                    compute.append((mid - start) * 1000)
+                    paint.append((end - mid) * 1000)
+            total = [c + p for c, p in zip(compute, paint, strict=True)]
+            tokens = f"{len(trace.get('src.tokens', []))}+{len(trace.get('tgt.tokens', []))}"
+            rows.append((n, tokens, key, compute, paint, total))
+
+    print(f"\n{args.toggles} toggles per row; times in ms (median / p95)\n")
+    header = (f"{'tokens':>6} {'src+tgt':>8}  {'stage':<22}{'compute':>15}{'paint':>15}{'total':>15}"
+              "   paint p95 target")
+    print(header)
+    print("-" * len(header))
+    failures = 0
+    for n, tokens, key, compute, paint, total in rows:
+        target = TARGET_MS.get(n)
+        p95 = pct(paint, 0.95)
+        verdict = "" if target is None else f"≤ {target:.0f}  " + ("ok" if p95 <= target else "MISSED")
+        failures += bool(target is not None and p95 > target)
+        cells = "".join(f"{statistics.median(v):7.1f} /{pct(v, 0.95):6.1f}" for v in (compute, paint, total))
+        print(f"{n:>6} {tokens:>8}  {key:<22}{cells}   {verdict}")
+    window.close()
+    print(f"\n{len(rows) - failures} of {len(rows)} rows within the paint target.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
