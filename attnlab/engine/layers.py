@@ -17,16 +17,21 @@ from attnlab.engine.trace import Recorder
 NEG_INF = float("-inf")
 
 
-def attention_steps(q, k, v, mask, scale: bool, rec: Recorder, prefix: str) -> torch.Tensor:
+def attention_steps(q, k, v, mask, scale: bool, rec: Recorder, prefix: str, *, blocked_rows: bool = True,
+                    mask_is_zero: bool = False) -> torch.Tensor:
     """Scaled dot-product attention computed step by step, each step recorded under `prefix`.
 
-    q [B, H, Tq, dk], k/v [B, H, Tk, dk], mask additive [B, 1, Tq, Tk] (0 allowed, -inf blocked).
+    q [B, H, Tq, dk], k/v [B, H, Tk, dk], mask additive [B or 1, 1, Tq, Tk] (0 allowed, -inf blocked).
     Returns the context [B, H, Tq, dk]. A query whose every key is blocked gets all-zero weights.
+    Hints from a caller that built the mask (they only save work): `blocked_rows=False` promises that no
+    query has every key blocked; `mask_is_zero=True` promises that the mask blocks nothing.
     """
     scores = q @ k.transpose(-2, -1)  # [B, H, Tq, Tk]
-    scaled = scores / math.sqrt(q.shape[-1]) if scale else scores
-    masked = scaled + mask  # [B, H, Tq, Tk]
-    weights = torch.softmax(masked, dim=-1).nan_to_num(0.0)  # rows with no allowed key: NaN -> 0
+    scaled = scores / math.sqrt(q.shape[-1]) if scale else scores  # [B, H, Tq, Tk]
+    masked = scaled if mask_is_zero else scaled + mask  # [B, H, Tq, Tk]; adding zeros would only copy
+    weights = torch.softmax(masked, dim=-1)  # [B, H, Tq, Tk]
+    if blocked_rows:
+        weights = weights.nan_to_num(0.0)  # rows with no allowed key: NaN -> 0
     context = weights @ v  # [B, H, Tq, dk]
     if rec.enabled:
         rec(f"{prefix}.scores", scores)
@@ -38,16 +43,45 @@ def attention_steps(q, k, v, mask, scale: bool, rec: Recorder, prefix: str) -> t
     return context
 
 
-def fused_attention(q, k, v, mask, scale: bool) -> torch.Tensor:
-    """The same result through PyTorch's fused kernel (no intermediates). Shapes as attention_steps."""
-    if torch.isinf(mask).all(dim=-1).any():  # a fully blocked row: the fused kernel would give NaN
+def fused_attention(q, k, v, mask, scale: bool, *, is_causal: bool = False,
+                    blocked_rows: bool | None = None) -> torch.Tensor:
+    """The same result through PyTorch's fused kernel (no intermediates). Shapes as attention_steps.
+
+    `mask` may be None (nothing blocked, or only the causal triangle when `is_causal`). `blocked_rows`:
+    whether some query has every key blocked (None: find out, at the cost of a device sync). Such rows go
+    through attention_steps, which gives them zero weights; fused kernels are not guaranteed to."""
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=None if scale else 1.0)
+    if blocked_rows is None:
+        blocked_rows = bool(torch.isinf(mask).all(dim=-1).any())
+    if blocked_rows:
         return attention_steps(q, k, v, mask, scale, Recorder(False), "")
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=None if scale else 1.0)
 
 
+class AttentionMask:
+    """One attention site's mask and what is known about it, so each run builds a mask once, not per layer.
+
+    additive: [B or 1, 1, Tq, Tk], 0 where a query may look, -inf where it may not.
+    causal_only: what it blocks is exactly the causal triangle (the fused kernel can generate that itself).
+    blocks_nothing: every entry is 0.  blocked_rows: some query has every key blocked.
+    """
+
+    __slots__ = ("additive", "causal_only", "blocks_nothing", "blocked_rows")
+
+    def __init__(self, additive: torch.Tensor, causal_only: bool = False, blocks_nothing: bool = False,
+                 blocked_rows: bool | None = None):
+        self.additive = additive
+        self.causal_only = causal_only
+        self.blocks_nothing = blocks_nothing
+        if blocked_rows is None:
+            blocked_rows = bool(torch.isinf(additive).all(dim=-1).any())
+        self.blocked_rows = blocked_rows
+
+
 class MultiHeadAttention(nn.Module):
-    """Q = X W_Q, K = Y W_K, V = Y W_V split into heads; concat(heads) W_O. The head count is a run-time choice:
-    the same d x d projections can be read as any number of heads that divides d."""
+    """Q = X W_Q, K = Y W_K, V = Y W_V split into heads; concat(heads) W_O. The head count is a run-time
+    choice: the same d x d projections can be read as any number of heads that divides d."""
 
     def __init__(self, d_model: int, bias: bool = True):
         super().__init__()
@@ -57,7 +91,10 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
 
     def forward(self, x_q, x_kv, mask, n_heads: int, scale: bool, rotary, rec: Recorder, prefix: str):
-        """x_q [B, Tq, d], x_kv [B, Tk, d], mask [B, 1, Tq, Tk]; rotary = (cos, sin) tables or None."""
+        """x_q [B, Tq, d], x_kv [B, Tk, d], mask: additive [B or 1, 1, Tq, Tk] or an AttentionMask;
+        rotary = (cos, sin) tables or None."""
+        if not isinstance(mask, AttentionMask):
+            mask = AttentionMask(mask)
         B, Tq, d = x_q.shape
         Tk = x_kv.shape[1]
         dk = d // n_heads
@@ -72,9 +109,12 @@ class MultiHeadAttention(nn.Module):
             rec(f"{prefix}.q", q)
             rec(f"{prefix}.k", k)
             rec(f"{prefix}.v", v)
-            context = attention_steps(q, k, v, mask, scale, rec, prefix)
+            context = attention_steps(q, k, v, mask.additive, scale, rec, prefix,
+                                      blocked_rows=mask.blocked_rows, mask_is_zero=mask.blocks_nothing)
+        elif mask.blocks_nothing or mask.causal_only:
+            context = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only)
         else:
-            context = fused_attention(q, k, v, mask, scale)
+            context = fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows)
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
         out = self.w_o(concat)  # [B, Tq, d]
         if rec.enabled:
@@ -115,10 +155,10 @@ class LayerNorm(nn.Module):
     def forward(self, x, rec: Recorder, prefix: str):
         if not rec.enabled:
             return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        mean = x.mean(dim=-1, keepdim=True)  # [B, T, 1]
-        var = x.var(dim=-1, keepdim=True, unbiased=False)  # [B, T, 1]
-        normed = (x - mean) / torch.sqrt(var + self.eps)  # [B, T, d]
-        out = normed * self.weight + self.bias  # [B, T, d]
+        # one fused pass gives the output [B, T, d] and the statistics it used: mean and 1/sqrt(var + eps),
+        # each [B, T, 1]
+        out, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
+        var = rstd.pow(-2).sub_(self.eps).clamp_min_(0.0)  # [B, T, 1], the biased variance
         rec(f"{prefix}.in", x)
         rec(f"{prefix}.mean", mean.squeeze(-1))
         rec(f"{prefix}.var", var.squeeze(-1))

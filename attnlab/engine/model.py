@@ -6,15 +6,18 @@ Shapes: B batch, S source length, T target length, d = d_model, V vocabulary siz
 
 from __future__ import annotations
 
+import ctypes
 import math
+import os
+import platform
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.layers import NEG_INF, FeedForward, LayerNorm, MultiHeadAttention
-from attnlab.engine.options import RunOptions
+from attnlab.engine.layers import NEG_INF, AttentionMask, FeedForward, LayerNorm, MultiHeadAttention
+from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
 from attnlab.engine.positional import rotary_angles, sinusoidal_table
 from attnlab.engine.trace import Recorder
 
@@ -22,7 +25,8 @@ from attnlab.engine.trace import Recorder
 class RunContext:
     """What every layer needs to know about this run, resolved once from the RunOptions."""
 
-    def __init__(self, config: ModelConfig, options: RunOptions, rec: Recorder, dropout: float, device):
+    def __init__(self, config: ModelConfig, options: RunOptions, rec: Recorder, dropout: float, device,
+                 dtype: torch.dtype | None = None):
         self.norm_first = options.effective_norm_first(config)
         self.n_heads = options.effective_heads(config)
         self.scale = options.scale
@@ -31,7 +35,9 @@ class RunContext:
         self.rec = rec
         self.dropout = dropout
         rotary_on = config.positional == "rotary" and options.positional
-        self.rotary = rotary_angles(config.max_len, config.d_model // self.n_heads, device) if rotary_on else None
+        d_head = config.d_model // self.n_heads
+        self.rotary = rotary_angles(config.max_len, d_head, device) if rotary_on else None  # 2 x [L, dk/2]
+        self.masks = MaskBuilder(self, device, dtype)
 
     def drop(self, x):
         return F.dropout(x, self.dropout, training=True) if self.dropout > 0 else x
@@ -50,20 +56,88 @@ def residual_block(x, sublayer, norm: LayerNorm, ctx: RunContext, prefix: str, n
     return norm(y, ctx.rec, f"{prefix}.norm{n}")
 
 
-def build_mask(site: str, Tq: int, Tk: int, key_pad, ctx: RunContext, device) -> torch.Tensor:
+def build_mask(site: str, Tq: int, Tk: int, key_pad, ctx: RunContext, device, dtype=None) -> torch.Tensor:
     """Additive mask [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not."""
     opts = ctx.options
     blocked = torch.zeros(Tq, Tk, dtype=torch.bool, device=device)  # [Tq, Tk]
     if opts.is_causal(site):
-        blocked |= torch.ones(Tq, Tk, dtype=torch.bool, device=device).triu(1)
+        blocked = torch.ones(Tq, Tk, dtype=torch.bool, device=device).triu(1)
     cells = [(q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk]
     if cells:
-        qi, ki = zip(*cells)
-        blocked[list(qi), list(ki)] = True
+        blocked[[q for q, _ in cells], [k for _, k in cells]] = True
     blocked = blocked[None, None]  # [1, 1, Tq, Tk]
     if opts.padding_mask and key_pad is not None and bool(key_pad.any()):
         blocked = blocked | key_pad[:, None, None, :]  # [B, 1, Tq, Tk]
-    return torch.zeros(blocked.shape, device=device).masked_fill(blocked, NEG_INF)
+    return torch.zeros(blocked.shape, dtype=dtype, device=device).masked_fill(blocked, NEG_INF)
+
+
+class MaskBuilder:
+    """Each distinct mask of a run, built once: layers whose sites block the same cells share one mask.
+
+    Without recording, a mask that blocks nothing or only the causal triangle is never built at all: the fused
+    kernel is told `is_causal` instead.
+    """
+
+    def __init__(self, ctx: RunContext, device, dtype):
+        self.ctx = ctx
+        self.device = device
+        self.dtype = dtype
+        self._built: dict[tuple, AttentionMask] = {}
+
+    def __call__(self, site: str, Tq: int, Tk: int, key_pad) -> AttentionMask:
+        """key_pad: bool [B, Tk] True at <pad> keys, or None when no key is padding or padding is off."""
+        opts = self.ctx.options
+        causal = opts.is_causal(site)
+        cells = frozenset((q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk)
+        key = (causal, cells, Tq, Tk, None if key_pad is None else id(key_pad))
+        mask = self._built.get(key)
+        if mask is not None:
+            return mask
+        plain = not cells and key_pad is None  # blocks nothing, or exactly the causal triangle
+        if plain and not self.ctx.rec.enabled:
+            mask = AttentionMask(None, causal_only=causal, blocks_nothing=not causal, blocked_rows=False)
+        else:
+            additive = build_mask(site, Tq, Tk, key_pad, self.ctx, self.device, self.dtype)  # [B|1,1,Tq,Tk]
+            # the causal triangle alone always leaves key 0 open; cells and padding might close a whole row
+            mask = AttentionMask(additive, causal_only=plain and causal, blocks_nothing=plain and not causal,
+                                 blocked_rows=False if plain else None)
+        self._built[key] = mask
+        return mask
+
+
+def padded_keys(pad, options: RunOptions):
+    """pad: bool [B, T] True at <pad>, or None -> the same when the padding mask applies and some key is
+    <pad>, else None (one device sync per side per run, instead of one per layer)."""
+    if pad is None or not options.padding_mask or not bool(pad.any()):
+        return None
+    return pad
+
+
+_freed_memory_kept = False
+
+
+def keep_freed_memory() -> None:
+    """Ask glibc to keep freed memory for reuse instead of returning it to the OS straight away.
+
+    A recorded run keeps every intermediate alive (tens of MB for a 6+6-layer model). With glibc's defaults
+    that memory goes back to the OS when the previous trace is dropped and is faulted back in, page by page,
+    during the next run, which on a small machine costs more than the arithmetic. After this, allocations up
+    to 32 MB come from the heap and up to 256 MB of freed heap stays with the process. Process-wide; once;
+    Linux/glibc only. Set ATTNLAB_MALLOC_TUNING=0 to leave the allocator alone.
+    """
+    global _freed_memory_kept
+    if _freed_memory_kept:
+        return
+    _freed_memory_kept = True
+    if os.environ.get("ATTNLAB_MALLOC_TUNING", "1") == "0" or platform.libc_ver()[0] != "glibc":
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's malloc.h
+    libc.mallopt(m_mmap_threshold, 32 << 20)
+    libc.mallopt(m_trim_threshold, 256 << 20)
 
 
 class EncoderLayer(nn.Module):
@@ -100,10 +174,12 @@ class DecoderLayer(nn.Module):
         """y [B, T, d], memory [B, S, d] or None -> [B, T, d]"""
 
         def attend_self(h):
-            return self.self_attn(h, h, self_mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec, f"{prefix}.self")
+            return self.self_attn(h, h, self_mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec,
+                                  f"{prefix}.self")
 
         def attend_memory(h):  # queries from the decoder, keys and values from the encoder; no rotation
-            return self.cross_attn(h, memory, cross_mask, ctx.n_heads, ctx.scale, None, ctx.rec, f"{prefix}.cross")
+            return self.cross_attn(h, memory, cross_mask, ctx.n_heads, ctx.scale, None, ctx.rec,
+                                   f"{prefix}.cross")
 
         y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)
         n = 2
@@ -117,7 +193,8 @@ class DecoderLayer(nn.Module):
 
 
 class Transformer(nn.Module):
-    """Encoder-decoder, decoder-only or encoder-only, by `config.arch`. Parameter names are the checkpoint's."""
+    """Encoder-decoder, decoder-only or encoder-only, by `config.arch`. Parameter names are the
+    checkpoint's."""
 
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -161,8 +238,9 @@ class Transformer(nn.Module):
         ctx.rec(f"{side}.embed", x)
         T = ids.shape[1]
         if ctx.options.positional and cfg.positional in ("sinusoidal", "learned"):
-            pos = self.sinusoid[:T] if cfg.positional == "sinusoidal" else getattr(self, f"{side}_pos").weight[:T]
-            ctx.rec(f"{side}.pos", pos, batched=False)  # [T, d]
+            table = self.sinusoid if cfg.positional == "sinusoidal" else getattr(self, f"{side}_pos").weight
+            pos = table[:T]  # [T, d]
+            ctx.rec(f"{side}.pos", pos, batched=False)
             x = x + pos
         ctx.rec(f"{side}.input", x)
         return ctx.drop(x)
@@ -171,9 +249,9 @@ class Transformer(nn.Module):
         """src_ids [B, S] -> memory [B, S, d]"""
         x = self.embed(src_ids, "src", ctx)
         S = src_ids.shape[1]
+        src_keys = padded_keys(src_pad, ctx.options)
         for i, layer in enumerate(self.encoder):
-            mask = build_mask(f"enc.{i}.self", S, S, src_pad, ctx, x.device)
-            x = layer(x, mask, ctx, f"enc.{i}")
+            x = layer(x, ctx.masks(f"enc.{i}.self", S, S, src_keys), ctx, f"enc.{i}")
         if self.enc_norm is not None:
             x = self.enc_norm(x, ctx.rec, "enc.norm")
         ctx.rec("enc.out", x)
@@ -183,11 +261,13 @@ class Transformer(nn.Module):
         """tgt_ids [B, T], memory [B, S, d] or None -> [B, T, d]"""
         y = self.embed(tgt_ids, "tgt", ctx)
         T = tgt_ids.shape[1]
+        tgt_keys = padded_keys(tgt_pad, ctx.options)
+        src_keys = padded_keys(src_pad, ctx.options) if memory is not None else None
         for i, layer in enumerate(self.decoder):
-            self_mask = build_mask(f"dec.{i}.self", T, T, tgt_pad, ctx, y.device)
+            self_mask = ctx.masks(f"dec.{i}.self", T, T, tgt_keys)
             cross_mask = None
             if memory is not None:
-                cross_mask = build_mask(f"dec.{i}.cross", T, memory.shape[1], src_pad, ctx, y.device)
+                cross_mask = ctx.masks(f"dec.{i}.cross", T, memory.shape[1], src_keys)
             y = layer(y, memory, self_mask, cross_mask, ctx, f"dec.{i}")
         if self.dec_norm is not None:
             y = self.dec_norm(y, ctx.rec, "dec.norm")
@@ -202,15 +282,18 @@ class Transformer(nn.Module):
         return h @ table.weight.T
 
     # ---- the whole pass -------------------------------------------------------------------------------
-    def forward(self, src_ids=None, tgt_ids=None, *, options: RunOptions = RunOptions(), rec: Recorder | None = None,
-                src_pad=None, tgt_pad=None):
+    def forward(self, src_ids=None, tgt_ids=None, *, options: RunOptions = DEFAULT_OPTIONS,
+                rec: Recorder | None = None, src_pad=None, tgt_pad=None):
         """Returns logits [B, T, V] (decoder architectures) or [B, S, V] (encoder-only).
 
         src_pad / tgt_pad: bool [B, S] / [B, T], True at <pad> positions (used by the padding mask).
         """
         rec = rec if rec is not None else Recorder(False)
+        if rec.enabled:
+            keep_freed_memory()
         device = (src_ids if src_ids is not None else tgt_ids).device
-        ctx = RunContext(self.config, options, rec, self.dropout if self.training else 0.0, device)
+        dtype = self.sinusoid.dtype
+        ctx = RunContext(self.config, options, rec, self.dropout if self.training else 0.0, device, dtype)
         memory = self.encode(src_ids, src_pad, ctx) if self.config.has_encoder else None
         h = self.decode(tgt_ids, tgt_pad, memory, src_pad, ctx) if self.config.has_decoder else memory
         logits = self.project(h)

@@ -8,7 +8,8 @@ import torch
 
 
 def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
-    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)).  -> [n_positions, d_model]"""
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)).
+    -> [n_positions, d_model]"""
     pos = torch.arange(n_positions, dtype=torch.float64).unsqueeze(1)  # [P, 1]
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # [ceil(d/2)]
     angle = pos / torch.pow(10000.0, two_i / d_model)  # [P, ceil(d/2)]

@@ -27,7 +27,7 @@ class Recorder:
         if not self.enabled:
             return
         t = tensor[0] if batched else tensor
-        self._items[name] = t.detach()
+        self._items[name] = t.detach() if t.requires_grad else t  # detaching costs a dispatch per entry
 
     def tokens(self, name: str, tokens: list[str]) -> None:
         if self.enabled:
@@ -38,7 +38,8 @@ class Recorder:
         for name, value in self._items.items():
             if isinstance(value, torch.Tensor):
                 dtype = torch.int64 if not value.is_floating_point() else torch.float32
-                value = value.to("cpu", dtype)
+                if value.dtype != dtype or value.device.type != "cpu":
+                    value = value.to("cpu", dtype)
             out[name] = value
         return out
 

@@ -1,0 +1,125 @@
+"""Trace names are an interface: panels, saved traces and other tools look tensors up by them.
+
+The golden files in tests/golden/ pin the exact, ordered name list of four small models. If a change to the
+engine changes them on purpose, regenerate with `python tests/test_trace_names.py --regenerate` and say so
+in the commit; every other failure is a broken interface.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import WordTokenizer
+
+GOLDEN = Path(__file__).parent / "golden"
+TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
+CASES = {  # golden file stem: (config changes, run options)
+    "encoder_decoder_post_norm": ({"arch": "encoder-decoder"}, RunOptions()),
+    "encoder_decoder_pre_norm": ({"arch": "encoder-decoder", "norm_first": True, "final_norm": True},
+                                 RunOptions()),
+    "decoder_only": ({"arch": "decoder-only"}, RunOptions()),
+    "encoder_only": ({"arch": "encoder-only"}, RunOptions()),
+}
+FAST_PATH_NAMES = {"src.tokens", "src.ids", "tgt.tokens", "tgt.ids", "logits", "probs"}
+
+
+def model_for(case: str) -> LiveModel:
+    changes, _ = CASES[case]
+    torch.manual_seed(0)
+    tok = WordTokenizer.train(TEXTS)
+    cfg = ModelConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=16, n_heads=2,
+                      d_ff=32, n_encoder_layers=2, n_decoder_layers=2, max_len=16, **changes)
+    return LiveModel(Transformer(cfg), tok, tok)
+
+
+def trace_for(case: str, options: RunOptions | None = None):
+    return model_for(case).trace("the black cat", "le chat", options or CASES[case][1])
+
+
+def documented_names(config: ModelConfig) -> set[str]:
+    """The names the engine documents (see the shared context: 'Trace ... Names'), built from the config."""
+    site_steps = ("q", "k", "v", "scores", "scaled", "mask", "masked", "weights", "context", "concat", "out")
+    norm_parts = ("in", "mean", "var", "out")
+    names = {"logits", "probs"}
+    sides = [("src", "enc", config.n_encoder_layers)] if config.has_encoder else []
+    if config.has_decoder:
+        sides.append(("tgt", "dec", config.n_decoder_layers))
+    for side, stack, n_layers in sides:
+        names |= {f"{side}.tokens", f"{side}.ids", f"{side}.embed", f"{side}.input", f"{stack}.out"}
+        if config.positional in ("sinusoidal", "learned"):
+            names.add(f"{side}.pos")
+        if config.final_norm:
+            names |= {f"{stack}.norm.{p}" for p in norm_parts}
+        cross = stack == "dec" and config.has_encoder
+        n_sub = 3 if cross else 2
+        for layer in range(n_layers):
+            prefix = f"{stack}.{layer}"
+            kinds = ["self", "cross"] if cross else ["self"]
+            names |= {f"{prefix}.{kind}.{step}" for kind in kinds for step in site_steps}
+            names |= {f"{prefix}.resid{n}" for n in range(1, n_sub + 1)}
+            names |= {f"{prefix}.norm{n}.{p}" for n in range(1, n_sub + 1) for p in norm_parts}
+            names |= {f"{prefix}.ffn.{p}" for p in ("pre", "hidden", "out")} | {f"{prefix}.out"}
+    return names
+
+
+def read_golden(case: str) -> list[str]:
+    return (GOLDEN / f"trace_names_{case}.txt").read_text(encoding="utf-8").split()
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_trace_names_match_golden_in_order(case):
+    names, golden = trace_for(case).names(), read_golden(case)
+    if names != golden:
+        diff = "\n".join(difflib.unified_diff(golden, names, "golden", "engine now", lineterm="", n=2))
+        pytest.fail(f"trace names of {case} changed (regenerate only if that was the intent):\n{diff}")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_documented_name_is_there_and_nothing_else(case):
+    model = model_for(case)
+    names = set(trace_for(case).names())
+    expected = documented_names(model.config)
+    assert not expected - names, f"documented but missing: {sorted(expected - names)}"
+    assert not names - expected, f"recorded but undocumented: {sorted(names - expected)}"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_golden_files_hold_the_documented_names(case):
+    """The golden lists themselves were checked against the documentation, not only against the engine."""
+    golden = read_golden(case)
+    assert len(golden) == len(set(golden))
+    assert set(golden) == documented_names(model_for(case).config)
+
+
+def test_position_names_follow_the_positional_switch():
+    rotary = trace_for("encoder_decoder_post_norm", RunOptions(positional=False))
+    assert "src.pos" not in rotary and "tgt.pos" not in rotary and "src.input" in rotary
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_fast_path_trace_holds_only_tokens_ids_logits_probs(case):
+    names = set(trace_for(case, RunOptions(record=False)).names())
+    assert {"logits", "probs"} <= names <= FAST_PATH_NAMES
+
+
+def regenerate() -> None:
+    GOLDEN.mkdir(exist_ok=True)
+    for case in CASES:
+        names = trace_for(case).names()
+        (GOLDEN / f"trace_names_{case}.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
+        print(f"wrote {len(names)} names for {case}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--regenerate"]:
+        sys.exit("usage: python tests/test_trace_names.py --regenerate")
+    regenerate()
