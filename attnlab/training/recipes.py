@@ -31,14 +31,18 @@ class Recipe:
     test_fraction: float = 0.1
     split_seed: int = 0
     side: str = "both"  # which side(s) of the corpus the model reads: "both" (translation) or "tgt" (French)
+    # share of training pairs shown without their final " ." on both sides, so a sentence typed without a
+    # period still translates (every corpus sentence ends with one)
+    drop_period: float = 0.0
 
     def replace(self, **changes) -> Recipe:
         return dataclasses.replace(self, **changes)
 
 
 TRANSLATION = Recipe(name="translation", steps=3000, n_pairs=60000, vocab_size=1600, max_tokens=1200,
-                     peak_lr=1.5e-3, warmup=400, label_smoothing=0.1, dropout=0.1)
-LANGUAGE = Recipe(name="language", steps=2000, n_pairs=60000, vocab_size=1000, max_tokens=1200,
+                     peak_lr=1.5e-3, warmup=400, label_smoothing=0.1, dropout=0.1,
+                     drop_period=0.2)
+LANGUAGE = Recipe(name="language", steps=5000, n_pairs=60000, vocab_size=1000, max_tokens=1200,
                   peak_lr=2e-3, warmup=200, label_smoothing=0.0, dropout=0.1, side="tgt")
 
 RECIPES = {"translation": TRANSLATION, "language": LANGUAGE}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -48,11 +49,24 @@ def side_texts(pairs, side: str) -> list[str]:
     return [t for p in pairs for t in (p.src, p.tgt)]
 
 
-def make_examples(pairs, tokenizer: Tokenizer, side: str) -> list[tuple[list[int] | None, list[int]]]:
-    """(source ids or None, decoder ids) per pair; the language model reads the French sentence alone."""
+def without_period(text: str) -> str:
+    return text[:-2] if text.endswith(" .") else text
+
+
+def make_examples(pairs, tokenizer: Tokenizer, side: str, drop_period: float = 0.0,
+                  seed: int = 0) -> list[tuple[list[int] | None, list[int]]]:
+    """(source ids or None, decoder ids) per pair; the language model reads the French sentence alone.
+    A seeded `drop_period` share of translation pairs lose their final " ." on both sides."""
     if side == "tgt":
         return [(None, decoder_ids(tokenizer, p.tgt)) for p in pairs]
-    return [(source_ids(tokenizer, p.src), decoder_ids(tokenizer, p.tgt)) for p in pairs]
+    rng = random.Random(f"drop-period-{seed}")
+    examples = []
+    for p in pairs:
+        src, tgt = p.src, p.tgt
+        if rng.random() < drop_period:
+            src, tgt = without_period(src), without_period(tgt)
+        examples.append((source_ids(tokenizer, src), decoder_ids(tokenizer, tgt)))
+    return examples
 
 
 def learning_rate(step: int, recipe: Recipe) -> float:
@@ -96,7 +110,7 @@ def train(recipe: Recipe, seed: int, progress: bool = True, threads: int = THREA
     torch.manual_seed(seed)
     train_pairs, test_pairs = split_corpus(recipe.n_pairs, seed, recipe.test_fraction, recipe.split_seed)
     tokenizer = train_bpe(side_texts(train_pairs, recipe.side), recipe.vocab_size)
-    examples = make_examples(train_pairs, tokenizer, recipe.side)
+    examples = make_examples(train_pairs, tokenizer, recipe.side, recipe.drop_period, seed)
     config = model_config(recipe.name, tokenizer.vocab_size)
     module = Transformer(config)
     module.dropout = recipe.dropout
@@ -145,6 +159,7 @@ def train(recipe: Recipe, seed: int, progress: bool = True, threads: int = THREA
                      "optimizer": f"Adam betas={ADAM_BETAS} eps={ADAM_EPS}", "peak_lr": recipe.peak_lr,
                      "warmup_steps": recipe.warmup, "schedule": "linear warm-up, then 1/sqrt(step)",
                      "label_smoothing": recipe.label_smoothing, "dropout": recipe.dropout,
+                     "pairs_without_final_period": recipe.drop_period,
                      "grad_clip_norm": CLIP_NORM, "epochs": stream.epoch, "threads": threads,
                      "seconds": round(seconds, 1), "steps_per_second": round(recipe.steps / seconds, 3),
                      "cpu_seconds": round(cpu_seconds, 1),
