@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPushButton,
+    QSizePolicy,
     QSlider,
     QSpinBox,
     QVBoxLayout,
@@ -228,6 +229,8 @@ class InputBar(QWidget):
         self.generate = QPushButton("Generate next token", objectName="generateButton",
                                     toolTip="Append the model's most probable next token (Ctrl+G)")
         self.clear = QPushButton("Clear", objectName="clearTgtButton", toolTip="Empty the decoder input")
+        for button in (self.generate, self.clear):  # stay button-sized when the decoder box is hidden
+            button.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
         layout = QFormLayout(self)
         layout.setContentsMargins(8, 6, 8, 2)
         layout.addRow(self.src_label, self.src)
@@ -235,6 +238,7 @@ class InputBar(QWidget):
         row.addWidget(self.tgt, 1)
         row.addWidget(self.generate)
         row.addWidget(self.clear)
+        row.addStretch(0)
         layout.addRow(self.tgt_label, row)
         self.src.textEdited.connect(session.set_src)
         self.tgt.textEdited.connect(session.set_tgt)

@@ -434,10 +434,8 @@ def classroom_description(name: str) -> str:
 
 
 def explanation_for(stage, trace) -> str:
-    try:
-        from attnlab.ui.explain import explanation_html
-    except ImportError:  # the explanations module has not landed yet
-        return f"<h3>{stage.title}</h3><p>{stage.group}</p>"
+    from attnlab.ui.explain import explanation_html  # imported late: it needs the engine (torch)
+
     return explanation_html(stage, trace)
 
 
