@@ -8,7 +8,9 @@ in the commit; every other failure is a broken interface.
 from __future__ import annotations
 
 import difflib
+import gc
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from attnlab.engine.live import LiveModel
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import WordTokenizer
+from attnlab.engine.trace import Recorder
 
 GOLDEN = Path(__file__).parent / "golden"
 TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
@@ -109,6 +112,22 @@ def test_position_names_follow_the_positional_switch():
 def test_fast_path_trace_holds_only_tokens_ids_logits_probs(case):
     names = set(trace_for(case, RunOptions(record=False)).names())
     assert {"logits", "probs"} <= names <= FAST_PATH_NAMES
+
+
+def test_a_dropped_recording_is_freed_at_once():
+    """No reference cycle may keep a run's intermediates alive until the garbage collector happens by:
+    a big model's recording is hundreds of MB."""
+    model = model_for("encoder_decoder_post_norm").module
+    gc.disable()
+    try:
+        rec = Recorder(True)
+        with torch.inference_mode():
+            model(torch.tensor([[5, 6, 7]]), torch.tensor([[1, 8]]), rec=rec)
+        kept = weakref.ref(rec._items["enc.0.self.weights"])
+        del rec
+        assert kept() is None
+    finally:
+        gc.enable()
 
 
 def regenerate() -> None:

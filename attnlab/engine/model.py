@@ -37,7 +37,7 @@ class RunContext:
         rotary_on = config.positional == "rotary" and options.positional
         d_head = config.d_model // self.n_heads
         self.rotary = rotary_angles(config.max_len, d_head, device) if rotary_on else None  # 2 x [L, dk/2]
-        self.masks = MaskBuilder(self, device, dtype)
+        self.masks = MaskBuilder(options, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
 
     def drop(self, x):
         return F.dropout(x, self.dropout, training=True) if self.dropout > 0 else x
@@ -58,7 +58,11 @@ def residual_block(x, sublayer, norm: LayerNorm, ctx: RunContext, prefix: str, n
 
 def build_mask(site: str, Tq: int, Tk: int, key_pad, ctx: RunContext, device, dtype=None) -> torch.Tensor:
     """Additive mask [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not."""
-    opts = ctx.options
+    return additive_mask(site, Tq, Tk, key_pad, ctx.options, device, dtype)
+
+
+def additive_mask(site: str, Tq: int, Tk: int, key_pad, opts: RunOptions, device, dtype=None) -> torch.Tensor:
+    """build_mask from the RunOptions alone.  -> [B or 1, 1, Tq, Tk]"""
     blocked = torch.zeros(Tq, Tk, dtype=torch.bool, device=device)  # [Tq, Tk]
     if opts.is_causal(site):
         blocked = torch.ones(Tq, Tk, dtype=torch.bool, device=device).triu(1)
@@ -78,15 +82,16 @@ class MaskBuilder:
     kernel is told `is_causal` instead.
     """
 
-    def __init__(self, ctx: RunContext, device, dtype):
-        self.ctx = ctx
+    def __init__(self, options: RunOptions, record: bool, device, dtype):
+        self.options = options
+        self.record = record
         self.device = device
         self.dtype = dtype
         self._built: dict[tuple, AttentionMask] = {}
 
     def __call__(self, site: str, Tq: int, Tk: int, key_pad) -> AttentionMask:
         """key_pad: bool [B, Tk] True at <pad> keys, or None when no key is padding or padding is off."""
-        opts = self.ctx.options
+        opts = self.options
         causal = opts.is_causal(site)
         cells = frozenset((q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk)
         key = (causal, cells, Tq, Tk, None if key_pad is None else id(key_pad))
@@ -94,10 +99,10 @@ class MaskBuilder:
         if mask is not None:
             return mask
         plain = not cells and key_pad is None  # blocks nothing, or exactly the causal triangle
-        if plain and not self.ctx.rec.enabled:
+        if plain and not self.record:
             mask = AttentionMask(None, causal_only=causal, blocks_nothing=not causal, blocked_rows=False)
         else:
-            additive = build_mask(site, Tq, Tk, key_pad, self.ctx, self.device, self.dtype)  # [B|1,1,Tq,Tk]
+            additive = additive_mask(site, Tq, Tk, key_pad, opts, self.device, self.dtype)  # [B|1,1,Tq,Tk]
             # the causal triangle alone always leaves key 0 open; cells and padding might close a whole row
             mask = AttentionMask(additive, causal_only=plain and causal, blocks_nothing=plain and not causal,
                                  blocked_rows=False if plain else None)
