@@ -140,3 +140,62 @@ def test_language_model_runs_on_anything(language, text):
     assert math.isclose(float(trace["probs"][-1].sum()), 1.0, abs_tol=1e-4)
     steps = list(language.generate(prefix=text, max_new_tokens=5, options=FAST))
     assert 1 <= len(steps) <= 5 and all(torch.isfinite(t["probs"]).all() for t in steps)
+
+
+# ---- the training pieces (no trained model needed) ----------------------------------------------------
+def test_bpe_is_deterministic_round_trips_and_splits_unknown_words():
+    from attnlab.training.bpe import train_bpe
+    from attnlab.training.corpus import generate_pairs
+
+    texts = [t for p in generate_pairs(300, 1) for t in (p.src, p.tgt)]
+    tok = train_bpe(texts, 400)
+    assert tok.vocab == train_bpe(list(reversed(texts)), 400).vocab  # same texts, any order: same vocabulary
+    assert tok.vocab_size == 400 and tok.vocab[:4] == ["<pad>", "<s>", "</s>", "<unk>"]
+    assert all(tok.decode(tok.encode(t)[1]) == t for t in texts)
+    pieces, ids = tok.encode("zebraquantum")  # never seen, but every letter is known
+    assert len(pieces) > 1 and tok.unk_id not in ids and pieces[1].startswith("##")
+    assert tok.encode("🙂")[1] == [tok.unk_id]
+
+
+def test_word_piece_spans_cover_every_piece_in_order():
+    from attnlab.training.bpe import train_bpe
+    from attnlab.training.corpus import generate_pairs
+    from attnlab.training.data import word_piece_spans
+
+    pairs = generate_pairs(300, 2)
+    tok = train_bpe([t for p in pairs for t in (p.src, p.tgt)], 150)  # small: many words split
+    for p in pairs[:50]:
+        spans = word_piece_spans(tok, p.tgt)
+        assert len(spans) == len(p.tgt.split())
+        assert [i for span in spans for i in span] == list(range(len(tok.encode(p.tgt)[1])))
+        assert all(spans)
+
+
+def test_batches_group_by_length_and_shift_the_target():
+    from attnlab.training.data import length_batches, make_batch
+
+    rng = random.Random(0)
+    examples = [([5] * rng.randint(2, 20) + [2], [1] + [6] * rng.randint(2, 20) + [2]) for _ in range(300)]
+    batches = length_batches(examples, 200, random.Random(1))
+    assert sorted(i for b in batches for i in b) == list(range(300))
+    for b in batches:
+        longest = max(max(len(examples[i][0]), len(examples[i][1])) for i in b)
+        assert longest * len(b) <= 200 or len(b) == 1
+    batch = make_batch([examples[i] for i in batches[0]], pad_id=0)
+    for row, i in enumerate(batches[0]):
+        tgt = examples[i][1]
+        assert batch.tgt_in[row, : len(tgt) - 1].tolist() == tgt[:-1]
+        assert batch.tgt_out[row, : len(tgt) - 1].tolist() == tgt[1:]
+        assert batch.tgt_pad[row].tolist() == [j >= len(tgt) - 1 for j in range(batch.tgt_in.shape[1])]
+        assert batch.src_pad[row].sum() == batch.src.shape[1] - len(examples[i][0])
+
+
+def test_learning_rate_warms_up_then_decays():
+    from attnlab.training.recipes import TRANSLATION
+    from attnlab.training.train import learning_rate
+
+    lrs = [learning_rate(s, TRANSLATION) for s in range(1, 3 * TRANSLATION.warmup)]
+    peak = lrs.index(max(lrs)) + 1
+    assert peak == TRANSLATION.warmup and math.isclose(max(lrs), TRANSLATION.peak_lr)
+    assert all(a < b for a, b in zip(lrs[: peak - 1], lrs[1:peak], strict=True))
+    assert all(a > b for a, b in zip(lrs[peak - 1 : -1], lrs[peak:], strict=True))

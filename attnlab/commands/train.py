@@ -44,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     from attnlab.commands.eval import summary_text
     from attnlab.training.classroom import build
 
+    if args.threads < 1:
+        print(f"attnlab train: --threads must be at least 1 (got {args.threads})", file=sys.stderr)
+        return 2
     names = MODEL_NAMES if args.model == "all" else (args.model,)
     for name in names:
         try:

@@ -1,4 +1,4 @@
-"""Sentence pairs into training batches: the BPE tokenizer, ids with specials, padding, batching by length.
+"""Sentence pairs into training batches: ids with specials, padding, batching by length.
 
 Conventions (the same as LiveModel, so training and the app see identical inputs):
   source ids   = pieces + </s>
@@ -13,35 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnlab.engine.tokenizer import SPECIALS, UNK, BPETokenizer, Tokenizer, clean_text
-
-# Pre-tokenizer: split at spaces, and isolate every punctuation mark except the apostrophe and the hyphen,
-# so that French elisions and compounds stay inside their word (l'animal, qu'il, grand-père).
-_ISOLATED_PUNCTUATION = r"[^\w\s'-]"
-
-
-def train_bpe(texts: Sequence[str], vocab_size: int) -> BPETokenizer:
-    """A BPE tokenizer learned from `texts` (for translation: both sides of the training split, one joint
-    vocabulary). The same ordered texts give the same vocabulary every time.
-
-    Like `BPETokenizer.train` (lower-casing, '##' continuation pieces, unseen characters -> <unk>) except for
-    two things: the apostrophe and hyphen stay inside words ("l'animal" -> "l'", "##animal" rather than
-    "l", "'", "animal"), and decoding adds no clean-up, so the decoded pieces of a corpus sentence give back
-    that sentence exactly ("... la rue ." and not "... la rue.", "l'animal" and not "l ' animal")."""
-    from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers, trainers
-    from tokenizers import Tokenizer as HF
-
-    hf = HF(models.BPE(unk_token=UNK, continuing_subword_prefix="##", fuse_unk=True))
-    hf.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
-    hf.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.WhitespaceSplit(),
-        pre_tokenizers.Split(Regex(_ISOLATED_PUNCTUATION), behavior="isolated"),
-    ])
-    hf.decoder = decoders.WordPiece(prefix="##", cleanup=False)
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS),
-                                  continuing_subword_prefix="##", show_progress=False)
-    hf.train_from_iterator([clean_text(t) for t in texts], trainer=trainer)
-    return BPETokenizer(hf)
+from attnlab.engine.tokenizer import BPETokenizer, Tokenizer
 
 
 def source_ids(tokenizer: Tokenizer, text: str) -> list[int]:

@@ -21,7 +21,8 @@ from attnlab.engine.live import LiveModel
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import Tokenizer
-from attnlab.training.data import Batch, BatchStream, decoder_ids, source_ids, train_bpe
+from attnlab.training.bpe import train_bpe
+from attnlab.training.data import Batch, BatchStream, decoder_ids, source_ids
 from attnlab.training.recipes import Recipe, model_config
 
 FAST = RunOptions(record=False)
