@@ -77,10 +77,16 @@ def parse_config(value, problems: Problems) -> ModelConfig | None:
 
 
 # ---- tensors -----------------------------------------------------------------------------------------
-def expected_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """Checkpoint tensor name -> shape for a valid config, without allocating any weights."""
-    with torch.device("meta"):
-        module = Transformer(config)
+def build_module(config: ModelConfig) -> Transformer:
+    """A freshly initialised module on the CPU, leaving the caller's RNG alone. (Not on the meta device: that
+    first imports torch._dynamo, ~1.5 s, which delayed the app's first trace.)"""
+    with torch.random.fork_rng(devices=[]):
+        return Transformer(config)
+
+
+def expected_shapes(config: ModelConfig, module: Transformer | None = None) -> dict[str, tuple[int, ...]]:
+    """Checkpoint tensor name -> shape for a valid config."""
+    module = module if module is not None else build_module(config)
     return {name: tuple(t.shape) for name, t in module.checkpoint_tensors().items()}
 
 
@@ -92,7 +98,8 @@ def count(items) -> str:
     return f"{len(items)} tensor{'' if len(items) == 1 else 's'}"
 
 
-def check_tensors(tensors: dict[str, torch.Tensor], config: ModelConfig | None, problems: Problems) -> None:
+def check_tensors(tensors: dict[str, torch.Tensor], config: ModelConfig | None, problems: Problems,
+                  module: Transformer | None = None) -> None:
     """Missing, unexpected, wrongly shaped, non-float and non-finite tensors (as many checks as the config
     allows: without a usable config only the values are checked)."""
     not_float = [n for n, t in tensors.items() if not t.is_floating_point()]
@@ -105,7 +112,7 @@ def check_tensors(tensors: dict[str, torch.Tensor], config: ModelConfig | None, 
         problems.add("these tensors contain NaN or infinite values: " + name_list(bad_values))
     if config is None or config.problems():
         return
-    expected = expected_shapes(config)
+    expected = expected_shapes(config, module)
     missing = [n for n in expected if n not in tensors]
     unexpected = [n for n in tensors if n not in expected]
     if missing:
@@ -196,12 +203,11 @@ def assemble(problems: Problems, *, config_value, tensors: dict[str, torch.Tenso
     config = parse_config(config_value, problems)
     metadata = parse_metadata(metadata_value, problems)
     src_tok, tgt_tok = resolve_tokenizers(config, src_json, tgt_json, problems, notices)
+    module = build_module(config) if config is not None and not config.problems() else None
     if tensors is not None:
-        check_tensors(tensors, config, problems)
+        check_tensors(tensors, config, problems, module)
     problems.raise_if_any()
-    assert config is not None and tensors is not None  # any None above was reported as a problem
-    with torch.random.fork_rng(devices=[]):  # building initialises weights; leave the caller's RNG alone
-        module = Transformer(config)
+    assert module is not None and tensors is not None  # any None above was reported as a problem
     with torch.no_grad():
         for key, param in module.checkpoint_tensors().items():
             param.copy_(tensors[key])
