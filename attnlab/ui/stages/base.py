@@ -20,6 +20,6 @@ class StagePanel(QWidget):
         raise NotImplementedError
 
     def shown_data(self) -> dict:
-        """What the panel currently displays, by name (numpy arrays / lists): lets tests assert on the picture's
-        data without reading pixels. E.g. {"matrix": array, "rows": [...], "cols": [...]}."""
+        """What the panel currently displays, by name (numpy arrays / lists), so that tests can assert on
+        the picture's data without reading pixels. E.g. {"matrix": array, "rows": [...], "cols": [...]}."""
         return {}
