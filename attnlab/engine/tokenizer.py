@@ -47,7 +47,7 @@ class Tokenizer:
     def encode(self, text: str) -> tuple[list[str], list[int]]:
         pieces = self._split(clean_text(text))
         ids = [self._index.get(p, self.unk_id) for p in pieces]
-        return [p if i != self.unk_id else UNK for p, i in zip(pieces, ids)], ids
+        return [p if i != self.unk_id else UNK for p, i in zip(pieces, ids, strict=True)], ids
 
     def id_to_token(self, i: int) -> str:
         return self.vocab[i] if 0 <= i < len(self.vocab) else UNK
