@@ -22,6 +22,7 @@ from attnlab.ui.heatmap import (
     CategoryAxis,
     MaskBackground,
     ValueFormat,
+    cache_axis,
     choose_modes,
     compute_levels,
     describe_value,
@@ -350,6 +351,7 @@ class HeadGrid(QtWidgets.QWidget):
         self._bar = pg.ColorBarItem(values=(0.0, 1.0), width=16, interactive=False, colorMapMenu=False)
         self._bar.axis.setTickFont(tick_font())
         self._bar.axis.setWidth(QtGui.QFontMetrics(tick_font()).horizontalAdvance("−0.0000") + 12)
+        cache_axis(self._bar.axis)
         self._bar.setImageItem(self._images)
         ci.addItem(self._bar, row=1, col=ncols + 1, rowspan=2 * nrows - 1)
         lay.setColumnStretchFactor(ncols + 1, 0)

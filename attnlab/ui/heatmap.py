@@ -31,6 +31,7 @@ from attnlab.ui.colormaps import (
 __all__ = [
     "CategoryAxis",
     "LabeledHeatmap",
+    "cache_axis",
     "compute_levels",
     "elide_label",
     "prepare_matrix",
@@ -184,6 +185,14 @@ def set_axis_title(axis: pg.AxisItem, text: str) -> None:
     axis.setLabel(text or None, **style)
 
 
+def cache_axis(axis: pg.AxisItem) -> pg.AxisItem:
+    """Keep the axis drawn in a device-pixel cache: repainting its view (a new image, a new bar) blits
+    the cached pixels instead of replaying every tick and label. Any change to the axis (range, labels,
+    font, size) calls update(), which refreshes the cache."""
+    axis.setCacheMode(QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
+    return axis
+
+
 class MaskBackground(QtWidgets.QGraphicsRectItem):
     """Neutral grey rectangle with a cosmetic diagonal hatch, shown through NaN pixels."""
 
@@ -223,6 +232,7 @@ class CategoryAxis(pg.AxisItem):
 
     def __init__(self, orientation: str, **kwargs: object) -> None:
         super().__init__(orientation, **kwargs)
+        cache_axis(self)
         self.enableAutoSIPrefix(False)
         self._font = tick_font()
         self._metrics = QtGui.QFontMetrics(self._font)
@@ -489,6 +499,7 @@ class LabeledHeatmap(QtWidgets.QWidget):
         )
         self._bar.axis.setTickFont(tick_font())
         self._bar.axis.setWidth(QtGui.QFontMetrics(tick_font()).horizontalAdvance("−0.0000") + 12)
+        cache_axis(self._bar.axis)
         self._bar.setImageItem(self._image, insert_in=self._plot)
         self._applied_cmap = colormap
 

@@ -8,7 +8,7 @@ from PySide6 import QtWidgets
 
 from attnlab.engine.trace import Trace
 from attnlab.pipeline import Stage, ViewState
-from attnlab.ui.heatmap import tick_font
+from attnlab.ui.heatmap import cache_axis, tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
@@ -41,8 +41,20 @@ def bar_plot(parent: QtWidgets.QWidget, title: str) -> pg.PlotWidget:
     for axis in ("left", "bottom"):
         item.getAxis(axis).setTickFont(tick_font())
         item.getAxis(axis).enableAutoSIPrefix(False)
+        cache_axis(item.getAxis(axis))
     item.showGrid(y=True, alpha=0.25)
+    item.getViewBox().disableAutoRange()  # ranges are set from the data (auto-range costs a second paint)
     return plot
+
+
+def bar_range(*values: np.ndarray) -> tuple[float, float]:
+    """A y range that holds every bar and the zero line, with a little head room; lo < hi."""
+    finite = [v[np.isfinite(v)] for v in values]
+    lo = min((float(v.min()) for v in finite if v.size), default=0.0)
+    hi = max((float(v.max()) for v in finite if v.size), default=1.0)
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    pad = 0.08 * ((hi - lo) or 1.0)
+    return lo - (pad if lo < 0.0 else 0.0), hi + pad
 
 
 class AddNormPanel(StagePanel):
@@ -77,7 +89,7 @@ class AddNormPanel(StagePanel):
         bars_row = QtWidgets.QHBoxLayout()
         bars_row.addWidget(self._mean_plot, 1)
         bars_row.addWidget(self._var_plot, 1)
-        self._note = Note(self)
+        self._note = Note(self, reserve_lines=3)  # the residual-off sentence must not re-layout the panel
         body = QtWidgets.QWidget(self)
         body_layout = QtWidgets.QVBoxLayout(body)
         body_layout.setContentsMargins(0, 0, 0, 0)
@@ -90,6 +102,7 @@ class AddNormPanel(StagePanel):
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._stack)
         self._ticks_key: tuple | None = None
+        self._y_ranges: dict[str, tuple[float, float]] = {}
         self._token_ticks = [TokenTicks(p.getPlotItem()) for p in (self._mean_plot, self._var_plot)]
         self._data: dict = {}
 
@@ -151,6 +164,14 @@ class AddNormPanel(StagePanel):
         values = {"mean.before": mean, "mean.after": out_mean, "var.before": var, "var.after": out_var}
         for key, bars in self._bars.items():
             bars.setOpts(x=x + self._bar_dx[key], height=values[key], width=0.38)
+        for stat, plot, pair in (("mean", self._mean_plot, (mean, out_mean)), ("var", self._var_plot, (var, out_var))):
+            y_range = bar_range(*pair)
+            old = self._y_ranges.get(stat)
+            # re-range only for a real change (no axis redraw for a toggle that barely moves the bars)
+            if old is None or y_range[1] > old[1] or y_range[0] < old[0] or \
+                    (y_range[1] - y_range[0]) < 0.6 * (old[1] - old[0]):
+                self._y_ranges[stat] = y_range
+                plot.setYRange(*y_range, padding=0)
 
     def _set_ticks(self, labels: list[str] | None, t: int) -> None:
         if (labels, t) == self._ticks_key:
