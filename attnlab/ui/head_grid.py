@@ -83,6 +83,7 @@ class HeadGrid(QtWidgets.QWidget):
         self._title = ""
         self._selected: int | None = None
         self._n_heads = 0
+        self._styled: int | None = None  # the head drawn as selected in the grid now shown
         self.rebuild_count = 0  # how many times the grid layout was (re)built
 
         self._views: list[pg.ViewBox] = []
@@ -98,17 +99,15 @@ class HeadGrid(QtWidgets.QWidget):
         self._title_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._title_label.setVisible(False)
 
-        self._glw = pg.GraphicsLayoutWidget(self)
-        self._glw.setMinimumSize(160, 120)
-        self._glw.ci.setContentsMargins(2, 2, 2, 2)
-        self._glw.ci.setSpacing(4)
         self._message = QtWidgets.QLabel(self)
         self._message.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._message.setWordWrap(True)
         self._message.setFont(tick_font())
         self._stack = QtWidgets.QStackedWidget(self)
-        self._stack.addWidget(self._glw)
         self._stack.addWidget(self._message)
+        # One scene per head count seen, kept: toggling 4 <-> 8 heads swaps pages instead of rebuilding.
+        self._grids: dict[int, dict] = {}
+        self._glw = self._new_scene()
         self._stack.setCurrentWidget(self._message)
 
         self._readout = QtWidgets.QLabel("", self)
@@ -124,9 +123,6 @@ class HeadGrid(QtWidgets.QWidget):
         layout.addWidget(self._stack, 1)
         layout.addWidget(self._readout)
 
-        scene = self._glw.scene()
-        scene.sigMouseMoved.connect(self._on_mouse_moved)
-        scene.sigMouseClicked.connect(self._on_mouse_clicked)
 
     # ------------------------------------------------------------------ public API
     def set_heads(
@@ -296,14 +292,43 @@ class HeadGrid(QtWidgets.QWidget):
         return self._views[head].sceneBoundingRect().center()
 
     # ------------------------------------------------------------------ internals
+    _GRID_STATE = ("_glw", "_views", "_images", "_mask_bgs", "_head_titles", "_left_axes", "_bottom_axes",
+                   "_bar", "_applied_cmap", "_cells", "_row_labels", "_col_labels", "_n_heads", "_styled")
+
+    def _new_scene(self) -> pg.GraphicsLayoutWidget:
+        glw = pg.GraphicsLayoutWidget(self)
+        glw.setMinimumSize(160, 120)
+        glw.ci.setContentsMargins(2, 2, 2, 2)
+        glw.ci.setSpacing(4)
+        self._stack.insertWidget(self._stack.count() - 1, glw)
+        scene = glw.scene()
+        scene.sigMouseMoved.connect(self._on_mouse_moved)
+        scene.sigMouseClicked.connect(self._on_mouse_clicked)
+        return glw
+
     def _build(self, n_heads: int) -> None:
+        """Show the grid for *n_heads*: the kept one when this count was seen before, else build it."""
+        if self._views:  # keep the grid shown now as it is (an empty one is reused below)
+            self._grids[self._n_heads] = {k: getattr(self, k) for k in self._GRID_STATE}
+        kept = self._grids.get(n_heads)
+        if kept is not None:
+            for k, v in kept.items():
+                setattr(self, k, v)
+            if self._stack.currentWidget() is not self._message:
+                self._stack.setCurrentWidget(self._glw)
+            for h in {self._styled, self._selected} - {None}:
+                if h < n_heads:
+                    self._style_head(h)
+            return
+        self._glw = self._new_scene() if self._views else self._glw
         ci = self._glw.ci
-        ci.clear()
         self._views, self._images, self._mask_bgs, self._head_titles = [], [], [], []
         self._left_axes, self._bottom_axes = [], []
         self._bar = None
         self._applied_cmap = None
         self._cells = None
+        self._row_labels = self._col_labels = None
+        self._styled = None
         self._n_heads = n_heads
         self.rebuild_count += 1
         if n_heads == 0:
@@ -355,12 +380,19 @@ class HeadGrid(QtWidgets.QWidget):
         self._bar.setImageItem(self._images)
         ci.addItem(self._bar, row=1, col=ncols + 1, rowspan=2 * nrows - 1)
         lay.setColumnStretchFactor(ncols + 1, 0)
-        self._views[0].sigResized.connect(self._refresh_axis_modes)
+        first = self._views[0]
+        first.sigResized.connect(lambda *_: self._refresh_axis_modes() if self._views and self._views[0] is first
+                                 else None)
         for h in range(n_heads):
             self._style_head(h)
+        self._grids[n_heads] = {k: getattr(self, k) for k in self._GRID_STATE}
 
     def _style_head(self, h: int) -> None:
         sel = h == self._selected
+        if sel:
+            self._styled = h
+        elif self._styled == h:
+            self._styled = None
         self._views[h].setBorder(pg.mkPen(SELECTED_COLOR, width=3) if sel else None)
         self._head_titles[h].setText(
             f"head {h}", bold=sel, color=SELECTED_COLOR if sel else None, size=f"{TICK_POINT_SIZE}pt"
