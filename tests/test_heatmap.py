@@ -527,6 +527,27 @@ def test_head_grid_rebuilds_only_when_h_changes(grid, qtbot):
     assert len(lefts) == 3  # ceil(sqrt(8)) columns
 
 
+def test_head_grid_keeps_the_grid_of_each_head_count(grid, qtbot):
+    w4, mask = causal_softmax(7, heads=4)
+    grid.set_heads(w4, WORDS, WORDS, mask, "")
+    views4 = grid.view_boxes()
+    w8, _ = causal_softmax(7, heads=8)
+    grid.set_heads(w8, WORDS, WORDS, mask, "")
+    grid.set_selected(6)
+    n0 = grid.rebuild_count
+    w4b, mask5 = causal_softmax(5, heads=4, seed=3)
+    grid.set_heads(w4b, WORDS[:5], WORDS[:5], mask5, "")  # back to 4 heads, new tokens: no rebuild
+    settle(grid, qtbot)
+    assert grid.rebuild_count == n0 and grid.view_boxes() == views4
+    assert grid.head_count() == 4 and grid.graphics_view().isVisible()
+    for h, img in enumerate(grid.image_items()):
+        np.testing.assert_array_equal(img.image, np.where(mask5, np.nan, w4b[h]).astype(np.float32))
+    assert grid.selected() is None  # head 6 does not exist with 4 heads
+    grid.set_selected(2)
+    assert grid.describe_cell(2, 4, 0).startswith("head 2: ")
+    assert grid.head_at_scene_pos(grid.scene_pos_of_head(2)) == 2
+
+
 def test_head_grid_shares_levels(grid):
     w, mask = causal_softmax(6, heads=3)
     grid.set_heads(w, None, None, mask, "")
