@@ -357,14 +357,13 @@ class InputSumPanel(StagePanel):
         bound = max(float(np.abs(p).max()) for p in parts.values() if p is not None and p.size) or 1.0
         titles = {"embed": "token embedding", "pos": "positional encoding", "input": "sum = layer input"}
         for part, matrix in parts.items():
-            if matrix is None:
-                self._maps[part].clear("not in this run")
+            if matrix is None:  # the box stays in place (no re-layout on the toggle) and says why it is empty
+                self._maps[part].clear("positional encoding is off: nothing is added (+ 0)" if part == "pos"
+                                       else "not in this run")
                 continue
             self._maps[part].draw(matrix, labels, None, title=titles[part],
                                   colormap=view.colormap, levels=(-bound, bound))
         has_pos = parts["pos"] is not None
-        self._pos_box.setVisible(has_pos)
-        self._plus.setVisible(has_pos)
         self._data = {**self._maps["input"].record, "embed": parts["embed"], "pos": parts["pos"]}
         if has_pos:
             self._note.show_text(f"Each token's vector is its embedding plus the encoding of its position "
