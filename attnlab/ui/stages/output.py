@@ -10,7 +10,7 @@ from PySide6 import QtWidgets
 
 from attnlab.engine.trace import Trace
 from attnlab.pipeline import Stage, ViewState
-from attnlab.ui.heatmap import elide_label, printable_label, tick_font
+from attnlab.ui.heatmap import cache_axis, elide_label, printable_label, tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
@@ -75,6 +75,9 @@ class OutputPanel(StagePanel):
         left.setTickFont(font)
         item.getAxis("bottom").setTickFont(tick_font())
         item.getAxis("bottom").enableAutoSIPrefix(False)
+        for axis in ("left", "bottom"):
+            cache_axis(item.getAxis(axis))
+        self._x_range: tuple[float, float] | None = None
         self._bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.72)
         self._plot.addItem(self._bars)
         self._values: list[pg.TextItem] = []
@@ -137,8 +140,11 @@ class OutputPanel(StagePanel):
             text.setVisible(visible)
             if visible:
                 v = float(values[i])
-                text.setText(f" {v:.1%}" if kind == "probs" else f" {v:.2f}")
-                text.setPos(max(v, 0.0), i)
+                label = f" {v:.1%}" if kind == "probs" else f" {v:.2f}"
+                if label != text.toPlainText():
+                    text.setText(label)
+                if (text.pos().x(), text.pos().y()) != (max(v, 0.0), i):
+                    text.setPos(max(v, 0.0), i)
         temperature = self.temperature
         if temperature is None and "logits" in trace and "probs" in trace:
             logits, probs = array(trace, "logits")[position], array(trace, "probs")[position]
@@ -177,11 +183,19 @@ class OutputPanel(StagePanel):
                            brushes=brushes, pens=[pg.mkPen(None)] * n)
         if kind == "probs":
             high = 1.0 if float(values.max(initial=0)) > 0.75 else float(values.max(initial=0)) * 1.3 + 1e-6
-            self._plot.setXRange(0.0, high, padding=0.02)
+            pad = 0.02 * high
+            x_range = (-pad, high + pad)
         else:
             lo, hi = float(min(values.min(initial=0), 0.0)), float(max(values.max(initial=0), 0.0))
             span = (hi - lo) or 1.0
-            self._plot.setXRange(lo - 0.05 * span, hi + 0.25 * span, padding=0)
+            x_range = (lo - 0.05 * span, hi + 0.25 * span)
+        old = self._x_range
+        # keep the axis while the new bars still fit and fill most of it: a toggle that barely moves the bars
+        # then redraws no axis and no grid
+        if old is None or x_range[0] < old[0] or x_range[1] > old[1] or \
+                (x_range[1] - x_range[0]) < 0.75 * (old[1] - old[0]):
+            self._x_range = x_range
+            self._plot.setXRange(*x_range, padding=0)
         self._plot.setYRange(-0.6, max(n, 1) - 0.4, padding=0)
 
     def _set_ticks(self, labels: list[str]) -> None:
