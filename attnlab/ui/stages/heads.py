@@ -130,6 +130,8 @@ class LinesPanel(StagePanel):
         while len(pool) < n:
             text = pg.TextItem("", anchor=anchor, color=foreground_color())
             text.setFont(note_font())
+            # token labels change only with the sentence: blit them from a pixel cache on every repaint
+            text.textItem.setCacheMode(QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
             self._plot.addItem(text)
             pool.append(text)
         return pool
