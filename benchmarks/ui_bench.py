@@ -95,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model: {model.name} — {cfg.arch}, d_model {cfg.d_model}, {cfg.n_heads} heads, "
           f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers; torch threads {torch.get_num_threads()}; "
           f"Qt platform {QApplication.platformName()}")
+    # other processes on the machine inflate every number: say how loaded it was, to compare runs fairly
+    print(f"load average at start (1/5/15 min): {' / '.join(f'{x:.2f}' for x in os.getloadavg())} "
+          f"on {os.cpu_count()} CPUs")
 
     window = MainWindow()
     window.show()
@@ -140,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         cells = "".join(f"{statistics.median(v):7.1f} /{pct(v, 0.95):6.1f}" for v in (compute, paint, total))
         print(f"{n:>6} {tokens:>8}  {key:<22}{cells}   {verdict}")
     window.close()
-    print(f"\n{len(rows) - failures} of {len(rows)} rows within the paint target.")
+    print(f"\n{len(rows) - failures} of {len(rows)} rows within the paint target; load average at the end "
+          f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}.")
     return 0
 
 
