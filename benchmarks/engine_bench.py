@@ -150,14 +150,16 @@ def main(argv=None) -> int:
     parser.add_argument("--repeat", type=int, default=1,
                         help="repeat each measurement, report the quietest repeat (for a shared machine)")
     parser.add_argument("--models", default="big,small", help="comma-separated subset of: big, small")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="torch threads (default: every core the machine has)")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.models.split(",")]
     unknown = [n for n in names if n not in MODELS]
-    if unknown or args.runs < 1 or args.repeat < 1:
+    if unknown or min(args.runs, args.repeat, args.threads) < 1:
         parser.error(f"unknown model(s) {unknown}; choose from {list(MODELS)}" if unknown
-                     else "--runs and --repeat must be at least 1")
+                     else "--runs, --repeat and --threads must be at least 1")
 
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(args.threads)
     lengths = (64,) if args.quick else (16, 64, 256)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch 1, median of {args.runs} "
           f"runs after {args.warmup} warm-up (quietest of {args.repeat} repeats); whole model on every "
