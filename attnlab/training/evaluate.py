@@ -76,12 +76,19 @@ def greedy_translate(model: LiveModel, sources: Sequence[str], max_new_tokens: i
 
 
 def exact_match(model: LiveModel, pairs) -> dict:
-    """Share of sentences whose greedy translation equals the reference, piece for piece."""
+    """Share of sentences whose greedy translation is the reference text, word for word ("exact_match"), and
+    the stricter share that also used the reference's own pieces ("exact_match_pieces": a model may spell a
+    word with other pieces, e.g. "attendu" "##s" where the tokenizer cuts "attend" "##us")."""
+    tok = model.tgt_tokenizer
     generated = greedy_translate(model, [p.src for p in pairs])
-    hits = [g == model.tgt_tokenizer.encode(p.tgt)[1] for g, p in zip(generated, pairs, strict=True)]
-    misses = [{"src": p.src, "reference": p.tgt, "output": model.tgt_tokenizer.decode(g)}
-              for g, p, ok in zip(generated, pairs, hits, strict=True) if not ok]
-    return {"exact_match": sum(hits) / max(len(hits), 1), "n": len(hits), "examples_of_errors": misses[:5]}
+    outputs = [tok.decode(g) for g in generated]
+    same_text = [o == p.tgt for o, p in zip(outputs, pairs, strict=True)]
+    same_pieces = [g == tok.encode(p.tgt)[1] for g, p in zip(generated, pairs, strict=True)]
+    misses = [{"src": p.src, "reference": p.tgt, "output": o}
+              for o, p, ok in zip(outputs, pairs, same_text, strict=True) if not ok]
+    n = max(len(pairs), 1)
+    return {"exact_match": round(sum(same_text) / n, 4), "exact_match_pieces": round(sum(same_pieces) / n, 4),
+            "n": len(pairs), "examples_of_errors": misses[:5]}
 
 
 # ---- translation: cross-attention alignment ----------------------------------------------------------
