@@ -98,3 +98,11 @@ def test_config_with_wrong_types_reports_instead_of_crashing():
 
     problems = MC.from_dict({"d_model": "16", "n_heads": 4}).problems()
     assert problems == ["d_model has the wrong type (str: '16')"]
+
+
+def test_decoder_only_generate_continues_the_prompt_given_as_src():
+    m = make("decoder-only")
+    first = next(m.generate("the black cat", max_new_tokens=3))
+    assert first["tgt.tokens"] == ["<s>", "the", "black", "cat"]
+    same = next(m.generate(prefix="the black cat", max_new_tokens=3))
+    assert torch.equal(first["probs"], same["probs"])

@@ -143,12 +143,17 @@ class LiveModel:
                  options: RunOptions | None = None) -> Iterator[Trace]:
         """Greedy decoding: yields a Trace per step; trace.info['generated'] holds the text so far.
 
+        Encoder-decoder: `src` is encoded and the decoder starts from `prefix`. Decoder-only: the prompt is
+        `prefix` (or `src` when no prefix is given), and 'generated' includes it.
+
         Stops after </s>, after max_new_tokens, or at the model's max length.
         """
         if not self.config.has_decoder:
             raise ValueError("an encoder-only model has no decoder to generate with")
         options = options or RunOptions()
         tok = self.tgt_tokenizer
+        if not self.config.has_encoder and src and not prefix:  # a decoder-only model's prompt is its prefix
+            src, prefix = None, src
         ids = list(tok.encode(prefix)[1])
         for _ in range(max_new_tokens):
             trace = self.trace(src=src, tgt=list(ids), options=options)
