@@ -66,6 +66,10 @@ class MainWindow(QMainWindow):
         self.panel_stack.addWidget(self.placeholder)
         self.explanation = QTextBrowser(objectName="explanation", openExternalLinks=True)
         self.explanation.setMinimumHeight(90)
+        # always on: re-setting the HTML empties the document for a moment, and an as-needed bar would
+        # vanish and come back, resizing the viewport (and relaying out the text) twice per toggle
+        self.explanation.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
+        self._explanation_html = ""
         stage_area = QWidget()
         box = QVBoxLayout(stage_area)
         box.setContentsMargins(8, 4, 8, 0)
@@ -108,6 +112,10 @@ class MainWindow(QMainWindow):
         self.notice_label = QLabel(objectName="noticeLabel")
         self.busy = QProgressBar(objectName="busyIndicator", minimum=0, maximum=0, maximumWidth=120,
                                  textVisible=False, visible=False)
+        # room for the widest timing up front: a label that grows and shrinks with its digits relays out
+        # the whole status bar on every toggle
+        widest = "compute 8888.8 ms · paint 8888.8 ms"
+        self.timing_label.setMinimumWidth(self.timing_label.fontMetrics().horizontalAdvance(widest) + 8)
         bar = self.statusBar()
         for w in (self.device_label, self.timing_label, self.tokens_label):
             bar.addPermanentWidget(w)
@@ -225,7 +233,10 @@ class MainWindow(QMainWindow):
         self.panel_stack.setCurrentWidget(panel)
         panel.show_stage(trace, stage, s.view)
         if self._shown[:2] != (id(trace), stage.key):
-            self.explanation.setHtml(explanation_for(stage, trace))
+            html = explanation_for(stage, trace)
+            if html != self._explanation_html:  # same text after a toggle: keep the laid-out document
+                self._explanation_html = html
+                self.explanation.setHtml(html)
             self.stage_title.setText(f"<b>{stage.group}</b> · {stage.title}")
             self.stage_shapes.setText(shape_text(trace, stage))
         self._shown = (id(trace), stage.key)
@@ -267,10 +278,12 @@ class MainWindow(QMainWindow):
                             "the model has never seen them, so expect meaningless output.")
         lines = warnings or ([CLASSROOM_NOTE.format(what=classroom_description(meta["classroom_model"]))]
                              if meta.get("classroom_model") else [])
-        self.banner.setText("\n".join(dict.fromkeys(lines)))
-        self.banner.setProperty("level", "warning" if warnings else "info")
-        self.banner.style().unpolish(self.banner)
-        self.banner.style().polish(self.banner)
+        text, level = "\n".join(dict.fromkeys(lines)), "warning" if warnings else "info"
+        self.banner.setText(text)
+        if self.banner.property("level") != level:  # re-polishing restyles (and repaints) the window
+            self.banner.setProperty("level", level)
+            self.banner.style().unpolish(self.banner)
+            self.banner.style().polish(self.banner)
         self.banner.setVisible(bool(lines))
 
     def set_dark(self, dark: bool) -> None:

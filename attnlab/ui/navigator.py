@@ -46,10 +46,22 @@ class StageNavigator(QTreeWidget):
 
     # ---- content ---------------------------------------------------------------------------------------
     def set_stages(self, stages: list[Stage], current: str | None) -> None:
-        """Show these stages (rebuilt only when the list changed) and select `current`."""
+        """Show these stages (rebuilt only when the keys or groups changed; titles are renamed in place)
+        and select `current`."""
         signature = tuple((s.key, s.title, s.group) for s in stages)
-        if signature != self._signature:
-            self._signature = signature
+        if signature == self._signature:  # the usual case after a toggle: nothing to do
+            self.select(current)
+            return
+        same_rows = [(k, g) for k, _t, g in signature] == [(k, g) for k, _t, g in self._signature]
+        self._signature = signature
+        if same_rows:
+            for number, stage in enumerate(stages, 1):
+                item = self._items[stage.key]
+                text = f"{number:>2}. {short_title(stage.title)}"
+                if item.text(0) != text:
+                    item.setText(0, text)
+                    item.setToolTip(0, f"{stage.title}\n{stage.key}")
+        else:
             self.blockSignals(True)
             self.clear()
             self._items.clear()

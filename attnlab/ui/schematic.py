@@ -53,6 +53,7 @@ class Schematic(QWidget):
         self.lines: list[tuple[list[QPointF], str, bool]] = []  # (polyline, colour, arrow at end)
         self.texts: list[tuple[QRectF, str, int]] = []  # (rect, text, alignment)
         self.height_ = 200.0
+        self._drawn: tuple | None = None  # the state the current layout was made from
 
     # ---- state -----------------------------------------------------------------------------------------
     def set_model(self, config: ModelConfig | None, options: RunOptions) -> None:
@@ -83,7 +84,20 @@ class Schematic(QWidget):
         return None
 
     # ---- layout ----------------------------------------------------------------------------------------
+    def drawn_state(self) -> tuple:
+        """Everything the drawing depends on: a toggle that changes none of it (heads, scaling,
+        temperature, …) leaves the schematic alone."""
+        cfg, opts = self.config, self.options
+        if cfg is None:
+            return (None,)
+        return (cfg, self.current, self.layer["enc"], self.layer["dec"], opts.effective_norm_first(cfg),
+                opts.residual, opts.positional, opts.is_causal("enc.0.self"), opts.is_causal("dec.0.self"))
+
     def _relayout(self) -> None:
+        state = self.drawn_state()
+        if state == self._drawn:
+            return
+        self._drawn = state
         self.items, self.lines, self.texts = [], [], []
         cfg = self.config
         if cfg is None:
