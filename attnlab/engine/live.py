@@ -17,10 +17,6 @@ from attnlab.engine.tokenizer import BOS, EOS, PAD, Tokenizer
 from attnlab.engine.trace import Recorder, Trace
 
 
-class GPUOutOfMemory(RuntimeError):
-    """The GPU ran out of memory; the run was repeated on the CPU."""
-
-
 def pick_device(requested: str) -> torch.device:
     if requested == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("CUDA was requested but no CUDA GPU is available; choose 'cpu' or 'auto'")
