@@ -258,6 +258,14 @@ class _SiteVectorPanel(StagePanel):
     def shown_data(self) -> dict:
         return dict(self._data)
 
+    def _lacks(self, trace: Trace, name: str, what: str) -> bool:
+        """True (after showing why) when the trace has no `name` to draw."""
+        if _need(self._map, trace, [name], what):
+            return False
+        self._note.show_text("")
+        self._data = dict(self._map.record)
+        return True
+
 
 class ContextPanel(_SiteVectorPanel):
     """weights · V of the selected head: [Tq × d_k]."""
@@ -266,9 +274,7 @@ class ContextPanel(_SiteVectorPanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site = stage.site or ""
-        if not _need(self._map, trace, [f"{site}.context"], "The context (weights · V)"):
-            self._note.show_text("")
-            self._data = dict(self._map.record)
+        if self._lacks(trace, f"{site}.context", "The context (weights · V)"):
             return
         sv = SiteView(trace, site, view)
         ctx = array(trace, f"{site}.context")[sv.head]  # [Tq, d_k]
@@ -296,9 +302,7 @@ class ConcatPanel(_SiteVectorPanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site = stage.site or ""
-        if not _need(self._map, trace, [f"{site}.concat"], "The concatenated heads"):
-            self._note.show_text("")
-            self._data = dict(self._map.record)
+        if self._lacks(trace, f"{site}.concat", "The concatenated heads"):
             return
         sv = SiteView(trace, site, view)
         concat = array(trace, f"{site}.concat")  # [Tq, d]
@@ -339,9 +343,7 @@ class AttentionOutputPanel(_SiteVectorPanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site = stage.site or ""
-        if not _need(self._map, trace, [f"{site}.out"], "The attention output"):
-            self._note.show_text("")
-            self._data = dict(self._map.record)
+        if self._lacks(trace, f"{site}.out", "The attention output"):
             return
         sv = SiteView(trace, site, view)
         out = array(trace, f"{site}.out")  # [Tq, d]
