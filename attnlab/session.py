@@ -349,13 +349,18 @@ class Session(QObject):
         self._submit("trace", run)
 
     def load_async(self, factory, path: str | None = None, src: str | None = None, tgt: str | None = None,
-                   prefix: bool = False) -> None:
+                   prefix: bool = False, remembered: tuple[str, str] | None = None) -> None:
         """Build a model with `factory()` on the worker thread, then open it (on failure: `modelFailed`).
 
-        With `prefix`, the decoder input starts as the model's own greedy translation (minus a token)."""
+        With `prefix`, the decoder input starts as the model's own greedy translation (minus a token).
+        `remembered` = (model name, sentence) from the last session: used when no `src` is given and the
+        model has that name (an English sentence is no example for a French language model)."""
         def run():
             model = factory()
-            text = example_sentence(model) if src is None else src
+            text = src
+            if text is None and remembered and remembered[0] == model.name:
+                text = remembered[1]
+            text = example_sentence(model) if text is None else text
             start = tgt if tgt is not None else (default_prefix(model, text) if prefix else "")
             return model, text, start, path
 

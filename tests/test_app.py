@@ -449,6 +449,7 @@ def test_theme_and_layout_are_remembered(qtbot, win):
     settings = appsettings.make_settings()
     assert appsettings.read_bool(settings, appsettings.DARK)
     assert settings.value(appsettings.LAST_SENTENCE) == "the black cat sees the dog"
+    assert settings.value(appsettings.LAST_SENTENCE_MODEL) == win.session.model.name
     again = MainWindow()
     qtbot.addWidget(again)
     again.show()

@@ -15,7 +15,7 @@ from attnlab.engine.model import Transformer  # noqa: E402
 from attnlab.engine.options import RunOptions  # noqa: E402
 from attnlab.engine.tokenizer import EOS, WordTokenizer  # noqa: E402
 from attnlab.pipeline import stages_for  # noqa: E402
-from attnlab.session import Session, pick_stage, real_length, shape_text, stage_tensors  # noqa: E402
+from attnlab.session import Session, example_sentence, pick_stage, real_length, shape_text, stage_tensors  # noqa: E402
 
 TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien", "dog bites man"]
 WAIT = 10000
@@ -226,3 +226,14 @@ def test_loading_a_model_off_thread_opens_it_with_a_greedy_prefix(qtbot, session
     greedy = other.translate("the black cat", max_new_tokens=13).split()
     assert session.tgt.split() == greedy[: max(1, min(len(greedy) - 1, 12))]
     assert session.options == RunOptions()
+
+
+def test_the_remembered_sentence_is_reused_only_for_the_model_it_was_typed_for(qtbot, session):
+    open_model(qtbot, session)
+    other = tiny_model(seed=3)
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.load_async(lambda: other, remembered=(other.name, "the dog sees the cat"))
+    assert session.src == "the dog sees the cat"
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.load_async(lambda: other, remembered=("some other model", "le chat dort"))
+    assert session.src == example_sentence(other)

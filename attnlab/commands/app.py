@@ -72,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
             lambda _t: print(f"trace ready after {seconds_since_start():.2f} s", file=sys.stderr))
 
     window.show()
-    src = args.src if args.src is not None else (settings.value(appsettings.LAST_SENTENCE) or None)
+    src = args.src
+    last = settings.value(appsettings.LAST_SENTENCE) or None
+    remembered = (str(settings.value(appsettings.LAST_SENTENCE_MODEL) or ""), str(last)) if last else None
     if args.checkpoint:
         path = args.checkpoint
 
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
             return load_bundled(name)
 
-    window.start(loader, src=src, tgt=args.tgt, stage=args.stage, path=path)
+    window.start(loader, src=src, tgt=args.tgt, stage=args.stage, path=path, remembered=remembered)
     window.session.modelFailed.connect(lambda _m: window.session.model is None and _fallback(window))
     return app.exec()
 

@@ -21,6 +21,7 @@ ICON = Path(__file__).resolve().parents[2] / "packaging" / "attnlab.svg"  # pres
 # Keys of the settings store
 GEOMETRY, WINDOW_STATE, DARK = "window/geometry", "window/state", "view/dark"
 LAST_SENTENCE, LAST_CHECKPOINT, RECENT = "session/lastSentence", "session/lastCheckpoint", "files/recent"
+LAST_SENTENCE_MODEL = "session/lastSentenceModel"  # the model name the last sentence was typed for
 
 
 def make_settings() -> QSettings:

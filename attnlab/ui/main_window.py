@@ -407,13 +407,15 @@ class MainWindow(QMainWindow):
         st.setValue(appsettings.WINDOW_STATE, self.saveState())
         if self.session.src:
             st.setValue(appsettings.LAST_SENTENCE, self.session.src)
+            if self.session.model is not None:
+                st.setValue(appsettings.LAST_SENTENCE_MODEL, self.session.model.name)
         st.sync()
         self.errors.uninstall()
         self.session.shutdown()
         super().closeEvent(event)
 
     def start(self, loader, src: str | None = None, tgt: str | None = None, stage: str | None = None,
-              path: str | None = None) -> None:
+              path: str | None = None, remembered: tuple[str, str] | None = None) -> None:
         """Once the window has painted: build the model with `loader()` off the GUI thread and trace `src`.
 
         Waiting for the first paint matters: importing torch on the worker holds the GIL for about a second,
@@ -421,7 +423,7 @@ class MainWindow(QMainWindow):
         if stage:
             self.session.stage_key = stage
         self._pending_start = lambda: self.session.load_async(loader, path=path, src=src, tgt=tgt,
-                                                              prefix=tgt is None)
+                                                              prefix=tgt is None, remembered=remembered)
         self.installEventFilter(self)
         QTimer.singleShot(FIRST_PAINT_WAIT_MS, self._run_pending_start)  # in case no paint comes (hidden)
 
