@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from attnlab.pipeline import Stage, ViewState
 
 EXAMPLE_SENTENCE = "the black cat sees the small dog"
+EXAMPLE_SENTENCES = (EXAMPLE_SENTENCE, "le chat noir voit le petit chien")  # English, then French
 DEBOUNCE_MS = 150  # typing pause before a re-trace
 MAX_PREFIX_TOKENS = 12  # the greedy decoder prefix shown at start-up
 RANDOM_PREFIX_TOKENS = 3  # a random model's "translation" is noise: keep it short
@@ -48,7 +49,14 @@ def configure_torch() -> int:
 
 
 def example_sentence(model: LiveModel) -> str:
-    return str(model.metadata.get("example") or EXAMPLE_SENTENCE)
+    """The model's own example, else the first built-in one its vocabulary covers (no <unk>)."""
+    if model.metadata.get("example"):
+        return str(model.metadata["example"])
+    tokenizer = model.src_tokenizer if model.config.has_encoder else model.tgt_tokenizer
+    for sentence in EXAMPLE_SENTENCES:
+        if tokenizer is not None and tokenizer.unk_id not in tokenizer.encode(sentence)[1]:
+            return sentence
+    return EXAMPLE_SENTENCE
 
 
 def default_prefix(model: LiveModel, src: str) -> str:

@@ -237,3 +237,14 @@ def test_the_remembered_sentence_is_reused_only_for_the_model_it_was_typed_for(q
     with qtbot.waitSignal(session.traceReady, timeout=WAIT):
         session.load_async(lambda: other, remembered=("some other model", "le chat dort"))
     assert session.src == example_sentence(other)
+
+
+def test_the_example_sentence_is_one_the_model_can_read():
+    import attnlab
+    from attnlab.checkpoints.bundled import bundled_path
+
+    if not bundled_path("language").exists():
+        pytest.skip("the bundled language model is not in resources/")
+    french_only = attnlab.load_bundled("language")
+    assert example_sentence(french_only) == "le chat noir voit le petit chien"
+    assert example_sentence(tiny_model()) == "the black cat sees the small dog"
