@@ -437,7 +437,7 @@ class Session(QObject):
         self.stages = stages_for(trace)
         stage = pick_stage(self.stages, self.stage_key)
         self.stage_key = stage.key if stage else None
-        heads = int(trace.info.get("n_heads", 1))
+        heads = trace.n_heads
         if self.view.head >= heads:
             self.set_view(head=0)
         self.traceReady.emit(trace)

@@ -57,7 +57,7 @@ def test_ten_thousand_toggles_and_repaints(qtbot, tmp_path, monkeypatch):
         if step % 10 == 0:
             stage_index += 7
         stage = trace_stages[stage_index % len(trace_stages)]
-        heads = int(trace.info["n_heads"])
+        heads = trace.n_heads
         if step % WINDOW_EVERY == 0:  # the whole window, as after a real traceReady
             s.trace, s.stages, s.stage_key = trace, trace_stages, stage.key
             s.set_view(head=step % heads, colormap=COLORMAPS[(step // WINDOW_EVERY) % len(COLORMAPS)])

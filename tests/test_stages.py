@@ -133,7 +133,7 @@ def check_stage(trace, stage, data, view):
         np.testing.assert_array_equal(data["after"]["matrix"], np_(trace, f"{prefix}.out"))
         np.testing.assert_array_equal(data["mean"], np_(trace, f"{prefix}.mean"))
         np.testing.assert_array_equal(data["var"], np_(trace, f"{prefix}.var"))
-        assert data["norm"] == trace.info["norm"]
+        assert data["norm"] == trace.options.norm
     elif kind == "ffn":
         hidden = np_(trace, f"{stage.layer}.ffn.hidden")
         np.testing.assert_array_equal(data["hidden"]["matrix"], hidden)

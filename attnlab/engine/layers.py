@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnlab.engine import names
 from attnlab.engine.positional import apply_rotary
 from attnlab.engine.trace import Recorder
 
@@ -34,12 +35,12 @@ def attention_steps(q, k, v, mask, scale: bool, rec: Recorder, prefix: str, *, b
         weights = weights.nan_to_num(0.0)  # rows with no allowed key: NaN -> 0
     context = weights @ v  # [B, H, Tq, dk]
     if rec.enabled:
-        rec(f"{prefix}.scores", scores)
-        rec(f"{prefix}.scaled", scaled)
-        rec(f"{prefix}.mask", mask[0, 0], batched=False)
-        rec(f"{prefix}.masked", masked)
-        rec(f"{prefix}.weights", weights)
-        rec(f"{prefix}.context", context)
+        rec(names.site_entry(prefix, "scores"), scores)
+        rec(names.site_entry(prefix, "scaled"), scaled)
+        rec(names.site_entry(prefix, "mask"), mask[0, 0], batched=False)
+        rec(names.site_entry(prefix, "masked"), masked)
+        rec(names.site_entry(prefix, "weights"), weights)
+        rec(names.site_entry(prefix, "context"), context)
     return context
 
 
@@ -106,9 +107,9 @@ class MultiHeadAttention(nn.Module):
             q = apply_rotary(q, cos[:Tq], sin[:Tq])
             k = apply_rotary(k, cos[:Tk], sin[:Tk])
         if rec.enabled:
-            rec(f"{prefix}.q", q)
-            rec(f"{prefix}.k", k)
-            rec(f"{prefix}.v", v)
+            rec(names.site_entry(prefix, "q"), q)
+            rec(names.site_entry(prefix, "k"), k)
+            rec(names.site_entry(prefix, "v"), v)
             context = attention_steps(q, k, v, mask.additive, scale, rec, prefix,
                                       blocked_rows=mask.blocked_rows, mask_is_zero=mask.blocks_nothing)
         elif mask.blocks_nothing or mask.causal_only:
@@ -118,8 +119,8 @@ class MultiHeadAttention(nn.Module):
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
         out = self.w_o(concat)  # [B, Tq, d]
         if rec.enabled:
-            rec(f"{prefix}.concat", concat)
-            rec(f"{prefix}.out", out)
+            rec(names.site_entry(prefix, "concat"), concat)
+            rec(names.site_entry(prefix, "out"), out)
         return out
 
 
@@ -132,14 +133,15 @@ class FeedForward(nn.Module):
         self.lin2 = nn.Linear(d_ff, d_model, bias=bias)
         self.activation = activation
 
-    def forward(self, x, rec: Recorder, prefix: str):
+    def forward(self, x, rec: Recorder, layer_name: str):
+        """x [B, T, d] -> [B, T, d]; records under names.ffn_entry(layer_name, ...)."""
         pre = self.lin1(x)  # [B, T, d_ff]
         hidden = F.relu(pre) if self.activation == "relu" else F.gelu(pre)  # [B, T, d_ff]
         out = self.lin2(hidden)  # [B, T, d]
         if rec.enabled:
-            rec(f"{prefix}.pre", pre)
-            rec(f"{prefix}.hidden", hidden)
-            rec(f"{prefix}.out", out)
+            rec(names.ffn_entry(layer_name, "pre"), pre)
+            rec(names.ffn_entry(layer_name, "hidden"), hidden)
+            rec(names.ffn_entry(layer_name, "out"), out)
         return out
 
 
@@ -152,15 +154,16 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model))
         self.eps = eps
 
-    def forward(self, x, rec: Recorder, prefix: str):
+    def forward(self, x, rec: Recorder, name: str):
+        """x [B, T, d] -> [B, T, d]; records its input, statistics and output under `name` ('enc.0.norm1')."""
         if not rec.enabled:
             return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
         # one fused pass gives the output [B, T, d] and the statistics it used: mean and 1/sqrt(var + eps),
         # each [B, T, 1]
         out, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
         var = rstd.pow(-2).sub_(self.eps).clamp_min_(0.0)  # [B, T, 1], the biased variance
-        rec(f"{prefix}.in", x)
-        rec(f"{prefix}.mean", mean.squeeze(-1))
-        rec(f"{prefix}.var", var.squeeze(-1))
-        rec(f"{prefix}.out", out)
+        rec(names.norm_entry(name, "in"), x)
+        rec(names.norm_entry(name, "mean"), mean.squeeze(-1))
+        rec(names.norm_entry(name, "var"), var.squeeze(-1))
+        rec(names.norm_entry(name, "out"), out)
         return out

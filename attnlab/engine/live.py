@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import torch
 
+from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
@@ -103,35 +104,30 @@ class LiveModel:
         src_ids = src_pad = tgt_ids = tgt_pad = None
         if self.config.has_encoder:
             pieces, ids, n_real = self._side(src, "src", options.pad_to, notices)
-            rec.tokens("src.tokens", pieces)
+            rec.tokens(names.side_entry("src", "tokens"), pieces)
             src_ids = torch.tensor([ids], device=device)  # [1, S]
             src_pad = (torch.arange(len(ids), device=device) >= n_real)[None]  # [1, S]
-            rec("src.ids", src_ids)
+            rec(names.side_entry("src", "ids"), src_ids)
         if self.config.has_decoder:
             pieces, ids, n_real = self._side(tgt, "tgt", options.pad_to, notices)
-            rec.tokens("tgt.tokens", pieces)
+            rec.tokens(names.side_entry("tgt", "tokens"), pieces)
             tgt_ids = torch.tensor([ids], device=device)  # [1, T]
             tgt_pad = (torch.arange(len(ids), device=device) >= n_real)[None]  # [1, T]
-            rec("tgt.ids", tgt_ids)
+            rec(names.side_entry("tgt", "ids"), tgt_ids)
         start = time.perf_counter()
         logits = self.module(src_ids, tgt_ids, options=options, rec=rec, src_pad=src_pad, tgt_pad=tgt_pad)
         probs = torch.softmax(logits[0] / options.temperature, dim=-1)  # [T, V]
-        rec("probs", probs, batched=False)
+        rec(names.PROBS, probs, batched=False)
         entries = rec.finish()
         if not options.record:  # the fast path still returns what the output panel needs
-            entries["logits"] = logits[0].float().cpu()
-            entries["probs"] = probs.float().cpu()
-        info = {
-            "device": str(device), "arch": self.config.arch, "model": self.name,
-            "n_heads": options.effective_heads(self.config),
-            "norm": "pre" if options.effective_norm_first(self.config) else "post",
-            "compute_ms": (time.perf_counter() - start) * 1000.0,
-        }
-        return Trace(entries, notices, info)
+            entries[names.LOGITS] = logits[0].float().cpu()
+            entries[names.PROBS] = probs.float().cpu()
+        info = {"device": str(device), "model": self.name, "compute_ms": (time.perf_counter() - start) * 1000.0}
+        return Trace(entries, notices, info, config=self.config, options=options.resolved(self.config))
 
     def next_token(self, trace: Trace) -> tuple[int, str]:
         """The most probable next token after the last decoder position."""
-        i = int(trace["probs"][-1].argmax())
+        i = int(trace[names.PROBS][-1].argmax())
         tok = self.tgt_tokenizer if self.config.has_decoder else self.src_tokenizer
         return i, tok.id_to_token(i)
 

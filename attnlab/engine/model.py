@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.layers import NEG_INF, AttentionMask, FeedForward, LayerNorm, MultiHeadAttention
 from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
@@ -43,17 +44,17 @@ class RunContext:
         return F.dropout(x, self.dropout, training=True) if self.dropout > 0 else x
 
 
-def residual_block(x, sublayer, norm: LayerNorm, ctx: RunContext, prefix: str, n: int):
-    """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x)).  Records `{prefix}.resid{n}`."""
+def residual_block(x, sublayer, norm: LayerNorm, ctx: RunContext, layer_name: str, n: int):
+    """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x)).  Records names.resid(layer, n)."""
     if ctx.norm_first:
-        h = ctx.drop(sublayer(norm(x, ctx.rec, f"{prefix}.norm{n}")))
+        h = ctx.drop(sublayer(norm(x, ctx.rec, names.norm(layer_name, n))))
         y = x + h if ctx.residual else h
-        ctx.rec(f"{prefix}.resid{n}", y)
+        ctx.rec(names.resid(layer_name, n), y)
         return y
     h = ctx.drop(sublayer(x))
     y = x + h if ctx.residual else h
-    ctx.rec(f"{prefix}.resid{n}", y)
-    return norm(y, ctx.rec, f"{prefix}.norm{n}")
+    ctx.rec(names.resid(layer_name, n), y)
+    return norm(y, ctx.rec, names.norm(layer_name, n))
 
 
 def build_mask(site: str, Tq: int, Tk: int, key_pad, ctx: RunContext, device, dtype=None) -> torch.Tensor:
@@ -157,11 +158,12 @@ class EncoderLayer(nn.Module):
         """x [B, S, d] -> [B, S, d]"""
 
         def attend(h):
-            return self.self_attn(h, h, mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec, f"{prefix}.self")
+            return self.self_attn(h, h, mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec,
+                                  names.site(prefix, "self"))
 
         x = residual_block(x, attend, self.norm1, ctx, prefix, 1)
-        x = residual_block(x, lambda h: self.ffn(h, ctx.rec, f"{prefix}.ffn"), self.norm2, ctx, prefix, 2)
-        ctx.rec(f"{prefix}.out", x)
+        x = residual_block(x, lambda h: self.ffn(h, ctx.rec, prefix), self.norm2, ctx, prefix, 2)
+        ctx.rec(names.layer_out(prefix), x)
         return x
 
 
@@ -180,11 +182,11 @@ class DecoderLayer(nn.Module):
 
         def attend_self(h):
             return self.self_attn(h, h, self_mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec,
-                                  f"{prefix}.self")
+                                  names.site(prefix, "self"))
 
         def attend_memory(h):  # queries from the decoder, keys and values from the encoder; no rotation
             return self.cross_attn(h, memory, cross_mask, ctx.n_heads, ctx.scale, None, ctx.rec,
-                                   f"{prefix}.cross")
+                                   names.site(prefix, "cross"))
 
         y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)
         n = 2
@@ -192,8 +194,8 @@ class DecoderLayer(nn.Module):
             y = residual_block(y, attend_memory, self.norm2, ctx, prefix, 2)
             n = 3
         norm = self.norm3 if self.cross_attn is not None else self.norm2
-        y = residual_block(y, lambda h: self.ffn(h, ctx.rec, f"{prefix}.ffn"), norm, ctx, prefix, n)
-        ctx.rec(f"{prefix}.out", y)
+        y = residual_block(y, lambda h: self.ffn(h, ctx.rec, prefix), norm, ctx, prefix, n)
+        ctx.rec(names.layer_out(prefix), y)
         return y
 
 
@@ -240,14 +242,14 @@ class Transformer(nn.Module):
         x = table(ids)  # [B, T, d]
         if cfg.scale_embedding:
             x = x * math.sqrt(cfg.d_model)
-        ctx.rec(f"{side}.embed", x)
+        ctx.rec(names.side_entry(side, "embed"), x)
         T = ids.shape[1]
         if ctx.options.positional and cfg.positional in ("sinusoidal", "learned"):
             table = self.sinusoid if cfg.positional == "sinusoidal" else getattr(self, f"{side}_pos").weight
             pos = table[:T]  # [T, d]
-            ctx.rec(f"{side}.pos", pos, batched=False)
+            ctx.rec(names.side_entry(side, "pos"), pos, batched=False)
             x = x + pos
-        ctx.rec(f"{side}.input", x)
+        ctx.rec(names.side_entry(side, "input"), x)
         return ctx.drop(x)
 
     def encode(self, src_ids, src_pad, ctx: RunContext):
@@ -256,10 +258,11 @@ class Transformer(nn.Module):
         S = src_ids.shape[1]
         src_keys = padded_keys(src_pad, ctx.options)
         for i, layer in enumerate(self.encoder):
-            x = layer(x, ctx.masks(f"enc.{i}.self", S, S, src_keys), ctx, f"enc.{i}")
+            layer_name = names.layer("enc", i)
+            x = layer(x, ctx.masks(names.site(layer_name, "self"), S, S, src_keys), ctx, layer_name)
         if self.enc_norm is not None:
-            x = self.enc_norm(x, ctx.rec, "enc.norm")
-        ctx.rec("enc.out", x)
+            x = self.enc_norm(x, ctx.rec, names.stack_norm("enc"))
+        ctx.rec(names.stack_out("enc"), x)
         return x
 
     def decode(self, tgt_ids, tgt_pad, memory, src_pad, ctx: RunContext):
@@ -269,14 +272,15 @@ class Transformer(nn.Module):
         tgt_keys = padded_keys(tgt_pad, ctx.options)
         src_keys = padded_keys(src_pad, ctx.options) if memory is not None else None
         for i, layer in enumerate(self.decoder):
-            self_mask = ctx.masks(f"dec.{i}.self", T, T, tgt_keys)
+            layer_name = names.layer("dec", i)
+            self_mask = ctx.masks(names.site(layer_name, "self"), T, T, tgt_keys)
             cross_mask = None
             if memory is not None:
-                cross_mask = ctx.masks(f"dec.{i}.cross", T, memory.shape[1], src_keys)
-            y = layer(y, memory, self_mask, cross_mask, ctx, f"dec.{i}")
+                cross_mask = ctx.masks(names.site(layer_name, "cross"), T, memory.shape[1], src_keys)
+            y = layer(y, memory, self_mask, cross_mask, ctx, layer_name)
         if self.dec_norm is not None:
-            y = self.dec_norm(y, ctx.rec, "dec.norm")
-        ctx.rec("dec.out", y)
+            y = self.dec_norm(y, ctx.rec, names.stack_norm("dec"))
+        ctx.rec(names.stack_out("dec"), y)
         return y
 
     def project(self, h):
@@ -302,7 +306,7 @@ class Transformer(nn.Module):
         memory = self.encode(src_ids, src_pad, ctx) if self.config.has_encoder else None
         h = self.decode(tgt_ids, tgt_pad, memory, src_pad, ctx) if self.config.has_decoder else memory
         logits = self.project(h)
-        rec("logits", logits)
+        rec(names.LOGITS, logits)
         return logits
 
     def checkpoint_tensors(self) -> dict[str, torch.Tensor]:

@@ -6,23 +6,20 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
+from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 
 NormPlacement = Literal["trained", "pre", "post"]
 Device = Literal["auto", "cpu", "cuda"]
 
-# Attention-site kinds; a site name is "<stack>.<layer>.<kind>", e.g. "dec.0.cross".
-SITE_KINDS = ("enc.self", "dec.self", "dec.cross")
+SITE_KINDS = names.SITE_KINDS  # re-exported: the kinds a causal toggle or a per-kind mask names
 
 
 class OptionsError(ValueError):
     """A combination of toggles that cannot run on this model; the message says why."""
 
 
-def site_kind(site: str) -> str:
-    """'dec.2.cross' -> 'dec.cross'."""
-    stack, _layer, kind = site.split(".")
-    return f"{stack}.{kind}"
+site_kind = names.site_kind  # re-exported for callers that only know the options module
 
 
 @dataclass(frozen=True)
@@ -76,6 +73,12 @@ class RunOptions:
             if k == site or (not exact and k == kind):
                 cells |= v
         return frozenset(cells)
+
+    def resolved(self, config: ModelConfig) -> RunOptions:
+        """These options with every "as trained" default made explicit for `config`: the norm placement
+        ("pre"/"post") and the head count. What a Trace carries, so nobody infers them again."""
+        return self.replace(norm="pre" if self.effective_norm_first(config) else "post",
+                            n_heads=self.effective_heads(config))
 
     def effective_norm_first(self, config: ModelConfig) -> bool:
         return config.norm_first if self.norm == "trained" else self.norm == "pre"

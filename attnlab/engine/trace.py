@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from attnlab.engine.config import ModelConfig
+    from attnlab.engine.options import RunOptions
 
 
 class Recorder:
@@ -49,13 +54,31 @@ class Trace:
     """What one run computed. `trace["enc.0.self.weights"]` is a [heads, tgt, src] float32 CPU tensor.
 
     Token lists (`src.tokens`, `tgt.tokens`) are lists of str; `*.ids` are int64; everything else float32.
-    `notices` holds human-readable remarks about the run (truncation, fallbacks); `info` holds facts about
-    it (device, heads, norm placement, timings).
+    `config` is the model's ModelConfig and `options` the RunOptions that made this run, resolved (the norm
+    placement is "pre" or "post", `n_heads` is set): read facts about the run there, never infer them from the
+    numbers. `notices` holds human-readable remarks about the run (truncation, fallbacks); `info` holds facts
+    about where and how fast it ran (device, timings) and what generation added (next token, text so far).
     """
 
     entries: OrderedDict[str, torch.Tensor | list[str]] = field(default_factory=OrderedDict)
     notices: list[str] = field(default_factory=list)
     info: dict = field(default_factory=dict)
+    config: ModelConfig | None = None
+    options: RunOptions | None = None
+
+    @property
+    def n_heads(self) -> int:
+        """Heads of this run (the re-split count when the head toggle is set)."""
+        if self.options is not None and self.options.n_heads:
+            return self.options.n_heads
+        return self.config.n_heads if self.config is not None else 1
+
+    @property
+    def norm_first(self) -> bool:
+        """Whether this run placed each LayerNorm before its sub-layer (pre-norm)."""
+        if self.options is not None and self.options.norm in ("pre", "post"):
+            return self.options.norm == "pre"
+        return bool(self.config is not None and self.config.norm_first)
 
     def __getitem__(self, name: str):
         try:
@@ -87,7 +110,9 @@ class Trace:
 
     def sites(self) -> list[str]:
         """Attention sites in run order, e.g. ['enc.0.self', ..., 'dec.0.self', 'dec.0.cross', ...]."""
-        return [n[: -len(".weights")] for n in self.entries if n.endswith(".weights")]
+        from attnlab.engine import names
+
+        return [site for n in self.entries if n.endswith(".weights") and (site := names.site_of(n))]
 
     def save_npz(self, path) -> None:
         """Every entry under its dotted name; token lists as unicode arrays (loadable without pickle)."""

@@ -241,7 +241,7 @@ def _addnorm(stage: Stage, trace: Trace) -> str:
     layer, n = stage.layer or "", stage.norm or 1
     sub = _SUBLAYER_WORDS[sublayer_output(trace, layer, n).split(".")[2]]
     shape = _shape(trace, f"{layer}.norm{n}.out") or (0, 0)
-    pre = trace.info.get("norm") == "pre"
+    pre = trace.norm_first
     placement = (f"Pre-norm in this run: LayerNorm comes BEFORE the {sub}, x + {sub}(LayerNorm(x)), so the "
                  "residual path carries x through untouched (as in GPT-2 and most recent models)." if pre else
                  f"Post-norm in this run: LayerNorm comes AFTER the sum, LayerNorm(x + {sub}(x)), as in the "

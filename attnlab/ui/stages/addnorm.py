@@ -115,7 +115,7 @@ class AddNormPanel(StagePanel):
             self._stack.show_message(self._data["message"])
             return
         self._stack.show_content()
-        norm = trace.info.get("norm", "post")
+        norm = "pre" if trace.norm_first else "post"
         side = layer_side(layer)
         x_in, x_out = array(trace, f"{prefix}.in"), array(trace, f"{prefix}.out")  # [T, d] each
         labels = tokens(trace, side, x_in.shape[0])

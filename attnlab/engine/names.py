@@ -1,0 +1,174 @@
+"""The one place that builds every trace name, and the words people read for each.
+
+A trace name is dotted: `src.tokens`, `enc.0.self.weights`, `dec.1.norm3.mean`, `dec.0.ffn.hidden`, `logits`.
+The engine records through these functions; the stage list, the panels and the explanations read through
+them too, so a name is spelled once. `tests/golden/` pins the ordered lists a run produces.
+
+Vocabulary:
+- side: "src" (the encoder's input) or "tgt" (the decoder's input)
+- stack: "enc" or "dec";  layer: "enc.0";  site: "enc.0.self", "dec.1.cross" (an attention sub-layer)
+- site kind: "enc.self", "dec.self" or "dec.cross" (a site without its layer number)
+"""
+
+from __future__ import annotations
+
+SIDES = ("src", "tgt")
+STACKS = ("enc", "dec")
+ATTENTION_KINDS = ("self", "cross")
+SITE_KINDS = ("enc.self", "dec.self", "dec.cross")
+
+# What one attention site records, in order ([H, Tq, dk] for q, [H, Tq, Tk] for the matrices, [Tq, d] after).
+SITE_STEPS = ("q", "k", "v", "scores", "scaled", "mask", "masked", "weights", "context", "concat", "out")
+# What one input side records, in order.
+INPUT_STEPS = ("tokens", "ids", "embed", "pos", "input")
+# What a LayerNorm records.
+NORM_STATS = ("in", "mean", "var", "out")
+# What a feed-forward network records.
+FFN_PARTS = ("pre", "hidden", "out")
+
+LOGITS = "logits"
+PROBS = "probs"
+
+
+# ---- builders --------------------------------------------------------------------------------------------
+def side_entry(side: str, step: str) -> str:
+    """'src', 'tokens' -> 'src.tokens'."""
+    return f"{side}.{step}"
+
+
+def layer(stack: str, index: int) -> str:
+    """'enc', 0 -> 'enc.0'."""
+    return f"{stack}.{index}"
+
+
+def site(layer_name: str, kind: str) -> str:
+    """'dec.1', 'cross' -> 'dec.1.cross'."""
+    return f"{layer_name}.{kind}"
+
+
+def site_entry(site_name: str, step: str) -> str:
+    """'enc.0.self', 'weights' -> 'enc.0.self.weights'."""
+    return f"{site_name}.{step}"
+
+
+def norm(layer_name: str, n: int) -> str:
+    """The n-th add & norm of a layer (1-based, in computation order): 'enc.0', 2 -> 'enc.0.norm2'."""
+    return f"{layer_name}.norm{n}"
+
+
+def norm_entry(norm_name: str, stat: str) -> str:
+    """'enc.0.norm1', 'mean' -> 'enc.0.norm1.mean'."""
+    return f"{norm_name}.{stat}"
+
+
+def resid(layer_name: str, n: int) -> str:
+    """The residual sum that the n-th norm reads (post-norm) or that leaves the sub-layer (pre-norm)."""
+    return f"{layer_name}.resid{n}"
+
+
+def ffn(layer_name: str) -> str:
+    """'enc.0' -> 'enc.0.ffn'."""
+    return f"{layer_name}.ffn"
+
+
+def ffn_entry(layer_name: str, part: str) -> str:
+    """'enc.0', 'hidden' -> 'enc.0.ffn.hidden'."""
+    return f"{layer_name}.ffn.{part}"
+
+
+def layer_out(layer_name: str) -> str:
+    """A layer's output: 'enc.0.out'."""
+    return f"{layer_name}.out"
+
+
+def stack_norm(stack: str) -> str:
+    """The LayerNorm after a stack's last layer: 'enc.norm'."""
+    return f"{stack}.norm"
+
+
+def stack_out(stack: str) -> str:
+    """What a stack hands on: 'enc.out' (the memory) or 'dec.out'."""
+    return f"{stack}.out"
+
+
+def sublayer_count(stack: str, has_cross: bool) -> int:
+    """How many add & norm steps a layer of this stack has: 2 (attention, FFN) or 3 (self, cross, FFN)."""
+    return 3 if stack == "dec" and has_cross else 2
+
+
+# ---- readers ---------------------------------------------------------------------------------------------
+def split_site(site_name: str) -> tuple[str, int, str]:
+    """'dec.2.cross' -> ('dec', 2, 'cross'). Raises ValueError for anything that is not a site name."""
+    parts = site_name.split(".")
+    if len(parts) != 3 or parts[0] not in STACKS or not parts[1].isdigit() or parts[2] not in ATTENTION_KINDS:
+        raise ValueError(f"{site_name!r} is not an attention site name (like 'enc.0.self' or 'dec.1.cross')")
+    return parts[0], int(parts[1]), parts[2]
+
+
+def is_site(name: str) -> bool:
+    try:
+        split_site(name)
+    except ValueError:
+        return False
+    return True
+
+
+def site_kind(site_name: str) -> str:
+    """'dec.2.cross' -> 'dec.cross'."""
+    stack, _index, kind = split_site(site_name)
+    return f"{stack}.{kind}"
+
+
+def site_of(entry: str) -> str | None:
+    """'enc.0.self.weights' -> 'enc.0.self'; None for an entry that is not an attention site's."""
+    head, _, step = entry.rpartition(".")
+    return head if step in SITE_STEPS and is_site(head) else None
+
+
+def layer_of(name: str) -> str | None:
+    """'dec.1.cross.weights' / 'dec.1.norm2.mean' -> 'dec.1'; None outside the layers."""
+    parts = name.split(".")
+    return ".".join(parts[:2]) if len(parts) >= 2 and parts[0] in STACKS and parts[1].isdigit() else None
+
+
+# ---- words people read ----------------------------------------------------------------------------------
+WORDS = {
+    "self": "self-attention",
+    "masked self": "masked self-attention",
+    "cross": "cross-attention",
+    "ffn": "feed-forward network",
+    "ffn.short": "FFN",
+    "enc": "Encoder",
+    "dec": "Decoder",
+    "src": "Source input",
+    "tgt": "Decoder input",
+    "output": "Output",
+    "norm": "LayerNorm",
+    "addnorm": "add & LayerNorm",
+}
+
+
+def word(key: str) -> str:
+    """The words people read for a name part: word('cross') -> 'cross-attention'."""
+    return WORDS[key]
+
+
+def site_words(site_name: str, causal: bool = False) -> str:
+    """'dec.0.self' -> 'masked self-attention' when its mask is causal, else 'self-attention'."""
+    _stack, _index, kind = split_site(site_name)
+    return WORDS["masked self"] if kind == "self" and causal else WORDS[kind]
+
+
+def layer_words(layer_name: str) -> str:
+    """'enc.0' -> 'Encoder layer 1' (people count from 1)."""
+    stack, index = layer_name.split(".")
+    return f"{WORDS[stack]} layer {int(index) + 1}"
+
+
+def sublayer_words(stack: str, n: int, has_cross: bool) -> str:
+    """What the n-th sub-layer of a layer is: 'self-attention', 'cross-attention' or 'feed-forward network'."""
+    if n == sublayer_count(stack, has_cross):
+        return WORDS["ffn"]
+    if stack == "dec" and n == 1:
+        return WORDS["masked self"]
+    return WORDS["cross"] if n == 2 else WORDS["self"]

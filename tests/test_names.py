@@ -1,0 +1,59 @@
+"""The names module: every trace entry a run records is built by it and read back by its parsers."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnlab.checkpoints.bundled import random_model
+from attnlab.engine import names
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.options import RunOptions
+
+
+def test_builders_spell_the_golden_scheme():
+    layer = names.layer("dec", 1)
+    assert layer == "dec.1"
+    assert names.site_entry(names.site(layer, "cross"), "weights") == "dec.1.cross.weights"
+    assert names.norm_entry(names.norm(layer, 3), "mean") == "dec.1.norm3.mean"
+    assert names.ffn_entry(layer, "hidden") == "dec.1.ffn.hidden"
+    assert names.resid(layer, 2) == "dec.1.resid2"
+    assert names.side_entry("src", "tokens") == "src.tokens"
+    assert names.stack_norm("enc") == "enc.norm" and names.stack_out("enc") == "enc.out"
+
+
+@pytest.mark.parametrize("bad", ["enc.0", "enc.x.self", "mid.0.self", "enc.0.cross.weights", "", "enc.0.other"])
+def test_split_site_refuses_what_is_not_a_site(bad):
+    with pytest.raises(ValueError, match="not an attention site"):
+        names.split_site(bad)
+
+
+def test_readers_invert_the_builders():
+    assert names.split_site("dec.12.cross") == ("dec", 12, "cross")
+    assert names.site_kind("dec.2.self") == "dec.self"
+    assert names.site_of("enc.3.self.masked") == "enc.3.self"
+    assert names.site_of("enc.3.norm1.out") is None
+    assert names.layer_of("dec.1.norm2.mean") == "dec.1" and names.layer_of("logits") is None
+
+
+def test_words_people_read():
+    assert names.layer_words("enc.0") == "Encoder layer 1"
+    assert names.site_words("dec.0.self", causal=True) == "masked self-attention"
+    assert names.sublayer_words("dec", 2, has_cross=True) == "cross-attention"
+    assert names.sublayer_words("dec", 2, has_cross=False) == names.word("ffn")
+
+
+@pytest.mark.parametrize("arch", ["encoder-decoder", "decoder-only", "encoder-only"])
+def test_every_recorded_site_parses_and_the_trace_carries_its_run(arch):
+    config = ModelConfig(arch=arch, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=2, n_decoder_layers=2,
+                         src_vocab_size=40, tgt_vocab_size=40, max_len=32)
+    model = random_model(config, seed=1)
+    trace = model.trace("a b c", "a b" if arch == "encoder-decoder" else None, RunOptions(norm="pre", n_heads=4))
+    assert trace.sites(), "a run records at least one attention site"
+    for site in trace.sites():
+        names.split_site(site)
+        for step in names.SITE_STEPS:
+            assert names.site_entry(site, step) in trace
+    assert trace.config == model.config
+    assert trace.options.norm == "pre" and trace.options.n_heads == 4 and trace.n_heads == 4 and trace.norm_first
+    trained = model.trace("a b", None if arch != "encoder-decoder" else "a")
+    assert trained.options.norm == ("pre" if config.norm_first else "post") and trained.n_heads == 2
