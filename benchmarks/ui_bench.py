@@ -80,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from attnlab.checkpoints import load_bundled, random_model
-    from attnlab.pipeline import stages_for
-    from attnlab.session import configure_torch
+    from attnlab.present.runtime import configure_torch
+    from attnlab.present.stages import stages_for
     from attnlab.ui.main_window import MainWindow
 
     configure_torch()  # what the app's worker thread does

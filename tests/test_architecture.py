@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-QT_FREE = ["attnlab/engine", "attnlab/checkpoints", "attnlab/training", "attnlab/pipeline.py"]
+QT_FREE = ["attnlab/engine", "attnlab/checkpoints", "attnlab/training", "attnlab/present"]
 FORBIDDEN = ("PySide6", "pyqtgraph", "attnlab.ui", "attnlab.session")
 
 
@@ -38,7 +38,7 @@ def test_no_qt_imports_in_engine_layer(path):
 
 
 def test_importing_the_engine_loads_no_qt():
-    code = ("import sys, attnlab, attnlab.engine.live, attnlab.checkpoints, attnlab.pipeline;"
+    code = ("import sys, attnlab, attnlab.engine.live, attnlab.checkpoints, attnlab.present.stages;"
             "bad = [m for m in sys.modules if m.startswith(('PySide6', 'pyqtgraph'))];"
             "assert not bad, bad")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

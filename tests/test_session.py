@@ -14,8 +14,14 @@ from attnlab.engine.live import LiveModel  # noqa: E402
 from attnlab.engine.model import Transformer  # noqa: E402
 from attnlab.engine.options import RunOptions  # noqa: E402
 from attnlab.engine.tokenizer import EOS, WordTokenizer  # noqa: E402
-from attnlab.pipeline import stages_for  # noqa: E402
-from attnlab.session import Session, example_sentence, pick_stage, real_length, shape_text, stage_tensors  # noqa: E402
+from attnlab.present.stages import (  # noqa: E402
+    pick_stage,
+    shape_text,
+    stage_tensors,
+    stages_for,
+)
+from attnlab.present.texts import example_sentence, real_length  # noqa: E402
+from attnlab.session import Session  # noqa: E402
 
 TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien", "dog bites man"]
 WAIT = 10000

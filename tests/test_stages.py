@@ -11,8 +11,8 @@ from attnlab.engine.live import LiveModel
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import WordTokenizer
-from attnlab.pipeline import ATTENTION_STEPS, INPUT_STEPS, OUTPUT_STEPS, Stage, ViewState, stages_for
-from attnlab.ui.explain import explanation_html
+from attnlab.present.explain import explanation_html
+from attnlab.present.stages import ATTENTION_STEPS, INPUT_STEPS, OUTPUT_STEPS, Stage, ViewState, stages_for
 from attnlab.ui.head_grid import HeadGrid
 from attnlab.ui.heatmap import LabeledHeatmap
 from attnlab.ui.stages import PANEL_CLASSES, panel_class_for

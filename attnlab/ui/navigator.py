@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QTreeWidget, QTreeWidgetItem
 
 if TYPE_CHECKING:
-    from attnlab.pipeline import Stage
+    from attnlab.present.stages import Stage
 
 KEY_ROLE = Qt.ItemDataRole.UserRole
 STEP_KEYS = {
