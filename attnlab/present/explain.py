@@ -305,7 +305,7 @@ def _output(stage: Stage, trace: Trace) -> str:
                 "generation appends the most likely token and runs again (autoregressive decoding)."
                 if decoder else "An encoder-only model predicts a token at every position (e.g. to fill "
                 "in a masked word), so each position has its own distribution.")
-    if stage.kind == "logits":
+    if stage.kind == names.LOGITS:
         return _page("Output logits", "logits = h W<sub>out</sub> + b", [
             "The final vector of each position is multiplied by an output matrix with one column per "
             "vocabulary entry; many models reuse the embedding table for it (tied weights).",
@@ -322,7 +322,7 @@ def explanation_html(stage: Stage, trace: Trace) -> str:
     """A short explanation of `stage` with its formula and the live shapes from `trace` (HTML)."""
     if stage.kind in ("tokens", "embed", "pos", "input"):
         return _inputs(stage, trace)
-    if stage.kind in ("logits", "probs"):
+    if stage.kind in (names.LOGITS, names.PROBS):
         return _output(stage, trace)
     if stage.kind == "addnorm":
         return _addnorm(stage, trace)

@@ -40,6 +40,11 @@ OUTPUT = "out"  # stage keys of the output steps: "out.logits", "out.probs"
 OUTPUT_BOX = "output"  # the schematic box of the output steps
 
 
+def output_key(kind: str) -> str:
+    """The stage key of an output step: names.PROBS -> 'out.probs' (the trace entry itself is 'probs')."""
+    return f"{OUTPUT}.{kind}"
+
+
 @dataclass(frozen=True)
 class Stage:
     key: str  # unique and stable, e.g. "enc.0.self.scores", "dec.1.norm3", "src.tokens", "out.probs"
@@ -114,7 +119,7 @@ def stages_for(trace: Trace) -> list[Stage]:
             stages += _inputs(trace, side)
             for layer in _layers(trace, names.side_stack(side)):
                 stages += _layer_stages(trace, layer)
-    stages += [Stage(names.side_entry(OUTPUT, k), k, t, names.word("output")) for k, t in OUTPUT_STEPS]
+    stages += [Stage(output_key(k), k, t, names.word("output")) for k, t in OUTPUT_STEPS]
     return stages
 
 

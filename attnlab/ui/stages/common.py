@@ -7,6 +7,7 @@ import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
+from attnlab.engine import names
 from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
     SPECIAL_TOKENS,
     array,
@@ -32,7 +33,7 @@ NOTE_POINT_SIZE = 12
 
 def axis_title(side: str, role: str) -> str:
     """'query · decoder token' style axis titles."""
-    return f"{role} ({'encoder' if side == 'src' else 'decoder'} tokens)"
+    return f"{role} ({names.word(names.side_stack(side)).lower()} tokens)"
 
 
 def clamp_head(head: int, n_heads: int) -> int:

@@ -70,7 +70,7 @@ class FFNPanel(StagePanel):
         self._hidden.draw(hidden, labels, None, masked=zeros if zeros.any() else None, colormap=view.colormap,
                           title=f"hidden units (d_ff = {d_ff})")
         self._out.draw(out, labels, None, colormap=view.colormap, symmetric=True,
-                       title="FFN output")
+                       title=f"{names.word('ffn.short')} output")
         if relu:
             self._share.show_text(f"{share:.0%} of hidden units are exactly 0 (ReLU) — hatched grey cells")
         else:

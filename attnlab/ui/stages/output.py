@@ -127,7 +127,7 @@ class OutputPanel(StagePanel):
             text.setVisible(visible)
             if visible:
                 v = float(values[i])
-                label = f" {v:.1%}" if kind == "probs" else f" {v:.2f}"
+                label = f" {v:.1%}" if kind == names.PROBS else f" {v:.2f}"
                 if label != text.toPlainText():
                     text.setText(label)
                 if (text.pos().x(), text.pos().y()) != (max(v, 0.0), i):
@@ -143,7 +143,7 @@ class OutputPanel(StagePanel):
         decoder = tgt_tokens in trace
         toks = trace.get(tgt_tokens if decoder else names.side_entry("src", "tokens")) or []
         here = printable_label(toks[position]) if position < len(toks) else str(position)
-        what = "logits" if kind == "logits" else "probabilities"
+        what = "logits" if kind == names.LOGITS else "probabilities"
         if decoder:
             context = " ".join(printable_label(t) for t in toks[: position + 1])
             return f"Next-token {what} after “{elide_label(context, 60)}” (position {position})"
@@ -152,7 +152,7 @@ class OutputPanel(StagePanel):
     @staticmethod
     def _explain(kind: str, k: int, vocab: int, temperature: float | None, best: str) -> str:
         temp = f"temperature T = {temperature:.3g}" if temperature is not None else "temperature unknown"
-        if kind == "logits":
+        if kind == names.LOGITS:
             return (f"Top {k} of {vocab} raw scores: the final vector times the output matrix, one "
                     f"number per vocabulary entry. softmax(logits / T) turns them into probabilities "
                     f"({temp}). "
@@ -166,7 +166,7 @@ class OutputPanel(StagePanel):
         x0 = np.minimum(values, 0.0)
         self._bars.setOpts(x0=x0, y=np.arange(n, dtype=float), width=np.abs(values), height=0.72,
                            brushes=brushes, pens=[pg.mkPen(None)] * n)
-        if kind == "probs":
+        if kind == names.PROBS:
             high = 1.0 if float(values.max(initial=0)) > 0.75 else float(values.max(initial=0)) * 1.3 + 1e-6
             pad = 0.02 * high
             x_range = (-pad, high + pad)
