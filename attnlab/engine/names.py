@@ -171,8 +171,8 @@ WORDS = {
     "dec": "Decoder",
     "src": "Source input",
     "tgt": "Decoder input",
-    "src.tokens": "source",  # "7 source tokens"
-    "tgt.tokens": "decoder",  # "5 decoder tokens"
+    "src.short": "source",  # "7 source tokens"
+    "tgt.short": "decoder",  # "5 decoder tokens"
     "src.side": "source",
     "tgt.side": "decoder input",
     "self.short": "self-attn",

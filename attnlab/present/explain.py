@@ -45,7 +45,7 @@ FORMULAS = {
 
 def _token_word(side: str) -> str:
     """'src' -> 'source' (as in "7 source tokens")."""
-    return names.word(f"{side}.tokens")
+    return names.word(f"{side}.short")
 
 
 def _formula(text: str) -> str:
