@@ -143,7 +143,6 @@ def _attention(stage: Stage, trace: Trace) -> str:
     q = _shape(trace, q_name) or (w[0], w[1], 0)
     h, tq, tk = w[0], w[1], w[2] if len(w) > 2 else 0
     dk = q[2] if len(q) > 2 else 0
-    d = h * dk
     where = site_name(site)
     cross = q_side != k_side
     source = ("Queries come from the decoder tokens; keys and values come from the encoder's final output, "
@@ -178,6 +177,12 @@ def _attention(stage: Stage, trace: Trace) -> str:
             f"S′: {hs} × {tq} × {tk}.")
     if kind in ("mask", "masked"):
         return _mask(trace, site, kind, where, h, tq, tk)
+    return _after_softmax(kind, where, h, tq, tk, dk)
+
+
+def _after_softmax(kind: str, where: str, h: int, tq: int, tk: int, dk: int) -> str:
+    """The attention steps from the weights on: weights, lines, heads, context, concat, × W_O."""
+    d, hs = h * dk, f"{h} heads"
     if kind in ("weights", "lines"):
         title = "Attention weights" if kind == "weights" else "Token → token lines"
         return _page(f"{title} · {where}",
