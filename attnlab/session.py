@@ -5,13 +5,13 @@ run is in flight and at most one waits (a newer request replaces the waiting one
 generation is no longer the latest is dropped. `traceReady` fires once per accepted trace; any error comes
 back as `failed(message)` and the previous trace and state stay.
 
-The text and stage logic below the class is plain Python (no Qt) so it can be tested and reused alone.
-Nothing here imports torch at module level: the window can paint before the engine has loaded.
+The text and stage logic it uses is plain Python (no Qt) in `attnlab.present` (texts, stages, runtime), so
+it can be tested and reused alone. Nothing here imports torch at module level: the window can paint before
+the engine has loaded.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -20,135 +20,16 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from attnlab.engine.options import RunOptions
+from attnlab.present.runtime import configure_torch
+from attnlab.present.stages import Stage, ViewState, pick_stage, stages_for
+from attnlab.present.stages import shape_text as shape_text  # re-exported: ui.main_window imports it from here
+from attnlab.present.texts import default_prefix, example_sentence, extended_ids, ids_text, next_token, real_length
 
 if TYPE_CHECKING:
     from attnlab.engine.live import LiveModel
     from attnlab.engine.trace import Trace
-    from attnlab.pipeline import Stage, ViewState
 
-EXAMPLE_SENTENCE = "the black cat sees the small dog"
-EXAMPLE_SENTENCES = (EXAMPLE_SENTENCE, "le chat noir voit le petit chien")  # English, then French
 DEBOUNCE_MS = 150  # typing pause before a re-trace
-MAX_PREFIX_TOKENS = 12  # the greedy decoder prefix shown at start-up
-RANDOM_PREFIX_TOKENS = 3  # a random model's "translation" is noise: keep it short
-
-
-# ---- Qt-free helpers ---------------------------------------------------------------------------------------
-def configure_torch() -> int:
-    """Give torch one core fewer than the machine has (at least one, at most four), so the GUI thread keeps a
-    core; ATTNLAB_TORCH_THREADS overrides. On a 2-core machine with any other load, two intra-op threads
-    made a d=128 forward pass ~50× slower (their barrier spins against the other process)."""
-    import torch
-
-    wanted = os.environ.get("ATTNLAB_TORCH_THREADS", "")
-    threads = max(1, min(4, (os.cpu_count() or 2) - 1))
-    if wanted.isdigit() and int(wanted) > 0:
-        threads = int(wanted)
-    torch.set_num_threads(threads)
-    return threads
-
-
-def example_sentence(model: LiveModel) -> str:
-    """The model's own example, else the first built-in one its vocabulary covers (no <unk>)."""
-    if model.metadata.get("example"):
-        return str(model.metadata["example"])
-    tokenizer = model.src_tokenizer if model.config.has_encoder else model.tgt_tokenizer
-    for sentence in EXAMPLE_SENTENCES:
-        if tokenizer is not None and tokenizer.unk_id not in tokenizer.encode(sentence)[1]:
-            return sentence
-    return EXAMPLE_SENTENCE
-
-
-def default_prefix(model: LiveModel, src: str) -> str:
-    """The model's own greedy translation minus its last token (so "Generate" has something to predict);
-    a few tokens only for a random model."""
-    if model.config.arch != "encoder-decoder" or not src.strip():
-        return ""
-    tok = model.tgt_tokenizer
-    most = RANDOM_PREFIX_TOKENS if model.metadata.get("random") else MAX_PREFIX_TOKENS
-    ids = tok.encode(model.translate(src, max_new_tokens=most + 1))[1]
-    return tok.decode(ids[: max(1, min(len(ids) - 1, most))])
-
-
-def real_length(tokens: list[str]) -> int:
-    """How many tokens come before the <pad> tail."""
-    n = len(tokens)
-    while n and tokens[n - 1] == "<pad>":
-        n -= 1
-    return n
-
-
-def next_token(model: LiveModel, trace: Trace) -> tuple[int, str]:
-    """The most probable token after the last real (non-<pad>) decoder position."""
-    side = "tgt.tokens" if "tgt.tokens" in trace else "src.tokens"
-    last = real_length(trace[side]) - 1
-    if last == len(trace[side]) - 1:
-        return model.next_token(trace)
-    i = int(trace["probs"][last].argmax())
-    tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer
-    return i, tok.id_to_token(i)
-
-
-def extended_ids(trace: Trace, token_id: int) -> list[int]:
-    """The decoder-side ids of `trace` (without <s> and <pad>) plus one more token."""
-    ids = [int(i) for i in trace["tgt.ids"]][: real_length(trace["tgt.tokens"])]
-    return ids[1:] + [token_id]
-
-
-def ids_text(tokenizer, ids: list[int]) -> str:
-    """Ids as text for the input box; special tokens (which decoding drops) are spelled out."""
-    specials = (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id)
-    if any(i in specials for i in ids):
-        return " ".join(tokenizer.id_to_token(i) for i in ids)
-    return tokenizer.decode(ids)
-
-
-def pick_stage(stages: list[Stage], key: str | None) -> Stage | None:
-    """The stage called `key`; else the first of its group ("Encoder layer 2"); else the first stage."""
-    if not stages:
-        return None
-    by_key = {s.key: s for s in stages}
-    if key in by_key:
-        return by_key[key]
-    if key:
-        group = _group_prefix(key)
-        for s in stages:
-            if _group_prefix(s.key) == group:
-                return s
-    return stages[0]
-
-
-def _group_prefix(key: str) -> str:
-    parts = key.split(".")
-    return ".".join(parts[:2]) if parts[0] in ("enc", "dec") else parts[0]
-
-
-_SITE_TENSORS = {"qkv": ("q", "k", "v"), "scores": ("scores",), "scaled": ("scaled",), "mask": ("mask",),
-                 "masked": ("masked",), "weights": ("weights",), "heads": ("weights",), "lines": ("weights",),
-                 "context": ("context",), "concat": ("concat",), "attn_out": ("out",)}
-
-
-def stage_tensors(stage: Stage) -> list[str]:
-    """The trace entries a stage shows, e.g. ['enc.0.self.q', 'enc.0.self.k', 'enc.0.self.v']."""
-    if stage.site:
-        return [f"{stage.site}.{n}" for n in _SITE_TENSORS.get(stage.kind, ())]
-    if stage.side:
-        return [f"{stage.side}.{'ids' if stage.kind == 'tokens' else stage.kind}"]
-    if stage.kind == "addnorm":
-        return [f"{stage.layer}.resid{stage.norm}", f"{stage.layer}.norm{stage.norm}.out"]
-    if stage.kind == "ffn":
-        return [f"{stage.layer}.ffn.hidden", f"{stage.layer}.ffn.out"]
-    return [stage.kind]
-
-
-def shape_text(trace: Trace, stage: Stage) -> str:
-    """'enc.0.self.q [4 × 7 × 32] · …': the live shapes of what the stage shows."""
-    parts = []
-    for name in stage_tensors(stage):
-        value = trace.get(name)
-        if value is not None and hasattr(value, "shape"):
-            parts.append(f"{name} [{' × '.join(str(n) for n in value.shape)}]")
-    return " · ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -174,8 +55,6 @@ class Session(QObject):
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
-        from attnlab.pipeline import ViewState
-
         self.model: LiveModel | None = None
         self.model_path: str | None = None
         self.src = ""
@@ -431,8 +310,6 @@ class Session(QObject):
             self._generate_presses = 0
             self.failed.emit(error)
             return
-        from attnlab.pipeline import stages_for
-
         self.trace = trace
         self.stages = stages_for(trace)
         stage = pick_stage(self.stages, self.stage_key)

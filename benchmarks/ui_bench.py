@@ -26,8 +26,16 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("ATTNLAB_SETTINGS", os.path.join(tempfile.mkdtemp(), "settings.ini"))
 
-STAGES = ["src.tokens", "src.input", "enc.0.self.weights", "enc.0.self.heads", "enc.0.self.lines",
-          "enc.0.norm1", "enc.0.ffn", "dec.0.self.mask", "dec.0.cross.weights", "out.probs"]
+from attnlab.engine import names  # noqa: E402 (plain Python: no torch, no Qt)
+from attnlab.present.stages import output_key  # noqa: E402
+
+ENC0, DEC0 = names.layer("enc", 0), names.layer("dec", 0)
+ENC0_SELF, DEC0_SELF, DEC0_CROSS = names.site(ENC0, "self"), names.site(DEC0, "self"), names.site(DEC0, "cross")
+# Stage keys: "src.tokens", "src.input", "enc.0.self.weights", …, "enc.0.norm1", "enc.0.ffn", …, "out.probs"
+STAGES = [names.side_entry("src", "tokens"), names.side_entry("src", "input"),
+          *(names.site_entry(ENC0_SELF, kind) for kind in ("weights", "heads", "lines")),
+          names.norm(ENC0, 1), names.ffn(ENC0), names.site_entry(DEC0_SELF, "mask"),
+          names.site_entry(DEC0_CROSS, "weights"), output_key(names.PROBS)]
 TARGET_MS = {16: 16.0, 64: 33.0}
 WORDS = "the black cat sees the small dog and the dog sees a big red bird".split()
 
@@ -45,7 +53,7 @@ def toggles(config):
         change = steps[i % len(steps)]
         options = options.replace(**change)
         if i % 7 == 3:
-            options = options.with_causal("dec.self", not options.is_causal("dec.0.self"))
+            options = options.with_causal(names.site_kind(DEC0_SELF), not options.is_causal(DEC0_SELF))
         i += 1
         yield options
 
@@ -80,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from attnlab.checkpoints import load_bundled, random_model
-    from attnlab.pipeline import stages_for
-    from attnlab.session import configure_torch
+    from attnlab.present.runtime import configure_torch
+    from attnlab.present.stages import stages_for
     from attnlab.ui.main_window import MainWindow
 
     configure_torch()  # what the app's worker thread does
@@ -126,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                     compute.append((mid - start) * 1000)
                     paint.append((end - mid) * 1000)
             total = [c + p for c, p in zip(compute, paint, strict=True)]
-            tokens = f"{len(trace.get('src.tokens', []))}+{len(trace.get('tgt.tokens', []))}"
+            src_n, tgt_n = (len(trace.get(names.side_entry(side, "tokens"), [])) for side in names.SIDES)
+            tokens = f"{src_n}+{tgt_n}"
             rows.append((n, tokens, key, compute, paint, total))
 
     print(f"\n{args.toggles} toggles per row; times in ms (median / p95)\n")

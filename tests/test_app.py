@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QApplication, QDialog, QDialogButtonBox, QMessageB
 
 import attnlab.checkpoints as checkpoints  # noqa: E402
 from attnlab.commands import app as app_command  # noqa: E402
-from attnlab.session import EXAMPLE_SENTENCE  # noqa: E402
+from attnlab.present.texts import EXAMPLE_SENTENCE  # noqa: E402
 from attnlab.ui import app as appsettings  # noqa: E402
 from attnlab.ui.main_window import RANDOM_BANNER, MainWindow  # noqa: E402
 from attnlab.ui.stages import panel_class_for  # noqa: E402

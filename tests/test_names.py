@@ -57,3 +57,16 @@ def test_every_recorded_site_parses_and_the_trace_carries_its_run(arch):
     assert trace.options.norm == "pre" and trace.options.n_heads == 4 and trace.n_heads == 4 and trace.norm_first
     trained = model.trace("a b", None if arch != "encoder-decoder" else "a")
     assert trained.options.norm == ("pre" if config.norm_first else "post") and trained.n_heads == 2
+
+
+def test_sublayers_sides_and_words():
+    assert [names.sublayer_kind("dec", n, has_cross=True) for n in (1, 2, 3)] == ["self", "cross", "ffn"]
+    assert [names.sublayer_kind("enc", n, has_cross=False) for n in (1, 2)] == ["self", "ffn"]
+    assert names.sublayer_out("dec.1", 2, has_cross=True) == "dec.1.cross.out"
+    assert names.sublayer_out("dec.1", 2, has_cross=False) == "dec.1.ffn.out"
+    assert [names.stack_side(s) for s in names.STACKS] == ["src", "tgt"]
+    assert [names.side_stack(s) for s in names.SIDES] == ["enc", "dec"]
+    assert names.site_full_words("dec.1.cross") == "decoder layer 2 cross-attention"
+    assert names.short_words("masked self-attention · mask") == "masked self-attn · mask"
+    assert names.sublayer_kind_words("ffn", short=True) == "FFN"
+    assert names.sublayer_kind_words("ffn") == "feed-forward network"

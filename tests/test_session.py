@@ -14,8 +14,9 @@ from attnlab.engine.live import LiveModel  # noqa: E402
 from attnlab.engine.model import Transformer  # noqa: E402
 from attnlab.engine.options import RunOptions  # noqa: E402
 from attnlab.engine.tokenizer import EOS, WordTokenizer  # noqa: E402
-from attnlab.pipeline import stages_for  # noqa: E402
-from attnlab.session import Session, example_sentence, pick_stage, real_length, shape_text, stage_tensors  # noqa: E402
+from attnlab.present.stages import stages_for  # noqa: E402
+from attnlab.present.texts import example_sentence, real_length  # noqa: E402
+from attnlab.session import Session  # noqa: E402
 
 TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien", "dog bites man"]
 WAIT = 10000
@@ -53,14 +54,6 @@ def test_first_trace_holds_the_texts_and_stages(qtbot, session):
     assert trace["tgt.tokens"] == ["<s>", "le", "chat"]
     assert [s.key for s in session.stages] == [s.key for s in stages_for(trace)]
     assert session.stage_key == session.stages[0].key and not session.busy
-
-
-def test_every_stage_names_tensors_that_the_trace_holds(qtbot, session):
-    trace = open_model(qtbot, session)
-    for stage in session.stages:
-        names = stage_tensors(stage)
-        assert names and all(n in trace for n in names), (stage.key, names)
-        assert shape_text(trace, stage).startswith(names[0])
 
 
 def test_latest_request_wins(qtbot, session):
@@ -181,15 +174,6 @@ def test_stage_is_kept_across_retraces_and_falls_back_within_its_group(qtbot, se
     with qtbot.waitSignal(session.traceReady, timeout=WAIT):
         session.update_options(positional=False)
     assert "src.pos" not in session.trace and session.stage_key == "src.tokens"
-
-
-def test_pick_stage_fallbacks(qtbot, session):
-    open_model(qtbot, session)
-    stages = session.stages
-    assert pick_stage(stages, "dec.1.cross.mask").key == "dec.1.cross.mask"
-    assert pick_stage(stages, "enc.1.norm9").key == "enc.1.self.qkv"  # first stage of its layer
-    assert pick_stage(stages, "enc.7.self.qkv").key == stages[0].key
-    assert pick_stage([], "x") is None
 
 
 def test_step_stage_clamps_at_both_ends(qtbot, session):

@@ -18,7 +18,7 @@ import pytest  # noqa: E402
 from PySide6.QtCore import QSettings  # noqa: E402
 
 from attnlab.engine.options import RunOptions  # noqa: E402
-from attnlab.pipeline import stages_for  # noqa: E402
+from attnlab.present.stages import stages_for  # noqa: E402
 from attnlab.ui.main_window import MainWindow  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))

@@ -11,8 +11,9 @@ from attnlab.engine.live import LiveModel
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import WordTokenizer
-from attnlab.pipeline import ATTENTION_STEPS, INPUT_STEPS, OUTPUT_STEPS, Stage, ViewState, stages_for
-from attnlab.ui.explain import explanation_html
+from attnlab.engine.trace import Trace
+from attnlab.present.explain import explanation_html
+from attnlab.present.stages import ATTENTION_STEPS, INPUT_STEPS, OUTPUT_STEPS, Stage, ViewState, stages_for
 from attnlab.ui.head_grid import HeadGrid
 from attnlab.ui.heatmap import LabeledHeatmap
 from attnlab.ui.stages import PANEL_CLASSES, panel_class_for
@@ -280,25 +281,6 @@ def test_every_panel_survives_a_trace_without_intermediates(panels, enc_dec):
             assert data.get("message"), stage.key
 
 
-def test_explanations_carry_live_shapes_and_toggles(enc_dec):
-    trace = enc_dec.trace(SRC, TGT, RunOptions(n_heads=8, scale=False, norm="pre"))
-    by_key = {s.key: s for s in stages_for(trace)}
-    S, T = len(trace["src.tokens"]), len(trace["tgt.tokens"])
-    qkv = explanation_html(by_key["dec.0.cross.qkv"], trace)
-    assert f"Q: 8 heads × {T} tokens × 4" in qkv and f"8 heads × {S} tokens × 4" in qkv
-    assert "encoder" in qkv
-    assert "switched OFF" in explanation_html(by_key["enc.0.self.scaled"], trace)
-    assert "Pre-norm" in explanation_html(by_key["enc.0.norm1"], trace)
-    assert "causal" in explanation_html(by_key["dec.0.self.mask"], trace)
-    assert f"[{T} × 64]" in explanation_html(by_key["dec.1.ffn"], trace)
-    for stage in stages_for(trace):
-        text = explanation_html(stage, trace)
-        assert text.startswith("<h3>") and len(text) > 200
-    post = enc_dec.trace(SRC, TGT)
-    assert "√8 ≈ 2.83" in explanation_html(by_key["enc.0.self.scaled"], post)
-    assert "Post-norm" in explanation_html(by_key["enc.0.norm1"], post)
-
-
 def test_residual_off_and_gelu_are_recognised(panels):
     model = make("encoder-only", activation="gelu")
     trace = model.trace(SRC, options=RunOptions(residual=False))
@@ -312,3 +294,15 @@ def test_residual_off_and_gelu_are_recognised(panels):
     assert ffn.shown_data()["activation"] == "gelu"
     addnorm.show_stage(model.trace(SRC), stages["addnorm"], ViewState())
     assert not addnorm.shown_data()["residual_off"]
+
+
+def test_add_and_norm_never_guesses_the_placement(panels, enc_dec):
+    """A trace that carries no run options (built by hand) gets a message, not a silent "post"."""
+    made = enc_dec.trace(SRC, TGT, RunOptions(norm="pre"))
+    stage = next(s for s in stages_for(made) if s.kind == "addnorm")
+    addnorm = panels("addnorm")
+    addnorm.show_stage(made, stage, ViewState())
+    assert addnorm.shown_data()["norm"] == "pre"
+    addnorm.show_stage(Trace(entries=made.entries), stage, ViewState())
+    data = addnorm.shown_data()
+    assert "norm" not in data and "does not say where its LayerNorms sit" in data["message"]

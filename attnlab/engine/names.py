@@ -96,6 +96,20 @@ def sublayer_count(stack: str, has_cross: bool) -> int:
     return 3 if stack == "dec" and has_cross else 2
 
 
+def sublayer_kind(stack: str, n: int, has_cross: bool) -> str:
+    """What add & norm n (1-based) of a layer wraps: 'self', 'cross' or 'ffn' (n past the end: 'ffn')."""
+    if n >= sublayer_count(stack, has_cross):
+        return "ffn"
+    return "cross" if n == 2 else "self"
+
+
+def sublayer_out(layer_name: str, n: int, has_cross: bool) -> str:
+    """The output of the sub-layer that add & norm n wraps: 'dec.0', 2, True -> 'dec.0.cross.out'."""
+    stack, _index = layer_name.split(".")
+    kind = sublayer_kind(stack, n, has_cross)
+    return ffn_entry(layer_name, "out") if kind == "ffn" else site_entry(site(layer_name, kind), "out")
+
+
 # ---- readers ---------------------------------------------------------------------------------------------
 def split_site(site_name: str) -> tuple[str, int, str]:
     """'dec.2.cross' -> ('dec', 2, 'cross'). Raises ValueError for anything that is not a site name."""
@@ -125,6 +139,21 @@ def site_of(entry: str) -> str | None:
     return head if step in SITE_STEPS and is_site(head) else None
 
 
+def stack_of(name: str) -> str:
+    """'dec.1.cross' / 'enc.0' -> 'dec' / 'enc'."""
+    return name.split(".", 1)[0]
+
+
+def stack_side(stack: str) -> str:
+    """The token side a stack's rows belong to: encoder layers read 'src', decoder layers 'tgt'."""
+    return "src" if stack == "enc" else "tgt"
+
+
+def side_stack(side: str) -> str:
+    """The stack that reads a side's tokens: 'src' -> 'enc', 'tgt' -> 'dec'."""
+    return "enc" if side == "src" else "dec"
+
+
 def layer_of(name: str) -> str | None:
     """'dec.1.cross.weights' / 'dec.1.norm2.mean' -> 'dec.1'; None outside the layers."""
     parts = name.split(".")
@@ -142,6 +171,13 @@ WORDS = {
     "dec": "Decoder",
     "src": "Source input",
     "tgt": "Decoder input",
+    "src.short": "source",  # "7 source tokens"
+    "tgt.short": "decoder",  # "5 decoder tokens"
+    "src.side": "source",
+    "tgt.side": "decoder input",
+    "self.short": "self-attn",
+    "cross.short": "cross-attn",
+    "ffn.box": "Feed-forward",  # the schematic's box
     "output": "Output",
     "norm": "LayerNorm",
     "addnorm": "add & LayerNorm",
@@ -165,6 +201,24 @@ def layer_words(layer_name: str) -> str:
     return f"{WORDS[stack]} layer {int(index) + 1}"
 
 
+def layer_words_inline(layer_name: str) -> str:
+    """The same inside a sentence: 'enc.0' -> 'encoder layer 1'."""
+    return layer_words(layer_name).lower()
+
+
+def site_full_words(site_name: str) -> str:
+    """'dec.1.cross' -> 'decoder layer 2 cross-attention'."""
+    stack, index, kind = split_site(site_name)
+    return f"{layer_words_inline(layer(stack, index))} {WORDS[kind]}"
+
+
+def short_words(text: str) -> str:
+    """Attention words shortened for narrow places: 'masked self-attention · mask' -> 'masked self-attn · mask'."""
+    for kind in ATTENTION_KINDS:
+        text = text.replace(WORDS[kind], WORDS[f"{kind}.short"])
+    return text
+
+
 def sublayer_words(stack: str, n: int, has_cross: bool) -> str:
     """What the n-th sub-layer of a layer is: 'self-attention', 'cross-attention' or 'feed-forward network'."""
     if n == sublayer_count(stack, has_cross):
@@ -172,3 +226,8 @@ def sublayer_words(stack: str, n: int, has_cross: bool) -> str:
     if stack == "dec" and n == 1:
         return WORDS["masked self"]
     return WORDS["cross"] if n == 2 else WORDS["self"]
+
+
+def sublayer_kind_words(kind: str, short: bool = False) -> str:
+    """'self' / 'cross' / 'ffn' -> 'self-attention' / 'cross-attention' / 'feed-forward network' ('FFN' short)."""
+    return WORDS["ffn.short"] if short and kind == "ffn" else WORDS[kind]

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
+from attnlab.engine import names
 from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions
 from attnlab.engine.trace import Recorder
@@ -99,7 +100,8 @@ class CrossAttentionRecorder(Recorder):
         super().__init__(True)
 
     def __call__(self, name, tensor, batched=True):
-        if batched and name.endswith(".cross.weights"):
+        site = names.site_of(name)
+        if batched and site and name == names.site_entry(site, "weights") and names.split_site(site)[2] == "cross":
             self._items[name] = tensor.detach()
 
     def tokens(self, name, tokens):
@@ -120,7 +122,8 @@ def cross_attention(model: LiveModel, pairs) -> list[torch.Tensor]:
         rec = CrossAttentionRecorder()
         module(batch.src, batch.tgt_in, options=RECORDED, rec=rec, src_pad=batch.src_pad,
                tgt_pad=batch.tgt_pad)
-        layers = [rec._items[f"dec.{i}.cross.weights"] for i in range(n_layers)]  # each [B, H, T, S]
+        cross = [names.site_entry(names.site(names.layer("dec", i), "cross"), "weights") for i in range(n_layers)]
+        layers = [rec._items[name] for name in cross]  # each [B, H, T, S]
         stacked = torch.stack(layers, dim=1)  # [B, L, H, T, S]
         for b, (src_ids, tgt_ids) in enumerate(examples):
             result.append(stacked[b, :, :, : len(tgt_ids) - 1, : len(src_ids)].clone())  # [L, H, T, S]

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QTreeWidget, QTreeWidgetItem
 
+from attnlab.engine import names
+
 if TYPE_CHECKING:
-    from attnlab.pipeline import Stage
+    from attnlab.present.stages import Stage
 
 KEY_ROLE = Qt.ItemDataRole.UserRole
 STEP_KEYS = {
@@ -23,7 +25,7 @@ STEP_KEYS = {
 
 def short_title(title: str) -> str:
     """Rows sit in a narrow dock: 'masked self-attention · mask' -> 'masked self-attn · mask'."""
-    return title.replace("self-attention", "self-attn").replace("cross-attention", "cross-attn")
+    return names.short_words(title)
 
 
 class StageNavigator(QTreeWidget):

@@ -15,15 +15,18 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
+from attnlab.present.stages import OUTPUT_BOX
 
 WIDTH = 300.0  # logical width; the drawing scales to the widget
 BOX_H, GAP, CIRCLE, CHIP = 24.0, 13.0, 18.0, 18.0
 FILLS = {"input": "#e8e8e8", "attn": "#d6e6ff", "ffn": "#d8f2d8", "norm": "#fff0c2", "add": "#fff0c2",
          "output": "#f0dcf5"}
-SHORT = {"Masked self-attention": "Masked self-attn.", "Embedding (+ rotary)": "Emb. (+ rotary)",
-         "Cross-attention": "Cross-attn.", "Self-attention": "Self-attn."}
+SHORT = {names.word("masked self").capitalize(): "Masked self-attn.", "Embedding (+ rotary)": "Emb. (+ rotary)",
+         names.word("cross").capitalize(): "Cross-attn.", names.word("self").capitalize(): "Self-attn."}
+FIRST_SITE = {stack: names.site(names.layer(stack, 0), "self") for stack in names.STACKS}  # "enc.0.self", …
 HIGHLIGHT = "#ff9f1c"
 RESIDUAL = "#4a78b0"
 
@@ -91,7 +94,7 @@ class Schematic(QWidget):
         if cfg is None:
             return (None,)
         return (cfg, self.current, self.layer["enc"], self.layer["dec"], opts.effective_norm_first(cfg),
-                opts.residual, opts.positional, opts.is_causal("enc.0.self"), opts.is_causal("dec.0.self"))
+                opts.residual, opts.positional, opts.is_causal(FIRST_SITE["enc"]), opts.is_causal(FIRST_SITE["dec"]))
 
     def _relayout(self) -> None:
         state = self.drawn_state()
@@ -127,27 +130,29 @@ class Schematic(QWidget):
         """One column, top to bottom; returns (its bottom y, the point where the stack's output leaves)."""
         cfg, opts = self.config, self.options
         layer = self.layer[side]
-        name = ("Encoder" if side == "enc" else "Decoder") + f" ×{n_layers}"
+        name = f"{names.word(side)} ×{n_layers}"
         left = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
         self.texts.append((QRectF(x0, y, w, 18), name, left))
         for i in range(n_layers):  # layer chips, right-aligned in the header: click one to show that layer
             r = QRectF(x0 + w - (n_layers - i) * (CHIP + 2), y, CHIP, CHIP)
-            self.items.append(Item(f"{side}.{i}.self", r, str(i + 1), "chip-on" if i == layer else "chip"))
+            chip = "chip-on" if i == layer else "chip"
+            self.items.append(Item(names.site(names.layer(side, i), "self"), r, str(i + 1), chip))
         y += 24
         pe = opts.positional and cfg.positional != "none"
         label = "Embedding (+ rotary)" if cfg.positional == "rotary" else "Embedding + PE"
         label = label if pe else "Embedding"
-        column = [("src.input" if side == "enc" else "tgt.input", label, "input")]
-        attn = "Masked self-attention" if opts.is_causal(f"{side}.0.self") else "Self-attention"
-        subs = [(f"{side}.{layer}.self", attn, "attn")]
+        column = [(names.side_entry(names.stack_side(side), "input"), label, "input")]
+        here = names.layer(side, layer)
+        attn = names.site_words(FIRST_SITE[side], causal=opts.is_causal(FIRST_SITE[side])).capitalize()
+        subs = [(names.site(here, "self"), attn, "attn")]
         if side == "dec" and cfg.has_encoder:
-            subs.append((f"{side}.{layer}.cross", "Cross-attention", "attn"))
-        subs.append((f"{side}.{layer}.ffn", "Feed-forward", "ffn"))
+            subs.append((names.site(here, "cross"), names.word("cross").capitalize(), "attn"))
+        subs.append((names.ffn(here), names.word("ffn.box"), "ffn"))
         pre, residual = opts.effective_norm_first(cfg), opts.residual
         layer_start = len(column)
         branches = []  # (first element of the residual branch, the element it joins, or None when cut)
         for n, sub in enumerate(subs, 1):
-            norm_box, first = f"{side}.{layer}.norm{n}", len(column)
+            norm_box, first = names.norm(here, n), len(column)
             if pre:
                 column.append((norm_box, "LayerNorm", "norm"))
             column.append(sub)
@@ -160,7 +165,7 @@ class Schematic(QWidget):
         if cfg.final_norm:
             column.append(("", "Final LayerNorm", "norm"))
         if output:
-            column.append(("output", "Linear + softmax", "output"))
+            column.append((OUTPUT_BOX, "Linear + softmax", "output"))
 
         bx, bw = x0 + 16, w - 18
         cx = bx + bw / 2
@@ -189,7 +194,7 @@ class Schematic(QWidget):
                 self.texts.append((QRectF(lane + 3, cut_y - 12, 30, 12), "cut", Qt.AlignmentFlag.AlignLeft))
             self.lines.append(([QPointF(cx, branch_y), QPointF(lane, branch_y), *end], colour, residual))
         if memory is not None:  # the encoder output feeds cross-attention's keys and values
-            cross = rects[[c[0] for c in column].index(f"dec.{layer}.cross")]
+            cross = rects[[c[0] for c in column].index(names.site(here, "cross"))]
             mid = x0 - 6
             self.lines.append(([memory, QPointF(mid, memory.y()), QPointF(mid, cross.center().y()),
                                 QPointF(bx, cross.center().y())], RESIDUAL, True))

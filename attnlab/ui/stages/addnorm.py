@@ -6,8 +6,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
+from attnlab.engine import names
 from attnlab.engine.trace import Trace
-from attnlab.pipeline import Stage, ViewState
+from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.heatmap import cache_axis, tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -19,14 +20,15 @@ from attnlab.ui.stages.common import (
     layer_side,
     missing,
     missing_message,
+    norm_placement,
     note_font,
-    residual_is_off,
+    residual_on,
+    sublayer_kind,
     sublayer_output,
     titled_heatmap,
     tokens,
 )
 
-SUBLAYER_WORDS = {"self": "self-attention", "cross": "cross-attention", "ffn": "FFN"}
 BEFORE_COLOR = "#3b7dd8"
 AFTER_COLOR = "#ff9f1c"
 
@@ -108,34 +110,36 @@ class AddNormPanel(StagePanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         layer, n = stage.layer or "", stage.norm or 1
-        prefix = f"{layer}.norm{n}"
-        lost = missing(trace, [f"{prefix}.in", f"{prefix}.out", f"{prefix}.mean", f"{prefix}.var"])
-        if lost:
-            self._data = {"message": missing_message("This add & norm step", lost)}
+        prefix = names.norm(layer, n)
+        entry = {stat: names.norm_entry(prefix, stat) for stat in names.NORM_STATS}  # "in", "mean", "var", "out"
+        lost = missing(trace, [entry["in"], entry["out"], entry["mean"], entry["var"]])
+        norm = norm_placement(trace)
+        if lost or norm is None:
+            self._data = {"message": missing_message("This add & norm step", lost) if lost else
+                          "This trace does not say where its LayerNorms sit (it carries no run options)."}
             self._stack.show_message(self._data["message"])
             return
         self._stack.show_content()
-        norm = "pre" if trace.norm_first else "post"
         side = layer_side(layer)
-        x_in, x_out = array(trace, f"{prefix}.in"), array(trace, f"{prefix}.out")  # [T, d] each
+        x_in, x_out = array(trace, entry["in"]), array(trace, entry["out"])  # [T, d] each
         labels = tokens(trace, side, x_in.shape[0])
-        mean, var = array(trace, f"{prefix}.mean"), array(trace, f"{prefix}.var")  # [T] each
+        mean, var = array(trace, entry["mean"]), array(trace, entry["var"])  # [T] each
         out_mean, out_var = x_out.mean(axis=1), x_out.var(axis=1)
         sub_name = sublayer_output(trace, layer, n)
-        sub = SUBLAYER_WORDS.get(sub_name.split(".")[-2], "sub-layer")
-        resid_name = f"{layer}.resid{n}"
+        sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n), short=True)
+        resid_name = names.resid(layer, n)
         if norm == "pre":
             self._placement.show_text(f"Pre-norm: LayerNorm {n} of {layer_name(layer)} comes BEFORE the "
                                       f"{sub}: x + {sub}(LayerNorm(x)). The norm tidies what the sub-layer "
                                       "reads, while x itself travels on unchanged.")
-            slots = [(f"{prefix}.in", "x (block input)"), (f"{prefix}.out", f"LayerNorm(x) → {sub}"),
+            slots = [(entry["in"], "x (block input)"), (entry["out"], f"LayerNorm(x) → {sub}"),
                      (resid_name, f"x + {sub}(LayerNorm(x))")]
         else:
             self._placement.show_text(f"Post-norm: LayerNorm {n} of {layer_name(layer)} comes AFTER the "
                                       f"residual sum: LayerNorm(x + {sub}(x)), as in the original "
                                       "Transformer.")
-            slots = [(sub_name, f"{sub} output F(x)"), (f"{prefix}.in", "x + F(x) (residual sum)"),
-                     (f"{prefix}.out", "LayerNorm(x + F(x))")]
+            slots = [(sub_name, f"{sub} output F(x)"), (entry["in"], "x + F(x) (residual sum)"),
+                     (entry["out"], "LayerNorm(x + F(x))")]
         shown: dict[str, dict] = {}
         for panel_map, (name, title) in zip(self._maps, slots, strict=True):
             if name in trace:
@@ -146,14 +150,14 @@ class AddNormPanel(StagePanel):
             shown[name] = dict(panel_map.record)
         self._set_bars(mean, var, out_mean, out_var)
         self._set_ticks(labels, x_in.shape[0])
-        residual_off = residual_is_off(trace, layer, n)
+        residual_off = not residual_on(trace)
         note = ("Per token: subtract its mean, divide by √(variance + ε), then scale by γ and shift by β. "
                 "The output has mean ≈ 0 and variance ≈ 1 per token (up to the learned γ and β).")
         if residual_off:
             note = "The residual connection is switched OFF: the sub-layer's output replaces x. " + note
         self._note.show_text(note)
-        self._data = {"before": shown[f"{prefix}.in"], "after": shown[f"{prefix}.out"],
-                      "resid": shown.get(resid_name) or shown[f"{prefix}.in"],
+        self._data = {"before": shown[entry["in"]], "after": shown[entry["out"]],
+                      "resid": shown.get(resid_name) or shown[entry["in"]],
                       "sublayer": shown.get(sub_name),
                       "slots": [name for name, _ in slots], "mean": mean, "var": var,
                       "out_mean": out_mean, "out_var": out_var, "norm": norm, "tokens": labels,

@@ -9,8 +9,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
+from attnlab.engine import names
 from attnlab.engine.trace import Trace
-from attnlab.pipeline import Stage, ViewState
+from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     Note,
@@ -20,7 +21,7 @@ from attnlab.ui.stages.common import (
     clamp_head,
     missing,
     missing_message,
-    scaling_off,
+    scaling_on,
     site_name,
     site_sides,
     titled_heatmap,
@@ -34,10 +35,11 @@ class SiteView:
     def __init__(self, trace: Trace, site: str, view: ViewState):
         self.site = site
         self.q_side, self.k_side = site_sides(site)
-        q = trace[f"{site}.q"] if f"{site}.q" in trace else trace[f"{site}.weights"]
+        q_name, weights_name = names.site_entry(site, "q"), names.site_entry(site, "weights")
+        q = trace[q_name] if q_name in trace else trace[weights_name]
         self.n_heads = int(q.shape[0])
         self.head = clamp_head(view.head, self.n_heads)
-        weights = trace.get(f"{site}.weights")
+        weights = trace.get(weights_name)
         tq = int(weights.shape[1]) if weights is not None else int(q.shape[1])
         tk = int(weights.shape[2]) if weights is not None else tq
         self.rows = tokens(trace, self.q_side, tq)
@@ -51,7 +53,7 @@ class SiteView:
 
 def blocked_cells(trace: Trace, site: str) -> np.ndarray | None:
     """bool [Tq, Tk]: True where the additive mask is −inf (the query may not look at that key)."""
-    name = f"{site}.mask"
+    name = names.site_entry(site, "mask")
     if name not in trace:
         return None
     blocked = np.isneginf(array(trace, name))
@@ -88,7 +90,7 @@ class QKVPanel(StagePanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site = stage.site or ""
-        lost = missing(trace, [f"{site}.{p}" for p in ("q", "k", "v")])
+        lost = missing(trace, [names.site_entry(site, p) for p in ("q", "k", "v")])
         if lost:
             message = missing_message("Q, K and V", lost)
             for m in self._maps.values():
@@ -97,13 +99,13 @@ class QKVPanel(StagePanel):
             self._data = {"message": message}
             return
         sv = SiteView(trace, site, view)
-        names = {"q": "Q (queries)", "k": "K (keys)", "v": "V (values)"}
+        titles = {"q": "Q (queries)", "k": "K (keys)", "v": "V (values)"}
         for p, panel_map in self._maps.items():
-            matrix = array(trace, f"{site}.{p}")[sv.head]  # [T, d_k]
+            matrix = array(trace, names.site_entry(site, p))[sv.head]  # [T, d_k]
             side = sv.q_side if p == "q" else sv.k_side
             labels = sv.rows if p == "q" else sv.cols
             panel_map.titles(axis_title(side, "token"), "d_k dimension")
-            panel_map.draw(matrix, labels, None, title=names[p], colormap=view.colormap, symmetric=True)
+            panel_map.draw(matrix, labels, None, title=titles[p], colormap=view.colormap, symmetric=True)
         self._header.show_text(f"Q, K, V · {sv.name} · {sv.head_text}")
         self._data = {"head": sv.head, "n_heads": sv.n_heads,
                       **{p: dict(m.record) for p, m in self._maps.items()}}
@@ -146,12 +148,13 @@ class AttentionMapPanel(StagePanel):
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site, kind = stage.site or "", stage.kind
         self._data = {}
-        if not _need(self._map, trace, [f"{site}.{kind}", f"{site}.weights"], MAP_TEXT[kind][0]):
+        wanted = [names.site_entry(site, kind), names.site_entry(site, "weights")]
+        if not _need(self._map, trace, wanted, MAP_TEXT[kind][0]):
             self._note.show_text("")
             self._data = dict(self._map.record)
             return
         sv = SiteView(trace, site, view)
-        matrix = array(trace, f"{site}.{kind}")[sv.head]  # [Tq, Tk]
+        matrix = array(trace, names.site_entry(site, kind))[sv.head]  # [Tq, Tk]
         blocked = blocked_cells(trace, site)
         levels = (0.0, 1.0) if kind == "weights" else None
         self._map.titles(axis_title(sv.q_side, "query"), axis_title(sv.k_side, "key"))
@@ -169,8 +172,8 @@ class AttentionMapPanel(StagePanel):
         if kind == "scores" and blocked is not None:
             text += " Hatched cells will be blocked by the mask two steps later."
         if kind == "scaled":
-            dk = int(trace[f"{site}.q"].shape[-1]) if f"{site}.q" in trace else 0
-            if scaling_off(trace, site):
+            dk = int(trace[names.site_entry(site, "q")].shape[-1]) if names.site_entry(site, "q") in trace else 0
+            if not scaling_on(trace):
                 text = ("Scaling is switched OFF: these are the raw scores. With large dₖ the softmax then "
                         "tends to put almost all weight on one key.")
             else:
@@ -214,7 +217,7 @@ class MaskPanel(StagePanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site = stage.site or ""
-        if not _need(self._map, trace, [f"{site}.mask"], "The mask"):
+        if not _need(self._map, trace, [names.site_entry(site, "mask")], "The mask"):
             self._site = ""
             self._data = dict(self._map.record)
             self._hint.show_text("")
@@ -222,7 +225,7 @@ class MaskPanel(StagePanel):
             return
         self._site = site
         sv = SiteView(trace, site, view)
-        additive = array(trace, f"{site}.mask")  # [Tq, Tk], 0 or -inf
+        additive = array(trace, names.site_entry(site, "mask"))  # [Tq, Tk], 0 or -inf
         blocked = np.isneginf(additive)
         allowed = np.ones_like(additive)
         self._map.titles(axis_title(sv.q_side, "query"), axis_title(sv.k_side, "key"))
@@ -274,10 +277,10 @@ class ContextPanel(_SiteVectorPanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site = stage.site or ""
-        if self._lacks(trace, f"{site}.context", "The context (weights · V)"):
+        if self._lacks(trace, names.site_entry(site, "context"), "The context (weights · V)"):
             return
         sv = SiteView(trace, site, view)
-        ctx = array(trace, f"{site}.context")[sv.head]  # [Tq, d_k]
+        ctx = array(trace, names.site_entry(site, "context"))[sv.head]  # [Tq, d_k]
         self._map.titles(axis_title(sv.q_side, "query"), "d_k dimension")
         self._map.draw(ctx, sv.rows, None, colormap=view.colormap, symmetric=True,
                        title=f"weights · V · {sv.name} · {sv.head_text}")
@@ -302,10 +305,10 @@ class ConcatPanel(_SiteVectorPanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site = stage.site or ""
-        if self._lacks(trace, f"{site}.concat", "The concatenated heads"):
+        if self._lacks(trace, names.site_entry(site, "concat"), "The concatenated heads"):
             return
         sv = SiteView(trace, site, view)
-        concat = array(trace, f"{site}.concat")  # [Tq, d]
+        concat = array(trace, names.site_entry(site, "concat"))  # [Tq, d]
         tq, d = concat.shape
         dk = d // max(sv.n_heads, 1)
         self._map.titles(axis_title(sv.q_side, "query"), f"model dimension ({sv.n_heads} heads × {dk})")
@@ -343,10 +346,10 @@ class AttentionOutputPanel(_SiteVectorPanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site = stage.site or ""
-        if self._lacks(trace, f"{site}.out", "The attention output"):
+        if self._lacks(trace, names.site_entry(site, "out"), "The attention output"):
             return
         sv = SiteView(trace, site, view)
-        out = array(trace, f"{site}.out")  # [Tq, d]
+        out = array(trace, names.site_entry(site, "out"))  # [Tq, d]
         self._map.titles(axis_title(sv.q_side, "query"), "model dimension")
         self._map.draw(out, sv.rows, None, colormap=view.colormap, symmetric=True,
                        title=f"concat · W_O · {sv.name}")

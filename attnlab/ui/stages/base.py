@@ -7,7 +7,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QWidget
 
 from attnlab.engine.trace import Trace
-from attnlab.pipeline import Stage, ViewState
+from attnlab.present.stages import Stage, ViewState
 
 
 class StagePanel(QWidget):

@@ -7,29 +7,33 @@ import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.ui.heatmap import LabeledHeatmap, elide_label, tick_font
-from attnlab.ui.stages.facts import (  # noqa: F401 (re-exported for the panels)
+from attnlab.engine import names
+from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
     SPECIAL_TOKENS,
     array,
     layer_name,
     layer_side,
     missing,
     missing_message,
-    residual_is_off,
-    scaling_off,
+    norm_placement,
+    residual_on,
+    run_temperature,
+    scaling_on,
     side_name,
     site_name,
     site_sides,
+    sublayer_kind,
     sublayer_output,
     tokens,
 )
+from attnlab.ui.heatmap import LabeledHeatmap, elide_label, tick_font
 
 NOTE_POINT_SIZE = 12
 
 
 def axis_title(side: str, role: str) -> str:
     """'query · decoder token' style axis titles."""
-    return f"{role} ({'encoder' if side == 'src' else 'decoder'} tokens)"
+    return f"{role} ({names.word(names.side_stack(side)).lower()} tokens)"
 
 
 def clamp_head(head: int, n_heads: int) -> int:

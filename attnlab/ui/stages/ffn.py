@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtWidgets
 
+from attnlab.engine import names
 from attnlab.engine.trace import Trace
-from attnlab.pipeline import Stage, ViewState
+from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
@@ -53,14 +54,14 @@ class FFNPanel(StagePanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         layer = stage.layer or ""
-        lost = missing(trace, [f"{layer}.ffn.hidden", f"{layer}.ffn.out"])
+        lost = missing(trace, [names.ffn_entry(layer, "hidden"), names.ffn_entry(layer, "out")])
         if lost:
             self._data = {"message": missing_message("The feed-forward step", lost)}
             self._stack.show_message(self._data["message"])
             return
         self._stack.show_content()
-        hidden = array(trace, f"{layer}.ffn.hidden")  # [T, d_ff]
-        out = array(trace, f"{layer}.ffn.out")  # [T, d]
+        hidden = array(trace, names.ffn_entry(layer, "hidden"))  # [T, d_ff]
+        out = array(trace, names.ffn_entry(layer, "out"))  # [T, d]
         labels = tokens(trace, layer_side(layer), hidden.shape[0])
         relu = not bool((hidden < 0).any())  # ReLU never outputs a negative number; GELU does
         zeros = hidden == 0.0
@@ -69,7 +70,7 @@ class FFNPanel(StagePanel):
         self._hidden.draw(hidden, labels, None, masked=zeros if zeros.any() else None, colormap=view.colormap,
                           title=f"hidden units (d_ff = {d_ff})")
         self._out.draw(out, labels, None, colormap=view.colormap, symmetric=True,
-                       title="FFN output")
+                       title=f"{names.word('ffn.short')} output")
         if relu:
             self._share.show_text(f"{share:.0%} of hidden units are exactly 0 (ReLU) — hatched grey cells")
         else:

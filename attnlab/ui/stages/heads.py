@@ -6,8 +6,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
+from attnlab.engine import names
 from attnlab.engine.trace import Trace
-from attnlab.pipeline import Stage, ViewState
+from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.colormaps import get_colormap
 from attnlab.ui.head_grid import HeadGrid
 from attnlab.ui.heatmap import elide_label
@@ -48,7 +49,7 @@ class HeadsPanel(StagePanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site = stage.site or ""
-        name = f"{site}.weights"
+        name = names.site_entry(site, "weights")
         if name not in trace:
             message = missing_message("The attention weights", [name])
             self._grid.clear(message)
@@ -138,7 +139,7 @@ class LinesPanel(StagePanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site = stage.site or ""
-        name = f"{site}.weights"
+        name = names.site_entry(site, "weights")
         if name not in trace:
             self._data = {"message": missing_message("The attention weights", [name])}
             self._stack.show_message(self._data["message"])

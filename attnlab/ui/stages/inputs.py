@@ -7,9 +7,10 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
+from attnlab.engine import names
 from attnlab.engine.positional import sinusoidal_period
 from attnlab.engine.trace import Trace
-from attnlab.pipeline import Stage, ViewState
+from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.heatmap import printable_label, tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -82,13 +83,13 @@ class TokensPanel(StagePanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         side = stage.side or "src"
-        need = missing(trace, [f"{side}.tokens", f"{side}.ids"])
+        need = missing(trace, [names.side_entry(side, "tokens"), names.side_entry(side, "ids")])
         if need:
             self._data = {"message": missing_message("Tokenization", need)}
             self._stack.show_message(self._data["message"])
             return
-        pieces = [str(t) for t in trace[f"{side}.tokens"]]
-        ids = [int(i) for i in trace.numpy(f"{side}.ids")]
+        pieces = [str(t) for t in trace[names.side_entry(side, "tokens")]]
+        ids = [int(i) for i in trace.numpy(names.side_entry(side, "ids"))]
         specials = [p for p in pieces if p in SPECIAL_TOKENS]
         self._data = {"tokens": pieces, "ids": ids, "specials": [chip_kind(p) != "word" for p in pieces],
                       "count": len(pieces)}
@@ -143,7 +144,7 @@ class EmbeddingPanel(StagePanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         side = stage.side or "src"
-        name = f"{side}.embed"
+        name = names.side_entry(side, "embed")
         if name not in trace:
             self._map.clear(missing_message("The token embedding", [name]))
             self._note.show_text("")
@@ -231,7 +232,7 @@ class PositionalPanel(StagePanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         side = stage.side or "src"
-        name = f"{side}.pos"
+        name = names.side_entry(side, "pos")
         if name not in trace:
             text = ("No positional encoding is added in this run: it is switched off, or this model has "
                     "none, or it uses rotary encoding (which rotates Q and K inside attention instead of "
@@ -344,16 +345,18 @@ class InputSumPanel(StagePanel):
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         side = stage.side or "src"
-        if f"{side}.input" not in trace:
-            message = missing_message("The layer input", [f"{side}.input"])
+        name = names.side_entry(side, "input")
+        if name not in trace:
+            message = missing_message("The layer input", [name])
             for m in self._maps.values():
                 m.clear(message)
             self._data = {"message": message}
             return
-        x = array(trace, f"{side}.input")  # [T, d]
+        x = array(trace, name)  # [T, d]
         labels = tokens(trace, side, x.shape[0])
-        parts = {"embed": array(trace, f"{side}.embed") if f"{side}.embed" in trace else None,
-                 "pos": array(trace, f"{side}.pos") if f"{side}.pos" in trace else None, "input": x}
+        embed, pos = names.side_entry(side, "embed"), names.side_entry(side, "pos")
+        parts = {"embed": array(trace, embed) if embed in trace else None,
+                 "pos": array(trace, pos) if pos in trace else None, "input": x}
         bound = max(float(np.abs(p).max()) for p in parts.values() if p is not None and p.size) or 1.0
         titles = {"embed": "token embedding", "pos": "positional encoding", "input": "sum = layer input"}
         for part, matrix in parts.items():

@@ -8,8 +8,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
+from attnlab.engine import names
 from attnlab.engine.trace import Trace
-from attnlab.pipeline import Stage, ViewState
+from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.heatmap import cache_axis, elide_label, printable_label, tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -18,6 +19,7 @@ from attnlab.ui.stages.common import (
     array,
     foreground_color,
     note_font,
+    run_temperature,
 )
 
 SPECIAL_IDS_ORDER = ("<pad>", "<s>", "</s>", "<unk>")  # ids 0..3 in every attnlab tokenizer
@@ -32,34 +34,18 @@ def top_k(values: np.ndarray, k: int) -> np.ndarray:
     return order[:k]
 
 
-def effective_temperature(logits: np.ndarray, probs: np.ndarray) -> float | None:
-    """T such that probs = softmax(logits / T), fitted from log-probabilities (None when undefined)."""
-    keep = probs > 1e-30
-    if keep.sum() < 2:
-        return None
-    lg = logits[keep].astype(np.float64)
-    lp = np.log(probs[keep].astype(np.float64))
-    dl = lg - lg.mean()
-    denom = float(dl @ dl)
-    if denom <= 1e-12:
-        return None
-    slope = float(dl @ (lp - lp.mean())) / denom
-    return 1.0 / slope if slope > 1e-12 else None
-
-
 class OutputPanel(StagePanel):
     """Raw logits (kind "logits") or softmax probabilities (kind "probs") of the top-k tokens.
 
     Token names: the trace holds ids only, so the host may call `set_vocabulary(id_to_token)`; otherwise
     names come from the tokens seen in this run and the specials, and other ids show as "#id".
-    `temperature` may be set by the host; otherwise it is read off probs vs. logits.
+    The temperature is the one the run used (`trace.options.temperature`).
     """
 
-    kinds = ("logits", "probs")
+    kinds = (names.LOGITS, names.PROBS)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
-        self.temperature: float | None = None
         self._vocab: Callable[[int], str] | None = None
         self._title = Note(self, delta=2, bold=True)
         self._plot = pg.PlotWidget(self)
@@ -95,18 +81,19 @@ class OutputPanel(StagePanel):
         if vocab is None or callable(vocab):
             self._vocab = vocab
         else:
-            names = list(vocab)
-            self._vocab = lambda i: names[i] if 0 <= i < len(names) else f"#{i}"
+            pieces = list(vocab)
+            self._vocab = lambda i: pieces[i] if 0 <= i < len(pieces) else f"#{i}"
         self._ticks_key = None
 
     def _namer(self, trace: Trace) -> Callable[[int], str]:
         if self._vocab is not None:
             return self._vocab
         known: dict[int, str] = dict(enumerate(SPECIAL_IDS_ORDER))
-        for side in ("src", "tgt"):
-            if f"{side}.tokens" in trace and f"{side}.ids" in trace:
-                ids = (int(i) for i in trace.numpy(f"{side}.ids"))
-                known.update(zip(ids, trace[f"{side}.tokens"], strict=False))
+        for side in names.SIDES:
+            tokens_name, ids_name = names.side_entry(side, "tokens"), names.side_entry(side, "ids")
+            if tokens_name in trace and ids_name in trace:
+                ids = (int(i) for i in trace.numpy(ids_name))
+                known.update(zip(ids, trace[tokens_name], strict=False))
         return lambda i: str(known.get(i, f"#{i}"))
 
     def _value_text(self, i: int) -> pg.TextItem:
@@ -124,7 +111,7 @@ class OutputPanel(StagePanel):
             self._stack.show_message(self._data["message"])
             return
         self._stack.show_content()
-        table = array(trace, kind)  # [T, V]
+        table = array(trace, kind)  # [T, V]; the kind is the trace name (names.LOGITS or names.PROBS)
         n_pos = table.shape[0]
         position = min(max(int(view.position), -n_pos), n_pos - 1) % n_pos
         row = table[position]  # [V]
@@ -140,25 +127,23 @@ class OutputPanel(StagePanel):
             text.setVisible(visible)
             if visible:
                 v = float(values[i])
-                label = f" {v:.1%}" if kind == "probs" else f" {v:.2f}"
+                label = f" {v:.1%}" if kind == names.PROBS else f" {v:.2f}"
                 if label != text.toPlainText():
                     text.setText(label)
                 if (text.pos().x(), text.pos().y()) != (max(v, 0.0), i):
                     text.setPos(max(v, 0.0), i)
-        temperature = self.temperature
-        if temperature is None and "logits" in trace and "probs" in trace:
-            logits, probs = array(trace, "logits")[position], array(trace, "probs")[position]
-            temperature = effective_temperature(logits, probs)
+        temperature = run_temperature(trace)
         self._title.show_text(self._heading(trace, position, kind))
         self._note.show_text(self._explain(kind, len(ids), row.shape[0], temperature, labels[0]))
         self._data = {"kind": kind, "position": position, "ids": [int(i) for i in ids], "labels": labels,
                       "values": values, "argmax": int(ids[0]), "temperature": temperature, "row": row}
 
     def _heading(self, trace: Trace, position: int, kind: str) -> str:
-        decoder = "tgt.tokens" in trace
-        toks = trace.get("tgt.tokens" if decoder else "src.tokens") or []
+        tgt_tokens = names.side_entry("tgt", "tokens")
+        decoder = tgt_tokens in trace
+        toks = trace.get(tgt_tokens if decoder else names.side_entry("src", "tokens")) or []
         here = printable_label(toks[position]) if position < len(toks) else str(position)
-        what = "logits" if kind == "logits" else "probabilities"
+        what = "logits" if kind == names.LOGITS else "probabilities"
         if decoder:
             context = " ".join(printable_label(t) for t in toks[: position + 1])
             return f"Next-token {what} after “{elide_label(context, 60)}” (position {position})"
@@ -166,8 +151,8 @@ class OutputPanel(StagePanel):
 
     @staticmethod
     def _explain(kind: str, k: int, vocab: int, temperature: float | None, best: str) -> str:
-        temp = f"temperature T ≈ {temperature:.3g}" if temperature is not None else "temperature unknown"
-        if kind == "logits":
+        temp = f"temperature T = {temperature:.3g}" if temperature is not None else "temperature unknown"
+        if kind == names.LOGITS:
             return (f"Top {k} of {vocab} raw scores: the final vector times the output matrix, one "
                     f"number per vocabulary entry. softmax(logits / T) turns them into probabilities "
                     f"({temp}). "
@@ -181,7 +166,7 @@ class OutputPanel(StagePanel):
         x0 = np.minimum(values, 0.0)
         self._bars.setOpts(x0=x0, y=np.arange(n, dtype=float), width=np.abs(values), height=0.72,
                            brushes=brushes, pens=[pg.mkPen(None)] * n)
-        if kind == "probs":
+        if kind == names.PROBS:
             high = 1.0 if float(values.max(initial=0)) > 0.75 else float(values.max(initial=0)) * 1.3 + 1e-6
             pad = 0.02 * high
             x_range = (-pad, high + pad)

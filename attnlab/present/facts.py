@@ -1,0 +1,114 @@
+"""Facts read off a Trace for the panels and the explanations (Qt-free): names, token labels, toggles.
+
+How a run was made (norm placement, residuals, scaling, temperature) is read from the RunOptions the trace
+carries (`trace.options`, resolved by the engine), never inferred back from the numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from attnlab.engine import names
+from attnlab.engine.tokenizer import SPECIALS
+
+if TYPE_CHECKING:
+    from attnlab.engine.trace import Trace
+
+SPECIAL_TOKENS = SPECIALS
+
+
+def missing(trace: Trace, wanted: Sequence[str]) -> list[str]:
+    """The names this panel needs that the trace does not hold."""
+    return [n for n in wanted if n not in trace]
+
+
+def missing_message(what: str, wanted: Sequence[str]) -> str:
+    shown = ", ".join(wanted[:3]) + (" …" if len(wanted) > 3 else "")
+    return (f"{what} is not in this run ({shown} was not recorded). It may be switched off, not part of "
+            f"this model, or the run was made on the fast path without recording.")
+
+
+def array(trace: Trace, name: str) -> np.ndarray:
+    """The trace entry as a float32 numpy array (no copy when it already is one)."""
+    return np.asarray(trace.numpy(name), dtype=np.float32)
+
+
+def tokens(trace: Trace, side: str, n: int) -> list[str] | None:
+    """Token strings of `side` ("src"/"tgt") when there are exactly `n` of them, else None (numbers shown)."""
+    toks = trace.get(names.side_entry(side, "tokens"))
+    if toks is None or len(toks) != n:
+        return None
+    return [str(t) for t in toks]
+
+
+def site_sides(site: str) -> tuple[str, str]:
+    """(query side, key side) of an attention site: enc.* reads src both ways, dec.self tgt both ways,
+    dec.cross queries from tgt and keys/values from src."""
+    stack, _layer, kind = names.split_site(site)
+    q_side = names.stack_side(stack)
+    k_side = names.stack_side("enc" if kind == "cross" else stack)
+    return q_side, k_side
+
+
+def site_name(site: str) -> str:
+    """'dec.1.cross' -> 'decoder layer 2 cross-attention'."""
+    return names.site_full_words(site)
+
+
+def layer_name(layer: str) -> str:
+    """'enc.0' -> 'encoder layer 1'."""
+    return names.layer_words_inline(layer)
+
+
+def side_name(side: str) -> str:
+    """'src' -> 'source', 'tgt' -> 'decoder input'."""
+    return names.word(f"{side}.side")
+
+
+def layer_side(layer: str) -> str:
+    """Which token side a layer's rows belong to: encoder layers read src, decoder layers tgt."""
+    return names.stack_side(names.stack_of(layer))
+
+
+def has_cross(trace: Trace, layer: str) -> bool:
+    """Whether this layer of the run has a cross-attention sub-layer."""
+    return names.site_entry(names.site(layer, "cross"), "out") in trace
+
+
+def sublayer_kind(trace: Trace, layer: str, n: int) -> str:
+    """What add & norm n of `layer` wraps: 'self', 'cross' or 'ffn'."""
+    return names.sublayer_kind(names.stack_of(layer), n, has_cross(trace, layer))
+
+
+def sublayer_output(trace: Trace, layer: str, n: int) -> str:
+    """Name of the output of the sub-layer wrapped by add & norm n of `layer` (attention or FFN)."""
+    return names.sublayer_out(layer, n, has_cross(trace, layer))
+
+
+# ---- how the run was made: read from trace.options (resolved by the engine) ---------------------------------
+def norm_placement(trace: Trace) -> str | None:
+    """'pre' or 'post': where this run placed its LayerNorms; None when the trace does not say (no options
+    and no config: a trace built by hand)."""
+    if trace.options is not None and trace.options.norm in ("pre", "post"):
+        return trace.options.norm
+    if trace.config is not None:
+        return "pre" if trace.config.norm_first else "post"
+    return None
+
+
+def residual_on(trace: Trace) -> bool:
+    """Whether this run kept the x + sublayer(x) connections (True when the trace does not say)."""
+    return trace.options is None or trace.options.residual
+
+
+def scaling_on(trace: Trace) -> bool:
+    """Whether this run divided QKᵀ by √dₖ (True when the trace does not say)."""
+    return trace.options is None or trace.options.scale
+
+
+def run_temperature(trace: Trace) -> float | None:
+    """The output softmax temperature of this run; None when the trace does not say."""
+    return None if trace.options is None else float(trace.options.temperature)

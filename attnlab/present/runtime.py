@@ -1,0 +1,19 @@
+"""How the app sets up torch for its worker thread (Qt-free; torch is imported on first call)."""
+
+from __future__ import annotations
+
+import os
+
+
+def configure_torch() -> int:
+    """Give torch one core fewer than the machine has (at least one, at most four), so the GUI thread keeps a
+    core; ATTNLAB_TORCH_THREADS overrides. On a 2-core machine with any other load, two intra-op threads
+    made a d=128 forward pass ~50× slower (their barrier spins against the other process)."""
+    import torch
+
+    wanted = os.environ.get("ATTNLAB_TORCH_THREADS", "")
+    threads = max(1, min(4, (os.cpu_count() or 2) - 1))
+    if wanted.isdigit() and int(wanted) > 0:
+        threads = int(wanted)
+    torch.set_num_threads(threads)
+    return threads

@@ -1,0 +1,75 @@
+"""The texts in the input boxes: the example sentence, the decoder prefix shown at start-up, and what
+Generate appends (the next token after the last real position, as ids and as text). Qt-free."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from attnlab.engine import names
+from attnlab.engine.tokenizer import PAD
+
+if TYPE_CHECKING:
+    from attnlab.engine.live import LiveModel
+    from attnlab.engine.trace import Trace
+
+EXAMPLE_SENTENCE = "the black cat sees the small dog"
+EXAMPLE_SENTENCES = (EXAMPLE_SENTENCE, "le chat noir voit le petit chien")  # English, then French
+MAX_PREFIX_TOKENS = 12  # the greedy decoder prefix shown at start-up
+RANDOM_PREFIX_TOKENS = 3  # a random model's "translation" is noise: keep it short
+
+
+def example_sentence(model: LiveModel) -> str:
+    """The model's own example, else the first built-in one its vocabulary covers (no <unk>)."""
+    if model.metadata.get("example"):
+        return str(model.metadata["example"])
+    tokenizer = model.src_tokenizer if model.config.has_encoder else model.tgt_tokenizer
+    for sentence in EXAMPLE_SENTENCES:
+        if tokenizer is not None and tokenizer.unk_id not in tokenizer.encode(sentence)[1]:
+            return sentence
+    return EXAMPLE_SENTENCE
+
+
+def default_prefix(model: LiveModel, src: str) -> str:
+    """The model's own greedy translation minus its last token (so "Generate" has something to predict);
+    a few tokens only for a random model."""
+    if model.config.arch != "encoder-decoder" or not src.strip():
+        return ""
+    tok = model.tgt_tokenizer
+    most = RANDOM_PREFIX_TOKENS if model.metadata.get("random") else MAX_PREFIX_TOKENS
+    ids = tok.encode(model.translate(src, max_new_tokens=most + 1))[1]
+    return tok.decode(ids[: max(1, min(len(ids) - 1, most))])
+
+
+def real_length(tokens: list[str]) -> int:
+    """How many tokens come before the <pad> tail."""
+    n = len(tokens)
+    while n and tokens[n - 1] == PAD:
+        n -= 1
+    return n
+
+
+def next_token(model: LiveModel, trace: Trace) -> tuple[int, str]:
+    """The most probable token after the last real (non-<pad>) decoder position."""
+    tgt_tokens = names.side_entry("tgt", "tokens")
+    side = tgt_tokens if tgt_tokens in trace else names.side_entry("src", "tokens")
+    last = real_length(trace[side]) - 1
+    if last == len(trace[side]) - 1:
+        return model.next_token(trace)
+    i = int(trace[names.PROBS][last].argmax())
+    tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer
+    return i, tok.id_to_token(i)
+
+
+def extended_ids(trace: Trace, token_id: int) -> list[int]:
+    """The decoder-side ids of `trace` (without <s> and <pad>) plus one more token."""
+    ids = [int(i) for i in trace[names.side_entry("tgt", "ids")]]
+    ids = ids[: real_length(trace[names.side_entry("tgt", "tokens")])]
+    return ids[1:] + [token_id]
+
+
+def ids_text(tokenizer, ids: list[int]) -> str:
+    """Ids as text for the input box; special tokens (which decoding drops) are spelled out."""
+    specials = (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id)
+    if any(i in specials for i in ids):
+        return " ".join(tokenizer.id_to_token(i) for i in ids)
+    return tokenizer.decode(ids)

@@ -1,0 +1,75 @@
+"""The stage list (attnlab.present.stages): keys built through engine.names, the entries each stage shows,
+and the stage kept across re-traces. Qt-free: no QApplication here."""
+
+import pytest
+import torch
+
+from attnlab.engine import names
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import WordTokenizer
+from attnlab.present.stages import OUTPUT_BOX, output_key, pick_stage, shape_text, stage_tensors, stages_for
+
+TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
+SRC, TGT = "the black cat sees the dog", "le chat"
+
+
+def make(arch="encoder-decoder", **kw) -> LiveModel:
+    torch.manual_seed(0)
+    tok = WordTokenizer.train(TEXTS)
+    cfg = ModelConfig(arch=arch, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32,
+                      n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32, **kw)
+    return LiveModel(Transformer(cfg), tok, tok)
+
+
+def run(arch="encoder-decoder", options=None):
+    model = make(arch)
+    src, tgt = (None, SRC) if arch == "decoder-only" else (SRC, None if arch == "encoder-only" else TGT)
+    return model.trace(src, tgt, options or RunOptions())
+
+
+@pytest.mark.parametrize("arch", ["encoder-decoder", "decoder-only", "encoder-only"])
+def test_every_stage_names_tensors_that_the_trace_holds(arch):
+    trace = run(arch)
+    for stage in stages_for(trace):
+        wanted = stage_tensors(stage)
+        assert wanted and all(n in trace for n in wanted), (stage.key, wanted)
+        assert shape_text(trace, stage).startswith(wanted[0])
+
+
+def test_stage_keys_groups_and_boxes_follow_the_names_module():
+    trace = run()
+    stages = stages_for(trace)
+    keys = [s.key for s in stages]
+    assert keys[:4] == ["src.tokens", "src.embed", "src.pos", "src.input"]
+    assert keys[-2:] == ["out.logits", "out.probs"] == [output_key(names.LOGITS), output_key(names.PROBS)]
+    # a decoder layer with cross-attention: self, norm1, cross, norm2, ffn, norm3
+    dec1 = [s for s in stages if s.group == "Decoder layer 2" and s.kind in ("addnorm", "ffn", "qkv")]
+    assert [s.key for s in dec1] == ["dec.1.self.qkv", "dec.1.norm1", "dec.1.cross.qkv", "dec.1.norm2",
+                                     "dec.1.ffn", "dec.1.norm3"]
+    by_key = {s.key: s for s in stages}
+    assert by_key["dec.0.self.mask"].title == "masked self-attention · mask"
+    assert by_key["dec.0.cross.mask"].title == "cross-attention · mask"
+    assert by_key["enc.1.ffn"].title == names.word("ffn") == "feed-forward network"
+    assert by_key["enc.0.norm2"].title == "add & LayerNorm 2"
+    assert [by_key[k].schematic_box for k in ("tgt.embed", "enc.0.self.weights", "enc.1.ffn", "dec.1.norm3",
+                                              "out.probs")] == ["tgt.input", "enc.0.self", "enc.1.ffn",
+                                                                "dec.1.norm3", OUTPUT_BOX]
+    assert {s.group for s in stages} == {"Source input", "Encoder layer 1", "Encoder layer 2", "Decoder input",
+                                         "Decoder layer 1", "Decoder layer 2", "Output"}
+
+
+def test_a_positional_stage_only_when_the_trace_holds_one():
+    assert "src.pos" in {s.key for s in stages_for(run())}
+    assert "src.pos" not in {s.key for s in stages_for(run(options=RunOptions(positional=False)))}
+
+
+def test_pick_stage_fallbacks():
+    stages = stages_for(run())
+    assert pick_stage(stages, "dec.1.cross.mask").key == "dec.1.cross.mask"
+    assert pick_stage(stages, "enc.1.norm9").key == "enc.1.self.qkv"  # first stage of its layer
+    assert pick_stage(stages, "enc.7.self.qkv").key == stages[0].key
+    assert pick_stage(stages, "tgt.nothing").key == "tgt.tokens"  # first of its group
+    assert pick_stage([], "x") is None
