@@ -1,6 +1,6 @@
 """Screenshots for the AppStream metainfo, made by the app itself (offscreen, the bundled translation model).
 
-    python packaging/make_screenshots.py     # writes packaging/screenshots/{attention,output}.png
+    python packaging/make_screenshots.py     # writes packaging/screenshots/{attention,cross-attention}.png
 
 Each shot is the main window grabbed with QWidget.grab() at 1280×800, on one stage of the first trace.
 """
@@ -23,7 +23,7 @@ from attnlab.ui.main_window import MainWindow  # noqa: E402
 OUT = Path(__file__).resolve().parent / "screenshots"
 SIZE = (1280, 800)
 SENTENCE = "the black cat sees the dog"
-SHOTS = {"attention": "enc.0.self.weights", "output": "out.probs"}  # file name -> stage shown
+SHOTS = {"attention": "enc.0.self.weights", "cross-attention": "dec.1.cross.heads"}  # file name -> stage shown
 
 
 def wait(signal=None, ms: int = 60000) -> None:
