@@ -28,7 +28,7 @@ VPY="$WORK/venv/bin/python"
 
 step "install $TORCH (CPU build), attnlab (non-editable) and PyInstaller"
 "$VPY" -m pip install -q ${ATTNLAB_TORCH_INDEX:+--index-url "$ATTNLAB_TORCH_INDEX"} "$TORCH"
-"$VPY" - <<'PY'
+"$VPY" -W ignore - <<'PY'
 import torch
 assert torch.version.cuda is None, f"torch {torch.__version__} is a CUDA build: the bundle would carry CUDA libraries"
 print("torch", torch.__version__, "(CPU build)")
