@@ -10,6 +10,8 @@ import argparse
 import importlib
 import sys
 
+from attnlab import __version__
+
 # sub-command -> module in attnlab.commands with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS = {
     "init": "Write a randomly initialised model of chosen sizes to a .safetensors checkpoint.",
@@ -34,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Step through every computation of a live Transformer.",
         epilog="sub-commands: " + "; ".join(f"{k}: {v}" for k, v in COMMANDS.items()),
     )
+    parser.add_argument("--version", action="version", version=f"attnlab {__version__}")
     module.add_arguments(parser)
     return int(module.run(parser.parse_args(argv)) or 0)
 

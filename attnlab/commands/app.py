@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--light", dest="dark", action="store_false", help="use the light theme")
     parser.add_argument("--startup-time", action="store_true",
                         help="print the seconds to the first paint and to the first trace on stderr")
+    parser.add_argument("--quit-after-trace", action="store_true",
+                        help="exit 0 once the first trace is painted, printing the seconds it took on stderr "
+                             "(a smoke test for installs and bundles)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,7 +95,22 @@ def run(args: argparse.Namespace) -> int:
 
     window.start(loader, src=src, tgt=args.tgt, stage=args.stage, path=path, remembered=remembered)
     window.session.modelFailed.connect(lambda _m: window.session.model is None and _fallback(window))
+    if args.quit_after_trace:
+        _quit_after_first_trace(app, window)
     return app.exec()
+
+
+def _quit_after_first_trace(app, window) -> None:
+    """Paint the first trace, say how long it took and which model it came from, then leave the event loop."""
+    from PySide6.QtCore import QTimer
+
+    def painted(_trace) -> None:
+        window.repaint()  # synchronous: the panels are drawn before the time is read
+        model = window.session.model_path or "bundled model"
+        print(f"first trace painted after {seconds_since_start():.2f} s ({model})", file=sys.stderr)
+        app.exit(0)
+
+    window.session.traceReady.connect(lambda trace: QTimer.singleShot(0, lambda: painted(trace)))
 
 
 def _fallback(window) -> None:

@@ -16,7 +16,8 @@ from PySide6.QtWidgets import QApplication
 
 ORG = APP = "attnlab"
 MAX_RECENT = 8
-ICON = Path(__file__).resolve().parents[2] / "packaging" / "attnlab.svg"  # present in a source checkout
+ICON = Path(str(resources.files("attnlab.resources").joinpath("icons", "attnlab.svg")))  # ships in the wheel
+DESKTOP_ID = "io.github.attnlab.attnlab"  # the .desktop file's name (packaging/), which Wayland matches windows to
 
 # Keys of the settings store
 GEOMETRY, WINDOW_STATE, DARK = "window/geometry", "window/state", "view/dark"
@@ -36,7 +37,7 @@ def create_app(argv: list[str] | None = None) -> QApplication:
     app.setOrganizationName(ORG)
     app.setApplicationName(APP)
     app.setApplicationDisplayName("attnlab")
-    app.setDesktopFileName("attnlab")
+    app.setDesktopFileName(DESKTOP_ID)
     app.setStyle("Fusion")
     if ICON.is_file():
         app.setWindowIcon(QIcon(str(ICON)))

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from attnlab.session import Session, shape_text
 from attnlab.ui import app as appsettings
+from attnlab.ui.about import show_about
 from attnlab.ui.controls import ControlsPanel, InputBar, RandomModelDialog
 from attnlab.ui.errors import ErrorReporter
 from attnlab.ui.navigator import STEP_KEYS, StageNavigator
@@ -195,6 +196,7 @@ class MainWindow(QMainWindow):
             m.addAction(dock.toggleViewAction())
         m = bar.addMenu("&Help")
         self._action(m, "&Keyboard shortcuts", self.show_shortcuts, ["F1"])
+        self._action(m, "&About attnlab", lambda: show_about(self), name="aboutAction")
 
     # ---- drawing ---------------------------------------------------------------------------------------
     def panel_for(self, kind: str) -> QWidget:

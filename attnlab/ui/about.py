@@ -1,0 +1,79 @@
+"""Help → About: the attnlab version, the versions of the libraries it runs on, and the compute device.
+
+What a teacher reads out when a lab machine misbehaves, so every line is selectable text.
+"""
+
+from __future__ import annotations
+
+import html
+import platform
+from typing import TYPE_CHECKING
+
+import PySide6
+from PySide6.QtCore import Qt, qVersion
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
+
+import attnlab
+
+if TYPE_CHECKING:  # torch is imported on first use: the main window paints before torch has loaded
+    import torch
+
+
+def device_description(device: torch.device) -> str:
+    """'CUDA: <GPU name>' or 'CPU (N threads)': where the traces are computed."""
+    import torch
+
+    if device.type == "cuda":
+        return f"CUDA: {torch.cuda.get_device_name(device)}"
+    return f"CPU ({torch.get_num_threads()} threads)"
+
+
+def version_facts(device: torch.device) -> list[tuple[str, str]]:
+    """(label, value) rows shown in the About box, in order."""
+    import pyqtgraph  # imported here: the window paints before pyqtgraph is needed
+    import torch
+
+    return [
+        ("attnlab", attnlab.__version__),
+        ("Python", platform.python_version()),
+        ("PyTorch", torch.__version__),
+        ("Qt", qVersion()),
+        ("PySide6", PySide6.__version__),
+        ("pyqtgraph", pyqtgraph.__version__),
+        ("Compute device", device_description(device)),
+    ]
+
+
+def session_device(session) -> torch.device:
+    """The device the open model runs on, or the one the run options would pick when none is open yet."""
+    from attnlab.engine.live import pick_device
+
+    if session.model is not None:
+        return session.model.device
+    return pick_device(session.options.device)
+
+
+class AboutDialog(QDialog):
+    def __init__(self, facts: list[tuple[str, str]], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("aboutDialog")
+        self.setWindowTitle("About attnlab")
+        rows = "".join(f"<tr><td><b>{html.escape(label)}</b>&nbsp;&nbsp;</td><td>{html.escape(value)}</td></tr>"
+                       for label, value in facts)
+        self.label = QLabel(
+            "<h3>attnlab</h3><p>Step through every computation of a live Transformer, on real weights.</p>"
+            f"<table>{rows}</table>", self)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.label)
+        layout.addWidget(buttons)
+
+
+def show_about(window) -> AboutDialog:
+    """Open the About box over `window` (a MainWindow) without blocking its event loop."""
+    dialog = AboutDialog(version_facts(session_device(window.session)), window)
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.open()
+    return dialog
