@@ -89,15 +89,16 @@ def next_token(model: LiveModel, trace: Trace) -> tuple[int, str]:
     return i, tok.id_to_token(i)
 
 
-def extended_ids(trace: Trace, token_id: int) -> list[int]:
-    """The decoder-side ids of `trace` (without <s> and <pad>) plus one more token."""
+def extended_ids(trace: Trace, token_id: int, n_prefix: int = 1) -> list[int]:
+    """The decoder-side ids of `trace` (without the `n_prefix` start tokens, <s> for attnlab's own models,
+    and <pad>) plus one more token."""
     ids = [int(i) for i in trace["tgt.ids"]][: real_length(trace["tgt.tokens"])]
-    return ids[1:] + [token_id]
+    return ids[n_prefix:] + [token_id]
 
 
 def ids_text(tokenizer, ids: list[int]) -> str:
     """Ids as text for the input box; special tokens (which decoding drops) are spelled out."""
-    specials = (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id)
+    specials = tokenizer.specials.hidden_ids() | {tokenizer.specials.unk}
     if any(i in specials for i in ids):
         return " ".join(tokenizer.id_to_token(i) for i in ids)
     return tokenizer.decode(ids)
@@ -299,7 +300,7 @@ class Session(QObject):
         model, trace = self.model, self.trace
         token_id, piece = next_token(model, trace)
         tok = model.tgt_tokenizer
-        if token_id == tok.eos_id:
+        if token_id == tok.specials.eos:
             self._generate_presses = 0
             self.notice.emit("The model predicts </s>: it considers the sentence finished.")
             return
@@ -308,7 +309,7 @@ class Session(QObject):
             self.notice.emit(f"The decoder input has reached this model's limit of {model.config.max_len} "
                              "tokens.")
             return
-        self.tgt_ids = extended_ids(trace, token_id)
+        self.tgt_ids = extended_ids(trace, token_id, tok.specials.n_added("decoder"))
         text = ids_text(tok, self.tgt_ids)
         self.notice.emit(f"Generated “{piece}”")
         if model.config.arch == "decoder-only":

@@ -203,6 +203,15 @@ def assemble(problems: Problems, *, config_value, tensors: dict[str, torch.Tenso
     config = parse_config(config_value, problems)
     metadata = parse_metadata(metadata_value, problems)
     src_tok, tgt_tok = resolve_tokenizers(config, src_json, tgt_json, problems, notices)
+    return build_live_model(problems, config, tensors, src_tok, tgt_tok, name=name, metadata=metadata,
+                            device=device, notices=notices)
+
+
+def build_live_model(problems: Problems, config: ModelConfig | None, tensors: dict[str, torch.Tensor] | None,
+                     src_tok: Tokenizer | None, tgt_tok: Tokenizer | None, *, name: str, metadata: dict,
+                     device="cpu", notices: list[str] | None = None) -> LiveModel:
+    """Check every tensor against the config (names, shapes, values), then build; shared by every reader.
+    `config` None or `tensors` None mean they could not be read (already reported)."""
     module = build_module(config) if config is not None and not config.problems() else None
     if tensors is not None:
         check_tensors(tensors, config, problems, module)
@@ -216,6 +225,7 @@ def assemble(problems: Problems, *, config_value, tensors: dict[str, torch.Tenso
     except RuntimeError as e:
         problems.add(str(e))
         problems.raise_if_any()
+    metadata = dict(metadata)
     if notices:
-        metadata["notices"] = list(metadata.get("notices", [])) + notices
+        metadata["notices"] = list(metadata.get("notices", [])) + list(notices)
     return LiveModel(module, src_tok, tgt_tok, name=name, metadata=metadata)
