@@ -132,3 +132,30 @@ def test_bare_state_dict_heads_that_do_not_divide_are_refused(tmp_path):
     with pytest.raises(CheckpointError) as info:
         load_checkpoint(tmp_path / "bare.pt", heads=5)
     assert "not divisible by 5 heads" in str(info.value) and "--heads" in str(info.value)
+
+
+# ---- the CLI ---------------------------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor")
+def test_cli_flags_describe_a_bare_state_dict(tmp_path, capsys):
+    import json
+
+    import numpy as np
+
+    from attnlab.cli import main
+
+    torch.manual_seed(2)
+    reference = torch.nn.Transformer(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                                     dim_feedforward=24, dropout=0.0, batch_first=True)
+    torch.save(reference.state_dict(), tmp_path / "bare.pt")
+    assert main(["info", str(tmp_path / "bare.pt"), "--heads", "2", "--norm", "pre", "--activation", "gelu",
+                 "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert (info["config"]["n_heads"], info["config"]["norm_first"], info["config"]["activation"]) == (2, True,
+                                                                                                      "gelu")
+    assert info["metadata"]["settings"]["n_heads"] == {"value": 2, "source": "given"}
+    out = tmp_path / "t.npz"
+    assert main(["trace", "--checkpoint", str(tmp_path / "bare.pt"), "--heads", "2", "--src", "the cat",
+                 "--tgt", "le", "--out", str(out)]) == 0
+    assert np.load(out)["enc.0.self.weights"].shape[0] == 2
+    assert main(["info", str(tmp_path / "bare.pt"), "--heads", "5"]) == 2
+    assert "not divisible by 5 heads" in capsys.readouterr().err

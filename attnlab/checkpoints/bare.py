@@ -83,8 +83,8 @@ def stand_in(shape, seed: int) -> torch.Tensor:
 
 
 def bare_config(tensors: dict[str, torch.Tensor], settings: ImportSettings, vocab_size: int,
-                problems: Problems, assumed: dict[str, str]) -> ModelConfig | None:
-    """The ModelConfig of a state dict in attnlab names; `assumed` gets field -> where its value came from."""
+                problems: Problems, assumed: dict[str, tuple]) -> ModelConfig | None:
+    """The ModelConfig of a state dict in attnlab names; `assumed` gets field -> (value, where it came from)."""
     enc, dec = layer_indices(tensors, "encoder"), layer_indices(tensors, "decoder")
     stack = "encoder" if enc else "decoder"
     probe = tensors.get(f"{stack}.0.self_attn.w_q.weight")
@@ -103,9 +103,10 @@ def bare_config(tensors: dict[str, torch.Tensor], settings: ImportSettings, voca
     activation = settings.activation or NN_DEFAULTS["activation"]
     for field, given, value in (("n_heads", settings.heads, heads), ("norm", settings.norm, norm),
                                 ("activation", settings.activation, activation)):
-        assumed[field] = f"{value} (given)" if given else f"{value} (assumed: nn.Transformer's default)"
-    assumed["layer_norm_eps"] = "1e-05 (assumed)"
-    assumed["positional"] = "sinusoidal, max length 512 (assumed)"
+        assumed[field] = (value, "given" if given else "assumed: nn.Transformer's default")
+    assumed["layer_norm_eps"] = (NN_DEFAULTS["layer_norm_eps"], "assumed")
+    assumed["positional"] = ("sinusoidal", "assumed")
+    assumed["max_len"] = (NN_DEFAULTS["max_len"], "assumed")
     if d_model % heads:
         problems.add(f"d_model {d_model} is not divisible by {heads} heads; choose --heads from "
                      + ", ".join(str(h) for h in range(1, d_model + 1) if d_model % h == 0 and h <= 64))
@@ -137,7 +138,7 @@ def bare_parts(tensors: dict[str, torch.Tensor], settings: ImportSettings, token
     if tok is None:  # words for random embeddings; tok4, tok5, … for the file's own
         tok = default_tokenizer() if embed is None else generic_tokenizer(int(embed.shape[0]))
     vocab = int(embed.shape[0]) if embed is not None else tok.vocab_size
-    assumed: dict[str, str] = {}
+    assumed: dict[str, tuple] = {}
     config = bare_config(tensors, settings, vocab, problems, assumed)
     if config is None:
         return None, None, tok, {}
@@ -153,8 +154,9 @@ def bare_parts(tensors: dict[str, torch.Tensor], settings: ImportSettings, token
     if tokenizer is None and embed is not None:
         notices.append("No tokenizer was given, so the tokens are named tok4, tok5, …; pass --tokenizer "
                        "for the model's own.")
-    notices.append("Settings the weights do not record: " + "; ".join(f"{k} {v}" for k, v in assumed.items()))
+    notices.append("Settings the weights do not record: "
+                   + "; ".join(f"{k} {value} ({source})" for k, (value, source) in assumed.items()))
     metadata = {"source": "bare nn.Transformer state dict",
-                "settings": {k: {"value": v.split(" (")[0], "source": "given" if "(given)" in v else "assumed"}
-                             for k, v in assumed.items()}}
+                "settings": {k: {"value": value, "source": source.split(":")[0]}
+                             for k, (value, source) in assumed.items()}}
     return config, tensors, tok, metadata
