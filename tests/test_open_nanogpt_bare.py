@@ -48,7 +48,7 @@ def test_nanogpt_without_vocabulary_shows_ids_and_says_so(tmp_path):
     gpt, ckpt = train_py_checkpoint({**ARGS, "bias": True}, seed=2)
     torch.save(ckpt, tmp_path / "ckpt.pt")
     model = load_checkpoint(tmp_path / "ckpt.pt")
-    assert any("no meta.pkl" in n for n in model.metadata["notices"])
+    assert any("no meta.pkl" in n for n in model.metadata["notices"]) and "#0" in model.metadata["notice"]
     t = model.trace("#3 #1 #4")
     assert t["tgt.tokens"] == ["#3", "#1", "#4"]
     with torch.no_grad():
@@ -99,6 +99,7 @@ def test_bare_nn_transformer_with_user_settings_matches_pytorch(tmp_path, norm, 
     assert any("n_heads 3 (given)" in n and "assumed" in n for n in model.metadata["notices"])
     assert any("random embeddings" in n for n in model.metadata["notices"])
     t = model.trace("the black cat", "le chat")
+    assert any("n_heads 3 (given)" in n for n in t.notices)  # every run says what was assumed
     src, tgt = t["src.input"][None], t["tgt.input"][None]  # [1, S, d], [1, T, d]
     causal = torch.nn.Transformer.generate_square_subsequent_mask(tgt.shape[1])
     with torch.no_grad():

@@ -148,15 +148,20 @@ def bare_parts(tensors: dict[str, torch.Tensor], settings: ImportSettings, token
     missing = [s for s in sides if f"{s}.weight" not in tensors]
     for seed, side in enumerate(missing):
         tensors[f"{side}.weight"] = stand_in((vocab, config.d_model), seed)  # [V, d]
+    banner = ""
     if missing:
-        notices.append("The file has no token embedding (nn.Transformer has none), so seeded random embeddings "
-                       "stand in: the layers' weights are yours, but which token is which is arbitrary.")
+        banner = ("The file has no token embedding (nn.Transformer has none), so seeded random embeddings "
+                  "stand in: the layers' weights are yours, but which token is which is arbitrary.")
+        notices.append(banner)
     if tokenizer is None and embed is not None:
         notices.append("No tokenizer was given, so the tokens are named tok4, tok5, …; pass --tokenizer "
                        "for the model's own.")
-    notices.append("Settings the weights do not record: "
-                   + "; ".join(f"{k} {value} ({source})" for k, (value, source) in assumed.items()))
-    metadata = {"source": "bare nn.Transformer state dict",
+    said = ("Settings the weights do not record: "
+            + "; ".join(f"{k} {value} ({source})" for k, (value, source) in assumed.items()))
+    notices.append(said)
+    metadata = {"source": "bare nn.Transformer state dict", "run_notices": [said],
                 "settings": {k: {"value": value, "source": source.split(":")[0]}
                              for k, (value, source) in assumed.items()}}
+    if banner:
+        metadata["notice"] = banner
     return config, tensors, tok, metadata

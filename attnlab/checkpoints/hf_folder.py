@@ -216,5 +216,7 @@ def load_hf_folder(folder: Path, device="cpu") -> LiveModel:
     metadata = {"source": f"Hugging Face folder ({model_type})", "model_type": model_type,
                 "settings": setting_sources(hf_config, config, notes),
                 "tokenizer": tok_desc + (f"; specials {src.specials.description}" if src is not None else "")}
+    if NO_TOKENIZER_NOTICE in notices:
+        metadata["notice"] = NO_TOKENIZER_NOTICE  # the app's banner
     return build_live_model(problems, config, tensors, src, tgt, name=folder.name, metadata=metadata,
                             device=device, notices=notices)

@@ -122,6 +122,8 @@ def nanogpt_parts(obj: dict, path: Path, problems: Problems, notices: list[str],
     metadata = {"source": "nanoGPT ckpt.pt", "settings": settings,
                 "tokenizer": "meta.pkl" if meta_path.is_file() and tokenizer is None else
                 ("given" if tokenizer is not None else "none (ids shown as numbers)")}
+    if NO_VOCABULARY_NOTICE in notices:
+        metadata["notice"] = NO_VOCABULARY_NOTICE  # the app's banner
     if isinstance(obj.get("iter_num"), int):
         metadata["iter_num"] = obj["iter_num"]
     return config, tensors, tok, metadata

@@ -103,7 +103,7 @@ class LiveModel:
     def _trace_on(self, device: torch.device, src, tgt, options: RunOptions) -> Trace:
         if self.device != device:
             self.module.to(device)
-        notices: list[str] = []
+        notices: list[str] = list(self.metadata.get("run_notices", []))  # e.g. settings a loader assumed
         rec = Recorder(options.record)
         src_ids = src_pad = tgt_ids = tgt_pad = None
         if self.config.has_encoder:
