@@ -165,3 +165,34 @@ def bare_parts(tensors: dict[str, torch.Tensor], settings: ImportSettings, token
     if banner:
         metadata["notice"] = banner
     return config, tensors, tok, metadata
+
+
+def probe_bare_state_dict(path) -> dict | None:
+    """{"d_model", "arch", "layers"} when `path` is a .pt/.pth holding a bare nn.Transformer state dict (no
+    attnlab config, not nanoGPT), so the app can ask for the settings first; None for anything else
+    (including files that cannot be read: opening them reports why)."""
+    from pathlib import Path
+
+    from attnlab.checkpoints import torch_files
+    from attnlab.checkpoints.nanogpt import is_nanogpt
+
+    path = Path(path)
+    if not path.is_file() or path.suffix.lower() not in (".pt", ".pth", ".bin", ".ckpt"):
+        return None
+    problems = Problems(path)
+    try:
+        obj = torch_files.read_torch_object(path, problems)
+    except Exception:  # CheckpointError and anything else: the real load says why
+        return None
+    if not isinstance(obj, dict) or is_nanogpt(obj):
+        return None
+    tensors, extras = torch_files.split_contents(obj, problems)
+    if extras["config"] is not None:
+        return None
+    tensors = torch_files.convert_nn_transformer(torch_files.encoder_alone(tensors), problems, [])
+    enc, dec = layer_indices(tensors, "encoder"), layer_indices(tensors, "decoder")
+    first = tensors.get(f"{'encoder' if enc else 'decoder'}.0.self_attn.w_q.weight")
+    if first is None:
+        return None
+    arch = "encoder-decoder" if enc and dec else ("encoder-only" if enc else "decoder-only")
+    return {"d_model": int(first.shape[1]), "arch": arch, "layers": (len(enc), len(dec))}
