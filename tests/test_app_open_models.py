@@ -93,3 +93,12 @@ def test_bare_state_dict_asks_for_settings_and_cancel_keeps_the_model(qtbot, win
     assert "given" in html and "assumed" in html
     open_model.show_model_info(win)
     assert win.findChild(QDialog, "modelInfoDialog").isVisible()
+
+
+def test_output_stage_of_a_masked_lm_opens_on_the_first_mask():
+    from attnlab.ui.stages.output import mask_position
+
+    assert mask_position({"src.tokens": ["[CLS]", "the", "[MASK]", "sat", "[MASK]", "[SEP]"]}, 5) == 2
+    assert mask_position({"src.tokens": ["<s>", "a", "<mask>", "</s>"]}, 3) == 2
+    assert mask_position({"src.tokens": ["[CLS]", "the", "[SEP]"]}, 2) == 2  # no mask: the last position
+    assert mask_position({"src.tokens": ["<mask>"], "tgt.tokens": ["<s>"]}, 0) == 0  # decoders: next token
