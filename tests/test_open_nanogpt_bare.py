@@ -160,3 +160,18 @@ def test_cli_flags_describe_a_bare_state_dict(tmp_path, capsys):
     assert np.load(out)["enc.0.self.weights"].shape[0] == 2
     assert main(["info", str(tmp_path / "bare.pt"), "--heads", "5"]) == 2
     assert "not divisible by 5 heads" in capsys.readouterr().err
+
+
+def test_an_opened_nanogpt_generates_and_resaves_as_an_attnlab_checkpoint(tmp_path):
+    from attnlab.checkpoints import save_checkpoint
+
+    _, ckpt = train_py_checkpoint({**ARGS, "bias": True}, seed=3)
+    torch.save(ckpt, tmp_path / "ckpt.pt")
+    write_meta(tmp_path)
+    model = attnlab.load(tmp_path)
+    steps = list(model.generate("to be", max_new_tokens=4))
+    assert len(steps) == 4 and steps[-1].info["generated"].startswith("to be")
+    assert len(steps[-1].info["generated"]) == len("to be") + 4  # one character per step, no <s> anywhere
+    copy = load_checkpoint(save_checkpoint(model, tmp_path / "copy.safetensors"))
+    a, b = model.trace(TEXT), copy.trace(TEXT)
+    assert a["tgt.tokens"] == b["tgt.tokens"] and torch.equal(a["logits"], b["logits"])

@@ -12,6 +12,7 @@ import torch
 
 from attnlab.checkpoints.errors import Problems, name_list
 from attnlab.engine.config import ConfigError, ModelConfig
+from attnlab.engine.hf_tokenizer import FOREIGN_KINDS
 from attnlab.engine.live import LiveModel, pick_device
 from attnlab.engine.model import Transformer
 from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer, tokenizer_from_json
@@ -165,7 +166,9 @@ def resolve_tokenizers(config: ModelConfig | None, src_json, tgt_json, problems:
         if unreadable[side]:
             continue
         if own is not None:
-            if own.vocab_size != size:
+            # an imported model's embedding may have spare rows (nanoGPT 50304, Qwen2): only more is wrong
+            smaller_ok = own.kind in FOREIGN_KINDS and own.vocab_size < size
+            if own.vocab_size != size and not smaller_ok:
                 problems.add(f"the {label} tokenizer has {own.vocab_size} tokens but the config says the "
                              f"{label} vocabulary has {size}")
             chosen[side] = own
