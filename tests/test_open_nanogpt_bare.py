@@ -175,3 +175,15 @@ def test_an_opened_nanogpt_generates_and_resaves_as_an_attnlab_checkpoint(tmp_pa
     copy = load_checkpoint(save_checkpoint(model, tmp_path / "copy.safetensors"))
     a, b = model.trace(TEXT), copy.trace(TEXT)
     assert a["tgt.tokens"] == b["tgt.tokens"] and torch.equal(a["logits"], b["logits"])
+
+
+def test_prompts_up_to_the_block_size_are_read_and_longer_ones_truncated_with_a_notice(tmp_path):
+    _, ckpt = train_py_checkpoint({**ARGS, "bias": True}, seed=5)
+    torch.save(ckpt, tmp_path / "ckpt.pt")
+    write_meta(tmp_path)
+    model = attnlab.load(tmp_path)
+    full = model.trace("to be or not to be, to ")  # 23 characters: all fit in block_size 24
+    assert len(full["tgt.tokens"]) == 23 and not full.notices
+    long = model.trace("to be or not to be, to be or not")  # 32
+    assert len(long["tgt.tokens"]) == 24
+    assert any("reads at most 24" in n and "last 8 were dropped" in n for n in long.notices)

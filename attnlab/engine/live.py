@@ -67,8 +67,9 @@ class LiveModel:
         room = self.config.max_len - n_specials
         if len(ids) > room:
             what = "source" if side == "src" else "decoder input"
-            notices.append(f"The {what} has {len(ids)} tokens but this model reads at most {room} "
-                           f"(+{n_specials} special); the last {len(ids) - room} were dropped.")
+            extra = f" (+{n_specials} special)" if n_specials else ""
+            notices.append(f"The {what} has {len(ids)} tokens but this model reads at most {room}{extra}; "
+                           f"the last {len(ids) - room} were dropped.")
             ids = ids[:room]
         ids = specials.wrap(role, ids)
         if not ids and specials.start_id is not None:  # a model without a forced <s> still needs one token
