@@ -187,3 +187,13 @@ def test_prompts_up_to_the_block_size_are_read_and_longer_ones_truncated_with_a_
     long = model.trace("to be or not to be, to be or not")  # 32
     assert len(long["tgt.tokens"]) == 24
     assert any("reads at most 24" in n and "last 8 were dropped" in n for n in long.notices)
+
+
+def test_a_tokenizer_path_that_is_not_one_is_reported(tmp_path):
+    _, ckpt = train_py_checkpoint({**ARGS, "bias": True})
+    torch.save(ckpt, tmp_path / "ckpt.pt")
+    (tmp_path / "notes.json").write_text("{}")
+    for bad, words in ((tmp_path / "notes.json", "is not a tokenizer.json"), (tmp_path / "nowhere", "nothing at")):
+        with pytest.raises(CheckpointError) as info:
+            load_checkpoint(tmp_path / "ckpt.pt", tokenizer=bad)
+        assert words in str(info.value)

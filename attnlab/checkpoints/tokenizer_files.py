@@ -156,7 +156,16 @@ def tokenizer_at(path, problems: Problems, model_type: str = ""):
     path = Path(path).expanduser()
     folder = path if path.is_dir() else path.parent
     if path.is_file() and path.name != "tokenizer.json":
-        problems.add(f"--tokenizer {str(path)!r}: give a tokenizer.json file or a folder with tokenizer files")
+        try:  # any file the tokenizers library wrote; its special tokens are not wrapped around the input
+            from tokenizers import Tokenizer
+
+            return LibraryTokenizer(Tokenizer.from_file(str(path)), Specials(description="no special tokens added"))
+        except Exception as e:  # the tokenizers library raises its own exception type
+            problems.add(f"--tokenizer {str(path)!r} is not a tokenizer.json file or a folder with tokenizer "
+                         f"files ({str(e).splitlines()[0] if str(e) else type(e).__name__})")
+            return None
+    if not path.exists():
+        problems.add(f"--tokenizer {str(path)!r}: there is nothing at that path")
         return None
     hf_config = read_json_file(folder / "config.json", problems)
     hf_config.setdefault("model_type", model_type)
