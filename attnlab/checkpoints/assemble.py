@@ -130,6 +130,24 @@ def check_tensors(tensors: dict[str, torch.Tensor], config: ModelConfig | None, 
                      + (f"; … and {len(wrong) - 12} more" if len(wrong) > 12 else ""))
 
 
+def drop_tied_duplicates(tensors: dict[str, torch.Tensor], module: Transformer, problems: Problems) -> dict:
+    """A state dict names a shared or tied parameter under each of its names (src_embed.weight and
+    tgt_embed.weight of shared embeddings); a checkpoint keeps the first. The copies must agree."""
+    kept = module.checkpoint_tensors()
+    first_name = {id(p): name for name, p in kept.items()}
+    out = dict(tensors)
+    for name, param in module.named_parameters(remove_duplicate=False):
+        if name in kept or name not in out:
+            continue
+        first = first_name[id(param)]
+        copy = out.pop(name)
+        if first not in out:
+            out[first] = copy
+        elif out[first].shape != copy.shape or not torch.equal(out[first], copy):
+            problems.add(f"{name} should be the same tensor as {first} (they are shared), but it differs")
+    return out
+
+
 # ---- tokenizers --------------------------------------------------------------------------------------
 def read_tokenizer(text, key: str, problems: Problems) -> Tokenizer | None:
     if text is None:
@@ -212,10 +230,13 @@ def assemble(problems: Problems, *, config_value, tensors: dict[str, torch.Tenso
 
 def build_live_model(problems: Problems, config: ModelConfig | None, tensors: dict[str, torch.Tensor] | None,
                      src_tok: Tokenizer | None, tgt_tok: Tokenizer | None, *, name: str, metadata: dict,
-                     device="cpu", notices: list[str] | None = None) -> LiveModel:
+                     device="cpu", notices: list[str] | None = None, module: Transformer | None = None
+                     ) -> LiveModel:
     """Check every tensor against the config (names, shapes, values), then build; shared by every reader.
-    `config` None or `tensors` None mean they could not be read (already reported)."""
-    module = build_module(config) if config is not None and not config.problems() else None
+    `config` None or `tensors` None mean they could not be read (already reported). `module`: one already
+    built from `config`, to fill."""
+    if module is None:
+        module = build_module(config) if config is not None and not config.problems() else None
     if tensors is not None:
         check_tensors(tensors, config, problems, module)
     problems.raise_if_any()

@@ -180,7 +180,7 @@ def setting_sources(hf_config: dict, config, notes: list[str]) -> dict[str, dict
 
 # ---- the whole folder --------------------------------------------------------------------------------
 def load_hf_folder(folder: Path, device="cpu") -> LiveModel:
-    from attnlab.checkpoints.assemble import build_live_model
+    from attnlab.checkpoints.assemble import build_live_model, build_module, drop_tied_duplicates
 
     problems = Problems(folder)
     hf_config = read_json_file(folder / "config.json", problems)
@@ -218,5 +218,8 @@ def load_hf_folder(folder: Path, device="cpu") -> LiveModel:
                 "tokenizer": tok_desc + (f"; specials {src.specials.description}" if src is not None else "")}
     if NO_TOKENIZER_NOTICE in notices:
         metadata["notice"] = NO_TOKENIZER_NOTICE  # the app's banner
+    module = build_module(config) if not config.problems() else None
+    if module is not None:
+        tensors = drop_tied_duplicates(tensors, module, problems)
     return build_live_model(problems, config, tensors, src, tgt, name=folder.name, metadata=metadata,
-                            device=device, notices=notices)
+                            device=device, notices=notices, module=module)
