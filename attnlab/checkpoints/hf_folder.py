@@ -35,6 +35,9 @@ CONFIG_KEYS = {
     "max_len": ("max_position_embeddings", "n_positions"),
     "layer_norm_eps": ("layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps"),
     "activation": ("hidden_act", "activation_function", "activation"),
+    "n_kv_heads": ("num_key_value_heads",), "rope_theta": ("rope_theta",), "type_vocab_size": ("type_vocab_size",),
+    "tie_output": ("tie_word_embeddings",), "share_embeddings": ("share_encoder_decoder_embeddings",),
+    "scale_embedding": ("scale_embedding",),
 }
 
 
