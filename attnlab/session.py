@@ -178,7 +178,7 @@ class Session(QObject):
         model, trace = self.model, self.trace
         token_id, piece = next_token(model, trace)
         tok = model.tgt_tokenizer
-        if token_id == tok.eos_id:
+        if token_id == tok.specials.eos:
             self._generate_presses = 0
             self.notice.emit("The model predicts </s>: it considers the sentence finished.")
             return
@@ -187,7 +187,7 @@ class Session(QObject):
             self.notice.emit(f"The decoder input has reached this model's limit of {model.config.max_len} "
                              "tokens.")
             return
-        self.tgt_ids = extended_ids(trace, token_id)
+        self.tgt_ids = extended_ids(trace, token_id, tok.specials.n_added("decoder"))
         text = ids_text(tok, self.tgt_ids)
         self.notice.emit(f"Generated “{piece}”")
         if model.config.arch == "decoder-only":

@@ -12,6 +12,7 @@ import torch
 
 from attnlab.checkpoints.errors import Problems, name_list
 from attnlab.engine.config import ConfigError, ModelConfig
+from attnlab.engine.hf_tokenizer import FOREIGN_KINDS
 from attnlab.engine.live import LiveModel, pick_device
 from attnlab.engine.model import Transformer
 from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer, tokenizer_from_json
@@ -129,6 +130,24 @@ def check_tensors(tensors: dict[str, torch.Tensor], config: ModelConfig | None, 
                      + (f"; … and {len(wrong) - 12} more" if len(wrong) > 12 else ""))
 
 
+def drop_tied_duplicates(tensors: dict[str, torch.Tensor], module: Transformer, problems: Problems) -> dict:
+    """A state dict names a shared or tied parameter under each of its names (src_embed.weight and
+    tgt_embed.weight of shared embeddings); a checkpoint keeps the first. The copies must agree."""
+    kept = module.checkpoint_tensors()
+    first_name = {id(p): name for name, p in kept.items()}
+    out = dict(tensors)
+    for name, param in module.named_parameters(remove_duplicate=False):
+        if name in kept or name not in out:
+            continue
+        first = first_name[id(param)]
+        copy = out.pop(name)
+        if first not in out:
+            out[first] = copy
+        elif out[first].shape != copy.shape or not torch.equal(out[first], copy):
+            problems.add(f"{name} should be the same tensor as {first} (they are shared), but it differs")
+    return out
+
+
 # ---- tokenizers --------------------------------------------------------------------------------------
 def read_tokenizer(text, key: str, problems: Problems) -> Tokenizer | None:
     if text is None:
@@ -165,7 +184,9 @@ def resolve_tokenizers(config: ModelConfig | None, src_json, tgt_json, problems:
         if unreadable[side]:
             continue
         if own is not None:
-            if own.vocab_size != size:
+            # an imported model's embedding may have spare rows (nanoGPT 50304, Qwen2): only more is wrong
+            smaller_ok = own.kind in FOREIGN_KINDS and own.vocab_size < size
+            if own.vocab_size != size and not smaller_ok:
                 problems.add(f"the {label} tokenizer has {own.vocab_size} tokens but the config says the "
                              f"{label} vocabulary has {size}")
             chosen[side] = own
@@ -203,7 +224,19 @@ def assemble(problems: Problems, *, config_value, tensors: dict[str, torch.Tenso
     config = parse_config(config_value, problems)
     metadata = parse_metadata(metadata_value, problems)
     src_tok, tgt_tok = resolve_tokenizers(config, src_json, tgt_json, problems, notices)
-    module = build_module(config) if config is not None and not config.problems() else None
+    return build_live_model(problems, config, tensors, src_tok, tgt_tok, name=name, metadata=metadata,
+                            device=device, notices=notices)
+
+
+def build_live_model(problems: Problems, config: ModelConfig | None, tensors: dict[str, torch.Tensor] | None,
+                     src_tok: Tokenizer | None, tgt_tok: Tokenizer | None, *, name: str, metadata: dict,
+                     device="cpu", notices: list[str] | None = None, module: Transformer | None = None
+                     ) -> LiveModel:
+    """Check every tensor against the config (names, shapes, values), then build; shared by every reader.
+    `config` None or `tensors` None mean they could not be read (already reported). `module`: one already
+    built from `config`, to fill."""
+    if module is None:
+        module = build_module(config) if config is not None and not config.problems() else None
     if tensors is not None:
         check_tensors(tensors, config, problems, module)
     problems.raise_if_any()
@@ -216,6 +249,7 @@ def assemble(problems: Problems, *, config_value, tensors: dict[str, torch.Tenso
     except RuntimeError as e:
         problems.add(str(e))
         problems.raise_if_any()
+    metadata = dict(metadata)
     if notices:
-        metadata["notices"] = list(metadata.get("notices", [])) + notices
+        metadata["notices"] = list(metadata.get("notices", [])) + list(notices)
     return LiveModel(module, src_tok, tgt_tok, name=name, metadata=metadata)

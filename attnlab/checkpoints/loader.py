@@ -1,4 +1,5 @@
-"""load_checkpoint: pick the reader by what the file is (.safetensors, or a PyTorch .pt/.pth)."""
+"""load_checkpoint: pick the reader by what the path is: an attnlab .safetensors, a PyTorch .pt/.pth (attnlab,
+nanoGPT or a bare nn.Transformer state dict) or a Hugging Face model folder."""
 
 from __future__ import annotations
 
@@ -12,18 +13,68 @@ from attnlab.engine.live import LiveModel
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 
 
-def load_checkpoint(path, device="cpu") -> LiveModel:
-    """A whole LiveModel, or one CheckpointError listing everything wrong with the file."""
+def load_checkpoint(path, device="cpu", *, heads: int | None = None, norm: str | None = None,
+                    activation: str | None = None, tokenizer=None) -> LiveModel:
+    """A whole LiveModel, or one CheckpointError listing everything wrong with it.
+
+    `path`: an attnlab .safetensors/.pt file, a Hugging Face model folder (config.json + weights), a nanoGPT
+    ckpt.pt (or its folder), or a bare nn.Transformer state dict. `heads`, `norm` ("pre"/"post") and
+    `activation` ("relu"/"gelu") are used only where the weights cannot say them (a bare state dict);
+    `tokenizer` (a tokenizer.json or a folder) only where the file has none (nanoGPT, bare state dicts)."""
+    from attnlab.checkpoints.bare import ImportSettings
+
     path = Path(path).expanduser()
     if not path.exists():
         raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: there is no file at that path")
-    if not path.is_file():
-        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: it is a folder, not a file")
+    if path.is_dir():
+        path = folder_entry(path)
+        if path.is_dir():
+            from attnlab.checkpoints.hf_folder import load_hf_folder
+
+            return load_hf_folder(path, device=device)
+    elif path.name == "config.json" or (path.suffix == ".safetensors" and plain_safetensors_in_hf_folder(path)):
+        from attnlab.checkpoints.hf_folder import load_hf_folder
+
+        return load_hf_folder(path.parent, device=device)
     try:
         with open(path, "rb") as f:
             head = f.read(4)
     except OSError as e:
         raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {e.strerror or e}") from e
     if path.suffix.lower() in TORCH_SUFFIXES or head == ZIP_MAGIC:
-        return load_torch_file(path, device=device)
+        settings = ImportSettings(heads=heads, norm=norm, activation=activation)
+        return load_torch_file(path, device=device, settings=settings, tokenizer=user_tokenizer(tokenizer, path))
     return load_safetensors(path, device=device)
+
+
+def folder_entry(folder: Path) -> Path:
+    """What opening a folder means: a Hugging Face folder (config.json) itself, else its nanoGPT ckpt.pt,
+    else its one checkpoint file."""
+    if (folder / "config.json").is_file():
+        return folder
+    if (folder / "ckpt.pt").is_file():
+        return folder / "ckpt.pt"
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (*TORCH_SUFFIXES, ".safetensors"))
+    if len(files) == 1:
+        return files[0]
+    found = f"it holds {len(files)} checkpoint files ({', '.join(p.name for p in files[:6])})" if files else \
+        "it holds no config.json, ckpt.pt, .safetensors or .pt file"
+    raise CheckpointError(f"Cannot load the checkpoint folder {str(folder)!r}: {found}; open one file instead")
+
+
+def plain_safetensors_in_hf_folder(path: Path) -> bool:
+    """model.safetensors picked from a Hugging Face folder: open the folder (the file has no attnlab config)."""
+    return (path.parent / "config.json").is_file() and path.name.startswith("model")
+
+
+def user_tokenizer(spec, checkpoint: Path):
+    """A tokenizer the user named (path), already built, or None."""
+    if spec is None or not isinstance(spec, (str, Path)):
+        return spec
+    from attnlab.checkpoints.errors import Problems
+    from attnlab.checkpoints.tokenizer_files import tokenizer_at
+
+    problems = Problems(checkpoint)
+    tok = tokenizer_at(spec, problems)
+    problems.raise_if_any()
+    return tok

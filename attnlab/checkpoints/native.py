@@ -19,7 +19,7 @@ from attnlab.checkpoints.errors import CheckpointError, Problems
 from attnlab.checkpoints.header import read_layout, short_reason
 from attnlab.engine.live import LiveModel
 
-RUN_ONLY_METADATA = ("notices", "notice")  # facts about one loading, never written back
+RUN_ONLY_METADATA = ("notices", "notice", "run_notices")  # facts about one loading, never written back
 
 
 def checkpoint_metadata(model: LiveModel) -> dict[str, str]:

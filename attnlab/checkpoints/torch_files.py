@@ -108,8 +108,15 @@ def split_contents(obj: dict, problems: Problems) -> tuple[dict[str, torch.Tenso
     return tensors, {**{k: extras.get(k) for k in EXTRA_KEYS}, "skipped": skipped}
 
 
-def load_torch_file(path: Path, device="cpu") -> LiveModel:
-    problems = Problems(path)
+def encoder_alone(tensors: dict) -> dict:
+    """nn.TransformerEncoder saved on its own: layers.N.… and norm.… are its encoder's."""
+    if not any(k.startswith("layers.") for k in tensors) or any(".layers." in k for k in tensors):
+        return tensors
+    return {(f"encoder.{k}" if k.startswith(("layers.", "norm.")) else k): v for k, v in tensors.items()}
+
+
+def read_torch_object(path: Path, problems: Problems):
+    """torch.load(weights_only=True), memory-mapped where the file allows; refusals become problems."""
     with open(path, "rb") as f:
         head = f.read(4)
     if not (head.startswith(ZIP_MAGIC) or head[:1] == PICKLE_PROTO):
@@ -119,19 +126,41 @@ def load_torch_file(path: Path, device="cpu") -> LiveModel:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # protocol warnings; any refusal comes back as an exception
-            obj = torch.load(str(path), weights_only=True, map_location="cpu")
+            return torch.load(str(path), weights_only=True, map_location="cpu", mmap=head.startswith(ZIP_MAGIC))
     except Exception as e:  # UnpicklingError for refused content, RuntimeError/EOFError/... for garbage
         problems.add(refusal_reason(e))
         problems.raise_if_any()
+
+
+def load_torch_file(path: Path, device="cpu", settings=None, tokenizer=None) -> LiveModel:
+    """`settings` (bare.ImportSettings) and `tokenizer` matter only for files that do not say these
+    themselves: nanoGPT checkpoints (tokenizer) and bare nn.Transformer state dicts (both)."""
+    from attnlab.checkpoints.assemble import build_live_model
+    from attnlab.checkpoints.bare import ImportSettings, bare_parts
+    from attnlab.checkpoints.nanogpt import is_nanogpt, nanogpt_parts
+
+    problems = Problems(path)
+    obj = read_torch_object(path, problems)
+    notices: list[str] = []
+    if is_nanogpt(obj):
+        config, tensors, tok, metadata = nanogpt_parts(obj, path, problems, notices, tokenizer)
+        return build_live_model(problems, config, tensors, tok, tok, name=path.parent.name or path.stem,
+                                metadata=metadata, device=device, notices=notices)
     if not isinstance(obj, dict):
         problems.add(f"the file holds a {type(obj).__name__}, but attnlab needs a dict of tensors with a "
                      "'config' entry (docs/checkpoint-format.md)")
         problems.raise_if_any()
-    notices: list[str] = []
     tensors, extras = split_contents(obj, problems)
+    if extras["config"] is None:
+        tensors = encoder_alone(tensors)
     tensors = convert_nn_transformer(tensors, problems, notices)
     if extras["skipped"]:
         notices.append("Ignored entries that are not tensors: " + ", ".join(extras["skipped"][:12]))
+    if extras["config"] is None and any(k.startswith(("encoder.", "decoder.")) for k in tensors):
+        config, tensors, tok, metadata = bare_parts(tensors, settings or ImportSettings(), tokenizer, problems,
+                                                    notices)
+        return build_live_model(problems, config, tensors, tok, tok, name=str(extras["name"] or path.stem),
+                                metadata=metadata, device=device, notices=notices)
     return assemble(problems, config_value=extras["config"], tensors=tensors,
                     src_json=extras["src_tokenizer"], tgt_json=extras["tgt_tokenizer"],
                     name=str(extras["name"] or path.stem), metadata_value=extras["metadata"], device=device,

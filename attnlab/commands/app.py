@@ -10,6 +10,8 @@ import os
 import sys
 import time
 
+from attnlab.commands.loading import add_import_arguments, import_settings
+
 START = time.perf_counter()
 
 
@@ -27,7 +29,8 @@ def seconds_since_start() -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkpoint", nargs="?", metavar="CHECKPOINT",
-                        help="a .safetensors (or .pt/.pth) checkpoint to open; default: the bundled model")
+                        help="a .safetensors (or .pt/.pth) checkpoint, a Hugging Face model folder or a nanoGPT "
+                             "ckpt.pt to open; default: the bundled model")
     parser.add_argument("--src", metavar="TEXT",
                         help="start on this sentence (the prompt for a decoder-only model)")
     parser.add_argument("--tgt", metavar="TEXT",
@@ -45,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quit-after-trace", action="store_true",
                         help="exit 0 once the first trace is painted, printing the seconds it took on stderr "
                              "(a smoke test for installs and bundles)")
+    add_import_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,12 +83,12 @@ def run(args: argparse.Namespace) -> int:
     last = settings.value(appsettings.LAST_SENTENCE) or None
     remembered = (str(settings.value(appsettings.LAST_SENTENCE_MODEL) or ""), str(last)) if last else None
     if args.checkpoint:
-        path = args.checkpoint
+        path, settings = args.checkpoint, import_settings(args)
 
         def loader():
             from attnlab.checkpoints import load_checkpoint
 
-            return load_checkpoint(path)
+            return load_checkpoint(path, **settings)
     else:
         path, name = None, args.bundled
 

@@ -7,10 +7,14 @@ import dataclasses
 import json
 import sys
 
+from attnlab.commands.loading import add_import_arguments, import_settings, load_any
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("checkpoint", help="a .safetensors (or .pt/.pth) checkpoint, or 'bundled:NAME'")
+    parser.add_argument("checkpoint", help="a .safetensors (or .pt/.pth) checkpoint, a Hugging Face model "
+                                           "folder, a nanoGPT ckpt.pt, or 'bundled:NAME'")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_import_arguments(parser)
 
 
 def describe(model) -> dict:
@@ -59,20 +63,11 @@ def as_text(d: dict) -> str:
     return "\n".join(lines)
 
 
-def load_any(spec: str):
-    """A checkpoint path, or 'bundled:NAME' for a bundled classroom model."""
-    from attnlab.checkpoints import load_bundled, load_checkpoint
-
-    if spec.startswith("bundled:"):
-        return load_bundled(spec.split(":", 1)[1] or "translation")
-    return load_checkpoint(spec)
-
-
 def run(args) -> int:
     from attnlab.checkpoints import CheckpointError
 
     try:
-        model = load_any(args.checkpoint)
+        model = load_any(args.checkpoint, **import_settings(args))
     except CheckpointError as e:
         print(f"attnlab info: {e}", file=sys.stderr)
         return 2

@@ -9,20 +9,23 @@ from __future__ import annotations
 import argparse
 import sys
 
-from attnlab.commands.info import load_any
+from attnlab.commands.loading import add_import_arguments, import_settings, load_any
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", default="bundled:translation",
-                        help="a .safetensors/.pt checkpoint or bundled:NAME (default: bundled:translation)")
+                        help="a .safetensors/.pt checkpoint, a Hugging Face folder, a nanoGPT ckpt.pt, or "
+                             "bundled:NAME (default: bundled:translation)")
     parser.add_argument("--src", required=True, help="source sentence (a decoder-only model's prompt)")
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--tgt", default=None, help="decoder input for teacher forcing (<s> is prepended)")
     what.add_argument("--generate", type=int, metavar="N", default=None,
                       help="decode up to N tokens greedily; the trace of the LAST step is saved")
     parser.add_argument("--norm", choices=("pre", "post"), default=None,
-                        help="re-wire the LayerNorms (default: the placement the model was trained with)")
-    parser.add_argument("--heads", type=int, default=None, help="re-split attention into H heads")
+                        help="re-wire the LayerNorms (default: the placement the model was trained with); for a "
+                             "bare nn.Transformer state dict: its placement")
+    parser.add_argument("--heads", type=int, default=None, help="re-split attention into H heads; for a bare "
+                        "nn.Transformer state dict: its head count")
     parser.add_argument("--no-causal-mask", action="store_true", help="let the decoder look ahead")
     parser.add_argument("--no-scale", action="store_true", help="skip the division by sqrt(d_k)")
     parser.add_argument("--no-pos", action="store_true", help="leave out the positional encoding")
@@ -30,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=1.0, help="softmax temperature of the output")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--out", required=True, help="where to write the trace (.npz)")
+    add_import_arguments(parser, run_options=True)
 
 
 def fail(message: str) -> int:
@@ -54,7 +58,7 @@ def run(args) -> int:
     if args.generate is not None and args.generate < 1:
         return fail(f"--generate needs a positive number of tokens (got {args.generate}).")
     try:
-        model = load_any(args.checkpoint)
+        model = load_any(args.checkpoint, **import_settings(args))
     except CheckpointError as e:
         return fail(str(e))
     options = options_from(args)

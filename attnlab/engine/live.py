@@ -14,7 +14,7 @@ from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.tokenizer import BOS, EOS, PAD, Tokenizer
+from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Recorder, Trace
 
 
@@ -46,34 +46,39 @@ class LiveModel:
         return next(self.module.parameters()).device
 
     # ---- text -> ids -----------------------------------------------------------------------------
+    def role(self, side: str) -> str:
+        """What a side's token sequence is to the model: "encoder", "encoder-only" or "decoder"."""
+        if side == "src" and self.config.arch != "decoder-only":
+            return "encoder-only" if self.config.arch == "encoder-only" else "encoder"
+        return "decoder"
+
     def _side(self, text, side: str, pad_to: int, notices: list[str]):
-        """Token strings and ids of one side with its specials: source = pieces + </s>, target = <s> + pieces.
+        """Token strings and ids of one side wrapped in the tokenizer's specials (engine/specials.py; attnlab's
+        own: source = pieces + </s>, target = <s> + pieces).
 
         `text` is a string, or a list of token ids (what generation feeds back, so no text round trip)."""
         tok = self.src_tokenizer if side == "src" else self.tgt_tokenizer
+        specials, role = tok.specials, self.role(side)
         if isinstance(text, list):
             ids = [int(i) for i in text]
-            pieces = [tok.id_to_token(i) for i in ids]
         else:
-            pieces, ids = tok.encode(text or "")
-        n_specials = 2 if self.config.arch == "encoder-only" else 1
+            ids = tok.encode(text or "")[1]
+        n_specials = specials.n_added(role)
         room = self.config.max_len - n_specials
-        if len(pieces) > room:
+        if len(ids) > room:
             what = "source" if side == "src" else "decoder input"
-            notices.append(f"The {what} has {len(pieces)} tokens but this model reads at most {room} "
-                           f"(+{n_specials} special); the last {len(pieces) - room} were dropped.")
-            pieces, ids = pieces[:room], ids[:room]
-        if side == "src" and self.config.arch != "decoder-only":
-            pieces, ids = pieces + [EOS], ids + [tok.eos_id]
-            if self.config.arch == "encoder-only":
-                pieces, ids = [BOS] + pieces, [tok.bos_id] + ids
-        else:
-            pieces, ids = [BOS] + pieces, [tok.bos_id] + ids
-        n_real = len(pieces)
+            extra = f" (+{n_specials} special)" if n_specials else ""
+            notices.append(f"The {what} has {len(ids)} tokens but this model reads at most {room}{extra}; "
+                           f"the last {len(ids) - room} were dropped.")
+            ids = ids[:room]
+        ids = specials.wrap(role, ids)
+        if not ids and specials.start_id is not None:  # a model without a forced <s> still needs one token
+            ids = [specials.start_id]
+            notices.append(f"The input is empty, so the model starts from {tok.id_to_token(ids[0])}.")
+        n_real = len(ids)
         if pad_to > n_real:
-            pieces = pieces + [PAD] * (pad_to - n_real)
-            ids = ids + [tok.pad_id] * (pad_to - n_real)
-        return pieces, ids, n_real
+            ids = ids + [specials.pad_id] * (pad_to - n_real)
+        return [tok.id_to_token(i) for i in ids], ids, n_real
 
     # ---- runs --------------------------------------------------------------------------------------
     def trace(self, src: str | None = None, tgt: str | list[int] | None = None,
@@ -99,7 +104,7 @@ class LiveModel:
     def _trace_on(self, device: torch.device, src, tgt, options: RunOptions) -> Trace:
         if self.device != device:
             self.module.to(device)
-        notices: list[str] = []
+        notices: list[str] = list(self.metadata.get("run_notices", []))  # e.g. settings a loader assumed
         rec = Recorder(options.record)
         src_ids = src_pad = tgt_ids = tgt_pad = None
         if self.config.has_encoder:
@@ -150,7 +155,7 @@ class LiveModel:
         for _ in range(max_new_tokens):
             trace = self.trace(src=src, tgt=list(ids), options=options)
             next_id, piece = self.next_token(trace)
-            done = next_id == tok.eos_id or len(ids) + 2 >= self.config.max_len
+            done = next_id == tok.specials.eos or len(ids) + 2 >= self.config.max_len
             if not done:
                 ids.append(next_id)
             trace.info.update(next_token=piece, next_id=next_id, generated=tok.decode(ids), finished=done)

@@ -2,7 +2,8 @@
 
 Three kinds share one small interface: BPE (through the `tokenizers` library), word-level and
 character-level (for teaching). Any text tokenizes: unknown pieces become <unk>, control characters are
-dropped, nothing raises on odd input. Special tokens are always ids 0-3.
+dropped, nothing raises on odd input. Special tokens are always ids 0-3 here; the tokenizers of imported
+models (engine/hf_tokenizer.py) keep theirs where the model has them.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+
+from attnlab.engine.specials import ATTNLAB_SPECIALS
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -35,6 +38,7 @@ class Tokenizer:
         self._index = {tok: i for i, tok in enumerate(self.vocab)}
 
     pad_id, bos_id, eos_id, unk_id = 0, 1, 2, 3
+    specials = ATTNLAB_SPECIALS  # how LiveModel wraps each side (engine/specials.py)
 
     @property
     def vocab_size(self) -> int:
@@ -161,6 +165,10 @@ def tokenizer_from_json(text: str) -> Tokenizer:
             from tokenizers import Tokenizer as HF
 
             return BPETokenizer(HF.from_str(data["hf"]))
+        from attnlab.engine.hf_tokenizer import FOREIGN_KINDS, foreign_tokenizer_from_json
+
+        if kind in FOREIGN_KINDS:  # a model's own tokenizer (engine/hf_tokenizer.py)
+            return foreign_tokenizer_from_json(data)
     except KeyError as e:
         raise ValueError(f"the {kind} tokenizer JSON lacks the field {e}") from e
     except Exception as e:  # the tokenizers library raises its own exception type

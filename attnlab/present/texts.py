@@ -60,16 +60,17 @@ def next_token(model: LiveModel, trace: Trace) -> tuple[int, str]:
     return i, tok.id_to_token(i)
 
 
-def extended_ids(trace: Trace, token_id: int) -> list[int]:
-    """The decoder-side ids of `trace` (without <s> and <pad>) plus one more token."""
+def extended_ids(trace: Trace, token_id: int, n_prefix: int = 1) -> list[int]:
+    """The decoder-side ids of `trace` (without the `n_prefix` start tokens, <s> for attnlab's own models,
+    and <pad>) plus one more token."""
     ids = [int(i) for i in trace[names.side_entry("tgt", "ids")]]
     ids = ids[: real_length(trace[names.side_entry("tgt", "tokens")])]
-    return ids[1:] + [token_id]
+    return ids[n_prefix:] + [token_id]
 
 
 def ids_text(tokenizer, ids: list[int]) -> str:
     """Ids as text for the input box; special tokens (which decoding drops) are spelled out."""
-    specials = (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id)
+    specials = tokenizer.specials.hidden_ids() | {tokenizer.specials.unk}
     if any(i in specials for i in ids):
         return " ".join(tokenizer.id_to_token(i) for i in ids)
     return tokenizer.decode(ids)

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from attnlab.session import Session, shape_text
 from attnlab.ui import app as appsettings
+from attnlab.ui import open_model
 from attnlab.ui.about import show_about
 from attnlab.ui.controls import ControlsPanel, InputBar, RandomModelDialog
 from attnlab.ui.errors import ErrorReporter
@@ -35,7 +36,7 @@ from attnlab.ui.schematic import Schematic
 
 FIRST_PAINT_WAIT_MS = 1000
 DEFAULT_SIZE = (1400, 900)
-CHECKPOINT_FILTER = "Checkpoints (*.safetensors *.pt *.pth);;All files (*)"
+CHECKPOINT_FILTER = open_model.FILE_FILTER
 RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
 CLASSROOM_NOTE = ("Classroom model ({what}), trained on short generated sentences with a small vocabulary: "
                   "other sentences still run, but then its outputs are meaningless.")
@@ -166,6 +167,7 @@ class MainWindow(QMainWindow):
         s, bar = self.session, self.menuBar()
         m = bar.addMenu("&File")
         self._action(m, "&Open checkpoint…", self.open_dialog, [QKeySequence.StandardKey.Open], "openAction")
+        open_model.add_file_actions(self, m)  # Open folder…, Model info…
         self.recent_menu = m.addMenu("Open &recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         bundled = m.addMenu("Open &bundled model")
@@ -345,12 +347,12 @@ class MainWindow(QMainWindow):
 
     # ---- files -------------------------------------------------------------------------------------------
     def open_checkpoint(self, path: str) -> None:
-        from attnlab.checkpoints import load_checkpoint
-
         path = str(Path(path).expanduser())
+        loader = open_model.checkpoint_loader(self, path)  # a bare state dict asks for its settings first
+        if loader is None:
+            return
         self.statusBar().showMessage(f"Opening {path}…")
-        self.session.load_async(lambda: load_checkpoint(path), path=path, src=self.session.src or None,
-                                prefix=True)
+        self.session.load_async(loader, path=path, src=self.session.src or None, prefix=True)
 
     def open_bundled(self, name: str) -> None:
         from attnlab.checkpoints import load_bundled

@@ -22,6 +22,7 @@ from attnlab.ui.stages.common import (
     run_temperature,
 )
 
+MASK_TOKENS = ("[MASK]", "<mask>")  # BERT / DistilBERT, RoBERTa
 SPECIAL_IDS_ORDER = ("<pad>", "<s>", "</s>", "<unk>")  # ids 0..3 in every attnlab tokenizer
 BAR_COLOR = "#3b7dd8"
 TOP_COLOR = "#ff9f1c"
@@ -114,6 +115,8 @@ class OutputPanel(StagePanel):
         table = array(trace, kind)  # [T, V]; the kind is the trace name (names.LOGITS or names.PROBS)
         n_pos = table.shape[0]
         position = min(max(int(view.position), -n_pos), n_pos - 1) % n_pos
+        if view.position == -1:  # an encoder-only model's first [MASK], if the input has one
+            position = mask_position(trace, position)
         row = table[position]  # [V]
         ids = top_k(row, view.top_k)
         values = row[ids]
@@ -193,3 +196,11 @@ class OutputPanel(StagePanel):
 
     def shown_data(self) -> dict:
         return dict(self._data)
+
+
+def mask_position(trace: Trace, default: int) -> int:
+    """Where a masked-LM's prediction is worth showing: the first [MASK] of an encoder-only input."""
+    if "tgt.tokens" in trace or "src.tokens" not in trace:
+        return default
+    tokens = list(trace["src.tokens"])
+    return next((i for i, t in enumerate(tokens) if t in MASK_TOKENS), default)

@@ -1,0 +1,228 @@
+"""A Hugging Face model folder: config.json + weights (+ tokenizer files), read offline, nothing run.
+
+Weights: model.safetensors; sharded model-0000x-of-0000y.safetensors with model.safetensors.index.json;
+pytorch_model.bin (or its shards with pytorch_model.bin.index.json) through torch.load(weights_only=True).
+Every shard's header is checked (truncated, oversized, names that disagree with the index) before a tensor
+is read; the config and weights are turned into attnlab's by `attnlab.checkpoints.hf.convert` (one module per
+model_type), whose shapes are checked against the config before anything is built. Any problem: one
+CheckpointError listing them all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import torch
+
+from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
+from attnlab.checkpoints.header import read_layout, short_reason
+from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_file
+from attnlab.engine.hf_tokenizer import NumberTokenizer
+from attnlab.engine.live import LiveModel
+
+SAFETENSORS, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
+TORCH_BIN, TORCH_BIN_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"
+NO_TOKENIZER_NOTICE = "The folder has no tokenizer files, so tokens are shown as their ids (#0, #1, …)."
+# attnlab field -> the config.json keys that set it, in any family (which family reads which is hf/*.py's)
+CONFIG_KEYS = {
+    "d_model": ("hidden_size", "n_embd", "d_model", "dim"),
+    "n_heads": ("num_attention_heads", "n_head", "encoder_attention_heads", "n_heads"),
+    "d_ff": ("intermediate_size", "n_inner", "encoder_ffn_dim", "hidden_dim"),
+    "n_encoder_layers": ("num_hidden_layers", "encoder_layers", "n_layers", "n_layer"),
+    "n_decoder_layers": ("num_hidden_layers", "decoder_layers", "n_layer", "n_layers"),
+    "src_vocab_size": ("vocab_size",), "tgt_vocab_size": ("vocab_size",),
+    "max_len": ("max_position_embeddings", "n_positions"),
+    "layer_norm_eps": ("layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps"),
+    "activation": ("hidden_act", "activation_function", "activation"),
+    "n_kv_heads": ("num_key_value_heads",), "rope_theta": ("rope_theta",), "type_vocab_size": ("type_vocab_size",),
+    "tie_output": ("tie_word_embeddings",), "share_embeddings": ("share_encoder_decoder_embeddings",),
+    "scale_embedding": ("scale_embedding",),
+}
+
+
+def is_hf_folder(path: Path) -> bool:
+    return path.is_dir() and (path / "config.json").is_file()
+
+
+def hf_api():
+    """attnlab.checkpoints.hf (the per-model_type converters), or a CheckpointError when it is missing."""
+    try:
+        from attnlab.checkpoints import hf
+    except ImportError as e:
+        raise CheckpointError(f"This attnlab cannot convert Hugging Face folders ({e})") from e
+    if not hasattr(hf, "convert"):
+        raise CheckpointError("This attnlab cannot convert Hugging Face folders (attnlab.checkpoints.hf has no "
+                              "convert)")
+    return hf
+
+
+# ---- weights -----------------------------------------------------------------------------------------
+def shard_files(folder: Path, index_name: str, problems: Problems) -> dict[str, list[str]] | None:
+    """file -> the tensor names the index puts in it; None when there is no index."""
+    if not (folder / index_name).is_file():
+        return None
+    index = read_json_file(folder / index_name, problems)
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        problems.add(f"{index_name} has no weight_map of tensor names to shard files")
+        return {}
+    files: dict[str, list[str]] = {}
+    for name, file in weight_map.items():
+        files.setdefault(str(file), []).append(str(name))
+    missing = [f for f in files if not (folder / f).is_file()]
+    if missing:
+        problems.add(f"{index_name} names shard files that are not in the folder: {name_list(missing)}")
+    return {f: names for f, names in files.items() if f not in missing}
+
+
+def read_safetensors_shards(folder: Path, files: dict[str, list[str] | None], problems: Problems) -> dict:
+    """Check every shard's header against the index (and its size), then read the tensors."""
+    from safetensors import safe_open
+
+    layouts = {}
+    for file, listed in files.items():
+        shard = Problems(folder / file)
+        layout = read_layout(folder / file, shard)
+        for p in shard.items:
+            problems.add(f"{file}: {p}")
+        if layout is None or not layout.complete:
+            continue
+        need = max((e["data_offsets"][1] for e in layout.entries.values()), default=0)
+        extra = (folder / file).stat().st_size - 8 - _header_bytes(folder / file) - need
+        if extra > 0:
+            problems.add(f"{file}: the file is {extra} bytes longer than its tensors need (oversized: damaged, "
+                         "or not the shard its header describes)")
+            continue
+        if listed is not None and set(listed) != set(layout.entries):
+            absent = sorted(set(listed) - set(layout.entries))
+            stray = sorted(set(layout.entries) - set(listed))
+            problems.add(f"{file} does not match the index: " + "; ".join(
+                part for part in (f"missing {name_list(absent)}" if absent else "",
+                                  f"not in the index {name_list(stray)}" if stray else "") if part))
+            continue
+        layouts[file] = layout
+    if problems:
+        return {}
+    tensors: dict[str, torch.Tensor] = {}
+    for file, layout in layouts.items():
+        try:
+            with safe_open(str(folder / file), framework="pt", device="cpu") as f:
+                for name in layout.entries:
+                    if name in tensors:
+                        problems.add(f"tensor {name} is stored twice ({file} and an earlier shard)")
+                    tensors[name] = f.get_tensor(name)
+        except Exception as e:  # safetensors raises its own error types
+            problems.add(f"{file}: the tensor data could not be read ({short_reason(e)})")
+    return tensors
+
+
+def _header_bytes(path: Path) -> int:
+    with open(path, "rb") as f:
+        return int.from_bytes(f.read(8), "little")
+
+
+def read_torch_shards(folder: Path, files: list[str], problems: Problems) -> dict:
+    from attnlab.checkpoints.torch_files import read_torch_object
+
+    tensors: dict[str, torch.Tensor] = {}
+    for file in files:
+        shard = Problems(folder / file)
+        try:
+            obj = read_torch_object(folder / file, shard)
+        except CheckpointError:
+            problems.add(f"{file}: {shard.items[0] if shard.items else 'unreadable'}")
+            continue
+        if not isinstance(obj, dict):
+            problems.add(f"{file} holds a {type(obj).__name__}, not a dict of tensors")
+            continue
+        tensors.update({str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)})
+    return tensors
+
+
+def read_folder_weights(folder: Path, problems: Problems) -> dict[str, torch.Tensor]:
+    index = shard_files(folder, SAFETENSORS_INDEX, problems)
+    if index is not None:
+        return read_safetensors_shards(folder, dict(index), problems)
+    if (folder / SAFETENSORS).is_file():
+        return read_safetensors_shards(folder, {SAFETENSORS: None}, problems)
+    shards = sorted(p.name for p in folder.glob("model-*-of-*.safetensors"))
+    if shards:
+        problems.add(f"the folder has shards ({name_list(shards)}) but no {SAFETENSORS_INDEX} saying which "
+                     "tensor is where")
+        return {}
+    index = shard_files(folder, TORCH_BIN_INDEX, problems)
+    if index is not None:
+        return read_torch_shards(folder, list(index), problems)
+    if (folder / TORCH_BIN).is_file():
+        return read_torch_shards(folder, [TORCH_BIN], problems)
+    problems.add(f"the folder has a config.json but no weights ({SAFETENSORS}, its shards, or {TORCH_BIN})")
+    return {}
+
+
+# ---- provenance --------------------------------------------------------------------------------------
+def setting_sources(hf_config: dict, config, notes: list[str]) -> dict[str, dict]:
+    """attnlab field -> {"value", "source"}: "config.json (key)", "inferred" or "assumed"."""
+    out = {}
+    model_type = hf_config.get("model_type", "?")
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        keys = [k for k in CONFIG_KEYS.get(field.name, ()) if hf_config.get(k) is not None]
+        named = [n for n in notes if field.name in n]
+        if keys:
+            source = f"config.json ({keys[0]})"
+        elif named:
+            source = "inferred: " + named[0]
+        elif any(k in hf_config for k in CONFIG_KEYS.get(field.name, ())):
+            source = "assumed (config.json leaves it empty)"
+        else:
+            source = f"inferred from model_type {model_type}"
+        out[field.name] = {"value": value, "source": source}
+    return out
+
+
+# ---- the whole folder --------------------------------------------------------------------------------
+def load_hf_folder(folder: Path, device="cpu") -> LiveModel:
+    from attnlab.checkpoints.assemble import build_live_model, build_module, drop_tied_duplicates
+
+    problems = Problems(folder)
+    hf_config = read_json_file(folder / "config.json", problems)
+    problems.raise_if_any()
+    hf = hf_api()
+    model_type = hf_config.get("model_type")
+    supported = tuple(getattr(hf, "SUPPORTED_MODEL_TYPES", ()))
+    if model_type not in supported:
+        problems.add(f"config.json's model_type is {model_type!r}; attnlab opens these model types: "
+                     f"{', '.join(supported)}")
+        problems.raise_if_any()
+    try:
+        hf.config_from_hf(hf_config)  # refuses unsupported options before any weight is read
+    except Exception as e:  # the converters raise ValueError / ConfigError / CheckpointError with the reason
+        problems.add(f"config.json: {e}")
+        problems.raise_if_any()
+    state = read_folder_weights(folder, problems)
+    problems.raise_if_any()
+    try:
+        config, tensors, notes = hf.convert(hf_config, state)
+    except Exception as e:  # a tensor the converter cannot place or split: its message says which
+        problems.add(f"the weights do not fit config.json: {e}")
+        problems.raise_if_any()
+    src, tgt, tok_desc = folder_tokenizers(folder, hf_config, problems)
+    notices = list(notes)
+    if src is None and not problems:
+        src = tgt = NumberTokenizer(config.out_vocab_size)
+        notices.append(NO_TOKENIZER_NOTICE)
+        tok_desc = "none (ids shown as numbers)"
+    for side, tok, size in (("source", src, config.src_vocab_size), ("target", tgt, config.tgt_vocab_size)):
+        if tok is not None and tok.vocab_size > size:
+            problems.add(f"the {side} tokenizer has {tok.vocab_size} tokens but the model's vocabulary only {size}")
+    metadata = {"source": f"Hugging Face folder ({model_type})", "model_type": model_type,
+                "settings": setting_sources(hf_config, config, notes),
+                "tokenizer": tok_desc + (f"; specials {src.specials.description}" if src is not None else "")}
+    if NO_TOKENIZER_NOTICE in notices:
+        metadata["notice"] = NO_TOKENIZER_NOTICE  # the app's banner
+    module = build_module(config) if not config.problems() else None
+    if module is not None:
+        tensors = drop_tied_duplicates(tensors, module, problems)
+    return build_live_model(problems, config, tensors, src, tgt, name=folder.name, metadata=metadata,
+                            device=device, notices=notices, module=module)

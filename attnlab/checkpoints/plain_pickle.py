@@ -1,0 +1,30 @@
+"""Read a small pickle that may only hold plain data: dicts, lists, tuples, strings, numbers, booleans, None.
+
+nanoGPT writes its character vocabulary as meta.pkl ({"vocab_size", "itos", "stoi"}). Those values are built
+by pickle opcodes that never import anything, so this unpickler refuses every import (find_class): a pickle
+that tries to construct an object or call a function stops there, before anything runs.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+MAX_BYTES = 50_000_000
+
+
+class PlainDataOnly(pickle.Unpickler):
+    def find_class(self, module: str, name: str):
+        raise pickle.UnpicklingError(f"it asks to import {module}.{name}, which plain data never needs")
+
+
+def load_plain_pickle(data: bytes):
+    """The object in `data`, or ValueError saying why it is refused (nothing in it has run)."""
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"it is {len(data)} bytes, more than a vocabulary file needs")
+    try:
+        return PlainDataOnly(io.BytesIO(data)).load()
+    except pickle.UnpicklingError as e:
+        raise ValueError(f"refused: {e}; only dicts, lists, strings and numbers are read") from e
+    except Exception as e:  # truncated or garbage streams raise assorted errors
+        raise ValueError(f"it is not a readable pickle ({type(e).__name__}: {e})") from e

@@ -1,0 +1,175 @@
+"""A model folder's own tokenizer and special tokens, read from the files Hugging Face writes.
+
+  tokenizer.json                      the `tokenizers` library, as is
+  vocab.json + merges.txt             GPT-2 / RoBERTa byte-level BPE
+  vocab.txt                           BERT WordPiece (lower-casing per tokenizer_config.json's do_lower_case)
+  source.spm + target.spm + vocab.json  Marian (SentencePiece; the optional extra attnlab[hf])
+
+The special tokens' strings come from tokenizer_config.json / special_tokens_map.json (else the family's
+usual ones); how each side is wrapped follows the family (engine/specials.py):
+GPT-2 nothing, BERT [CLS] … [SEP], RoBERTa <s> … </s>, Marian source … </s> with the decoder starting at
+<pad>, Llama <s> … (when add_bos_token), Qwen2 nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from attnlab.checkpoints.errors import Problems
+from attnlab.engine.hf_tokenizer import LibraryTokenizer, SentencePieceTokenizer
+from attnlab.engine.specials import Specials
+
+NAMES = ("pad", "bos", "eos", "unk", "cls", "sep", "mask")
+FAMILY_TOKENS = {
+    "gpt2": {"bos": "<|endoftext|>", "eos": "<|endoftext|>", "unk": "<|endoftext|>"},
+    "bert": {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"},
+    "roberta": {"bos": "<s>", "eos": "</s>", "pad": "<pad>", "unk": "<unk>", "cls": "<s>", "sep": "</s>",
+                "mask": "<mask>"},
+    "marian": {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"},
+    "llama": {"bos": "<s>", "eos": "</s>", "unk": "<unk>"},
+    "qwen2": {"eos": "<|endoftext|>", "pad": "<|endoftext|>"},
+}
+FAMILY_TOKENS["distilbert"] = FAMILY_TOKENS["bert"]
+FAMILY_TOKENS["nanogpt"] = {}
+
+
+def read_json_file(path: Path, problems: Problems) -> dict:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        problems.add(f"{path.name} is not readable JSON ({e})")
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def token_text(value) -> str | None:
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def special_ids(folder: Path, model_type: str, lookup, problems: Problems) -> dict[str, int]:
+    """name -> id for the special tokens the tokenizer has. `lookup(text)` is the tokenizer's id or None."""
+    tok_config = read_json_file(folder / "tokenizer_config.json", problems)
+    special_map = read_json_file(folder / "special_tokens_map.json", problems)
+    found = {}
+    for name in NAMES:
+        text = (token_text(tok_config.get(f"{name}_token")) or token_text(special_map.get(f"{name}_token"))
+                or FAMILY_TOKENS.get(model_type, {}).get(name))
+        if text is not None and lookup(text) is not None:
+            found[name] = lookup(text)
+    return found
+
+
+def family_specials(model_type: str, ids: dict[str, int], hf_config: dict, tok_config: dict) -> Specials:
+    """The wrapping rule of a model family (module docstring) over the ids found."""
+    prefix: dict[str, list[int]] = {}
+    suffix: dict[str, list[int]] = {}
+    desc = "no special tokens added"
+    if model_type in ("bert", "distilbert", "roberta"):
+        cls, sep = ids.get("cls", ids.get("bos")), ids.get("sep", ids.get("eos"))
+        prefix["encoder-only"] = [cls] if cls is not None else []
+        suffix["encoder-only"] = [sep] if sep is not None else []
+        desc = "[CLS] … [SEP]" if model_type != "roberta" else "<s> … </s>"
+    elif model_type == "marian":
+        suffix["encoder"] = [ids["eos"]] if "eos" in ids else []
+        start = hf_config.get("decoder_start_token_id", ids.get("pad"))
+        prefix["decoder"] = [int(start)] if isinstance(start, int) else []
+        desc = "source: … </s>; decoder starts from <pad>"
+    elif model_type == "llama" and tok_config.get("add_bos_token", True) and "bos" in ids:
+        prefix["decoder"] = [ids["bos"]]
+        desc = "<s> …"
+    fields = {k: ids.get(k) for k in NAMES}
+    return Specials(**fields, prefix=prefix, suffix=suffix, description=desc)
+
+
+def library_tokenizer(folder: Path, tok_config: dict):
+    """A `tokenizers.Tokenizer` from tokenizer.json, vocab.json + merges.txt or vocab.txt; None if none."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    if (folder / "tokenizer.json").is_file():
+        return Tokenizer.from_file(str(folder / "tokenizer.json")), "tokenizer.json"
+    if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+        tok = Tokenizer(models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt")))
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=bool(tok_config.get("add_prefix_space")))
+        tok.decoder = decoders.ByteLevel()
+        return tok, "vocab.json + merges.txt (byte-level BPE)"
+    if (folder / "vocab.txt").is_file():
+        unk = token_text(tok_config.get("unk_token")) or "[UNK]"
+        tok = Tokenizer(models.WordPiece.from_file(str(folder / "vocab.txt"), unk_token=unk))
+        lower = bool(tok_config.get("do_lower_case", True))
+        tok.normalizer = normalizers.BertNormalizer(
+            clean_text=True, handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
+            strip_accents=tok_config.get("strip_accents"), lowercase=lower)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        tok.decoder = decoders.WordPiece(prefix="##")
+        return tok, f"vocab.txt (WordPiece{', lower-cased' if lower else ''})"
+    return None, ""
+
+
+def marian_tokenizers(folder: Path, model_type: str, hf_config: dict, problems: Problems):
+    vocab = read_json_file(folder / "vocab.json", problems)
+    pieces = {str(k): int(v) for k, v in vocab.items() if isinstance(v, int)}
+    tok_config = read_json_file(folder / "tokenizer_config.json", problems)
+    ids = special_ids(folder, model_type, pieces.get, problems)
+    specials = family_specials(model_type, ids, hf_config, tok_config)
+    out = []
+    for name in ("source.spm", "target.spm"):
+        try:
+            out.append(SentencePieceTokenizer((folder / name).read_bytes(), pieces, specials))
+        except ImportError as e:
+            problems.add(str(e))
+            return None, None, ""
+        except (OSError, RuntimeError) as e:
+            problems.add(f"{name} cannot be read as a SentencePiece model ({e})")
+            return None, None, ""
+    return out[0], out[1], "source.spm / target.spm (SentencePiece) + vocab.json"
+
+
+def folder_tokenizers(folder: Path, hf_config: dict, problems: Problems):
+    """(source, target, description); (None, None, "") when the folder has no tokenizer files."""
+    model_type = str(hf_config.get("model_type", ""))
+    if (folder / "source.spm").is_file() and (folder / "target.spm").is_file():
+        return marian_tokenizers(folder, model_type, hf_config, problems)
+    tok_config = read_json_file(folder / "tokenizer_config.json", problems)
+    try:
+        hf_tok, desc = library_tokenizer(folder, tok_config)
+    except Exception as e:  # the tokenizers library raises its own exception type
+        problems.add(f"the tokenizer files cannot be read ({str(e).splitlines()[0] if str(e) else e})")
+        return None, None, ""
+    if hf_tok is None:
+        return None, None, ""
+    ids = special_ids(folder, model_type, hf_tok.token_to_id, problems)
+    added = [t for t in (token_text(tok_config.get(f"{n}_token")) or FAMILY_TOKENS.get(model_type, {}).get(n)
+                         for n in NAMES) if t is not None and hf_tok.token_to_id(t) is not None]
+    if added and desc != "tokenizer.json":
+        hf_tok.add_special_tokens(sorted(set(added)))  # typed "[MASK]" stays one token, as in transformers
+    tok = LibraryTokenizer(hf_tok, family_specials(model_type, ids, hf_config, tok_config))
+    return tok, tok, desc
+
+
+def tokenizer_at(path, problems: Problems, model_type: str = ""):
+    """A tokenizer the user points at: a tokenizer.json file or a folder holding tokenizer files."""
+    path = Path(path).expanduser()
+    folder = path if path.is_dir() else path.parent
+    if path.is_file() and path.name != "tokenizer.json":
+        try:  # any file the tokenizers library wrote; its special tokens are not wrapped around the input
+            from tokenizers import Tokenizer
+
+            return LibraryTokenizer(Tokenizer.from_file(str(path)), Specials(description="no special tokens added"))
+        except Exception as e:  # the tokenizers library raises its own exception type
+            problems.add(f"--tokenizer {str(path)!r} is not a tokenizer.json file or a folder with tokenizer "
+                         f"files ({str(e).splitlines()[0] if str(e) else type(e).__name__})")
+            return None
+    if not path.exists():
+        problems.add(f"--tokenizer {str(path)!r}: there is nothing at that path")
+        return None
+    hf_config = read_json_file(folder / "config.json", problems)
+    hf_config.setdefault("model_type", model_type)
+    src, _tgt, _desc = folder_tokenizers(folder, hf_config, problems)
+    if src is None and not problems:
+        problems.add(f"--tokenizer {str(path)!r}: no tokenizer.json, vocab.json + merges.txt or vocab.txt there")
+    return src

@@ -1,0 +1,195 @@
+"""The tokenizers of models attnlab did not train: a model's own tokenizer, with its own special tokens.
+
+Same small interface as engine/tokenizer.py's Tokenizer (encode -> (pieces, ids), id_to_token, decode,
+vocab_size, specials, to_json), but the text is passed on untouched (no cleaning: the ids must be exactly the
+model's) and the special tokens are wherever the model keeps them (`specials`, engine/specials.py).
+
+  LibraryTokenizer   anything the `tokenizers` library runs: tokenizer.json, GPT-2 vocab.json + merges.txt,
+                     BERT vocab.txt (the builders are in checkpoints/tokenizer_files.py)
+  SentencePieceTokenizer  Marian's source.spm / target.spm with the shared vocab.json (needs `sentencepiece`)
+  CharVocabTokenizer one token per character from a nanoGPT meta.pkl (stoi / itos)
+  NumberTokenizer    no vocabulary at all: tokens are shown as #0, #1, …; typing "#17 #4" feeds those ids
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+from attnlab.engine.specials import Specials, specials_from_dict
+from attnlab.engine.tokenizer import Tokenizer
+
+SENTENCEPIECE_MISSING = ('This model\'s tokenizer needs the sentencepiece package. Install it with: '
+                         'pip install "attnlab[hf]"')
+
+
+class ForeignTokenizer(Tokenizer):
+    """Base of the tokenizers below: no fixed ids 0-3; `specials` says where the special tokens are."""
+
+    kind = "foreign"
+
+    def __init__(self, vocab: list[str], specials: Specials):
+        self.vocab = list(vocab)
+        self._index = {tok: i for i, tok in enumerate(self.vocab)}
+        self.specials = specials
+
+    # the attribute names attnlab's training and evaluation code reads
+    @property
+    def pad_id(self) -> int:
+        return self.specials.pad_id
+
+    @property
+    def bos_id(self) -> int:
+        return self.specials.start_id if self.specials.start_id is not None else self.specials.pad_id
+
+    @property
+    def eos_id(self) -> int:
+        return self.specials.eos if self.specials.eos is not None else -1
+
+    @property
+    def unk_id(self) -> int:
+        return self.specials.unk if self.specials.unk is not None else -1
+
+    def id_to_token(self, i: int) -> str:
+        return self.vocab[i] if 0 <= i < len(self.vocab) else f"#{i}"
+
+    def decode(self, ids) -> str:
+        hidden = self.specials.hidden_ids()
+        return self._join([self.id_to_token(int(i)) for i in ids if int(i) not in hidden])
+
+    def _join(self, tokens: list[str]) -> str:
+        return "".join(tokens)
+
+
+class LibraryTokenizer(ForeignTokenizer):
+    """A `tokenizers.Tokenizer` run without its own post-processing (LiveModel wraps the specials)."""
+
+    kind = "hf"
+
+    def __init__(self, hf_tokenizer, specials: Specials):
+        self.hf = hf_tokenizer
+        size = hf_tokenizer.get_vocab_size(with_added_tokens=True)
+        vocab = [f"#{i}" for i in range(size)]
+        for tok, i in hf_tokenizer.get_vocab(with_added_tokens=True).items():
+            if 0 <= i < size:
+                vocab[i] = tok
+        super().__init__(vocab, specials)
+
+    def encode(self, text: str) -> tuple[list[str], list[int]]:
+        enc = self.hf.encode(str(text), add_special_tokens=False)
+        return list(enc.tokens), list(enc.ids)
+
+    def decode(self, ids) -> str:
+        hidden = self.specials.hidden_ids()
+        return self.hf.decode([int(i) for i in ids if int(i) not in hidden], skip_special_tokens=False)
+
+    def to_json(self) -> str:
+        return json.dumps({"kind": self.kind, "hf": self.hf.to_str(), "specials": self.specials.to_dict()},
+                          ensure_ascii=False)
+
+
+def load_sentencepiece(model_bytes: bytes):
+    try:
+        import sentencepiece
+    except ImportError as e:
+        raise ImportError(SENTENCEPIECE_MISSING) from e
+    sp = sentencepiece.SentencePieceProcessor()
+    sp.LoadFromSerializedProto(model_bytes)
+    return sp
+
+
+class SentencePieceTokenizer(ForeignTokenizer):
+    """Marian's scheme: SentencePiece splits the text into pieces, a separate vocab.json numbers them (pieces
+    missing from it become <unk>). A leading language code such as >>fr<< is kept as one token."""
+
+    kind = "spm"
+    _LANGUAGE_CODE = re.compile(r"^\s*(>>[^<>]+<<)\s*")
+
+    def __init__(self, model_bytes: bytes, vocab: dict[str, int], specials: Specials):
+        self.sp = load_sentencepiece(model_bytes)
+        self.model_bytes = model_bytes
+        self.piece_ids = dict(vocab)
+        ordered = [f"#{i}" for i in range(max(vocab.values(), default=-1) + 1)]
+        for piece, i in vocab.items():
+            ordered[i] = piece
+        super().__init__(ordered, specials)
+
+    def encode(self, text: str) -> tuple[list[str], list[int]]:
+        text = str(text)
+        pieces: list[str] = []
+        code = self._LANGUAGE_CODE.match(text)
+        if code:
+            pieces.append(code.group(1))
+            text = text[code.end():]
+        pieces += self.sp.encode(text, out_type=str) if text else []
+        unk = self.specials.unk
+        ids = [self.piece_ids.get(p, unk if unk is not None else 0) for p in pieces]
+        return [p if p in self.piece_ids else self.id_to_token(i) for p, i in zip(pieces, ids, strict=True)], ids
+
+    def decode(self, ids) -> str:
+        hidden = self.specials.hidden_ids()
+        return self.sp.decode_pieces([self.id_to_token(int(i)) for i in ids if int(i) not in hidden])
+
+    def to_json(self) -> str:
+        return json.dumps({"kind": self.kind, "model": base64.b64encode(self.model_bytes).decode("ascii"),
+                           "vocab": self.piece_ids, "specials": self.specials.to_dict()}, ensure_ascii=False)
+
+
+class CharVocabTokenizer(ForeignTokenizer):
+    """One token per character (nanoGPT's shakespeare_char meta.pkl). Characters outside the vocabulary are
+    left out (the model has no <unk>); `last_dropped` says which."""
+
+    kind = "char-vocab"
+
+    def __init__(self, chars: list[str]):
+        super().__init__(chars, Specials(description="characters, no special tokens"))
+        self.last_dropped: list[str] = []
+
+    def encode(self, text: str) -> tuple[list[str], list[int]]:
+        kept = [ch for ch in str(text) if ch in self._index]
+        self.last_dropped = [ch for ch in str(text) if ch not in self._index]
+        return kept, [self._index[ch] for ch in kept]
+
+    def to_json(self) -> str:
+        return json.dumps({"kind": self.kind, "vocab": self.vocab}, ensure_ascii=False)
+
+
+class NumberTokenizer(ForeignTokenizer):
+    """No vocabulary: token i is shown as "#i"; text is read as such numbers ("#17 #4" or "17 4")."""
+
+    kind = "numbers"
+
+    def __init__(self, vocab_size: int):
+        super().__init__([f"#{i}" for i in range(vocab_size)],
+                         Specials(description="no tokenizer: token ids shown as numbers"))
+
+    def encode(self, text: str) -> tuple[list[str], list[int]]:
+        ids = [int(n) for n in re.findall(r"#?(\d+)", str(text)) if int(n) < self.vocab_size]
+        return [f"#{i}" for i in ids], ids
+
+    def _join(self, tokens: list[str]) -> str:
+        return " ".join(tokens)
+
+    def to_json(self) -> str:
+        return json.dumps({"kind": self.kind, "vocab_size": self.vocab_size})
+
+
+def foreign_tokenizer_from_json(data: dict) -> Tokenizer:
+    """Rebuild one of these tokenizers from its `to_json()` dict (KeyError on a missing field)."""
+    kind = data["kind"]
+    if kind == "hf":
+        from tokenizers import Tokenizer as HF
+
+        return LibraryTokenizer(HF.from_str(data["hf"]), specials_from_dict(data["specials"]))
+    if kind == "spm":
+        return SentencePieceTokenizer(base64.b64decode(data["model"]), data["vocab"],
+                                      specials_from_dict(data["specials"]))
+    if kind == "char-vocab":
+        return CharVocabTokenizer(list(data["vocab"]))
+    if kind == "numbers":
+        return NumberTokenizer(int(data["vocab_size"]))
+    raise ValueError(f"unknown tokenizer kind {kind!r}")
+
+
+FOREIGN_KINDS = ("hf", "spm", "char-vocab", "numbers")

@@ -1,0 +1,153 @@
+"""Opening models attnlab did not write: File → Open folder…, File → Model info…, and the dialog that asks
+for what a bare nn.Transformer state dict cannot say (heads, norm placement, activation, tokenizer).
+
+main_window.py only calls `add_file_actions(window, menu)` and `checkpoint_loader(window, path)`."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+FILE_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.bin *.ckpt config.json);;All files (*)"
+
+
+class ImportSettingsDialog(QDialog):
+    """The settings of a bare nn.Transformer state dict, with nn.Transformer's defaults filled in."""
+
+    def __init__(self, path: str, probe: dict, parent: QWidget | None = None):
+        from attnlab.checkpoints.bare import default_heads
+
+        super().__init__(parent)
+        self.setWindowTitle("Open a bare nn.Transformer state dict")
+        d = probe["d_model"]
+        enc, dec = probe["layers"]
+        intro = QLabel(f"<b>{html.escape(Path(path).name)}</b> holds nn.Transformer weights ({probe['arch']}, "
+                       f"d_model {d}, {enc} encoder + {dec} decoder layers) but no settings. The weights "
+                       "cannot say the values below; nn.Transformer's defaults are filled in. The run will "
+                       "say which values were assumed.", wordWrap=True)
+        self.heads = QComboBox(objectName="importHeads")
+        self.heads.addItems([str(h) for h in range(1, d + 1) if d % h == 0 and h <= 64])
+        self.heads.setCurrentText(str(default_heads(d)))
+        self.norm = QComboBox(objectName="importNorm")
+        self.norm.addItems(["post", "pre"])
+        self.activation = QComboBox(objectName="importActivation")
+        self.activation.addItems(["relu", "gelu"])
+        self.tokenizer = QLineEdit(objectName="importTokenizer", placeholderText="none: built-in word list")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        row = QHBoxLayout()
+        row.addWidget(self.tokenizer, 1)
+        row.addWidget(browse)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form = QFormLayout()
+        form.addRow("Attention heads", self.heads)
+        form.addRow("LayerNorm placement", self.norm)
+        form.addRow("FFN activation", self.activation)
+        form.addRow("Tokenizer (optional)", row)
+        box = QVBoxLayout(self)
+        box.addWidget(intro)
+        box.addLayout(form)
+        box.addWidget(buttons)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "A tokenizer.json", "", "tokenizer.json (*.json)")
+        if path:
+            self.tokenizer.setText(path)
+
+    def settings(self) -> dict:
+        return {"heads": int(self.heads.currentText()), "norm": self.norm.currentText(),
+                "activation": self.activation.currentText(), "tokenizer": self.tokenizer.text().strip() or None}
+
+
+def checkpoint_loader(window, path: str):
+    """A zero-argument loader for `path`, or None when the user cancelled the settings dialog."""
+    from attnlab.checkpoints.bare import probe_bare_state_dict
+
+    settings: dict = {}
+    probe = probe_bare_state_dict(path)
+    if probe is not None:
+        dialog = ImportSettingsDialog(path, probe, window)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return None
+        settings = dialog.settings()
+
+    def load():
+        from attnlab.checkpoints import load_checkpoint
+
+        return load_checkpoint(path, **settings)
+
+    return load
+
+
+def open_folder_dialog(window) -> None:
+    folder = QFileDialog.getExistingDirectory(window, "Open a model folder (Hugging Face, nanoGPT)")
+    if folder:
+        window.open_checkpoint(folder)
+
+
+# ---- File → Model info -------------------------------------------------------------------------------------
+def model_info_html(model) -> str:
+    """Architecture, parameter count, where each setting came from, the tokenizer and the loader's notes."""
+    cfg, meta = model.config, model.metadata
+    n_params = sum(t.numel() for t in model.module.checkpoint_tensors().values())
+    esc = html.escape
+    rows = []
+    settings = meta.get("settings") or {}
+    for field, value in vars(cfg).items():
+        source = settings.get(field, {}).get("source", "the checkpoint's config" if not settings else "")
+        rows.append(f"<tr><td>{esc(field)}</td><td>{esc(str(value))}</td><td>{esc(str(source))}</td></tr>")
+    extra = [f"<tr><td>{esc(k)}</td><td>{esc(str(v.get('value')))}</td><td>{esc(str(v.get('source')))}</td></tr>"
+             for k, v in settings.items() if k not in vars(cfg) and isinstance(v, dict)]
+    toks = []
+    for side, tok in (("source", model.src_tokenizer), ("target", model.tgt_tokenizer)):
+        if tok is not None and (side == "source" or tok is not model.src_tokenizer):
+            specials = getattr(tok.specials, "description", "")
+            toks.append(f"<li>{side}: {esc(tok.kind)}, {tok.vocab_size:,} tokens"
+                        f"{'; specials ' + esc(specials) if specials else ''}</li>")
+    notes = "".join(f"<li>{esc(str(n))}</li>" for n in meta.get("notices", []))
+    return (f"<h3>{esc(str(model.name))}</h3>"
+            f"<p>{esc(cfg.arch)} · {n_params:,} parameters · read from: {esc(str(meta.get('source', 'attnlab')))}"
+            f"</p><p><b>Tokenizer</b>: {esc(str(meta.get('tokenizer', '')))}</p><ul>{''.join(toks)}</ul>"
+            "<table border='1' cellspacing='0' cellpadding='3'><tr><th>setting</th><th>value</th>"
+            f"<th>from</th></tr>{''.join(rows + extra)}</table>"
+            + (f"<p><b>Notes from loading</b></p><ul>{notes}</ul>" if notes else ""))
+
+
+def show_model_info(window) -> None:
+    model = window.session.model
+    dialog = QDialog(window, objectName="modelInfoDialog")
+    dialog.setWindowTitle("Model info")
+    view = QTextBrowser(objectName="modelInfo")
+    view.setHtml(model_info_html(model) if model is not None else "<p>No model is open.</p>")
+    box = QVBoxLayout(dialog)
+    box.addWidget(view)
+    close = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+    close.rejected.connect(dialog.reject)
+    box.addWidget(close)
+    dialog.resize(640, 560)
+    dialog.show()
+    window._model_info_dialog = dialog  # kept alive while open
+
+
+def add_file_actions(window, menu) -> None:
+    """File → Open folder… and File → Model info…"""
+    window._action(menu, "Open &folder…", lambda: open_folder_dialog(window), ["Ctrl+Shift+O"],
+                   "openFolderAction")
+    window._action(menu, "Model &info…", lambda: show_model_info(window), ["Ctrl+I"], "modelInfoAction")

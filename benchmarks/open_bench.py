@@ -1,0 +1,81 @@
+"""Opening a GPT-2-small-shaped Hugging Face folder (random weights from a config: d 768, 12 layers, 12 heads,
+vocabulary 50257; nothing downloaded): attnlab.load(folder) for a single model.safetensors, 4 shards and a
+pytorch_model.bin, and the desktop app's open-to-first-paint / first-trace times on the same folder
+(`attnlab FOLDER --startup-time`, offscreen). The trace itself against transformers: benchmarks/hf_bench.py.
+
+    python benchmarks/open_bench.py               # median of 3 opens per layout, then one app start
+    python benchmarks/open_bench.py --runs 5 --no-app
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import attnlab  # noqa: E402
+
+
+def build_folders(root: Path) -> dict[str, Path]:
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_embd=768, n_layer=12, n_head=12, vocab_size=50257, n_positions=1024)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    folders = {"model.safetensors": root / "single", "4 shards": root / "shards",
+               "pytorch_model.bin": root / "bin"}
+    model.save_pretrained(str(folders["model.safetensors"]))
+    model.save_pretrained(str(folders["4 shards"]), max_shard_size="150MB")
+    model.save_pretrained(str(folders["pytorch_model.bin"]), safe_serialization=False)
+    return folders
+
+
+def app_start(folder: Path) -> str:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "ATTNLAB_SETTINGS": str(folder / "settings.ini")}
+    code = ("import sys; from attnlab.cli import main; "
+            "from PySide6.QtCore import QTimer; from PySide6.QtWidgets import QApplication; "
+            "QTimer.singleShot(60000, QApplication.quit); sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(folder), "--startup-time"], env=env,
+                            stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stderr:
+        if "after" in line:
+            lines.append(line.strip())
+        if "trace ready" in line:
+            break
+    proc.kill()
+    return "; ".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-app", action="store_true")
+    args = parser.parse_args()
+    print(f"threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        folders = build_folders(Path(tmp))
+        for layout, folder in folders.items():
+            times = []
+            for _ in range(args.runs):
+                start = time.perf_counter()
+                attnlab.load(folder)
+                times.append(time.perf_counter() - start)
+            print(f"attnlab.load, {layout:<18} {statistics.median(times):6.2f} s (median of {args.runs})")
+        if not args.no_app:
+            print("app (attnlab FOLDER):", app_start(folders["model.safetensors"]))
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
