@@ -384,7 +384,7 @@ def test_recent_files_are_capped_and_pruned(tmp_path, win):
 
 
 def test_new_random_model_shows_the_banner(qtbot, win, monkeypatch):
-    from attnlab.ui.controls import RandomModelDialog
+    from attnlab.ui.random_dialog import RandomModelDialog
 
     dialog = RandomModelDialog()
     dialog.n_heads.setValue(5)

@@ -227,3 +227,19 @@ def test_the_example_sentence_is_one_the_model_can_read(generating_model):
     french_only = attnlab.load_bundled("language")
     assert example_sentence(french_only) == "le chat noir voit le petit chien"
     assert example_sentence(generating_model()) == "the black cat sees the small dog"
+
+
+def test_a_toggle_says_which_fields_changed_and_is_validated_once(qtbot, session, generating_model, monkeypatch):
+    open_model(qtbot, session, generating_model())
+    checked = []
+    problems = RunOptions.problems
+    monkeypatch.setattr(RunOptions, "problems", lambda self, config: checked.append(self) or problems(self, config))
+    seen = []
+    session.optionsChanged.connect(lambda options, changed: seen.append(changed))
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.update_options(scale=False, temperature=2.0)
+    assert seen == [frozenset({"scale", "temperature"})]
+    assert len(checked) == 1 and session.trace.options.scale is False  # checked by the session, not again by the run
+    with qtbot.waitSignal(session.failed, timeout=WAIT):
+        session.update_options(n_heads=5)
+    assert seen[-1] == frozenset({"n_heads"}) and session.options.n_heads is None  # the heads control snaps back

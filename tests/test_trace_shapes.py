@@ -90,3 +90,12 @@ def test_decoder_only_generate_continues_the_prompt_given_as_src(tiny_model):
     assert first["tgt.tokens"] == ["<s>", "the", "black", "cat"]
     same = next(m.generate(prefix="the black cat", max_new_tokens=3))
     assert torch.equal(first["probs"], same["probs"])
+
+
+def test_each_architecture_maps_source_and_target_onto_its_stacks(tiny_model):
+    decoder_only, encoder_only, both = tiny_model("decoder-only"), tiny_model("encoder-only"), tiny_model()
+    assert decoder_only.prompt_sides("a cat", "") == (None, "a cat")  # the prompt typed as the source
+    assert decoder_only.prompt_sides("a cat", [5, 6]) == (None, [5, 6])  # generated ids win
+    assert encoder_only.prompt_sides("a cat", "le chat") == ("a cat", None)
+    assert both.prompt_sides("a cat", "le chat") == ("a cat", "le chat")
+    assert decoder_only.trace("the cat", "")["tgt.tokens"] == ["<s>", "the", "cat"]

@@ -17,6 +17,8 @@ from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import BOS, EOS, PAD, Tokenizer
 from attnlab.engine.trace import Recorder, Trace
 
+Prompt = str | list[int] | None  # text, or token ids fed back by generation
+
 
 def pick_device(requested: str) -> torch.device:
     if requested == "cuda" and not torch.cuda.is_available():
@@ -36,6 +38,36 @@ class LiveModel:
         self.tgt_tokenizer = tgt_tokenizer
         self.name = name
         self.metadata = dict(metadata or {})
+        self._checked: RunOptions | None = None  # the last options found runnable on this model
+
+    # ---- what a run reads --------------------------------------------------------------------------
+    def prompt_sides(self, src: Prompt, tgt: Prompt) -> tuple[Prompt, Prompt]:
+        """The (encoder input, decoder input) this architecture reads from a (source, target) pair.
+
+        The one place that maps texts onto the stacks: encoder-decoder reads both as given; decoder-only has
+        no encoder, and its prompt is `tgt`, or `src` when `tgt` is empty (a prompt typed in the source box);
+        encoder-only has no decoder input."""
+        if not self.config.has_encoder:
+            return None, (tgt if tgt else src)
+        if not self.config.has_decoder:
+            return src, None
+        return src, tgt
+
+    def options_problems(self, options: RunOptions) -> list[str]:
+        """Why `options` cannot run on this model (empty: they can). Options found runnable are remembered,
+        so the run that follows does not check them again (see `checked_options`)."""
+        problems = options.problems(self.config)
+        if not problems:
+            self._checked = options
+        return problems
+
+    def checked_options(self, options: RunOptions) -> RunOptions:
+        """`options`, validated against this model unless they are the ones checked last (OptionsError if
+        they cannot run)."""
+        if options is not self._checked:
+            options.validate(self.config)
+            self._checked = options
+        return options
 
     @property
     def config(self) -> ModelConfig:
@@ -81,12 +113,11 @@ class LiveModel:
         """Run once and record every step.
 
         encoder-decoder: `src` is the sentence to encode, `tgt` the decoder input (teacher forcing; <s> is
-        prepended). decoder-only: `src` (or `tgt`) is the prompt. encoder-only: `src`. `tgt` may also be a
-        list of token ids.
+        prepended). decoder-only: `tgt` (or `src` when `tgt` is empty) is the prompt. encoder-only: `src`.
+        `tgt` may also be a list of token ids. See `prompt_sides`.
         """
-        options = (options or RunOptions()).validate(self.config)
-        if self.config.arch == "decoder-only":
-            src, tgt = None, (tgt if tgt is not None else src)
+        options = self.checked_options(options or RunOptions())
+        src, tgt = self.prompt_sides(src, tgt)
         try:
             return self._trace_on(pick_device(options.device), src, tgt, options)
         except torch.cuda.OutOfMemoryError:
@@ -144,9 +175,8 @@ class LiveModel:
             raise ValueError("an encoder-only model has no decoder to generate with")
         options = options or RunOptions()
         tok = self.tgt_tokenizer
-        if not self.config.has_encoder and src and not prefix:  # a decoder-only model's prompt is its prefix
-            src, prefix = None, src
-        ids = list(tok.encode(prefix)[1])
+        src, prefix = self.prompt_sides(src, prefix)  # a decoder-only model's prompt is its prefix
+        ids = list(tok.encode(prefix or "")[1])
         for _ in range(max_new_tokens):
             trace = self.trace(src=src, tgt=list(ids), options=options)
             next_id, piece = self.next_token(trace)

@@ -57,6 +57,10 @@ class RunOptions:
         cells ^= {(q, k)}
         return self.with_custom_mask(site, cells)
 
+    def changed_fields(self, other: RunOptions) -> frozenset[str]:
+        """The names of the fields whose values differ in `other` (what a toggle click changed)."""
+        return frozenset(f.name for f in dataclasses.fields(self) if getattr(self, f.name) != getattr(other, f.name))
+
     # ---- queries used by the model --------------------------------------------------------------
     def is_causal(self, site: str) -> bool:
         kind = site_kind(site)

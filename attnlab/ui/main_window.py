@@ -27,9 +27,11 @@ from PySide6.QtWidgets import (
 
 from attnlab.session import Session, shape_text
 from attnlab.ui import app as appsettings
-from attnlab.ui.controls import ControlsPanel, InputBar, RandomModelDialog
+from attnlab.ui.controls import ControlsPanel
 from attnlab.ui.errors import ErrorReporter
+from attnlab.ui.inputs import InputBar
 from attnlab.ui.navigator import STEP_KEYS, StageNavigator
+from attnlab.ui.random_dialog import RandomModelDialog
 from attnlab.ui.schematic import Schematic
 
 FIRST_PAINT_WAIT_MS = 1000
@@ -126,7 +128,7 @@ class MainWindow(QMainWindow):
         s.traceReady.connect(self._on_trace)
         s.stageChanged.connect(lambda _k: self.refresh())
         s.viewChanged.connect(lambda _v: self.refresh())
-        s.optionsChanged.connect(lambda o: self.schematic.set_model(s.model.config if s.model else None, o))
+        s.optionsChanged.connect(lambda o, _changed: self.schematic.set_model(s.model.config if s.model else None, o))
         s.modelChanged.connect(self._on_model)
         s.modelFailed.connect(self._on_model_failed)
         s.failed.connect(self._on_failed)
