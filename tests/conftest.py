@@ -16,13 +16,13 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any test module imports PySide6
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
+import torch
 
-from attnlab.engine.config import ModelConfig  # noqa: E402
-from attnlab.engine.live import LiveModel  # noqa: E402
-from attnlab.engine.model import Transformer  # noqa: E402
-from attnlab.engine.tokenizer import WordTokenizer  # noqa: E402
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.tokenizer import WordTokenizer
 
 TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien", "dog bites man"]
 TINY_SIZES = dict(d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32)
