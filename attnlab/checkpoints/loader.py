@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from attnlab.checkpoints.errors import CheckpointError
@@ -12,7 +13,7 @@ from attnlab.engine.live import LiveModel
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 
 
-def load_checkpoint(path, device="cpu") -> LiveModel:
+def load_checkpoint(path: str | os.PathLike[str], device: str = "cpu") -> LiveModel:
     """A whole LiveModel, or one CheckpointError listing everything wrong with the file."""
     path = Path(path).expanduser()
     if not path.exists():

@@ -108,7 +108,7 @@ def split_contents(obj: dict, problems: Problems) -> tuple[dict[str, torch.Tenso
     return tensors, {**{k: extras.get(k) for k in EXTRA_KEYS}, "skipped": skipped}
 
 
-def load_torch_file(path: Path, device="cpu") -> LiveModel:
+def load_torch_file(path: Path, device: str = "cpu") -> LiveModel:
     problems = Problems(path)
     with open(path, "rb") as f:
         head = f.read(4)

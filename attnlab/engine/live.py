@@ -78,11 +78,24 @@ class LiveModel:
         return next(self.module.parameters()).device
 
     # ---- text -> ids -----------------------------------------------------------------------------
-    def _side(self, text, side: str, pad_to: int, notices: list[str]):
+    def tokenizer(self, side: str) -> Tokenizer:
+        """The tokenizer of "src" or "tgt" (a model built without one cannot read that side's text)."""
+        tok = self.src_tokenizer if side == "src" else self.tgt_tokenizer
+        if tok is None:
+            raise ValueError(f"this model has no {'source' if side == 'src' else 'target'} tokenizer")
+        return tok
+
+    @property
+    def output_tokenizer(self) -> Tokenizer:
+        """The tokenizer whose ids the output distribution ranges over."""
+        return self.tokenizer("tgt" if self.config.has_decoder else "src")
+
+    def _side(self, text: Prompt, side: str, pad_to: int,
+              notices: list[str]) -> tuple[list[str], list[int], int]:
         """Token strings and ids of one side with its specials: source = pieces + </s>, target = <s> + pieces.
 
         `text` is a string, or a list of token ids (what generation feeds back, so no text round trip)."""
-        tok = self.src_tokenizer if side == "src" else self.tgt_tokenizer
+        tok = self.tokenizer(side)
         if isinstance(text, list):
             ids = [int(i) for i in text]
             pieces = [tok.id_to_token(i) for i in ids]
@@ -108,7 +121,7 @@ class LiveModel:
         return pieces, ids, n_real
 
     # ---- runs --------------------------------------------------------------------------------------
-    def trace(self, src: str | None = None, tgt: str | list[int] | None = None,
+    def trace(self, src: Prompt = None, tgt: Prompt = None,
               options: RunOptions | None = None) -> Trace:
         """Run once and record every step.
 
@@ -127,7 +140,7 @@ class LiveModel:
             return trace
 
     @torch.inference_mode()
-    def _trace_on(self, device: torch.device, src, tgt, options: RunOptions) -> Trace:
+    def _trace_on(self, device: torch.device, src: Prompt, tgt: Prompt, options: RunOptions) -> Trace:
         if self.device != device:
             self.module.to(device)
         notices: list[str] = []
@@ -159,10 +172,9 @@ class LiveModel:
     def next_token(self, trace: Trace) -> tuple[int, str]:
         """The most probable next token after the last decoder position."""
         i = int(trace[names.PROBS][-1].argmax())
-        tok = self.tgt_tokenizer if self.config.has_decoder else self.src_tokenizer
-        return i, tok.id_to_token(i)
+        return i, self.output_tokenizer.id_to_token(i)
 
-    def generate(self, src: str | None = None, prefix: str = "", max_new_tokens: int = 30,
+    def generate(self, src: Prompt = None, prefix: str = "", max_new_tokens: int = 30,
                  options: RunOptions | None = None) -> Iterator[Trace]:
         """Greedy decoding: yields a Trace per step; trace.info['generated'] holds the text so far.
 
@@ -174,9 +186,9 @@ class LiveModel:
         if not self.config.has_decoder:
             raise ValueError("an encoder-only model has no decoder to generate with")
         options = options or RunOptions()
-        tok = self.tgt_tokenizer
-        src, prefix = self.prompt_sides(src, prefix)  # a decoder-only model's prompt is its prefix
-        ids = list(tok.encode(prefix or "")[1])
+        tok = self.tokenizer("tgt")
+        src, prompt = self.prompt_sides(src, prefix)  # a decoder-only model's prompt is its prefix
+        ids = list(prompt) if isinstance(prompt, list) else list(tok.encode(prompt or "")[1])
         for _ in range(max_new_tokens):
             trace = self.trace(src=src, tgt=list(ids), options=options)
             next_id, piece = self.next_token(trace)
