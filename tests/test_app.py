@@ -2,6 +2,7 @@
 check that what the panel shows changed as it must, generate, open good and bad checkpoints, survive
 errors."""
 
+import dataclasses
 import os
 import sys
 import threading
@@ -293,6 +294,23 @@ def test_reset_puts_every_toggle_back(qtbot, win):
     retrace(qtbot, win, lambda: win.controls.scale.setChecked(False))
     retrace(qtbot, win, lambda: win.controls.reset.click())
     assert win.session.options == type(win.session.options)() and win.controls.scale.isChecked()
+
+
+def test_a_toggle_rereads_only_the_controls_of_the_fields_it_changed(qtbot, win, monkeypatch):
+    from attnlab.ui import controls
+
+    reads = []
+
+    def counted(row):
+        return dataclasses.replace(row, read=lambda p, s, c: (reads.append(row.widgets), row.read(p, s, c)))
+
+    monkeypatch.setattr(controls, "ROWS", tuple(counted(row) for row in controls.ROWS))
+    retrace(qtbot, win, lambda: win.controls.scale.setChecked(False))
+    assert reads == [("scale",)]  # once, and no other row (the trace's arrival re-reads nothing)
+    reads.clear()
+    retrace(qtbot, win, lambda: choose(win.controls.heads, 8))
+    assert sorted(reads) == [("head",), ("heads",)]  # the head spin's range follows the head count
+    assert win.controls.head.maximum() == 7 and win.controls.scale.isChecked() is False
 
 
 def test_impossible_toggle_is_refused_and_the_controls_snap_back(qtbot, win):
