@@ -214,7 +214,7 @@ class Session(QObject):
         self.model, self.model_path = model, path
         previous, self.options = self.options, RunOptions(device=self.options.device)
         self.src = example_sentence(model) if src is None else src
-        self.tgt = tgt or ""
+        self.tgt = (tgt or "") if self._has_decoder_input() else ""
         self.tgt_ids = None
         self._generate_presses = 0
         self.modelChanged.emit(model)
@@ -230,7 +230,7 @@ class Session(QObject):
             self._schedule(debounce)
 
     def set_tgt(self, text: str, debounce: bool = True) -> None:
-        if text != self.tgt:
+        if text != self.tgt and self._has_decoder_input():
             self.tgt = text
             self.tgt_ids = None
             self._schedule(debounce)
@@ -252,6 +252,12 @@ class Session(QObject):
         self.optionsChanged.emit(options, changed)
         self.request_trace()
         return True
+
+    def _has_decoder_input(self) -> bool:
+        """Whether the open model reads a decoder input besides the source (only an encoder-decoder does: a
+        decoder-only model's prompt is the source box, see LiveModel.prompt_sides)."""
+        config = self.model.config if self.model is not None else None
+        return config is None or (config.has_encoder and config.has_decoder)
 
     def update_options(self, **changes) -> bool:
         return self.set_options(self.options.replace(**changes))

@@ -243,3 +243,10 @@ def test_a_toggle_says_which_fields_changed_and_is_validated_once(qtbot, session
     with qtbot.waitSignal(session.failed, timeout=WAIT):
         session.update_options(n_heads=5)
     assert seen[-1] == frozenset({"n_heads"}) and session.options.n_heads is None  # the heads control snaps back
+
+
+def test_a_decoder_only_model_reads_its_prompt_from_the_source_box_only(qtbot, session, generating_model):
+    trace = open_model(qtbot, session, generating_model("decoder-only"), src="the black cat", tgt="le chat")
+    assert session.tgt == "" and trace["tgt.tokens"] == ["<s>", "the", "black", "cat"] and "src.tokens" not in trace
+    session.set_tgt("le chien", debounce=False)  # no decoder-input box: nothing to change
+    assert session.tgt == "" and not session.busy
