@@ -125,54 +125,19 @@ class Schematic(QWidget):
     def _stack(self, side: str, x0: float, w: float, y: float, n_layers: int, memory: QPointF | None,
                output: bool) -> tuple[float, QPointF]:
         """One column, top to bottom; returns (its bottom y, the point where the stack's output leaves)."""
+        cfg, opts = self.config, self.options
         layer = self.layer[side]
-        y = self._header(side, x0, w, y, n_layers, layer)
-        column, branches, layer_start, layer_end = self._column(side, layer, output)
-        bx, bw = x0 + 16, w - 18
-        cx = bx + bw / 2
-        rects: list[QRectF] = []
-        for i, (box, text, kind) in enumerate(column):
-            y += 8 if i == layer_start else (6 if i == layer_end else 0)  # room for the layer frame
-            r = QRectF(cx - CIRCLE / 2, y, CIRCLE, CIRCLE) if kind == "add" else QRectF(bx, y, bw, BOX_H)
-            if rects:
-                self._arrow(cx, rects[-1].bottom(), r.top())
-            rects.append(r)
-            self._box(box, r, text, kind)
-            y = r.bottom() + GAP
-        top, bottom = rects[layer_start].top() - 9, rects[layer_end - 1].bottom() + 7
-        self.items.insert(0, Item("", QRectF(x0 + 2, top, w - 2, bottom - top), "", "frame"))
-        self._residual_paths(branches, rects, x0 + 7, cx)
-        if memory is not None:  # the encoder output feeds cross-attention's keys and values
-            cross = rects[[c[0] for c in column].index(f"dec.{layer}.cross")]
-            mid = x0 - 6
-            self.lines.append(([memory, QPointF(mid, memory.y()), QPointF(mid, cross.center().y()),
-                                QPointF(bx, cross.center().y())], RESIDUAL, True))
-            label_rect = QRectF(mid, cross.top() - 10, bx - mid, 12)
-            self.texts.append((label_rect, "K,V", Qt.AlignmentFlag.AlignCenter))
-        last = rects[-1].bottom()
-        out_point = QPointF(cx, last + 8)
-        if not output and self.config.has_decoder:
-            self.lines.append(([QPointF(cx, last), out_point], RESIDUAL, False))
-        return last + 10, out_point
-
-    def _header(self, side: str, x0: float, w: float, y: float, n_layers: int, layer: int) -> float:
-        """The stack's name and its layer chips (click one to show that layer); returns the y below them."""
         name = ("Encoder" if side == "enc" else "Decoder") + f" ×{n_layers}"
         left = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
         self.texts.append((QRectF(x0, y, w, 18), name, left))
-        for i in range(n_layers):  # layer chips, right-aligned in the header
+        for i in range(n_layers):  # layer chips, right-aligned in the header: click one to show that layer
             r = QRectF(x0 + w - (n_layers - i) * (CHIP + 2), y, CHIP, CHIP)
             self.items.append(Item(f"{side}.{i}.self", r, str(i + 1), "chip-on" if i == layer else "chip"))
-        return y + 24
-
-    def _column(self, side: str, layer: int, output: bool) -> tuple[list, list, int, int]:
-        """The boxes of one stack as (box, text, kind), top to bottom, with the norms where the options put
-        them; the residual branches as (first box of the branch, the box it joins, or None when cut); and
-        where the repeated layer starts and ends."""
-        cfg, opts = self.config, self.options
+        y += 24
         pe = opts.positional and cfg.positional != "none"
         label = "Embedding (+ rotary)" if cfg.positional == "rotary" else "Embedding + PE"
-        column = [("src.input" if side == "enc" else "tgt.input", label if pe else "Embedding", "input")]
+        label = label if pe else "Embedding"
+        column = [("src.input" if side == "enc" else "tgt.input", label, "input")]
         attn = "Masked self-attention" if opts.is_causal(f"{side}.0.self") else "Self-attention"
         subs = [(f"{side}.{layer}.self", attn, "attn")]
         if side == "dec" and cfg.has_encoder:
@@ -180,7 +145,7 @@ class Schematic(QWidget):
         subs.append((f"{side}.{layer}.ffn", "Feed-forward", "ffn"))
         pre, residual = opts.effective_norm_first(cfg), opts.residual
         layer_start = len(column)
-        branches = []
+        branches = []  # (first element of the residual branch, the element it joins, or None when cut)
         for n, sub in enumerate(subs, 1):
             norm_box, first = f"{side}.{layer}.norm{n}", len(column)
             if pre:
@@ -196,11 +161,22 @@ class Schematic(QWidget):
             column.append(("", "Final LayerNorm", "norm"))
         if output:
             column.append(("output", "Linear + softmax", "output"))
-        return column, branches, layer_start, layer_end
 
-    def _residual_paths(self, branches: list, rects: list[QRectF], lane: float, cx: float) -> None:
-        """The skip paths on the stack's left lane (grey and cut short when residuals are off)."""
-        residual = self.options.residual
+        bx, bw = x0 + 16, w - 18
+        cx = bx + bw / 2
+        rects: list[QRectF] = []
+        for i, (box, text, kind) in enumerate(column):
+            y += 8 if i == layer_start else (6 if i == layer_end else 0)  # room for the layer frame
+            r = QRectF(cx - CIRCLE / 2, y, CIRCLE, CIRCLE) if kind == "add" else QRectF(bx, y, bw, BOX_H)
+            if rects:
+                self._arrow(cx, rects[-1].bottom(), r.top())
+            rects.append(r)
+            self._box(box, r, text, kind)
+            y = r.bottom() + GAP
+        top, bottom = rects[layer_start].top() - 9, rects[layer_end - 1].bottom() + 7
+        self.items.insert(0, Item("", QRectF(x0 + 2, top, w - 2, bottom - top), "", "frame"))
+
+        lane = x0 + 7
         colour = RESIDUAL if residual else "#b0b0b0"
         for first, join in branches:
             branch_y = rects[first].top() - GAP / 2
@@ -212,6 +188,18 @@ class Schematic(QWidget):
                 end = [QPointF(lane, cut_y)]
                 self.texts.append((QRectF(lane + 3, cut_y - 12, 30, 12), "cut", Qt.AlignmentFlag.AlignLeft))
             self.lines.append(([QPointF(cx, branch_y), QPointF(lane, branch_y), *end], colour, residual))
+        if memory is not None:  # the encoder output feeds cross-attention's keys and values
+            cross = rects[[c[0] for c in column].index(f"dec.{layer}.cross")]
+            mid = x0 - 6
+            self.lines.append(([memory, QPointF(mid, memory.y()), QPointF(mid, cross.center().y()),
+                                QPointF(bx, cross.center().y())], RESIDUAL, True))
+            label_rect = QRectF(mid, cross.top() - 10, bx - mid, 12)
+            self.texts.append((label_rect, "K,V", Qt.AlignmentFlag.AlignCenter))
+        last = rects[-1].bottom()
+        out_point = QPointF(cx, last + 8)
+        if not output and cfg.has_decoder:
+            self.lines.append(([QPointF(cx, last), out_point], RESIDUAL, False))
+        return last + 10, out_point
 
     def _box(self, box: str, rect: QRectF, label: str, kind: str) -> None:
         self.items.append(Item(box, rect, label, kind))
