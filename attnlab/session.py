@@ -45,7 +45,7 @@ class Session(QObject):
     busyChanged = Signal(bool)
     modelChanged = Signal(object)  # LiveModel: a new model is open (its first trace follows)
     modelFailed = Signal(str)  # a model could not be opened; the open one stays
-    optionsChanged = Signal(object)  # RunOptions
+    optionsChanged = Signal(object, object)  # (RunOptions, frozenset of the RunOptions field names that changed)
     viewChanged = Signal(object)  # ViewState
     stageChanged = Signal(str)  # stage key
     textsChanged = Signal()  # src/tgt changed from code (generation, reset, a new model)
@@ -91,13 +91,13 @@ class Session(QObject):
                   path: str | None = None) -> None:
         """Open `model` now; its options go back to the defaults (the trained placement, heads)."""
         self.model, self.model_path = model, path
-        self.options = RunOptions(device=self.options.device)
+        previous, self.options = self.options, RunOptions(device=self.options.device)
         self.src = example_sentence(model) if src is None else src
-        self.tgt = tgt or ""
+        self.tgt = (tgt or "") if self._has_decoder_input() else ""
         self.tgt_ids = None
         self._generate_presses = 0
         self.modelChanged.emit(model)
-        self.optionsChanged.emit(self.options)
+        self.optionsChanged.emit(self.options, previous.changed_fields(self.options))
         self.textsChanged.emit()
         self.request_trace()
 
@@ -109,25 +109,34 @@ class Session(QObject):
             self._schedule(debounce)
 
     def set_tgt(self, text: str, debounce: bool = True) -> None:
-        if text != self.tgt:
+        if text != self.tgt and self._has_decoder_input():
             self.tgt = text
             self.tgt_ids = None
             self._schedule(debounce)
 
     def set_options(self, options: RunOptions) -> bool:
-        """Accept new options and re-trace; options that cannot run here are refused with `failed`."""
-        if options == self.options:
+        """Accept new options and re-trace; options that cannot run here are refused with `failed`.
+
+        They are checked here, once: the model remembers them as runnable and the run does not check again."""
+        changed = self.options.changed_fields(options)
+        if not changed:
             return True
         if self.model is not None:
-            problems = options.problems(self.model.config)
+            problems = self.model.options_problems(options)
             if problems:
                 self.failed.emit("These options cannot run on this model:\n- " + "\n- ".join(problems))
-                self.optionsChanged.emit(self.options)  # controls snap back
+                self.optionsChanged.emit(self.options, changed)  # the controls of those fields snap back
                 return False
         self.options = options
-        self.optionsChanged.emit(options)
+        self.optionsChanged.emit(options, changed)
         self.request_trace()
         return True
+
+    def _has_decoder_input(self) -> bool:
+        """Whether the open model reads a decoder input besides the source (only an encoder-decoder does: a
+        decoder-only model's prompt is the source box, see LiveModel.prompt_sides)."""
+        config = self.model.config if self.model is not None else None
+        return config is None or (config.has_encoder and config.has_decoder)
 
     def update_options(self, **changes) -> bool:
         return self.set_options(self.options.replace(**changes))
@@ -219,13 +228,8 @@ class Session(QObject):
         if self.model is None:
             return
         model, options = self.model, self.options
-        src, tgt = self.src, self.tgt
-        if model.config.arch == "decoder-only":
-            src, tgt = None, src
-        if self.tgt_ids is not None:
-            tgt = list(self.tgt_ids)
-        if model.config.arch == "encoder-only":
-            tgt = None
+        typed_or_generated = list(self.tgt_ids) if self.tgt_ids is not None else self.tgt
+        src, tgt = model.prompt_sides(self.src, typed_or_generated)
 
         def run():
             start = time.perf_counter()

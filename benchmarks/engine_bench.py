@@ -33,10 +33,10 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attnlab.engine.config import ModelConfig  # noqa: E402
-from attnlab.engine.model import Transformer  # noqa: E402
-from attnlab.engine.options import RunOptions  # noqa: E402
-from attnlab.engine.trace import Recorder  # noqa: E402
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.trace import Recorder
 
 VOCAB = 1000
 MODELS = {  # name: (d_model, heads, layers per stack, d_ff)

@@ -22,7 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import attnlab  # noqa: E402
+import attnlab
 
 
 def build_folders(root: Path) -> dict[str, Path]:

@@ -26,8 +26,8 @@ import time
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("ATTNLAB_SETTINGS", os.path.join(tempfile.mkdtemp(), "settings.ini"))
 
-from attnlab.engine import names  # noqa: E402 (plain Python: no torch, no Qt)
-from attnlab.present.stages import output_key  # noqa: E402
+from attnlab.engine import names
+from attnlab.present.stages import output_key
 
 ENC0, DEC0 = names.layer("enc", 0), names.layer("dec", 0)
 ENC0_SELF, DEC0_SELF, DEC0_CROSS = names.site(ENC0, "self"), names.site(DEC0, "self"), names.site(DEC0, "cross")

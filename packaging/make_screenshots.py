@@ -15,10 +15,10 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["ATTNLAB_SETTINGS"] = str(Path(tempfile.mkdtemp()) / "settings.ini")  # never a person's own
 
-from PySide6.QtCore import QEventLoop, QTimer  # noqa: E402
+from PySide6.QtCore import QEventLoop, QTimer
 
-from attnlab.ui import app as appsettings  # noqa: E402
-from attnlab.ui.main_window import MainWindow  # noqa: E402
+from attnlab.ui import app as appsettings
+from attnlab.ui.main_window import MainWindow
 
 OUT = Path(__file__).resolve().parent / "screenshots"
 SIZE = (1280, 800)

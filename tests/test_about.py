@@ -5,24 +5,24 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import importlib.metadata  # noqa: E402
-import sys  # noqa: E402
+import importlib.metadata
+import sys
 
-import pyqtgraph  # noqa: E402
-import PySide6  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from PySide6.QtCore import QSettings, qVersion  # noqa: E402
-from PySide6.QtGui import QAction  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+import pyqtgraph
+import PySide6
+import pytest
+import torch
+from PySide6.QtCore import QSettings, qVersion
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QApplication
 
-import attnlab  # noqa: E402
-from attnlab import cli  # noqa: E402
-from attnlab.ui.about import AboutDialog, device_description  # noqa: E402
-from attnlab.ui.main_window import MainWindow  # noqa: E402
+import attnlab
+from attnlab import cli
+from attnlab.ui.about import AboutDialog, device_description
+from attnlab.ui.main_window import MainWindow
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_session import tiny_model  # noqa: E402
+from test_session import tiny_model
 
 
 @pytest.fixture(autouse=True)

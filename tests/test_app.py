@@ -2,29 +2,24 @@
 check that what the panel shows changed as it must, generate, open good and bad checkpoints, survive
 errors."""
 
+import dataclasses
 import os
+import sys
+import threading
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+import numpy as np
+import pytest
+import torch
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QApplication, QDialog, QDialogButtonBox, QMessageBox
 
-import sys  # noqa: E402
-import threading  # noqa: E402
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl  # noqa: E402
-from PySide6.QtGui import QDropEvent  # noqa: E402
-from PySide6.QtWidgets import QApplication, QDialog, QDialogButtonBox, QMessageBox  # noqa: E402
-
-import attnlab.checkpoints as checkpoints  # noqa: E402
-from attnlab.commands import app as app_command  # noqa: E402
-from attnlab.present.texts import EXAMPLE_SENTENCE  # noqa: E402
-from attnlab.ui import app as appsettings  # noqa: E402
-from attnlab.ui.main_window import RANDOM_BANNER, MainWindow  # noqa: E402
-from attnlab.ui.stages import panel_class_for  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(__file__))
-from test_session import tiny_model  # noqa: E402
+import attnlab.checkpoints as checkpoints
+from attnlab.commands import app as app_command
+from attnlab.present.texts import EXAMPLE_SENTENCE
+from attnlab.ui import app as appsettings
+from attnlab.ui.main_window import RANDOM_BANNER, MainWindow
+from attnlab.ui.stages import panel_class_for
 
 WAIT = 15000
 
@@ -37,13 +32,13 @@ def isolated_settings(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def win(qtbot):
+def win(qtbot, generating_model):
     w = MainWindow()
     qtbot.addWidget(w)
     w.show()
     qtbot.waitExposed(w)
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(tiny_model(), "the black cat sees the dog", "le chat")
+        w.session.set_model(generating_model(), "the black cat sees the dog", "le chat")
     yield w
     w.errors.uninstall()
     w.session.shutdown()
@@ -75,8 +70,8 @@ def shown(w):
 
 
 # ---- launch ---------------------------------------------------------------------------------------------
-def test_attnlab_command_opens_bundled_model_with_example_traced(qtbot, monkeypatch):
-    monkeypatch.setattr(checkpoints, "load_bundled", lambda name="translation": tiny_model())
+def test_attnlab_command_opens_bundled_model_with_example_traced(qtbot, monkeypatch, generating_model):
+    monkeypatch.setattr(checkpoints, "load_bundled", lambda name="translation": generating_model())
     seen = {}
 
     def fake_exec():  # instead of blocking in the event loop: wait for the first trace, look, close
@@ -105,14 +100,14 @@ def test_attnlab_command_opens_bundled_model_with_example_traced(qtbot, monkeypa
     assert seen["panel"] is panel_class_for("weights")
 
 
-def test_window_shows_before_the_model_arrives(qtbot):
+def test_window_shows_before_the_model_arrives(qtbot, generating_model):
     w = MainWindow()
     qtbot.addWidget(w)
     w.show()
     qtbot.waitExposed(w)
     assert w.session.model is None and w.current_panel() is w.placeholder
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.start(lambda: tiny_model(), src="the cat")
+        w.start(lambda: generating_model(), src="the cat")
     assert w.session.src == "the cat" and w.current_panel() is not w.placeholder
     assert not w.busy.isVisible()
     w.session.shutdown()
@@ -301,6 +296,23 @@ def test_reset_puts_every_toggle_back(qtbot, win):
     assert win.session.options == type(win.session.options)() and win.controls.scale.isChecked()
 
 
+def test_a_toggle_rereads_only_the_controls_of_the_fields_it_changed(qtbot, win, monkeypatch):
+    from attnlab.ui import controls
+
+    reads = []
+
+    def counted(row):
+        return dataclasses.replace(row, read=lambda p, s, c: (reads.append(row.widgets), row.read(p, s, c)))
+
+    monkeypatch.setattr(controls, "ROWS", tuple(counted(row) for row in controls.ROWS))
+    retrace(qtbot, win, lambda: win.controls.scale.setChecked(False))
+    assert reads == [("scale",)]  # once, and no other row (the trace's arrival re-reads nothing)
+    reads.clear()
+    retrace(qtbot, win, lambda: choose(win.controls.heads, 8))
+    assert sorted(reads) == [("head",), ("heads",)]  # the head spin's range follows the head count
+    assert win.controls.head.maximum() == 7 and win.controls.scale.isChecked() is False
+
+
 def test_impossible_toggle_is_refused_and_the_controls_snap_back(qtbot, win):
     with qtbot.waitSignal(win.session.failed, timeout=WAIT):
         win.session.update_options(n_heads=5)
@@ -334,19 +346,19 @@ def test_generate_button_adds_one_token_and_one_row_per_press(qtbot, win):
     assert win.session.trace["tgt.tokens"] == ["<s>"] and win.inputs.tgt.text() == ""
 
 
-def test_inputs_follow_the_architecture(qtbot, win):
-    retrace(qtbot, win, lambda: win.session.set_model(tiny_model("decoder-only"), "the cat"))
+def test_inputs_follow_the_architecture(qtbot, win, generating_model):
+    retrace(qtbot, win, lambda: win.session.set_model(generating_model("decoder-only"), "the cat"))
     assert not win.inputs.tgt.isVisible() and win.inputs.generate.isVisible()
     assert win.inputs.src_label.text() == "&Prompt:"
-    retrace(qtbot, win, lambda: win.session.set_model(tiny_model("encoder-only"), "the cat"))
+    retrace(qtbot, win, lambda: win.session.set_model(generating_model("encoder-only"), "the cat"))
     assert not win.inputs.tgt.isVisible() and not win.inputs.generate.isVisible()
     assert not win.controls.causal.isEnabled() and win.controls.enc_causal.isEnabled()
 
 
 # ---- checkpoints ----------------------------------------------------------------------------------------
-def test_open_a_good_checkpoint_then_a_bad_one(qtbot, win, tmp_path, monkeypatch):
+def test_open_a_good_checkpoint_then_a_bad_one(qtbot, win, tmp_path, monkeypatch, generating_model):
     good = tmp_path / "tiny.safetensors"
-    saved = tiny_model(seed=5)
+    saved = generating_model(seed=5)
     saved.name = "tiny-saved"
     checkpoints.save_checkpoint(saved, good)
     retrace(qtbot, win, lambda: win.open_checkpoint(str(good)))
@@ -365,9 +377,9 @@ def test_open_a_good_checkpoint_then_a_bad_one(qtbot, win, tmp_path, monkeypatch
     assert appsettings.recent_files(win.settings) == [str(good.resolve())]
 
 
-def test_dropping_a_file_opens_it(qtbot, win, tmp_path):
+def test_dropping_a_file_opens_it(qtbot, win, tmp_path, generating_model):
     path = tmp_path / "dropped.safetensors"
-    checkpoints.save_checkpoint(tiny_model(seed=7), path)
+    checkpoints.save_checkpoint(generating_model(seed=7), path)
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(path))])
     event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
@@ -390,7 +402,7 @@ def test_recent_files_are_capped_and_pruned(tmp_path, win):
 
 
 def test_new_random_model_shows_the_banner(qtbot, win, monkeypatch):
-    from attnlab.ui.controls import RandomModelDialog
+    from attnlab.ui.random_dialog import RandomModelDialog
 
     dialog = RandomModelDialog()
     dialog.n_heads.setValue(5)

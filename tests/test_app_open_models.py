@@ -6,21 +6,21 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pickle  # noqa: E402
-import sys  # noqa: E402
+import pickle
+import sys
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl  # noqa: E402
-from PySide6.QtGui import QDropEvent  # noqa: E402
-from PySide6.QtWidgets import QDialog  # noqa: E402
+import pytest
+import torch
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QDialog
 
-from attnlab.ui import open_model  # noqa: E402
-from attnlab.ui.main_window import MainWindow  # noqa: E402
+from attnlab.ui import open_model
+from attnlab.ui.main_window import MainWindow
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nanogpt_reference import train_py_checkpoint  # noqa: E402
-from test_session import tiny_model  # noqa: E402
+from nanogpt_reference import train_py_checkpoint
+from test_session import tiny_model
 
 WAIT = 15000
 

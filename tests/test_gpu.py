@@ -5,25 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnlab.engine.config import ModelConfig
-from attnlab.engine.live import LiveModel
-from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.tokenizer import WordTokenizer
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
-TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 
 
-def make(**changes) -> LiveModel:
-    torch.manual_seed(0)
-    tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32, n_heads=4,
-                      d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32, **changes)
-    return LiveModel(Transformer(cfg), tok, tok)
 
 
 def assert_same_trace(gpu, cpu, tol=1e-4):
@@ -43,16 +32,16 @@ def assert_same_trace(gpu, cpu, tol=1e-4):
 @pytest.mark.parametrize("changes", [{}, {"norm_first": True, "final_norm": True}, {"positional": "rotary"},
                                      {"arch": "decoder-only"},
                                      {"arch": "encoder-only", "activation": "gelu"}])
-def test_cuda_trace_equals_cpu_trace(changes):
-    model = make(**changes)
+def test_cuda_trace_equals_cpu_trace(changes, tiny_model):
+    model = tiny_model(**changes)
     cpu = model.trace(SRC, TGT, RunOptions(device="cpu"))
     gpu = model.trace(SRC, TGT, RunOptions(device="cuda"))
     assert gpu.info["device"].startswith("cuda") and cpu.info["device"] == "cpu"
     assert_same_trace(gpu, cpu)
 
 
-def test_cuda_what_if_toggles_and_fast_path_equal_cpu():
-    model = make()
+def test_cuda_what_if_toggles_and_fast_path_equal_cpu(tiny_model):
+    model = tiny_model()
     opts = (RunOptions(norm="pre", n_heads=8, pad_to=10, scale=False)
             .with_custom_mask("enc.0.self", [(1, k) for k in range(10)])  # query 1 may look nowhere
             .with_causal("enc.self", True))
@@ -64,8 +53,8 @@ def test_cuda_what_if_toggles_and_fast_path_equal_cpu():
     assert (fast_gpu["logits"] - fast_cpu["logits"]).abs().max() <= 1e-4
 
 
-def test_auto_device_picks_cuda():
-    model = make()
+def test_auto_device_picks_cuda(tiny_model):
+    model = tiny_model()
     trace = model.trace(SRC, TGT, RunOptions(device="auto"))
     assert trace.info["device"].startswith("cuda")
     assert model.device.type == "cuda"

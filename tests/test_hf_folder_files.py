@@ -22,7 +22,7 @@ from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.nanogpt import convert_state, nanogpt_config
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nanogpt_reference import train_py_checkpoint  # noqa: E402
+from nanogpt_reference import train_py_checkpoint
 
 ARGS = dict(n_layer=2, n_head=2, n_embd=16, block_size=24, vocab_size=11, dropout=0.0, bias=True)
 HF_CONFIG = {"model_type": "nanogpt-test", **ARGS}

@@ -15,7 +15,7 @@ import attnlab
 from attnlab.checkpoints import CheckpointError, load_checkpoint
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nanogpt_reference import train_py_checkpoint  # noqa: E402
+from nanogpt_reference import train_py_checkpoint
 
 ARGS = dict(n_layer=2, n_head=2, n_embd=16, block_size=24, vocab_size=11, dropout=0.0)
 TEXT = "to be, or not"

@@ -1,38 +1,17 @@
 """The session: off-thread runs with latest-request-wins, failures that keep the previous state, one token per
 Generate press, model loading that keeps the open model on failure, and the Qt-free helpers."""
 
-import os
+import pytest
+import torch
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+from attnlab.checkpoints import CheckpointError
+from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import EOS
+from attnlab.present.stages import stages_for
+from attnlab.present.texts import example_sentence, real_length
+from attnlab.session import Session
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from attnlab.checkpoints import CheckpointError  # noqa: E402
-from attnlab.engine.config import ModelConfig  # noqa: E402
-from attnlab.engine.live import LiveModel  # noqa: E402
-from attnlab.engine.model import Transformer  # noqa: E402
-from attnlab.engine.options import RunOptions  # noqa: E402
-from attnlab.engine.tokenizer import EOS, WordTokenizer  # noqa: E402
-from attnlab.present.stages import stages_for  # noqa: E402
-from attnlab.present.texts import example_sentence, real_length  # noqa: E402
-from attnlab.session import Session  # noqa: E402
-
-TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien", "dog bites man"]
 WAIT = 10000
-
-
-def tiny_model(arch="encoder-decoder", seed=0, **kw) -> LiveModel:
-    """A 2+2-layer d=32 model whose output never predicts </s> (so Generate always appends)."""
-    tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(arch=arch, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32,
-                      n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32,
-                      tie_output=False, **kw)
-    torch.manual_seed(seed)
-    module = Transformer(cfg)
-    with torch.no_grad():
-        module.out_proj.bias[tok.eos_id] = -1e4
-    return LiveModel(module, tok, tok, name=f"tiny-{arch}")
 
 
 @pytest.fixture
@@ -42,22 +21,22 @@ def session(qtbot):
     s.shutdown()
 
 
-def open_model(qtbot, session, model=None, src="the black cat sees the dog", tgt="le chat"):
+def open_model(qtbot, session, model, src="the black cat sees the dog", tgt="le chat"):
     with qtbot.waitSignal(session.traceReady, timeout=WAIT):
-        session.set_model(model or tiny_model(), src, tgt)
+        session.set_model(model, src, tgt)
     return session.trace
 
 
-def test_first_trace_holds_the_texts_and_stages(qtbot, session):
-    trace = open_model(qtbot, session)
+def test_first_trace_holds_the_texts_and_stages(qtbot, session, generating_model):
+    trace = open_model(qtbot, session, generating_model())
     assert trace["src.tokens"] == ["the", "black", "cat", "sees", "the", "dog", "</s>"]
     assert trace["tgt.tokens"] == ["<s>", "le", "chat"]
     assert [s.key for s in session.stages] == [s.key for s in stages_for(trace)]
     assert session.stage_key == session.stages[0].key and not session.busy
 
 
-def test_latest_request_wins(qtbot, session):
-    model = tiny_model()
+def test_latest_request_wins(qtbot, session, generating_model):
+    model = generating_model()
     open_model(qtbot, session, model)
     calls = []
     original = model.trace
@@ -74,8 +53,8 @@ def test_latest_request_wins(qtbot, session):
     assert torch.allclose(seen[0]["probs"], expected["probs"], atol=1e-6)
 
 
-def test_typing_is_debounced_into_one_trace(qtbot, session):
-    open_model(qtbot, session)
+def test_typing_is_debounced_into_one_trace(qtbot, session, generating_model):
+    open_model(qtbot, session, generating_model())
     seen = []
     session.traceReady.connect(seen.append)
     text = ""
@@ -88,16 +67,16 @@ def test_typing_is_debounced_into_one_trace(qtbot, session):
     assert len(seen) == 1 and seen[0]["src.tokens"] == ["dog", "bites", "man", "</s>"]
 
 
-def test_impossible_options_are_refused_and_state_stays(qtbot, session):
-    trace = open_model(qtbot, session)
+def test_impossible_options_are_refused_and_state_stays(qtbot, session, generating_model):
+    trace = open_model(qtbot, session, generating_model())
     with qtbot.waitSignal(session.failed, timeout=WAIT) as failed:
         assert not session.update_options(n_heads=5)
     assert "do not divide" in failed.args[0]
     assert session.options.n_heads is None and session.trace is trace
 
 
-def test_an_exception_in_a_run_becomes_failed_and_the_trace_stays(qtbot, session):
-    model = tiny_model()
+def test_an_exception_in_a_run_becomes_failed_and_the_trace_stays(qtbot, session, generating_model):
+    model = generating_model()
     trace = open_model(qtbot, session, model)
 
     def broken(*_a, **_k):
@@ -110,8 +89,8 @@ def test_an_exception_in_a_run_becomes_failed_and_the_trace_stays(qtbot, session
     assert session.trace is trace and session.model is model
 
 
-def test_generate_adds_exactly_one_token_per_press(qtbot, session):
-    trace = open_model(qtbot, session)
+def test_generate_adds_exactly_one_token_per_press(qtbot, session, generating_model):
+    trace = open_model(qtbot, session, generating_model())
     rows = trace["dec.0.self.weights"].shape[1]
     with qtbot.waitSignal(session.traceReady, timeout=WAIT):
         session.generate_next()
@@ -132,8 +111,8 @@ def model_next(session, trace):
     return session.model.next_token(trace)[1]
 
 
-def test_generate_uses_the_last_real_position_when_padded(qtbot, session):
-    open_model(qtbot, session)
+def test_generate_uses_the_last_real_position_when_padded(qtbot, session, generating_model):
+    open_model(qtbot, session, generating_model())
     with qtbot.waitSignal(session.traceReady, timeout=WAIT):
         session.update_options(pad_to=10)
     padded = session.trace
@@ -146,8 +125,8 @@ def test_generate_uses_the_last_real_position_when_padded(qtbot, session):
     assert session.trace["tgt.tokens"][n] == expected
 
 
-def test_generation_stops_at_end_of_sentence(qtbot, session):
-    model = tiny_model()
+def test_generation_stops_at_end_of_sentence(qtbot, session, generating_model):
+    model = generating_model()
     with torch.no_grad():
         model.module.out_proj.bias[model.tgt_tokenizer.eos_id] = 1e4  # now </s> always wins
     trace = open_model(qtbot, session, model)
@@ -156,16 +135,16 @@ def test_generation_stops_at_end_of_sentence(qtbot, session):
     assert EOS in notice.args[0] and session.trace is trace and session.tgt == "le chat"
 
 
-def test_decoder_only_generation_extends_the_prompt(qtbot, session):
-    open_model(qtbot, session, tiny_model("decoder-only"), src="the black cat", tgt=None)
+def test_decoder_only_generation_extends_the_prompt(qtbot, session, generating_model):
+    open_model(qtbot, session, generating_model("decoder-only"), src="the black cat", tgt=None)
     assert "src.tokens" not in session.trace and session.trace["tgt.tokens"][1:] == ["the", "black", "cat"]
     with qtbot.waitSignal(session.traceReady, timeout=WAIT):
         session.generate_next()
     assert session.src.startswith("the black cat ") and len(session.trace["tgt.tokens"]) == 5
 
 
-def test_stage_is_kept_across_retraces_and_falls_back_within_its_group(qtbot, session):
-    open_model(qtbot, session)
+def test_stage_is_kept_across_retraces_and_falls_back_within_its_group(qtbot, session, generating_model):
+    open_model(qtbot, session, generating_model())
     session.set_stage("enc.1.self.weights")
     with qtbot.waitSignal(session.traceReady, timeout=WAIT):
         session.update_options(n_heads=8)
@@ -176,8 +155,8 @@ def test_stage_is_kept_across_retraces_and_falls_back_within_its_group(qtbot, se
     assert "src.pos" not in session.trace and session.stage_key == "src.tokens"
 
 
-def test_step_stage_clamps_at_both_ends(qtbot, session):
-    open_model(qtbot, session)
+def test_step_stage_clamps_at_both_ends(qtbot, session, generating_model):
+    open_model(qtbot, session, generating_model())
     session.step_stage(-1)
     assert session.stage_key == session.stages[0].key
     session.step_stage(10**9)
@@ -188,8 +167,8 @@ def test_step_stage_clamps_at_both_ends(qtbot, session):
     assert session.stage_key == session.stages[-3].key
 
 
-def test_a_model_that_fails_to_load_leaves_the_open_one(qtbot, session):
-    model = tiny_model()
+def test_a_model_that_fails_to_load_leaves_the_open_one(qtbot, session, generating_model):
+    model = generating_model()
     trace = open_model(qtbot, session, model)
 
     def bad():
@@ -201,9 +180,9 @@ def test_a_model_that_fails_to_load_leaves_the_open_one(qtbot, session):
     assert session.model is model and session.trace is trace
 
 
-def test_loading_a_model_off_thread_opens_it_with_a_greedy_prefix(qtbot, session):
-    open_model(qtbot, session)
-    other = tiny_model(seed=3)
+def test_loading_a_model_off_thread_opens_it_with_a_greedy_prefix(qtbot, session, generating_model):
+    open_model(qtbot, session, generating_model())
+    other = generating_model(seed=3)
     with qtbot.waitSignal(session.traceReady, timeout=WAIT):
         session.load_async(lambda: other, src="the black cat", prefix=True)
     assert session.model is other and session.trace["src.tokens"][:3] == ["the", "black", "cat"]
@@ -212,9 +191,9 @@ def test_loading_a_model_off_thread_opens_it_with_a_greedy_prefix(qtbot, session
     assert session.options == RunOptions()
 
 
-def test_the_remembered_sentence_is_reused_only_for_the_model_it_was_typed_for(qtbot, session):
-    open_model(qtbot, session)
-    other = tiny_model(seed=3)
+def test_the_remembered_sentence_is_reused_only_for_the_model_it_was_typed_for(qtbot, session, generating_model):
+    open_model(qtbot, session, generating_model())
+    other = generating_model(seed=3)
     with qtbot.waitSignal(session.traceReady, timeout=WAIT):
         session.load_async(lambda: other, remembered=(other.name, "the dog sees the cat"))
     assert session.src == "the dog sees the cat"
@@ -223,7 +202,7 @@ def test_the_remembered_sentence_is_reused_only_for_the_model_it_was_typed_for(q
     assert session.src == example_sentence(other)
 
 
-def test_the_example_sentence_is_one_the_model_can_read():
+def test_the_example_sentence_is_one_the_model_can_read(generating_model):
     import attnlab
     from attnlab.checkpoints.bundled import bundled_path
 
@@ -231,4 +210,27 @@ def test_the_example_sentence_is_one_the_model_can_read():
         pytest.skip("the bundled language model is not in resources/")
     french_only = attnlab.load_bundled("language")
     assert example_sentence(french_only) == "le chat noir voit le petit chien"
-    assert example_sentence(tiny_model()) == "the black cat sees the small dog"
+    assert example_sentence(generating_model()) == "the black cat sees the small dog"
+
+
+def test_a_toggle_says_which_fields_changed_and_is_validated_once(qtbot, session, generating_model, monkeypatch):
+    open_model(qtbot, session, generating_model())
+    checked = []
+    problems = RunOptions.problems
+    monkeypatch.setattr(RunOptions, "problems", lambda self, config: checked.append(self) or problems(self, config))
+    seen = []
+    session.optionsChanged.connect(lambda options, changed: seen.append(changed))
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.update_options(scale=False, temperature=2.0)
+    assert seen == [frozenset({"scale", "temperature"})]
+    assert len(checked) == 1 and session.trace.options.scale is False  # checked by the session, not again by the run
+    with qtbot.waitSignal(session.failed, timeout=WAIT):
+        session.update_options(n_heads=5)
+    assert seen[-1] == frozenset({"n_heads"}) and session.options.n_heads is None  # the heads control snaps back
+
+
+def test_a_decoder_only_model_reads_its_prompt_from_the_source_box_only(qtbot, session, generating_model):
+    trace = open_model(qtbot, session, generating_model("decoder-only"), src="the black cat", tgt="le chat")
+    assert session.tgt == "" and trace["tgt.tokens"] == ["<s>", "the", "black", "cat"] and "src.tokens" not in trace
+    session.set_tgt("le chien", debounce=False)  # no decoder-input box: nothing to change
+    assert session.tgt == "" and not session.busy

@@ -8,21 +8,14 @@ or the stage, redraws the current panel and repaints it; every 25th step goes th
 """
 
 import os
+import time
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+import pytest
+from PySide6.QtCore import QSettings
 
-import sys  # noqa: E402
-import time  # noqa: E402
-
-import pytest  # noqa: E402
-from PySide6.QtCore import QSettings  # noqa: E402
-
-from attnlab.engine.options import RunOptions  # noqa: E402
-from attnlab.present.stages import stages_for  # noqa: E402
-from attnlab.ui.main_window import MainWindow  # noqa: E402
-
-sys.path.insert(0, os.path.dirname(__file__))
-from test_session import tiny_model  # noqa: E402
+from attnlab.engine.options import RunOptions
+from attnlab.present.stages import stages_for
+from attnlab.ui.main_window import MainWindow
 
 STEPS = int(os.environ.get("SOAK_STEPS", 10_000))
 WINDOW_EVERY = 25
@@ -33,10 +26,10 @@ COLORMAPS = ["viridis", "magma", "CET-D1", "RdBu_r"]
 
 
 @pytest.mark.soak
-def test_ten_thousand_toggles_and_repaints(qtbot, tmp_path, monkeypatch):
+def test_ten_thousand_toggles_and_repaints(qtbot, tmp_path, monkeypatch, generating_model):
     monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
-    model = tiny_model()
+    model = generating_model()
     sentences = [("the black cat sees the small dog", "le chat noir"), ("dog bites man", "le"), ("", "")]
     traces = [model.trace(src, tgt, opts) for opts in VARIANTS for src, tgt in sentences]
     stages = {id(t): stages_for(t) for t in traces}

@@ -6,11 +6,7 @@ import torch
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
-from attnlab.engine.config import ModelConfig
-from attnlab.engine.live import LiveModel
-from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.tokenizer import WordTokenizer
 from attnlab.engine.trace import Trace
 from attnlab.present.explain import explanation_html
 from attnlab.present.stages import ATTENTION_STEPS, INPUT_STEPS, OUTPUT_STEPS, Stage, ViewState, stages_for
@@ -19,21 +15,17 @@ from attnlab.ui.heatmap import LabeledHeatmap
 from attnlab.ui.stages import PANEL_CLASSES, panel_class_for
 from attnlab.ui.stages.heads import LINE_THRESHOLD
 
-TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 
 
-def make(arch="encoder-decoder", **kw):
-    torch.manual_seed(0)
-    tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(arch=arch, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32,
-                      n_heads=4, d_ff=64, n_encoder_layers=1, n_decoder_layers=2, max_len=32, **kw)
-    return LiveModel(Transformer(cfg), tok, tok)
+def make(tiny_model, arch="encoder-decoder", **kw):
+    """The suite's tiny model with one encoder layer (what the stage lists below expect)."""
+    return tiny_model(arch, n_encoder_layers=1, **kw)
 
 
 @pytest.fixture(scope="module")
-def enc_dec():
-    return make()
+def enc_dec(tiny_model):
+    return make(tiny_model)
 
 
 @pytest.fixture(scope="module")
@@ -150,8 +142,8 @@ def check_stage(trace, stage, data, view):
 
 
 @pytest.mark.parametrize("arch", ["encoder-decoder", "decoder-only", "encoder-only"])
-def test_every_stage_shows_the_traces_data(panels, arch):
-    trace = make(arch).trace(SRC, TGT, RunOptions(pad_to=9))
+def test_every_stage_shows_the_traces_data(panels, arch, tiny_model):
+    trace = make(tiny_model, arch).trace(SRC, TGT, RunOptions(pad_to=9))
     view = ViewState(head=2, top_k=5, colormap="magma")
     stages = stages_for(trace)
     assert {s.kind for s in stages} >= {"tokens", "qkv", "weights", "addnorm", "ffn", "probs"}
@@ -281,8 +273,8 @@ def test_every_panel_survives_a_trace_without_intermediates(panels, enc_dec):
             assert data.get("message"), stage.key
 
 
-def test_residual_off_and_gelu_are_recognised(panels):
-    model = make("encoder-only", activation="gelu")
+def test_residual_off_and_gelu_are_recognised(panels, tiny_model):
+    model = make(tiny_model, "encoder-only", activation="gelu")
     trace = model.trace(SRC, options=RunOptions(residual=False))
     stages = {s.kind: s for s in stages_for(trace)}
     addnorm = panels("addnorm")

@@ -18,13 +18,10 @@ import torch
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.live import LiveModel
-from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.tokenizer import WordTokenizer
 from attnlab.engine.trace import Recorder
 
 GOLDEN = Path(__file__).parent / "golden"
-TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
 CASES = {  # golden file stem: (config changes, run options)
     "encoder_decoder_post_norm": ({"arch": "encoder-decoder"}, RunOptions()),
     "encoder_decoder_pre_norm": ({"arch": "encoder-decoder", "norm_first": True, "final_norm": True},
@@ -35,17 +32,14 @@ CASES = {  # golden file stem: (config changes, run options)
 FAST_PATH_NAMES = {"src.tokens", "src.ids", "tgt.tokens", "tgt.ids", "logits", "probs"}
 
 
-def model_for(case: str) -> LiveModel:
+def model_for(build, case: str) -> LiveModel:
+    """`build` is the tiny-model builder of tests/conftest.py (the `tiny_model` fixture)."""
     changes, _ = CASES[case]
-    torch.manual_seed(0)
-    tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=16, n_heads=2,
-                      d_ff=32, n_encoder_layers=2, n_decoder_layers=2, max_len=16, **changes)
-    return LiveModel(Transformer(cfg), tok, tok)
+    return build(**changes, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=2, n_decoder_layers=2, max_len=16)
 
 
-def trace_for(case: str, options: RunOptions | None = None):
-    return model_for(case).trace("the black cat", "le chat", options or CASES[case][1])
+def trace_for(build, case: str, options: RunOptions | None = None):
+    return model_for(build, case).trace("the black cat", "le chat", options or CASES[case][1])
 
 
 def documented_names(config: ModelConfig) -> set[str]:
@@ -79,45 +73,45 @@ def read_golden(case: str) -> list[str]:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_trace_names_match_golden_in_order(case):
-    names, golden = trace_for(case).names(), read_golden(case)
+def test_trace_names_match_golden_in_order(case, tiny_model):
+    names, golden = trace_for(tiny_model, case).names(), read_golden(case)
     if names != golden:
         diff = "\n".join(difflib.unified_diff(golden, names, "golden", "engine now", lineterm="", n=2))
         pytest.fail(f"trace names of {case} changed (regenerate only if that was the intent):\n{diff}")
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_every_documented_name_is_there_and_nothing_else(case):
-    model = model_for(case)
-    names = set(trace_for(case).names())
+def test_every_documented_name_is_there_and_nothing_else(case, tiny_model):
+    model = model_for(tiny_model, case)
+    names = set(trace_for(tiny_model, case).names())
     expected = documented_names(model.config)
     assert not expected - names, f"documented but missing: {sorted(expected - names)}"
     assert not names - expected, f"recorded but undocumented: {sorted(names - expected)}"
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_golden_files_hold_the_documented_names(case):
+def test_golden_files_hold_the_documented_names(case, tiny_model):
     """The golden lists themselves were checked against the documentation, not only against the engine."""
     golden = read_golden(case)
     assert len(golden) == len(set(golden))
-    assert set(golden) == documented_names(model_for(case).config)
+    assert set(golden) == documented_names(model_for(tiny_model, case).config)
 
 
-def test_position_names_follow_the_positional_switch():
-    rotary = trace_for("encoder_decoder_post_norm", RunOptions(positional=False))
+def test_position_names_follow_the_positional_switch(tiny_model):
+    rotary = trace_for(tiny_model, "encoder_decoder_post_norm", RunOptions(positional=False))
     assert "src.pos" not in rotary and "tgt.pos" not in rotary and "src.input" in rotary
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_fast_path_trace_holds_only_tokens_ids_logits_probs(case):
-    names = set(trace_for(case, RunOptions(record=False)).names())
+def test_fast_path_trace_holds_only_tokens_ids_logits_probs(case, tiny_model):
+    names = set(trace_for(tiny_model, case, RunOptions(record=False)).names())
     assert {"logits", "probs"} <= names <= FAST_PATH_NAMES
 
 
-def test_a_dropped_recording_is_freed_at_once():
+def test_a_dropped_recording_is_freed_at_once(tiny_model):
     """No reference cycle may keep a run's intermediates alive until the garbage collector happens by:
     a big model's recording is hundreds of MB."""
-    model = model_for("encoder_decoder_post_norm").module
+    model = model_for(tiny_model, "encoder_decoder_post_norm").module
     gc.disable()
     try:
         rec = Recorder(True)
@@ -131,9 +125,11 @@ def test_a_dropped_recording_is_freed_at_once():
 
 
 def regenerate() -> None:
+    from conftest import build_tiny_model  # run as a script: tests/ is on sys.path
+
     GOLDEN.mkdir(exist_ok=True)
     for case in CASES:
-        names = trace_for(case).names()
+        names = trace_for(build_tiny_model, case).names()
         (GOLDEN / f"trace_names_{case}.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
         print(f"wrote {len(names)} names for {case}")
 

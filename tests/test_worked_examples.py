@@ -1,4 +1,4 @@
-"""The worked numbers printed in the teaching texts (/work/shared/seeds/) come out of our engine.
+"""The worked numbers printed in the teaching texts this project started from come out of our engine.
 
 Each test names its seed file. The numbers below are the texts' printed numbers; where a text rounded, the
 tolerance is what its printed digits allow; where a text's own arithmetic slipped, the test says so, checks

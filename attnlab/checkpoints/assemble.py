@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable, Sized
 
 import torch
 
@@ -48,7 +49,7 @@ def config_type_problems(data: dict) -> list[str]:
     return out
 
 
-def parse_config(value, problems: Problems) -> ModelConfig | None:
+def parse_config(value: object, problems: Problems) -> ModelConfig | None:
     """`value` is a dict or a JSON string. Adds every problem found; None when no config could be built."""
     if value is None:
         problems.add("there is no model config (the 'config' entry), so the model's sizes are unknown")
@@ -91,11 +92,11 @@ def expected_shapes(config: ModelConfig, module: Transformer | None = None) -> d
     return {name: tuple(t.shape) for name, t in module.checkpoint_tensors().items()}
 
 
-def shape_text(shape) -> str:
+def shape_text(shape: Iterable[int]) -> str:
     return "[" + ", ".join(str(int(s)) for s in shape) + "]"
 
 
-def count(items) -> str:
+def count(items: Sized) -> str:
     return f"{len(items)} tensor{'' if len(items) == 1 else 's'}"
 
 
@@ -149,7 +150,7 @@ def drop_tied_duplicates(tensors: dict[str, torch.Tensor], module: Transformer, 
 
 
 # ---- tokenizers --------------------------------------------------------------------------------------
-def read_tokenizer(text, key: str, problems: Problems) -> Tokenizer | None:
+def read_tokenizer(text: object, key: str, problems: Problems) -> Tokenizer | None:
     if text is None:
         return None
     if not isinstance(text, str):
@@ -163,8 +164,8 @@ def read_tokenizer(text, key: str, problems: Problems) -> Tokenizer | None:
         return None
 
 
-def resolve_tokenizers(config: ModelConfig | None, src_json, tgt_json, problems: Problems,
-                       notices: list[str]):
+def resolve_tokenizers(config: ModelConfig | None, src_json: object, tgt_json: object, problems: Problems,
+                       notices: list[str]) -> tuple[Tokenizer | None, Tokenizer | None]:
     """(src, tgt) tokenizers. A side without its own tokenizer borrows the other side's when the vocabulary
     sizes agree, else gets the generic tok4, tok5, … stand-in (with a notice)."""
     src = read_tokenizer(src_json, "source tokenizer (src_tokenizer)", problems)
@@ -202,7 +203,7 @@ def resolve_tokenizers(config: ModelConfig | None, src_json, tgt_json, problems:
 
 
 # ---- the whole model ---------------------------------------------------------------------------------
-def parse_metadata(value, problems: Problems) -> dict:
+def parse_metadata(value: object, problems: Problems) -> dict:
     if value is None:
         return {}
     if isinstance(value, str):
@@ -217,8 +218,9 @@ def parse_metadata(value, problems: Problems) -> dict:
     return dict(value)
 
 
-def assemble(problems: Problems, *, config_value, tensors: dict[str, torch.Tensor] | None, src_json, tgt_json,
-             name: str, metadata_value=None, device="cpu", notices: list[str] | None = None) -> LiveModel:
+def assemble(problems: Problems, *, config_value: object, tensors: dict[str, torch.Tensor] | None,
+             src_json: object, tgt_json: object, name: str, metadata_value: object = None, device: str = "cpu",
+             notices: list[str] | None = None) -> LiveModel:
     """Check everything, then build. `tensors` None means they could not be read (already reported)."""
     notices = list(notices or [])
     config = parse_config(config_value, problems)

@@ -5,13 +5,14 @@ from __future__ import annotations
 import dataclasses
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.loader import load_checkpoint
 from attnlab.checkpoints.words import word_list
-from attnlab.engine.config import ModelConfig
+from attnlab.engine.config import Architecture, ModelConfig
 from attnlab.engine.live import LiveModel
 from attnlab.engine.model import Transformer
 from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer
@@ -21,7 +22,7 @@ BUNDLED = {
     "language": "next-word prediction (decoder-only)",
 }
 NO_BUNDLED_NOTICE = "No bundled model found; showing a randomly initialised one."
-SMALL = dict(d_model=128, n_heads=4, d_ff=512, n_encoder_layers=3, n_decoder_layers=3)
+SMALL: dict[str, Any] = dict(d_model=128, n_heads=4, d_ff=512, n_encoder_layers=3, n_decoder_layers=3)
 
 
 def default_tokenizer() -> WordTokenizer:
@@ -29,7 +30,8 @@ def default_tokenizer() -> WordTokenizer:
     return WordTokenizer(list(SPECIALS) + word_list())
 
 
-def random_model(config: ModelConfig | None = None, seed: int = 0, tokenizer=None) -> LiveModel:
+def random_model(config: ModelConfig | None = None, seed: int = 0,
+                 tokenizer: Tokenizer | tuple[Tokenizer, Tokenizer] | None = None) -> LiveModel:
     """A randomly initialised model, the same for the same seed. The vocabulary sizes come from the tokenizer
     (one Tokenizer for both sides, or a (source, target) pair; default: the built-in word list)."""
     if tokenizer is None:
@@ -52,7 +54,7 @@ def bundled_path(name: str) -> Path:
     return Path(str(resources.files("attnlab.resources").joinpath(f"{name}.safetensors")))
 
 
-def load_bundled(name: str = "translation", device="cpu") -> LiveModel:
+def load_bundled(name: str = "translation", device: str = "cpu") -> LiveModel:
     """A classroom model from resources/<name>.safetensors. While the file is absent, a small random model
     of the matching architecture stands in (metadata: random, notice); a file that exists but is broken
     raises CheckpointError."""
@@ -62,7 +64,7 @@ def load_bundled(name: str = "translation", device="cpu") -> LiveModel:
     path = bundled_path(name)
     if path.is_file():
         return load_checkpoint(path, device=device)
-    arch = "decoder-only" if name == "language" else "encoder-decoder"
+    arch: Architecture = "decoder-only" if name == "language" else "encoder-decoder"
     model = random_model(ModelConfig(arch=arch, **SMALL))
     model.name = f"{name} (random stand-in)"
     model.metadata.update(notice=NO_BUNDLED_NOTICE, notices=[NO_BUNDLED_NOTICE])

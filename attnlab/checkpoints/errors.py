@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 MAX_LISTED = 12  # longer lists of tensor names are cut to this many plus "... and N more"
@@ -11,7 +12,7 @@ class CheckpointError(ValueError):
     """A checkpoint could not be read or written; the message lists every problem found, in plain words."""
 
 
-def name_list(names, limit: int = MAX_LISTED) -> str:
+def name_list(names: Iterable[str], limit: int = MAX_LISTED) -> str:
     """'a, b, c' or 'a, b, … and 40 more' for long lists."""
     names = list(names)
     shown = ", ".join(names[:limit])
@@ -21,7 +22,7 @@ def name_list(names, limit: int = MAX_LISTED) -> str:
 class Problems:
     """Problems found while reading one checkpoint; `raise_if_any()` turns them into one CheckpointError."""
 
-    def __init__(self, path):
+    def __init__(self, path: str | Path):
         self.path = Path(path)
         self.items: list[str] = []
 
@@ -37,6 +38,10 @@ class Problems:
             return f"{head}: {self.items[0]}"
         return f"{head}; {len(self.items)} problems:\n- " + "\n- ".join(self.items)
 
+    def error(self) -> CheckpointError:
+        """The one error that lists every problem (to raise where a problem was certainly added)."""
+        return CheckpointError(self.message())
+
     def raise_if_any(self) -> None:
         if self.items:
-            raise CheckpointError(self.message())
+            raise self.error()

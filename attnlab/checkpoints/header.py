@@ -85,7 +85,7 @@ def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
     return layout
 
 
-def entry_problem(entry) -> str:
+def entry_problem(entry: object) -> str:
     """Why one header entry cannot describe a tensor ('' when it can)."""
     if not isinstance(entry, dict):
         return "the entry is not an object"

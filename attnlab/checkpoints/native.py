@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import torch
@@ -34,7 +35,7 @@ def checkpoint_metadata(model: LiveModel) -> dict[str, str]:
     return meta
 
 
-def save_checkpoint(model: LiveModel, path) -> Path:
+def save_checkpoint(model: LiveModel, path: str | os.PathLike[str]) -> Path:
     """Write `model` to `path` (.safetensors). Written to a temporary file first, so a failure never leaves
     a half-written checkpoint in place of a good one."""
     path = Path(path)
@@ -54,7 +55,7 @@ def save_checkpoint(model: LiveModel, path) -> Path:
     return path
 
 
-def read_tensors(path: Path, names, problems: Problems) -> dict[str, torch.Tensor] | None:
+def read_tensors(path: Path, names: Iterable[str], problems: Problems) -> dict[str, torch.Tensor] | None:
     try:
         with safe_open(str(path), framework="pt", device="cpu") as f:
             return {name: f.get_tensor(name) for name in names}
@@ -63,11 +64,11 @@ def read_tensors(path: Path, names, problems: Problems) -> dict[str, torch.Tenso
         return None
 
 
-def load_safetensors(path: Path, device="cpu") -> LiveModel:
+def load_safetensors(path: Path, device: str = "cpu") -> LiveModel:
     problems = Problems(path)
     layout = read_layout(path, problems)
-    if layout is None:
-        problems.raise_if_any()
+    if layout is None:  # read_layout has said why
+        raise problems.error()
     meta = layout.metadata
     if not meta or not ({"format", "config"} & set(meta)):
         problems.add("the file has no attnlab metadata (format, config, tokenizers): it is a plain "

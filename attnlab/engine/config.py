@@ -20,7 +20,7 @@ class ConfigError(ValueError):
     """A configuration that cannot describe a working model; the message lists every problem."""
 
 
-def _has_type(value, annotation: str) -> bool:
+def _has_type(value: object, annotation: object) -> bool:
     """Does a field value match its (string) annotation? bool is not accepted as int, ints are as floats."""
     if annotation == "int":
         return isinstance(value, int) and not isinstance(value, bool)

@@ -9,7 +9,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.positional import apply_rotary
@@ -18,8 +18,8 @@ from attnlab.engine.trace import Recorder
 NEG_INF = float("-inf")
 
 
-def attention_steps(q, k, v, mask, scale: bool, rec: Recorder, prefix: str, *, blocked_rows: bool = True,
-                    mask_is_zero: bool = False) -> torch.Tensor:
+def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: bool, rec: Recorder, prefix: str, *,
+                    blocked_rows: bool = True, mask_is_zero: bool = False) -> Tensor:
     """Scaled dot-product attention computed step by step, each step recorded under `prefix`.
 
     q [B, H, Tq, dk], k/v [B, H, Tk, dk], mask additive [B or 1, 1, Tq, Tk] (0 allowed, -inf blocked).
@@ -44,8 +44,8 @@ def attention_steps(q, k, v, mask, scale: bool, rec: Recorder, prefix: str, *, b
     return context
 
 
-def fused_attention(q, k, v, mask, scale: bool, *, is_causal: bool = False,
-                    blocked_rows: bool | None = None) -> torch.Tensor:
+def fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: bool, *, is_causal: bool = False,
+                    blocked_rows: bool | None = None) -> Tensor:
     """The same result through PyTorch's fused kernel (no intermediates). Shapes as attention_steps.
 
     `mask` may be None (nothing blocked, or only the causal triangle when `is_causal`). `blocked_rows`:
@@ -63,20 +63,21 @@ def fused_attention(q, k, v, mask, scale: bool, *, is_causal: bool = False,
 class AttentionMask:
     """One attention site's mask and what is known about it, so each run builds a mask once, not per layer.
 
-    additive: [B or 1, 1, Tq, Tk], 0 where a query may look, -inf where it may not.
+    additive: [B or 1, 1, Tq, Tk], 0 where a query may look, -inf where it may not; None when a run that
+    records nothing needs no tensor (it blocks nothing, or only the causal triangle).
     causal_only: what it blocks is exactly the causal triangle (the fused kernel can generate that itself).
     blocks_nothing: every entry is 0.  blocked_rows: some query has every key blocked.
     """
 
     __slots__ = ("additive", "causal_only", "blocks_nothing", "blocked_rows")
 
-    def __init__(self, additive: torch.Tensor, causal_only: bool = False, blocks_nothing: bool = False,
+    def __init__(self, additive: torch.Tensor | None, causal_only: bool = False, blocks_nothing: bool = False,
                  blocked_rows: bool | None = None):
         self.additive = additive
         self.causal_only = causal_only
         self.blocks_nothing = blocks_nothing
         if blocked_rows is None:
-            blocked_rows = bool(torch.isinf(additive).all(dim=-1).any())
+            blocked_rows = additive is not None and bool(torch.isinf(additive).all(dim=-1).any())
         self.blocked_rows = blocked_rows
 
 
@@ -91,7 +92,8 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(self, x_q, x_kv, mask, n_heads: int, scale: bool, rotary, rec: Recorder, prefix: str):
+    def forward(self, x_q: Tensor, x_kv: Tensor, mask: Tensor | AttentionMask, n_heads: int, scale: bool,
+                rotary: tuple[Tensor, Tensor] | None, rec: Recorder, prefix: str) -> Tensor:
         """x_q [B, Tq, d], x_kv [B, Tk, d], mask: additive [B or 1, 1, Tq, Tk] or an AttentionMask;
         rotary = (cos, sin) tables or None."""
         if not isinstance(mask, AttentionMask):
@@ -107,6 +109,7 @@ class MultiHeadAttention(nn.Module):
             q = apply_rotary(q, cos[:Tq], sin[:Tq])
             k = apply_rotary(k, cos[:Tk], sin[:Tk])
         if rec.enabled:
+            assert mask.additive is not None, "a recording run builds every mask (MaskBuilder)"
             rec(names.site_entry(prefix, "q"), q)
             rec(names.site_entry(prefix, "k"), k)
             rec(names.site_entry(prefix, "v"), v)
@@ -133,7 +136,7 @@ class FeedForward(nn.Module):
         self.lin2 = nn.Linear(d_ff, d_model, bias=bias)
         self.activation = activation
 
-    def forward(self, x, rec: Recorder, layer_name: str):
+    def forward(self, x: Tensor, rec: Recorder, layer_name: str) -> Tensor:
         """x [B, T, d] -> [B, T, d]; records under names.ffn_entry(layer_name, ...)."""
         pre = self.lin1(x)  # [B, T, d_ff]
         hidden = F.relu(pre) if self.activation == "relu" else F.gelu(pre)  # [B, T, d_ff]
@@ -154,7 +157,7 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model))
         self.eps = eps
 
-    def forward(self, x, rec: Recorder, name: str):
+    def forward(self, x: Tensor, rec: Recorder, name: str) -> Tensor:
         """x [B, T, d] -> [B, T, d]; records its input, statistics and output under `name` ('enc.0.norm1')."""
         if not rec.enabled:
             return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)

@@ -17,6 +17,8 @@ from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Recorder, Trace
 
+Prompt = str | list[int] | None  # text, or token ids fed back by generation
+
 
 def pick_device(requested: str) -> torch.device:
     if requested == "cuda" and not torch.cuda.is_available():
@@ -36,6 +38,36 @@ class LiveModel:
         self.tgt_tokenizer = tgt_tokenizer
         self.name = name
         self.metadata = dict(metadata or {})
+        self._checked: RunOptions | None = None  # the last options found runnable on this model
+
+    # ---- what a run reads --------------------------------------------------------------------------
+    def prompt_sides(self, src: Prompt, tgt: Prompt) -> tuple[Prompt, Prompt]:
+        """The (encoder input, decoder input) this architecture reads from a (source, target) pair.
+
+        The one place that maps texts onto the stacks: encoder-decoder reads both as given; decoder-only has
+        no encoder, and its prompt is `tgt`, or `src` when `tgt` is empty (a prompt typed in the source box);
+        encoder-only has no decoder input."""
+        if not self.config.has_encoder:
+            return None, (tgt if tgt else src)
+        if not self.config.has_decoder:
+            return src, None
+        return src, tgt
+
+    def options_problems(self, options: RunOptions) -> list[str]:
+        """Why `options` cannot run on this model (empty: they can). Options found runnable are remembered,
+        so the run that follows does not check them again (see `checked_options`)."""
+        problems = options.problems(self.config)
+        if not problems:
+            self._checked = options
+        return problems
+
+    def checked_options(self, options: RunOptions) -> RunOptions:
+        """`options`, validated against this model unless they are the ones checked last (OptionsError if
+        they cannot run)."""
+        if options is not self._checked:
+            options.validate(self.config)
+            self._checked = options
+        return options
 
     @property
     def config(self) -> ModelConfig:
@@ -52,12 +84,25 @@ class LiveModel:
             return "encoder-only" if self.config.arch == "encoder-only" else "encoder"
         return "decoder"
 
-    def _side(self, text, side: str, pad_to: int, notices: list[str]):
+    def tokenizer(self, side: str) -> Tokenizer:
+        """The tokenizer of "src" or "tgt" (a model built without one cannot read that side's text)."""
+        tok = self.src_tokenizer if side == "src" else self.tgt_tokenizer
+        if tok is None:
+            raise ValueError(f"this model has no {'source' if side == 'src' else 'target'} tokenizer")
+        return tok
+
+    @property
+    def output_tokenizer(self) -> Tokenizer:
+        """The tokenizer whose ids the output distribution ranges over."""
+        return self.tokenizer("tgt" if self.config.has_decoder else "src")
+
+    def _side(self, text: Prompt, side: str, pad_to: int,
+              notices: list[str]) -> tuple[list[str], list[int], int]:
         """Token strings and ids of one side wrapped in the tokenizer's specials (engine/specials.py; attnlab's
         own: source = pieces + </s>, target = <s> + pieces).
 
         `text` is a string, or a list of token ids (what generation feeds back, so no text round trip)."""
-        tok = self.src_tokenizer if side == "src" else self.tgt_tokenizer
+        tok = self.tokenizer(side)
         specials, role = tok.specials, self.role(side)
         if isinstance(text, list):
             ids = [int(i) for i in text]
@@ -81,17 +126,16 @@ class LiveModel:
         return [tok.id_to_token(i) for i in ids], ids, n_real
 
     # ---- runs --------------------------------------------------------------------------------------
-    def trace(self, src: str | None = None, tgt: str | list[int] | None = None,
+    def trace(self, src: Prompt = None, tgt: Prompt = None,
               options: RunOptions | None = None) -> Trace:
         """Run once and record every step.
 
         encoder-decoder: `src` is the sentence to encode, `tgt` the decoder input (teacher forcing; <s> is
-        prepended). decoder-only: `src` (or `tgt`) is the prompt. encoder-only: `src`. `tgt` may also be a
-        list of token ids.
+        prepended). decoder-only: `tgt` (or `src` when `tgt` is empty) is the prompt. encoder-only: `src`.
+        `tgt` may also be a list of token ids. See `prompt_sides`.
         """
-        options = (options or RunOptions()).validate(self.config)
-        if self.config.arch == "decoder-only":
-            src, tgt = None, (tgt if tgt is not None else src)
+        options = self.checked_options(options or RunOptions())
+        src, tgt = self.prompt_sides(src, tgt)
         try:
             return self._trace_on(pick_device(options.device), src, tgt, options)
         except torch.cuda.OutOfMemoryError:
@@ -101,7 +145,7 @@ class LiveModel:
             return trace
 
     @torch.inference_mode()
-    def _trace_on(self, device: torch.device, src, tgt, options: RunOptions) -> Trace:
+    def _trace_on(self, device: torch.device, src: Prompt, tgt: Prompt, options: RunOptions) -> Trace:
         if self.device != device:
             self.module.to(device)
         notices: list[str] = list(self.metadata.get("run_notices", []))  # e.g. settings a loader assumed
@@ -133,10 +177,9 @@ class LiveModel:
     def next_token(self, trace: Trace) -> tuple[int, str]:
         """The most probable next token after the last decoder position."""
         i = int(trace[names.PROBS][-1].argmax())
-        tok = self.tgt_tokenizer if self.config.has_decoder else self.src_tokenizer
-        return i, tok.id_to_token(i)
+        return i, self.output_tokenizer.id_to_token(i)
 
-    def generate(self, src: str | None = None, prefix: str = "", max_new_tokens: int = 30,
+    def generate(self, src: Prompt = None, prefix: str = "", max_new_tokens: int = 30,
                  options: RunOptions | None = None) -> Iterator[Trace]:
         """Greedy decoding: yields a Trace per step; trace.info['generated'] holds the text so far.
 
@@ -148,10 +191,9 @@ class LiveModel:
         if not self.config.has_decoder:
             raise ValueError("an encoder-only model has no decoder to generate with")
         options = options or RunOptions()
-        tok = self.tgt_tokenizer
-        if not self.config.has_encoder and src and not prefix:  # a decoder-only model's prompt is its prefix
-            src, prefix = None, src
-        ids = list(tok.encode(prefix)[1])
+        tok = self.tokenizer("tgt")
+        src, prompt = self.prompt_sides(src, prefix)  # a decoder-only model's prompt is its prefix
+        ids = list(prompt) if isinstance(prompt, list) else list(tok.encode(prompt or "")[1])
         for _ in range(max_new_tokens):
             trace = self.trace(src=src, tgt=list(ids), options=options)
             next_id, piece = self.next_token(trace)

@@ -10,10 +10,11 @@ import ctypes
 import math
 import os
 import platform
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
@@ -22,11 +23,13 @@ from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
 from attnlab.engine.positional import rotary_angles, sinusoidal_table
 from attnlab.engine.trace import Recorder
 
+Device = torch.device | str  # where a run puts its tensors
+
 
 class RunContext:
     """What every layer needs to know about this run, resolved once from the RunOptions."""
 
-    def __init__(self, config: ModelConfig, options: RunOptions, rec: Recorder, dropout: float, device,
+    def __init__(self, config: ModelConfig, options: RunOptions, rec: Recorder, dropout: float, device: Device,
                  dtype: torch.dtype | None = None):
         self.norm_first = options.effective_norm_first(config)
         self.n_heads = options.effective_heads(config)
@@ -40,11 +43,12 @@ class RunContext:
         self.rotary = rotary_angles(config.max_len, d_head, device) if rotary_on else None  # 2 x [L, dk/2]
         self.masks = MaskBuilder(options, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
 
-    def drop(self, x):
+    def drop(self, x: Tensor) -> Tensor:
         return F.dropout(x, self.dropout, training=True) if self.dropout > 0 else x
 
 
-def residual_block(x, sublayer, norm: LayerNorm, ctx: RunContext, layer_name: str, n: int):
+def residual_block(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm, ctx: RunContext,
+                   layer_name: str, n: int) -> Tensor:
     """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x)).  Records names.resid(layer, n)."""
     if ctx.norm_first:
         h = ctx.drop(sublayer(norm(x, ctx.rec, names.norm(layer_name, n))))
@@ -57,12 +61,14 @@ def residual_block(x, sublayer, norm: LayerNorm, ctx: RunContext, layer_name: st
     return norm(y, ctx.rec, names.norm(layer_name, n))
 
 
-def build_mask(site: str, Tq: int, Tk: int, key_pad, ctx: RunContext, device, dtype=None) -> torch.Tensor:
+def build_mask(site: str, Tq: int, Tk: int, key_pad: Tensor | None, ctx: RunContext, device: Device,
+               dtype: torch.dtype | None = None) -> Tensor:
     """Additive mask [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not."""
     return additive_mask(site, Tq, Tk, key_pad, ctx.options, device, dtype)
 
 
-def additive_mask(site: str, Tq: int, Tk: int, key_pad, opts: RunOptions, device, dtype=None) -> torch.Tensor:
+def additive_mask(site: str, Tq: int, Tk: int, key_pad: Tensor | None, opts: RunOptions, device: Device,
+                  dtype: torch.dtype | None = None) -> Tensor:
     """build_mask from the RunOptions alone.  -> [B or 1, 1, Tq, Tk]"""
     blocked = torch.zeros(Tq, Tk, dtype=torch.bool, device=device)  # [Tq, Tk]
     if opts.is_causal(site):
@@ -83,14 +89,14 @@ class MaskBuilder:
     kernel is told `is_causal` instead.
     """
 
-    def __init__(self, options: RunOptions, record: bool, device, dtype):
+    def __init__(self, options: RunOptions, record: bool, device: Device, dtype: torch.dtype | None):
         self.options = options
         self.record = record
         self.device = device
         self.dtype = dtype
         self._built: dict[tuple, AttentionMask] = {}
 
-    def __call__(self, site: str, Tq: int, Tk: int, key_pad) -> AttentionMask:
+    def __call__(self, site: str, Tq: int, Tk: int, key_pad: Tensor | None) -> AttentionMask:
         """key_pad: bool [B, Tk] True at <pad> keys, or None when no key is padding or padding is off."""
         opts = self.options
         causal = opts.is_causal(site)
@@ -111,7 +117,7 @@ class MaskBuilder:
         return mask
 
 
-def padded_keys(pad, options: RunOptions):
+def padded_keys(pad: Tensor | None, options: RunOptions) -> Tensor | None:
     """pad: bool [B, T] True at <pad>, or None -> the same when the padding mask applies and some key is
     <pad>, else None (one device sync per side per run, instead of one per layer)."""
     if pad is None or not options.padding_mask or not bool(pad.any()):
@@ -154,10 +160,10 @@ class EncoderLayer(nn.Module):
         self.norm1 = LayerNorm(cfg.d_model, cfg.layer_norm_eps)
         self.norm2 = LayerNorm(cfg.d_model, cfg.layer_norm_eps)
 
-    def forward(self, x, mask, ctx: RunContext, prefix: str):
+    def forward(self, x: Tensor, mask: AttentionMask, ctx: RunContext, prefix: str) -> Tensor:
         """x [B, S, d] -> [B, S, d]"""
 
-        def attend(h):
+        def attend(h: Tensor) -> Tensor:
             return self.self_attn(h, h, mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec,
                                   names.site(prefix, "self"))
 
@@ -177,23 +183,24 @@ class DecoderLayer(nn.Module):
         self.norm2 = LayerNorm(cfg.d_model, cfg.layer_norm_eps)
         self.norm3 = LayerNorm(cfg.d_model, cfg.layer_norm_eps) if cross else None
 
-    def forward(self, y, memory, self_mask, cross_mask, ctx: RunContext, prefix: str):
+    def forward(self, y: Tensor, memory: Tensor | None, self_mask: AttentionMask, cross_mask: AttentionMask | None,
+                ctx: RunContext, prefix: str) -> Tensor:
         """y [B, T, d], memory [B, S, d] or None -> [B, T, d]"""
 
-        def attend_self(h):
+        def attend_self(h: Tensor) -> Tensor:
             return self.self_attn(h, h, self_mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec,
                                   names.site(prefix, "self"))
 
-        def attend_memory(h):  # queries from the decoder, keys and values from the encoder; no rotation
+        def attend_memory(h: Tensor) -> Tensor:  # queries from the decoder, keys and values from the encoder
+            assert self.cross_attn is not None and memory is not None and cross_mask is not None
             return self.cross_attn(h, memory, cross_mask, ctx.n_heads, ctx.scale, None, ctx.rec,
                                    names.site(prefix, "cross"))
 
         y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)
-        n = 2
-        if self.cross_attn is not None:
+        n, norm = 2, self.norm2
+        if self.cross_attn is not None and self.norm3 is not None:
             y = residual_block(y, attend_memory, self.norm2, ctx, prefix, 2)
-            n = 3
-        norm = self.norm3 if self.cross_attn is not None else self.norm2
+            n, norm = 3, self.norm3
         y = residual_block(y, lambda h: self.ffn(h, ctx.rec, prefix), norm, ctx, prefix, n)
         ctx.rec(names.layer_out(prefix), y)
         return y
@@ -202,6 +209,8 @@ class DecoderLayer(nn.Module):
 class Transformer(nn.Module):
     """Encoder-decoder, decoder-only or encoder-only, by `config.arch`. Parameter names are the
     checkpoint's."""
+
+    sinusoid: Tensor  # a registered buffer [max_len, d]
 
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -227,7 +236,7 @@ class Transformer(nn.Module):
         self.out_proj = None if cfg.tie_output else nn.Linear(d, cfg.out_vocab_size, bias=cfg.bias)
         self._init_weights()
 
-    def _init_weights(self):
+    def _init_weights(self) -> None:
         for name, p in self.named_parameters():
             if p.dim() == 2 and "embed" not in name and "_pos" not in name:
                 nn.init.xavier_uniform_(p)
@@ -235,24 +244,24 @@ class Transformer(nn.Module):
                 nn.init.normal_(p, std=self.config.d_model**-0.5)
 
     # ---- pieces ---------------------------------------------------------------------------------------
-    def embed(self, ids, side: str, ctx: RunContext):
+    def embed(self, ids: Tensor, side: str, ctx: RunContext) -> Tensor:
         """ids [B, T] -> input [B, T, d]: token embedding (x sqrt(d) if configured) + positional encoding."""
         cfg = self.config
-        table = self.src_embed if side == "src" else self.tgt_embed
-        x = table(ids)  # [B, T, d]
+        embedding = self.src_embed if side == "src" else self.tgt_embed
+        x = embedding(ids)  # [B, T, d]
         if cfg.scale_embedding:
             x = x * math.sqrt(cfg.d_model)
         ctx.rec(names.side_entry(side, "embed"), x)
         T = ids.shape[1]
         if ctx.options.positional and cfg.positional in ("sinusoidal", "learned"):
-            table = self.sinusoid if cfg.positional == "sinusoidal" else getattr(self, f"{side}_pos").weight
+            table: Tensor = self.sinusoid if cfg.positional == "sinusoidal" else getattr(self, f"{side}_pos").weight
             pos = table[:T]  # [T, d]
             ctx.rec(names.side_entry(side, "pos"), pos, batched=False)
             x = x + pos
         ctx.rec(names.side_entry(side, "input"), x)
         return ctx.drop(x)
 
-    def encode(self, src_ids, src_pad, ctx: RunContext):
+    def encode(self, src_ids: Tensor, src_pad: Tensor | None, ctx: RunContext) -> Tensor:
         """src_ids [B, S] -> memory [B, S, d]"""
         x = self.embed(src_ids, "src", ctx)
         S = src_ids.shape[1]
@@ -265,7 +274,8 @@ class Transformer(nn.Module):
         ctx.rec(names.stack_out("enc"), x)
         return x
 
-    def decode(self, tgt_ids, tgt_pad, memory, src_pad, ctx: RunContext):
+    def decode(self, tgt_ids: Tensor, tgt_pad: Tensor | None, memory: Tensor | None, src_pad: Tensor | None,
+               ctx: RunContext) -> Tensor:
         """tgt_ids [B, T], memory [B, S, d] or None -> [B, T, d]"""
         y = self.embed(tgt_ids, "tgt", ctx)
         T = tgt_ids.shape[1]
@@ -283,7 +293,7 @@ class Transformer(nn.Module):
         ctx.rec(names.stack_out("dec"), y)
         return y
 
-    def project(self, h):
+    def project(self, h: Tensor) -> Tensor:
         """h [B, T, d] -> logits [B, T, V]"""
         if self.out_proj is not None:
             return self.out_proj(h)
@@ -291,8 +301,9 @@ class Transformer(nn.Module):
         return h @ table.weight.T
 
     # ---- the whole pass -------------------------------------------------------------------------------
-    def forward(self, src_ids=None, tgt_ids=None, *, options: RunOptions = DEFAULT_OPTIONS,
-                rec: Recorder | None = None, src_pad=None, tgt_pad=None):
+    def forward(self, src_ids: Tensor | None = None, tgt_ids: Tensor | None = None, *,
+                options: RunOptions = DEFAULT_OPTIONS, rec: Recorder | None = None, src_pad: Tensor | None = None,
+                tgt_pad: Tensor | None = None) -> Tensor:
         """Returns logits [B, T, V] (decoder architectures) or [B, S, V] (encoder-only).
 
         src_pad / tgt_pad: bool [B, S] / [B, T], True at <pad> positions (used by the padding mask).
@@ -300,11 +311,16 @@ class Transformer(nn.Module):
         rec = rec if rec is not None else Recorder(False)
         if rec.enabled:
             keep_freed_memory()
-        device = (src_ids if src_ids is not None else tgt_ids).device
-        dtype = self.sinusoid.dtype
-        ctx = RunContext(self.config, options, rec, self.dropout if self.training else 0.0, device, dtype)
-        memory = self.encode(src_ids, src_pad, ctx) if self.config.has_encoder else None
-        h = self.decode(tgt_ids, tgt_pad, memory, src_pad, ctx) if self.config.has_decoder else memory
+        cfg = self.config
+        if (cfg.has_encoder and src_ids is None) or (cfg.has_decoder and tgt_ids is None):
+            raise ValueError(f"a {cfg.arch} model needs " + " and ".join(
+                side for side, needed in (("src_ids", cfg.has_encoder), ("tgt_ids", cfg.has_decoder)) if needed))
+        ids = src_ids if src_ids is not None else tgt_ids
+        assert ids is not None
+        ctx = RunContext(cfg, options, rec, self.dropout if self.training else 0.0, ids.device, self.sinusoid.dtype)
+        memory = self.encode(src_ids, src_pad, ctx) if src_ids is not None and cfg.has_encoder else None
+        h = self.decode(tgt_ids, tgt_pad, memory, src_pad, ctx) if tgt_ids is not None and cfg.has_decoder else memory
+        assert h is not None  # every architecture has an encoder or a decoder
         logits = self.project(h)
         rec(names.LOGITS, logits)
         return logits

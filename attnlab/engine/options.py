@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
@@ -40,22 +41,26 @@ class RunOptions:
     record: bool = True  # capture every intermediate tensor in the Trace; False = fast path
 
     # ---- convenience constructors -------------------------------------------------------------
-    def replace(self, **changes) -> RunOptions:
+    def replace(self, **changes: Any) -> RunOptions:
         return dataclasses.replace(self, **changes)
 
     def with_causal(self, kind: str, on: bool) -> RunOptions:
         rest = tuple((k, v) for k, v in self.causal if k != kind)
         return self.replace(causal=rest + ((kind, bool(on)),))
 
-    def with_custom_mask(self, site: str, cells) -> RunOptions:
+    def with_custom_mask(self, site: str, cells: Iterable[tuple[int, int]]) -> RunOptions:
         rest = tuple((k, v) for k, v in self.custom_masks if k != site)
-        cells = frozenset((int(q), int(k)) for q, k in cells)
-        return self.replace(custom_masks=rest + ((site, cells),) if cells else rest)
+        blocked = frozenset((int(q), int(k)) for q, k in cells)
+        return self.replace(custom_masks=rest + ((site, blocked),) if blocked else rest)
 
     def toggled_mask_cell(self, site: str, q: int, k: int) -> RunOptions:
         cells = set(self.custom_cells(site, exact=True))
         cells ^= {(q, k)}
         return self.with_custom_mask(site, cells)
+
+    def changed_fields(self, other: RunOptions) -> frozenset[str]:
+        """The names of the fields whose values differ in `other` (what a toggle click changed)."""
+        return frozenset(f.name for f in dataclasses.fields(self) if getattr(self, f.name) != getattr(other, f.name))
 
     # ---- queries used by the model --------------------------------------------------------------
     def is_causal(self, site: str) -> bool:

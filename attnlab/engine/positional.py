@@ -19,7 +19,8 @@ def sinusoidal_table(n_positions: int, d_model: int) -> torch.Tensor:
     return pe.float()
 
 
-def rotary_angles(n_positions: int, d_head: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+def rotary_angles(n_positions: int, d_head: int,
+                  device: torch.device | str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of pos * 10000^(-2i/d_head) for each pair (2i, 2i+1) of a head.  -> two [P, d_head/2]"""
     inv_freq = torch.pow(10000.0, -torch.arange(0, d_head, 2, dtype=torch.float32, device=device) / d_head)
     angle = torch.arange(n_positions, dtype=torch.float32, device=device).unsqueeze(1) * inv_freq
@@ -36,4 +37,4 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
 
 def sinusoidal_period(dim: int, d_model: int) -> float:
     """Wavelength in positions of model dimension `dim` (dims 2i and 2i+1 share one)."""
-    return 2 * math.pi * 10000 ** ((dim - dim % 2) / d_model)
+    return float(2 * math.pi * 10000 ** ((dim - dim % 2) / d_model))

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
+from typing import Any
 
 from attnlab.engine.specials import ATTNLAB_SPECIALS
 
@@ -56,7 +58,7 @@ class Tokenizer:
     def id_to_token(self, i: int) -> str:
         return self.vocab[i] if 0 <= i < len(self.vocab) else UNK
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: Iterable[int]) -> str:
         toks = [self.id_to_token(int(i)) for i in ids if int(i) not in (self.pad_id, self.bos_id, self.eos_id)]
         return self._join(toks)
 
@@ -75,14 +77,14 @@ class WordTokenizer(Tokenizer):
 
     kind = "word"
 
-    def _split(self, text):
+    def _split(self, text: str) -> list[str]:
         return _WORD_RE.findall(text.lower())
 
-    def _join(self, tokens):
+    def _join(self, tokens: list[str]) -> str:
         return " ".join(tokens)
 
     @classmethod
-    def train(cls, texts, max_size: int = 10000) -> WordTokenizer:
+    def train(cls, texts: Iterable[str], max_size: int = 10000) -> WordTokenizer:
         counts: dict[str, int] = {}
         for t in texts:
             for w in _WORD_RE.findall(clean_text(t).lower()):
@@ -96,14 +98,14 @@ class CharTokenizer(Tokenizer):
 
     kind = "char"
 
-    def _split(self, text):
+    def _split(self, text: str) -> list[str]:
         return ["▁" if ch == " " else ch for ch in text]
 
-    def _join(self, tokens):
+    def _join(self, tokens: list[str]) -> str:
         return "".join(" " if t == "▁" else t for t in tokens)
 
     @classmethod
-    def train(cls, texts) -> CharTokenizer:
+    def train(cls, texts: Iterable[str]) -> CharTokenizer:
         chars = sorted({("▁" if c == " " else c) for t in texts for c in clean_text(t)})
         return cls(list(SPECIALS) + chars)
 
@@ -114,26 +116,26 @@ class BPETokenizer(Tokenizer):
 
     kind = "bpe"
 
-    def __init__(self, hf_tokenizer):
+    def __init__(self, hf_tokenizer: Any):  # a tokenizers.Tokenizer
         self.hf = hf_tokenizer
-        vocab = [None] * hf_tokenizer.get_vocab_size()
+        vocab = [""] * hf_tokenizer.get_vocab_size()
         for tok, i in hf_tokenizer.get_vocab().items():
             vocab[i] = tok
         super().__init__(vocab)
 
-    def encode(self, text):
+    def encode(self, text: str) -> tuple[list[str], list[int]]:
         enc = self.hf.encode(clean_text(text), add_special_tokens=False)
         return list(enc.tokens), list(enc.ids)
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: Iterable[int]) -> str:
         keep = [int(i) for i in ids if int(i) not in (self.pad_id, self.bos_id, self.eos_id)]
-        return self.hf.decode(keep)
+        return str(self.hf.decode(keep))
 
     def to_json(self) -> str:
         return json.dumps({"kind": self.kind, "hf": self.hf.to_str()}, ensure_ascii=False)
 
     @classmethod
-    def train(cls, texts, vocab_size: int = 2000) -> BPETokenizer:
+    def train(cls, texts: Iterable[str], vocab_size: int = 2000) -> BPETokenizer:
         from tokenizers import Tokenizer as HF
         from tokenizers import decoders, models, normalizers, pre_tokenizers, trainers
 

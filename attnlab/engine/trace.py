@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import ItemsView, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -80,7 +81,7 @@ class Trace:
             return self.options.norm == "pre"
         return bool(self.config is not None and self.config.norm_first)
 
-    def __getitem__(self, name: str):
+    def __getitem__(self, name: str) -> Any:  # a tensor, or a list of token strings
         try:
             return self.entries[name]
         except KeyError:
@@ -95,13 +96,13 @@ class Trace:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def get(self, name: str, default=None):
+    def get(self, name: str, default: Any = None) -> Any:
         return self.entries.get(name, default)
 
     def names(self) -> list[str]:
         return list(self.entries)
 
-    def items(self):
+    def items(self) -> ItemsView[str, Any]:
         return self.entries.items()
 
     def numpy(self, name: str) -> np.ndarray:
@@ -114,8 +115,8 @@ class Trace:
 
         return [site for n in self.entries if n.endswith(".weights") and (site := names.site_of(n))]
 
-    def save_npz(self, path) -> None:
+    def save_npz(self, path: str | os.PathLike[str]) -> None:
         """Every entry under its dotted name; token lists as unicode arrays (loadable without pickle)."""
         arrays = {name: self.numpy(name) for name in self.entries}
         arrays["__notices__"] = np.asarray(self.notices, dtype=str)
-        np.savez(path, **arrays)
+        np.savez(path, **arrays)  # type: ignore[arg-type]  # numpy's stub types the first keyword as allow_pickle

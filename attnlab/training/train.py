@@ -150,26 +150,33 @@ def train(recipe: Recipe, seed: int, progress: bool = True, threads: int = THREA
     module.eval()
 
     src_tok = tokenizer if config.has_encoder else None
-    metadata = {
+    run = {"n_train": len(train_pairs), "n_test": len(test_pairs), "epochs": stream.epoch, "threads": threads,
+           "seconds": seconds, "cpu_seconds": cpu_seconds, "history": history, "bpe_vocab_size": tokenizer.vocab_size}
+    metadata = _metadata(recipe, seed, run)
+    model = LiveModel(module, src_tok, tokenizer, name=recipe.name, metadata=metadata)
+    return TrainResult(model, history, seconds, cpu_seconds)
+
+
+def _metadata(recipe: Recipe, seed: int, run: dict) -> dict:
+    """What the checkpoint says about how it was made: the corpus, the recipe and the run's own figures."""
+    return {
         "classroom_model": recipe.name,
         "corpus": {"generator": "attnlab.training.corpus.generate_pairs", "n_pairs": recipe.n_pairs,
                    "seed": seed, "test_fraction": recipe.test_fraction, "split_seed": recipe.split_seed,
-                   "n_train": len(train_pairs), "n_test": len(test_pairs),
+                   "n_train": run["n_train"], "n_test": run["n_test"],
                    "side": "English -> French" if recipe.side == "both" else "French"},
         "training": {"seed": seed, "steps": recipe.steps, "max_tokens_per_batch": recipe.max_tokens,
                      "optimizer": f"Adam betas={ADAM_BETAS} eps={ADAM_EPS}", "peak_lr": recipe.peak_lr,
                      "warmup_steps": recipe.warmup, "schedule": "linear warm-up, then 1/sqrt(step)",
                      "label_smoothing": recipe.label_smoothing, "dropout": recipe.dropout,
                      "pairs_without_final_period": recipe.drop_period,
-                     "grad_clip_norm": CLIP_NORM, "epochs": stream.epoch, "threads": threads,
-                     "seconds": round(seconds, 1), "steps_per_second": round(recipe.steps / seconds, 3),
-                     "cpu_seconds": round(cpu_seconds, 1),
-                     "final_loss": round(_tail_mean(history, "loss"), 4),
-                     "final_nll": round(_tail_mean(history, "nll"), 4),
-                     "bpe_vocab_size": tokenizer.vocab_size, "torch": torch.__version__},
+                     "grad_clip_norm": CLIP_NORM, "epochs": run["epochs"], "threads": run["threads"],
+                     "seconds": round(run["seconds"], 1), "steps_per_second": round(recipe.steps / run["seconds"], 3),
+                     "cpu_seconds": round(run["cpu_seconds"], 1),
+                     "final_loss": round(_tail_mean(run["history"], "loss"), 4),
+                     "final_nll": round(_tail_mean(run["history"], "nll"), 4),
+                     "bpe_vocab_size": run["bpe_vocab_size"], "torch": torch.__version__},
     }
-    model = LiveModel(module, src_tok, tokenizer, name=recipe.name, metadata=metadata)
-    return TrainResult(model, history, seconds, cpu_seconds)
 
 
 def _tail_mean(history: list[dict], key: str, n: int = 100) -> float:

@@ -13,25 +13,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6 import QtCore, QtWidgets
 from PySide6.QtCore import Qt, Signal
 
-from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL, get_colormap
-from attnlab.ui.heatmap import (
-    TICK_POINT_SIZE,
-    CategoryAxis,
-    MaskBackground,
-    ValueFormat,
-    cache_axis,
-    choose_modes,
-    compute_levels,
-    describe_value,
-    elide_label,
-    prepare_matrix,
-    printable_label,
-    tick_font,
-    title_font,
-)
+from attnlab.ui.axes import TICK_POINT_SIZE, CategoryAxis, MaskBackground, choose_modes
+from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
+from attnlab.ui.matrix_data import ValueFormat, check_labels, compute_levels, elide_label, prepare_matrix
+from attnlab.ui.matrix_view import MatrixView
 
 __all__ = ["HeadGrid", "grid_shape"]
 
@@ -48,7 +36,7 @@ def grid_shape(n_heads: int) -> tuple[int, int]:
     return math.ceil(n_heads / ncols), ncols
 
 
-class HeadGrid(QtWidgets.QWidget):
+class HeadGrid(MatrixView):
     """H attention maps [H, Tq, Tk] as a grid of small heatmaps sharing one colour scale.
 
     Signals:
@@ -67,20 +55,8 @@ class HeadGrid(QtWidgets.QWidget):
         signed_colormap: str | None = DEFAULT_DIVERGING,
         value_format: ValueFormat = "{:.3f}",
     ) -> None:
-        super().__init__(parent)
-        self._cmap_name = colormap
-        self._signed_cmap_name = signed_colormap
-        self._applied_cmap: str | None = None
-        self._value_format: ValueFormat = value_format
-
-        self._raw: np.ndarray | None = None
-        self._mask: np.ndarray | None = None
-        self._bad: np.ndarray | None = None
-        self._levels: tuple[float, float] | None = None
+        super().__init__(parent, colormap=colormap, signed_colormap=signed_colormap, value_format=value_format)
         self._cells: tuple[int, int] | None = None  # (Tq, Tk)
-        self._row_labels: list[str] | None = None
-        self._col_labels: list[str] | None = None
-        self._title = ""
         self._selected: int | None = None
         self._n_heads = 0
         self._styled: int | None = None  # the head drawn as selected in the grid now shown
@@ -93,36 +69,10 @@ class HeadGrid(QtWidgets.QWidget):
         self._left_axes: list[CategoryAxis] = []
         self._bottom_axes: list[CategoryAxis] = []
         self._bar: pg.ColorBarItem | None = None
-
-        self._title_label = QtWidgets.QLabel(self)
-        self._title_label.setFont(title_font())
-        self._title_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self._title_label.setVisible(False)
-
-        self._message = QtWidgets.QLabel(self)
-        self._message.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self._message.setWordWrap(True)
-        self._message.setFont(tick_font())
-        self._stack = QtWidgets.QStackedWidget(self)
-        self._stack.addWidget(self._message)
         # One scene per head count seen, kept: toggling 4 <-> 8 heads swaps pages instead of rebuilding.
         self._grids: dict[int, dict] = {}
-        self._glw = self._new_scene()
+        self._glw = self._new_grid_scene()
         self._stack.setCurrentWidget(self._message)
-
-        self._readout = QtWidgets.QLabel("", self)
-        self._readout.setFont(tick_font())
-        self._readout.setMinimumHeight(QtGui.QFontMetrics(self._readout.font()).height() + 4)
-        self._readout.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored,
-                                    QtWidgets.QSizePolicy.Policy.Fixed)
-
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.setContentsMargins(2, 2, 2, 2)
-        layout.setSpacing(2)
-        layout.addWidget(self._title_label)
-        layout.addWidget(self._stack, 1)
-        layout.addWidget(self._readout)
-
 
     # ------------------------------------------------------------------ public API
     def set_heads(
@@ -146,8 +96,8 @@ class HeadGrid(QtWidgets.QWidget):
         if raw.ndim != 3:
             raise ValueError(f"weights must be [H, Tq, Tk], got shape {raw.shape}")
         n_heads, tq, tk = raw.shape
-        rlabels = _check_labels(row_labels, tq, "row_labels")
-        clabels = _check_labels(col_labels, tk, "col_labels")
+        rlabels = check_labels(row_labels, tq, "row_labels")
+        clabels = check_labels(col_labels, tk, "col_labels")
         if levels is None and symmetric is None:
             valid = raw if bad is None else raw[~bad]
             if valid.size == 0 or (float(valid.min()) >= 0.0 and float(valid.max()) <= 1.0):
@@ -160,14 +110,11 @@ class HeadGrid(QtWidgets.QWidget):
         self._levels = (lo, hi)
         self._apply_colormap()
 
-        for h, img in enumerate(self._images):
-            img.setImage(display[h], autoLevels=False, levels=(lo, hi))
+        self._show_levels(self._images, display, self._bar, lo, hi)
         for h, bg in enumerate(self._mask_bgs):
             show = bad is not None and bool(bad[h].any())
             if show != bg.isVisible():
                 bg.setVisible(show)
-        if self._bar is not None and self._bar.levels() != (lo, hi):
-            self._bar.setLevels((lo, hi), update_items=False)
 
         cells_changed = (tq, tk) != self._cells
         labels_changed = cells_changed or rlabels != self._row_labels or clabels != self._col_labels
@@ -180,10 +127,7 @@ class HeadGrid(QtWidgets.QWidget):
             self._row_labels, self._col_labels = rlabels, clabels
             self._install_axis_labels()
 
-        if title != self._title:
-            self._title = title
-            self._title_label.setText(title)
-            self._title_label.setVisible(bool(title))
+        self._set_title(title)
         if self._stack.currentWidget() is not self._glw:
             self._stack.setCurrentWidget(self._glw)
             self._readout.setText(self.HINT)
@@ -207,37 +151,6 @@ class HeadGrid(QtWidgets.QWidget):
     def head_count(self) -> int:
         return self._n_heads
 
-    def clear(self, message: str = "") -> None:
-        """Hide the grid and show *message* centred instead."""
-        self._raw = self._mask = self._bad = None
-        self._message.setText(message)
-        self._stack.setCurrentWidget(self._message)
-        self._readout.setText("")
-
-    def has_data(self) -> bool:
-        return self._raw is not None
-
-    def message(self) -> str:
-        return "" if self.has_data() else self._message.text()
-
-    def set_colormap(self, name: str, signed: str | None = None) -> None:
-        """Same contract as :meth:`LabeledHeatmap.set_colormap`."""
-        self._cmap_name = name
-        self._signed_cmap_name = signed
-        self._apply_colormap()
-
-    def colormap_name(self) -> str:
-        return self._applied_cmap or self._cmap_name
-
-    def set_value_format(self, fmt: ValueFormat) -> None:
-        self._value_format = fmt
-
-    def levels(self) -> tuple[float, float] | None:
-        return self._levels
-
-    def title(self) -> str:
-        return self._title
-
     def image_items(self) -> list[pg.ImageItem]:
         return list(self._images)
 
@@ -250,21 +163,13 @@ class HeadGrid(QtWidgets.QWidget):
     def graphics_view(self) -> pg.GraphicsLayoutWidget:
         return self._glw
 
-    def readout_text(self) -> str:
-        return self._readout.text()
-
     def describe_cell(self, head: int, r: int, c: int) -> str:
         """'head h: row label → col label  [r, c] = value' ('' when out of range)."""
         raw = self._raw
         if raw is None or not (0 <= head < raw.shape[0] and 0 <= r < raw.shape[1] and 0 <= c < raw.shape[2]):
             return ""
         explicitly = self._mask is not None and bool(self._mask[head, r, c])
-        where = f"[{r}, {c}] = {describe_value(float(raw[head, r, c]), explicitly, self._value_format)}"
-        if self._row_labels is None and self._col_labels is None:
-            return f"head {head}: {where}"
-        rl = printable_label(self._row_labels[r]) if self._row_labels is not None else str(r)
-        cl = printable_label(self._col_labels[c]) if self._col_labels is not None else str(c)
-        return f"head {head}: {rl} → {cl}  {where}"
+        return f"head {head}: {self._cell_text(float(raw[head, r, c]), explicitly, r, c)}"
 
     def head_at_scene_pos(self, pos: QtCore.QPointF) -> int | None:
         """Head whose plot or title is under scene position *pos*."""
@@ -279,12 +184,8 @@ class HeadGrid(QtWidgets.QWidget):
             return None
         for h, vb in enumerate(self._views):
             if vb.sceneBoundingRect().contains(pos):
-                p = vb.mapSceneToView(pos)
-                r, c = math.floor(p.y() + 0.5), math.floor(p.x() + 0.5)
-                _, tq, tk = self._raw.shape
-                if 0 <= r < tq and 0 <= c < tk:
-                    return h, r, c
-                return None
+                cell = self._cell_in(vb, pos, *self._raw.shape[1:])
+                return None if cell is None else (h, *cell)
         return None
 
     def scene_pos_of_head(self, head: int) -> QtCore.QPointF:
@@ -295,16 +196,13 @@ class HeadGrid(QtWidgets.QWidget):
     _GRID_STATE = ("_glw", "_views", "_images", "_mask_bgs", "_head_titles", "_left_axes", "_bottom_axes",
                    "_bar", "_applied_cmap", "_cells", "_row_labels", "_col_labels", "_n_heads", "_styled")
 
-    def _new_scene(self) -> pg.GraphicsLayoutWidget:
-        glw = pg.GraphicsLayoutWidget(self)
-        glw.setMinimumSize(160, 120)
-        glw.ci.setContentsMargins(2, 2, 2, 2)
+    def _new_grid_scene(self) -> pg.GraphicsLayoutWidget:
+        glw = self._new_scene()
         glw.ci.setSpacing(4)
-        self._stack.insertWidget(self._stack.count() - 1, glw)
-        scene = glw.scene()
-        scene.sigMouseMoved.connect(self._on_mouse_moved)
-        scene.sigMouseClicked.connect(self._on_mouse_clicked)
         return glw
+
+    def _colorbars(self) -> list[pg.ColorBarItem]:
+        return [] if self._bar is None else [self._bar]
 
     def _build(self, n_heads: int) -> None:
         """Show the grid for *n_heads*: the kept one when this count was seen before, else build it."""
@@ -312,16 +210,9 @@ class HeadGrid(QtWidgets.QWidget):
             self._grids[self._n_heads] = {k: getattr(self, k) for k in self._GRID_STATE}
         kept = self._grids.get(n_heads)
         if kept is not None:
-            for k, v in kept.items():
-                setattr(self, k, v)
-            if self._stack.currentWidget() is not self._message:
-                self._stack.setCurrentWidget(self._glw)
-            for h in {self._styled, self._selected} - {None}:
-                if h < n_heads:
-                    self._style_head(h)
+            self._restore_grid(kept, n_heads)
             return
-        self._glw = self._new_scene() if self._views else self._glw
-        ci = self._glw.ci
+        self._glw = self._new_grid_scene() if self._views else self._glw
         self._views, self._images, self._mask_bgs, self._head_titles = [], [], [], []
         self._left_axes, self._bottom_axes = [], []
         self._bar = None
@@ -334,6 +225,28 @@ class HeadGrid(QtWidgets.QWidget):
         if n_heads == 0:
             return
         nrows, ncols = grid_shape(n_heads)
+        self._add_heads(n_heads, ncols)
+        self._add_axes(n_heads, nrows, ncols)
+        self._add_colorbar(nrows, ncols)
+        first = self._views[0]
+        first.sigResized.connect(lambda *_: self._refresh_axis_modes() if self._views and self._views[0] is first
+                                 else None)
+        for h in range(n_heads):
+            self._style_head(h)
+        self._grids[n_heads] = {k: getattr(self, k) for k in self._GRID_STATE}
+
+    def _restore_grid(self, kept: dict, n_heads: int) -> None:
+        for k, v in kept.items():
+            setattr(self, k, v)
+        if self._stack.currentWidget() is not self._message:
+            self._stack.setCurrentWidget(self._glw)
+        for h in {self._styled, self._selected} - {None}:
+            if h < n_heads:
+                self._style_head(h)
+
+    def _add_heads(self, n_heads: int, ncols: int) -> None:
+        """A title and a view box (image over a mask background) per head; layout rows 2i (title), 2i+1."""
+        ci = self._glw.ci
         for h in range(n_heads):
             i, j = divmod(h, ncols)
             lab = pg.LabelItem(f"head {h}", size=f"{TICK_POINT_SIZE}pt")
@@ -342,17 +255,15 @@ class HeadGrid(QtWidgets.QWidget):
             vb = pg.ViewBox(enableMouse=False, enableMenu=False, invertY=True, defaultPadding=0.0)
             vb.disableAutoRange()
             ci.addItem(vb, row=2 * i + 1, col=j + 1)
-            bg = MaskBackground()
-            bg.setVisible(False)
-            vb.addItem(bg, ignoreBounds=True)
-            img = pg.ImageItem(axisOrder="row-major")
-            img.setPos(-0.5, -0.5)
-            img.setImage(np.zeros((1, 1), np.float32), autoLevels=False, levels=(0.0, 1.0))  # see heatmap.py
-            vb.addItem(img)
+            img, bg = self._new_image(vb)
             self._views.append(vb)
             self._images.append(img)
             self._mask_bgs.append(bg)
             self._head_titles.append(lab)
+
+    def _add_axes(self, n_heads: int, nrows: int, ncols: int) -> None:
+        """Row axes on the left of each grid row, column axes under the lowest plot of each grid column."""
+        ci = self._glw.ci
         for i in range(nrows):
             ax = CategoryAxis("left")
             ax.linkToView(self._views[i * ncols])
@@ -373,19 +284,12 @@ class HeadGrid(QtWidgets.QWidget):
         for j in range(ncols):
             lay.setColumnStretchFactor(j + 1, 1)
 
-        self._bar = pg.ColorBarItem(values=(0.0, 1.0), width=16, interactive=False, colorMapMenu=False)
-        self._bar.axis.setTickFont(tick_font())
-        self._bar.axis.setWidth(QtGui.QFontMetrics(tick_font()).horizontalAdvance("−0.0000") + 12)
-        cache_axis(self._bar.axis)
+    def _add_colorbar(self, nrows: int, ncols: int) -> None:
+        """One colour bar on the right that drives every head's image (one shared scale)."""
+        self._bar = self._new_colorbar(16)
         self._bar.setImageItem(self._images)
-        ci.addItem(self._bar, row=1, col=ncols + 1, rowspan=2 * nrows - 1)
-        lay.setColumnStretchFactor(ncols + 1, 0)
-        first = self._views[0]
-        first.sigResized.connect(lambda *_: self._refresh_axis_modes() if self._views and self._views[0] is first
-                                 else None)
-        for h in range(n_heads):
-            self._style_head(h)
-        self._grids[n_heads] = {k: getattr(self, k) for k in self._GRID_STATE}
+        self._glw.ci.addItem(self._bar, row=1, col=ncols + 1, rowspan=2 * nrows - 1)
+        self._glw.ci.layout.setColumnStretchFactor(ncols + 1, 0)
 
     def _style_head(self, h: int) -> None:
         sel = h == self._selected
@@ -398,16 +302,6 @@ class HeadGrid(QtWidgets.QWidget):
             f"head {h}", bold=sel, color=SELECTED_COLOR if sel else None, size=f"{TICK_POINT_SIZE}pt"
         )
         self._head_titles[h].setMaximumHeight(self._head_titles[h].minimumHeight())
-
-    def _apply_colormap(self) -> None:
-        if self._bar is None:
-            return
-        name = self._cmap_name
-        if self._signed_cmap_name and self._levels is not None and self._levels[0] < 0.0 < self._levels[1]:
-            name = self._signed_cmap_name
-        if name != self._applied_cmap:
-            self._applied_cmap = name
-            self._bar.setColorMap(get_colormap(name))
 
     def _install_axis_labels(self) -> None:
         if self._cells is None:
@@ -454,9 +348,6 @@ class HeadGrid(QtWidgets.QWidget):
         else:
             self._readout.setText(self.HINT)
 
-    def _on_mouse_clicked(self, ev: object) -> None:
-        self._handle_click(ev.scenePos(), ev.button())
-
     def _handle_click(self, scene_pos: QtCore.QPointF, button: Qt.MouseButton) -> bool:
         if button != Qt.MouseButton.LeftButton or self._raw is None:
             return False
@@ -465,17 +356,3 @@ class HeadGrid(QtWidgets.QWidget):
             return False
         self.headClicked.emit(h)
         return True
-
-    def leaveEvent(self, event: QtCore.QEvent) -> None:
-        if self._raw is not None:
-            self._readout.setText(self.HINT)
-        super().leaveEvent(event)
-
-
-def _check_labels(labels: Sequence[str] | None, n: int, name: str) -> list[str] | None:
-    if labels is None:
-        return None
-    out = [str(s) for s in labels]
-    if len(out) != n:
-        raise ValueError(f"{name} has {len(out)} entries, expected {n}")
-    return out

@@ -1,22 +1,22 @@
 """The main window: composition only. Inputs on top, the current stage's panel and its explanation in the
 middle, the pipeline navigator and the architecture schematic on the left, the toggles on the right, and
-device / timings / token counts / notices in the status bar."""
+device / timings / token counts / notices in the status bar.
+
+The menus (window_menus.py), the status bar and banner (window_status.py) and the ways a model is opened
+(window_files.py) are mixins of this class; what is here builds the layout, wires the session's signals
+and draws the current stage.
+"""
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QEvent, Qt, QTimer
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtGui import QCloseEvent, QKeyEvent
 from PySide6.QtWidgets import (
-    QDialog,
     QDockWidget,
-    QFileDialog,
     QLabel,
     QMainWindow,
-    QMessageBox,
-    QProgressBar,
     QScrollArea,
     QSplitter,
     QStackedWidget,
@@ -27,22 +27,22 @@ from PySide6.QtWidgets import (
 
 from attnlab.session import Session, shape_text
 from attnlab.ui import app as appsettings
-from attnlab.ui import open_model
-from attnlab.ui.about import show_about
-from attnlab.ui.controls import ControlsPanel, InputBar, RandomModelDialog
+from attnlab.ui.controls import ControlsPanel
 from attnlab.ui.errors import ErrorReporter
+from attnlab.ui.inputs import InputBar
 from attnlab.ui.navigator import STEP_KEYS, StageNavigator
 from attnlab.ui.schematic import Schematic
+from attnlab.ui.window_files import CHECKPOINT_FILTER, FIRST_PAINT_WAIT_MS, WindowFiles
+from attnlab.ui.window_menus import SHORTCUTS_HTML, WindowMenus
+from attnlab.ui.window_status import CLASSROOM_NOTE, RANDOM_BANNER, WindowStatus, classroom_description
 
-FIRST_PAINT_WAIT_MS = 1000
+__all__ = ["CHECKPOINT_FILTER", "CLASSROOM_NOTE", "DEFAULT_SIZE", "FIRST_PAINT_WAIT_MS", "RANDOM_BANNER",
+           "SHORTCUTS_HTML", "MainWindow", "classroom_description", "explanation_for"]
+
 DEFAULT_SIZE = (1400, 900)
-CHECKPOINT_FILTER = open_model.FILE_FILTER
-RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
-CLASSROOM_NOTE = ("Classroom model ({what}), trained on short generated sentences with a small vocabulary: "
-                  "other sentences still run, but then its outputs are meaningless.")
 
 
-class MainWindow(QMainWindow):
+class MainWindow(WindowMenus, WindowFiles, WindowStatus, QMainWindow):
     def __init__(self, session: Session | None = None, settings=None):
         super().__init__()
         self.setObjectName("mainWindow")
@@ -54,11 +54,20 @@ class MainWindow(QMainWindow):
         self._panels: dict[type, QWidget] = {}
         self._shown: tuple = ()
         self.last_paint_ms = 0.0
-        self._pending_start = None  # the start-up load, run after the first paint
-        s = self.session
+        self._pending_start = None
+        self._build_status_bar()
+        self._build_central()
+        self._build_docks()
+        self._build_menus()
+        self._connect()
+        screen = self.screen().availableGeometry()
+        self.resize(min(DEFAULT_SIZE[0], screen.width()), min(DEFAULT_SIZE[1], screen.height()))
+        self._restore_layout()
 
-        self.inputs = InputBar(s)
-        self.banner = QLabel(objectName="banner", wordWrap=True, visible=False)
+    # ---- layout -------------------------------------------------------------------------------------------
+    def _build_central(self) -> None:
+        """Inputs and banner on top; below them the stage (title, shapes, panel) over its explanation."""
+        self.inputs = InputBar(self.session)
         self.stage_title = QLabel("Loading the model…", objectName="stageTitle", wordWrap=True)
         self.stage_shapes = QLabel(objectName="stageShapes", wordWrap=True,
                                    textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -93,9 +102,11 @@ class MainWindow(QMainWindow):
         box.addWidget(split, 1)
         self.setCentralWidget(central)
 
+    def _build_docks(self) -> None:
+        """The pipeline navigator and the schematic on the left, the toggles (scrollable) on the right."""
         self.navigator = StageNavigator()
         self.schematic = Schematic()
-        self.controls = ControlsPanel(s)
+        self.controls = ControlsPanel(self.session)
         scroll = QScrollArea(widgetResizable=True, objectName="controlsScroll",
                              horizontalScrollBarPolicy=Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(self.controls)
@@ -108,27 +119,22 @@ class MainWindow(QMainWindow):
         self.resizeDocks([self.nav_dock, self.controls_dock], [290, 280], Qt.Orientation.Horizontal)
         self.resizeDocks([self.nav_dock, self.schematic_dock], [380, 420], Qt.Orientation.Vertical)
 
-        self.device_label = QLabel(objectName="deviceLabel")
-        self.timing_label = QLabel(objectName="timingLabel")
-        self.tokens_label = QLabel(objectName="tokensLabel")
-        self.notice_label = QLabel(objectName="noticeLabel")
-        self.busy = QProgressBar(objectName="busyIndicator", minimum=0, maximum=0, maximumWidth=120,
-                                 textVisible=False, visible=False)
-        # room for the widest timing up front: a label that grows and shrinks with its digits relays out
-        # the whole status bar on every toggle
-        widest = "compute 8888.8 ms · paint 8888.8 ms"
-        self.timing_label.setMinimumWidth(self.timing_label.fontMetrics().horizontalAdvance(widest) + 8)
-        bar = self.statusBar()
-        for w in (self.device_label, self.timing_label, self.tokens_label):
-            bar.addPermanentWidget(w)
-        bar.addWidget(self.notice_label, 1)
-        bar.addPermanentWidget(self.busy)
-        self._build_menus()
+    def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
+        dock = QDockWidget(title, self, objectName=name)
+        dock.setWidget(widget)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        self.addDockWidget(area, dock)
+        return dock
 
+    def _connect(self) -> None:
+        s = self.session
         s.traceReady.connect(self._on_trace)
         s.stageChanged.connect(lambda _k: self.refresh())
         s.viewChanged.connect(lambda _v: self.refresh())
-        s.optionsChanged.connect(lambda o: self.schematic.set_model(s.model.config if s.model else None, o))
+        s.optionsChanged.connect(lambda options, _changed: self.schematic.set_model(
+            s.model.config if s.model else None, options))
         s.modelChanged.connect(self._on_model)
         s.modelFailed.connect(self._on_model_failed)
         s.failed.connect(self._on_failed)
@@ -139,66 +145,6 @@ class MainWindow(QMainWindow):
         self.schematic.boxClicked.connect(self.go_to_box)
         self.inputs.src.returnPressed.connect(self.navigator.setFocus)
         self.inputs.tgt.returnPressed.connect(self.navigator.setFocus)
-        screen = self.screen().availableGeometry()
-        self.resize(min(DEFAULT_SIZE[0], screen.width()), min(DEFAULT_SIZE[1], screen.height()))
-        self._restore_layout()
-
-    def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
-        dock = QDockWidget(title, self, objectName=name)
-        dock.setWidget(widget)
-        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-        self.addDockWidget(area, dock)
-        return dock
-
-    def _action(self, menu, text: str, slot, shortcuts=(), name: str = "", checkable: bool = False
-                ) -> QAction:
-        action = QAction(text, self, checkable=checkable)
-        if name:
-            action.setObjectName(name)
-        action.setShortcuts([QKeySequence(k) for k in shortcuts])
-        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        (action.toggled if checkable else action.triggered).connect(slot)
-        menu.addAction(action)
-        return action
-
-    def _build_menus(self) -> None:
-        s, bar = self.session, self.menuBar()
-        m = bar.addMenu("&File")
-        self._action(m, "&Open checkpoint…", self.open_dialog, [QKeySequence.StandardKey.Open], "openAction")
-        open_model.add_file_actions(self, m)  # Open folder…, Model info…
-        self.recent_menu = m.addMenu("Open &recent")
-        self.recent_menu.aboutToShow.connect(self._fill_recent)
-        bundled = m.addMenu("Open &bundled model")
-        for name, text in (("translation", "Translation (English → French)"),
-                           ("language", "Language model (next word)")):
-            self._action(bundled, text, lambda _=False, n=name: self.open_bundled(n))
-        self._action(m, "&New random model…", self.new_random_model, ["Ctrl+N"], "randomAction")
-        m.addSeparator()
-        self._action(m, "&Quit", self.close, [QKeySequence.StandardKey.Quit])
-        m = bar.addMenu("&Stage")
-        self._action(m, "&Next stage\t→ / PgDn", lambda: s.step_stage(1), ["PgDown"], "nextStageAction")
-        self._action(m, "&Previous stage\t← / PgUp", lambda: s.step_stage(-1), ["PgUp"], "prevStageAction")
-        self._action(m, "&First stage\tHome", lambda: s.step_stage(-(10**9)))
-        self._action(m, "&Last stage\tEnd", lambda: s.step_stage(10**9))
-        m.addSeparator()
-        self._action(m, "&Generate next token", s.generate_next, ["Ctrl+G"], "generateAction")
-        self._action(m, "Edit &source sentence", lambda: self._focus(self.inputs.src), ["Ctrl+L"])
-        self._action(m, "Edit &decoder input", lambda: self._focus(self.inputs.tgt), ["Ctrl+Shift+L"])
-        self._action(m, "Go to the &stage list", self.navigator.setFocus, ["Esc"])
-        self._action(m, "&Reset all toggles", s.reset_options, ["Ctrl+R"])
-        m = bar.addMenu("&View")
-        dark = appsettings.read_bool(self.settings, appsettings.DARK)
-        self.dark_action = self._action(m, "&Dark theme", self.set_dark, ["Ctrl+Shift+D"], "darkAction", True)
-        self.dark_action.setChecked(dark)
-        self._action(m, "&Full screen", self._toggle_full_screen, ["F11"])
-        m.addSeparator()
-        for dock in (self.nav_dock, self.schematic_dock, self.controls_dock):
-            m.addAction(dock.toggleViewAction())
-        m = bar.addMenu("&Help")
-        self._action(m, "&Keyboard shortcuts", self.show_shortcuts, ["F1"])
-        self._action(m, "&About attnlab", lambda: show_about(self), name="aboutAction")
 
     # ---- drawing ---------------------------------------------------------------------------------------
     def panel_for(self, kind: str) -> QWidget:
@@ -256,40 +202,6 @@ class MainWindow(QMainWindow):
         self.refresh()
         self._update_banner(trace)
 
-    def _show_status(self, trace) -> None:
-        info = trace.info
-        self.device_label.setText(f"Device: {str(info.get('device', '?')).upper()}")
-        self.timing_label.setText(f"compute {info.get('job_ms', info.get('compute_ms', 0.0)):.1f} ms · "
-                                  f"paint {self.last_paint_ms:.1f} ms")
-        sides = (("src.tokens", "source"), ("tgt.tokens", "decoder"))
-        counts = [f"{len(trace[n])} {what}" for n, what in sides if n in trace]
-        self.tokens_label.setText("Tokens: " + " + ".join(counts))
-        notices = list(trace.notices)
-        self.notice_label.setText(" · ".join(notices))
-        self.notice_label.setToolTip("\n".join(notices))
-
-    def _update_banner(self, trace) -> None:
-        """Say when the numbers mean nothing: a random model, a notice from the loader, unknown tokens;
-        for a classroom model, a quieter note that it only knows its small training language."""
-        model = self.session.model
-        meta = model.metadata if model else {}
-        warnings = [RANDOM_BANNER] if meta.get("random") else []
-        if meta.get("notice"):
-            warnings.append(str(meta["notice"]))
-        unknown = sum(tok == "<unk>" for n in ("src.tokens", "tgt.tokens") for tok in trace.get(n, []))
-        if unknown and not meta.get("random"):
-            warnings.append(f"{unknown} token(s) are not in this model's vocabulary and became <unk>: "
-                            "the model has never seen them, so expect meaningless output.")
-        lines = warnings or ([CLASSROOM_NOTE.format(what=classroom_description(meta["classroom_model"]))]
-                             if meta.get("classroom_model") else [])
-        text, level = "\n".join(dict.fromkeys(lines)), "warning" if warnings else "info"
-        self.banner.setText(text)
-        if self.banner.property("level") != level:  # re-polishing restyles (and repaints) the window
-            self.banner.setProperty("level", level)
-            self.banner.style().unpolish(self.banner)
-            self.banner.style().polish(self.banner)
-        self.banner.setVisible(bool(lines))
-
     def set_dark(self, dark: bool) -> None:
         appsettings.apply_theme(dark)
         self.settings.setValue(appsettings.DARK, dark)
@@ -301,7 +213,7 @@ class MainWindow(QMainWindow):
         self.schematic.update()
         self.refresh()
 
-    # ---- model and state changes -------------------------------------------------------------------------
+    # ---- model and navigation ------------------------------------------------------------------------------
     def _on_model(self, model) -> None:
         s = self.session
         self.schematic.set_model(model.config, s.options)
@@ -311,15 +223,6 @@ class MainWindow(QMainWindow):
         if s.model_path:
             appsettings.add_recent_file(self.settings, s.model_path)
 
-    def _on_model_failed(self, message: str) -> None:
-        QMessageBox.warning(self, "Could not open the model", message)
-
-    def _on_failed(self, message: str) -> None:
-        self.statusBar().showMessage("Not run: " + message.replace("\n", " "), 10000)
-
-    def _on_busy(self, busy: bool) -> None:
-        self.busy.setVisible(busy)
-
     def go_to_box(self, box: str) -> None:
         """Jump to the first stage drawn by this schematic box."""
         for stage in self.session.stages:
@@ -327,74 +230,13 @@ class MainWindow(QMainWindow):
                 self.session.set_stage(stage.key)
                 return
 
-    def _focus(self, edit) -> None:
-        edit.setFocus()
-        edit.selectAll()
-
-    def keyPressEvent(self, event) -> None:
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         """Arrow keys that no focused widget used step through the stages."""
         step = STEP_KEYS.get(event.key())
         if step is not None and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
             self.session.step_stage(step)
             return
         super().keyPressEvent(event)
-
-    def _toggle_full_screen(self) -> None:
-        self.showNormal() if self.isFullScreen() else self.showFullScreen()
-
-    def show_shortcuts(self) -> None:
-        QMessageBox.information(self, "Keyboard shortcuts", SHORTCUTS_HTML)
-
-    # ---- files -------------------------------------------------------------------------------------------
-    def open_checkpoint(self, path: str) -> None:
-        path = str(Path(path).expanduser())
-        loader = open_model.checkpoint_loader(self, path)  # a bare state dict asks for its settings first
-        if loader is None:
-            return
-        self.statusBar().showMessage(f"Opening {path}…")
-        self.session.load_async(loader, path=path, src=self.session.src or None, prefix=True)
-
-    def open_bundled(self, name: str) -> None:
-        from attnlab.checkpoints import load_bundled
-
-        self.session.load_async(lambda: load_bundled(name), prefix=True)
-
-    def open_dialog(self) -> None:
-        start = str(self.settings.value(appsettings.LAST_CHECKPOINT, "") or "")
-        folder = str(Path(start).parent) if start else ""
-        path, _ = QFileDialog.getOpenFileName(self, "Open a checkpoint", folder, CHECKPOINT_FILTER)
-        if path:
-            self.open_checkpoint(path)
-
-    def _fill_recent(self) -> None:
-        self.recent_menu.clear()
-        paths = appsettings.recent_files(self.settings)
-        for path in paths:
-            action = self.recent_menu.addAction(Path(path).name, lambda p=path: self.open_checkpoint(p))
-            action.setToolTip(path)
-        if not paths:
-            self.recent_menu.addAction("(none yet)").setEnabled(False)
-
-    def new_random_model(self) -> None:
-        from attnlab.checkpoints import random_model
-
-        model = self.session.model
-        dialog = RandomModelDialog(model.config if model else None, self)
-        if dialog.exec() == QDialog.DialogCode.Accepted:
-            config, seed = dialog.config(), dialog.seed.value()
-            self.session.load_async(lambda: random_model(config, seed), src=self.session.src or None,
-                                    prefix=True)
-
-    def dragEnterEvent(self, event) -> None:
-        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
-        if urls and urls[0].isLocalFile():
-            event.acceptProposedAction()
-
-    def dropEvent(self, event) -> None:
-        urls = event.mimeData().urls()
-        if urls and urls[0].isLocalFile():
-            event.acceptProposedAction()
-            self.open_checkpoint(urls[0].toLocalFile())
 
     # ---- settings ----------------------------------------------------------------------------------------
     def _restore_layout(self) -> None:
@@ -405,7 +247,7 @@ class MainWindow(QMainWindow):
         if isinstance(state, QByteArray):
             self.restoreState(state)
 
-    def closeEvent(self, event) -> None:
+    def closeEvent(self, event: QCloseEvent) -> None:
         st = self.settings
         st.setValue(appsettings.GEOMETRY, self.saveGeometry())
         st.setValue(appsettings.WINDOW_STATE, self.saveState())
@@ -418,55 +260,8 @@ class MainWindow(QMainWindow):
         self.session.shutdown()
         super().closeEvent(event)
 
-    def start(self, loader, src: str | None = None, tgt: str | None = None, stage: str | None = None,
-              path: str | None = None, remembered: tuple[str, str] | None = None) -> None:
-        """Once the window has painted: build the model with `loader()` off the GUI thread and trace `src`.
-
-        Waiting for the first paint matters: importing torch on the worker holds the GIL for about a second,
-        which would otherwise delay the window itself."""
-        if stage:
-            self.session.stage_key = stage
-        self._pending_start = lambda: self.session.load_async(loader, path=path, src=src, tgt=tgt,
-                                                              prefix=tgt is None, remembered=remembered)
-        self.installEventFilter(self)
-        QTimer.singleShot(FIRST_PAINT_WAIT_MS, self._run_pending_start)  # in case no paint comes (hidden)
-
-    def _run_pending_start(self) -> None:
-        self.removeEventFilter(self)
-        start, self._pending_start = self._pending_start, None
-        if start is not None:
-            start()
-
-    def eventFilter(self, watched, event) -> bool:
-        """Installed by start() until the first paint of the window."""
-        if watched is self and event.type() == QEvent.Type.Paint and self._pending_start is not None:
-            QTimer.singleShot(0, self._run_pending_start)
-        return False
-
-
-def classroom_description(name: str) -> str:
-    """'translation' -> 'English → French translation, encoder-decoder'."""
-    from attnlab.checkpoints import BUNDLED
-
-    text = BUNDLED.get(str(name), str(name)).replace("->", "→")
-    return text.replace(" (", ", ").rstrip(")")
-
 
 def explanation_for(stage, trace) -> str:
     from attnlab.ui.explain import explanation_html  # imported late: it needs the engine (torch)
 
     return explanation_html(stage, trace)
-
-
-SHORTCUTS_HTML = """<table cellspacing=4>
-<tr><td><b>→</b> / <b>PgDn</b></td><td>next stage</td></tr>
-<tr><td><b>←</b> / <b>PgUp</b></td><td>previous stage</td></tr>
-<tr><td><b>Home</b> / <b>End</b></td><td>first / last stage</td></tr>
-<tr><td><b>Esc</b> / <b>Enter</b> in a text box</td><td>back to the stage list</td></tr>
-<tr><td><b>Ctrl+L</b> / <b>Ctrl+Shift+L</b></td><td>edit the source sentence / decoder input</td></tr>
-<tr><td><b>Ctrl+G</b></td><td>generate the next token</td></tr>
-<tr><td><b>Ctrl+R</b></td><td>reset every toggle</td></tr>
-<tr><td><b>Ctrl+O</b> / <b>Ctrl+N</b></td><td>open a checkpoint / new random model</td></tr>
-<tr><td><b>Ctrl+Shift+D</b></td><td>dark theme</td></tr>
-<tr><td><b>F11</b></td><td>full screen</td></tr>
-<tr><td><b>F1</b></td><td>this list</td></tr></table>"""

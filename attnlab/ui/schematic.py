@@ -128,21 +128,54 @@ class Schematic(QWidget):
     def _stack(self, side: str, x0: float, w: float, y: float, n_layers: int, memory: QPointF | None,
                output: bool) -> tuple[float, QPointF]:
         """One column, top to bottom; returns (its bottom y, the point where the stack's output leaves)."""
-        cfg, opts = self.config, self.options
-        layer = self.layer[side]
-        name = f"{names.word(side)} ×{n_layers}"
+        here = names.layer(side, self.layer[side])
+        y = self._header(side, x0, w, y, n_layers)
+        column, branches, layer_start, layer_end = self._column(side, here, output)
+        bx, bw = x0 + 16, w - 18
+        cx = bx + bw / 2
+        rects: list[QRectF] = []
+        for i, (box, text, kind) in enumerate(column):
+            y += 8 if i == layer_start else (6 if i == layer_end else 0)  # room for the layer frame
+            r = QRectF(cx - CIRCLE / 2, y, CIRCLE, CIRCLE) if kind == "add" else QRectF(bx, y, bw, BOX_H)
+            if rects:
+                self._arrow(cx, rects[-1].bottom(), r.top())
+            rects.append(r)
+            self._box(box, r, text, kind)
+            y = r.bottom() + GAP
+        top, bottom = rects[layer_start].top() - 9, rects[layer_end - 1].bottom() + 7
+        self.items.insert(0, Item("", QRectF(x0 + 2, top, w - 2, bottom - top), "", "frame"))
+        self._residual_paths(branches, rects, x0 + 7, cx)
+        if memory is not None:  # the encoder output feeds cross-attention's keys and values
+            cross = rects[[c[0] for c in column].index(names.site(here, "cross"))]
+            mid = x0 - 6
+            self.lines.append(([memory, QPointF(mid, memory.y()), QPointF(mid, cross.center().y()),
+                                QPointF(bx, cross.center().y())], RESIDUAL, True))
+            label_rect = QRectF(mid, cross.top() - 10, bx - mid, 12)
+            self.texts.append((label_rect, "K,V", Qt.AlignmentFlag.AlignCenter))
+        last = rects[-1].bottom()
+        out_point = QPointF(cx, last + 8)
+        if not output and self.config.has_decoder:
+            self.lines.append(([QPointF(cx, last), out_point], RESIDUAL, False))
+        return last + 10, out_point
+
+    def _header(self, side: str, x0: float, w: float, y: float, n_layers: int) -> float:
+        """The stack's name and its layer chips (click one to show that layer); returns the y below them."""
         left = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
-        self.texts.append((QRectF(x0, y, w, 18), name, left))
-        for i in range(n_layers):  # layer chips, right-aligned in the header: click one to show that layer
+        self.texts.append((QRectF(x0, y, w, 18), f"{names.word(side)} ×{n_layers}", left))
+        for i in range(n_layers):  # layer chips, right-aligned in the header
             r = QRectF(x0 + w - (n_layers - i) * (CHIP + 2), y, CHIP, CHIP)
-            chip = "chip-on" if i == layer else "chip"
+            chip = "chip-on" if i == self.layer[side] else "chip"
             self.items.append(Item(names.site(names.layer(side, i), "self"), r, str(i + 1), chip))
-        y += 24
+        return y + 24
+
+    def _column(self, side: str, here: str, output: bool) -> tuple[list, list, int, int]:
+        """The boxes of one stack as (box, text, kind), top to bottom, with the norms where the options put
+        them; the residual branches as (first box of the branch, the box it joins, or None when cut); and
+        where the repeated layer starts and ends."""
+        cfg, opts = self.config, self.options
         pe = opts.positional and cfg.positional != "none"
         label = "Embedding (+ rotary)" if cfg.positional == "rotary" else "Embedding + PE"
-        label = label if pe else "Embedding"
-        column = [(names.side_entry(names.stack_side(side), "input"), label, "input")]
-        here = names.layer(side, layer)
+        column = [(names.side_entry(names.stack_side(side), "input"), label if pe else "Embedding", "input")]
         attn = names.site_words(FIRST_SITE[side], causal=opts.is_causal(FIRST_SITE[side])).capitalize()
         subs = [(names.site(here, "self"), attn, "attn")]
         if side == "dec" and cfg.has_encoder:
@@ -150,7 +183,7 @@ class Schematic(QWidget):
         subs.append((names.ffn(here), names.word("ffn.box"), "ffn"))
         pre, residual = opts.effective_norm_first(cfg), opts.residual
         layer_start = len(column)
-        branches = []  # (first element of the residual branch, the element it joins, or None when cut)
+        branches = []
         for n, sub in enumerate(subs, 1):
             norm_box, first = names.norm(here, n), len(column)
             if pre:
@@ -166,22 +199,11 @@ class Schematic(QWidget):
             column.append(("", "Final LayerNorm", "norm"))
         if output:
             column.append((OUTPUT_BOX, "Linear + softmax", "output"))
+        return column, branches, layer_start, layer_end
 
-        bx, bw = x0 + 16, w - 18
-        cx = bx + bw / 2
-        rects: list[QRectF] = []
-        for i, (box, text, kind) in enumerate(column):
-            y += 8 if i == layer_start else (6 if i == layer_end else 0)  # room for the layer frame
-            r = QRectF(cx - CIRCLE / 2, y, CIRCLE, CIRCLE) if kind == "add" else QRectF(bx, y, bw, BOX_H)
-            if rects:
-                self._arrow(cx, rects[-1].bottom(), r.top())
-            rects.append(r)
-            self._box(box, r, text, kind)
-            y = r.bottom() + GAP
-        top, bottom = rects[layer_start].top() - 9, rects[layer_end - 1].bottom() + 7
-        self.items.insert(0, Item("", QRectF(x0 + 2, top, w - 2, bottom - top), "", "frame"))
-
-        lane = x0 + 7
+    def _residual_paths(self, branches: list, rects: list[QRectF], lane: float, cx: float) -> None:
+        """The skip paths on the stack's left lane (grey and cut short when residuals are off)."""
+        residual = self.options.residual
         colour = RESIDUAL if residual else "#b0b0b0"
         for first, join in branches:
             branch_y = rects[first].top() - GAP / 2
@@ -193,18 +215,6 @@ class Schematic(QWidget):
                 end = [QPointF(lane, cut_y)]
                 self.texts.append((QRectF(lane + 3, cut_y - 12, 30, 12), "cut", Qt.AlignmentFlag.AlignLeft))
             self.lines.append(([QPointF(cx, branch_y), QPointF(lane, branch_y), *end], colour, residual))
-        if memory is not None:  # the encoder output feeds cross-attention's keys and values
-            cross = rects[[c[0] for c in column].index(names.site(here, "cross"))]
-            mid = x0 - 6
-            self.lines.append(([memory, QPointF(mid, memory.y()), QPointF(mid, cross.center().y()),
-                                QPointF(bx, cross.center().y())], RESIDUAL, True))
-            label_rect = QRectF(mid, cross.top() - 10, bx - mid, 12)
-            self.texts.append((label_rect, "K,V", Qt.AlignmentFlag.AlignCenter))
-        last = rects[-1].bottom()
-        out_point = QPointF(cx, last + 8)
-        if not output and cfg.has_decoder:
-            self.lines.append(([QPointF(cx, last), out_point], RESIDUAL, False))
-        return last + 10, out_point
 
     def _box(self, box: str, rect: QRectF, label: str, kind: str) -> None:
         self.items.append(Item(box, rect, label, kind))

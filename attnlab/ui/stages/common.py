@@ -103,7 +103,7 @@ class TitleLabel(QtWidgets.QLabel):
     def full_text(self) -> str:
         return self._full
 
-    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:  # noqa: N802 (Qt override)
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         super().resizeEvent(event)
         self._elide()
 

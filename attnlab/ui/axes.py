@@ -1,0 +1,247 @@
+"""The axes of the matrix views: fonts, the per-cell CategoryAxis (labels, rotated labels or sparse indices,
+chosen to fit), the hatched background shown through masked cells, and the cached-axis helper."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6.QtCore import Qt
+
+from attnlab.ui.colormaps import MASK_FILL, MASK_HATCH
+from attnlab.ui.matrix_data import nice_step
+
+TICK_POINT_SIZE = 10
+TITLE_POINT_SIZE = 12
+
+
+def tick_font() -> QtGui.QFont:
+    """Font for tick labels and readouts: the application font, at least 10 pt."""
+    font = QtGui.QFont(QtWidgets.QApplication.font())
+    if font.pointSizeF() < TICK_POINT_SIZE:
+        font.setPointSizeF(TICK_POINT_SIZE)
+    return font
+
+
+def title_font() -> QtGui.QFont:
+    font = tick_font()
+    font.setPointSizeF(max(TITLE_POINT_SIZE, font.pointSizeF() + 2))
+    font.setBold(True)
+    return font
+
+
+def set_axis_title(axis: pg.AxisItem, text: str) -> None:
+    """Axis title at the tick font size, in the axis' text colour (empty text hides it)."""
+    style = dict(axis.labelStyle)
+    style["color"] = axis.textPen().color().name()
+    style["font-size"] = f"{tick_font().pointSizeF():g}pt"
+    axis.setLabel(text or None, **style)
+
+
+def cache_axis(axis: pg.AxisItem) -> pg.AxisItem:
+    """Keep the axis drawn in a device-pixel cache: repainting its view (a new image, a new bar) blits
+    the cached pixels instead of replaying every tick and label. Any change to the axis (range, labels,
+    font, size) calls update(), which refreshes the cache."""
+    axis.setCacheMode(QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
+    return axis
+
+
+class MaskBackground(QtWidgets.QGraphicsRectItem):
+    """Neutral grey rectangle with a cosmetic diagonal hatch, shown through NaN pixels."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setPen(QtGui.QPen(Qt.PenStyle.NoPen))
+        self.setBrush(QtGui.QBrush(QtGui.QColor(*MASK_FILL)))
+        self.setZValue(-10)
+        self._hatch = QtGui.QBrush(QtGui.QColor(*MASK_HATCH), Qt.BrushStyle.BDiagPattern)
+
+    def paint(self, painter: QtGui.QPainter, option: object, widget: object = None) -> None:
+        rect = self.rect()
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.fillRect(rect, self.brush())
+        painter.fillRect(rect, self._hatch)  # pattern brushes are cosmetic: hatch in device pixels
+
+    def set_cells(self, rows: int, cols: int) -> None:
+        rect = QtCore.QRectF(-0.5, -0.5, cols, rows)
+        if rect != self.rect():
+            self.setRect(rect)
+
+
+class CategoryAxis(pg.AxisItem):
+    """Axis with one tick per cell (integer positions 0..n-1).
+
+    Modes: ``labels`` (one elided label per cell, horizontal), ``rotated`` (bottom axis only:
+    labels drawn vertically), ``numeric`` (sparse integer indices on a 1-2-5 step that fits),
+    ``none`` (no tick text). Labels are handed over with :meth:`set_labels`; the owner should
+    call it only when they change. Ticks are generated on demand in :meth:`tickValues` /
+    :meth:`tickStrings`, so ``setTicks`` is never needed.
+    """
+
+    MODES = ("labels", "rotated", "numeric", "none")
+
+    def __init__(self, orientation: str, **kwargs: object) -> None:
+        super().__init__(orientation, **kwargs)
+        cache_axis(self)
+        self.enableAutoSIPrefix(False)
+        self._font = tick_font()
+        self._metrics = QtGui.QFontMetrics(self._font)
+        self.setTickFont(self._font)
+        self.setStyle(tickLength=4, tickTextOffset=3, autoReduceTextSpace=False)
+        self._n = 0
+        self._labels: list[str] | None = None  # elided, printable
+        self._label_px = 0  # widest elided label, pixels
+        self.mode = "numeric"
+
+    # -- state
+    @property
+    def count(self) -> int:
+        return self._n
+
+    @property
+    def labels(self) -> list[str] | None:
+        """The elided labels shown as ticks (None: numeric indices)."""
+        return self._labels
+
+    @property
+    def label_px(self) -> int:
+        return self._label_px
+
+    @property
+    def line_px(self) -> int:
+        return self._metrics.height()
+
+    def index_px(self) -> int:
+        """Width in pixels of the widest index string."""
+        return self._metrics.horizontalAdvance(str(max(self._n - 1, 0))) + 2
+
+    def set_labels(self, labels: Sequence[str] | None, n: int) -> None:
+        """Install elided *labels* (or None for numeric ticks) for an axis of *n* cells."""
+        self._n = int(n)
+        if labels is None:
+            self._labels = None
+            self._label_px = 0
+        else:
+            self._labels = list(labels)
+            hadv = self._metrics.horizontalAdvance
+            self._label_px = max((hadv(s) for s in self._labels), default=0) + 2
+        self._update_overflow()
+        self.picture = None
+        self.update()
+
+    def set_mode(self, mode: str) -> bool:
+        """Switch the tick mode; returns True when it changed."""
+        if mode not in self.MODES:
+            raise ValueError(mode)
+        if mode == self.mode:
+            return False
+        self.mode = mode
+        self._update_overflow()
+        self.picture = None
+        self.update()
+        return True
+
+    def _update_overflow(self) -> None:
+        """Let end labels (index 0, the last token) overflow the axis ends instead of vanishing."""
+        if self.orientation not in ("top", "bottom"):
+            return
+        if self.mode == "rotated":
+            self.style["hideOverlappingLabels"] = self._label_px // 2 + 4
+        elif self.mode == "numeric":
+            self.style["hideOverlappingLabels"] = self.index_px() // 2 + 4
+        else:
+            self.style["hideOverlappingLabels"] = True
+
+    def text_extent(self, mode: str | None = None) -> int:
+        """Pixels needed across the axis (width for left/right, height for top/bottom)."""
+        mode = self.mode if mode is None else mode
+        tick = max(0, self.style["tickLength"])
+        horizontal = self.orientation in ("top", "bottom")
+        offset = self.style["tickTextOffset"][1 if horizontal else 0]
+        if mode == "none":
+            text = 0
+        elif horizontal:
+            text = self._label_px + 4 if mode == "rotated" else self.line_px
+        else:
+            text = max(self._label_px, self.index_px()) + 4
+        extent = tick + offset + text + 2
+        if self.label.isVisible():
+            extent += int(self.label.boundingRect().height() * 0.8) + 2
+        return extent
+
+    # -- pyqtgraph hooks
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list:
+        n = self._n
+        if n <= 0 or self.mode == "none":
+            return []
+        lo, hi = (minVal, maxVal) if minVal <= maxVal else (maxVal, minVal)
+        first = max(0, math.ceil(lo))
+        last = min(n - 1, math.floor(hi))
+        if last < first or hi <= lo:
+            return []
+        if self.mode in ("labels", "rotated") and self._labels is not None:
+            return [(1.0, list(range(first, last + 1)))]
+        px_per_cell = size / (hi - lo)
+        if self.orientation in ("top", "bottom"):
+            need = self.index_px() + 14
+        else:
+            need = self.line_px * 1.6
+        step = nice_step(need / max(px_per_cell, 1e-9))
+        start = math.ceil(first / step) * step
+        return [(float(step), list(range(start, last + 1, step)))]
+
+    def tickStrings(self, values: list, scale: float, spacing: float) -> list[str]:
+        if self.mode in ("labels", "rotated") and self._labels is not None:
+            labels = self._labels
+            return [labels[int(v)] if 0 <= int(v) < len(labels) else "" for v in values]
+        return [str(int(v)) for v in values]
+
+    def drawPicture(self, p: QtGui.QPainter, axisSpec, tickSpecs, textSpecs) -> None:
+        if self.mode != "rotated" or self.orientation not in ("top", "bottom"):
+            super().drawPicture(p, axisSpec, tickSpecs, textSpecs)
+            return
+        super().drawPicture(p, axisSpec, tickSpecs, [])
+        p.setFont(self._font)
+        p.setPen(self.textPen())
+        length = float(self._label_px + 2)
+        half = self.line_px / 2.0
+        align = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        for rect, _flags, text in textSpecs:
+            p.save()
+            if self.orientation == "bottom":
+                p.translate(rect.center().x(), rect.top())
+                p.rotate(-90)
+                p.drawText(QtCore.QRectF(-length, -half, length, 2 * half), align, text)
+            else:  # top: text ends at the axis line, reading upwards
+                p.translate(rect.center().x(), rect.bottom())
+                p.rotate(-90)
+                p.drawText(QtCore.QRectF(0, -half, length, 2 * half),
+                           int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), text)
+            p.restore()
+
+
+def choose_modes(
+    bottom: CategoryAxis,
+    left: CategoryAxis,
+    view_w: float,
+    view_h: float,
+    *,
+    allow_rotate: bool = True,
+    min_numeric_px: float = 0.0,
+) -> tuple[str, str]:
+    """Tick modes for a bottom/left axis pair given the view size in pixels."""
+    cols, rows = max(bottom.count, 1), max(left.count, 1)
+    px_x, px_y = view_w / cols, view_h / rows
+    if bottom.labels is not None and px_x >= bottom.label_px + 6:
+        bmode = "labels"
+    elif bottom.labels is not None and allow_rotate and px_x >= bottom.line_px + 1:
+        bmode = "rotated"
+    else:
+        bmode = "numeric" if view_w >= min_numeric_px else "none"
+    if left.labels is not None and px_y >= left.line_px * 0.8:
+        lmode = "labels"
+    else:
+        lmode = "numeric" if view_h >= min_numeric_px else "none"
+    return bmode, lmode

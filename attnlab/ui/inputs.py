@@ -1,0 +1,55 @@
+"""The sentence inputs above the stage: source (or prompt), decoder input, Generate and Clear."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSizePolicy, QWidget
+
+from attnlab.session import Session
+
+
+class InputBar(QWidget):
+    """Source sentence (live re-trace as you type), decoder input, "Generate next token" and "Clear"."""
+
+    def __init__(self, session: Session, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.session = session
+        self.src = QLineEdit(objectName="srcEdit", placeholderText="Type a sentence…",
+                             clearButtonEnabled=True)
+        self.tgt = QLineEdit(objectName="tgtEdit", clearButtonEnabled=True,
+                             placeholderText="Decoder input (teacher forcing) — empty, or Generate")
+        self.src_label = QLabel("&Source:")
+        self.src_label.setBuddy(self.src)
+        self.tgt_label = QLabel("&Decoder input:")
+        self.tgt_label.setBuddy(self.tgt)
+        self.generate = QPushButton("Generate next token", objectName="generateButton",
+                                    toolTip="Append the model's most probable next token (Ctrl+G)")
+        self.clear = QPushButton("Clear", objectName="clearTgtButton", toolTip="Empty the decoder input")
+        for button in (self.generate, self.clear):  # stay button-sized when the decoder box is hidden
+            button.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
+        layout = QFormLayout(self)
+        layout.setContentsMargins(8, 6, 8, 2)
+        layout.addRow(self.src_label, self.src)
+        row = QHBoxLayout()
+        row.addWidget(self.tgt, 1)
+        row.addWidget(self.generate)
+        row.addWidget(self.clear)
+        row.addStretch(0)
+        layout.addRow(self.tgt_label, row)
+        self.src.textEdited.connect(session.set_src)
+        self.tgt.textEdited.connect(session.set_tgt)
+        self.generate.clicked.connect(session.generate_next)
+        self.clear.clicked.connect(session.reset_tgt)
+        session.textsChanged.connect(self.sync)
+        session.modelChanged.connect(lambda _m: self.sync())
+
+    def sync(self) -> None:
+        s = self.session
+        for edit, text in ((self.src, s.src), (self.tgt, s.tgt)):
+            if edit.text() != text:
+                edit.setText(text)
+        arch = s.model.config.arch if s.model else "encoder-decoder"
+        self.src_label.setText("&Prompt:" if arch == "decoder-only" else "&Source:")
+        show_tgt = arch == "encoder-decoder"
+        for w in (self.tgt_label, self.tgt, self.clear):
+            w.setVisible(show_tgt)
+        self.generate.setVisible(arch != "encoder-only")

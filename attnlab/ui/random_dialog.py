@@ -1,0 +1,59 @@
+"""File → New random model…: the sizes of an untrained model."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QSpinBox, QWidget
+
+from attnlab.engine.config import ARCHITECTURES, POSITIONALS, ModelConfig
+
+
+class RandomModelDialog(QDialog):
+    """File → New random model…: the sizes of an untrained model, to compare with a trained one."""
+
+    def __init__(self, base: ModelConfig | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWindowTitle("New random model")
+        base = base or ModelConfig()
+        self.arch = QComboBox(objectName="archCombo")
+        self.arch.addItems(list(ARCHITECTURES))
+        self.arch.setCurrentText(base.arch)
+        self.d_model = QSpinBox(objectName="dModelSpin", minimum=4, maximum=1024, singleStep=4,
+                                value=base.d_model)
+        self.n_heads = QSpinBox(objectName="nHeadsSpin", minimum=1, maximum=64, value=base.n_heads)
+        self.d_ff = QSpinBox(objectName="dFFSpin", minimum=4, maximum=8192, singleStep=32, value=base.d_ff)
+        self.layers = QSpinBox(objectName="layersSpin", minimum=1, maximum=12,
+                               value=max(base.n_encoder_layers, base.n_decoder_layers))
+        self.positional = QComboBox(objectName="positionalCombo")
+        self.positional.addItems(list(POSITIONALS))
+        self.positional.setCurrentText(base.positional)
+        self.seed = QSpinBox(objectName="seedSpin", minimum=0, maximum=2**31 - 1, value=0)
+        self.problem = QLabel(styleSheet="color: #b00020")
+        self.problem.setWordWrap(True)
+        buttons = QDialogButtonBox.StandardButton
+        self.buttons = QDialogButtonBox(buttons.Ok | buttons.Cancel)
+        form = QFormLayout(self)
+        for label, w in (("Architecture", self.arch), ("d_model", self.d_model), ("Heads", self.n_heads),
+                         ("d_ff", self.d_ff), ("Layers per stack", self.layers),
+                         ("Positional", self.positional), ("Seed", self.seed)):
+            form.addRow(label, w)
+        form.addRow(self.problem)
+        form.addRow(self.buttons)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        for w in (self.d_model, self.n_heads, self.d_ff, self.layers):
+            w.valueChanged.connect(self._check)
+        for w in (self.arch, self.positional):
+            w.currentTextChanged.connect(self._check)
+        self._check()
+
+    def config(self) -> ModelConfig:
+        n = self.layers.value()
+        return ModelConfig(arch=self.arch.currentText(), d_model=self.d_model.value(),
+                           n_heads=self.n_heads.value(), d_ff=self.d_ff.value(), n_encoder_layers=n,
+                           n_decoder_layers=n,
+                           positional=self.positional.currentText())
+
+    def _check(self) -> None:
+        problems = self.config().problems()
+        self.problem.setText("\n".join(problems))
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(not problems)

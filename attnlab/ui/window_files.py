@@ -1,0 +1,100 @@
+"""Opening models in the main window: File → Open (dialog, recent, bundled, new random), drag and drop, and
+the start-up load that waits for the first paint (a mixin of MainWindow)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QDialog, QFileDialog
+
+from attnlab.ui import app as appsettings
+from attnlab.ui import open_model
+from attnlab.ui.random_dialog import RandomModelDialog
+
+FIRST_PAINT_WAIT_MS = 1000
+CHECKPOINT_FILTER = open_model.FILE_FILTER
+
+
+class WindowFiles:
+    """Every way a model gets into the window; all of them load off the GUI thread through the session."""
+
+    _pending_start: Callable[[], None] | None = None  # the start-up load, run after the first paint
+
+    def open_checkpoint(self, path: str) -> None:
+        path = str(Path(path).expanduser())
+        loader = open_model.checkpoint_loader(self, path)  # a bare state dict asks for its settings first
+        if loader is None:
+            return
+        self.statusBar().showMessage(f"Opening {path}…")
+        self.session.load_async(loader, path=path, src=self.session.src or None, prefix=True)
+
+    def open_bundled(self, name: str) -> None:
+        from attnlab.checkpoints import load_bundled
+
+        self.session.load_async(lambda: load_bundled(name), prefix=True)
+
+    def open_dialog(self) -> None:
+        start = str(self.settings.value(appsettings.LAST_CHECKPOINT, "") or "")
+        folder = str(Path(start).parent) if start else ""
+        path, _ = QFileDialog.getOpenFileName(self, "Open a checkpoint", folder, CHECKPOINT_FILTER)
+        if path:
+            self.open_checkpoint(path)
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        paths = appsettings.recent_files(self.settings)
+        for path in paths:
+            action = self.recent_menu.addAction(Path(path).name, lambda p=path: self.open_checkpoint(p))
+            action.setToolTip(path)
+        if not paths:
+            self.recent_menu.addAction("(none yet)").setEnabled(False)
+
+    def new_random_model(self) -> None:
+        from attnlab.checkpoints import random_model
+
+        model = self.session.model
+        dialog = RandomModelDialog(model.config if model else None, self)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            config, seed = dialog.config(), dialog.seed.value()
+            self.session.load_async(lambda: random_model(config, seed), src=self.session.src or None,
+                                    prefix=True)
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
+        if urls and urls[0].isLocalFile():
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        urls = event.mimeData().urls()
+        if urls and urls[0].isLocalFile():
+            event.acceptProposedAction()
+            self.open_checkpoint(urls[0].toLocalFile())
+
+    # ---- the start-up load -------------------------------------------------------------------------------
+    def start(self, loader: Callable, src: str | None = None, tgt: str | None = None, stage: str | None = None,
+              path: str | None = None, remembered: tuple[str, str] | None = None) -> None:
+        """Once the window has painted: build the model with `loader()` off the GUI thread and trace `src`.
+
+        Waiting for the first paint matters: importing torch on the worker holds the GIL for about a second,
+        which would otherwise delay the window itself."""
+        if stage:
+            self.session.stage_key = stage
+        self._pending_start = lambda: self.session.load_async(loader, path=path, src=src, tgt=tgt,
+                                                              prefix=tgt is None, remembered=remembered)
+        self.installEventFilter(self)
+        QTimer.singleShot(FIRST_PAINT_WAIT_MS, self._run_pending_start)  # in case no paint comes (hidden)
+
+    def _run_pending_start(self) -> None:
+        self.removeEventFilter(self)
+        start, self._pending_start = self._pending_start, None
+        if start is not None:
+            start()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Installed by start() until the first paint of the window."""
+        if watched is self and event.type() == QEvent.Type.Paint and self._pending_start is not None:
+            QTimer.singleShot(0, self._run_pending_start)
+        return False

@@ -1,0 +1,98 @@
+"""The main window's menus and keyboard shortcuts (a mixin of MainWindow: it uses the window's session,
+settings, docks, inputs and navigator, and the file actions of WindowFiles)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QLineEdit, QMenu, QMessageBox
+
+from attnlab.ui import app as appsettings
+from attnlab.ui import open_model
+from attnlab.ui.about import show_about
+
+BUNDLED_MENU = (("translation", "Translation (English → French)"), ("language", "Language model (next word)"))
+FIRST, LAST = -(10**9), 10**9  # step_stage deltas that reach the ends
+
+SHORTCUTS_HTML = """<table cellspacing=4>
+<tr><td><b>→</b> / <b>PgDn</b></td><td>next stage</td></tr>
+<tr><td><b>←</b> / <b>PgUp</b></td><td>previous stage</td></tr>
+<tr><td><b>Home</b> / <b>End</b></td><td>first / last stage</td></tr>
+<tr><td><b>Esc</b> / <b>Enter</b> in a text box</td><td>back to the stage list</td></tr>
+<tr><td><b>Ctrl+L</b> / <b>Ctrl+Shift+L</b></td><td>edit the source sentence / decoder input</td></tr>
+<tr><td><b>Ctrl+G</b></td><td>generate the next token</td></tr>
+<tr><td><b>Ctrl+R</b></td><td>reset every toggle</td></tr>
+<tr><td><b>Ctrl+O</b> / <b>Ctrl+N</b></td><td>open a checkpoint / new random model</td></tr>
+<tr><td><b>Ctrl+Shift+D</b></td><td>dark theme</td></tr>
+<tr><td><b>F11</b></td><td>full screen</td></tr>
+<tr><td><b>F1</b></td><td>this list</td></tr></table>"""
+
+
+class WindowMenus:
+    """File, Stage, View and Help menus; every action is a window shortcut."""
+
+    def _action(self, menu: QMenu, text: str, slot: Callable, shortcuts: Sequence = (), name: str = "",
+                checkable: bool = False) -> QAction:
+        action = QAction(text, self, checkable=checkable)
+        if name:
+            action.setObjectName(name)
+        action.setShortcuts([QKeySequence(k) for k in shortcuts])
+        action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        (action.toggled if checkable else action.triggered).connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        self._build_file_menu(bar.addMenu("&File"))
+        self._build_stage_menu(bar.addMenu("&Stage"))
+        self._build_view_menu(bar.addMenu("&View"))
+        help_menu = bar.addMenu("&Help")
+        self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts, ["F1"])
+        self._action(help_menu, "&About attnlab", lambda: show_about(self), name="aboutAction")
+
+    def _build_file_menu(self, m: QMenu) -> None:
+        self._action(m, "&Open checkpoint…", self.open_dialog, [QKeySequence.StandardKey.Open], "openAction")
+        open_model.add_file_actions(self, m)  # Open folder…, Model info…
+        self.recent_menu = m.addMenu("Open &recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        bundled = m.addMenu("Open &bundled model")
+        for name, text in BUNDLED_MENU:
+            self._action(bundled, text, lambda _=False, n=name: self.open_bundled(n))
+        self._action(m, "&New random model…", self.new_random_model, ["Ctrl+N"], "randomAction")
+        m.addSeparator()
+        self._action(m, "&Quit", self.close, [QKeySequence.StandardKey.Quit])
+
+    def _build_stage_menu(self, m: QMenu) -> None:
+        s = self.session
+        self._action(m, "&Next stage\t→ / PgDn", lambda: s.step_stage(1), ["PgDown"], "nextStageAction")
+        self._action(m, "&Previous stage\t← / PgUp", lambda: s.step_stage(-1), ["PgUp"], "prevStageAction")
+        self._action(m, "&First stage\tHome", lambda: s.step_stage(FIRST))
+        self._action(m, "&Last stage\tEnd", lambda: s.step_stage(LAST))
+        m.addSeparator()
+        self._action(m, "&Generate next token", s.generate_next, ["Ctrl+G"], "generateAction")
+        self._action(m, "Edit &source sentence", lambda: self._focus(self.inputs.src), ["Ctrl+L"])
+        self._action(m, "Edit &decoder input", lambda: self._focus(self.inputs.tgt), ["Ctrl+Shift+L"])
+        self._action(m, "Go to the &stage list", self.navigator.setFocus, ["Esc"])
+        self._action(m, "&Reset all toggles", s.reset_options, ["Ctrl+R"])
+
+    def _build_view_menu(self, m: QMenu) -> None:
+        dark = appsettings.read_bool(self.settings, appsettings.DARK)
+        self.dark_action = self._action(m, "&Dark theme", self.set_dark, ["Ctrl+Shift+D"], "darkAction", True)
+        self.dark_action.setChecked(dark)
+        self._action(m, "&Full screen", self._toggle_full_screen, ["F11"])
+        m.addSeparator()
+        for dock in (self.nav_dock, self.schematic_dock, self.controls_dock):
+            m.addAction(dock.toggleViewAction())
+
+    def _focus(self, edit: QLineEdit) -> None:
+        edit.setFocus()
+        edit.selectAll()
+
+    def _toggle_full_screen(self) -> None:
+        self.showNormal() if self.isFullScreen() else self.showFullScreen()
+
+    def show_shortcuts(self) -> None:
+        QMessageBox.information(self, "Keyboard shortcuts", SHORTCUTS_HTML)

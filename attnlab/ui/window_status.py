@@ -1,0 +1,85 @@
+"""The main window's status bar (device, timings, token counts, notices, busy) and the banner above the
+stage that says when the numbers mean nothing (a mixin of MainWindow)."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
+
+RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
+CLASSROOM_NOTE = ("Classroom model ({what}), trained on short generated sentences with a small vocabulary: "
+                  "other sentences still run, but then its outputs are meaningless.")
+WIDEST_TIMING = "compute 8888.8 ms · paint 8888.8 ms"
+SIDES = (("src.tokens", "source"), ("tgt.tokens", "decoder"))
+
+
+def classroom_description(name: str) -> str:
+    """'translation' -> 'English → French translation, encoder-decoder'."""
+    from attnlab.checkpoints import BUNDLED
+
+    text = BUNDLED.get(str(name), str(name)).replace("->", "→")
+    return text.replace(" (", ", ").rstrip(")")
+
+
+class WindowStatus:
+    """Builds the status bar widgets and the banner, and fills them from a trace."""
+
+    last_paint_ms = 0.0
+
+    def _build_status_bar(self) -> None:
+        self.banner = QLabel(objectName="banner", wordWrap=True, visible=False)
+        self.device_label = QLabel(objectName="deviceLabel")
+        self.timing_label = QLabel(objectName="timingLabel")
+        self.tokens_label = QLabel(objectName="tokensLabel")
+        self.notice_label = QLabel(objectName="noticeLabel")
+        self.busy = QProgressBar(objectName="busyIndicator", minimum=0, maximum=0, maximumWidth=120,
+                                 textVisible=False, visible=False)
+        # room for the widest timing up front: a label that grows and shrinks with its digits relays out
+        # the whole status bar on every toggle
+        self.timing_label.setMinimumWidth(self.timing_label.fontMetrics().horizontalAdvance(WIDEST_TIMING) + 8)
+        bar = self.statusBar()
+        for w in (self.device_label, self.timing_label, self.tokens_label):
+            bar.addPermanentWidget(w)
+        bar.addWidget(self.notice_label, 1)
+        bar.addPermanentWidget(self.busy)
+
+    def _show_status(self, trace) -> None:
+        info = trace.info
+        self.device_label.setText(f"Device: {str(info.get('device', '?')).upper()}")
+        self.timing_label.setText(f"compute {info.get('job_ms', info.get('compute_ms', 0.0)):.1f} ms · "
+                                  f"paint {self.last_paint_ms:.1f} ms")
+        counts = [f"{len(trace[n])} {what}" for n, what in SIDES if n in trace]
+        self.tokens_label.setText("Tokens: " + " + ".join(counts))
+        notices = list(trace.notices)
+        self.notice_label.setText(" · ".join(notices))
+        self.notice_label.setToolTip("\n".join(notices))
+
+    def _update_banner(self, trace) -> None:
+        """Say when the numbers mean nothing: a random model, a notice from the loader, unknown tokens;
+        for a classroom model, a quieter note that it only knows its small training language."""
+        model = self.session.model
+        meta = model.metadata if model else {}
+        warnings = [RANDOM_BANNER] if meta.get("random") else []
+        if meta.get("notice"):
+            warnings.append(str(meta["notice"]))
+        unknown = sum(tok == "<unk>" for n, _ in SIDES for tok in trace.get(n, []))
+        if unknown and not meta.get("random"):
+            warnings.append(f"{unknown} token(s) are not in this model's vocabulary and became <unk>: "
+                            "the model has never seen them, so expect meaningless output.")
+        lines = warnings or ([CLASSROOM_NOTE.format(what=classroom_description(meta["classroom_model"]))]
+                             if meta.get("classroom_model") else [])
+        text, level = "\n".join(dict.fromkeys(lines)), "warning" if warnings else "info"
+        self.banner.setText(text)
+        if self.banner.property("level") != level:  # re-polishing restyles (and repaints) the window
+            self.banner.setProperty("level", level)
+            self.banner.style().unpolish(self.banner)
+            self.banner.style().polish(self.banner)
+        self.banner.setVisible(bool(lines))
+
+    def _on_model_failed(self, message: str) -> None:
+        QMessageBox.warning(self, "Could not open the model", message)
+
+    def _on_failed(self, message: str) -> None:
+        self.statusBar().showMessage("Not run: " + message.replace("\n", " "), 10000)
+
+    def _on_busy(self, busy: bool) -> None:
+        self.busy.setVisible(busy)

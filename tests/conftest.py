@@ -1,0 +1,55 @@
+"""Shared test fixtures: the Qt platform (set once, before anything imports Qt) and the tiny random models.
+
+Every test that needs a small live model takes the `tiny_model` fixture, a builder:
+
+    def test_something(tiny_model):
+        model = tiny_model("decoder-only", seed=3, n_heads=2)
+
+The builder's defaults (d_model 32, 4 heads, 2+2 layers, max_len 32, a word tokenizer trained on TEXTS) are
+the one tiny model of the suite; keyword arguments change any ModelConfig field.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any test module imports PySide6
+
+import pytest
+import torch
+
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.tokenizer import WordTokenizer
+
+TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien", "dog bites man"]
+TINY_SIZES = dict(d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32)
+
+
+def build_tiny_model(arch: str = "encoder-decoder", seed: int = 0, *, never_ends: bool = False,
+                     texts: list[str] | None = None, **config_changes) -> LiveModel:
+    """A random model with a word tokenizer trained on `texts`. `never_ends`: an untied output layer whose
+    bias rules out </s>, so Generate always appends a token."""
+    tok = WordTokenizer.train(texts or TEXTS)
+    sizes = {**TINY_SIZES, **({"tie_output": False} if never_ends else {}), **config_changes}
+    cfg = ModelConfig(arch=arch, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, **sizes)
+    torch.manual_seed(seed)
+    module = Transformer(cfg)
+    if never_ends:
+        with torch.no_grad():
+            module.out_proj.bias[tok.eos_id] = -1e4
+    return LiveModel(module, tok, tok, name=f"tiny-{arch}")
+
+
+@pytest.fixture(scope="session")
+def tiny_model():
+    """The builder above (session-scoped, so module-scoped fixtures can use it too)."""
+    return build_tiny_model
+
+
+@pytest.fixture(scope="session")
+def generating_model():
+    """The builder with `never_ends=True`: a model whose Generate always appends a token."""
+    return functools.partial(build_tiny_model, never_ends=True)
