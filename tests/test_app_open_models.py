@@ -20,7 +20,7 @@ from attnlab.ui.main_window import MainWindow
 
 sys.path.insert(0, os.path.dirname(__file__))
 from nanogpt_reference import train_py_checkpoint
-from test_session import tiny_model
+from conftest import build_tiny_model as tiny_model
 
 WAIT = 15000
 
