@@ -6,11 +6,12 @@ CheckpointError listing every problem; nothing is half-loaded.
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import torch
 
+from attnlab import limits
 from attnlab.checkpoints.errors import Problems, name_list
+from attnlab.checkpoints.limits import check_config_sizes
 from attnlab.engine.config import ConfigError, ModelConfig
 from attnlab.engine.live import LiveModel, pick_device
 from attnlab.engine.model import Transformer
@@ -43,7 +44,7 @@ def config_type_problems(data: dict) -> list[str]:
         else:
             ok = isinstance(value, str)
         if not ok:
-            out.append(f"config field {f.name} must be a {type(default).__name__}, not {value!r}")
+            out.append(f"config field {f.name} must be a {type(default).__name__}, not {limits.excerpt(value)}")
     return out
 
 
@@ -54,9 +55,9 @@ def parse_config(value, problems: Problems) -> ModelConfig | None:
         return None
     if isinstance(value, (str, bytes)):
         try:
-            value = json.loads(value)
+            value = limits.loads_bounded(value, "the config", limits.MAX_CONFIG_CHARS)
         except ValueError as e:
-            problems.add(f"the config is not valid JSON ({e})")
+            problems.add(str(e))
             return None
     if not isinstance(value, dict):
         problems.add(f"the config must be a JSON object of fields, not {type(value).__name__}")
@@ -186,14 +187,15 @@ def parse_metadata(value, problems: Problems) -> dict:
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = limits.loads_bounded(value, "the 'metadata' entry", limits.MAX_METADATA_CHARS)
         except ValueError as e:
-            problems.add(f"the 'metadata' entry is not valid JSON ({e})")
+            problems.add(str(e))
             return {}
     if not isinstance(value, dict):
         problems.add("the 'metadata' entry must be a JSON object")
         return {}
-    return dict(value)
+    # notices are facts about one loading, made by the loader: a file's own are not trusted (or typed)
+    return {k: v for k, v in value.items() if k not in ("notices", "notice")}
 
 
 def assemble(problems: Problems, *, config_value, tensors: dict[str, torch.Tensor] | None, src_json, tgt_json,
@@ -202,10 +204,17 @@ def assemble(problems: Problems, *, config_value, tensors: dict[str, torch.Tenso
     notices = list(notices or [])
     config = parse_config(config_value, problems)
     metadata = parse_metadata(metadata_value, problems)
-    src_tok, tgt_tok = resolve_tokenizers(config, src_json, tgt_json, problems, notices)
-    module = build_module(config) if config is not None and not config.problems() else None
+    config_ok = config is not None and not config.problems()
+    size_problems = []
+    if config_ok and tensors is not None:  # every size checked against the file BEFORE anything is allocated
+        size_problems = check_config_sizes(config, {n: tuple(t.shape) for n, t in tensors.items()})
+        for p in size_problems:
+            problems.add(p)
+    config_ok = config_ok and not size_problems
+    src_tok, tgt_tok = resolve_tokenizers(config if config_ok else None, src_json, tgt_json, problems, notices)
+    module = build_module(config) if config_ok and tensors is not None else None
     if tensors is not None:
-        check_tensors(tensors, config, problems, module)
+        check_tensors(tensors, config if module is not None else None, problems, module)
     problems.raise_if_any()
     assert module is not None and tensors is not None  # any None above was reported as a problem
     with torch.no_grad():

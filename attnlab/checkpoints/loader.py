@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.native import load_safetensors
 from attnlab.checkpoints.torch_files import ZIP_MAGIC, load_torch_file
 from attnlab.engine.live import LiveModel
+from attnlab.limits import excerpt
 
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 
 
 def load_checkpoint(path, device="cpu") -> LiveModel:
     """A whole LiveModel, or one CheckpointError listing everything wrong with the file."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes) or not str(path):
+        raise CheckpointError(f"Cannot load a checkpoint from {excerpt(path)}: give the path of a .safetensors or "
+                              ".pt file")
     path = Path(path).expanduser()
-    if not path.exists():
-        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: there is no file at that path")
-    if not path.is_file():
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: there is no file at that path") from None
+    except OSError as e:
+        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {e.strerror or e}") from e
+    if stat.S_ISDIR(mode):
         raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: it is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: it is not a regular file (a device, "
+                              "pipe or socket), so it cannot be a checkpoint")
     try:
         with open(path, "rb") as f:
             head = f.read(4)

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Iterator
 
@@ -16,6 +17,7 @@ from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import BOS, EOS, PAD, Tokenizer
 from attnlab.engine.trace import Recorder, Trace
+from attnlab.limits import excerpt
 
 
 def pick_device(requested: str) -> torch.device:
@@ -24,6 +26,36 @@ def pick_device(requested: str) -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(requested)
+
+
+class InputError(ValueError):
+    """Text or token ids this model cannot read; the message says which and why."""
+
+
+def checked_ids(ids, vocab_size: int, side: str) -> list[int]:
+    """Token ids as ints, each a real token of the vocabulary (0 … vocab_size-1)."""
+    what = "source" if side == "src" else "decoder input"
+    out = []
+    for value in ids:
+        try:
+            i = operator.index(value)  # int, numpy and 0-d torch integers; not floats or strings
+        except TypeError:
+            i = None
+        if i is None or isinstance(value, bool):
+            raise InputError(f"the {what} ids must be whole numbers; got {excerpt(value)}")
+        if not 0 <= i < vocab_size:
+            raise InputError(f"the {what} id {i} is not a token of this vocabulary (ids run from 0 to "
+                             f"{vocab_size - 1})")
+        out.append(i)
+    return out
+
+
+def tempered_softmax(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """softmax(logits / temperature) over the last dimension, safe for any temperature RunOptions accepts:
+    the largest logit is subtracted first, so it becomes exactly 0 (its exp is 1) whatever the temperature,
+    the others go to -inf at worst, and no NaN can appear. The argmax never changes.  [T, V] -> [T, V]"""
+    shifted = logits - logits.amax(dim=-1, keepdim=True)  # [T, V], max 0
+    return torch.softmax(shifted / temperature, dim=-1)
 
 
 class LiveModel:
@@ -51,11 +83,14 @@ class LiveModel:
 
         `text` is a string, or a list of token ids (what generation feeds back, so no text round trip)."""
         tok = self.src_tokenizer if side == "src" else self.tgt_tokenizer
-        if isinstance(text, list):
-            ids = [int(i) for i in text]
+        if isinstance(text, (list, tuple)):
+            ids = checked_ids(text, tok.vocab_size, side)
             pieces = [tok.id_to_token(i) for i in ids]
-        else:
+        elif text is None or isinstance(text, str):
             pieces, ids = tok.encode(text or "")
+        else:
+            raise InputError(f"the {'source' if side == 'src' else 'decoder input'} must be text or a list of "
+                             f"token ids, not {type(text).__name__}")
         n_specials = 2 if self.config.arch == "encoder-only" else 1
         room = self.config.max_len - n_specials
         if len(pieces) > room:
@@ -116,7 +151,7 @@ class LiveModel:
             rec(names.side_entry("tgt", "ids"), tgt_ids)
         start = time.perf_counter()
         logits = self.module(src_ids, tgt_ids, options=options, rec=rec, src_pad=src_pad, tgt_pad=tgt_pad)
-        probs = torch.softmax(logits[0] / options.temperature, dim=-1)  # [T, V]
+        probs = tempered_softmax(logits[0], options.temperature)  # [T, V]
         rec(names.PROBS, probs, batched=False)
         entries = rec.finish()
         if not options.record:  # the fast path still returns what the output panel needs
