@@ -12,6 +12,7 @@ import torch
 from attnlab import limits
 from attnlab.checkpoints.errors import Problems, name_list
 from attnlab.checkpoints.limits import check_config_sizes
+from attnlab.engine.build import build_transformer
 from attnlab.engine.config import ConfigError, ModelConfig
 from attnlab.engine.live import LiveModel, pick_device
 from attnlab.engine.model import Transformer
@@ -81,8 +82,7 @@ def parse_config(value, problems: Problems) -> ModelConfig | None:
 def build_module(config: ModelConfig) -> Transformer:
     """A freshly initialised module on the CPU, leaving the caller's RNG alone. (Not on the meta device: that
     first imports torch._dynamo, ~1.5 s, which delayed the app's first trace.)"""
-    with torch.random.fork_rng(devices=[]):
-        return Transformer(config)
+    return build_transformer(config)
 
 
 def expected_shapes(config: ModelConfig, module: Transformer | None = None) -> dict[str, tuple[int, ...]]:
@@ -227,4 +227,4 @@ def assemble(problems: Problems, *, config_value, tensors: dict[str, torch.Tenso
         problems.raise_if_any()
     if notices:
         metadata["notices"] = list(metadata.get("notices", [])) + notices
-    return LiveModel(module, src_tok, tgt_tok, name=name, metadata=metadata)
+    return LiveModel(module, src_tok, tgt_tok, name=limits.cut(str(name), 200), metadata=metadata)

@@ -10,7 +10,7 @@ from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.native import load_safetensors
 from attnlab.checkpoints.torch_files import ZIP_MAGIC, load_torch_file
 from attnlab.engine.live import LiveModel
-from attnlab.limits import excerpt
+from attnlab.limits import cut, excerpt
 
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 
@@ -37,6 +37,14 @@ def load_checkpoint(path, device="cpu") -> LiveModel:
             head = f.read(4)
     except OSError as e:
         raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {e.strerror or e}") from e
-    if path.suffix.lower() in TORCH_SUFFIXES or head == ZIP_MAGIC:
-        return load_torch_file(path, device=device)
-    return load_safetensors(path, device=device)
+    try:
+        if path.suffix.lower() in TORCH_SUFFIXES or head == ZIP_MAGIC:
+            return load_torch_file(path, device=device)
+        return load_safetensors(path, device=device)
+    except CheckpointError:
+        raise
+    except (RecursionError, MemoryError, RuntimeError, TypeError, ValueError, OSError, EOFError) as e:
+        # the readers check everything they know of; anything else still becomes one readable message
+        kind = "it needs more memory than is available" if isinstance(e, MemoryError) or "alloc" in str(e) \
+            else f"it could not be read ({type(e).__name__}: {cut(str(e).splitlines()[0] if str(e) else '', 200)})"
+        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {kind}") from e

@@ -17,7 +17,7 @@ from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import BOS, EOS, PAD, Tokenizer
 from attnlab.engine.trace import Recorder, Trace
-from attnlab.limits import excerpt
+from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 
 
 def pick_device(requested: str) -> torch.device:
@@ -87,7 +87,12 @@ class LiveModel:
             ids = checked_ids(text, tok.vocab_size, side)
             pieces = [tok.id_to_token(i) for i in ids]
         elif text is None or isinstance(text, str):
-            pieces, ids = tok.encode(text or "")
+            text = text or ""
+            if len(text) > MAX_SENTENCE_CHARS:  # what the app's boxes hold too; far more than max_len tokens
+                notices.append(f"The text has {len(text):,} characters; only the first {MAX_SENTENCE_CHARS:,} "
+                               "were read.")
+                text = text[:MAX_SENTENCE_CHARS]
+            pieces, ids = tok.encode(text)
         else:
             raise InputError(f"the {'source' if side == 'src' else 'decoder input'} must be text or a list of "
                              f"token ids, not {type(text).__name__}")
@@ -177,11 +182,13 @@ class LiveModel:
         """
         if not self.config.has_decoder:
             raise ValueError("an encoder-only model has no decoder to generate with")
-        options = options or RunOptions()
+        options = (options or RunOptions()).validate(self.config)
+        if not isinstance(prefix, str) or not (src is None or isinstance(src, str)):
+            raise InputError("generate() takes text: src and prefix must be strings")
         tok = self.tgt_tokenizer
         if not self.config.has_encoder and src and not prefix:  # a decoder-only model's prompt is its prefix
             src, prefix = None, src
-        ids = list(tok.encode(prefix)[1])
+        ids = list(tok.encode(prefix[:MAX_SENTENCE_CHARS])[1])
         for _ in range(max_new_tokens):
             trace = self.trace(src=src, tgt=list(ids), options=options)
             next_id, piece = self.next_token(trace)

@@ -92,8 +92,8 @@ class RunOptions:
     def problems(self, config: ModelConfig) -> list[str]:
         p: list[str] = []
         if self.n_heads is not None and (not _is_int(self.n_heads) or self.n_heads < 1):
-            return [f"n_heads must be a positive whole number, or None for the trained {config.n_heads} "
-                    f"(got {excerpt(self.n_heads)})"] + self._other_problems(config)
+            return [f"the head count (n_heads) must be a whole number of at least 1 (got {excerpt(self.n_heads)}); "
+                    f"leave it unset for the trained {config.n_heads}"] + self._other_problems(config)
         h = self.effective_heads(config)
         if h > config.d_model or config.d_model % h:
             divisors = [d for d in range(1, config.d_model + 1) if config.d_model % d == 0]

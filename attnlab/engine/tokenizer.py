@@ -11,6 +11,8 @@ import json
 import re
 import unicodedata
 
+from attnlab.limits import MAX_TOKENIZER_CHARS, excerpt, loads_bounded
+
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 _WORD_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
@@ -118,12 +120,12 @@ class BPETokenizer(Tokenizer):
         super().__init__(vocab)
 
     def encode(self, text):
-        enc = self.hf.encode(clean_text(text), add_special_tokens=False)
+        enc = guarded(lambda: self.hf.encode(clean_text(text), add_special_tokens=False), "split this text")
         return list(enc.tokens), list(enc.ids)
 
     def decode(self, ids) -> str:
         keep = [int(i) for i in ids if int(i) not in (self.pad_id, self.bos_id, self.eos_id)]
-        return self.hf.decode(keep)
+        return guarded(lambda: self.hf.decode(keep), "turn these ids back into text")
 
     def to_json(self) -> str:
         return json.dumps({"kind": self.kind, "hf": self.hf.to_str()}, ensure_ascii=False)
@@ -143,26 +145,46 @@ class BPETokenizer(Tokenizer):
         return cls(hf)
 
 
+class TokenizerError(ValueError):
+    """The tokenizer failed (for a Hugging Face tokenizer: even a Rust panic); the message says so plainly."""
+
+
+def guarded(call, doing: str):
+    """call(), with any failure of the tokenizers library as a TokenizerError. A panic inside the Rust code
+    (e.g. a checkpoint's pathological regex) arrives as pyo3_runtime.PanicException, a BaseException that
+    `except Exception` does not catch."""
+    try:
+        return call()
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:
+        reason = (str(e).splitlines() or [type(e).__name__])[0][:200]
+        raise TokenizerError(f"the tokenizer failed to {doing} ({reason}); this checkpoint's tokenizer is "
+                             "broken for such input") from e
+
+
 def tokenizer_from_json(text: str) -> Tokenizer:
     """Rebuild a tokenizer saved with `to_json()`; raises ValueError with a readable message if it can't."""
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, TypeError) as e:
-        raise ValueError(f"the tokenizer is not valid JSON: {e}") from e
+        data = loads_bounded(text, "the tokenizer", MAX_TOKENIZER_CHARS)
+    except ValueError as e:
+        raise ValueError(str(e)) from e
     if not isinstance(data, dict) or "kind" not in data:
         raise ValueError("the tokenizer JSON has no 'kind' (expected 'bpe', 'word' or 'char')")
     kind = data["kind"]
     try:
-        if kind == "word":
-            return WordTokenizer(data["vocab"])
-        if kind == "char":
-            return CharTokenizer(data["vocab"])
+        if kind in ("word", "char"):
+            vocab = data["vocab"]
+            if not isinstance(vocab, list) or not all(isinstance(t, str) for t in vocab):
+                raise ValueError("its vocab must be a list of strings")
+            return (WordTokenizer if kind == "word" else CharTokenizer)(vocab)
         if kind == "bpe":
             from tokenizers import Tokenizer as HF
 
-            return BPETokenizer(HF.from_str(data["hf"]))
+            hf = guarded(lambda: HF.from_str(data["hf"]), "read its JSON")
+            return guarded(lambda: BPETokenizer(hf), "list its vocabulary")
     except KeyError as e:
         raise ValueError(f"the {kind} tokenizer JSON lacks the field {e}") from e
     except Exception as e:  # the tokenizers library raises its own exception type
         raise ValueError(f"the {kind} tokenizer could not be read: {e}") from e
-    raise ValueError(f"unknown tokenizer kind {kind!r} (expected 'bpe', 'word' or 'char')")
+    raise ValueError(f"unknown tokenizer kind {excerpt(kind)} (expected 'bpe', 'word' or 'char')")

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from attnlab.engine.config import ARCHITECTURES, POSITIONALS, ModelConfig
+from attnlab.limits import MAX_SENTENCE_CHARS
 from attnlab.session import Session
 
 NORM_CHOICES = (("trained", "As trained"), ("pre", "Pre-norm"), ("post", "Post-norm"))
@@ -222,6 +223,8 @@ class InputBar(QWidget):
                              clearButtonEnabled=True)
         self.tgt = QLineEdit(objectName="tgtEdit", clearButtonEnabled=True,
                              placeholderText="Decoder input (teacher forcing) — empty, or Generate")
+        for edit in (self.src, self.tgt):  # the same cap the engine reads (and the settings remember)
+            edit.setMaxLength(MAX_SENTENCE_CHARS)
         self.src_label = QLabel("&Source:")
         self.src_label.setBuddy(self.src)
         self.tgt_label = QLabel("&Decoder input:")
