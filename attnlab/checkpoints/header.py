@@ -69,8 +69,9 @@ def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
     except (UnicodeDecodeError, ValueError) as e:
         problems.add(f"the header is unreadable, so the file is damaged ({short_reason(e)})")
         return None
-    if len(header) > limits.MAX_TENSORS + 1:
-        problems.add(f"its header lists {len(header) - 1:,} tensors; attnlab reads checkpoints of at most "
+    n_tensors = len(header) - ("__metadata__" in header)
+    if n_tensors > limits.MAX_TENSORS:
+        problems.add(f"its header lists {n_tensors:,} tensors; attnlab reads checkpoints of at most "
                      f"{limits.MAX_TENSORS:,} tensors")
         return None
     long_names = [k for k in header if len(k) > limits.MAX_NAME_CHARS]

@@ -15,6 +15,7 @@ NormPlacement = Literal["trained", "pre", "post"]
 Device = Literal["auto", "cpu", "cuda"]
 
 MIN_TEMPERATURE = 1e-4  # smaller temperatures are refused (see temperature_problems)
+MAX_TEMPERATURE = 1e3  # larger ones flatten float32 probabilities to exact ties
 SITE_KINDS = names.SITE_KINDS  # re-exported: the kinds a causal toggle or a per-kind mask names
 
 
@@ -135,8 +136,9 @@ def _is_int(value) -> bool:
 
 
 def temperature_problems(t) -> list[str]:
-    """A temperature must be a finite number of at least MIN_TEMPERATURE: below that, softmax(logits / t)
-    is one-hot to float precision anyway, and far below it the division overflows."""
+    """A temperature must be a number from MIN_TEMPERATURE to MAX_TEMPERATURE: below, softmax(logits / t)
+    is one-hot to float precision anyway and far below the division overflows; above, the probabilities tie
+    and the most likely token could no longer be told."""
     if isinstance(t, bool) or not isinstance(t, (int, float)):
         return [f"temperature must be a number, not {excerpt(t)}"]
     if not math.isfinite(t) or t <= 0:
@@ -144,6 +146,9 @@ def temperature_problems(t) -> list[str]:
     if t < MIN_TEMPERATURE:
         return [f"temperature {t:g} is too small to compute; use at least {MIN_TEMPERATURE:g} (which already "
                 "puts all the probability on the most likely token)"]
+    if t > MAX_TEMPERATURE:
+        return [f"temperature {t:g} is too large: every token would get the same probability, to float "
+                f"precision; use at most {MAX_TEMPERATURE:g}"]
     return []
 
 
@@ -163,7 +168,7 @@ def site_problem(site: str, config: ModelConfig) -> str:
         if index >= layers:
             return f"a mask is set on {site!r}, but this model's {names.word(stack).lower()} has {layers} layers"
     has_stack = config.has_encoder if stack == "enc" else config.has_decoder
-    if not has_stack or (kind == "cross" and config.arch != "encoder-decoder"):
+    if not has_stack or (kind == "cross" and (stack == "enc" or config.arch != "encoder-decoder")):
         return f"a mask is set on {excerpt(site)}, but this {config.arch} model has no such attention"
     return ""
 
