@@ -31,14 +31,14 @@ MAX_METADATA_CHARS = 1_000_000  # the free 'metadata' entry
 MAX_NAME_CHARS = 1_000  # a tensor name
 MAX_PICKLE_BYTES = 64_000_000  # the pickle stream of a .pt file (the tensors live beside it, not in it)
 MAX_PICKLE_DEPTH = 64  # nesting of containers in that pickle (a state dict is ~4 deep)
-MAX_PICKLE_OPS = 5_000_000  # opcodes in that pickle
+MAX_PICKLE_OPS = 1_000_000  # opcodes in that pickle (a 10,000-tensor state dict has ~300,000)
 MAX_ZIP_ENTRIES = MAX_TENSORS + 64
 MAX_UNPACK_RATIO = 16  # a .pt archive may declare at most this many times its own size once unpacked
 
 # ---- text -------------------------------------------------------------------------------------------------
 MAX_SENTENCE_CHARS = 10_000  # what the sentence boxes accept and the app remembers (far over any max_len)
 EXCERPT_CHARS = 80  # how much of a value a message quotes
-MAX_MESSAGE_ITEM_CHARS = 600  # one listed problem
+MAX_MESSAGE_ITEM_CHARS = 1_000  # one listed problem
 
 
 class LimitError(ValueError):

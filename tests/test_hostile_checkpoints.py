@@ -223,3 +223,28 @@ def test_a_fifo_and_a_device_are_not_regular_files(tmp_path):
 
 def test_tiny_config_is_what_the_fixtures_use():
     assert TINY.problems() == []
+
+
+def nested_lists(depth):
+    outer = inner = []
+    for _ in range(depth):
+        inner.append([])
+        inner = inner[0]
+    return outer
+
+
+@pytest.mark.parametrize("protocol", [0, 2, 4])
+def test_the_pickle_scan_measures_nesting_not_width(protocol):
+    """A long flat list or a wide dict is shallow; only real nesting counts (checked against pickle itself)."""
+    import io
+    import pickle
+
+    from attnlab.checkpoints.pickle_scan import pickle_problem
+
+    def problem(obj):
+        return pickle_problem(io.BytesIO(pickle.dumps(obj, protocol=protocol)))
+
+    assert problem(list(range(20_000))) == "" and problem({i: [i, (i,)] for i in range(5_000)}) == ""
+    assert problem(nested_lists(limits.MAX_PICKLE_DEPTH - 4)) == ""
+    assert "levels deep" in problem(nested_lists(limits.MAX_PICKLE_DEPTH + 1))
+    assert "instructions" in problem(list(range(limits.MAX_PICKLE_OPS)))

@@ -16,6 +16,7 @@ from attnlab import limits
 _MARK = -1  # a MARK on the simulated stack
 _MEMO_PUT = {"PUT", "BINPUT", "LONG_BINPUT"}
 _MEMO_GET = {"GET", "BINGET", "LONG_BINGET"}
+_IN_PLACE = {"APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS", "BUILD"}  # fill a container, not wrap it
 LEGACY_PICKLES = 5  # the legacy format: magic number, protocol, sys info, the object, storage keys
 
 
@@ -23,8 +24,9 @@ def pickle_problem(stream, what: str = "its pickle") -> str:
     """Why the pickle at the current position of `stream` is refused ('' when it is within the limits, or
     when it is malformed: torch.load reports damage itself). Reads up to its STOP opcode.
 
-    The nesting depth is simulated on a stack of depths: every opcode's result is one deeper than the
-    deepest value it consumed (a list appended to three times is as deep as its deepest item, plus one)."""
+    The nesting depth is simulated on a stack of depths: an opcode that builds a value from others (TUPLE,
+    REDUCE, …) makes it one deeper than the deepest of them; one that fills a container (APPEND, SETITEMS, …)
+    leaves the container as deep as its deepest item plus one."""
     stack: list[int] = []
     memo: dict = {}
     ops = 0
@@ -69,7 +71,11 @@ def _apply(op, stack: list[int]) -> int:
     for _ in range(extra):
         if stack and stack[-1] != _MARK:
             popped.append(stack.pop())
-    depth = 1 + max(popped, default=0)
+    if op.name in _IN_PLACE and popped:  # items go into a container already on the stack (popped last)
+        container, items = popped[-1], popped[:-1]
+        depth = max(container, 1 + max(items, default=0))
+    else:
+        depth = 1 + max(popped, default=0)
     stack.extend([depth] * len(op.stack_after))
     return depth
 
