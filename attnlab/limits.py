@@ -69,7 +69,7 @@ def size_word(n: int) -> str:
 
 
 # ---- JSON -------------------------------------------------------------------------------------------------
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # unrolled: no per-character backtracking state
 _BRACKET = re.compile(r"[\[\]{}]")
 
 

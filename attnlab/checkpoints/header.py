@@ -59,6 +59,11 @@ def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
     except OSError as e:
         problems.add(f"the file could not be read ({e.strerror or e})")
         return None
+    listed = raw.count(b'"data_offsets"')  # an upper bound on the tensors, counted before any parsing
+    if listed > limits.MAX_TENSORS:
+        problems.add(f"its header lists {listed:,} tensors; attnlab reads checkpoints of at most "
+                     f"{limits.MAX_TENSORS:,} tensors")
+        return None
     try:
         header = limits.loads_bounded(raw.decode("utf-8"), "the header", MAX_HEADER_BYTES)
         if not isinstance(header, dict):
