@@ -140,6 +140,17 @@ def test_a_real_pt_checkpoint_still_loads(tmp_path):
     assert all(torch.equal(loaded.module.checkpoint_tensors()[k], v) for k, v in tensors_of(model).items())
 
 
+def test_a_real_legacy_format_pt_checkpoint_still_loads(tmp_path):
+    """The scan reads the legacy format's pickles in a row (magic, protocol, sys info, object, keys)."""
+    model = tiny_model()
+    path = tmp_path / "legacy.pt"
+    torch.save({"state_dict": tensors_of(model), "config": json.loads(model.config.to_json())}, path,
+               _use_new_zipfile_serialization=False)
+    assert path.read_bytes()[:1] == b"\x80"
+    loaded = load_checkpoint(path)
+    assert all(torch.equal(loaded.module.checkpoint_tensors()[k], v) for k, v in tensors_of(model).items())
+
+
 # ---- sizes before allocation -----------------------------------------------------------------------------
 @pytest.mark.parametrize("field, value", BIG)
 def test_absurd_config_sizes_are_refused_by_name_before_building(refused, field, value):
