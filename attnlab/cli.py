@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
 
 from attnlab import __version__
@@ -23,7 +25,38 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Bad input of any kind (a refused checkpoint, impossible options, a file that cannot be
+    written, a closed or full stdout) is one line on stderr and exit status 2; an unexpected error is a short
+    message and exit 1, with the traceback only when ATTNLAB_DEBUG=1."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    name = argv[0] if argv and argv[0] in COMMANDS else ""
+    prog = f"attnlab {name}".strip()
+    try:
+        code = dispatch(argv)
+        sys.stdout.flush()  # a full or closed stdout fails here, inside the handler, not at exit
+        return code
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as e:  # attnlab's own errors are ValueErrors; files and pipes OSErrors
+        if os.environ.get("ATTNLAB_DEBUG") == "1":
+            raise
+        if isinstance(e, OSError) and _is_stdout_failure(e):
+            _silence_stdout()
+            message = f"cannot write the output ({e.strerror or e})"
+        else:
+            message = one_line(e)
+        print(f"{prog}: {message}", file=sys.stderr)
+        return 2
+    except Exception as e:
+        if os.environ.get("ATTNLAB_DEBUG") == "1":
+            raise
+        print(f"{prog}: unexpected error ({type(e).__name__}: {one_line(e, 300)}); run again with ATTNLAB_DEBUG=1 "
+              "to see the traceback", file=sys.stderr)
+        return 1
+
+
+def dispatch(argv: list[str]) -> int:
     if argv and argv[0] in COMMANDS:
         name = argv.pop(0)
         module = importlib.import_module(f"attnlab.commands.{name}")
@@ -39,6 +72,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"attnlab {__version__}")
     module.add_arguments(parser)
     return int(module.run(parser.parse_args(argv)) or 0)
+
+
+def one_line(error: BaseException, limit: int = 2000) -> str:
+    """An error's message on one line (a list of problems joined with ' - '), cut to `limit` characters."""
+    text = " ".join(part.strip() for part in str(error).splitlines() if part.strip()) or type(error).__name__
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _is_stdout_failure(error: OSError) -> bool:
+    return isinstance(error, BrokenPipeError) or error.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO) \
+        and not getattr(error, "filename", None)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 if __name__ == "__main__":

@@ -279,9 +279,12 @@ class Session(QObject):
             self._torch_ready = True
         try:
             value, error = job.run(), None
-        except Exception as e:  # every failure becomes a message; ValueErrors already read as one
-            readable = isinstance(e, ValueError) and str(e)
-            value, error = None, (str(e) if readable else f"{type(e).__name__}: {e}")
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # noqa: B036  every job ends in a result or a message, even after a panic
+            readable = isinstance(e, ValueError) and str(e)  # attnlab's own errors are written to be read
+            text = str(e) if readable else (f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
+            value, error = None, text if len(text) <= 2000 else text[:2000] + "…"
         try:
             self._jobDone.emit((job, value, error))
         except RuntimeError:  # the session was deleted while this ran (window closed)

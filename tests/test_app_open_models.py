@@ -19,8 +19,8 @@ from attnlab.ui import open_model
 from attnlab.ui.main_window import MainWindow
 
 sys.path.insert(0, os.path.dirname(__file__))
-from nanogpt_reference import train_py_checkpoint
 from conftest import build_tiny_model as tiny_model
+from nanogpt_reference import train_py_checkpoint
 
 WAIT = 15000
 

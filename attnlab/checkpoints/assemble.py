@@ -6,12 +6,14 @@ CheckpointError listing every problem; nothing is half-loaded.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Iterable, Sized
 
 import torch
 
+from attnlab import limits
 from attnlab.checkpoints.errors import Problems, name_list
+from attnlab.checkpoints.limits import check_config_sizes
+from attnlab.engine.build import build_transformer
 from attnlab.engine.config import ConfigError, ModelConfig
 from attnlab.engine.hf_tokenizer import FOREIGN_KINDS
 from attnlab.engine.live import LiveModel, pick_device
@@ -45,7 +47,7 @@ def config_type_problems(data: dict) -> list[str]:
         else:
             ok = isinstance(value, str)
         if not ok:
-            out.append(f"config field {f.name} must be a {type(default).__name__}, not {value!r}")
+            out.append(f"config field {f.name} must be a {type(default).__name__}, not {limits.excerpt(value)}")
     return out
 
 
@@ -56,9 +58,9 @@ def parse_config(value: object, problems: Problems) -> ModelConfig | None:
         return None
     if isinstance(value, (str, bytes)):
         try:
-            value = json.loads(value)
+            value = limits.loads_bounded(value, "the config", limits.MAX_CONFIG_CHARS)
         except ValueError as e:
-            problems.add(f"the config is not valid JSON ({e})")
+            problems.add(str(e))
             return None
     if not isinstance(value, dict):
         problems.add(f"the config must be a JSON object of fields, not {type(value).__name__}")
@@ -82,8 +84,7 @@ def parse_config(value: object, problems: Problems) -> ModelConfig | None:
 def build_module(config: ModelConfig) -> Transformer:
     """A freshly initialised module on the CPU, leaving the caller's RNG alone. (Not on the meta device: that
     first imports torch._dynamo, ~1.5 s, which delayed the app's first trace.)"""
-    with torch.random.fork_rng(devices=[]):
-        return Transformer(config)
+    return build_transformer(config)
 
 
 def expected_shapes(config: ModelConfig, module: Transformer | None = None) -> dict[str, tuple[int, ...]]:
@@ -208,14 +209,15 @@ def parse_metadata(value: object, problems: Problems) -> dict:
         return {}
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = limits.loads_bounded(value, "the 'metadata' entry", limits.MAX_METADATA_CHARS)
         except ValueError as e:
-            problems.add(f"the 'metadata' entry is not valid JSON ({e})")
+            problems.add(str(e))
             return {}
     if not isinstance(value, dict):
         problems.add("the 'metadata' entry must be a JSON object")
         return {}
-    return dict(value)
+    # notices are facts about one loading, made by the loader: a file's own are not trusted (or typed)
+    return {k: v for k, v in value.items() if k not in ("notices", "notice")}
 
 
 def assemble(problems: Problems, *, config_value: object, tensors: dict[str, torch.Tensor] | None,
@@ -237,10 +239,16 @@ def build_live_model(problems: Problems, config: ModelConfig | None, tensors: di
     """Check every tensor against the config (names, shapes, values), then build; shared by every reader.
     `config` None or `tensors` None mean they could not be read (already reported). `module`: one already
     built from `config`, to fill."""
+    config_ok = config is not None and not config.problems()
+    if config_ok and tensors is not None:  # every size checked against the file BEFORE anything is allocated
+        size_problems = check_config_sizes(config, {n: tuple(t.shape) for n, t in tensors.items()})
+        for p in size_problems:
+            problems.add(p)
+        config_ok = not size_problems
     if module is None:
-        module = build_module(config) if config is not None and not config.problems() else None
+        module = build_module(config) if config_ok and tensors is not None else None
     if tensors is not None:
-        check_tensors(tensors, config, problems, module)
+        check_tensors(tensors, config if module is not None else None, problems, module)
     problems.raise_if_any()
     assert module is not None and tensors is not None  # any None above was reported as a problem
     with torch.no_grad():
@@ -254,4 +262,4 @@ def build_live_model(problems: Problems, config: ModelConfig | None, tensors: di
     metadata = dict(metadata)
     if notices:
         metadata["notices"] = list(metadata.get("notices", [])) + list(notices)
-    return LiveModel(module, src_tok, tgt_tok, name=name, metadata=metadata)
+    return LiveModel(module, src_tok, tgt_tok, name=limits.cut(str(name), 200), metadata=metadata)

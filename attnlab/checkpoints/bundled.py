@@ -7,14 +7,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.loader import load_checkpoint
 from attnlab.checkpoints.words import word_list
+from attnlab.engine.build import build_transformer
 from attnlab.engine.config import Architecture, ModelConfig
 from attnlab.engine.live import LiveModel
-from attnlab.engine.model import Transformer
 from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer
 
 BUNDLED = {
@@ -43,9 +41,7 @@ def random_model(config: ModelConfig | None = None, seed: int = 0,
                                  tgt_vocab_size=tgt_tok.vocab_size)
     if config.share_embeddings and src_tok.vocab_size != tgt_tok.vocab_size:
         config = dataclasses.replace(config, share_embeddings=False)
-    with torch.random.fork_rng(devices=[]):  # seeded, without disturbing the caller's random state
-        torch.manual_seed(seed)
-        module = Transformer(config)
+    module = build_transformer(config, seed=seed)  # a private generator: the caller's random state is untouched
     return LiveModel(module, src_tok, tgt_tok, name=f"random-{config.arch}",
                      metadata={"random": True, "seed": seed})
 

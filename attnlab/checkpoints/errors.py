@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from attnlab.limits import EXCERPT_CHARS, cut, excerpt
+
+MAX_PROBLEMS = 20  # problems listed in one message
 MAX_LISTED = 12  # longer lists of tensor names are cut to this many plus "... and N more"
 
 
@@ -15,7 +18,7 @@ class CheckpointError(ValueError):
 def name_list(names: Iterable[str], limit: int = MAX_LISTED) -> str:
     """'a, b, c' or 'a, b, … and 40 more' for long lists."""
     names = list(names)
-    shown = ", ".join(names[:limit])
+    shown = ", ".join(excerpt(n) if len(str(n)) > EXCERPT_CHARS else str(n) for n in names[:limit])
     return shown if len(names) <= limit else f"{shown}, … and {len(names) - limit} more"
 
 
@@ -27,7 +30,11 @@ class Problems:
         self.items: list[str] = []
 
     def add(self, text: str) -> None:
-        self.items.append(text)
+        """One problem, cut to a readable length (a value in a hostile file can be megabytes long)."""
+        if len(self.items) < MAX_PROBLEMS:
+            self.items.append(cut(text))
+        elif len(self.items) == MAX_PROBLEMS:
+            self.items.append("… and more problems (the first ones are listed above)")
 
     def __bool__(self) -> bool:
         return bool(self.items)

@@ -7,15 +7,15 @@ the start of the data) and may hold "__metadata__", a str -> str mapping.
 
 from __future__ import annotations
 
-import json
 import math
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attnlab import limits
 from attnlab.checkpoints.errors import Problems
 
-MAX_HEADER_BYTES = 100_000_000  # the safetensors library's own limit
+MAX_HEADER_BYTES = limits.MAX_HEADER_BYTES  # the safetensors library's own limit
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
                "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
 
@@ -43,7 +43,11 @@ def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
                 return None
             (n,) = struct.unpack("<Q", prefix)
             first = f.read(1)
-            if first != b"{" or n < 2 or n > MAX_HEADER_BYTES:
+            if first == b"{" and n > MAX_HEADER_BYTES:
+                problems.add(f"its header says it is {n:,} bytes long; attnlab reads headers of at most "
+                             f"{MAX_HEADER_BYTES:,} bytes (the safetensors library's own limit)")
+                return None
+            if first != b"{" or n < 2:
                 problems.add("this is not a safetensors file: it does not start with a header length "
                              "followed by a JSON header (is it a PyTorch .pt file, or some other format?)")
                 return None
@@ -55,12 +59,30 @@ def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
     except OSError as e:
         problems.add(f"the file could not be read ({e.strerror or e})")
         return None
+    listed = raw.count(b'"data_offsets"')  # an upper bound on the tensors, counted before any parsing
+    if listed > limits.MAX_TENSORS:
+        problems.add(f"its header lists {listed:,} tensors; attnlab reads checkpoints of at most "
+                     f"{limits.MAX_TENSORS:,} tensors")
+        return None
     try:
-        header = json.loads(raw.decode("utf-8"))
+        header = limits.loads_bounded(raw.decode("utf-8"), "the header", MAX_HEADER_BYTES)
         if not isinstance(header, dict):
             raise ValueError("the header is not a JSON object")
+    except limits.LimitError as e:
+        problems.add(f"refused to read it: {e}")
+        return None
     except (UnicodeDecodeError, ValueError) as e:
         problems.add(f"the header is unreadable, so the file is damaged ({short_reason(e)})")
+        return None
+    n_tensors = len(header) - ("__metadata__" in header)
+    if n_tensors > limits.MAX_TENSORS:
+        problems.add(f"its header lists {n_tensors:,} tensors; attnlab reads checkpoints of at most "
+                     f"{limits.MAX_TENSORS:,} tensors")
+        return None
+    long_names = [k for k in header if len(k) > limits.MAX_NAME_CHARS]
+    if long_names:
+        problems.add(f"its header has a tensor name of {len(long_names[0]):,} characters "
+                     f"({limits.excerpt(long_names[0])}); names are at most {limits.MAX_NAME_CHARS:,}")
         return None
     layout = SafetensorsLayout()
     meta = header.pop("__metadata__", None) or {}
@@ -91,12 +113,12 @@ def entry_problem(entry: object) -> str:
         return "the entry is not an object"
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if dtype not in DTYPE_BYTES:
-        return f"unknown dtype {dtype!r}"
-    if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
-        return f"bad shape {shape!r}"
+        return f"unknown dtype {limits.excerpt(dtype)}"
+    if not isinstance(shape, list) or len(shape) > 8 or not all(isinstance(s, int) and s >= 0 for s in shape):
+        return f"bad shape {limits.excerpt(shape)}"
     if (not isinstance(offsets, list) or len(offsets) != 2 or not all(isinstance(o, int) for o in offsets)
             or not 0 <= offsets[0] <= offsets[1]):
-        return f"bad data offsets {offsets!r}"
+        return f"bad data offsets {limits.excerpt(offsets)}"
     expected = math.prod(shape) * DTYPE_BYTES[dtype]
     if offsets[1] - offsets[0] != expected:
         return f"shape {shape} of {dtype} needs {expected} bytes, the offsets give {offsets[1] - offsets[0]}"

@@ -3,12 +3,15 @@ nanoGPT or a bare nn.Transformer state dict) or a Hugging Face model folder."""
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.native import load_safetensors
 from attnlab.checkpoints.torch_files import ZIP_MAGIC, load_torch_file
 from attnlab.engine.live import LiveModel
+from attnlab.limits import cut, excerpt
 
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 
@@ -23,28 +26,52 @@ def load_checkpoint(path, device="cpu", *, heads: int | None = None, norm: str |
     `tokenizer` (a tokenizer.json or a folder) only where the file has none (nanoGPT, bare state dicts)."""
     from attnlab.checkpoints.bare import ImportSettings
 
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes) or not str(path):
+        raise CheckpointError(f"Cannot load a checkpoint from {excerpt(path)}: give the path of a .safetensors or "
+                              ".pt file, or of a model folder")
     path = Path(path).expanduser()
-    if not path.exists():
-        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: there is no file at that path")
-    if path.is_dir():
+    mode = _stat_mode(path)
+    if stat.S_ISDIR(mode):
         path = folder_entry(path)
         if path.is_dir():
             from attnlab.checkpoints.hf_folder import load_hf_folder
 
             return load_hf_folder(path, device=device)
+        mode = _stat_mode(path)
     elif path.name == "config.json" or (path.suffix == ".safetensors" and plain_safetensors_in_hf_folder(path)):
         from attnlab.checkpoints.hf_folder import load_hf_folder
 
         return load_hf_folder(path.parent, device=device)
+    if not stat.S_ISREG(mode):
+        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: it is not a regular file (a device, "
+                              "pipe or socket), so it cannot be a checkpoint")
     try:
         with open(path, "rb") as f:
             head = f.read(4)
     except OSError as e:
         raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {e.strerror or e}") from e
-    if path.suffix.lower() in TORCH_SUFFIXES or head == ZIP_MAGIC:
-        settings = ImportSettings(heads=heads, norm=norm, activation=activation)
-        return load_torch_file(path, device=device, settings=settings, tokenizer=user_tokenizer(tokenizer, path))
-    return load_safetensors(path, device=device)
+    try:
+        if path.suffix.lower() in TORCH_SUFFIXES or head == ZIP_MAGIC:
+            settings = ImportSettings(heads=heads, norm=norm, activation=activation)
+            return load_torch_file(path, device=device, settings=settings,
+                                   tokenizer=user_tokenizer(tokenizer, path))
+        return load_safetensors(path, device=device)
+    except CheckpointError:
+        raise
+    except (RecursionError, MemoryError, RuntimeError, TypeError, ValueError, OSError, EOFError) as e:
+        # the readers check everything they know of; anything else still becomes one readable message
+        kind = "it needs more memory than is available" if isinstance(e, MemoryError) or "alloc" in str(e) \
+            else f"it could not be read ({type(e).__name__}: {cut(str(e).splitlines()[0] if str(e) else '', 200)})"
+        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {kind}") from e
+
+
+def _stat_mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode
+    except FileNotFoundError:
+        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: there is no file at that path") from None
+    except OSError as e:
+        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {e.strerror or e}") from e
 
 
 def folder_entry(folder: Path) -> Path:

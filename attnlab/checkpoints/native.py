@@ -19,6 +19,7 @@ from attnlab.checkpoints.assemble import FORMAT, assemble
 from attnlab.checkpoints.errors import CheckpointError, Problems
 from attnlab.checkpoints.header import read_layout, short_reason
 from attnlab.engine.live import LiveModel
+from attnlab.fileio import WriteError, atomic_write
 
 RUN_ONLY_METADATA = ("notices", "notice", "run_notices")  # facts about one loading, never written back
 
@@ -44,14 +45,10 @@ def save_checkpoint(model: LiveModel, path: str | os.PathLike[str]) -> Path:
                               "give a name ending in .safetensors")
     tensors = {name: t.detach().to("cpu").contiguous()
                for name, t in model.module.checkpoint_tensors().items()}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        save_file(tensors, str(tmp), metadata=checkpoint_metadata(model))
-        os.replace(tmp, path)
-    except Exception as e:  # OSError, or safetensors' own error wrapping one
-        tmp.unlink(missing_ok=True)
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else short_reason(e)
-        raise CheckpointError(f"Cannot save to {str(path)!r}: {reason}") from e
+        atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=checkpoint_metadata(model)))
+    except WriteError as e:
+        raise CheckpointError(f"Cannot save to {str(path)!r}: {str(e).split(': ', 1)[-1]}") from e
     return path
 
 

@@ -17,9 +17,12 @@ from pathlib import Path
 
 import torch
 
+from attnlab import limits
 from attnlab.checkpoints.assemble import assemble
 from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.header import short_reason
+from attnlab.checkpoints.limits import tensor_layout_problems
+from attnlab.checkpoints.pickle_scan import torch_file_problem
 from attnlab.engine.live import LiveModel
 
 EXTRA_KEYS = ("config", "src_tokenizer", "tgt_tokenizer", "name", "metadata")
@@ -34,7 +37,7 @@ _RENAME = {"self_attn.out_proj": "self_attn.w_o", "multihead_attn.out_proj": "cr
 _SEPARATE_PROJ = {"q_proj_weight": "w_q", "k_proj_weight": "w_k", "v_proj_weight": "w_v"}
 
 
-def refusal_reason(error: Exception) -> str:
+def refusal_reason(error: BaseException) -> str:
     text = str(error)
     blocked = re.search(r"GLOBAL ([\w.]+)", text)
     if blocked:
@@ -48,6 +51,13 @@ def refusal_reason(error: Exception) -> str:
         return ("refused to load: the file uses pickle instructions beyond tensors and plain data"
                 f"{detail}. attnlab reads .pt files only in PyTorch's weights-only mode, so nothing in it "
                 "was run")
+    if isinstance(error, RecursionError):
+        return "refused to load: its pickle nests values too deeply to read safely"
+    if isinstance(error, MemoryError) or "alloc" in text.lower() and "fail" in text.lower():
+        return "refused to load: reading it needs more memory than this machine has (its sizes are implausible)"
+    if "record size" in text and "does not match" in text:
+        return ("the file is damaged or forged: a tensor's storage declares more data than the file holds "
+                f"({short_reason(error)})")
     return f"this is not a PyTorch checkpoint that can be read ({short_reason(error)})"
 
 
@@ -123,13 +133,29 @@ def read_torch_object(path: Path, problems: Problems):
         problems.add("this is not a PyTorch checkpoint: it is neither a torch.save zip archive nor a pickle "
                      "stream")
         problems.raise_if_any()
+    refused = torch_file_problem(path, head.startswith(ZIP_MAGIC))
+    if refused:  # found without unpickling anything
+        problems.add(f"refused to load: {refused}")
+        problems.raise_if_any()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # protocol warnings; any refusal comes back as an exception
             return torch.load(str(path), weights_only=True, map_location="cpu", mmap=head.startswith(ZIP_MAGIC))
-    except Exception as e:  # UnpicklingError for refused content, RuntimeError/EOFError/... for garbage
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # UnpicklingError for refused content, RuntimeError/EOFError/... for garbage
         problems.add(refusal_reason(e))
         problems.raise_if_any()
+
+
+def refuse_odd_tensors(tensors: dict[str, torch.Tensor], problems: Problems) -> None:
+    """Too many tensors, or zero-stride / oversized views: refused before any arithmetic could materialise them."""
+    if len(tensors) > limits.MAX_TENSORS:
+        problems.add(f"the file holds {len(tensors):,} tensors; attnlab reads checkpoints of at most "
+                     f"{limits.MAX_TENSORS:,} tensors")
+    for p in tensor_layout_problems(tensors):
+        problems.add(p)
+    problems.raise_if_any()
 
 
 def load_torch_file(path: Path, device="cpu", settings=None, tokenizer=None) -> LiveModel:
@@ -144,6 +170,7 @@ def load_torch_file(path: Path, device="cpu", settings=None, tokenizer=None) -> 
     notices: list[str] = []
     if is_nanogpt(obj):
         config, tensors, tok, metadata = nanogpt_parts(obj, path, problems, notices, tokenizer)
+        refuse_odd_tensors(tensors or {}, problems)
         return build_live_model(problems, config, tensors, tok, tok, name=path.parent.name or path.stem,
                                 metadata=metadata, device=device, notices=notices)
     if not isinstance(obj, dict):
@@ -151,6 +178,7 @@ def load_torch_file(path: Path, device="cpu", settings=None, tokenizer=None) -> 
                      "'config' entry (docs/checkpoint-format.md)")
         problems.raise_if_any()
     tensors, extras = split_contents(obj, problems)
+    refuse_odd_tensors(tensors, problems)
     if extras["config"] is None:
         tensors = encoder_alone(tensors)
     tensors = convert_nn_transformer(tensors, problems, notices)

@@ -54,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from PySide6.QtCore import QEvent, QObject
 
+    from attnlab.limits import MAX_SENTENCE_CHARS
     from attnlab.ui import app as appsettings
     from attnlab.ui.main_window import MainWindow
 
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 
     window.show()
     src = args.src
-    last = settings.value(appsettings.LAST_SENTENCE) or None
+    last = str(settings.value(appsettings.LAST_SENTENCE) or "")[:MAX_SENTENCE_CHARS] or None  # a hand-edited file
     remembered = (str(settings.value(appsettings.LAST_SENTENCE_MODEL) or ""), str(last)) if last else None
     if args.checkpoint:
         path, settings = args.checkpoint, import_settings(args)

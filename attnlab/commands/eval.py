@@ -83,12 +83,12 @@ def run(args: argparse.Namespace) -> int:
         figures = evaluate(model, args.n)
     except (CheckpointError, ValueError) as e:
         print(f"attnlab eval: {e}", file=sys.stderr)
-        return 1
+        return 2
     print(json.dumps(figures, indent=2, ensure_ascii=False) if args.json else summary_text(figures))
     if args.save:
         if path.suffix != ".safetensors":
             print("attnlab eval: --save needs a .safetensors checkpoint", file=sys.stderr)
-            return 1
+            return 2
         written = save_with_figures(model, path, figures)
         print(f"figures stored in {path} and {written}", file=sys.stderr)
     return 0

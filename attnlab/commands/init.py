@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from attnlab.engine.config import ACTIVATIONS, ARCHITECTURES, POSITIONALS, ModelConfig
+from attnlab.fileio import folder_problem
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +38,9 @@ def run(args) -> int:
     out = Path(args.out)
     if out.exists() and not args.force:
         return fail(f"{str(out)!r} already exists; choose another --out or pass --force to overwrite it.")
+    unwritable = folder_problem(out)
+    if unwritable:  # said before the model is built
+        return fail(f"cannot write {str(out)!r}: {unwritable}.")
     config = ModelConfig(arch=args.arch, d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff,
                          n_encoder_layers=args.enc_layers, n_decoder_layers=args.dec_layers,
                          activation=args.activation, norm_first=args.norm == "pre",

@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
+from attnlab import limits
+
 Architecture = Literal["encoder-decoder", "decoder-only", "encoder-only"]
 Activation = Literal["relu", "gelu"]
 Positional = Literal["sinusoidal", "learned", "rotary", "none"]
@@ -73,17 +75,24 @@ class ModelConfig:
         p: list[str] = []
         wrong_types = [f.name for f in dataclasses.fields(self) if not _has_type(getattr(self, f.name), f.type)]
         if wrong_types:  # arithmetic below would raise on these; report them instead
-            return [f"{name} has the wrong type ({type(getattr(self, name)).__name__}: {getattr(self, name)!r})"
-                    for name in wrong_types]
+            return [f"{name} has the wrong type ({type(value).__name__}: {limits.excerpt(value)})"
+                    for name in wrong_types for value in [getattr(self, name)]]
         if self.arch not in ARCHITECTURES:
-            p.append(f"arch must be one of {ARCHITECTURES}, not {self.arch!r}")
+            p.append(f"arch must be one of {ARCHITECTURES}, not {limits.excerpt(self.arch)}")
         if self.activation not in ACTIVATIONS:
-            p.append(f"activation must be one of {ACTIVATIONS}, not {self.activation!r}")
+            p.append(f"activation must be one of {ACTIVATIONS}, not {limits.excerpt(self.activation)}")
         if self.positional not in POSITIONALS:
-            p.append(f"positional must be one of {POSITIONALS}, not {self.positional!r}")
+            p.append(f"positional must be one of {POSITIONALS}, not {limits.excerpt(self.positional)}")
         for name in ("d_model", "n_heads", "d_ff", "max_len", "src_vocab_size", "tgt_vocab_size"):
             if int(getattr(self, name)) < 1:
                 p.append(f"{name} must be at least 1 (got {getattr(self, name)})")
+        too_big = self.size_problems()
+        if too_big:  # checked before anything is allocated; the arithmetic below stays cheap
+            return p + too_big
+        specials = 2 if self.arch == "encoder-only" else 1
+        if 1 <= self.max_len <= specials:
+            p.append(f"max_len {self.max_len} leaves no room for a word: this {self.arch} model adds {specials} "
+                     f"special token{'s' if specials > 1 else ''} to every input")
         if self.n_heads >= 1 and self.d_model % self.n_heads:
             p.append(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         if self.positional == "rotary" and self.n_heads >= 1 and (self.d_model // self.n_heads) % 2:
@@ -97,6 +106,45 @@ class ModelConfig:
         if not (0 < self.layer_norm_eps < 1):
             p.append(f"layer_norm_eps must be a small positive number (got {self.layer_norm_eps})")
         return p
+
+    def size_problems(self) -> list[str]:
+        """Sizes over attnlab's caps (attnlab/limits.py), each naming its field; checked before building."""
+        caps = (("src_vocab_size", limits.MAX_VOCAB), ("tgt_vocab_size", limits.MAX_VOCAB),
+                ("d_model", limits.MAX_D_MODEL), ("d_ff", limits.MAX_D_FF), ("n_heads", limits.MAX_HEADS),
+                ("n_encoder_layers", limits.MAX_LAYERS), ("n_decoder_layers", limits.MAX_LAYERS),
+                ("max_len", limits.MAX_LEN))
+        p = [f"{name} {getattr(self, name):,} is more than attnlab handles (at most {cap:,})"
+             for name, cap in caps if getattr(self, name) > cap]
+        if p:
+            return p
+        if self.max_len * self.d_model > limits.MAX_POSITION_TABLE:
+            p.append(f"max_len {self.max_len:,} x d_model {self.d_model:,} positions table is more than attnlab "
+                     f"builds (at most {limits.MAX_POSITION_TABLE:,} cells)")
+        n = self.parameter_count()
+        if n > limits.MAX_PARAMETERS:
+            p.append(f"these sizes make {n:,} parameters, more than attnlab handles (at most "
+                     f"{limits.MAX_PARAMETERS:,})")
+        return p
+
+    def parameter_count(self) -> int:
+        """Parameters a model of this config has (counted from the sizes; nothing is built)."""
+        d, f, b = self.d_model, self.d_ff, int(self.bias)
+        attention = 4 * (d * d + b * d)
+        ffn = d * f + b * f + f * d + b * d
+        norms = 2 * d
+        enc = self.n_encoder_layers * (attention + ffn + 2 * norms) if self.has_encoder else 0
+        dec = 0
+        if self.has_decoder:
+            cross = attention + norms if self.has_encoder else 0
+            dec = self.n_decoder_layers * (attention + ffn + 2 * norms + cross)
+        embeddings = (self.src_vocab_size * d if self.has_encoder else 0)
+        if self.has_decoder and not (self.share_embeddings and self.has_encoder):
+            embeddings += self.tgt_vocab_size * d
+        positions = self.max_len * d * (int(self.has_encoder) + int(self.has_decoder)) \
+            if self.positional == "learned" else 0
+        final = norms * (int(self.has_encoder) + int(self.has_decoder)) if self.final_norm else 0
+        out = 0 if self.tie_output else self.out_vocab_size * d + b * self.out_vocab_size
+        return enc + dec + embeddings + positions + final + out
 
     def validate(self) -> ModelConfig:
         problems = self.problems()
@@ -112,15 +160,15 @@ class ModelConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ConfigError(f"Unknown config fields: {', '.join(unknown)}")
+            raise ConfigError(f"Unknown config fields: {limits.cut(', '.join(map(limits.excerpt, unknown)), 300)}")
         return cls(**data)
 
     @classmethod
     def from_json(cls, text: str) -> ModelConfig:
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"config is not valid JSON: {e}") from e
+            data = limits.loads_bounded(text, "the config", limits.MAX_CONFIG_CHARS)
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
         if not isinstance(data, dict):
             raise ConfigError("config JSON must be an object")
         return cls.from_dict(data)

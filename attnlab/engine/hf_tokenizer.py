@@ -18,7 +18,7 @@ import json
 import re
 
 from attnlab.engine.specials import Specials, specials_from_dict
-from attnlab.engine.tokenizer import Tokenizer
+from attnlab.engine.tokenizer import Tokenizer, guarded
 
 SENTENCEPIECE_MISSING = ('This model\'s tokenizer needs the sentencepiece package. Install it with: '
                          'pip install "attnlab[hf]"')
@@ -77,12 +77,13 @@ class LibraryTokenizer(ForeignTokenizer):
         super().__init__(vocab, specials)
 
     def encode(self, text: str) -> tuple[list[str], list[int]]:
-        enc = self.hf.encode(str(text), add_special_tokens=False)
+        enc = guarded(lambda: self.hf.encode(str(text), add_special_tokens=False), "split this text")
         return list(enc.tokens), list(enc.ids)
 
     def decode(self, ids) -> str:
         hidden = self.specials.hidden_ids()
-        return self.hf.decode([int(i) for i in ids if int(i) not in hidden], skip_special_tokens=False)
+        kept = [int(i) for i in ids if int(i) not in hidden]
+        return str(guarded(lambda: self.hf.decode(kept, skip_special_tokens=False), "turn these ids back into text"))
 
     def to_json(self) -> str:
         return json.dumps({"kind": self.kind, "hf": self.hf.to_str(), "specials": self.specials.to_dict()},

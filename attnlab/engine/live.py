@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Iterator
 
@@ -16,6 +17,7 @@ from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Recorder, Trace
+from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 
 Prompt = str | list[int] | None  # text, or token ids fed back by generation
 
@@ -26,6 +28,36 @@ def pick_device(requested: str) -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(requested)
+
+
+class InputError(ValueError):
+    """Text or token ids this model cannot read; the message says which and why."""
+
+
+def checked_ids(ids, vocab_size: int, side: str) -> list[int]:
+    """Token ids as ints, each a real token of the vocabulary (0 … vocab_size-1)."""
+    what = "source" if side == "src" else "decoder input"
+    out = []
+    for value in ids:
+        try:
+            i = operator.index(value)  # int, numpy and 0-d torch integers; not floats or strings
+        except TypeError:
+            i = None
+        if i is None or isinstance(value, bool):
+            raise InputError(f"the {what} ids must be whole numbers; got {excerpt(value)}")
+        if not 0 <= i < vocab_size:
+            raise InputError(f"the {what} id {i} is not a token of this vocabulary (ids run from 0 to "
+                             f"{vocab_size - 1})")
+        out.append(i)
+    return out
+
+
+def tempered_softmax(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """softmax(logits / temperature) over the last dimension, safe for any temperature RunOptions accepts:
+    the largest logit is subtracted first, so it becomes exactly 0 (its exp is 1) whatever the temperature,
+    the others go to -inf at worst, and no NaN can appear. The argmax never changes.  [T, V] -> [T, V]"""
+    shifted = logits - logits.amax(dim=-1, keepdim=True)  # [T, V], max 0
+    return torch.softmax(shifted / temperature, dim=-1)
 
 
 class LiveModel:
@@ -104,10 +136,18 @@ class LiveModel:
         `text` is a string, or a list of token ids (what generation feeds back, so no text round trip)."""
         tok = self.tokenizer(side)
         specials, role = tok.specials, self.role(side)
-        if isinstance(text, list):
-            ids = [int(i) for i in text]
+        if isinstance(text, (list, tuple)):
+            ids = checked_ids(text, tok.vocab_size, side)
+        elif text is None or isinstance(text, str):
+            text = text or ""
+            if len(text) > MAX_SENTENCE_CHARS:  # what the app's boxes hold too; far more than max_len tokens
+                notices.append(f"The text has {len(text):,} characters; only the first {MAX_SENTENCE_CHARS:,} "
+                               "were read.")
+                text = text[:MAX_SENTENCE_CHARS]
+            ids = tok.encode(text)[1]
         else:
-            ids = tok.encode(text or "")[1]
+            raise InputError(f"the {'source' if side == 'src' else 'decoder input'} must be text or a list of "
+                             f"token ids, not {type(text).__name__}")
         n_specials = specials.n_added(role)
         room = self.config.max_len - n_specials
         if len(ids) > room:
@@ -165,7 +205,7 @@ class LiveModel:
             rec(names.side_entry("tgt", "ids"), tgt_ids)
         start = time.perf_counter()
         logits = self.module(src_ids, tgt_ids, options=options, rec=rec, src_pad=src_pad, tgt_pad=tgt_pad)
-        probs = torch.softmax(logits[0] / options.temperature, dim=-1)  # [T, V]
+        probs = tempered_softmax(logits[0], options.temperature)  # [T, V]
         rec(names.PROBS, probs, batched=False)
         entries = rec.finish()
         if not options.record:  # the fast path still returns what the output panel needs
@@ -190,10 +230,15 @@ class LiveModel:
         """
         if not self.config.has_decoder:
             raise ValueError("an encoder-only model has no decoder to generate with")
-        options = options or RunOptions()
+        options = (options or RunOptions()).validate(self.config)
+        if not isinstance(prefix, str) or not (src is None or isinstance(src, str)):
+            raise InputError("generate() takes text: src and prefix must be strings")
         tok = self.tokenizer("tgt")
         src, prompt = self.prompt_sides(src, prefix)  # a decoder-only model's prompt is its prefix
-        ids = list(prompt) if isinstance(prompt, list) else list(tok.encode(prompt or "")[1])
+        if isinstance(prompt, list):
+            ids = checked_ids(prompt, tok.vocab_size, "tgt")
+        else:
+            ids = list(tok.encode((prompt or "")[:MAX_SENTENCE_CHARS])[1])
         for _ in range(max_new_tokens):
             trace = self.trace(src=src, tgt=list(ids), options=options)
             next_id, piece = self.next_token(trace)

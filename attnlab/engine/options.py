@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
+from attnlab.limits import excerpt
 
 NormPlacement = Literal["trained", "pre", "post"]
 Device = Literal["auto", "cpu", "cuda"]
 
+MIN_TEMPERATURE = 1e-4  # smaller temperatures are refused (see temperature_problems)
+MAX_TEMPERATURE = 1e3  # larger ones flatten float32 probabilities to exact ties
 SITE_KINDS = names.SITE_KINDS  # re-exported: the kinds a causal toggle or a per-kind mask names
 
 
@@ -89,28 +93,38 @@ class RunOptions:
         return config.norm_first if self.norm == "trained" else self.norm == "pre"
 
     def effective_heads(self, config: ModelConfig) -> int:
-        return self.n_heads or config.n_heads
+        return config.n_heads if self.n_heads is None else self.n_heads
 
     def problems(self, config: ModelConfig) -> list[str]:
         p: list[str] = []
+        if self.n_heads is not None and (not _is_int(self.n_heads) or self.n_heads < 1):
+            return [f"the head count (n_heads) must be a whole number of at least 1 (got {excerpt(self.n_heads)}); "
+                    f"leave it unset for the trained {config.n_heads}"] + self._other_problems(config)
         h = self.effective_heads(config)
-        if h < 1 or config.d_model % h:
+        if h > config.d_model or config.d_model % h:
             divisors = [d for d in range(1, config.d_model + 1) if config.d_model % d == 0]
             p.append(f"{h} heads do not divide d_model {config.d_model}; choose one of {divisors}")
         elif config.positional == "rotary" and (config.d_model // h) % 2:
             p.append(f"rotary encoding needs an even head size, and {config.d_model}/{h} is odd")
+        return p + self._other_problems(config)
+
+    def _other_problems(self, config: ModelConfig) -> list[str]:
+        p: list[str] = []
         if self.norm not in ("trained", "pre", "post"):
             p.append(f"norm must be 'trained', 'pre' or 'post', not {self.norm!r}")
-        if not (self.temperature > 0) or self.temperature == float("inf"):
-            p.append(f"temperature must be a positive number (got {self.temperature})")
+        p += temperature_problems(self.temperature)
         if self.device not in ("auto", "cpu", "cuda"):
-            p.append(f"device must be auto, cpu or cuda (got {self.device!r})")
-        if self.pad_to < 0 or self.pad_to > config.max_len:
-            p.append(f"pad_to must be between 0 and the model's max length {config.max_len}")
-        for k, _ in self.causal:
-            if k not in SITE_KINDS:
-                p.append(f"unknown attention site kind {k!r}; expected one of {SITE_KINDS}")
-        return p
+            p.append(f"device must be auto, cpu or cuda (got {excerpt(self.device)})")
+        if not _is_int(self.pad_to) or not 0 <= self.pad_to <= config.max_len:
+            p.append(f"pad_to must be between 0 and the model's max length {config.max_len} "
+                     f"(got {excerpt(self.pad_to)})")
+        try:
+            kinds = [k for k, _ in self.causal]
+        except (TypeError, ValueError):
+            return p + ["causal must be pairs of (site kind, on), like (('dec.self', False),)"]
+        p += [f"unknown attention site kind {excerpt(k)}; expected one of {SITE_KINDS}"
+              for k in kinds if k not in SITE_KINDS]
+        return p + mask_problems(self.custom_masks, config)
 
     def validate(self, config: ModelConfig) -> RunOptions:
         problems = self.problems(config)
@@ -120,3 +134,68 @@ class RunOptions:
 
 
 DEFAULT_OPTIONS = RunOptions()
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def temperature_problems(t) -> list[str]:
+    """A temperature must be a number from MIN_TEMPERATURE to MAX_TEMPERATURE: below, softmax(logits / t)
+    is one-hot to float precision anyway and far below the division overflows; above, the probabilities tie
+    and the most likely token could no longer be told."""
+    if isinstance(t, bool) or not isinstance(t, (int, float)):
+        return [f"temperature must be a number, not {excerpt(t)}"]
+    if not math.isfinite(t) or t <= 0:
+        return [f"temperature must be a positive number (got {t}); it must also be finite"]
+    if t < MIN_TEMPERATURE:
+        return [f"temperature {t:g} is too small to compute; use at least {MIN_TEMPERATURE:g} (which already "
+                "puts all the probability on the most likely token)"]
+    if t > MAX_TEMPERATURE:
+        return [f"temperature {t:g} is too large: every token would get the same probability, to float "
+                f"precision; use at most {MAX_TEMPERATURE:g}"]
+    return []
+
+
+def site_problem(site: str, config: ModelConfig) -> str:
+    """Why `site` (a site like 'enc.0.self' or a kind like 'enc.self') names no attention of this model."""
+    if not isinstance(site, str):
+        return f"a mask is set on {excerpt(site)}, which is not a site name"
+    if site in SITE_KINDS:
+        stack, kind = site.split(".")
+    else:
+        try:
+            stack, index, kind = names.split_site(site)
+        except ValueError:
+            return (f"a mask is set on {excerpt(site)}, which is not an attention site (like 'enc.0.self') or "
+                    f"a site kind ({', '.join(SITE_KINDS)})")
+        layers = config.n_encoder_layers if stack == "enc" else config.n_decoder_layers
+        if index >= layers:
+            return f"a mask is set on {site!r}, but this model's {names.word(stack).lower()} has {layers} layers"
+    has_stack = config.has_encoder if stack == "enc" else config.has_decoder
+    if not has_stack or (kind == "cross" and (stack == "enc" or config.arch != "encoder-decoder")):
+        return f"a mask is set on {excerpt(site)}, but this {config.arch} model has no such attention"
+    return ""
+
+
+def mask_problems(custom_masks, config: ModelConfig) -> list[str]:
+    """Masks on sites this model has, with cells (query, key) inside 0 … max_len-1."""
+    try:
+        pairs = [(site, cells) for site, cells in custom_masks]
+    except (TypeError, ValueError):
+        return ["custom_masks must be pairs of (site, cells), like (('enc.0.self', {(0, 1)}),); "
+                "RunOptions.with_custom_mask builds them"]
+    p: list[str] = []
+    for site, cells in pairs:
+        reason = site_problem(site, config)
+        if reason:
+            p.append(reason)
+            continue
+        try:
+            bad = [c for c in cells if len(c) != 2 or not all(_is_int(i) and 0 <= i < config.max_len for i in c)]
+        except TypeError:
+            bad = [cells]
+        if bad:
+            p.append(f"mask cells on {site!r} must be (query, key) positions from 0 to {config.max_len - 1} "
+                     f"(got {excerpt(bad[0])})")
+    return p

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from attnlab.engine.specials import ATTNLAB_SPECIALS
+from attnlab.limits import MAX_TOKENIZER_CHARS, excerpt, loads_bounded
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -124,12 +125,12 @@ class BPETokenizer(Tokenizer):
         super().__init__(vocab)
 
     def encode(self, text: str) -> tuple[list[str], list[int]]:
-        enc = self.hf.encode(clean_text(text), add_special_tokens=False)
+        enc = guarded(lambda: self.hf.encode(clean_text(text), add_special_tokens=False), "split this text")
         return list(enc.tokens), list(enc.ids)
 
     def decode(self, ids: Iterable[int]) -> str:
         keep = [int(i) for i in ids if int(i) not in (self.pad_id, self.bos_id, self.eos_id)]
-        return str(self.hf.decode(keep))
+        return str(guarded(lambda: self.hf.decode(keep), "turn these ids back into text"))
 
     def to_json(self) -> str:
         return json.dumps({"kind": self.kind, "hf": self.hf.to_str()}, ensure_ascii=False)
@@ -149,24 +150,44 @@ class BPETokenizer(Tokenizer):
         return cls(hf)
 
 
+class TokenizerError(ValueError):
+    """The tokenizer failed (for a Hugging Face tokenizer: even a Rust panic); the message says so plainly."""
+
+
+def guarded(call, doing: str):
+    """call(), with any failure of the tokenizers library as a TokenizerError. A panic inside the Rust code
+    (e.g. a checkpoint's pathological regex) arrives as pyo3_runtime.PanicException, a BaseException that
+    `except Exception` does not catch."""
+    try:
+        return call()
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:
+        reason = (str(e).splitlines() or [type(e).__name__])[0][:200]
+        raise TokenizerError(f"the tokenizer failed to {doing} ({reason}); this checkpoint's tokenizer is "
+                             "broken for such input") from e
+
+
 def tokenizer_from_json(text: str) -> Tokenizer:
     """Rebuild a tokenizer saved with `to_json()`; raises ValueError with a readable message if it can't."""
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, TypeError) as e:
-        raise ValueError(f"the tokenizer is not valid JSON: {e}") from e
+        data = loads_bounded(text, "the tokenizer", MAX_TOKENIZER_CHARS)
+    except ValueError as e:
+        raise ValueError(str(e)) from e
     if not isinstance(data, dict) or "kind" not in data:
         raise ValueError("the tokenizer JSON has no 'kind' (expected 'bpe', 'word' or 'char')")
     kind = data["kind"]
     try:
-        if kind == "word":
-            return WordTokenizer(data["vocab"])
-        if kind == "char":
-            return CharTokenizer(data["vocab"])
+        if kind in ("word", "char"):
+            vocab = data["vocab"]
+            if not isinstance(vocab, list) or not all(isinstance(t, str) for t in vocab):
+                raise ValueError("its vocab must be a list of strings")
+            return (WordTokenizer if kind == "word" else CharTokenizer)(vocab)
         if kind == "bpe":
             from tokenizers import Tokenizer as HF
 
-            return BPETokenizer(HF.from_str(data["hf"]))
+            hf = guarded(lambda: HF.from_str(data["hf"]), "read its JSON")
+            return guarded(lambda: BPETokenizer(hf), "list its vocabulary")
         from attnlab.engine.hf_tokenizer import FOREIGN_KINDS, foreign_tokenizer_from_json
 
         if kind in FOREIGN_KINDS:  # a model's own tokenizer (engine/hf_tokenizer.py)
@@ -175,4 +196,4 @@ def tokenizer_from_json(text: str) -> Tokenizer:
         raise ValueError(f"the {kind} tokenizer JSON lacks the field {e}") from e
     except Exception as e:  # the tokenizers library raises its own exception type
         raise ValueError(f"the {kind} tokenizer could not be read: {e}") from e
-    raise ValueError(f"unknown tokenizer kind {kind!r} (expected 'bpe', 'word' or 'char')")
+    raise ValueError(f"unknown tokenizer kind {excerpt(kind)} (expected 'bpe', 'word' or 'char')")

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from attnlab.fileio import atomic_write
+
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.options import RunOptions
@@ -116,7 +118,14 @@ class Trace:
         return [site for n in self.entries if n.endswith(".weights") and (site := names.site_of(n))]
 
     def save_npz(self, path: str | os.PathLike[str]) -> None:
-        """Every entry under its dotted name; token lists as unicode arrays (loadable without pickle)."""
+        """Every entry under its dotted name; token lists as unicode arrays (loadable without pickle).
+        Raises attnlab.fileio.WriteError (an OSError) when the file cannot be written."""
         arrays = {name: self.numpy(name) for name in self.entries}
         arrays["__notices__"] = np.asarray(self.notices, dtype=str)
-        np.savez(path, **arrays)  # type: ignore[arg-type]  # numpy's stub types the first keyword as allow_pickle
+        path = str(path) if str(path).endswith(".npz") else f"{path}.npz"  # the name np.savez would use
+
+        def write(tmp: str) -> None:
+            with open(tmp, "wb") as f:
+                np.savez(f, **arrays)
+
+        atomic_write(path, write)  # a failed write leaves an existing file as it was

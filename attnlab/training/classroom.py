@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from attnlab.engine.live import LiveModel
+from attnlab.fileio import atomic_write_text
 from attnlab.training.recipes import RECIPES, Recipe
 
 
@@ -51,7 +52,7 @@ def save_with_figures(model: LiveModel, checkpoint: Path, figures: dict) -> Path
     paths["json"].parent.mkdir(parents=True, exist_ok=True)
     record = {"model": model.name, "checkpoint": checkpoint.name, "corpus": model.metadata.get("corpus"),
               "training": model.metadata.get("training"), "eval": figures}
-    paths["json"].write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic_write_text(paths["json"], json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return paths["json"]
 
 

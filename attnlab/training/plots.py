@@ -5,17 +5,20 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from attnlab.fileio import atomic_write
+
 COLUMNS = ("step", "loss", "nll", "lr", "tokens", "epoch", "seconds", "cpu_seconds")
 
 
 def write_loss_csv(history: list[dict], path) -> Path:
-    path = Path(path)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(COLUMNS)
-        for row in history:
-            writer.writerow([_fmt(row[c]) for c in COLUMNS])
-    return path
+    def write(tmp):
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(COLUMNS)
+            for row in history:
+                writer.writerow([_fmt(row[c]) for c in COLUMNS])
+
+    return atomic_write(path, write)
 
 
 def _fmt(value) -> str:
@@ -63,6 +66,8 @@ def plot_loss_png(history: list[dict], path, title: str) -> Path:
     ax.legend(lines[0] + more[0], lines[1] + more[1], loc="upper right")
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format=path.suffix.lstrip(".") or "png"))
+    finally:
+        plt.close(fig)
     return path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSizePolicy, QWidget
 
+from attnlab.limits import MAX_SENTENCE_CHARS
 from attnlab.session import Session
 
 
@@ -17,6 +18,8 @@ class InputBar(QWidget):
                              clearButtonEnabled=True)
         self.tgt = QLineEdit(objectName="tgtEdit", clearButtonEnabled=True,
                              placeholderText="Decoder input (teacher forcing) — empty, or Generate")
+        for edit in (self.src, self.tgt):  # the same cap the engine reads (and the settings remember)
+            edit.setMaxLength(MAX_SENTENCE_CHARS)
         self.src_label = QLabel("&Source:")
         self.src_label.setBuddy(self.src)
         self.tgt_label = QLabel("&Decoder input:")

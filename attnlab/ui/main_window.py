@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from attnlab.limits import MAX_SENTENCE_CHARS
 from attnlab.session import Session, shape_text
 from attnlab.ui import app as appsettings
 from attnlab.ui.controls import ControlsPanel
@@ -252,7 +253,7 @@ class MainWindow(WindowMenus, WindowFiles, WindowStatus, QMainWindow):
         st.setValue(appsettings.GEOMETRY, self.saveGeometry())
         st.setValue(appsettings.WINDOW_STATE, self.saveState())
         if self.session.src:
-            st.setValue(appsettings.LAST_SENTENCE, self.session.src)
+            st.setValue(appsettings.LAST_SENTENCE, self.session.src[:MAX_SENTENCE_CHARS])  # what the box holds
             if self.session.model is not None:
                 st.setValue(appsettings.LAST_SENTENCE_MODEL, self.session.model.name)
         st.sync()

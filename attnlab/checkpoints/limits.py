@@ -1,0 +1,98 @@
+"""Checks that run BEFORE a model is built from a checkpoint: every size the config claims against the
+tensors actually in the file (naming the wrong field), and each loaded tensor's memory layout. The caps
+themselves live in attnlab/limits.py."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+
+from attnlab import limits
+from attnlab.engine.config import ModelConfig
+
+UNCHECKED_PARAMETERS = 16_000_000  # a model this small (64 MB) is built before its tensors are compared
+_LAYER_INDEX = re.compile(r"^(encoder|decoder)\.(\d+)\.")
+
+
+def shape_text(shape) -> str:
+    return "[" + ", ".join(f"{int(s):,}" for s in shape) + "]"
+
+
+def _revealed(config: ModelConfig, shapes: dict[str, tuple[int, ...]]):
+    """(field, value the tensors show, evidence) for each config field one of the tensors pins down."""
+    found = []
+
+    def show(name, dim, *fields):
+        shape = shapes.get(name)
+        if shape is not None and len(shape) > max(dim):
+            for field, d in zip(fields, dim, strict=True):
+                found.append((field, int(shape[d]), f"{name} is {shape_text(shape)}"))
+
+    if config.has_encoder:
+        show("src_embed.weight", (0, 1), "src_vocab_size", "d_model")
+        show("encoder.0.ffn.lin1.weight", (0,), "d_ff")
+    if config.has_decoder:
+        show("tgt_embed.weight", (0, 1), "tgt_vocab_size", "d_model")
+        show("decoder.0.ffn.lin1.weight", (0,), "d_ff")
+    if config.positional == "learned":
+        show("src_pos.weight" if config.has_encoder else "tgt_pos.weight", (0,), "max_len")
+    for stack, field in (("encoder", "n_encoder_layers"), ("decoder", "n_decoder_layers")):
+        indices = {int(m.group(2)) for n in shapes if (m := _LAYER_INDEX.match(n)) and m.group(1) == stack}
+        if indices and (stack == "encoder" and config.has_encoder or stack == "decoder" and config.has_decoder):
+            found.append((field, max(indices) + 1, f"the file has {stack} layers 0 to {max(indices)}"))
+    return found
+
+
+def check_config_sizes(config: ModelConfig, shapes: dict[str, tuple[int, ...]]) -> list[str]:
+    """Every config size larger than the tensors in the file show, named, before anything is built (a model
+    built from a config bigger than its file could exhaust memory; smaller sizes are reported later, tensor by
+    tensor, as missing or misshapen).
+    `shapes`: tensor name -> shape of what the file holds. Empty when nothing contradicts the config."""
+    problems = []
+    reported = set()
+    for field, value, evidence in _revealed(config, shapes):
+        claimed = getattr(config, field)
+        if claimed > value and field not in reported:  # smaller claims show up as misshapen tensors later
+            reported.add(field)
+            problems.append(f"the config says {field} {claimed:,}, but {evidence}: {field} should be {value:,}")
+    held = sum(_numel(s) for s in shapes.values())
+    needed = config.parameter_count()
+    # a few missing tensors are listed by name once the model is built; a config far bigger than the file
+    # is refused here, so building never allocates much more than the file holds
+    if not problems and needed > max(4 * held, UNCHECKED_PARAMETERS):
+        problems.append(f"the config describes a model of {needed:,} parameters, but the file holds only {held:,} "
+                        "values: its sizes do not match the tensors")
+    return problems
+
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def tensor_layout_problems(tensors: dict[str, torch.Tensor]) -> list[str]:
+    """Tensors that are not plain arrays of their own values: zero or negative strides (one value posing as
+    many), views larger than their storage, or more values than any model here has. Checked before any
+    arithmetic touches them (a zero-stride tensor of 10^12 cells would be materialised by the first check)."""
+    bad, huge = [], []
+    for name, t in tensors.items():
+        if t.numel() > limits.MAX_PARAMETERS:
+            huge.append(f"{name} {shape_text(t.shape)}")
+            continue
+        overlapping = any(st <= 0 and n > 1 for st, n in zip(t.stride(), t.shape, strict=True))
+        span = sum((n - 1) * st for n, st in zip(t.shape, t.stride(), strict=True)) + 1 if t.numel() else 0
+        storage_cells = t.untyped_storage().nbytes() // max(t.element_size(), 1)
+        if overlapping or t.storage_offset() + span > storage_cells:
+            bad.append(name)
+    out = []
+    if huge:
+        out.append(f"these tensors claim more than {limits.MAX_PARAMETERS:,} values: "
+                   + ", ".join(limits.excerpt(h, 120) for h in huge[:5]))
+    if bad:
+        out.append("these tensors reuse the same memory for many values (zero strides or views beyond their "
+                   "storage), which a saved weight never does: " + ", ".join(limits.excerpt(b) for b in bad[:5])
+                   + (f", … and {len(bad) - 5} more" if len(bad) > 5 else ""))
+    return out
