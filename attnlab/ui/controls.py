@@ -28,15 +28,10 @@ from PySide6.QtWidgets import (
 )
 
 from attnlab.engine.config import ARCHITECTURES, POSITIONALS, ModelConfig
+from attnlab.engine.options import head_choices
 from attnlab.session import Session
 
 NORM_CHOICES = (("trained", "As trained"), ("pre", "Pre-norm"), ("post", "Post-norm"))
-
-
-def head_choices(config: ModelConfig) -> list[int]:
-    """Head counts this model can be re-split into: divisors of d_model (even head size for rotary)."""
-    return [h for h in range(1, config.d_model + 1)
-            if config.d_model % h == 0 and (config.positional != "rotary" or (config.d_model // h) % 2 == 0)]
 
 
 def cuda_available() -> bool:

@@ -37,8 +37,10 @@ def field(hf: Mapping, key: str, default=None, *, required: bool = False):
     return hf[key]
 
 
-def int_field(hf: Mapping, key: str, default=None, *, required: bool = False) -> int:
+def int_field(hf: Mapping, key: str, default=None, *, required: bool = False):
     value = field(hf, key, default, required=required)
+    if value is None and not required:
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         raise refuse(key, f"must be a whole number, not {value!r}")
     return value
