@@ -38,6 +38,7 @@ def _sharpen(model: torch.nn.Module, std: float = 0.3) -> torch.nn.Module:
 def _model(cls, config):
     torch.manual_seed(SEED)
     config._attn_implementation = "eager"
+    config.architectures = [cls.__name__]  # as save_pretrained writes it into config.json
     model = _sharpen(cls(config))
     return model, config.to_dict()
 

@@ -7,8 +7,10 @@ the tensors.
 
 One module per family (gpt2.py; bert.py for bert and roberta; distilbert.py; marian.py; llama.py for llama
 and qwen2), each with `config_from_hf(hf) -> (ModelConfig, notes)` and
-`convert_tensors(hf, config, tensors) -> (state dict, notes)`. Anything attnlab cannot represent exactly
-raises CheckpointError naming the config.json field and listing SUPPORTED_MODEL_TYPES.
+`convert_tensors(hf, config, tensors) -> (state dict, notes)`; a family whose config depends on which tensors
+are present (BERT's masked-LM head: config_from_hf guesses it from `architectures`) also has
+`config_for_weights(hf, config, tensors) -> config`, so `convert` is the final word. Anything attnlab cannot
+represent exactly raises CheckpointError naming the config.json field and listing SUPPORTED_MODEL_TYPES.
 """
 
 from __future__ import annotations
@@ -54,5 +56,8 @@ def convert(hf_config: Mapping, state_dict: Mapping[str, torch.Tensor]
     """(attnlab config, attnlab-named float32 state dict for Transformer.load_state_dict, notes)."""
     family = _family(hf_config)
     config, notes = config_and_notes(hf_config)
+    refine = getattr(family, "config_for_weights", None)  # settings only the weights can tell (an MLM head)
+    if refine is not None:
+        config = refine(hf_config, config, state_dict)
     state, more = family.convert_tensors(hf_config, config, state_dict)
     return config, state, notes + more
