@@ -31,7 +31,8 @@ def _sharpen(model: torch.nn.Module, std: float = 0.3) -> torch.nn.Module:
     wrong mapping shows up in the numbers."""
     with torch.no_grad():
         for name, p in model.named_parameters():
-            p.normal_(1.0 if name.endswith(("norm.weight", "LayerNorm.weight", "layernorm.weight")) else 0.0, std)
+            if "embed_positions" not in name:  # Marian's fixed sinusoids stay
+                p.normal_(1.0 if name.endswith(("norm.weight", "LayerNorm.weight", "layernorm.weight")) else 0.0, std)
     return model.eval()
 
 
