@@ -114,3 +114,27 @@ def test_unsupported_settings_are_refused_naming_the_field(changes, field):
         config_from_hf(hf_config)
     message = str(err.value)
     assert repr(field) in message and all(t in message for t in SUPPORTED_MODEL_TYPES)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "bert"])
+def test_a_tied_output_that_differs_from_the_embeddings_is_refused(family):
+    from hf_tiny import CASES as cases
+
+    model, hf_config = cases[family].build()
+    state = dict(model.state_dict())
+    key = "lm_head.weight" if family == "gpt2" else "cls.predictions.decoder.weight"
+    state[key] = state[key].clone() + 1.0
+    with pytest.raises(CheckpointError, match="tie_word_embeddings"):
+        convert(hf_config, state)
+
+
+def test_unused_tensors_are_noted_and_missing_ones_named():
+    from hf_tiny import CASES as cases
+
+    model, hf_config = cases["bert-no-head"].build()
+    _config, _state, notes = convert(hf_config, model.state_dict())
+    assert any("pooler.dense.weight" in n for n in notes) and any("masked-LM head" in n for n in notes)
+    state = dict(model.state_dict())
+    del state["encoder.layer.1.output.dense.weight"]
+    with pytest.raises(CheckpointError, match=r"encoder\.layer\.1\.output\.dense\.weight"):
+        convert(hf_config, state)

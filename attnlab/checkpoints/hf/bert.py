@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 
-from attnlab.checkpoints.hf.common import Tensors, activation, field, int_field, leftover_note, refuse, require_value
+from attnlab.checkpoints.hf.common import (
+    Tensors,
+    activation,
+    field,
+    int_field,
+    leftover_note,
+    refuse,
+    require_value,
+    take_tied_copy,
+)
 from attnlab.engine.config import ModelConfig
 
 IGNORABLE = ("position_ids", "token_type_ids")  # index buffers some versions saved
@@ -70,9 +79,9 @@ def take_head(t: Tensors, config: ModelConfig, dense: str, norm: str, decoder: s
     out["out_head.dense.weight"], out["out_head.dense.bias"] = t(f"{dense}.weight"), t(f"{dense}.bias")
     out["out_head.norm.weight"], out["out_head.norm.bias"] = t(f"{norm}.weight"), t(f"{norm}.bias")
     out["out_bias"] = t(bias) if t.has(bias) else t(f"{decoder}.bias")
-    for name in (f"{decoder}.weight", f"{decoder}.bias"):
-        if t.has(name):
-            t(name)  # the tied copy of the embeddings, and a second copy of the bias
+    take_tied_copy(t, f"{decoder}.weight", out["src_embed.weight"])
+    if t.has(f"{decoder}.bias"):
+        t(f"{decoder}.bias")  # a second copy of the bias
 
 
 def convert_tensors(hf, config: ModelConfig, state_dict) -> tuple[dict, list[str]]:

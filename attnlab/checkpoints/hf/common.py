@@ -93,6 +93,16 @@ class Tensors:
         return [k for k in self.state if k not in self.taken and not k.endswith(ignorable)]
 
 
+def take_tied_copy(t: Tensors, name: str, table: torch.Tensor) -> None:
+    """A saved copy of a tied matrix (lm_head.weight of a tied model) must be the matrix it is tied to."""
+    if not t.has(name):
+        return
+    copy = t(name)
+    if copy.shape != table.shape or not torch.equal(copy, table):
+        raise refuse("tie_word_embeddings", f"says the output is tied to the embeddings, but {t.key(name)} differs "
+                                            f"from them")
+
+
 def leftover_note(names: list[str], what: str) -> list[str]:
     return [f"{len(names)} tensor(s) in the weights are not used by attnlab ({what}): {name_list(names)}"] \
         if names else []

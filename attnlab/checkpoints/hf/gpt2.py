@@ -3,7 +3,16 @@ Conv1D Q/K/V weights stored [in, out]."""
 
 from __future__ import annotations
 
-from attnlab.checkpoints.hf.common import Tensors, activation, field, int_field, leftover_note, refuse, require_value
+from attnlab.checkpoints.hf.common import (
+    Tensors,
+    activation,
+    field,
+    int_field,
+    leftover_note,
+    refuse,
+    require_value,
+    take_tied_copy,
+)
 from attnlab.engine.config import ModelConfig
 
 IGNORABLE = (".attn.bias", ".attn.masked_bias")  # the causal-mask buffers older versions saved
@@ -57,6 +66,6 @@ def convert_tensors(hf, config: ModelConfig, state_dict) -> tuple[dict, list[str
         if not t.has("lm_head.weight"):
             raise refuse("tie_word_embeddings", "is false but the weights have no lm_head.weight")
         out["out_proj.weight"] = t("lm_head.weight")
-    elif t.has("lm_head.weight"):
-        t("lm_head.weight")  # the tied copy of wte
+    else:
+        take_tied_copy(t, "lm_head.weight", out["tgt_embed.weight"])
     return out, notes + leftover_note(t.leftovers(IGNORABLE), "not part of the language model")

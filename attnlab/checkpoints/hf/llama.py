@@ -4,7 +4,7 @@ biases on Q, K and V only; Llama has none unless attention_bias / mlp_bias say s
 
 from __future__ import annotations
 
-from attnlab.checkpoints.hf.common import Tensors, activation, field, int_field, leftover_note, refuse
+from attnlab.checkpoints.hf.common import Tensors, activation, field, int_field, leftover_note, refuse, take_tied_copy
 from attnlab.engine.config import ModelConfig
 
 IGNORABLE = ("rotary_emb.inv_freq",)  # a buffer older versions saved; recomputed from rope_theta
@@ -85,6 +85,6 @@ def convert_tensors(hf, config: ModelConfig, state_dict) -> tuple[dict, list[str
         if not t.has("lm_head.weight"):
             raise refuse("tie_word_embeddings", "is false but the weights have no lm_head.weight")
         out["out_proj.weight"] = t("lm_head.weight")
-    elif t.has("lm_head.weight"):
-        t("lm_head.weight")  # the tied copy of embed_tokens
+    else:
+        take_tied_copy(t, "lm_head.weight", out["tgt_embed.weight"])
     return out, leftover_note(t.leftovers(IGNORABLE), "not part of the language model")

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import torch
 
-from attnlab.checkpoints.hf.common import Tensors, activation, field, int_field, leftover_note, refuse, require_value
+from attnlab.checkpoints.hf.common import (
+    Tensors,
+    activation,
+    field,
+    int_field,
+    leftover_note,
+    refuse,
+    require_value,
+    take_tied_copy,
+)
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.positional import sinusoidal_table
 
@@ -93,8 +102,7 @@ def convert_tensors(hf, config: ModelConfig, state_dict) -> tuple[dict, list[str
         torch.zeros(config.tgt_vocab_size)  # [Vt]
     if config.tie_output:
         out["out_bias"] = logits_bias
-        if t.has("lm_head.weight"):
-            t("lm_head.weight")  # the tied copy of the decoder's embeddings
+        take_tied_copy(t, "lm_head.weight", out["tgt_embed.weight"])
     else:
         out["out_proj.weight"], out["out_proj.bias"] = t("lm_head.weight"), logits_bias
     notes = [] if t.has("final_logits_bias") else ["no final_logits_bias in the weights: the logit bias is 0"]
