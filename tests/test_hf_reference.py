@@ -138,3 +138,14 @@ def test_unused_tensors_are_noted_and_missing_ones_named():
     del state["encoder.layer.1.output.dense.weight"]
     with pytest.raises(CheckpointError, match=r"encoder\.layer\.1\.output\.dense\.weight"):
         convert(hf_config, state)
+
+
+def test_a_config_json_written_by_older_transformers_reads_the_same():
+    """Folders saved by transformers 4.x carry rope_theta / rope_scaling instead of rope_parameters."""
+    from hf_tiny import llama
+
+    _model, hf_config = llama()
+    old_style = {k: v for k, v in hf_config.items() if k != "rope_parameters"}
+    old_style.update(rope_theta=500.0, rope_scaling=None)
+    assert config_from_hf(old_style) == config_from_hf(hf_config)
+    assert config_from_hf(old_style).rope_theta == 500.0
