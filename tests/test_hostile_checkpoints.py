@@ -228,8 +228,10 @@ def test_a_fifo_and_a_device_are_not_regular_files(tmp_path):
         with pytest.raises(CheckpointError) as info:
             load_checkpoint(path)
         assert "not a regular file" in str(info.value) and "folder" not in str(info.value)
-    with pytest.raises(CheckpointError, match="a folder, not a file"):
-        load_checkpoint(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(CheckpointError, match="holds no config.json"):  # a folder opens as a model folder
+        load_checkpoint(empty)
 
 
 def test_tiny_config_is_what_the_fixtures_use():

@@ -28,6 +28,14 @@ CASES = {  # golden file stem: (config changes, run options)
                                  RunOptions()),
     "decoder_only": ({"arch": "decoder-only"}, RunOptions()),
     "encoder_only": ({"arch": "encoder-only"}, RunOptions()),
+    # what imported architectures add: Llama/Qwen2-like and BERT-like
+    "decoder_only_rmsnorm_swiglu_gqa": ({"arch": "decoder-only", "norm": "rmsnorm", "ffn": "gated", "n_kv_heads": 1,
+                                         "positional": "rotary", "rotary_layout": "half", "norm_first": True,
+                                         "final_norm": True, "activation": "silu", "bias": False, "qkv_bias": True},
+                                        RunOptions()),
+    "encoder_only_bert_like": ({"arch": "encoder-only", "embed_norm": True, "type_vocab_size": 2,
+                                "positional": "learned", "pos_offset": 2, "output_head": True, "logits_bias": True,
+                                "activation": "gelu", "scale_embedding": False}, RunOptions()),
 }
 FAST_PATH_NAMES = {"src.tokens", "src.ids", "tgt.tokens", "tgt.ids", "logits", "probs"}
 
@@ -45,8 +53,11 @@ def trace_for(build, case: str, options: RunOptions | None = None):
 def documented_names(config: ModelConfig) -> set[str]:
     """The names the engine documents (see the shared context: 'Trace ... Names'), built from the config."""
     site_steps = ("q", "k", "v", "scores", "scaled", "mask", "masked", "weights", "context", "concat", "out")
-    norm_parts = ("in", "mean", "var", "out")
+    norm_parts = ("in", "rms", "out") if config.norm == "rmsnorm" else ("in", "mean", "var", "out")
+    ffn_parts = ("gate", "up", "hidden", "out") if config.ffn == "gated" else ("pre", "hidden", "out")
     names = {"logits", "probs"}
+    if config.output_head:
+        names |= {"head.pre", "head.hidden"} | {f"head.norm.{p}" for p in norm_parts}
     sides = [("src", "enc", config.n_encoder_layers)] if config.has_encoder else []
     if config.has_decoder:
         sides.append(("tgt", "dec", config.n_decoder_layers))
@@ -54,6 +65,10 @@ def documented_names(config: ModelConfig) -> set[str]:
         names |= {f"{side}.tokens", f"{side}.ids", f"{side}.embed", f"{side}.input", f"{stack}.out"}
         if config.positional in ("sinusoidal", "learned"):
             names.add(f"{side}.pos")
+        if config.type_vocab_size:
+            names.add(f"{side}.type")
+        if config.embed_norm:
+            names |= {f"{side}.embed_norm.{p}" for p in norm_parts}
         if config.final_norm:
             names |= {f"{stack}.norm.{p}" for p in norm_parts}
         cross = stack == "dec" and config.has_encoder
@@ -64,7 +79,7 @@ def documented_names(config: ModelConfig) -> set[str]:
             names |= {f"{prefix}.{kind}.{step}" for kind in kinds for step in site_steps}
             names |= {f"{prefix}.resid{n}" for n in range(1, n_sub + 1)}
             names |= {f"{prefix}.norm{n}.{p}" for n in range(1, n_sub + 1) for p in norm_parts}
-            names |= {f"{prefix}.ffn.{p}" for p in ("pre", "hidden", "out")} | {f"{prefix}.out"}
+            names |= {f"{prefix}.ffn.{p}" for p in ffn_parts} | {f"{prefix}.out"}
     return names
 
 
@@ -95,6 +110,21 @@ def test_golden_files_hold_the_documented_names(case, tiny_model):
     golden = read_golden(case)
     assert len(golden) == len(set(golden))
     assert set(golden) == documented_names(model_for(tiny_model, case).config)
+
+
+def test_grouped_query_attention_records_kv_heads_and_which_q_heads_share_them(tiny_model):
+    trace = trace_for(tiny_model, "decoder_only_rmsnorm_swiglu_gqa")
+    T = len(trace["tgt.tokens"])
+    assert trace["dec.0.self.q"].shape == (2, T, 8) and trace["dec.0.self.k"].shape == (1, T, 8)
+    assert trace["dec.0.self.v"].shape == (1, T, 8) and trace["dec.0.self.weights"].shape == (2, T, T)
+    assert (trace.n_kv_heads, trace.kv_head_map) == (1, [0, 0])
+    resplit = trace_for(tiny_model, "decoder_only_rmsnorm_swiglu_gqa", RunOptions(n_heads=4))
+    assert resplit["dec.0.self.k"].shape == (2, T, 4) and resplit.kv_head_map == [0, 0, 1, 1]
+    # Q heads 0 and 1 read the same keys: their scores are their own queries against one K head
+    q, k = resplit["dec.0.self.q"], resplit["dec.0.self.k"]
+    assert torch.allclose(resplit["dec.0.self.scores"][1], q[1] @ k[0].T, atol=1e-5)
+    assert torch.allclose(resplit["dec.0.self.scores"][2], q[2] @ k[1].T, atol=1e-5)
+    assert trace_for(tiny_model, "decoder_only").kv_head_map == [0, 1]
 
 
 def test_position_names_follow_the_positional_switch(tiny_model):

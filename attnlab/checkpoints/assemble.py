@@ -38,7 +38,9 @@ def config_type_problems(data: dict) -> list[str]:
         if f.name not in data:
             continue
         value, default = data[f.name], f.default
-        if isinstance(default, bool):
+        if default is None:  # an optional override (qkv_bias, ...): true, false or null
+            ok = value is None or isinstance(value, bool)
+        elif isinstance(default, bool):
             ok = isinstance(value, bool)
         elif isinstance(default, int):
             ok = isinstance(value, int) and not isinstance(value, bool)
@@ -47,7 +49,8 @@ def config_type_problems(data: dict) -> list[str]:
         else:
             ok = isinstance(value, str)
         if not ok:
-            out.append(f"config field {f.name} must be a {type(default).__name__}, not {limits.excerpt(value)}")
+            kind = "bool or null" if default is None else type(default).__name__
+            out.append(f"config field {f.name} must be a {kind}, not {limits.excerpt(value)}")
     return out
 
 

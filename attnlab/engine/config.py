@@ -10,12 +10,24 @@ from typing import Literal
 from attnlab import limits
 
 Architecture = Literal["encoder-decoder", "decoder-only", "encoder-only"]
-Activation = Literal["relu", "gelu"]
+Activation = Literal["relu", "gelu", "gelu_tanh", "silu"]
 Positional = Literal["sinusoidal", "learned", "rotary", "none"]
+NormKind = Literal["layernorm", "rmsnorm"]
+FFNKind = Literal["plain", "gated"]
+RotaryLayout = Literal["interleaved", "half"]
+SinusoidalLayout = Literal["interleaved", "marian"]
 
 ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 POSITIONALS = ("sinusoidal", "learned", "rotary", "none")
+NORM_KINDS = ("layernorm", "rmsnorm")
+FFN_KINDS = ("plain", "gated")
+ROTARY_LAYOUTS = ("interleaved", "half")
+SINUSOIDAL_LAYOUTS = ("interleaved", "marian")
+# (field, allowed values) for every string field with a fixed set of values
+CHOICES = (("arch", ARCHITECTURES), ("activation", ACTIVATIONS), ("positional", POSITIONALS),
+           ("norm", NORM_KINDS), ("ffn", FFN_KINDS), ("rotary_layout", ROTARY_LAYOUTS),
+           ("sinusoidal_layout", SINUSOIDAL_LAYOUTS))
 
 
 class ConfigError(ValueError):
@@ -30,6 +42,8 @@ def _has_type(value: object, annotation: object) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if annotation == "bool":
         return isinstance(value, bool)
+    if annotation == "bool | None":
+        return value is None or isinstance(value, bool)
     return isinstance(value, str)  # the Literal[...] aliases
 
 
@@ -51,12 +65,40 @@ class ModelConfig:
     scale_embedding: bool = True  # multiply token embeddings by sqrt(d_model)
     share_embeddings: bool = False  # encoder and decoder use one embedding matrix (needs equal vocab sizes)
     tie_output: bool = True  # the output projection reuses the decoder's (or encoder's) embedding matrix
-    bias: bool = True
+    bias: bool = True  # the default for every linear layer's bias (each may be overridden below)
     max_len: int = 256
+    # ---- what imported architectures add; the defaults keep the models above exactly as they were ----------
+    norm: NormKind = "layernorm"  # "rmsnorm": x / sqrt(mean(x^2) + eps) * gamma (Llama, Qwen2)
+    norm_bias: bool = True  # LayerNorms have a bias beta (RMSNorm never has one)
+    ffn: FFNKind = "plain"  # "gated": down(act(gate(x)) * up(x)) (SwiGLU with silu)
+    n_kv_heads: int = 0  # grouped-query attention: K/V heads (0 = as many as Q heads)
+    rotary_layout: RotaryLayout = "interleaved"  # pairs (2i, 2i+1), or "half": (i, i + dk/2) as HF Llama
+    rope_theta: float = 10000.0  # rotary base
+    sinusoidal_layout: SinusoidalLayout = "interleaved"  # sin/cos alternating, or "marian": sines then cosines
+    qkv_bias: bool | None = None  # None: as `bias`
+    attn_out_bias: bool | None = None  # W_O's bias; None: as `bias`
+    ffn_bias: bool | None = None  # None: as `bias`
+    logits_bias: bool | None = None  # a bias on the logits; None: `bias` for an untied output, none when tied
+    embed_norm: bool = False  # a LayerNorm on each side's input embeddings (BERT, RoBERTa, DistilBERT)
+    type_vocab_size: int = 0  # token-type (segment) embeddings; every token of one sentence has type 0
+    pos_offset: int = 0  # learned positions start at this row of the table (RoBERTa: padding_idx + 1 = 2)
+    output_head: bool = False  # dense + activation + LayerNorm before the output projection (BERT's MLM head)
 
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """K/V heads as trained (n_kv_heads, or n_heads when that is 0)."""
+        return self.n_kv_heads or self.n_heads
+
+    def has_bias(self, part: str) -> bool:
+        """Whether a linear part has a bias: "qkv", "attn_out", "ffn" or "logits"."""
+        value = getattr(self, f"{part}_bias")
+        if value is not None:
+            return value
+        return self.bias and not (part == "logits" and self.tie_output)
 
     @property
     def has_encoder(self) -> bool:
@@ -77,15 +119,15 @@ class ModelConfig:
         if wrong_types:  # arithmetic below would raise on these; report them instead
             return [f"{name} has the wrong type ({type(value).__name__}: {limits.excerpt(value)})"
                     for name in wrong_types for value in [getattr(self, name)]]
-        if self.arch not in ARCHITECTURES:
-            p.append(f"arch must be one of {ARCHITECTURES}, not {limits.excerpt(self.arch)}")
-        if self.activation not in ACTIVATIONS:
-            p.append(f"activation must be one of {ACTIVATIONS}, not {limits.excerpt(self.activation)}")
-        if self.positional not in POSITIONALS:
-            p.append(f"positional must be one of {POSITIONALS}, not {limits.excerpt(self.positional)}")
+        for name, allowed in CHOICES:
+            if getattr(self, name) not in allowed:
+                p.append(f"{name} must be one of {allowed}, not {limits.excerpt(getattr(self, name))}")
         for name in ("d_model", "n_heads", "d_ff", "max_len", "src_vocab_size", "tgt_vocab_size"):
             if int(getattr(self, name)) < 1:
                 p.append(f"{name} must be at least 1 (got {getattr(self, name)})")
+        for name in ("n_kv_heads", "type_vocab_size", "pos_offset"):
+            if getattr(self, name) < 0:
+                p.append(f"{name} must be 0 or more (got {getattr(self, name)})")
         too_big = self.size_problems()
         if too_big:  # checked before anything is allocated; the arithmetic below stays cheap
             return p + too_big
@@ -93,6 +135,10 @@ class ModelConfig:
         if 1 <= self.max_len <= specials:
             p.append(f"max_len {self.max_len} leaves no room for a word: this {self.arch} model adds {specials} "
                      f"special token{'s' if specials > 1 else ''} to every input")
+        if self.n_kv_heads and self.n_heads >= 1 and self.n_heads % self.n_kv_heads:
+            p.append(f"n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
+        if not (self.rope_theta > 0) or self.rope_theta == float("inf"):
+            p.append(f"rope_theta must be a positive number (got {self.rope_theta})")
         if self.n_heads >= 1 and self.d_model % self.n_heads:
             p.append(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         if self.positional == "rotary" and self.n_heads >= 1 and (self.d_model // self.n_heads) % 2:

@@ -1,4 +1,5 @@
-"""The parts: attention as a function that exposes every step, multi-head attention, FFN, LayerNorm.
+"""The parts: attention as a function that exposes every step, and multi-head attention (norms.py and ffn.py
+hold LayerNorm/RMSNorm and the feed-forward networks).
 
 Shapes use B batch, H heads, Tq queries, Tk keys, d = d_model, dk = d/H.
 """
@@ -12,6 +13,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlab.engine import names
+from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
+from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
 from attnlab.engine.positional import apply_rotary
 from attnlab.engine.trace import Recorder
 
@@ -83,14 +86,20 @@ class AttentionMask:
 
 class MultiHeadAttention(nn.Module):
     """Q = X W_Q, K = Y W_K, V = Y W_V split into heads; concat(heads) W_O. The head count is a run-time
-    choice: the same d x d projections can be read as any number of heads that divides d."""
+    choice: the same d x d projections can be read as any number of heads that divides d.
 
-    def __init__(self, d_model: int, bias: bool = True):
+    Grouped-query attention: W_K and W_V have fewer outputs (kv_dim = H_kv * dk); each K/V head serves
+    H / H_kv consecutive Q heads (Q head h reads K/V head h // (H / H_kv))."""
+
+    def __init__(self, d_model: int, bias: bool = True, *, kv_dim: int | None = None,
+                 out_bias: bool | None = None, rotary_layout: str = "interleaved"):
         super().__init__()
+        kv_dim = kv_dim or d_model
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
-        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, kv_dim, bias=bias)
+        self.w_v = nn.Linear(d_model, kv_dim, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias if out_bias is None else out_bias)
+        self.rotary_layout = rotary_layout
 
     def forward(self, x_q: Tensor, x_kv: Tensor, mask: Tensor | AttentionMask, n_heads: int, scale: bool,
                 rotary: tuple[Tensor, Tensor] | None, rec: Recorder, prefix: str) -> Tensor:
@@ -101,18 +110,23 @@ class MultiHeadAttention(nn.Module):
         B, Tq, d = x_q.shape
         Tk = x_kv.shape[1]
         dk = d // n_heads
+        n_kv = self.w_k.out_features // dk  # K/V heads of this split (= n_heads without GQA)
         q = self.w_q(x_q).view(B, Tq, n_heads, dk).transpose(1, 2)  # [B, H, Tq, dk]
-        k = self.w_k(x_kv).view(B, Tk, n_heads, dk).transpose(1, 2)  # [B, H, Tk, dk]
-        v = self.w_v(x_kv).view(B, Tk, n_heads, dk).transpose(1, 2)  # [B, H, Tk, dk]
+        k = self.w_k(x_kv).view(B, Tk, n_kv, dk).transpose(1, 2)  # [B, H_kv, Tk, dk]
+        v = self.w_v(x_kv).view(B, Tk, n_kv, dk).transpose(1, 2)  # [B, H_kv, Tk, dk]
         if rotary is not None:
             cos, sin = rotary
-            q = apply_rotary(q, cos[:Tq], sin[:Tq])
-            k = apply_rotary(k, cos[:Tk], sin[:Tk])
+            q = apply_rotary(q, cos[:Tq], sin[:Tq], self.rotary_layout)
+            k = apply_rotary(k, cos[:Tk], sin[:Tk], self.rotary_layout)
         if rec.enabled:
             assert mask.additive is not None, "a recording run builds every mask (MaskBuilder)"
             rec(names.site_entry(prefix, "q"), q)
             rec(names.site_entry(prefix, "k"), k)
             rec(names.site_entry(prefix, "v"), v)
+        if n_kv != n_heads:  # each K/V head serves n_heads / n_kv consecutive Q heads
+            k = k.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
+            v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
+        if rec.enabled:
             context = attention_steps(q, k, v, mask.additive, scale, rec, prefix,
                                       blocked_rows=mask.blocked_rows, mask_is_zero=mask.blocks_nothing)
         elif mask.blocks_nothing or mask.causal_only:
@@ -127,46 +141,10 @@ class MultiHeadAttention(nn.Module):
         return out
 
 
-class FeedForward(nn.Module):
-    """FFN(x) = act(x W_1 + b_1) W_2 + b_2, applied to each position on its own."""
+def make_attention(cfg) -> MultiHeadAttention:
+    """The attention sub-layer a ModelConfig asks for (its K/V width, biases and rotary layout)."""
+    return MultiHeadAttention(cfg.d_model, cfg.has_bias("qkv"), kv_dim=cfg.kv_heads * cfg.d_head,
+                              out_bias=cfg.has_bias("attn_out"), rotary_layout=cfg.rotary_layout)
 
-    def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool = True):
-        super().__init__()
-        self.lin1 = nn.Linear(d_model, d_ff, bias=bias)
-        self.lin2 = nn.Linear(d_ff, d_model, bias=bias)
-        self.activation = activation
-
-    def forward(self, x: Tensor, rec: Recorder, layer_name: str) -> Tensor:
-        """x [B, T, d] -> [B, T, d]; records under names.ffn_entry(layer_name, ...)."""
-        pre = self.lin1(x)  # [B, T, d_ff]
-        hidden = F.relu(pre) if self.activation == "relu" else F.gelu(pre)  # [B, T, d_ff]
-        out = self.lin2(hidden)  # [B, T, d]
-        if rec.enabled:
-            rec(names.ffn_entry(layer_name, "pre"), pre)
-            rec(names.ffn_entry(layer_name, "hidden"), hidden)
-            rec(names.ffn_entry(layer_name, "out"), out)
-        return out
-
-
-class LayerNorm(nn.Module):
-    """y = (x - mean) / sqrt(var + eps) * gamma + beta over the last dimension (biased variance)."""
-
-    def __init__(self, d_model: int, eps: float = 1e-5):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(d_model))
-        self.bias = nn.Parameter(torch.zeros(d_model))
-        self.eps = eps
-
-    def forward(self, x: Tensor, rec: Recorder, name: str) -> Tensor:
-        """x [B, T, d] -> [B, T, d]; records its input, statistics and output under `name` ('enc.0.norm1')."""
-        if not rec.enabled:
-            return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        # one fused pass gives the output [B, T, d] and the statistics it used: mean and 1/sqrt(var + eps),
-        # each [B, T, 1]
-        out, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        var = rstd.pow(-2).sub_(self.eps).clamp_min_(0.0)  # [B, T, 1], the biased variance
-        rec(names.norm_entry(name, "in"), x)
-        rec(names.norm_entry(name, "mean"), mean.squeeze(-1))
-        rec(names.norm_entry(name, "var"), var.squeeze(-1))
-        rec(names.norm_entry(name, "out"), out)
-        return out
+__all__ = ["NEG_INF", "AttentionMask", "FeedForward", "LayerNorm", "MultiHeadAttention", "attention_steps",
+           "fused_attention", "make_attention"]

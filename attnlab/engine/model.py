@@ -7,7 +7,6 @@ Shapes: B batch, S source length, T target length, d = d_model, V vocabulary siz
 from __future__ import annotations
 
 import ctypes
-import math
 import os
 import platform
 from collections.abc import Callable
@@ -18,7 +17,10 @@ from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.layers import NEG_INF, AttentionMask, FeedForward, LayerNorm, MultiHeadAttention
+from attnlab.engine.embedding import add_ends, embed_tokens, project
+from attnlab.engine.ffn import make_ffn
+from attnlab.engine.layers import NEG_INF, AttentionMask, make_attention
+from attnlab.engine.norms import LayerNorm, RMSNorm, make_norm
 from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
 from attnlab.engine.positional import rotary_angles, sinusoidal_table
 from attnlab.engine.trace import Recorder
@@ -40,14 +42,15 @@ class RunContext:
         self.dropout = dropout
         rotary_on = config.positional == "rotary" and options.positional
         d_head = config.d_model // self.n_heads
-        self.rotary = rotary_angles(config.max_len, d_head, device) if rotary_on else None  # 2 x [L, dk/2]
+        self.rotary = (rotary_angles(config.max_len, d_head, device, config.rope_theta)  # 2 x [L, dk/2]
+                       if rotary_on else None)
         self.masks = MaskBuilder(options, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
 
     def drop(self, x: Tensor) -> Tensor:
         return F.dropout(x, self.dropout, training=True) if self.dropout > 0 else x
 
 
-def residual_block(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm, ctx: RunContext,
+def residual_block(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm | RMSNorm, ctx: RunContext,
                    layer_name: str, n: int) -> Tensor:
     """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x)).  Records names.resid(layer, n)."""
     if ctx.norm_first:
@@ -152,13 +155,17 @@ def keep_freed_memory() -> None:
     libc.mallopt(m_trim_threshold, 256 << 20)
 
 
+def norm_of(cfg: ModelConfig) -> LayerNorm | RMSNorm:
+    return make_norm(cfg.norm, cfg.d_model, cfg.layer_norm_eps, cfg.norm_bias)
+
+
 class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.bias)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.bias)
-        self.norm1 = LayerNorm(cfg.d_model, cfg.layer_norm_eps)
-        self.norm2 = LayerNorm(cfg.d_model, cfg.layer_norm_eps)
+        self.self_attn = make_attention(cfg)
+        self.ffn = make_ffn(cfg)
+        self.norm1 = norm_of(cfg)
+        self.norm2 = norm_of(cfg)
 
     def forward(self, x: Tensor, mask: AttentionMask, ctx: RunContext, prefix: str) -> Tensor:
         """x [B, S, d] -> [B, S, d]"""
@@ -176,12 +183,12 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig, cross: bool):
         super().__init__()
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.bias)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.bias) if cross else None
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.activation, cfg.bias)
-        self.norm1 = LayerNorm(cfg.d_model, cfg.layer_norm_eps)
-        self.norm2 = LayerNorm(cfg.d_model, cfg.layer_norm_eps)
-        self.norm3 = LayerNorm(cfg.d_model, cfg.layer_norm_eps) if cross else None
+        self.self_attn = make_attention(cfg)
+        self.cross_attn = make_attention(cfg) if cross else None
+        self.ffn = make_ffn(cfg)
+        self.norm1 = norm_of(cfg)
+        self.norm2 = norm_of(cfg)
+        self.norm3 = norm_of(cfg) if cross else None
 
     def forward(self, y: Tensor, memory: Tensor | None, self_mask: AttentionMask, cross_mask: AttentionMask | None,
                 ctx: RunContext, prefix: str) -> Tensor:
@@ -220,20 +227,22 @@ class Transformer(nn.Module):
         if cfg.has_encoder:
             self.src_embed = nn.Embedding(cfg.src_vocab_size, d)
             self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
-            self.enc_norm = LayerNorm(d, cfg.layer_norm_eps) if cfg.final_norm else None
+            self.enc_norm = norm_of(cfg) if cfg.final_norm else None
         if cfg.has_decoder:
             shared = cfg.share_embeddings and cfg.has_encoder
             self.tgt_embed = self.src_embed if shared else nn.Embedding(cfg.tgt_vocab_size, d)
             cross = cfg.has_encoder
             self.decoder = nn.ModuleList(DecoderLayer(cfg, cross) for _ in range(cfg.n_decoder_layers))
-            self.dec_norm = LayerNorm(d, cfg.layer_norm_eps) if cfg.final_norm else None
-        if cfg.positional == "learned":
+            self.dec_norm = norm_of(cfg) if cfg.final_norm else None
+        if cfg.positional == "learned":  # rows pos_offset … pos_offset + max_len - 1 are used
             if cfg.has_encoder:
-                self.src_pos = nn.Embedding(cfg.max_len, d)
+                self.src_pos = nn.Embedding(cfg.max_len + cfg.pos_offset, d)
             if cfg.has_decoder:
-                self.tgt_pos = nn.Embedding(cfg.max_len, d)
-        self.register_buffer("sinusoid", sinusoidal_table(cfg.max_len, d), persistent=False)  # [max_len, d]
-        self.out_proj = None if cfg.tie_output else nn.Linear(d, cfg.out_vocab_size, bias=cfg.bias)
+                self.tgt_pos = nn.Embedding(cfg.max_len + cfg.pos_offset, d)
+        sinusoid = sinusoidal_table(cfg.max_len, d, cfg.sinusoidal_layout)  # [max_len, d]
+        self.register_buffer("sinusoid", sinusoid, persistent=False)
+        self.out_proj = None if cfg.tie_output else nn.Linear(d, cfg.out_vocab_size, bias=cfg.has_bias("logits"))
+        add_ends(self, cfg)
         self._init_weights()
 
     def _init_weights(self) -> None:
@@ -245,21 +254,9 @@ class Transformer(nn.Module):
 
     # ---- pieces ---------------------------------------------------------------------------------------
     def embed(self, ids: Tensor, side: str, ctx: RunContext) -> Tensor:
-        """ids [B, T] -> input [B, T, d]: token embedding (x sqrt(d) if configured) + positional encoding."""
-        cfg = self.config
-        embedding = self.src_embed if side == "src" else self.tgt_embed
-        x = embedding(ids)  # [B, T, d]
-        if cfg.scale_embedding:
-            x = x * math.sqrt(cfg.d_model)
-        ctx.rec(names.side_entry(side, "embed"), x)
-        T = ids.shape[1]
-        if ctx.options.positional and cfg.positional in ("sinusoidal", "learned"):
-            table: Tensor = self.sinusoid if cfg.positional == "sinusoidal" else getattr(self, f"{side}_pos").weight
-            pos = table[:T]  # [T, d]
-            ctx.rec(names.side_entry(side, "pos"), pos, batched=False)
-            x = x + pos
-        ctx.rec(names.side_entry(side, "input"), x)
-        return ctx.drop(x)
+        """ids [B, T] -> input [B, T, d]: token embedding (x sqrt(d) if configured) + positional encoding
+        (+ token type, embedding norm: see embedding.embed_tokens)."""
+        return embed_tokens(self, ids, side, ctx)
 
     def encode(self, src_ids: Tensor, src_pad: Tensor | None, ctx: RunContext) -> Tensor:
         """src_ids [B, S] -> memory [B, S, d]"""
@@ -293,12 +290,9 @@ class Transformer(nn.Module):
         ctx.rec(names.stack_out("dec"), y)
         return y
 
-    def project(self, h: Tensor) -> Tensor:
+    def project(self, h: Tensor, rec: Recorder | None = None) -> Tensor:
         """h [B, T, d] -> logits [B, T, V]"""
-        if self.out_proj is not None:
-            return self.out_proj(h)
-        table = self.tgt_embed if self.config.has_decoder else self.src_embed
-        return h @ table.weight.T
+        return project(self, h, rec if rec is not None else Recorder(False))
 
     # ---- the whole pass -------------------------------------------------------------------------------
     def forward(self, src_ids: Tensor | None = None, tgt_ids: Tensor | None = None, *,
@@ -321,7 +315,7 @@ class Transformer(nn.Module):
         memory = self.encode(src_ids, src_pad, ctx) if src_ids is not None and cfg.has_encoder else None
         h = self.decode(tgt_ids, tgt_pad, memory, src_pad, ctx) if tgt_ids is not None and cfg.has_decoder else memory
         assert h is not None  # every architecture has an encoder or a decoder
-        logits = self.project(h)
+        logits = self.project(h, rec)
         rec(names.LOGITS, logits)
         return logits
 

@@ -23,8 +23,19 @@ SITE_STEPS = ("q", "k", "v", "scores", "scaled", "mask", "masked", "weights", "c
 INPUT_STEPS = ("tokens", "ids", "embed", "pos", "input")
 # What a LayerNorm records.
 NORM_STATS = ("in", "mean", "var", "out")
+# What an RMSNorm records: its input, the root mean square per token (sqrt(mean(x^2) + eps)) and its output.
+RMS_STATS = ("in", "rms", "out")
 # What a feed-forward network records.
 FFN_PARTS = ("pre", "hidden", "out")
+# What a gated (SwiGLU) feed-forward network records: gate(x), up(x), act(gate) * up, down(...).
+GATED_FFN_PARTS = ("gate", "up", "hidden", "out")
+# Input steps of imported architectures, in order: after "embed" come "type" (token-type embedding),
+# "pos", then the embedding norm's entries ("src.embed_norm.in" … ".out"), then "input".
+TYPE = "type"
+EMBED_NORM = "embed_norm"
+# The output head (BERT's masked-LM transform) before the projection to the vocabulary:
+# "head.pre" (dense), "head.hidden" (activation), then the norm "head.norm.in" … "head.norm.out".
+HEAD = "head"
 
 LOGITS = "logits"
 PROBS = "probs"
@@ -89,6 +100,33 @@ def stack_norm(stack: str) -> str:
 def stack_out(stack: str) -> str:
     """What a stack hands on: 'enc.out' (the memory) or 'dec.out'."""
     return f"{stack}.out"
+
+
+def norm_stats(kind: str) -> tuple[str, ...]:
+    """What a norm of this kind ("layernorm" or "rmsnorm") records, in order."""
+    return RMS_STATS if kind == "rmsnorm" else NORM_STATS
+
+
+def ffn_parts(kind: str) -> tuple[str, ...]:
+    """What a feed-forward network of this kind ("plain" or "gated") records, in order."""
+    return GATED_FFN_PARTS if kind == "gated" else FFN_PARTS
+
+
+def embed_norm(side: str) -> str:
+    """The LayerNorm on a side's embeddings: 'src' -> 'src.embed_norm' (entries via norm_entry)."""
+    return f"{side}.{EMBED_NORM}"
+
+
+def head_entry(part: str) -> str:
+    """A step of the output head: 'pre' -> 'head.pre'; its norm is head_entry('norm') = 'head.norm'."""
+    return f"{HEAD}.{part}"
+
+
+def kv_head_map(n_heads: int, n_kv_heads: int) -> list[int]:
+    """For each Q head, the K/V head it reads: grouped-query attention shares one K/V head among
+    n_heads / n_kv_heads consecutive Q heads (8 Q, 2 K/V -> [0, 0, 0, 0, 1, 1, 1, 1])."""
+    group = n_heads // n_kv_heads
+    return [h // group for h in range(n_heads)]
 
 
 def sublayer_count(stack: str, has_cross: bool) -> int:
@@ -180,6 +218,12 @@ WORDS = {
     "ffn.box": "Feed-forward",  # the schematic's box
     "output": "Output",
     "norm": "LayerNorm",
+    "rmsnorm": "RMSNorm",
+    "embed_norm": "embedding LayerNorm",
+    "type": "token-type embedding",
+    "head": "output head",
+    "gate": "gate projection",
+    "up": "up projection",
     "addnorm": "add & LayerNorm",
 }
 

@@ -106,6 +106,10 @@ class RunOptions:
             p.append(f"{h} heads do not divide d_model {config.d_model}; choose one of {divisors}")
         elif config.positional == "rotary" and (config.d_model // h) % 2:
             p.append(f"rotary encoding needs an even head size, and {config.d_model}/{h} is odd")
+        elif (h * config.kv_heads) % config.n_heads:
+            p.append(f"this model shares each K/V head among {config.n_heads // config.kv_heads} Q heads "
+                     f"({config.n_heads} Q, {config.kv_heads} K/V heads); {h} heads would cut a K/V head apart. "
+                     f"Choose one of {head_choices(config)}")
         return p + self._other_problems(config)
 
     def _other_problems(self, config: ModelConfig) -> list[str]:
@@ -131,6 +135,15 @@ class RunOptions:
         if problems:
             raise OptionsError("These options cannot run on this model:\n- " + "\n- ".join(problems))
         return self
+
+
+def head_choices(config: ModelConfig) -> list[int]:
+    """Head counts the same weights can be re-split into: divisors of d_model, with an even head size for
+    rotary encoding, and for grouped-query attention only counts that keep the Q heads a multiple of the K/V
+    heads (K/V heads of a split into h heads: h * kv_heads / n_heads, a whole number)."""
+    return [h for h in range(1, config.d_model + 1)
+            if config.d_model % h == 0 and (config.positional != "rotary" or (config.d_model // h) % 2 == 0)
+            and (h * config.kv_heads) % config.n_heads == 0]
 
 
 DEFAULT_OPTIONS = RunOptions()

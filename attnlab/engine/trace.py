@@ -83,6 +83,22 @@ class Trace:
             return self.options.norm == "pre"
         return bool(self.config is not None and self.config.norm_first)
 
+    @property
+    def n_kv_heads(self) -> int:
+        """K/V heads of this run: as many as Q heads, except in grouped-query attention, where a re-split into
+        h heads reads W_K/W_V as h * kv_heads / n_heads heads (`.k` and `.v` entries are [H_kv, T, d_k])."""
+        if self.config is None:
+            return self.n_heads
+        return self.n_heads * self.config.kv_heads // self.config.n_heads
+
+    @property
+    def kv_head_map(self) -> list[int]:
+        """For each Q head of this run, the K/V head it reads (grouped-query attention shares one K/V head
+        among consecutive Q heads: [0, 0, 1, 1] for 4 Q and 2 K/V heads; [0, 1, 2, …] otherwise)."""
+        from attnlab.engine import names
+
+        return names.kv_head_map(self.n_heads, self.n_kv_heads)
+
     def __getitem__(self, name: str) -> Any:  # a tensor, or a list of token strings
         try:
             return self.entries[name]

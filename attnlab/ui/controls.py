@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.options import RunOptions
+from attnlab.engine.options import RunOptions, head_choices
 from attnlab.session import Session
 
 if TYPE_CHECKING:
@@ -37,12 +37,6 @@ if TYPE_CHECKING:
 
 NORM_CHOICES = (("trained", "As trained"), ("pre", "Pre-norm"), ("post", "Post-norm"))  # RunOptions.norm values
 ALL_FIELDS = None  # sync(ALL_FIELDS): re-read every row
-
-
-def head_choices(config: ModelConfig) -> list[int]:
-    """Head counts this model can be re-split into: divisors of d_model (even head size for rotary)."""
-    return [h for h in range(1, config.d_model + 1)
-            if config.d_model % h == 0 and (config.positional != "rotary" or (config.d_model // h) % 2 == 0)]
 
 
 def cuda_available() -> bool:

@@ -1,0 +1,108 @@
+"""What every Hugging Face family converter shares: reading config.json fields, refusing options attnlab cannot
+represent (one CheckpointError naming the field), and taking tensors out of a state dict by name."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from attnlab.checkpoints.errors import CheckpointError, name_list
+
+# model_type -> the family module (attnlab.checkpoints.hf.<module>) that converts it
+FAMILIES = {"gpt2": "gpt2", "bert": "bert", "roberta": "bert", "distilbert": "distilbert", "marian": "marian",
+            "llama": "llama", "qwen2": "llama"}
+SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
+
+# Hugging Face activation names -> attnlab's
+ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+               "silu": "silu", "swish": "silu"}
+
+
+def supported_text() -> str:
+    return "supported model types: " + ", ".join(SUPPORTED_MODEL_TYPES)
+
+
+def refuse(field: str, why: str) -> CheckpointError:
+    """The one error for a config.json attnlab cannot represent: names the field, lists what is supported."""
+    return CheckpointError(f"config.json field {field!r}: {why}. attnlab opens these Hugging Face models "
+                           f"without guessing: {supported_text()}")
+
+
+def field(hf: Mapping, key: str, default=None, *, required: bool = False):
+    if key not in hf or hf[key] is None:
+        if required:
+            raise refuse(key, "is missing, and the model's sizes cannot be known without it")
+        return default
+    return hf[key]
+
+
+def int_field(hf: Mapping, key: str, default=None, *, required: bool = False):
+    value = field(hf, key, default, required=required)
+    if value is None and not required:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise refuse(key, f"must be a whole number, not {value!r}")
+    return value
+
+
+def activation(hf: Mapping, key: str, default: str | None = None) -> str:
+    name = field(hf, key, default, required=default is None)
+    if name not in ACTIVATIONS:
+        raise refuse(key, f"the activation {name!r} is not one attnlab computes (it knows {', '.join(ACTIVATIONS)})")
+    return ACTIVATIONS[name]
+
+
+def require_value(hf: Mapping, key: str, allowed, default=None, why: str = "") -> None:
+    """Refuse unless hf[key] (or its default) is one of `allowed`."""
+    value = field(hf, key, default)
+    if value not in allowed:
+        raise refuse(key, f"{value!r} is not supported{': ' + why if why else ''}")
+
+
+class Tensors:
+    """A state dict read by name under one of several prefixes ("transformer.", "" …), remembering which
+    tensors were taken, so leftovers can be reported and missing ones named."""
+
+    def __init__(self, state_dict: Mapping[str, torch.Tensor], prefixes: tuple[str, ...]):
+        self.state = state_dict
+        self.taken: set[str] = set()
+        self.prefix = next((p for p in prefixes if any(k.startswith(p) for k in state_dict)), "")
+
+    def has(self, name: str) -> bool:
+        return self.prefix + name in self.state or name in self.state
+
+    def key(self, name: str) -> str:
+        """The state dict's key for `name` (with the model's prefix, or a head's name without it)."""
+        for key in (self.prefix + name, name):
+            if key in self.state:
+                return key
+        raise CheckpointError(f"the weights have no tensor {self.prefix + name!r}; is this folder's config.json "
+                              f"the one its weights were saved with? ({supported_text()})")
+
+    def __call__(self, name: str) -> torch.Tensor:
+        key = self.key(name)
+        self.taken.add(key)
+        return self.state[key].to(torch.float32)
+
+    def optional(self, name: str) -> torch.Tensor | None:
+        return self(name) if self.has(name) else None
+
+    def leftovers(self, ignorable: tuple[str, ...] = ()) -> list[str]:
+        """Tensors nobody took, minus buffers that carry no weights (names ending in one of `ignorable`)."""
+        return [k for k in self.state if k not in self.taken and not k.endswith(ignorable)]
+
+
+def take_tied_copy(t: Tensors, name: str, table: torch.Tensor) -> None:
+    """A saved copy of a tied matrix (lm_head.weight of a tied model) must be the matrix it is tied to."""
+    if not t.has(name):
+        return
+    copy = t(name)
+    if copy.shape != table.shape or not torch.equal(copy, table):
+        raise refuse("tie_word_embeddings", f"says the output is tied to the embeddings, but {t.key(name)} differs "
+                                            f"from them")
+
+
+def leftover_note(names: list[str], what: str) -> list[str]:
+    return [f"{len(names)} tensor(s) in the weights are not used by attnlab ({what}): {name_list(names)}"] \
+        if names else []

@@ -1,0 +1,90 @@
+"""Llama (also SmolLM, TinyLlama) and Qwen2: decoder-only, pre-norm RMSNorm with a final norm, SwiGLU
+feed-forward, half-split rotary positions with the folder's rope_theta, grouped-query attention. Qwen2 has
+biases on Q, K and V only; Llama has none unless attention_bias / mlp_bias say so."""
+
+from __future__ import annotations
+
+from attnlab.checkpoints.hf.common import Tensors, activation, field, int_field, leftover_note, refuse, take_tied_copy
+from attnlab.engine.config import ModelConfig
+
+IGNORABLE = ("rotary_emb.inv_freq",)  # a buffer older versions saved; recomputed from rope_theta
+
+
+def rope_theta(hf) -> float:
+    """rope_theta from config.json (old style: rope_theta + rope_scaling; new style: rope_parameters)."""
+    scaling = field(hf, "rope_scaling")
+    if scaling and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
+        raise refuse("rope_scaling", f"rotary scaling {scaling!r} is not supported (only plain rotary positions)")
+    params = field(hf, "rope_parameters") or {}
+    if params.get("rope_type", "default") != "default":
+        raise refuse("rope_parameters", f"rope_type {params['rope_type']!r} is not supported (only 'default')")
+    theta = params.get("rope_theta", field(hf, "rope_theta", 10000.0))
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
+        raise refuse("rope_theta", f"must be a positive number, not {theta!r}")
+    return float(theta)
+
+
+def check_full_attention(hf) -> None:
+    """Sliding-window attention (Qwen2's use_sliding_window, layer_types) has no attnlab equivalent."""
+    if field(hf, "use_sliding_window", False):
+        raise refuse("use_sliding_window", "sliding-window attention is not supported")
+    kinds = set(field(hf, "layer_types", []) or [])
+    if kinds - {"full_attention"}:
+        raise refuse("layer_types", f"only full attention is supported, not {sorted(kinds - {'full_attention'})}")
+
+
+def config_from_hf(hf) -> tuple[ModelConfig, list[str]]:
+    check_full_attention(hf)
+    d_model = int_field(hf, "hidden_size", required=True)
+    n_heads = int_field(hf, "num_attention_heads", required=True)
+    head_dim = int_field(hf, "head_dim", None)
+    if head_dim is not None and head_dim * n_heads != d_model:
+        raise refuse("head_dim", f"{head_dim} x {n_heads} heads differs from hidden_size {d_model}; attnlab "
+                                 f"needs head_dim = hidden_size / num_attention_heads")
+    notes = []
+    n_kv = int_field(hf, "num_key_value_heads", None)
+    if n_kv is None:
+        n_kv = n_heads
+        notes.append("num_key_value_heads is not in config.json: as many K/V heads as Q heads")
+    qwen = hf["model_type"] == "qwen2"
+    attention_bias = bool(field(hf, "attention_bias", False))
+    vocab = int_field(hf, "vocab_size", required=True)
+    config = ModelConfig(
+        arch="decoder-only", src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=d_model, n_heads=n_heads,
+        d_ff=int_field(hf, "intermediate_size", required=True), n_encoder_layers=0,
+        n_decoder_layers=int_field(hf, "num_hidden_layers", required=True),
+        activation=activation(hf, "hidden_act", "silu"), norm_first=True, final_norm=True,
+        layer_norm_eps=float(field(hf, "rms_norm_eps", 1e-6)), positional="rotary", scale_embedding=False,
+        tie_output=bool(field(hf, "tie_word_embeddings", False)), bias=False,
+        max_len=int_field(hf, "max_position_embeddings", 2048), norm="rmsnorm", ffn="gated",
+        n_kv_heads=n_kv, rotary_layout="half", rope_theta=rope_theta(hf),
+        qkv_bias=qwen or attention_bias, attn_out_bias=attention_bias,
+        ffn_bias=bool(field(hf, "mlp_bias", False)), logits_bias=False)
+    return config, notes
+
+
+def convert_tensors(hf, config: ModelConfig, state_dict) -> tuple[dict, list[str]]:
+    t = Tensors(state_dict, ("model.",))
+    out = {"tgt_embed.weight": t("embed_tokens.weight")}
+    biases = {"w_q": config.has_bias("qkv"), "w_k": config.has_bias("qkv"), "w_v": config.has_bias("qkv"),
+              "w_o": config.has_bias("attn_out")}
+    for i in range(config.n_decoder_layers):
+        hf_layer, layer = f"layers.{i}", f"decoder.{i}"
+        for ours, theirs in (("w_q", "q_proj"), ("w_k", "k_proj"), ("w_v", "v_proj"), ("w_o", "o_proj")):
+            out[f"{layer}.self_attn.{ours}.weight"] = t(f"{hf_layer}.self_attn.{theirs}.weight")
+            if biases[ours]:
+                out[f"{layer}.self_attn.{ours}.bias"] = t(f"{hf_layer}.self_attn.{theirs}.bias")
+        for part in ("gate", "up", "down"):
+            out[f"{layer}.ffn.{part}.weight"] = t(f"{hf_layer}.mlp.{part}_proj.weight")
+            if config.has_bias("ffn"):
+                out[f"{layer}.ffn.{part}.bias"] = t(f"{hf_layer}.mlp.{part}_proj.bias")
+        out[f"{layer}.norm1.weight"] = t(f"{hf_layer}.input_layernorm.weight")
+        out[f"{layer}.norm2.weight"] = t(f"{hf_layer}.post_attention_layernorm.weight")
+    out["dec_norm.weight"] = t("norm.weight")
+    if not config.tie_output:
+        if not t.has("lm_head.weight"):
+            raise refuse("tie_word_embeddings", "is false but the weights have no lm_head.weight")
+        out["out_proj.weight"] = t("lm_head.weight")
+    else:
+        take_tied_copy(t, "lm_head.weight", out["tgt_embed.weight"])
+    return out, leftover_note(t.leftovers(IGNORABLE), "not part of the language model")

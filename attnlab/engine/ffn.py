@@ -1,0 +1,67 @@
+"""Position-wise feed-forward networks: plain (act(x W_1) W_2) and gated (SwiGLU: down(act(gate(x)) * up(x)))."""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import nn
+
+from attnlab.engine import names
+from attnlab.engine.trace import Recorder
+
+ACTIVATION_FUNCTIONS = {
+    "relu": F.relu,
+    "gelu": F.gelu,  # exact, with erf
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),  # GPT-2's "gelu_new"
+    "silu": F.silu,  # x * sigmoid(x), a.k.a. swish
+}
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = act(x W_1 + b_1) W_2 + b_2, applied to each position on its own."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool = True):
+        super().__init__()
+        self.lin1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.lin2 = nn.Linear(d_ff, d_model, bias=bias)
+        self.act = ACTIVATION_FUNCTIONS[activation]
+
+    def forward(self, x, rec: Recorder, layer_name: str):
+        """x [B, T, d] -> [B, T, d]; records under names.ffn_entry(layer_name, ...)."""
+        pre = self.lin1(x)  # [B, T, d_ff]
+        hidden = self.act(pre)  # [B, T, d_ff]
+        out = self.lin2(hidden)  # [B, T, d]
+        if rec.enabled:
+            rec(names.ffn_entry(layer_name, "pre"), pre)
+            rec(names.ffn_entry(layer_name, "hidden"), hidden)
+            rec(names.ffn_entry(layer_name, "out"), out)
+        return out
+
+
+class GatedFeedForward(nn.Module):
+    """FFN(x) = down(act(gate(x)) * up(x)): the gate decides, per hidden unit, how much of up(x) passes."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool = False):
+        super().__init__()
+        self.gate = nn.Linear(d_model, d_ff, bias=bias)
+        self.up = nn.Linear(d_model, d_ff, bias=bias)
+        self.down = nn.Linear(d_ff, d_model, bias=bias)
+        self.act = ACTIVATION_FUNCTIONS[activation]
+
+    def forward(self, x, rec: Recorder, layer_name: str):
+        """x [B, T, d] -> [B, T, d]; records gate, up, hidden and out under names.ffn_entry(layer_name, ...)."""
+        gate = self.gate(x)  # [B, T, d_ff]
+        up = self.up(x)  # [B, T, d_ff]
+        hidden = self.act(gate) * up  # [B, T, d_ff]
+        out = self.down(hidden)  # [B, T, d]
+        if rec.enabled:
+            rec(names.ffn_entry(layer_name, "gate"), gate)
+            rec(names.ffn_entry(layer_name, "up"), up)
+            rec(names.ffn_entry(layer_name, "hidden"), hidden)
+            rec(names.ffn_entry(layer_name, "out"), out)
+        return out
+
+
+def make_ffn(cfg) -> FeedForward | GatedFeedForward:
+    """The feed-forward network a ModelConfig asks for."""
+    kind = GatedFeedForward if cfg.ffn == "gated" else FeedForward
+    return kind(cfg.d_model, cfg.d_ff, cfg.activation, cfg.has_bias("ffn"))
