@@ -34,13 +34,19 @@ def attention_steps(q, k, v, mask, scale: bool, rec: Recorder, prefix: str, *, b
     if blocked_rows:
         weights = weights.nan_to_num(0.0)  # rows with no allowed key: NaN -> 0
     context = weights @ v  # [B, H, Tq, dk]
-    if rec.enabled:
-        rec(names.site_entry(prefix, "scores"), scores)
-        rec(names.site_entry(prefix, "scaled"), scaled)
-        rec(names.site_entry(prefix, "mask"), mask[0, 0], batched=False)
-        rec(names.site_entry(prefix, "masked"), masked)
-        rec(names.site_entry(prefix, "weights"), weights)
-        rec(names.site_entry(prefix, "context"), context)
+    if rec.enabled:  # stored: the mask (one tensor shared by the layers that block the same cells), the
+        # weights and the context; derived on read (engine/derived.py): scores, scaled, masked
+        entry = names.site_entry
+        q_k = (entry(prefix, "q"), entry(prefix, "k"))
+        if all(n in rec for n in q_k):  # Q and K are in the trace (MultiHeadAttention recorded them)
+            rec.derived(entry(prefix, "scores"), scores, "scores", q_k)
+        else:
+            rec(entry(prefix, "scores"), scores)
+        rec.derived(entry(prefix, "scaled"), scaled, "scaled", (entry(prefix, "scores"),), scale, q.shape[-1])
+        rec(entry(prefix, "mask"), mask[0, 0], batched=False)
+        rec.derived(entry(prefix, "masked"), masked, "masked", (entry(prefix, "scaled"), entry(prefix, "mask")))
+        rec(entry(prefix, "weights"), weights)
+        rec(entry(prefix, "context"), context)
     return context
 
 
@@ -119,7 +125,8 @@ class MultiHeadAttention(nn.Module):
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
         out = self.w_o(concat)  # [B, Tq, d]
         if rec.enabled:
-            rec(names.site_entry(prefix, "concat"), concat)
+            context_name = names.site_entry(prefix, "context")
+            rec.derived(names.site_entry(prefix, "concat"), concat, "concat", (context_name,))
             rec(names.site_entry(prefix, "out"), out)
         return out
 
@@ -140,7 +147,8 @@ class FeedForward(nn.Module):
         out = self.lin2(hidden)  # [B, T, d]
         if rec.enabled:
             rec(names.ffn_entry(layer_name, "pre"), pre)
-            rec(names.ffn_entry(layer_name, "hidden"), hidden)
+            rec.derived(names.ffn_entry(layer_name, "hidden"), hidden, "activation",
+                        (names.ffn_entry(layer_name, "pre"),), self.activation)
             rec(names.ffn_entry(layer_name, "out"), out)
         return out
 
@@ -161,9 +169,10 @@ class LayerNorm(nn.Module):
         # one fused pass gives the output [B, T, d] and the statistics it used: mean and 1/sqrt(var + eps),
         # each [B, T, 1]
         out, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        var = rstd.pow(-2).sub_(self.eps).clamp_min_(0.0)  # [B, T, 1], the biased variance
-        rec(names.norm_entry(name, "in"), x)
-        rec(names.norm_entry(name, "mean"), mean.squeeze(-1))
-        rec(names.norm_entry(name, "var"), var.squeeze(-1))
+        var = rstd.pow(-2).sub_(self.eps).clamp_min_(0.0).squeeze(-1) if rec.eager else None  # [B, T], biased
+        x_name = names.norm_entry(name, "in")
+        rec(x_name, x)  # the statistics are derived from it on read, by the same kernel
+        rec.derived(names.norm_entry(name, "mean"), mean.squeeze(-1), "norm_mean", (x_name,), self.eps)
+        rec.derived(names.norm_entry(name, "var"), var, "norm_var", (x_name,), self.eps)
         rec(names.norm_entry(name, "out"), out)
         return out

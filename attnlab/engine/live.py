@@ -12,6 +12,7 @@ import torch
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
+from attnlab.engine.derived import Derived
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import BOS, EOS, PAD, Tokenizer
@@ -24,6 +25,11 @@ def pick_device(requested: str) -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(requested)
+
+
+def output_probs(temperature: float) -> Derived:
+    """The output distribution softmax(logits / temperature), [T, V], computed from `logits` when read."""
+    return Derived("probs", (names.LOGITS,), (float(temperature),))
 
 
 class LiveModel:
@@ -116,14 +122,14 @@ class LiveModel:
             rec(names.side_entry("tgt", "ids"), tgt_ids)
         start = time.perf_counter()
         logits = self.module(src_ids, tgt_ids, options=options, rec=rec, src_pad=src_pad, tgt_pad=tgt_pad)
-        probs = torch.softmax(logits[0] / options.temperature, dim=-1)  # [T, V]
-        rec(names.PROBS, probs, batched=False)
-        entries = rec.finish()
+        trace = rec.finish()
         if not options.record:  # the fast path still returns what the output panel needs
-            entries[names.LOGITS] = logits[0].float().cpu()
-            entries[names.PROBS] = probs.float().cpu()
-        info = {"device": str(device), "model": self.name, "compute_ms": (time.perf_counter() - start) * 1000.0}
-        return Trace(entries, notices, info, config=self.config, options=options.resolved(self.config))
+            trace.entries[names.LOGITS] = logits[0]  # [T, V]
+        trace.entries[names.PROBS] = output_probs(options.temperature)  # [T, V], softmax on read
+        trace.notices[:0] = notices
+        trace.info.update(device=str(device), model=self.name, compute_ms=(time.perf_counter() - start) * 1000.0)
+        trace.config, trace.options = self.config, options.resolved(self.config)
+        return trace
 
     def next_token(self, trace: Trace) -> tuple[int, str]:
         """The most probable next token after the last decoder position."""

@@ -1,0 +1,95 @@
+"""Derived trace entries: what is a cheap function of stored entries is produced on read, not held.
+
+A recorded run stores what the forward pass computed and could not cheaply redo (Q, K, V, attention weights,
+FFN pre-activations, LayerNorm inputs and outputs, logits, …). Entries that follow from those in one cheap
+step (`scores` = Q Kᵀ, `scaled`, `masked`, `concat`, a LayerNorm's mean and variance, the FFN activation,
+`probs`) are kept as a `Derived` placeholder: a rule name, the names of its inputs and the run's constants.
+
+Every rule redoes exactly the operation the forward pass did on the same numbers, so a derived entry equals
+the value the forward computed (tests/test_trace_derived.py compares every entry with an eager recording).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A trace entry produced on read: RULES[rule](*(value of each input), *params)."""
+
+    rule: str
+    inputs: tuple[str, ...]
+    params: tuple = ()
+
+
+def _scores(q, k):
+    """q [H, Tq, dk], k [H, Tk, dk] -> [H, Tq, Tk], the same product the forward pass took."""
+    return q @ k.transpose(-2, -1)
+
+
+def _scaled_by(scores, scale: bool, d_head: int):
+    """scores [H, Tq, Tk] -> scores / √d_head when scaling is on."""
+    return scores / math.sqrt(d_head) if scale else scores
+
+
+def _masked(scaled, mask):
+    """scaled [H, Tq, Tk] + mask [Tq, Tk] (0 or -inf)."""
+    return scaled + mask
+
+
+def _concat(context):
+    """context [H, Tq, dk] -> [Tq, H·dk]: the heads side by side."""
+    H, Tq, dk = context.shape
+    return context.transpose(0, 1).reshape(Tq, H * dk)
+
+
+def _norm_stats(x, eps: float):
+    """x [T, d] -> (mean [T], biased variance [T]) from the same fused kernel the LayerNorm ran."""
+    _, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], None, None, eps)  # mean, rstd [T, 1]
+    return mean, rstd.pow(-2).sub_(eps).clamp_min_(0.0)
+
+
+def _norm_mean(x, eps: float):
+    return _norm_stats(x, eps)[0].squeeze(-1)  # [T]
+
+
+def _norm_var(x, eps: float):
+    return _norm_stats(x, eps)[1].squeeze(-1)  # [T]
+
+
+def _activation(pre, activation: str):
+    """FFN pre-activation [T, d_ff] -> hidden [T, d_ff]."""
+    return F.relu(pre) if activation == "relu" else F.gelu(pre)
+
+
+def _add(a, b):
+    return a + b
+
+
+def _probs(logits, temperature: float):
+    """logits [T, V] -> softmax(logits / temperature) [T, V]."""
+    return torch.softmax(logits / temperature, dim=-1)
+
+
+RULES: dict[str, Callable[..., torch.Tensor]] = {
+    "scores": _scores,
+    "scaled": _scaled_by,
+    "masked": _masked,
+    "concat": _concat,
+    "norm_mean": _norm_mean,
+    "norm_var": _norm_var,
+    "activation": _activation,
+    "add": _add,
+    "probs": _probs,
+}
+
+
+def compute(entry: Derived, inputs: list[torch.Tensor]) -> torch.Tensor:
+    """The value of a derived entry from the values of its inputs (on their device, their dtype)."""
+    return RULES[entry.rule](*inputs, *entry.params)
