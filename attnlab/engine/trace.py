@@ -35,20 +35,26 @@ class Recorder:
     run does when its trace would not fit in GPU memory.
     """
 
-    __slots__ = ("enabled", "eager", "host", "_items")
+    __slots__ = ("enabled", "eager", "host", "_items", "_copies")
 
     def __init__(self, enabled: bool = True, *, eager: bool = False, host: bool = False):
         self.enabled = enabled
         self.eager = eager
         self.host = host
         self._items: OrderedDict[str, Entry] = OrderedDict()
+        self._copies: dict[tuple, torch.Tensor] = {}  # host=True: one copy per tensor recorded under 2 names
 
     def __call__(self, name: str, tensor: torch.Tensor, batched: bool = True) -> None:
         if not self.enabled:
             return
         t = tensor[0] if batched else tensor
         t = t.detach() if t.requires_grad else t  # detaching costs a dispatch per entry
-        self._items[name] = to_host_async(t) if self.host and t.device.type != "cpu" else t
+        if self.host and t.device.type != "cpu":
+            key = _storage_key(t)
+            if key not in self._copies:
+                self._copies[key] = to_host_async(t)
+            t = self._copies[key]
+        self._items[name] = t
 
     def derived(self, name: str, value: torch.Tensor, rule: str, inputs: tuple[str, ...], *params,
                 batched: bool = True) -> None:
@@ -70,6 +76,9 @@ class Recorder:
 
     def finish(self) -> Trace:
         """The recorded entries as a Trace (no copies: they are read, and cross to the host, on demand)."""
+        if self._copies:  # host=True: the asynchronous copies must land before anyone reads them
+            torch.cuda.synchronize()
+            self._copies.clear()
         return Trace(self._items)
 
 
@@ -232,17 +241,14 @@ class Trace:
 
     # ---- where it lives -------------------------------------------------------------------------------
     def stored_bytes(self) -> int:
-        """Bytes the stored tensors hold where they live, each storage counted once (derived entries: 0)."""
-        seen: set[tuple[torch.device, int]] = set()
-        total = 0
+        """Bytes the stored tensors hold where they live, each storage counted once (derived entries: 0; a
+        slice of a model table, like the positions, counts as its own size)."""
+        held: dict[tuple[torch.device, int], int] = {}  # storage -> the largest view of it the trace keeps
         for value in self.entries.values():
             if isinstance(value, torch.Tensor):
-                storage = value.untyped_storage()
-                key = (value.device, storage.data_ptr())
-                if key not in seen:
-                    seen.add(key)
-                    total += storage.nbytes()
-        return total
+                key = (value.device, value.untyped_storage().data_ptr())
+                held[key] = max(held.get(key, 0), value.numel() * value.element_size())
+        return sum(held.values())
 
     def to(self, device: str | torch.device = "cpu") -> Trace:
         """A Trace whose every entry (derived ones included) is a concrete tensor on `device`; "cpu" gives the
