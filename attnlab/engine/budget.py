@@ -1,7 +1,7 @@
 """How much memory a recorded run's trace will hold, known before the run; whether it fits on the GPU.
 
 The estimate mirrors what the engine stores (see layers.py / model.py and the Derived rules in derived.py):
-per attention site Q, K, V, the weights, the context and the output (scores, scaled, masked and concat are
+per attention site Q, K, V, the context and the output (scores, scaled, masked, weights and concat are
 derived); per sub-layer the residual sum and the LayerNorm output (a post-norm LayerNorm's input *is* the
 residual sum, a pre-norm one's is the previous output: no copies); per FFN its pre-activation and output;
 one mask per distinct mask; the logits. tests/test_trace_budget.py checks it against real traces.
@@ -25,9 +25,9 @@ def side_floats(T: int, d: int, positional: bool) -> int:
     return T * d * (3 if positional else 1)
 
 
-def site_floats(Tq: int, Tk: int, d: int, heads: int) -> int:
-    """Q [Tq, d], K and V [Tk, d], weights [H, Tq, Tk], context [Tq, d], out [Tq, d]."""
-    return Tq * d + 2 * Tk * d + heads * Tq * Tk + 2 * Tq * d
+def site_floats(Tq: int, Tk: int, d: int) -> int:
+    """Q [Tq, d], K and V [Tk, d], context [Tq, d], out [Tq, d] (the [H, Tq, Tk] matrices are derived)."""
+    return Tq * d + 2 * Tk * d + 2 * Tq * d
 
 
 def sublayer_floats(T: int, d: int, residual: bool) -> int:
@@ -35,11 +35,11 @@ def sublayer_floats(T: int, d: int, residual: bool) -> int:
     return T * d * (2 if residual else 1)
 
 
-def layer_floats(T: int, S: int | None, d: int, d_ff: int, heads: int, residual: bool) -> int:
+def layer_floats(T: int, S: int | None, d: int, d_ff: int, residual: bool) -> int:
     """One layer: self-attention over T, cross-attention to S (decoder of an encoder-decoder), FFN."""
-    n = site_floats(T, T, d, heads) + sublayer_floats(T, d, residual)
+    n = site_floats(T, T, d) + sublayer_floats(T, d, residual)
     if S is not None:
-        n += site_floats(T, S, d, heads) + sublayer_floats(T, d, residual)
+        n += site_floats(T, S, d) + sublayer_floats(T, d, residual)
     return n + T * d_ff + T * d + sublayer_floats(T, d, residual)
 
 
@@ -60,7 +60,7 @@ def estimate_trace_bytes(config: ModelConfig, options: RunOptions, src_len: int,
                          element_size: int = 4) -> int:
     """Bytes a recorded run's trace holds (tensors stored where the model ran), for sources of `src_len`
     and decoder inputs of `tgt_len` tokens (specials and padding included; the unused side is ignored)."""
-    d, d_ff, heads = config.d_model, config.d_ff, options.effective_heads(config)
+    d, d_ff = config.d_model, config.d_ff
     positional = options.positional and config.positional in ("sinusoidal", "learned")
     S, T = src_len, tgt_len
     floats = mask_floats(config, options, S, T)
@@ -68,13 +68,13 @@ def estimate_trace_bytes(config: ModelConfig, options: RunOptions, src_len: int,
     out_len = S
     if config.has_encoder:
         floats += side_floats(S, d, positional)
-        floats += config.n_encoder_layers * layer_floats(S, None, d, d_ff, heads, options.residual)
+        floats += config.n_encoder_layers * layer_floats(S, None, d, d_ff, options.residual)
         floats += S * d if config.final_norm else 0
         ints += S
     if config.has_decoder:
         cross = S if config.has_encoder else None
         floats += side_floats(T, d, positional)
-        floats += config.n_decoder_layers * layer_floats(T, cross, d, d_ff, heads, options.residual)
+        floats += config.n_decoder_layers * layer_floats(T, cross, d, d_ff, options.residual)
         floats += T * d if config.final_norm else 0
         ints += T
         out_len = T

@@ -1,9 +1,10 @@
 """Derived trace entries: what is a cheap function of stored entries is produced on read, not held.
 
-A recorded run stores what the forward pass computed and could not cheaply redo (Q, K, V, attention weights,
-FFN pre-activations, LayerNorm inputs and outputs, logits, …). Entries that follow from those in one cheap
-step (`scores` = Q Kᵀ, `scaled`, `masked`, `concat`, a LayerNorm's mean and variance, the FFN activation,
-`probs`) are kept as a `Derived` placeholder: a rule name, the names of its inputs and the run's constants.
+A recorded run stores what the forward pass computed and could not cheaply redo (Q, K, V, the attention
+context, FFN pre-activations, LayerNorm inputs and outputs, logits, …). Entries that follow from those in a
+few cheap steps (`scores` = Q Kᵀ, `scaled`, `masked`, the attention `weights`, `concat`, a LayerNorm's mean
+and variance, the FFN activation, `probs`) are kept as a `Derived` placeholder: a rule name, the names of
+its inputs and the run's constants.
 
 Every rule redoes exactly the operation the forward pass did on the same numbers, so a derived entry equals
 the value the forward computed (tests/test_trace_derived.py compares every entry with an eager recording).
@@ -41,6 +42,12 @@ def _scaled_by(scores, scale: bool, d_head: int):
 def _masked(scaled, mask):
     """scaled [H, Tq, Tk] + mask [Tq, Tk] (0 or -inf)."""
     return scaled + mask
+
+
+def _softmax_rows(masked):
+    """masked [H, Tq, Tk] -> attention weights; a row with every key blocked (all -inf) gets zeros, as in
+    layers.attention_steps (nan_to_num leaves every other row as it is)."""
+    return torch.softmax(masked, dim=-1).nan_to_num(0.0)
 
 
 def _concat(context):
@@ -81,6 +88,7 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
     "scores": _scores,
     "scaled": _scaled_by,
     "masked": _masked,
+    "softmax_rows": _softmax_rows,
     "concat": _concat,
     "norm_mean": _norm_mean,
     "norm_var": _norm_var,
