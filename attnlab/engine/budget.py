@@ -1,7 +1,7 @@
 """How much memory a recorded run's trace will hold, known before the run; whether it fits on the GPU.
 
 The estimate mirrors what the engine stores (see layers.py / model.py and the Derived rules in derived.py):
-per attention site Q, K, V, the context and the output (scores, scaled, masked, weights and concat are
+per attention site Q, K, V and the output (scores, scaled, masked, weights, context and concat are
 derived); per sub-layer the residual sum and the LayerNorm output (a post-norm LayerNorm's input *is* the
 residual sum, a pre-norm one's is the previous output: no copies); per FFN its pre-activation and output;
 one mask per distinct mask; the logits. tests/test_trace_budget.py checks it against real traces.
@@ -26,8 +26,8 @@ def side_floats(T: int, d: int, positional: bool) -> int:
 
 
 def site_floats(Tq: int, Tk: int, d: int) -> int:
-    """Q [Tq, d], K and V [Tk, d], context [Tq, d], out [Tq, d] (the [H, Tq, Tk] matrices are derived)."""
-    return Tq * d + 2 * Tk * d + 2 * Tq * d
+    """Q [Tq, d], K and V [Tk, d], out [Tq, d] (the [H, Tq, Tk] matrices and the context are derived)."""
+    return Tq * d + 2 * Tk * d + Tq * d
 
 
 def sublayer_floats(T: int, d: int, residual: bool) -> int:

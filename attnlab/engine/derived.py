@@ -1,8 +1,8 @@
 """Derived trace entries: what is a cheap function of stored entries is produced on read, not held.
 
 A recorded run stores what the forward pass computed and could not cheaply redo (Q, K, V, the attention
-context, FFN pre-activations, LayerNorm inputs and outputs, logits, …). Entries that follow from those in a
-few cheap steps (`scores` = Q Kᵀ, `scaled`, `masked`, the attention `weights`, `concat`, a LayerNorm's mean
+output, FFN pre-activations, LayerNorm inputs and outputs, logits, …). Entries that follow from those in a
+few cheap steps (`scores` = Q Kᵀ, `scaled`, `masked`, the attention `weights`, `context`, `concat`, a LayerNorm's mean
 and variance, the FFN activation, `probs`) are kept as a `Derived` placeholder: a rule name, the names of
 its inputs and the run's constants.
 
@@ -50,6 +50,11 @@ def _softmax_rows(masked):
     return torch.softmax(masked, dim=-1).nan_to_num(0.0)
 
 
+def _weighted_sum(weights, v):
+    """weights [H, Tq, Tk] @ v [H, Tk, dk] -> context [H, Tq, dk]."""
+    return weights @ v
+
+
 def _concat(context):
     """context [H, Tq, dk] -> [Tq, H·dk]: the heads side by side."""
     H, Tq, dk = context.shape
@@ -89,6 +94,7 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
     "scaled": _scaled_by,
     "masked": _masked,
     "softmax_rows": _softmax_rows,
+    "weighted_sum": _weighted_sum,
     "concat": _concat,
     "norm_mean": _norm_mean,
     "norm_var": _norm_var,

@@ -34,8 +34,8 @@ def attention_steps(q, k, v, mask, scale: bool, rec: Recorder, prefix: str, *, b
     if blocked_rows:
         weights = weights.nan_to_num(0.0)  # rows with no allowed key: NaN -> 0
     context = weights @ v  # [B, H, Tq, dk]
-    if rec.enabled:  # stored: the mask (one tensor shared by the layers that block the same cells) and the
-        # context; derived on read (engine/derived.py): scores (from Q, K), scaled, masked, weights
+    if rec.enabled:  # stored: the mask (one tensor shared by the layers that block the same cells); derived on
+        # read (engine/derived.py): scores (from Q, K), scaled, masked, weights, context (from weights, V)
         entry = names.site_entry
         q_k = (entry(prefix, "q"), entry(prefix, "k"))
         if all(n in rec for n in q_k):  # Q and K are in the trace (MultiHeadAttention recorded them)
@@ -46,7 +46,11 @@ def attention_steps(q, k, v, mask, scale: bool, rec: Recorder, prefix: str, *, b
         rec(entry(prefix, "mask"), mask[0, 0], batched=False)
         rec.derived(entry(prefix, "masked"), masked, "masked", (entry(prefix, "scaled"), entry(prefix, "mask")))
         rec.derived(entry(prefix, "weights"), weights, "softmax_rows", (entry(prefix, "masked"),))
-        rec(entry(prefix, "context"), context)
+        if entry(prefix, "v") in rec:
+            weights_v = (entry(prefix, "weights"), entry(prefix, "v"))
+            rec.derived(entry(prefix, "context"), context, "weighted_sum", weights_v)
+        else:
+            rec(entry(prefix, "context"), context)
     return context
 
 
