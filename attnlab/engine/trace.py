@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from attnlab.engine.options import RunOptions
 
 Entry = torch.Tensor | list[str] | Derived
+RECENT_DERIVED = 6  # derived entries kept where they were computed (a site's chain: scores … weights)
 
 
 class Recorder:
@@ -139,6 +140,7 @@ class Trace:
     config: ModelConfig | None = None
     options: RunOptions | None = None
     _host: dict[str, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
+    _recent: OrderedDict[str, torch.Tensor] = field(default_factory=OrderedDict, repr=False, compare=False)
 
     @property
     def n_heads(self) -> int:
@@ -187,12 +189,20 @@ class Trace:
                 by_storage[_storage_key(value)] = host
 
     def device_value(self, name: str) -> torch.Tensor:
-        """The entry where the run left it (derived entries computed there, not cached)."""
+        """The entry where the run left it (derived entries computed there; the last few are kept, so reading
+        one head after another of the same site computes the site once)."""
         entry = self.entries[name]
         if isinstance(entry, Derived):
             if name in self._host:
                 return self._host[name]
-            return compute(entry, [self.device_value(n) for n in entry.inputs])
+            if name in self._recent:
+                self._recent.move_to_end(name)
+                return self._recent[name]
+            value = compute(entry, [self.device_value(n) for n in entry.inputs])
+            self._recent[name] = value
+            while len(self._recent) > RECENT_DERIVED:
+                self._recent.popitem(last=False)
+            return value
         if isinstance(entry, list):
             raise TypeError(f"{name!r} is a token list, not a tensor")
         return entry
