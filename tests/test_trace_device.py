@@ -99,3 +99,16 @@ def test_on_cuda_a_host_recorder_copies_into_pinned_memory(monkeypatch):
     monkeypatch.undo()
     reference = make().trace(SRC, TGT, RunOptions(device="cpu"))
     torch.testing.assert_close(trace["dec.1.cross.weights"], reference["dec.1.cross.weights"], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("arch", ["encoder-decoder", "decoder-only"])
+def test_a_slice_computed_alone_equals_the_slice_of_the_whole(arch):
+    """read(name, i) of a derived entry computes only that head (or position); the numbers are the same."""
+    options = RunOptions(pad_to=9).with_custom_mask("dec.self", [(2, 0), (2, 1), (2, 2)])
+    first, second = make(arch=arch).trace(SRC, TGT, options), make(arch=arch).trace(SRC, TGT, options)
+    for name in first.names():
+        if isinstance(first.entries[name], Derived) and not name.endswith(".concat"):
+            for i in (0, 2, -1):
+                alone = first.read(name, i)
+                assert torch.equal(alone.isinf(), second[name][i].isinf()), name
+                assert torch.equal(alone.nan_to_num(), second[name][i].nan_to_num()), (name, i)

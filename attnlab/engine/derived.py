@@ -104,6 +104,22 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
 }
 
 
+# Rules that work along the first dimension (one head, one position): for each input, whether it is indexed
+# too. value[i] of such an entry is the rule applied to its inputs' [i], computed alone by the same kernels.
+# Not the matrix products (scores, context): one head's product alone can differ from the batched one in the
+# last bit.
+SLICEABLE: dict[str, tuple[bool, ...]] = {
+    "scaled": (True,),
+    "masked": (True, False),  # the mask [Tq, Tk] is the same for every head
+    "softmax_rows": (True,),
+    "norm_mean": (True,),
+    "norm_var": (True,),
+    "activation": (True,),
+    "add": (True, True),
+    "probs": (True,),
+}
+
+
 def compute(entry: Derived, inputs: list[torch.Tensor]) -> torch.Tensor:
     """The value of a derived entry from the values of its inputs (on their device, their dtype)."""
     return RULES[entry.rule](*inputs, *entry.params)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from attnlab.engine.derived import Derived, compute
+from attnlab.engine.derived import SLICEABLE, Derived, compute
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
@@ -214,7 +214,20 @@ class Trace:
             return self._host[name][index]
         if name not in self.entries:
             raise KeyError(f"{name!r} is not in this trace")
+        if isinstance(index, int):
+            return copy_to_host([self._first_dim_slice(name, index)])[0]
         return copy_to_host([self.device_value(name)[index]])[0]
+
+    def _first_dim_slice(self, name: str, i: int) -> torch.Tensor:
+        """value[i] of an entry, where it lives; a derived entry whose rule works along the first dimension
+        computes only that slice (one head's scores … weights, one position's probabilities)."""
+        entry = self.entries[name]
+        if isinstance(entry, Derived) and name not in self._host and name not in self._recent \
+                and entry.rule in SLICEABLE:
+            inputs = [self._first_dim_slice(n, i) if sliced else self.device_value(n)
+                      for n, sliced in zip(entry.inputs, SLICEABLE[entry.rule], strict=True)]
+            return compute(entry, inputs)
+        return self.device_value(name)[i]
 
     def slice(self, name: str, head: int) -> torch.Tensor:
         """One head of a per-head entry ([H, ...] -> [...])."""
