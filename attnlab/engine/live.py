@@ -180,7 +180,7 @@ class LiveModel:
 
     def next_token(self, trace: Trace) -> tuple[int, str]:
         """The most probable next token after the last decoder position."""
-        i = int(trace[names.PROBS][-1].argmax())
+        i = int(trace.read(names.PROBS, -1).argmax())  # only the last position crosses to the host
         tok = self.tgt_tokenizer if self.config.has_decoder else self.src_tokenizer
         return i, tok.id_to_token(i)
 
