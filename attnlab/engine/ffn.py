@@ -23,16 +23,19 @@ class FeedForward(nn.Module):
         super().__init__()
         self.lin1 = nn.Linear(d_model, d_ff, bias=bias)
         self.lin2 = nn.Linear(d_ff, d_model, bias=bias)
+        self.activation = activation
         self.act = ACTIVATION_FUNCTIONS[activation]
 
     def forward(self, x, rec: Recorder, layer_name: str):
-        """x [B, T, d] -> [B, T, d]; records under names.ffn_entry(layer_name, ...)."""
+        """x [B, T, d] -> [B, T, d]; records under names.ffn_entry(layer_name, ...); `hidden` is derived on read
+        from `pre` (engine/derived.py)."""
         pre = self.lin1(x)  # [B, T, d_ff]
         hidden = self.act(pre)  # [B, T, d_ff]
         out = self.lin2(hidden)  # [B, T, d]
         if rec.enabled:
             rec(names.ffn_entry(layer_name, "pre"), pre)
-            rec(names.ffn_entry(layer_name, "hidden"), hidden)
+            rec.derived(names.ffn_entry(layer_name, "hidden"), hidden, "activation",
+                        (names.ffn_entry(layer_name, "pre"),), self.activation)
             rec(names.ffn_entry(layer_name, "out"), out)
         return out
 

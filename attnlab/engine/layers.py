@@ -22,13 +22,15 @@ NEG_INF = float("-inf")
 
 
 def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: bool, rec: Recorder, prefix: str, *,
-                    blocked_rows: bool = True, mask_is_zero: bool = False) -> Tensor:
+                    blocked_rows: bool = True, mask_is_zero: bool = False, kv_shared: bool = False) -> Tensor:
     """Scaled dot-product attention computed step by step, each step recorded under `prefix`.
 
     q [B, H, Tq, dk], k/v [B, H, Tk, dk], mask additive [B or 1, 1, Tq, Tk] (0 allowed, -inf blocked).
     Returns the context [B, H, Tq, dk]. A query whose every key is blocked gets all-zero weights.
     Hints from a caller that built the mask (they only save work): `blocked_rows=False` promises that no
-    query has every key blocked; `mask_is_zero=True` promises that the mask blocks nothing.
+    query has every key blocked; `mask_is_zero=True` promises that the mask blocks nothing. `kv_shared`: the
+    recorded K/V have fewer heads than Q (grouped-query attention), so scores and context cannot be derived
+    from them head by head and are stored.
     """
     scores = q @ k.transpose(-2, -1)  # [B, H, Tq, Tk]
     scaled = scores / math.sqrt(q.shape[-1]) if scale else scores  # [B, H, Tq, Tk]
@@ -37,13 +39,23 @@ def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: bool, 
     if blocked_rows:
         weights = weights.nan_to_num(0.0)  # rows with no allowed key: NaN -> 0
     context = weights @ v  # [B, H, Tq, dk]
-    if rec.enabled:
-        rec(names.site_entry(prefix, "scores"), scores)
-        rec(names.site_entry(prefix, "scaled"), scaled)
-        rec(names.site_entry(prefix, "mask"), mask[0, 0], batched=False)
-        rec(names.site_entry(prefix, "masked"), masked)
-        rec(names.site_entry(prefix, "weights"), weights)
-        rec(names.site_entry(prefix, "context"), context)
+    if rec.enabled:  # stored: the mask (one tensor shared by the layers that block the same cells); derived on
+        # read (engine/derived.py): scores (from Q, K), scaled, masked, weights, context (from weights, V)
+        entry = names.site_entry
+        q_k = (entry(prefix, "q"), entry(prefix, "k"))
+        if not kv_shared and all(n in rec for n in q_k):  # Q and K are in the trace, head for head
+            rec.derived(entry(prefix, "scores"), scores, "scores", q_k)
+        else:
+            rec(entry(prefix, "scores"), scores)
+        rec.derived(entry(prefix, "scaled"), scaled, "scaled", (entry(prefix, "scores"),), scale, q.shape[-1])
+        rec(entry(prefix, "mask"), mask[0, 0], batched=False)
+        rec.derived(entry(prefix, "masked"), masked, "masked", (entry(prefix, "scaled"), entry(prefix, "mask")))
+        rec.derived(entry(prefix, "weights"), weights, "softmax_rows", (entry(prefix, "masked"),))
+        if not kv_shared and entry(prefix, "v") in rec:
+            weights_v = (entry(prefix, "weights"), entry(prefix, "v"))
+            rec.derived(entry(prefix, "context"), context, "weighted_sum", weights_v)
+        else:
+            rec(entry(prefix, "context"), context)
     return context
 
 
@@ -128,7 +140,8 @@ class MultiHeadAttention(nn.Module):
             v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
         if rec.enabled:
             context = attention_steps(q, k, v, mask.additive, scale, rec, prefix,
-                                      blocked_rows=mask.blocked_rows, mask_is_zero=mask.blocks_nothing)
+                                      blocked_rows=mask.blocked_rows, mask_is_zero=mask.blocks_nothing,
+                                      kv_shared=n_kv != n_heads)
         elif mask.blocks_nothing or mask.causal_only:
             context = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only)
         else:
@@ -136,7 +149,8 @@ class MultiHeadAttention(nn.Module):
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
         out = self.w_o(concat)  # [B, Tq, d]
         if rec.enabled:
-            rec(names.site_entry(prefix, "concat"), concat)
+            context_name = names.site_entry(prefix, "context")
+            rec.derived(names.site_entry(prefix, "concat"), concat, "concat", (context_name,))
             rec(names.site_entry(prefix, "out"), out)
         return out
 

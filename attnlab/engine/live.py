@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import operator
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 
 import torch
 
 from attnlab.engine import names
+from attnlab.engine.budget import estimate_trace_bytes, fits_on_device, working_bytes
 from attnlab.engine.config import ModelConfig
+from attnlab.engine.derived import Derived
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import Tokenizer
@@ -58,6 +61,18 @@ def tempered_softmax(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     the others go to -inf at worst, and no NaN can appear. The argmax never changes.  [T, V] -> [T, V]"""
     shifted = logits - logits.amax(dim=-1, keepdim=True)  # [T, V], max 0
     return torch.softmax(shifted / temperature, dim=-1)
+def output_probs(temperature: float) -> Derived:
+    """The output distribution softmax(logits / temperature), [T, V], computed from `logits` when read."""
+    return Derived("probs", (names.LOGITS,), (float(temperature),))
+
+
+def with_temperature(trace: Trace, options: RunOptions, config: ModelConfig) -> Trace:
+    """`trace` at another output temperature: the same stored entries (shared, not copied), a new `probs`."""
+    entries = OrderedDict(trace.entries)
+    entries[names.PROBS] = output_probs(options.temperature)
+    host = {n: v for n, v in trace._host.items() if n != names.PROBS}  # host copies already made stay valid
+    info = dict(trace.info, compute_ms=0.0, reused="the previous run's entries (at most the temperature differs)")
+    return Trace(entries, list(trace.notices), info, config, options.resolved(config), host)
 
 
 class LiveModel:
@@ -70,6 +85,7 @@ class LiveModel:
         self.tgt_tokenizer = tgt_tokenizer
         self.name = name
         self.metadata = dict(metadata or {})
+        self._last_run: tuple[tuple, Trace] | None = None  # (what decided it, the trace): see trace()
         self._checked: RunOptions | None = None  # the last options found runnable on this model
 
     # ---- what a run reads --------------------------------------------------------------------------
@@ -173,50 +189,85 @@ class LiveModel:
         encoder-decoder: `src` is the sentence to encode, `tgt` the decoder input (teacher forcing; <s> is
         prepended). decoder-only: `tgt` (or `src` when `tgt` is empty) is the prompt. encoder-only: `src`.
         `tgt` may also be a list of token ids. See `prompt_sides`.
+
+        A run that differs from the previous one only in its temperature reuses that run's entries (the
+        output softmax is derived from the logits on read): nothing is recomputed.
         """
         options = self.checked_options(options or RunOptions())
         src, tgt = self.prompt_sides(src, tgt)
+        key = self._run_key(src, tgt, options)
+        last = self._last_run
+        if last is not None and last[0] == key:
+            return with_temperature(last[1], options, self.config)
         try:
-            return self._trace_on(pick_device(options.device), src, tgt, options)
+            trace = self._trace_on(pick_device(options.device), src, tgt, options)
         except torch.cuda.OutOfMemoryError:
             torch.cuda.empty_cache()
             trace = self._trace_on(torch.device("cpu"), src, tgt, options)
             trace.notices.append("The GPU ran out of memory; this run was computed on the CPU instead.")
-            return trace
+        self._last_run = (key, trace)
+        return trace
+
+    def _run_key(self, src, tgt, options: RunOptions) -> tuple:
+        """What decides every entry of a run but the output softmax: inputs, options but the temperature,
+        and the weights (their in-place version counters change when anything writes to them)."""
+        weights_version = sum(p._version for p in self.module.parameters())
+        src, tgt = (tuple(x) if isinstance(x, list) else x for x in (src, tgt))
+        return (src, tgt, options.replace(temperature=1.0), id(self.module), weights_version)
+
+    def _inputs(self, src, tgt, options: RunOptions, notices: list[str]) -> dict:
+        """side -> (token strings, ids, real length) for each side this model reads."""
+        sides = {}
+        if self.config.has_encoder:
+            sides["src"] = self._side(src, "src", options.pad_to, notices)
+        if self.config.has_decoder:
+            sides["tgt"] = self._side(tgt, "tgt", options.pad_to, notices)
+        return sides
+
+    def _recorder(self, device: torch.device, options: RunOptions, sides: dict, notices: list[str]) -> Recorder:
+        """A recorder that keeps the trace on `device` when it fits there, else copies it to the host."""
+        if not options.record or device.type == "cpu":
+            return Recorder(options.record)
+        lengths = {side: len(ids) for side, (_p, ids, _n) in sides.items()}
+        S, T = lengths.get("src", 0), lengths.get("tgt", 0)
+        element = self.module.sinusoid.element_size()
+        trace_bytes = estimate_trace_bytes(self.config, options, S, T, element)
+        fits, free = fits_on_device(device, trace_bytes + working_bytes(self.config, options, S, T, element))
+        if fits:
+            return Recorder(True)
+        notices.append(f"This trace needs about {trace_bytes / 2**20:.0f} MiB, more than the GPU has free "
+                       f"({free / 2**20:.0f} MiB): the model ran on the GPU and its steps were copied to the "
+                       "computer's memory as they were computed.")
+        return Recorder(True, host=True)
 
     @torch.inference_mode()
     def _trace_on(self, device: torch.device, src: Prompt, tgt: Prompt, options: RunOptions) -> Trace:
         if self.device != device:
             self.module.to(device)
         notices: list[str] = list(self.metadata.get("run_notices", []))  # e.g. settings a loader assumed
-        rec = Recorder(options.record)
-        src_ids = src_pad = tgt_ids = tgt_pad = None
-        if self.config.has_encoder:
-            pieces, ids, n_real = self._side(src, "src", options.pad_to, notices)
-            rec.tokens(names.side_entry("src", "tokens"), pieces)
-            src_ids = torch.tensor([ids], device=device)  # [1, S]
-            src_pad = (torch.arange(len(ids), device=device) >= n_real)[None]  # [1, S]
-            rec(names.side_entry("src", "ids"), src_ids)
-        if self.config.has_decoder:
-            pieces, ids, n_real = self._side(tgt, "tgt", options.pad_to, notices)
-            rec.tokens(names.side_entry("tgt", "tokens"), pieces)
-            tgt_ids = torch.tensor([ids], device=device)  # [1, T]
-            tgt_pad = (torch.arange(len(ids), device=device) >= n_real)[None]  # [1, T]
-            rec(names.side_entry("tgt", "ids"), tgt_ids)
+        sides = self._inputs(src, tgt, options, notices)
+        rec = self._recorder(device, options, sides, notices)
+        ids_of, pad_of = {}, {}
+        for side, (pieces, ids, n_real) in sides.items():
+            rec.tokens(names.side_entry(side, "tokens"), pieces)
+            ids_of[side] = torch.tensor([ids], device=device)  # [1, S] or [1, T]
+            pad_of[side] = (torch.arange(len(ids), device=device) >= n_real)[None]  # [1, S] or [1, T]
+            rec(names.side_entry(side, "ids"), ids_of[side])
         start = time.perf_counter()
-        logits = self.module(src_ids, tgt_ids, options=options, rec=rec, src_pad=src_pad, tgt_pad=tgt_pad)
-        probs = tempered_softmax(logits[0], options.temperature)  # [T, V]
-        rec(names.PROBS, probs, batched=False)
-        entries = rec.finish()
+        logits = self.module(ids_of.get("src"), ids_of.get("tgt"), options=options, rec=rec,
+                             src_pad=pad_of.get("src"), tgt_pad=pad_of.get("tgt"))
+        trace = rec.finish()
         if not options.record:  # the fast path still returns what the output panel needs
-            entries[names.LOGITS] = logits[0].float().cpu()
-            entries[names.PROBS] = probs.float().cpu()
-        info = {"device": str(device), "model": self.name, "compute_ms": (time.perf_counter() - start) * 1000.0}
-        return Trace(entries, notices, info, config=self.config, options=options.resolved(self.config))
+            trace.entries[names.LOGITS] = logits[0]  # [T, V]
+        trace.entries[names.PROBS] = output_probs(options.temperature)  # [T, V], softmax on read
+        trace.notices[:0] = notices
+        trace.info.update(device=str(device), model=self.name, compute_ms=(time.perf_counter() - start) * 1000.0)
+        trace.config, trace.options = self.config, options.resolved(self.config)
+        return trace
 
     def next_token(self, trace: Trace) -> tuple[int, str]:
         """The most probable next token after the last decoder position."""
-        i = int(trace[names.PROBS][-1].argmax())
+        i = int(trace.read(names.PROBS, -1).argmax())  # only the last position crosses to the host
         return i, self.output_tokenizer.id_to_token(i)
 
     def generate(self, src: Prompt = None, prefix: str = "", max_new_tokens: int = 30,

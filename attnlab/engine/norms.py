@@ -26,10 +26,11 @@ class LayerNorm(nn.Module):
         # one fused pass gives the output [B, T, d] and the statistics it used: mean and 1/sqrt(var + eps),
         # each [B, T, 1]
         out, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        var = rstd.pow(-2).sub_(self.eps).clamp_min_(0.0)  # [B, T, 1], the biased variance
-        rec(names.norm_entry(name, "in"), x)
-        rec(names.norm_entry(name, "mean"), mean.squeeze(-1))
-        rec(names.norm_entry(name, "var"), var.squeeze(-1))
+        var = rstd.pow(-2).sub_(self.eps).clamp_min_(0.0).squeeze(-1) if rec.eager else None  # [B, T], biased
+        x_name = names.norm_entry(name, "in")
+        rec(x_name, x)  # the statistics are derived from it on read, by the same kernel
+        rec.derived(names.norm_entry(name, "mean"), mean.squeeze(-1), "norm_mean", (x_name,), self.eps)
+        rec.derived(names.norm_entry(name, "var"), var, "norm_var", (x_name,), self.eps)
         rec(names.norm_entry(name, "out"), out)
         return out
 

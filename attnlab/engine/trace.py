@@ -1,55 +1,124 @@
-"""Trace: the ordered record of one run, every intermediate under a stable dotted name."""
+"""Trace: the ordered record of one run, every intermediate under a stable dotted name.
+
+The entries stay where the model ran (its device, its dtype). A tensor crosses to the host only when someone
+reads it — `trace[name]`, one slice (`trace.read(name, index)`), `save_npz`, `to("cpu")` — and then once:
+the host copy is cached. Entries that are a cheap function of stored ones are `Derived` placeholders
+(engine/derived.py), computed on read.
+"""
 
 from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import ItemsView, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
+from attnlab.engine.derived import SLICEABLE, Derived, compute
 from attnlab.fileio import atomic_write
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.options import RunOptions
 
+Entry = torch.Tensor | list[str] | Derived
+RECENT_DERIVED = 6  # derived entries kept where they were computed (a site's chain: scores … weights)
+
 
 class Recorder:
     """Collects tensors during a forward pass. When disabled, `__call__` returns at once: capture is free.
 
-    Tensors arrive with a batch dimension and the first sequence of the batch is kept, detached and still
-    on the model's device; `finish()` moves everything to CPU float32 in one go (one device sync, not many).
+    Tensors arrive with a batch dimension and the first sequence of the batch is kept, detached, on the
+    model's device: nothing is copied during or after the run. `derived()` keeps a rule instead of a value
+    (the value is kept too when `eager`, which tests use to check every rule against the forward's numbers).
+    With `host=True` each tensor is copied to (pinned) host memory as it is recorded, asynchronously: what a
+    run does when its trace would not fit in GPU memory.
     """
 
-    __slots__ = ("enabled", "_items")
+    __slots__ = ("enabled", "eager", "host", "_items", "_copies")
 
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, *, eager: bool = False, host: bool = False):
         self.enabled = enabled
-        self._items: OrderedDict[str, torch.Tensor | list[str]] = OrderedDict()
+        self.eager = eager
+        self.host = host
+        self._items: OrderedDict[str, Entry] = OrderedDict()
+        self._copies: dict[tuple, torch.Tensor] = {}  # host=True: one copy per tensor recorded under 2 names
 
     def __call__(self, name: str, tensor: torch.Tensor, batched: bool = True) -> None:
         if not self.enabled:
             return
         t = tensor[0] if batched else tensor
-        self._items[name] = t.detach() if t.requires_grad else t  # detaching costs a dispatch per entry
+        t = t.detach() if t.requires_grad else t  # detaching costs a dispatch per entry
+        if self.host and t.device.type != "cpu":
+            key = _storage_key(t)
+            if key not in self._copies:
+                self._copies[key] = to_host_async(t)
+            t = self._copies[key]
+        self._items[name] = t
+
+    def derived(self, name: str, value: torch.Tensor, rule: str, inputs: tuple[str, ...], *params,
+                batched: bool = True) -> None:
+        """Record `name` as RULES[rule](*inputs, *params); `value` is what the forward computed (kept only
+        when eager)."""
+        if not self.enabled:
+            return
+        if self.eager:
+            self(name, value, batched)
+        else:
+            self._items[name] = Derived(rule, tuple(inputs), tuple(params))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._items
 
     def tokens(self, name: str, tokens: list[str]) -> None:
         if self.enabled:
             self._items[name] = list(tokens)
 
-    def finish(self) -> OrderedDict[str, torch.Tensor | list[str]]:
-        out: OrderedDict[str, torch.Tensor | list[str]] = OrderedDict()
-        for name, value in self._items.items():
-            if isinstance(value, torch.Tensor):
-                dtype = torch.int64 if not value.is_floating_point() else torch.float32
-                if value.dtype != dtype or value.device.type != "cpu":
-                    value = value.to("cpu", dtype)
-            out[name] = value
-        return out
+    def finish(self) -> Trace:
+        """The recorded entries as a Trace (no copies: they are read, and cross to the host, on demand)."""
+        if self._copies:  # host=True: the asynchronous copies must land before anyone reads them
+            torch.cuda.synchronize()
+            self._copies.clear()
+        return Trace(self._items)
+
+
+def to_host_async(t: torch.Tensor) -> torch.Tensor:
+    """A host copy of a device tensor, started without waiting (pinned memory, non_blocking); readers sync."""
+    host = torch.empty(t.shape, dtype=t.dtype, pin_memory=torch.cuda.is_available())
+    return host.copy_(t, non_blocking=True)
+
+
+def host_dtype(t: torch.Tensor) -> torch.dtype:
+    """The public dtype of an entry: int64 for integer tensors, float32 for the rest."""
+    return torch.float32 if t.is_floating_point() else torch.int64
+
+
+def copy_to_host(values: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Host float32/int64 copies of `values`; CPU tensors of the right dtype come back as they are.
+
+    Device tensors go through pinned buffers with non-blocking copies and one synchronisation for the batch."""
+    out: list[torch.Tensor] = []
+    waited_on = False
+    for v in values:
+        dtype = host_dtype(v)
+        if v.device.type == "cpu":
+            out.append(v if v.dtype == dtype else v.to(dtype))
+            continue
+        pinned = torch.empty(v.shape, dtype=dtype, pin_memory=True)
+        pinned.copy_(v.to(dtype), non_blocking=True)
+        out.append(pinned)
+        waited_on = True
+    if waited_on:
+        torch.cuda.synchronize()
+    return out
+
+
+def _storage_key(t: torch.Tensor) -> tuple:
+    """Two entries with this key hold the same numbers (one tensor recorded under two names, or views)."""
+    return (t.device, t.dtype, t.data_ptr(), tuple(t.shape), t.stride())
 
 
 @dataclass
@@ -61,13 +130,19 @@ class Trace:
     placement is "pre" or "post", `n_heads` is set): read facts about the run there, never infer them from the
     numbers. `notices` holds human-readable remarks about the run (truncation, fallbacks); `info` holds facts
     about where and how fast it ran (device, timings) and what generation added (next token, text so far).
+
+    `entries` holds what was stored: tensors on the run's device, token lists, and `Derived` rules. Reading
+    (`trace[name]`, `read`, `fetch`) gives host tensors, cached; `device_value(name)` gives the value where
+    it lives.
     """
 
-    entries: OrderedDict[str, torch.Tensor | list[str]] = field(default_factory=OrderedDict)
+    entries: OrderedDict[str, Entry] = field(default_factory=OrderedDict)
     notices: list[str] = field(default_factory=list)
     info: dict = field(default_factory=dict)
     config: ModelConfig | None = None
     options: RunOptions | None = None
+    _host: dict[str, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
+    _recent: OrderedDict[str, torch.Tensor] = field(default_factory=OrderedDict, repr=False, compare=False)
 
     @property
     def n_heads(self) -> int:
@@ -99,11 +174,82 @@ class Trace:
 
         return names.kv_head_map(self.n_heads, self.n_kv_heads)
 
-    def __getitem__(self, name: str) -> Any:  # a tensor, or a list of token strings
-        try:
-            return self.entries[name]
-        except KeyError:
-            raise KeyError(f"{name!r} is not in this trace") from None
+    # ---- reading --------------------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> Any:  # a host tensor, or a list of token strings
+        return self.fetch([name])[0]
+
+    def fetch(self, names: Iterable[str]) -> list:
+        """Host values of several entries, copied in one batch (one device synchronisation)."""
+        names = list(names)
+        for name in names:
+            if name not in self.entries:
+                raise KeyError(f"{name!r} is not in this trace")
+        missing = [n for n in names if n not in self._host and not isinstance(self.entries[n], list)]
+        if missing:
+            self._materialise(missing)
+        return [self.entries[n] if isinstance(self.entries[n], list) else self._host[n] for n in names]
+
+    def _materialise(self, names: list[str]) -> None:
+        """Copy these tensor entries to the host; entries sharing storage with a cached one reuse its copy."""
+        by_storage = {_storage_key(self.entries[n]): self._host[n] for n in self._host
+                      if isinstance(self.entries[n], torch.Tensor)}
+        todo: list[tuple[str, torch.Tensor]] = []
+        for name in names:
+            value = self.device_value(name)
+            key = _storage_key(value) if isinstance(self.entries[name], torch.Tensor) else None
+            if key is not None and key in by_storage:
+                self._host[name] = by_storage[key]
+            else:
+                todo.append((name, value))
+        for (name, value), host in zip(todo, copy_to_host([v for _, v in todo]), strict=True):
+            self._host[name] = host
+            if isinstance(self.entries[name], torch.Tensor):
+                by_storage[_storage_key(value)] = host
+
+    def device_value(self, name: str) -> torch.Tensor:
+        """The entry where the run left it (derived entries computed there; the last few are kept, so reading
+        one head after another of the same site computes the site once)."""
+        entry = self.entries[name]
+        if isinstance(entry, Derived):
+            if name in self._host:
+                return self._host[name]
+            if name in self._recent:
+                self._recent.move_to_end(name)
+                return self._recent[name]
+            value = compute(entry, [self.device_value(n) for n in entry.inputs])
+            self._recent[name] = value
+            while len(self._recent) > RECENT_DERIVED:
+                self._recent.popitem(last=False)
+            return value
+        if isinstance(entry, list):
+            raise TypeError(f"{name!r} is a token list, not a tensor")
+        return entry
+
+    def read(self, name: str, index) -> torch.Tensor:
+        """Only `value[index]` of an entry on the host (e.g. one head: `trace.read(site + '.weights', h)`),
+        without moving the rest; the whole entry is read from the cache when it is already there."""
+        if name in self._host:
+            return self._host[name][index]
+        if name not in self.entries:
+            raise KeyError(f"{name!r} is not in this trace")
+        if isinstance(index, int):
+            return copy_to_host([self._first_dim_slice(name, index)])[0]
+        return copy_to_host([self.device_value(name)[index]])[0]
+
+    def _first_dim_slice(self, name: str, i: int) -> torch.Tensor:
+        """value[i] of an entry, where it lives; a derived entry whose rule works along the first dimension
+        computes only that slice (one head's scores … weights, one position's probabilities)."""
+        entry = self.entries[name]
+        if isinstance(entry, Derived) and name not in self._host and name not in self._recent \
+                and entry.rule in SLICEABLE:
+            inputs = [self._first_dim_slice(n, i) if sliced else self.device_value(n)
+                      for n, sliced in zip(entry.inputs, SLICEABLE[entry.rule], strict=True)]
+            return compute(entry, inputs)
+        return self.device_value(name)[i]
+
+    def slice(self, name: str, head: int) -> torch.Tensor:
+        """One head of a per-head entry ([H, ...] -> [...])."""
+        return self.read(name, head)
 
     def __contains__(self, name: object) -> bool:
         return name in self.entries
@@ -115,13 +261,14 @@ class Trace:
         return len(self.entries)
 
     def get(self, name: str, default: Any = None) -> Any:
-        return self.entries.get(name, default)
+        return self[name] if name in self.entries else default
 
     def names(self) -> list[str]:
         return list(self.entries)
 
-    def items(self) -> ItemsView[str, Any]:
-        return self.entries.items()
+    def items(self) -> list[tuple[str, Any]]:
+        """(name, host value) of every entry, in run order (materialises everything)."""
+        return list(zip(self.entries, self.fetch(self.entries), strict=True))
 
     def numpy(self, name: str) -> np.ndarray:
         value = self[name]
@@ -133,10 +280,32 @@ class Trace:
 
         return [site for n in self.entries if n.endswith(".weights") and (site := names.site_of(n))]
 
+    # ---- where it lives -------------------------------------------------------------------------------
+    def stored_bytes(self) -> int:
+        """Bytes the stored tensors hold where they live, each storage counted once (derived entries: 0; a
+        slice of a model table, like the positions, counts as its own size)."""
+        held: dict[tuple[torch.device, int], int] = {}  # storage -> the largest view of it the trace keeps
+        for value in self.entries.values():
+            if isinstance(value, torch.Tensor):
+                key = (value.device, value.untyped_storage().data_ptr())
+                held[key] = max(held.get(key, 0), value.numel() * value.element_size())
+        return sum(held.values())
+
+    def to(self, device: str | torch.device = "cpu") -> Trace:
+        """A Trace whose every entry (derived ones included) is a concrete tensor on `device`; "cpu" gives the
+        public dtypes (float32, int64), everything materialised."""
+        device = torch.device(device)
+        if device.type == "cpu":
+            entries = OrderedDict(self.items())
+        else:
+            entries = OrderedDict((n, v if isinstance(v, list) else self.device_value(n).to(device))
+                                  for n, v in self.entries.items())
+        return Trace(entries, list(self.notices), dict(self.info), self.config, self.options)
+
     def save_npz(self, path: str | os.PathLike[str]) -> None:
         """Every entry under its dotted name; token lists as unicode arrays (loadable without pickle).
         Raises attnlab.fileio.WriteError (an OSError) when the file cannot be written."""
-        arrays = {name: self.numpy(name) for name in self.entries}
+        arrays = {name: (np.asarray(v) if isinstance(v, list) else v.numpy()) for name, v in self.items()}
         arrays["__notices__"] = np.asarray(self.notices, dtype=str)
         path = str(path) if str(path).endswith(".npz") else f"{path}.npz"  # the name np.savez would use
 

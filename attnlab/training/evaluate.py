@@ -97,7 +97,7 @@ class CrossAttentionRecorder(Recorder):
     """Keeps only the cross-attention weights, for the whole batch: name -> [B, H, T, S]."""
 
     def __init__(self):
-        super().__init__(True)
+        super().__init__(True, eager=True)  # eager: the weights arrive as values, not as derivation rules
 
     def __call__(self, name, tensor, batched=True):
         site = names.site_of(name)

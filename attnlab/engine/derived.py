@@ -1,0 +1,128 @@
+"""Derived trace entries: what is a cheap function of stored entries is produced on read, not held.
+
+A recorded run stores what the forward pass computed and could not cheaply redo (Q, K, V, the attention
+output, FFN pre-activations, LayerNorm inputs and outputs, logits, …). Entries that follow from those in a
+few cheap steps (`scores` = Q Kᵀ, `scaled`, `masked`, the attention `weights`, `context`, `concat`, a LayerNorm's mean
+and variance, the FFN activation, `probs`) are kept as a `Derived` placeholder: a rule name, the names of
+its inputs and the run's constants.
+
+Every rule redoes exactly the operation the forward pass did on the same numbers, so a derived entry equals
+the value the forward computed (tests/test_trace_derived.py compares every entry with an eager recording).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A trace entry produced on read: RULES[rule](*(value of each input), *params)."""
+
+    rule: str
+    inputs: tuple[str, ...]
+    params: tuple = ()
+
+
+def _scores(q, k):
+    """q [H, Tq, dk], k [H, Tk, dk] -> [H, Tq, Tk], the same product the forward pass took."""
+    return q @ k.transpose(-2, -1)
+
+
+def _scaled_by(scores, scale: bool, d_head: int):
+    """scores [H, Tq, Tk] -> scores / √d_head when scaling is on."""
+    return scores / math.sqrt(d_head) if scale else scores
+
+
+def _masked(scaled, mask):
+    """scaled [H, Tq, Tk] + mask [Tq, Tk] (0 or -inf)."""
+    return scaled + mask
+
+
+def _softmax_rows(masked):
+    """masked [H, Tq, Tk] -> attention weights; a row with every key blocked (all -inf) gets zeros, as in
+    layers.attention_steps (nan_to_num leaves every other row as it is)."""
+    return torch.softmax(masked, dim=-1).nan_to_num(0.0)
+
+
+def _weighted_sum(weights, v):
+    """weights [H, Tq, Tk] @ v [H, Tk, dk] -> context [H, Tq, dk]."""
+    return weights @ v
+
+
+def _concat(context):
+    """context [H, Tq, dk] -> [Tq, H·dk]: the heads side by side."""
+    H, Tq, dk = context.shape
+    return context.transpose(0, 1).reshape(Tq, H * dk)
+
+
+def _norm_stats(x, eps: float):
+    """x [T, d] -> (mean [T], biased variance [T]) from the same fused kernel the LayerNorm ran."""
+    _, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], None, None, eps)  # mean, rstd [T, 1]
+    return mean, rstd.pow(-2).sub_(eps).clamp_min_(0.0)
+
+
+def _norm_mean(x, eps: float):
+    return _norm_stats(x, eps)[0].squeeze(-1)  # [T]
+
+
+def _norm_var(x, eps: float):
+    return _norm_stats(x, eps)[1].squeeze(-1)  # [T]
+
+
+def _activation(pre, activation: str):
+    """FFN pre-activation [T, d_ff] -> hidden [T, d_ff]."""
+    from attnlab.engine.ffn import ACTIVATION_FUNCTIONS  # the FFN's own functions: one place for each
+
+    return ACTIVATION_FUNCTIONS[activation](pre)
+
+
+def _add(a, b):
+    return a + b
+
+
+def _probs(logits, temperature: float):
+    """logits [T, V] -> softmax(logits / temperature) [T, V], safe for any temperature RunOptions accepts: the
+    largest logit is subtracted first, so no NaN can appear and the argmax never changes."""
+    shifted = logits - logits.amax(dim=-1, keepdim=True)  # [T, V], max 0
+    return torch.softmax(shifted / temperature, dim=-1)
+
+
+RULES: dict[str, Callable[..., torch.Tensor]] = {
+    "scores": _scores,
+    "scaled": _scaled_by,
+    "masked": _masked,
+    "softmax_rows": _softmax_rows,
+    "weighted_sum": _weighted_sum,
+    "concat": _concat,
+    "norm_mean": _norm_mean,
+    "norm_var": _norm_var,
+    "activation": _activation,
+    "add": _add,
+    "probs": _probs,
+}
+
+
+# Rules that work along the first dimension (one head, one position): for each input, whether it is indexed
+# too. value[i] of such an entry is the rule applied to its inputs' [i], computed alone by the same kernels.
+# Not the matrix products (scores, context): one head's product alone can differ from the batched one in the
+# last bit.
+SLICEABLE: dict[str, tuple[bool, ...]] = {
+    "scaled": (True,),
+    "masked": (True, False),  # the mask [Tq, Tk] is the same for every head
+    "softmax_rows": (True,),
+    "norm_mean": (True,),
+    "norm_var": (True,),
+    "activation": (True,),
+    "add": (True, True),
+    "probs": (True,),
+}
+
+
+def compute(entry: Derived, inputs: list[torch.Tensor]) -> torch.Tensor:
+    """The value of a derived entry from the values of its inputs (on their device, their dtype)."""
+    return RULES[entry.rule](*inputs, *entry.params)
