@@ -70,7 +70,8 @@ def test_file_is_small_and_says_how_it_was_made(name, request):
 
 def test_the_sample_was_never_trained_on(translation, sample):
     corpus = translation.metadata["corpus"]
-    train, _ = split_corpus(corpus["n_pairs"], corpus["seed"], corpus["test_fraction"], corpus["split_seed"])
+    train, _ = split_corpus(corpus["n_pairs"], corpus["seed"], corpus["test_fraction"], corpus["split_seed"],
+                            corpus.get("version", 1))
     seen = {p.src for p in train}
     assert len(sample) == SAMPLE and not any(p.src in seen for p in sample)
 
