@@ -60,6 +60,12 @@ def sample(translation):
     return held_out_pairs(translation, SAMPLE)
 
 
+@pytest.fixture(scope="module")
+def language_sample(language):
+    """The language model's own held-out pairs (its corpus version is not the translation model's)."""
+    return held_out_pairs(language, SAMPLE)
+
+
 @pytest.mark.parametrize("name", ["translation", "language"])
 def test_file_is_small_and_says_how_it_was_made(name, request):
     model = request.getfixturevalue(name)
@@ -70,7 +76,8 @@ def test_file_is_small_and_says_how_it_was_made(name, request):
 
 def test_the_sample_was_never_trained_on(translation, sample):
     corpus = translation.metadata["corpus"]
-    train, _ = split_corpus(corpus["n_pairs"], corpus["seed"], corpus["test_fraction"], corpus["split_seed"])
+    train, _ = split_corpus(corpus["n_pairs"], corpus["seed"], corpus["test_fraction"], corpus["split_seed"],
+                            corpus.get("version", 1))
     seen = {p.src for p in train}
     assert len(sample) == SAMPLE and not any(p.src in seen for p in sample)
 
@@ -102,6 +109,25 @@ def test_translation_generation_stops(translation, sample):
     assert len(capped) == 3 and not capped[-1].info["finished"]
 
 
+def test_translation_answers_what_a_teacher_types_first(translation):
+    """The hand-written set (never trained on): sentences typed as people type them."""
+    from attnlab.training.handwritten import handwritten_figures
+
+    figures = handwritten_figures(translation)
+    wrong = [s for s in figures["sentences"] if not s["correct"]]
+    assert figures["n"] >= 60 and figures["exact_match"] >= 0.9 and figures["word_accuracy"] >= 0.95, wrong
+
+
+@pytest.mark.parametrize(("src", "expected"), [
+    ("we are tired", "nous sommes fatigués"), ("i am tired", "je suis fatigué"),
+    ("they are tired", "ils sont fatigués"), ("the mother of the boy loves him .", "la mère du garçon l'adore ."),
+    ("the black cat sees the small dog", "le chat noir voit le petit chien"),
+    ("the cat sits on the mat .", "le chat est assis sur le tapis ."),
+])
+def test_the_sentences_of_issue_11(translation, src, expected):
+    assert translation.translate(src) == expected
+
+
 @pytest.mark.parametrize("text", OUT_OF_DOMAIN, ids=["emoji", "empty", "random"])
 def test_translation_runs_on_anything(translation, text):
     trace = translation.trace(text, "le chat", RunOptions(device="cpu"))
@@ -114,16 +140,16 @@ def test_translation_runs_on_anything(translation, text):
     assert all(torch.isfinite(t["probs"]).all() for t in steps)
 
 
-def test_language_model_predicts_held_out_french(language, sample):
+def test_language_model_predicts_held_out_french(language, language_sample):
     """Random sentences from a grammar stay partly unpredictable (which noun comes next?), so a perfect model
     is far from 100%; an untrained one scores about 0.1% and a perplexity above the vocabulary size (1000)."""
-    figures = language_figures(language, [p.tgt for p in sample])
+    figures = language_figures(language, [p.tgt for p in language_sample])
     assert figures["next_token_accuracy"] >= 0.40
     assert figures["perplexity"] <= 10.0
 
 
-def test_language_model_continues_a_prompt_and_stops(language, sample):
-    for pair in sample[:5]:
+def test_language_model_continues_a_prompt_and_stops(language, language_sample):
+    for pair in language_sample[:5]:
         prompt = " ".join(pair.tgt.split()[:2])
         steps = list(language.generate(prefix=prompt, max_new_tokens=40, options=FAST))
         text = steps[-1].info["generated"]

@@ -13,7 +13,16 @@ from attnlab.training.corpus import (
     generate_pairs,
     train_test_split,
 )
-from attnlab.training.lexicon import ADJECTIVES, ADVERBS, NOUNS, PRONOUNS, STATES, VERBS, vowel_sound
+from attnlab.training.lexicon import (
+    ADJECTIVES,
+    ADVERBS,
+    EVERYDAY_VERBS,
+    NOUNS,
+    PRONOUNS,
+    STATES,
+    VERBS,
+    vowel_sound,
+)
 
 N = 2000
 ARTICLES = {"le": ("m", False), "la": ("f", False), "un": ("m", False), "une": ("f", False),
@@ -66,7 +75,8 @@ def test_shape_of_sentences(pairs):
         for text in (p.src, p.tgt):
             words = text.split(" ")
             assert text == text.lower() and "" not in words
-            assert words[-1] == "." and "." not in words[:-1]
+            assert words[-1] in (".", "?") and "." not in words[:-1] and "?" not in words[:-1]
+            assert (words[-1] == "?") == (p.src.endswith("?"))  # a question on both sides, or neither
             assert 3 <= len(words) - 1 and len(words) <= 15, text
 
 
@@ -75,7 +85,8 @@ def test_at_least_150_content_words():
     content = set(vocab) - set(PRONOUNS) - {"be", "sit", "never"}
     assert len(content) >= 150
     assert vocab["cat"] == "chat" and vocab["black"] == "noir" and vocab["street"] == "rue"
-    assert len(content) == len(NOUNS) + len(ADJECTIVES) + len(VERBS) + len(ADVERBS)  # no word is two things
+    # no word is two things
+    assert len(content) == len(NOUNS) + len(ADJECTIVES) + len(VERBS) + len(EVERYDAY_VERBS) + len(ADVERBS)
 
 
 def test_alignment_indices_point_at_content_words(pairs):

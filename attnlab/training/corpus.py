@@ -26,7 +26,6 @@ from attnlab.training.grammar import (
     Both,
     Links,
     Pron,
-    Tokens,
     and_it,
     because_it,
     clause,
@@ -37,6 +36,7 @@ from attnlab.training.grammar import (
 from attnlab.training.lexicon import (
     ADJECTIVES,
     ADVERBS,
+    EVERYDAY_VERBS,
     NOUNS,
     OBSTACLES,
     PREPOSITIONS,
@@ -51,7 +51,13 @@ from attnlab.training.lexicon import (
 )
 
 __all__ = ["Pair", "generate_pairs", "train_test_split", "content_vocabulary", "content_forms",
-           "TEACHING_EXAMPLES"]
+           "TEACHING_EXAMPLES", "CORPUS_VERSION"]
+
+# Version 1: the twelve templates below (the language model was trained on it). Version 2 adds the everyday
+# sentences of everyday.py (pronoun subjects, "the X of the Y", questions, numbers, have/make). A version's
+# sentences never change, so a checkpoint's held-out split can always be rebuilt from its corpus facts.
+CORPUS_VERSION = 2
+CORPUS_VERSIONS = (1, 2)
 
 
 @dataclass(frozen=True)
@@ -332,25 +338,38 @@ _TEMPLATES = {_t_transitive: 22, _t_intransitive: 12, _t_motion: 9, _t_copula: 9
               _t_relative: 6, _t_there: 3}
 
 
-def _random_sentence(rng: random.Random, new: Links) -> tuple[Tokens, Tokens]:
+def _templates(version: int) -> dict:
+    """Template → weight for a corpus version."""
+    if version not in CORPUS_VERSIONS:
+        raise ValueError(f"unknown corpus version {version!r}; known: {CORPUS_VERSIONS}")
+    if version == 1:
+        return _TEMPLATES
+    from attnlab.training.everyday import EVERYDAY_TEMPLATES
+
+    return {**_TEMPLATES, **EVERYDAY_TEMPLATES}
+
+
+def _random_sentence(rng: random.Random, new: Links, templates: dict) -> tuple:
+    """(English tokens, French tokens) or, for a question, (English, French, "?")."""
     while True:
-        template = rng.choices(list(_TEMPLATES), weights=list(_TEMPLATES.values()))[0]
+        template = rng.choices(list(templates), weights=list(templates.values()))[0]
         sentence = template(rng, new)
         if sentence is not None:
             return sentence
 
 
-def generate_pairs(n: int, seed: int = 0) -> list[Pair]:
-    """`n` pairs with distinct English sentences, the same ones for the same seed (20000 take a few
-    seconds; the grammar has well over a million sentences). From n = 200 up, the TEACHING_EXAMPLES are
-    among them. Sentences have 3 to 14 words plus the period on both sides."""
+def generate_pairs(n: int, seed: int = 0, version: int = CORPUS_VERSION) -> list[Pair]:
+    """`n` pairs with distinct English sentences, the same ones for the same seed and version (20000 take a
+    few seconds; the grammar has well over a million sentences). From n = 200 up, the TEACHING_EXAMPLES are
+    among them. Sentences have 3 to 14 words plus the final "." (or "?") on both sides."""
     rng = random.Random(seed)
+    templates = _templates(version)
     pairs = list(TEACHING_EXAMPLES[:n]) if n >= 200 else []
     seen = {p.src for p in pairs}
     for _ in range(50 * n + 1000):
         if len(pairs) >= n:
             break
-        pair = Pair(*finish(*_random_sentence(rng, Links())))
+        pair = Pair(*finish(*_random_sentence(rng, Links(), templates)))
         words = pair.src.count(" "), pair.tgt.count(" ")  # words before the period
         if pair.src not in seen and 3 <= min(words) and max(words) <= 14:
             seen.add(pair.src)
@@ -375,7 +394,7 @@ def content_vocabulary() -> dict[str, str]:
     """English content word (nouns, adjectives, verbs, adverbs, pronouns) → a French lemma."""
     vocab = {n.en: n.fr for n in NOUNS.values()}
     vocab.update({a.en: a.forms[0] for a in ADJECTIVES.values()})
-    vocab.update({v.en: v.fr for v in VERBS.values()})
+    vocab.update({v.en: v.fr for v in (*VERBS.values(), *EVERYDAY_VERBS.values())})
     vocab.update({a.en: a.fr for a in ADVERBS.values()})
     vocab.update({"sit": "s'asseoir", "be": "être", "never": "jamais"}, **PRONOUNS)
     return vocab
@@ -388,7 +407,7 @@ def content_forms() -> dict[str, str]:
     for n in NOUNS.values():
         plural_owner = n.en_pl + ("'" if n.en_pl.endswith("s") else "'s")
         forms.update({n.en_pl: n.en, n.en + "'s": n.en, plural_owner: n.en})
-    for v in VERBS.values():
+    for v in (*VERBS.values(), *EVERYDAY_VERBS.values()):
         forms.update({v.en_3sg: v.en, v.en_past: v.en})
     forms.update({w: "be" for w in ("am", "is", "are", "was", "were")}, sits="sit")
     return forms

@@ -21,6 +21,7 @@ from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions
 from attnlab.engine.trace import Recorder
 from attnlab.training.data import decoder_ids, make_batch, pad_batch, source_ids, word_piece_spans
+from attnlab.training.handwritten import handwritten_figures
 
 FAST = RunOptions(record=False, device="cpu")
 RECORDED = RunOptions(record=True, device="cpu")
@@ -43,7 +44,7 @@ def held_out_pairs(model: LiveModel, n: int | None = None):
         raise ValueError(f"{model.name!r} has no corpus facts in its metadata, so its held-out split cannot "
                          "be rebuilt; only classroom models trained by `attnlab train` can be evaluated")
     _, test = split_corpus(int(corpus["n_pairs"]), int(corpus["seed"]), float(corpus["test_fraction"]),
-                           int(corpus["split_seed"]))
+                           int(corpus["split_seed"]), int(corpus.get("version", 1)))
     return test if n is None else test[:n]
 
 
@@ -222,6 +223,7 @@ def evaluate(model: LiveModel, n: int | None = None) -> dict:
         figures.update(exact_match(model, pairs))
         figures["alignment"] = alignment_accuracy(model, pairs)
         figures["teaching_examples"] = teaching_examples(model)
+        figures["handwritten"] = handwritten_figures(model)
         return figures
     if model.config.arch == "decoder-only":
         return {"kind": "language", **language_figures(model, [p.tgt for p in pairs])}

@@ -47,6 +47,7 @@ class NP:
     plural: bool = False
     adjs: tuple[Adj, ...] = ()  # English order; the pre-nominal French ones first
     owner: NP | None = None  # the girl's cat: the cat is the head, the girl the owner
+    of: bool = False  # with an owner, English says "the cat of the girl" instead of "the girl's cat"
     rel: tuple | None = None  # ("qui", verb, object NP or None) or ("que", subject, verb); tense in .tense
     tense: str = "pres"  # of the relative clause
 
@@ -95,9 +96,12 @@ def noun_phrase(new: Links, np: NP, negated: bool = False) -> tuple[Tokens, Toke
     en: Tokens = [(a.en, k) for a, k in adjs] + [(np.noun.en_pl if pl else np.noun.en, link)]
     if np.owner:
         owner_en, owner_fr = noun_phrase(new, np.owner)
-        word, k = owner_en[-1]
-        owner_en[-1] = (word + "'" if np.owner.plural and word.endswith("s") else word + "'s", k)
-        en = owner_en + en
+        if np.of:  # the mother of the boy → la mère du garçon
+            en = [("the", None), *en, ("of", None), *owner_en]
+        else:
+            word, k = owner_en[-1]
+            owner_en[-1] = (word + "'" if np.owner.plural and word.endswith("s") else word + "'s", k)
+            en = owner_en + en
         fr += [("de", None), *owner_fr]
     elif (en_pl if pl else en_sg):
         en.insert(0, (en_pl if pl else en_sg, None))
@@ -138,14 +142,17 @@ def prep_phrases(new: Links, pps) -> tuple[Tokens, Tokens]:
 
 
 def verb_phrase(new: Links, verb: Verb, subj, *, tense="pres", neg="", obj=None, pps=(), adv=None,
-                gap: NP | None = None) -> tuple[Tokens, Tokens]:
+                gap: NP | None = None, ask=False) -> tuple[Tokens, Tokens]:
     """A verb phrase agreeing with `subj`. neg: "", "not" or "never". obj: NP, Pron (placed before the French
-    verb) or None. gap: the antecedent of a relative "que", which the participle agrees with."""
+    verb) or None. gap: the antecedent of a relative "que", which the participle agrees with. ask: the English
+    of a yes/no question (does … see; `question` puts the auxiliary before the subject); no negation then."""
     p, past = subj.person, tense == "past"
     link, adv_link = new(), new() if adv else None
     never = new() if neg == "never" else None
     en: Tokens = []
-    if neg == "not":
+    if ask:
+        en += [("did" if past else "does" if p == 1 else "do", None), (verb.en, link)]
+    elif neg == "not":
         en += [("did" if past else "does" if p == 1 else "do", None), ("not", None), (verb.en, link)]
     else:
         if never:
@@ -189,12 +196,16 @@ def verb_phrase(new: Links, verb: Verb, subj, *, tense="pres", neg="", obj=None,
 
 
 def copula(new: Links, subj, *, tense="pres", neg=False, adj: Adj | None = None,
-           degree: Adverb | None = None, pps=(), sit=False) -> tuple[Tokens, Tokens]:
-    """subj is/was [not] [very] ADJ | subj is [not] on the mat | subj sits on the mat (est assis)."""
+           degree: Adverb | None = None, pps=(), sit=False, ask=False) -> tuple[Tokens, Tokens]:
+    """subj is/was [not] [very] ADJ | subj is [not] on the mat | subj sits on the mat (est assis).
+    ask: the English of a yes/no question (is the cat black, does the cat sit …); the French is the statement,
+    for `asked` to put est-ce que before."""
     p, link = subj.person, new()
     s_en, s_fr = subject(new, subj)
     table = BE_PAST if tense == "past" else BE_PRESENT
-    if sit:
+    if sit and ask:
+        en = [("does" if p == 1 else "do", None), ("sit", link)]
+    elif sit:
         en = [("does" if p == 1 else "do", None), ("not", None), ("sit", link)] if neg else \
             [("sits" if p == 1 else "sit", link)]
     else:
@@ -212,6 +223,8 @@ def copula(new: Links, subj, *, tense="pres", neg=False, adj: Adj | None = None,
         en.append((adj.en, k))
         fr.append((adj.form(subj.gender, subj.plural), k))
     t_en, t_fr = prep_phrases(new, pps)
+    if ask:  # the verb (or does) before the subject
+        return en[:1] + s_en + en[1:] + t_en, s_fr + fr + t_fr
     return s_en + en + t_en, s_fr + fr + t_fr
 
 
@@ -219,6 +232,20 @@ def clause(new: Links, subj, verb: Verb, **kw) -> tuple[Tokens, Tokens]:
     s_en, s_fr = subject(new, subj)
     v_en, v_fr = verb_phrase(new, verb, subj, **kw)
     return s_en + v_en, s_fr + v_fr
+
+
+def question(new: Links, subj, verb: Verb, **kw) -> tuple[Tokens, Tokens]:
+    """does the cat like milk → le chat aime le lait (for `asked`)."""
+    s_en, s_fr = subject(new, subj)
+    v_en, v_fr = verb_phrase(new, verb, subj, ask=True, **kw)
+    return v_en[:1] + s_en + v_en[1:], s_fr + v_fr
+
+
+def asked(sentence: tuple[Tokens, Tokens]) -> tuple[Tokens, Tokens]:
+    """A yes/no question in French: est-ce que before the statement (est-ce que le chat est noir ?). The
+    English side is already a question (built with ask=True); `finish` adds the "?"."""
+    en, fr = sentence
+    return en, [("est-ce", None), ("que", None), *fr]
 
 
 def and_it(new: Links, subj, first: Verb, obj: NP, second: Verb, *, tense="pres",
@@ -241,16 +268,18 @@ def because_it(new: Links, subj: NP, verb: Verb, obj: NP, adj: Adj,
     return a_en + [("because", None)] + b_en, a_fr + [("parce", None), ("que", None)] + b_fr
 
 
-def there_is(new: Links, np: NP, pps, tense="pres") -> tuple[Tokens, Tokens]:
+def there_is(new: Links, np: NP, pps, tense="pres", ask=False) -> tuple[Tokens, Tokens]:
     n_en, n_fr = noun_phrase(new, np)
     t_en, t_fr = prep_phrases(new, pps)
     be = ("were" if np.plural else "was") if tense == "past" else ("are" if np.plural else "is")
-    return ([("there", None), (be, None)] + n_en + t_en,
+    there = [(be, None), ("there", None)] if ask else [("there", None), (be, None)]
+    return (there + n_en + t_en,
             [("il", None), ("y", None), ("avait" if tense == "past" else "a", None)] + n_fr + t_fr)
 
 
-def finish(en: Tokens, fr: Tokens) -> tuple[str, str, tuple[tuple[int, int], ...]]:
-    """Elision and contraction on the French side, a/an on the English side, the period, the alignment."""
+def finish(en: Tokens, fr: Tokens, end: str = ".") -> tuple[str, str, tuple[tuple[int, int], ...]]:
+    """Elision and contraction on the French side, a/an on the English side, the final "." (or `end`: "?"
+    for a question), the alignment."""
     merged: Tokens = []
     for word, k in fr:  # le arbre → l'arbre, que il → qu'il, ne a → n'a (the link of the content part)
         if merged and merged[-1][0] in ("le", "la", "je", "ne", "de", "que") and vowel_sound(word):
@@ -263,8 +292,8 @@ def finish(en: Tokens, fr: Tokens) -> tuple[str, str, tuple[tuple[int, int], ...
             word = {"de": {"le": "du", "les": "des"}, "à": {"le": "au", "les": "aux"}}[fr.pop()[0]][word]
         fr.append((word, k))
     en = [("an" if w == "a" and en[i + 1][0][0] in "aeiou" else w, k) for i, (w, k) in enumerate(en)]
-    en.append((".", None))
-    fr.append((".", None))
+    en.append((end, None))
+    fr.append((end, None))
     source = {k: i for i, (_, k) in enumerate(en) if k is not None}
     alignment = tuple((i, source[k]) for i, (_, k) in enumerate(fr) if k is not None)
     return " ".join(w for w, _ in en), " ".join(w for w, _ in fr), alignment

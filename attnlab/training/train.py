@@ -33,13 +33,19 @@ THREADS = 2
 
 
 @functools.lru_cache(maxsize=2)
-def split_corpus(n_pairs: int, seed: int, test_fraction: float, split_seed: int):
+def split_corpus(n_pairs: int, seed: int, test_fraction: float, split_seed: int, version: int = 1):
     """(train, test) tuples of corpus Pairs, the same every time for the same numbers (kept for re-use:
-    generating tens of thousands of pairs takes seconds)."""
+    generating tens of thousands of pairs takes seconds). `version`: of the corpus (checkpoints without one
+    were trained on version 1). From version 2 on, pairs whose English is one of the hand-written evaluation
+    sentences are left out of training (the test side is untouched, so the split itself does not move)."""
     from attnlab.training.corpus import generate_pairs, train_test_split
+    from attnlab.training.handwritten import handwritten_keys, sentence_key
 
-    pairs = generate_pairs(n_pairs, seed)
+    pairs = generate_pairs(n_pairs, seed, version=version)
     train_pairs, test_pairs = train_test_split(pairs, test_fraction=test_fraction, seed=split_seed)
+    if version >= 2:
+        held_back = handwritten_keys()
+        train_pairs = [p for p in train_pairs if sentence_key(p.src) not in held_back]
     return tuple(train_pairs), tuple(test_pairs)
 
 
@@ -51,7 +57,8 @@ def side_texts(pairs, side: str) -> list[str]:
 
 
 def without_period(text: str) -> str:
-    return text[:-2] if text.endswith(" .") else text
+    """The sentence without its final " ." or " ?" (a question typed without its mark is still one)."""
+    return text[:-2] if text.endswith((" .", " ?")) else text
 
 
 def make_examples(pairs, tokenizer: Tokenizer, side: str, drop_period: float = 0.0,
@@ -109,7 +116,8 @@ def train(recipe: Recipe, seed: int, progress: bool = True, threads: int = THREA
     thread counts add up sums in another order, so the last digits, and eventually the weights, differ)."""
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    train_pairs, test_pairs = split_corpus(recipe.n_pairs, seed, recipe.test_fraction, recipe.split_seed)
+    train_pairs, test_pairs = split_corpus(recipe.n_pairs, seed, recipe.test_fraction, recipe.split_seed,
+                                           recipe.corpus_version)
     tokenizer = train_bpe(side_texts(train_pairs, recipe.side), recipe.vocab_size)
     examples = make_examples(train_pairs, tokenizer, recipe.side, recipe.drop_period, seed)
     config = model_config(recipe.name, tokenizer.vocab_size)
@@ -161,7 +169,8 @@ def _metadata(recipe: Recipe, seed: int, run: dict) -> dict:
     """What the checkpoint says about how it was made: the corpus, the recipe and the run's own figures."""
     return {
         "classroom_model": recipe.name,
-        "corpus": {"generator": "attnlab.training.corpus.generate_pairs", "n_pairs": recipe.n_pairs,
+        "corpus": {"generator": "attnlab.training.corpus.generate_pairs", "version": recipe.corpus_version,
+                   "n_pairs": recipe.n_pairs,
                    "seed": seed, "test_fraction": recipe.test_fraction, "split_seed": recipe.split_seed,
                    "n_train": run["n_train"], "n_test": run["n_test"],
                    "side": "English -> French" if recipe.side == "both" else "French"},
