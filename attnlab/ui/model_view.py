@@ -56,7 +56,8 @@ class ModelView(QWidget):
         for kind, grid in grids.items():
             plot, image = self._plots[kind]
             image.setImage(grid.image, autoLevels=False, levels=(0.0, grid.top))  # [L·(Tq+1), H·(Tk+1)]
-            plot.setTitle(f"{grid.title} · {grid.layers} layers × {grid.heads} heads · colour scale 0 … {grid.top:.2f}")
+            plot.setTitle(grid.title)  # short: a long title would set the plot's minimum width
+            plot.getAxis("bottom").setLabel(f"head (colour scale 0 … {grid.top:.2f})")
         self._grids = grids
         self.draw_count += 1
 
@@ -85,7 +86,7 @@ class ModelView(QWidget):
             left.setTicks([[(grid.row_centre(i), f"L{i + 1}") for i in range(grid.layers)], []])
             bottom.setTicks([[(grid.col_centre(h), f"H{h + 1}") for h in range(grid.heads)], []])
             left.setLabel("layer")
-            bottom.setLabel("head")
+            self._scene.ci.layout.setColumnStretchFactor(column, 1)  # the grids share the width equally
             self._plots[kind] = (plot, image)
 
     # ---- reading and clicking ----------------------------------------------------------------------------
