@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
-from attnlab.present.export import safe_file_stem, stage_table, write_atomically, write_text
+from attnlab.present.export import safe_file_stem, stage_table, write_text
 from attnlab.ui.export import save_widget
 
 PNG_SCALES = (1, 2, 3)
@@ -29,11 +29,9 @@ def export_current(window, fmt: str, path: str | Path, scale: float = 1.0) -> Pa
     if fmt == "csv":
         return write_text(path, stage_table(s.trace, s.stage, s.view).csv_text())
     if fmt == "npz":
-        def write(tmp: Path) -> None:
-            with open(tmp, "wb") as f:  # a file object: numpy would add ".npz" to the temporary name
-                s.trace.save_npz(f)
-
-        return write_atomically(path, write)
+        path = path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
+        s.trace.save_npz(path)  # on main it writes through attnlab.fileio.atomic_write itself
+        return path
     raise ValueError(f"unknown export format {fmt!r}")
 
 
