@@ -46,7 +46,8 @@ def test_render_named_stages_png_svg_and_handout(ckpt, tmp_path, capsys, qapp):
     for name in expected[1::2]:
         assert (out / name).read_text(encoding="utf-8").lstrip().startswith("<?xml")
     page = (out / "index.html").read_text(encoding="utf-8")
-    assert [m for m in re.findall(r"src='([^']+)'", page)] == expected  # in order, each picture once
+    assert re.findall(r"src='([^']+)'", page) == expected[::2]  # in order, each stage's PNG shown once
+    assert all(f"href='{name}'" in page for name in expected[1::2])  # its SVG linked
     from attnlab.commands.loading import load_any
 
     model = load_any(str(ckpt))

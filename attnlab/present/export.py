@@ -164,9 +164,12 @@ def handout_html(heading: str, subtitle: str, entries: Sequence[HandoutEntry]) -
     parts.append("</ol></nav>")
     for i, entry in enumerate(entries, 1):
         parts.append(f"<section id='s{i}'><h2>{i}. {html.escape(entry.title)}</h2>")
-        for name in entry.files:
-            ref = html.escape(name, quote=True)
-            parts.append(f"<p><a href='{ref}'><img src='{ref}' alt='{html.escape(entry.title, quote=True)}'></a></p>")
+        if entry.files:  # the first format as the picture, the others as links
+            ref, alt = html.escape(entry.files[0], quote=True), html.escape(entry.title, quote=True)
+            parts.append(f"<p><a href='{ref}'><img src='{ref}' alt='{alt}'></a></p>")
+        others = [f"<a href='{html.escape(n, quote=True)}'>{html.escape(n)}</a>" for n in entry.files[1:]]
+        if others:
+            parts.append(f"<p>Also: {', '.join(others)}</p>")
         parts.append(f"<div class='explanation'>{entry.explanation_html}</div></section>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
