@@ -1,7 +1,7 @@
 """The `attnlab` command. With no sub-command it opens the desktop app; sub-commands live in attnlab/commands/.
 
     attnlab [CHECKPOINT] [--src TEXT]      the app
-    attnlab init|info|trace|train|eval …   see `attnlab COMMAND --help`
+    attnlab init|info|trace|train|eval|render …   see `attnlab COMMAND --help`
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ COMMANDS = {
     "trace": "Run a checkpoint on a sentence and save every intermediate tensor to an .npz file.",
     "train": "Train the bundled classroom models from a seed (reproducible).",
     "eval": "Report held-out accuracy (and alignment, perplexity) for a checkpoint.",
+    "render": "Draw stages of a run to PNG/SVG files plus an index.html handout, without a display.",
 }
 
 

@@ -30,7 +30,8 @@ def seconds_since_start() -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkpoint", nargs="?", metavar="CHECKPOINT",
                         help="a .safetensors (or .pt/.pth) checkpoint, a Hugging Face model folder or a nanoGPT "
-                             "ckpt.pt to open; default: the bundled model")
+                             "ckpt.pt to open, or a lesson .toml to play in presentation mode; default: the "
+                             "bundled model")
     parser.add_argument("--src", metavar="TEXT",
                         help="start on this sentence (the prompt for a decoder-only model)")
     parser.add_argument("--tgt", metavar="TEXT",
@@ -51,7 +52,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_import_arguments(parser)
 
 
+def _read_lesson(path: str):
+    """The lesson a .toml CHECKPOINT names; LessonError says what is wrong with it."""
+    from attnlab.present.lessons import read_lesson
+
+    return read_lesson(path)
+
+
 def run(args: argparse.Namespace) -> int:
+    from attnlab.present.lessons import SUFFIX, LessonError
+
+    lesson = None
+    if args.checkpoint and args.checkpoint.lower().endswith(SUFFIX):
+        try:
+            lesson = _read_lesson(args.checkpoint)
+        except LessonError as e:
+            print(f"attnlab: {e}", file=sys.stderr)
+            return 2
     from PySide6.QtCore import QEvent, QObject
 
     from attnlab.limits import MAX_SENTENCE_CHARS
@@ -83,7 +100,15 @@ def run(args: argparse.Namespace) -> int:
     src = args.src
     last = str(settings.value(appsettings.LAST_SENTENCE) or "")[:MAX_SENTENCE_CHARS] or None  # a hand-edited file
     remembered = (str(settings.value(appsettings.LAST_SENTENCE_MODEL) or ""), str(last)) if last else None
-    if args.checkpoint:
+    if lesson is not None:
+        from attnlab.ui.lesson_actions import model_loader, play_when_loaded
+
+        path = None if lesson.model.startswith("bundled:") else lesson.model
+        loader = model_loader(lesson.model)
+        src, tgt = lesson.text_of(0)
+        args.tgt, args.stage = tgt if tgt is not None else args.tgt, lesson.steps[0].stage
+        play_when_loaded(window, lesson)
+    elif args.checkpoint:
         path, settings = args.checkpoint, import_settings(args)
 
         def loader():

@@ -142,7 +142,7 @@ class MainWindow(WindowMenus, WindowFiles, WindowStatus, QMainWindow):
         s.busyChanged.connect(self._on_busy)
         s.notice.connect(lambda text: self.statusBar().showMessage(text, 6000))
         self.navigator.stageActivated.connect(s.set_stage)
-        self.navigator.stepRequested.connect(s.step_stage)
+        self.navigator.stepRequested.connect(self.step)  # a playing lesson takes the steps
         self.schematic.boxClicked.connect(self.go_to_box)
         self.inputs.src.returnPressed.connect(self.navigator.setFocus)
         self.inputs.tgt.returnPressed.connect(self.navigator.setFocus)
@@ -235,7 +235,7 @@ class MainWindow(WindowMenus, WindowFiles, WindowStatus, QMainWindow):
         """Arrow keys that no focused widget used step through the stages."""
         step = STEP_KEYS.get(event.key())
         if step is not None and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
-            self.session.step_stage(step)
+            self.step(step)
             return
         super().keyPressEvent(event)
 

@@ -12,6 +12,9 @@ from PySide6.QtWidgets import QLineEdit, QMenu, QMessageBox
 from attnlab.ui import app as appsettings
 from attnlab.ui import open_model
 from attnlab.ui.about import show_about
+from attnlab.ui.export_actions import add_export_menu
+from attnlab.ui.lesson_actions import add_lesson_actions, lesson_step
+from attnlab.ui.model_view_dock import add_model_view
 
 BUNDLED_MENU = (("translation", "Translation (English → French)"), ("language", "Language model (next word)"))
 FIRST, LAST = -(10**9), 10**9  # step_stage deltas that reach the ends
@@ -63,12 +66,15 @@ class WindowMenus:
             self._action(bundled, text, lambda _=False, n=name: self.open_bundled(n))
         self._action(m, "&New random model…", self.new_random_model, ["Ctrl+N"], "randomAction")
         m.addSeparator()
+        add_export_menu(self, m)  # Export ▸ PNG / SVG / CSV / .npz
+        add_lesson_actions(self, m)  # Open lesson…, Save lesson…, Add current stage to lesson
+        m.addSeparator()
         self._action(m, "&Quit", self.close, [QKeySequence.StandardKey.Quit])
 
     def _build_stage_menu(self, m: QMenu) -> None:
         s = self.session
-        self._action(m, "&Next stage\t→ / PgDn", lambda: s.step_stage(1), ["PgDown"], "nextStageAction")
-        self._action(m, "&Previous stage\t← / PgUp", lambda: s.step_stage(-1), ["PgUp"], "prevStageAction")
+        self._action(m, "&Next stage\t→ / PgDn", lambda: self.step(1), ["PgDown"], "nextStageAction")
+        self._action(m, "&Previous stage\t← / PgUp", lambda: self.step(-1), ["PgUp"], "prevStageAction")
         self._action(m, "&First stage\tHome", lambda: s.step_stage(FIRST))
         self._action(m, "&Last stage\tEnd", lambda: s.step_stage(LAST))
         m.addSeparator()
@@ -86,6 +92,12 @@ class WindowMenus:
         m.addSeparator()
         for dock in (self.nav_dock, self.schematic_dock, self.controls_dock):
             m.addAction(dock.toggleViewAction())
+        self.model_view_dock = add_model_view(self, m)  # View → Whole-model attention (Ctrl+M)
+
+    def step(self, delta: int) -> None:
+        """The clicker: the next step of a playing lesson, else the next stage."""
+        if not lesson_step(self, delta):
+            self.session.step_stage(delta)
 
     def _focus(self, edit: QLineEdit) -> None:
         edit.setFocus()

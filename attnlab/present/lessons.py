@@ -1,0 +1,254 @@
+"""Lessons: a model, a sentence, toggles and an ordered list of stages with a note for each, in a small TOML
+file (format: docs/lessons.md). Qt-free: reading, checking, writing. A bad file gets one clear message.
+
+    title = "The Transformer step by step"
+    model = "bundled:translation"
+    src = "the dog bites the man"
+
+    [[step]]
+    stage = "src.tokens"
+    note = "The sentence is cut into tokens."
+
+    [[step]]
+    stage = "enc.0.self.weights"
+    note = "Without positions, word order is invisible."
+    toggles = { positional = false }
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attnlab.engine import names
+from attnlab.engine.options import RunOptions
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 reads TOML with the tomli backport
+    import tomli as tomllib
+
+MAX_BYTES = 256 * 1024
+MAX_STEPS = 200
+MAX_NOTE = 4000
+MAX_TEXT = 2000
+SUFFIX = ".toml"
+
+# The RunOptions fields a lesson may set, and the TOML type each takes.
+TOGGLES: dict[str, tuple[type, ...]] = {"norm": (str,), "n_heads": (int,), "scale": (bool,), "positional": (bool,),
+                                        "residual": (bool,), "padding_mask": (bool,), "pad_to": (int,),
+                                        "temperature": (float, int), "causal": (dict,)}
+NORM_CHOICES = ("trained", "pre", "post")
+LESSON_KEYS = {"title", "model", "src", "tgt", "toggles", "step", "description"}
+STEP_KEYS = {"stage", "note", "toggles", "head", "src", "tgt"}
+
+
+class LessonError(ValueError):
+    """A lesson file that cannot be used; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class Step:
+    stage: str  # a stage key, e.g. "enc.0.self.weights"
+    note: str = ""
+    toggles: Mapping[str, Any] = field(default_factory=dict)  # on top of the lesson's toggles
+    head: int | None = None  # 1-based head to select, if any
+    src: str | None = None  # a sentence for this step (else the lesson's)
+    tgt: str | None = None
+
+
+@dataclass(frozen=True)
+class Lesson:
+    title: str
+    model: str  # "bundled:translation", or a checkpoint path (relative paths are relative to the lesson file)
+    src: str
+    steps: tuple[Step, ...]
+    tgt: str | None = None
+    toggles: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    def options(self, index: int, base: RunOptions | None = None) -> RunOptions:
+        """The run options of step `index`: the defaults, then the lesson's toggles, then the step's."""
+        return options_with(options_with(base or RunOptions(), self.toggles), self.steps[index].toggles)
+
+    def text_of(self, index: int) -> tuple[str, str | None]:
+        """(source sentence, decoder input) of step `index`."""
+        step = self.steps[index]
+        return (step.src if step.src is not None else self.src), (step.tgt if step.tgt is not None else self.tgt)
+
+
+def options_with(options: RunOptions, toggles: Mapping[str, Any]) -> RunOptions:
+    """`options` with the lesson toggles applied (already checked by `_toggles`)."""
+    changes = {k: v for k, v in toggles.items() if k != "causal"}
+    if "temperature" in changes:
+        changes["temperature"] = float(changes["temperature"])
+    result = options.replace(**changes)
+    for kind, on in dict(toggles.get("causal", {})).items():
+        result = result.with_causal(kind, on)
+    return result
+
+
+def toggles_of(options: RunOptions) -> dict[str, Any]:
+    """The lesson toggles that differ from the defaults (what Save lesson… writes)."""
+    default, found = RunOptions(), {}
+    for key in TOGGLES:
+        if key != "causal" and getattr(options, key) != getattr(default, key):
+            found[key] = getattr(options, key)
+    if options.causal:
+        found["causal"] = dict(options.causal)
+    return found
+
+
+# ---- reading ------------------------------------------------------------------------------------------------
+def _type_name(types: tuple[type, ...]) -> str:
+    return {bool: "true or false", int: "a whole number", float: "a number", str: "a string",
+            dict: "a table"}[types[0]]
+
+
+def _string(table: Mapping[str, Any], key: str, where: str, required: bool = False, limit: int = MAX_TEXT):
+    value = table.get(key)
+    if value is None:
+        if required:
+            raise LessonError(f"{where}: '{key}' is missing")
+        return None
+    if not isinstance(value, str):
+        raise LessonError(f"{where}: '{key}' must be a string, not {type(value).__name__}")
+    if len(value) > limit:
+        raise LessonError(f"{where}: '{key}' is {len(value)} characters long; at most {limit}")
+    return value
+
+
+def _unknown_keys(table: Mapping[str, Any], allowed: Iterable[str], where: str) -> None:
+    extra = sorted(set(table) - set(allowed))
+    if extra:
+        raise LessonError(f"{where}: unknown key {', '.join(map(repr, extra))}; known keys: "
+                          + ", ".join(sorted(allowed)))
+
+
+def _toggles(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise LessonError(f"{where}: 'toggles' must be a table like {{ positional = false }}")
+    _unknown_keys(value, TOGGLES, f"{where} toggles")
+    for key, item in value.items():
+        types = TOGGLES[key]
+        if not isinstance(item, types) or (bool not in types and isinstance(item, bool)):
+            raise LessonError(f"{where}: toggle '{key}' must be {_type_name(types)}, not {item!r}")
+    if "norm" in value and value["norm"] not in NORM_CHOICES:
+        raise LessonError(f"{where}: toggle 'norm' must be one of {', '.join(NORM_CHOICES)}, not {value['norm']!r}")
+    for key in ("n_heads", "pad_to"):
+        if key in value and value[key] < (1 if key == "n_heads" else 0):
+            raise LessonError(f"{where}: toggle '{key}' cannot be {value[key]}")
+    if "temperature" in value and not 0 < value["temperature"] <= 100:
+        raise LessonError(f"{where}: toggle 'temperature' must be above 0 and at most 100")
+    for kind, on in dict(value.get("causal", {})).items():
+        if kind not in names.SITE_KINDS or not isinstance(on, bool):
+            raise LessonError(f"{where}: toggle 'causal' maps a site kind ({', '.join(names.SITE_KINDS)}) to "
+                              f"true or false, not {kind!r} = {on!r}")
+    return dict(value)
+
+
+def _step(table: Any, number: int) -> Step:
+    where = f"step {number}"
+    if not isinstance(table, dict):
+        raise LessonError(f"{where}: each [[step]] must be a table")
+    _unknown_keys(table, STEP_KEYS, where)
+    stage = _string(table, "stage", where, required=True)
+    head = table.get("head")
+    if head is not None and (isinstance(head, bool) or not isinstance(head, int) or head < 1):
+        raise LessonError(f"{where}: 'head' counts from 1 and must be a whole number, not {head!r}")
+    return Step(stage=stage, note=_string(table, "note", where, limit=MAX_NOTE) or "",
+                toggles=_toggles(table.get("toggles"), where), head=head,
+                src=_string(table, "src", where), tgt=_string(table, "tgt", where))
+
+
+def parse_lesson(text: str, origin: str = "lesson") -> Lesson:
+    """A Lesson from TOML text; LessonError says what is wrong and where."""
+    if len(text.encode("utf-8")) > MAX_BYTES:
+        raise LessonError(f"{origin}: a lesson file may be at most {MAX_BYTES // 1024} KB")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise LessonError(f"{origin}: not valid TOML ({e})") from None
+    _unknown_keys(data, LESSON_KEYS, origin)
+    steps = data.get("step")
+    if not isinstance(steps, list) or not steps:
+        raise LessonError(f"{origin}: a lesson needs at least one [[step]] with a stage")
+    if len(steps) > MAX_STEPS:
+        raise LessonError(f"{origin}: {len(steps)} steps; a lesson may have at most {MAX_STEPS}")
+    return Lesson(title=_string(data, "title", origin) or "Untitled lesson",
+                  model=_string(data, "model", origin) or "bundled:translation",
+                  src=_string(data, "src", origin, required=True),
+                  tgt=_string(data, "tgt", origin),
+                  toggles=_toggles(data.get("toggles"), origin),
+                  description=_string(data, "description", origin, limit=MAX_NOTE) or "",
+                  steps=tuple(_step(s, i) for i, s in enumerate(steps, 1)))
+
+
+def read_lesson(path: str | Path) -> Lesson:
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise LessonError(f"{path}: a lesson file may be at most {MAX_BYTES // 1024} KB")
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise LessonError(f"cannot read the lesson {str(path)!r}: {getattr(e, 'strerror', None) or e}") from None
+    lesson = parse_lesson(text, path.name)
+    if not lesson.model.startswith("bundled:") and not Path(lesson.model).is_absolute():
+        lesson = Lesson(**{**lesson.__dict__, "model": str(path.parent / lesson.model)})
+    return lesson
+
+
+def bundled_lessons() -> list[Path]:
+    """The lessons shipped with attnlab (resources/lessons/*.toml), sorted by file name."""
+    from importlib import resources
+
+    folder = Path(str(resources.files("attnlab.resources").joinpath("lessons")))
+    return sorted(folder.glob(f"*{SUFFIX}"))
+
+
+def stage_problems(lesson: Lesson, stage_keys: Iterable[str]) -> list[str]:
+    """Steps whose stage is not in a run of the lesson's model (checked once the model has run)."""
+    keys = set(stage_keys)
+    return [f"step {i}: no stage called {s.stage!r} in this model" for i, s in enumerate(lesson.steps, 1)
+            if s.stage not in keys]
+
+
+# ---- writing ------------------------------------------------------------------------------------------------
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a TOML basic string
+
+
+def _key(key: str) -> str:
+    return key if key.replace("_", "").replace("-", "").isalnum() and key.isascii() else json.dumps(key)
+
+
+def lesson_toml(lesson: Lesson) -> str:
+    """The lesson as TOML text that parse_lesson reads back to an equal Lesson."""
+    lines = [f"title = {_value(lesson.title)}", f"model = {_value(lesson.model)}", f"src = {_value(lesson.src)}"]
+    if lesson.tgt is not None:
+        lines.append(f"tgt = {_value(lesson.tgt)}")
+    if lesson.description:
+        lines.append(f"description = {_value(lesson.description)}")
+    if lesson.toggles:
+        lines.append(f"toggles = {_value(dict(lesson.toggles))}")
+    for step in lesson.steps:
+        lines += ["", "[[step]]", f"stage = {_value(step.stage)}"]
+        for key in ("head", "src", "tgt"):
+            if getattr(step, key) is not None:
+                lines.append(f"{key} = {_value(getattr(step, key))}")
+        if step.toggles:
+            lines.append(f"toggles = {_value(dict(step.toggles))}")
+        lines.append(f"note = {_value(step.note)}")
+    return "\n".join(lines) + "\n"

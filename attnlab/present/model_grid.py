@@ -1,0 +1,107 @@
+"""The whole model's attention tiled into one image per site kind (the model view's data), Qt-free.
+
+Site kind "enc.self" of a 3-layer, 4-head encoder on 7 tokens becomes one [3·(7+1) − 1, 4·(7+1) − 1] image:
+layer l, head h, query i, key j sits at row l·(Tq+1) + i, column h·(Tk+1) + j; the gap rows/columns between
+cells are NaN (drawn transparent: the grid lines).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from attnlab.engine import names
+
+if TYPE_CHECKING:
+    from attnlab.engine.trace import Trace
+
+GAP = 1  # NaN pixels between cells
+# The colour scale tops out at this percentile of the weights shown: with 128 keys most weights are near
+# 1/128 and a few near 1, so a scale up to the maximum would paint almost everything dark.
+TOP_PERCENTILE = 99.5
+
+
+@dataclass(frozen=True)
+class SiteGrid:
+    kind: str  # "enc.self", "dec.self", "dec.cross"
+    title: str  # "encoder self-attention"
+    sites: tuple[str, ...]  # one per layer: ("enc.0.self", "enc.1.self", …)
+    heads: int
+    rows: int  # Tq
+    cols: int  # Tk
+    image: np.ndarray  # [L·(Tq+GAP) − GAP, H·(Tk+GAP) − GAP] float32, NaN in the gaps
+    top: float  # the top of the colour scale (TOP_PERCENTILE of the weights shown)
+
+    @property
+    def layers(self) -> int:
+        return len(self.sites)
+
+    def row_of(self, layer: int, q: int) -> int:
+        return layer * (self.rows + GAP) + q
+
+    def col_of(self, head: int, k: int) -> int:
+        return head * (self.cols + GAP) + k
+
+    def row_centre(self, layer: int) -> float:
+        return layer * (self.rows + GAP) + self.rows / 2
+
+    def col_centre(self, head: int) -> float:
+        return head * (self.cols + GAP) + self.cols / 2
+
+    def gap_lines(self) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y) of the grid lines between cells as pairs of end points (for one line item, connect="pairs")."""
+        height, width = self.image.shape
+        xs, ys = [], []
+        for layer in range(1, self.layers):
+            y = layer * (self.rows + GAP) - GAP / 2
+            xs += [0, width]
+            ys += [y, y]
+        for head in range(1, self.heads):
+            x = head * (self.cols + GAP) - GAP / 2
+            xs += [x, x]
+            ys += [0, height]
+        return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+
+    def locate(self, y: float, x: float) -> tuple[int, int, int, int] | None:
+        """(layer, head, query, key) at image coordinates (y down, x across); None in a gap or outside."""
+        if y < 0 or x < 0:
+            return None
+        layer, q = divmod(int(y), self.rows + GAP)
+        head, k = divmod(int(x), self.cols + GAP)
+        if layer >= self.layers or head >= self.heads or q >= self.rows or k >= self.cols:
+            return None
+        return layer, head, q, k
+
+
+def tile(weights: np.ndarray) -> np.ndarray:
+    """[L, H, Tq, Tk] -> [L·(Tq+GAP) − GAP, H·(Tk+GAP) − GAP] with NaN gaps."""
+    n_layers, n_heads, tq, tk = weights.shape
+    padded = np.full((n_layers, tq + GAP, n_heads, tk + GAP), np.nan, dtype=np.float32)
+    padded[:, :tq, :, :tk] = weights.transpose(0, 2, 1, 3)  # [L, Tq, H, Tk]
+    return padded.reshape(n_layers * (tq + GAP), n_heads * (tk + GAP))[:-GAP, :-GAP]
+
+
+def _kind_title(kind: str) -> str:
+    """'dec.cross' -> 'decoder cross-attention'."""
+    stack, attention = kind.split(".")
+    return f"{names.word(stack).lower()} {names.word(attention)}"
+
+
+def site_grids(trace: Trace) -> dict[str, SiteGrid]:
+    """One SiteGrid per site kind present in the run, in names.SITE_KINDS order."""
+    by_kind: dict[str, list[str]] = {}
+    for site in trace.sites():
+        by_kind.setdefault(names.site_kind(site), []).append(site)
+    grids = {}
+    for kind in names.SITE_KINDS:
+        sites = by_kind.get(kind)
+        if not sites:
+            continue
+        stacked = np.stack([trace[names.site_entry(s, "weights")].numpy() for s in sites])  # [L, H, Tq, Tk]
+        finite = stacked[np.isfinite(stacked)]
+        top = float(np.percentile(finite, TOP_PERCENTILE)) if finite.size else 1.0
+        grids[kind] = SiteGrid(kind, _kind_title(kind), tuple(sites), stacked.shape[1], stacked.shape[2],
+                               stacked.shape[3], tile(stacked.astype(np.float32)), top if top > 0 else 1.0)
+    return grids

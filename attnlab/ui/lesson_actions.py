@@ -1,0 +1,232 @@
+"""Lessons in the window: play one (the clicker walks its steps, applying each step's toggles, sentence and
+stage and showing its note above the panel), and write one (File → Save lesson…, "Add current stage to
+lesson"). The file format and its checks are Qt-free, in attnlab/present/lessons.py.
+
+window_menus.py only calls `add_lesson_actions(window, menu)`; the window's step keys ask `lesson_step`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMenu, QMessageBox
+
+from attnlab.engine.options import RunOptions
+from attnlab.present.export import write_text
+from attnlab.present.lessons import (
+    Lesson,
+    LessonError,
+    Step,
+    bundled_lessons,
+    lesson_toml,
+    read_lesson,
+    stage_problems,
+    toggles_of,
+)
+
+LESSON_FILTER = "attnlab lessons (*.toml);;All files (*)"
+
+
+class LessonPlayer(QObject):
+    """Walks a Lesson in a window: `go(i)` applies step i; `step(±1)` is what the clicker calls."""
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.lesson: Lesson | None = None
+        self.index = 0
+        self.note = QLabel(objectName="lessonNote", wordWrap=True, visible=False,
+                           textFormat=Qt.TextFormat.PlainText)
+        self.note.setStyleSheet("QLabel#lessonNote { font-size: 15pt; padding: 6px 10px; "
+                                "border-left: 4px solid #3a7bd5; }")
+        layout = window.centralWidget().layout()
+        layout.insertWidget(max(0, layout.count() - 1), self.note)  # above the stage and its explanation
+        self._checked = False
+        window.session.traceReady.connect(self._check_stages)
+
+    @property
+    def active(self) -> bool:
+        return self.lesson is not None
+
+    def start(self, lesson: Lesson, index: int = 0) -> None:
+        self.lesson, self._checked = lesson, False
+        presenting = getattr(self.window, "set_presenting", None)
+        if presenting is not None:
+            presenting(True)
+        self.go(index)
+
+    def stop(self) -> None:
+        self.lesson = None
+        self.note.hide()
+
+    def go(self, index: int) -> None:
+        lesson, s = self.lesson, self.window.session
+        if lesson is None:
+            return
+        self.index = index = max(0, min(len(lesson.steps) - 1, index))
+        step = lesson.steps[index]
+        src, tgt = lesson.text_of(index)
+        texts_change = src != s.src or (tgt is not None and tgt != s.tgt)
+        s.set_src(src, debounce=False)
+        if tgt is not None:
+            s.set_tgt(tgt, debounce=False)
+        if texts_change:
+            s.textsChanged.emit()  # the input boxes show the step's sentence
+        s.set_options(lesson.options(index, RunOptions(device=s.options.device)))
+        if step.head is not None:
+            s.set_view(head=step.head - 1)
+        if any(st.key == step.stage for st in s.stages):
+            s.set_stage(step.stage)
+        else:
+            s.stage_key = step.stage  # picked when the next trace (of the new options) arrives
+        self.note.setText(f"{lesson.title} · step {index + 1} of {len(lesson.steps)}\n{step.note}")
+        self.note.show()
+
+    def step(self, delta: int) -> None:
+        if self.lesson is not None:
+            self.go(self.index + delta)
+
+    def _check_stages(self, _trace) -> None:
+        """Once the lesson's model has run: say which steps name stages it does not have."""
+        if self.lesson is None or self._checked:
+            return
+        self._checked = True
+        problems = stage_problems(self.lesson, [st.key for st in self.window.session.stages])
+        if problems:
+            QMessageBox.warning(self.window, "This lesson does not fit the model",
+                                "Some steps name stages this model does not have:\n" + "\n".join(problems[:12]))
+
+
+def player_of(window) -> LessonPlayer:
+    player = getattr(window, "lesson_player", None)
+    if player is None:
+        player = window.lesson_player = LessonPlayer(window)
+    return player
+
+
+def lesson_step(window, delta: int) -> bool:
+    """Move a playing lesson by `delta` steps; False when no lesson plays (the keys then step stages)."""
+    player = getattr(window, "lesson_player", None)
+    if player is None or not player.active:
+        return False
+    player.step(delta)
+    return True
+
+
+def open_lesson(window, path: str | Path) -> Lesson | None:
+    """Read a lesson, open its model if it is not the open one, and play it from step 1."""
+    try:
+        lesson = read_lesson(path)
+    except LessonError as e:
+        QMessageBox.warning(window, "Cannot open this lesson", str(e))
+        return None
+    s = window.session
+    src, tgt = lesson.text_of(0)
+    if _model_spec(window) != lesson.model:
+        s.stage_key = lesson.steps[0].stage
+        s.load_async(model_loader(lesson.model), path=None if lesson.model.startswith("bundled:") else lesson.model,
+                     src=src, tgt=tgt, prefix=tgt is None)
+        play_when_loaded(window, lesson)
+    else:
+        player_of(window).start(lesson)
+    return lesson
+
+
+def play_when_loaded(window, lesson: Lesson) -> None:
+    """Start playing `lesson` as soon as the next model is open (its options are set then)."""
+    window.session.modelChanged.connect(lambda _m: player_of(window).start(lesson),
+                                        Qt.ConnectionType.SingleShotConnection)
+
+
+def model_loader(spec: str):
+    """A loader for a lesson's model: 'bundled:NAME' or a checkpoint path."""
+    def load():
+        from attnlab.checkpoints import load_bundled, load_checkpoint
+
+        if spec.startswith("bundled:"):
+            return load_bundled(spec.split(":", 1)[1] or "translation")
+        return load_checkpoint(spec)
+
+    return load
+
+
+def _model_spec(window) -> str | None:
+    """How a lesson names the open model: its path, else 'bundled:NAME' for a bundled model."""
+    s = window.session
+    if s.model is None:
+        return None
+    if s.model_path:
+        return s.model_path
+    return f"bundled:{s.model.name}" if s.model.name in ("translation", "language") else None
+
+
+# ---- writing a lesson ---------------------------------------------------------------------------------------
+def current_step(window, note: str = "") -> Step:
+    s = window.session
+    return Step(stage=s.stage_key or "", note=note, toggles=toggles_of(s.options), head=s.view.head + 1,
+                src=s.src, tgt=s.tgt if s.tgt else None)
+
+
+def add_current_stage(window, note: str | None = None) -> None:
+    """Append the current stage (with its toggles, sentence and head) to the lesson being written."""
+    if window.session.stage_key is None:
+        return
+    if note is None:
+        note, ok = QInputDialog.getMultiLineText(window, "Add current stage to lesson",
+                                                 "A note for this step (shown above the panel):")
+        if not ok:
+            return
+    draft = getattr(window, "lesson_draft", None) or []
+    draft.append(current_step(window, note))
+    window.lesson_draft = draft
+    window.statusBar().showMessage(f"Lesson: {len(draft)} step(s). File → Save lesson… writes them.", 6000)
+
+
+def draft_lesson(window, title: str = "My lesson") -> Lesson:
+    """The lesson Save lesson… writes: the added steps (or the current stage alone), on the open model."""
+    s = window.session
+    steps = tuple(getattr(window, "lesson_draft", None) or [current_step(window)])
+    model = _model_spec(window) or "bundled:translation"
+    return Lesson(title=title, model=model, src=steps[0].src or s.src, steps=steps)
+
+
+def save_lesson(window, path: str | Path, title: str = "My lesson") -> Path:
+    return write_text(path, lesson_toml(draft_lesson(window, title)))
+
+
+def _save_dialog(window) -> None:
+    if window.session.model is None:
+        return
+    path, _ = QFileDialog.getSaveFileName(window, "Save lesson", "lesson.toml", LESSON_FILTER)
+    if not path:
+        return
+    title, ok = QInputDialog.getText(window, "Save lesson", "Title of the lesson:", text=Path(path).stem)
+    try:
+        written = save_lesson(window, path if path.endswith(".toml") else path + ".toml", title if ok else "Lesson")
+    except OSError as e:
+        QMessageBox.warning(window, "Cannot save the lesson", str(e))
+        return
+    window.statusBar().showMessage(f"Saved the lesson to {written}", 6000)
+
+
+def _open_dialog(window) -> None:
+    path, _ = QFileDialog.getOpenFileName(window, "Open a lesson", "", LESSON_FILTER)
+    if path:
+        open_lesson(window, path)
+
+
+def add_lesson_actions(window, menu: QMenu) -> None:
+    """File → Open lesson…, Save lesson…, Add current stage to lesson."""
+    window._action(menu, "Open &lesson…", lambda: _open_dialog(window), name="openLessonAction")
+    shipped = menu.addMenu("Open b&undled lesson")
+    shipped.setObjectName("bundledLessonMenu")
+    for path in bundled_lessons():
+        try:
+            title = read_lesson(path).title
+        except LessonError:
+            continue
+        window._action(shipped, title, lambda _=False, p=path: open_lesson(window, p))
+    window._action(menu, "&Save lesson…", lambda: _save_dialog(window), name="saveLessonAction")
+    window._action(menu, "&Add current stage to lesson", lambda: add_current_stage(window), ["Ctrl+Shift+A"],
+                   "addLessonStepAction")

@@ -1,0 +1,135 @@
+"""ModelView: the whole model's attention on one screen (BertViz's "model view"). For each site kind (encoder
+self-attention, decoder self-attention, cross-attention) a layers × heads grid of small heatmaps; clicking a
+cell opens that head's attention weights stage.
+
+Few graphics items, so 12 layers × 12 heads at 128 tokens stays responsive: ONE ImageItem per site kind holds
+every cell, tiled with a one-pixel transparent gap between cells (the grid lines). The tiling is Qt-free
+(attnlab/present/model_grid.py); each site's weights are read through `trace[name]` once per run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+
+from attnlab.engine import names
+from attnlab.present.model_grid import SiteGrid, site_grids
+from attnlab.ui.colormaps import DEFAULT_SEQUENTIAL, get_colormap
+
+GRID_LINE = "#bbbbbb"
+HINT = "Each small map is one head of one layer (rows: layers, columns: heads). Click one to open it."
+
+
+class ModelView(QWidget):
+    """Every attention head of a run as small multiples, one grid per site kind."""
+
+    cellClicked = Signal(str, int)  # site ("dec.3.self"), head (0-based)
+
+    def __init__(self, parent: QWidget | None = None, colormap: str = DEFAULT_SEQUENTIAL):
+        super().__init__(parent)
+        self.setObjectName("modelView")
+        self._scene = pg.GraphicsLayoutWidget()
+        self._scene.setObjectName("modelViewScene")
+        self._readout = QLabel(HINT, objectName="modelViewReadout", wordWrap=True)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self._scene, 1)
+        layout.addWidget(self._readout)
+        self._colormap = get_colormap(colormap)
+        self._plots: dict[str, tuple[pg.PlotItem, pg.ImageItem]] = {}
+        self._grids: dict[str, SiteGrid] = {}
+        self._layout_key: tuple = ()
+        self.draw_count = 0
+        self._scene.scene().sigMouseClicked.connect(self._on_click)
+        self._scene.scene().sigMouseMoved.connect(self._on_move)
+
+    # ---- drawing -----------------------------------------------------------------------------------------
+    def set_trace(self, trace) -> None:
+        """Draw every site of `trace` (one read of each site's weights)."""
+        grids = site_grids(trace)
+        key = tuple((kind, g.layers, g.heads, g.rows, g.cols) for kind, g in grids.items())
+        if key != self._layout_key:
+            self._rebuild(grids)
+            self._layout_key = key
+        for kind, grid in grids.items():
+            plot, image = self._plots[kind]
+            image.setImage(grid.image, autoLevels=False, levels=(0.0, grid.top))  # [L·(Tq+1), H·(Tk+1)]
+            plot.setTitle(grid.title)  # short: a long title would set the plot's minimum width
+            plot.getAxis("bottom").setLabel(f"head (colour scale 0 … {grid.top:.2f})")
+        self._grids = grids
+        self.draw_count += 1
+
+    def clear(self) -> None:
+        self._scene.clear()
+        self._plots, self._grids, self._layout_key = {}, {}, ()
+
+    def _rebuild(self, grids: dict[str, SiteGrid]) -> None:
+        self._scene.clear()
+        self._plots = {}
+        for column, (kind, grid) in enumerate(grids.items()):
+            plot = self._scene.addPlot(row=0, col=column)
+            plot.setMenuEnabled(False)
+            plot.hideButtons()
+            view = plot.getViewBox()
+            view.invertY(True)
+            view.setAspectLocked(False)
+            view.setMouseEnabled(False, False)
+            image = pg.ImageItem(axisOrder="row-major")
+            image.setLookupTable(self._colormap.getLookupTable(nPts=256, alpha=False))
+            plot.addItem(image)
+            xs, ys = grid.gap_lines()  # one item draws every grid line (a 1-pixel NaN gap can vanish when shrunk)
+            plot.addItem(pg.PlotCurveItem(xs, ys, connect="pairs", pen=pg.mkPen(GRID_LINE, width=1)))
+            plot.setRange(xRange=(0, grid.image.shape[1]), yRange=(0, grid.image.shape[0]), padding=0)
+            left, bottom = plot.getAxis("left"), plot.getAxis("bottom")
+            left.setTicks([[(grid.row_centre(i), f"L{i + 1}") for i in range(grid.layers)], []])
+            bottom.setTicks([[(grid.col_centre(h), f"H{h + 1}") for h in range(grid.heads)], []])
+            left.setLabel("layer")
+            self._scene.ci.layout.setColumnStretchFactor(column, 1)  # the grids share the width equally
+            self._plots[kind] = (plot, image)
+
+    # ---- reading and clicking ----------------------------------------------------------------------------
+    def cell_at(self, scene_pos: QPointF) -> tuple[str, int, int, int, int] | None:
+        """(site, head, query, key) under a scene position, with the site kind's layer: (site, layer, head, q, k)."""
+        for kind, (plot, _image) in self._plots.items():
+            view = plot.getViewBox()
+            if not view.sceneBoundingRect().contains(scene_pos):
+                continue
+            point = view.mapSceneToView(scene_pos)
+            found = self._grids[kind].locate(point.y(), point.x())
+            if found is not None:
+                layer, head, q, k = found
+                return self._grids[kind].sites[layer], layer, head, q, k
+        return None
+
+    def scene_pos_of(self, kind: str, layer: int, head: int) -> QPointF:
+        """The scene position of the centre of one cell (tests click there)."""
+        plot, _image = self._plots[kind]
+        grid = self._grids[kind]
+        return plot.getViewBox().mapViewToScene(QPointF(grid.col_centre(head), grid.row_centre(layer)))
+
+    def _on_click(self, event) -> None:
+        if event.button() != Qt.MouseButton.LeftButton:
+            return
+        found = self.cell_at(event.scenePos())
+        if found is not None:
+            site, _layer, head, _q, _k = found
+            self.cellClicked.emit(site, head)
+            event.accept()
+
+    def _on_move(self, scene_pos: QPointF) -> None:
+        found = self.cell_at(scene_pos)
+        if found is None:
+            self._readout.setText(HINT)
+            return
+        site, _layer, head, q, k = found
+        grid = self._grids[names.site_kind(site)]
+        value = float(grid.image[grid.row_of(_layer, q), grid.col_of(head, k)])
+        self._readout.setText(f"{names.site_full_words(site)} · head {head + 1} · query {q} → key {k}: "
+                              f"{value:.3f}   (click to open this head)")
+
+    def shown_data(self) -> dict:
+        """The tiled images by site kind (numpy), for tests."""
+        return {kind: np.asarray(grid.image) for kind, grid in self._grids.items()}
+

@@ -1,0 +1,63 @@
+"""The whole-model attention view in a dock: View → Whole-model attention (Ctrl+M). The pyqtgraph widget
+(attnlab/ui/model_view.py) is made the first time the dock is shown, so start-up does not import pyqtgraph
+for it; while hidden it draws nothing, and a run that arrived meanwhile is drawn when it is shown."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QDockWidget, QMenu
+
+from attnlab.engine import names
+
+
+class ModelViewDock(QDockWidget):
+    """The model view in a dock (View → Whole-model attention, Ctrl+M). It draws only while visible: a run
+    that arrives while it is hidden is drawn when it is shown."""
+
+    def __init__(self, window):
+        super().__init__("Whole-model attention", window, objectName="modelViewDock")
+        self.view = None  # the ModelView, made when first shown
+        self._session = window.session
+        self._drawn = None
+        window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self)
+        self.hide()
+        self._session.traceReady.connect(lambda _t: self.refresh())
+        self.visibilityChanged.connect(lambda _v: self.refresh())
+
+    def refresh(self) -> None:
+        trace = self._session.trace
+        if trace is None or trace is self._drawn or not self.isVisible():
+            return
+        if self.view is None:
+            self._make_view()
+        self.view.set_trace(trace)
+        self._drawn = trace
+
+    def _make_view(self) -> None:
+        from attnlab.ui import app as appsettings
+        from attnlab.ui.model_view import ModelView
+
+        appsettings.plot_colours()
+        self.view = ModelView()
+        self.view.cellClicked.connect(self.open_head)
+        self.setWidget(self.view)
+        if not self.isFloating():  # docked below the stage: give it room for the grids
+            self.parent().resizeDocks([self], [max(320, self.parent().height() // 2)], Qt.Orientation.Vertical)
+
+    def open_head(self, site: str, head: int) -> None:
+        """Open the attention weights stage of this site, with this head selected."""
+        self._session.set_view(head=head)
+        self._session.set_stage(names.site_entry(site, "weights"))
+
+
+def add_model_view(window, menu: QMenu) -> ModelViewDock:
+    """View → Whole-model attention (Ctrl+M): shows or hides the dock."""
+    dock = ModelViewDock(window)
+    action = dock.toggleViewAction()
+    action.setObjectName("modelViewAction")
+    action.setShortcut(QKeySequence("Ctrl+M"))
+    action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+    window.addAction(action)
+    menu.addAction(action)
+    return dock
