@@ -1,7 +1,8 @@
 """Every example sentence in README.md and docs/*.md is one the bundled model knows.
 
 Extraction rule (what counts as an example sentence), applied to the raw Markdown text:
-  1. the value of a CLI flag `--src "…"`, `--tgt "…"` or `--prefix "…"`;
+  1. the value of a CLI flag `--src "…"`, `--tgt "…"` or `--prefix "…"`, unless its line names a checkpoint of
+     the reader's own (`--checkpoint PATH` outside resources/: that example is about that model, e.g. GPT-2);
   2. the value of a Python keyword argument `src="…"`, `tgt="…"` or `prefix="…"`, and the argument of
      `.translate("…")`;
   3. in prose or code, any other text in double quotes ("…" or “…”) made of at least three words of lower-case
@@ -29,6 +30,7 @@ from attnlab.training.handwritten import words
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 _FLAG = re.compile(r'--(src|tgt|prefix)\s+"([^"]*)"')
+_OWN_CHECKPOINT = re.compile(r'--checkpoint\s+(?!resources/)\S+')
 _KEYWORD = re.compile(r'\b(src|tgt|prefix)="([^"]*)"')
 _TRANSLATE = re.compile(r'\.translate\("([^"]*)"\)')
 _QUOTED = re.compile(r'["“]([a-zà-ÿœ]+(?:[\'-][a-zà-ÿœ]+)*(?: [a-zà-ÿœ]+(?:[\'-][a-zà-ÿœ]+)*){2,}(?: [.?])?)["”]')
@@ -36,7 +38,9 @@ _QUOTED = re.compile(r'["“]([a-zà-ÿœ]+(?:[\'-][a-zà-ÿœ]+)*(?: [a-zà-ÿ�
 
 def examples_in(text: str) -> list[tuple[str, str]]:
     """(model name, sentence) for each example sentence in a Markdown text, by the rule above."""
-    found = [(kind, s) for kind, s in _FLAG.findall(text) + _KEYWORD.findall(text)]
+    own_model = [line for line in text.splitlines() if _OWN_CHECKPOINT.search(line)]
+    flags = [m for m in _FLAG.findall(text) if not any(f'"{m[1]}"' in line for line in own_model)]
+    found = [(kind, s) for kind, s in flags + _KEYWORD.findall(text)]
     found += [("src", s) for s in _TRANSLATE.findall(text)]
     taken = {s for _, s in found}
     found += [("src", s) for s in _QUOTED.findall(text) if s not in taken]
