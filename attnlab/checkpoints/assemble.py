@@ -237,19 +237,19 @@ def assemble(problems: Problems, *, config_value: object, tensors: dict[str, tor
 
 def build_live_model(problems: Problems, config: ModelConfig | None, tensors: dict[str, torch.Tensor] | None,
                      src_tok: Tokenizer | None, tgt_tok: Tokenizer | None, *, name: str, metadata: dict,
-                     device="cpu", notices: list[str] | None = None, module: Transformer | None = None
+                     device: str = "cpu", notices: list[str] | None = None, module: Transformer | None = None
                      ) -> LiveModel:
     """Check every tensor against the config (names, shapes, values), then build; shared by every reader.
     `config` None or `tensors` None mean they could not be read (already reported). `module`: one already
     built from `config`, to fill."""
-    config_ok = config is not None and not config.problems()
-    if config_ok and tensors is not None:  # every size checked against the file BEFORE anything is allocated
-        size_problems = check_config_sizes(config, {n: tuple(t.shape) for n, t in tensors.items()})
+    usable = config if config is not None and not config.problems() else None  # None: nothing to build from
+    if usable is not None and tensors is not None:  # every size checked against the file BEFORE allocating
+        size_problems = check_config_sizes(usable, {n: tuple(t.shape) for n, t in tensors.items()})
         for p in size_problems:
             problems.add(p)
-        config_ok = not size_problems
+        usable = None if size_problems else usable
     if module is None:
-        module = build_module(config) if config_ok and tensors is not None else None
+        module = build_module(usable) if usable is not None and tensors is not None else None
     if tensors is not None:
         check_tensors(tensors, config if module is not None else None, problems, module)
     problems.raise_if_any()

@@ -10,15 +10,29 @@ without them, seeded random ones stand in and a notice says that the tokens are 
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypedDict
 
 import torch
 
 from attnlab.checkpoints.errors import Problems, name_list
-from attnlab.engine.config import ACTIVATIONS, ModelConfig
+from attnlab.engine.config import ACTIVATIONS, Activation, Architecture, ModelConfig, is_activation
+from attnlab.engine.tokenizer import Tokenizer
 
-NN_DEFAULTS = {"norm": "post", "activation": "relu", "layer_norm_eps": 1e-5, "positional": "sinusoidal",
+
+class NNDefaults(TypedDict):
+    norm: str
+    activation: Activation
+    layer_norm_eps: float
+    positional: str
+    max_len: int
+
+
+NN_DEFAULTS: NNDefaults = {"norm": "post", "activation": "relu", "layer_norm_eps": 1e-5, "positional": "sinusoidal",
                "max_len": 512}
 _STACK_LAYER = re.compile(r"^(encoder|decoder)\.(\d+)\.")
 
@@ -48,11 +62,12 @@ def default_heads(d_model: int) -> int:
     return next(h for h in (8, 4, 2, 1) if d_model % h == 0)
 
 
-def layer_indices(tensors, stack: str) -> list[int]:
+def layer_indices(tensors: Iterable[str], stack: str) -> list[int]:
     return sorted({int(m.group(2)) for n in tensors if (m := _STACK_LAYER.match(n)) and m.group(1) == stack})
 
 
-def adopt_wrapper_tensors(tensors: dict[str, torch.Tensor], d_model: int, arch: str, notices: list[str]) -> dict:
+def adopt_wrapper_tensors(tensors: dict[str, torch.Tensor], d_model: int, arch: str, notices: list[str]
+                          ) -> dict[str, torch.Tensor]:
     """Map a wrapping module's embedding / output tensors onto attnlab's names; drop (and list) the rest."""
     out = {n: t for n, t in tensors.items() if _STACK_LAYER.match(n) or n.split(".")[0] in
            ("enc_norm", "dec_norm", "src_embed", "tgt_embed", "out_proj")}
@@ -77,7 +92,7 @@ def adopt_wrapper_tensors(tensors: dict[str, torch.Tensor], d_model: int, arch: 
     return out
 
 
-def stand_in(shape, seed: int) -> torch.Tensor:
+def stand_in(shape: Sequence[int], seed: int) -> torch.Tensor:
     gen = torch.Generator().manual_seed(seed)
     return torch.randn(*shape, generator=gen) * shape[-1] ** -0.5
 
@@ -97,10 +112,12 @@ def bare_config(tensors: dict[str, torch.Tensor], settings: ImportSettings, voca
                      "which the file does not have")
         return None
     d_model, d_ff = int(probe.shape[1]), int(ffn.shape[0])
-    arch = "encoder-decoder" if enc and dec else ("encoder-only" if enc else "decoder-only")
+    arch: Architecture = "encoder-decoder" if enc and dec else ("encoder-only" if enc else "decoder-only")
     heads = settings.heads or default_heads(d_model)
     norm = settings.norm or NN_DEFAULTS["norm"]
     activation = settings.activation or NN_DEFAULTS["activation"]
+    if not is_activation(activation):  # bare_parts has reported settings.problems()
+        return None
     for field, given, value in (("n_heads", settings.heads, heads), ("norm", settings.norm, norm),
                                 ("activation", settings.activation, activation)):
         assumed[field] = (value, "given" if given else "assumed: nn.Transformer's default")
@@ -120,8 +137,9 @@ def bare_config(tensors: dict[str, torch.Tensor], settings: ImportSettings, voca
                        bias=f"{stack}.0.self_attn.w_q.bias" in tensors, max_len=NN_DEFAULTS["max_len"])
 
 
-def bare_parts(tensors: dict[str, torch.Tensor], settings: ImportSettings, tokenizer, problems: Problems,
-               notices: list[str]):
+def bare_parts(tensors: dict[str, torch.Tensor], settings: ImportSettings, tokenizer: Tokenizer | None,
+               problems: Problems, notices: list[str]
+               ) -> tuple[ModelConfig | None, dict[str, torch.Tensor] | None, Tokenizer, dict[str, Any]]:
     """(config, tensors, tokenizer, metadata). `tokenizer` is the user's, or None for the built-in word list."""
     from attnlab.checkpoints.assemble import generic_tokenizer
     from attnlab.checkpoints.bundled import default_tokenizer
@@ -167,12 +185,10 @@ def bare_parts(tensors: dict[str, torch.Tensor], settings: ImportSettings, token
     return config, tensors, tok, metadata
 
 
-def probe_bare_state_dict(path) -> dict | None:
+def probe_bare_state_dict(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """{"d_model", "arch", "layers"} when `path` is a .pt/.pth holding a bare nn.Transformer state dict (no
     attnlab config, not nanoGPT), so the app can ask for the settings first; None for anything else
     (including files that cannot be read: opening them reports why)."""
-    from pathlib import Path
-
     from attnlab.checkpoints import torch_files
     from attnlab.checkpoints.nanogpt import is_nanogpt
 

@@ -125,5 +125,5 @@ def entry_problem(entry: object) -> str:
     return ""
 
 
-def short_reason(error: Exception) -> str:
+def short_reason(error: BaseException) -> str:
     return str(error).splitlines()[0][:200] if str(error) else type(error).__name__

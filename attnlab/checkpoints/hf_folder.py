@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import torch
 
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
 from attnlab.checkpoints.header import read_layout, short_reason
 from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_file
+from attnlab.engine.config import ModelConfig
 from attnlab.engine.hf_tokenizer import NumberTokenizer
 from attnlab.engine.live import LiveModel
 
@@ -45,7 +48,7 @@ def is_hf_folder(path: Path) -> bool:
     return path.is_dir() and (path / "config.json").is_file()
 
 
-def hf_api():
+def hf_api() -> ModuleType:
     """attnlab.checkpoints.hf (the per-model_type converters), or a CheckpointError when it is missing."""
     try:
         from attnlab.checkpoints import hf
@@ -161,7 +164,7 @@ def read_folder_weights(folder: Path, problems: Problems) -> dict[str, torch.Ten
 
 
 # ---- provenance --------------------------------------------------------------------------------------
-def setting_sources(hf_config: dict, config, notes: list[str]) -> dict[str, dict]:
+def setting_sources(hf_config: dict[str, Any], config: ModelConfig, notes: list[str]) -> dict[str, dict[str, Any]]:
     """attnlab field -> {"value", "source"}: "config.json (key)", "inferred" or "assumed"."""
     out = {}
     model_type = hf_config.get("model_type", "?")
@@ -182,7 +185,7 @@ def setting_sources(hf_config: dict, config, notes: list[str]) -> dict[str, dict
 
 
 # ---- the whole folder --------------------------------------------------------------------------------
-def load_hf_folder(folder: Path, device="cpu") -> LiveModel:
+def load_hf_folder(folder: Path, device: str = "cpu") -> LiveModel:
     from attnlab.checkpoints.assemble import build_live_model, build_module, drop_tied_duplicates
 
     problems = Problems(folder)

@@ -5,6 +5,7 @@ themselves live in attnlab/limits.py."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import torch
 
@@ -15,15 +16,15 @@ UNCHECKED_PARAMETERS = 16_000_000  # a model this small (64 MB) is built before 
 _LAYER_INDEX = re.compile(r"^(encoder|decoder)\.(\d+)\.")
 
 
-def shape_text(shape) -> str:
+def shape_text(shape: Iterable[int]) -> str:
     return "[" + ", ".join(f"{int(s):,}" for s in shape) + "]"
 
 
-def _revealed(config: ModelConfig, shapes: dict[str, tuple[int, ...]]):
+def _revealed(config: ModelConfig, shapes: dict[str, tuple[int, ...]]) -> list[tuple[str, int, str]]:
     """(field, value the tensors show, evidence) for each config field one of the tensors pins down."""
-    found = []
+    found: list[tuple[str, int, str]] = []
 
-    def show(name, dim, *fields):
+    def show(name: str, dim: tuple[int, ...], *fields: str) -> None:
         shape = shapes.get(name)
         if shape is not None and len(shape) > max(dim):
             for field, d in zip(fields, dim, strict=True):
@@ -66,7 +67,7 @@ def check_config_sizes(config: ModelConfig, shapes: dict[str, tuple[int, ...]]) 
     return problems
 
 
-def _numel(shape) -> int:
+def _numel(shape: Iterable[int]) -> int:
     n = 1
     for s in shape:
         n *= int(s)

@@ -11,13 +11,15 @@ from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.native import load_safetensors
 from attnlab.checkpoints.torch_files import ZIP_MAGIC, load_torch_file
 from attnlab.engine.live import LiveModel
+from attnlab.engine.tokenizer import Tokenizer
 from attnlab.limits import cut, excerpt
 
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 
 
-def load_checkpoint(path, device="cpu", *, heads: int | None = None, norm: str | None = None,
-                    activation: str | None = None, tokenizer=None) -> LiveModel:
+def load_checkpoint(path: str | os.PathLike[str], device: str = "cpu", *, heads: int | None = None,
+                    norm: str | None = None, activation: str | None = None,
+                    tokenizer: str | Path | Tokenizer | None = None) -> LiveModel:
     """A whole LiveModel, or one CheckpointError listing everything wrong with it.
 
     `path`: an attnlab .safetensors/.pt file, a Hugging Face model folder (config.json + weights), a nanoGPT
@@ -94,7 +96,7 @@ def plain_safetensors_in_hf_folder(path: Path) -> bool:
     return (path.parent / "config.json").is_file() and path.name.startswith("model")
 
 
-def user_tokenizer(spec, checkpoint: Path):
+def user_tokenizer(spec: str | Path | Tokenizer | None, checkpoint: Path) -> Tokenizer | None:
     """A tokenizer the user named (path), already built, or None."""
     if spec is None or not isinstance(spec, (str, Path)):
         return spec

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -20,6 +21,7 @@ from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.plain_pickle import load_plain_pickle
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.hf_tokenizer import CharVocabTokenizer, NumberTokenizer
+from attnlab.engine.tokenizer import Tokenizer
 
 ARGS = ("n_layer", "n_head", "n_embd", "block_size", "vocab_size")
 NO_VOCABULARY_NOTICE = ("This nanoGPT checkpoint has no meta.pkl beside it and no tokenizer was given "
@@ -30,7 +32,7 @@ _BLOCK = {"ln_1": "norm1", "ln_2": "norm2", "attn.c_proj": "self_attn.w_o", "mlp
 _LAYER = re.compile(r"^transformer\.h\.(\d+)\.(.+)\.(weight|bias)$")
 
 
-def is_nanogpt(obj) -> bool:
+def is_nanogpt(obj: object) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("model_args"), dict) and isinstance(obj.get("model"), dict)
 
 
@@ -102,7 +104,9 @@ def read_meta_pkl(path: Path, problems: Problems) -> CharVocabTokenizer | None:
     return CharVocabTokenizer([itos[i] for i in range(len(itos))])
 
 
-def nanogpt_parts(obj: dict, path: Path, problems: Problems, notices: list[str], tokenizer=None):
+def nanogpt_parts(obj: dict[str, Any], path: Path, problems: Problems, notices: list[str],
+                  tokenizer: Tokenizer | None = None
+                  ) -> tuple[ModelConfig | None, dict[str, torch.Tensor] | None, Tokenizer | None, dict[str, Any]]:
     """(config, tensors, tokenizer, metadata) of a loaded ckpt.pt; `tokenizer` is one the user named."""
     config = nanogpt_config(obj["model_args"], problems)
     state = {str(k): v for k, v in obj["model"].items() if isinstance(v, torch.Tensor)}

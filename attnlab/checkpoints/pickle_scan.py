@@ -10,6 +10,7 @@ import io
 import pickletools
 import zipfile
 from pathlib import Path
+from typing import IO
 
 from attnlab import limits
 
@@ -20,7 +21,7 @@ _IN_PLACE = {"APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS", "BUILD"}  #
 LEGACY_PICKLES = 5  # the legacy format: magic number, protocol, sys info, the object, storage keys
 
 
-def pickle_problem(stream, what: str = "its pickle") -> str:
+def pickle_problem(stream: IO[bytes], what: str = "its pickle") -> str:
     """Why the pickle at the current position of `stream` is refused ('' when it is within the limits, or
     when it is malformed: torch.load reports damage itself). Reads up to its STOP opcode.
 
@@ -56,7 +57,7 @@ def pickle_problem(stream, what: str = "its pickle") -> str:
     return ""
 
 
-def _apply(op, stack: list[int]) -> int:
+def _apply(op: pickletools.OpcodeInfo, stack: list[int]) -> int:
     """Pop what `op` consumes, push what it produces; the depth of what it produced."""
     before = op.stack_before
     popped: list[int] = []

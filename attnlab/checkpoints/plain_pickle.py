@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import io
 import pickle
+from typing import Any, NoReturn
 
 MAX_BYTES = 50_000_000
 
 
 class PlainDataOnly(pickle.Unpickler):
-    def find_class(self, module: str, name: str):
+    def find_class(self, module: str, name: str) -> NoReturn:
         raise pickle.UnpicklingError(f"it asks to import {module}.{name}, which plain data never needs")
 
 
-def load_plain_pickle(data: bytes):
+def load_plain_pickle(data: bytes) -> Any:  # dicts, lists, tuples, strings, numbers, booleans, None
     """The object in `data`, or ValueError saying why it is refused (nothing in it has run)."""
     if len(data) > MAX_BYTES:
         raise ValueError(f"it is {len(data)} bytes, more than a vocabulary file needs")

@@ -14,11 +14,15 @@ GPT-2 nothing, BERT [CLS] … [SEP], RoBERTa <s> … </s>, Marian source … </s
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from attnlab.checkpoints.errors import Problems
 from attnlab.engine.hf_tokenizer import LibraryTokenizer, SentencePieceTokenizer
 from attnlab.engine.specials import Specials
+from attnlab.engine.tokenizer import Tokenizer
 
 NAMES = ("pad", "bos", "eos", "unk", "cls", "sep", "mask")
 FAMILY_TOKENS = {
@@ -45,22 +49,23 @@ def read_json_file(path: Path, problems: Problems) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def token_text(value) -> str | None:
+def token_text(value: object) -> str | None:
     if isinstance(value, dict):
         value = value.get("content")
     return value if isinstance(value, str) else None
 
 
-def special_ids(folder: Path, model_type: str, lookup, problems: Problems) -> dict[str, int]:
+def special_ids(folder: Path, model_type: str, lookup: Callable[[str], int | None], problems: Problems
+                ) -> dict[str, int]:
     """name -> id for the special tokens the tokenizer has. `lookup(text)` is the tokenizer's id or None."""
     tok_config = read_json_file(folder / "tokenizer_config.json", problems)
     special_map = read_json_file(folder / "special_tokens_map.json", problems)
-    found = {}
+    found: dict[str, int] = {}
     for name in NAMES:
         text = (token_text(tok_config.get(f"{name}_token")) or token_text(special_map.get(f"{name}_token"))
                 or FAMILY_TOKENS.get(model_type, {}).get(name))
-        if text is not None and lookup(text) is not None:
-            found[name] = lookup(text)
+        if text is not None and (token_id := lookup(text)) is not None:
+            found[name] = token_id
     return found
 
 
@@ -86,8 +91,9 @@ def family_specials(model_type: str, ids: dict[str, int], hf_config: dict, tok_c
     return Specials(**fields, prefix=prefix, suffix=suffix, description=desc)
 
 
-def library_tokenizer(folder: Path, tok_config: dict):
-    """A `tokenizers.Tokenizer` from tokenizer.json, vocab.json + merges.txt or vocab.txt; None if none."""
+def library_tokenizer(folder: Path, tok_config: dict[str, Any]) -> tuple[Any, str]:
+    """(a `tokenizers.Tokenizer` from tokenizer.json, vocab.json + merges.txt or vocab.txt, which files);
+    (None, "") if none."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
     if (folder / "tokenizer.json").is_file():
@@ -110,7 +116,8 @@ def library_tokenizer(folder: Path, tok_config: dict):
     return None, ""
 
 
-def marian_tokenizers(folder: Path, model_type: str, hf_config: dict, problems: Problems):
+def marian_tokenizers(folder: Path, model_type: str, hf_config: dict[str, Any], problems: Problems
+                      ) -> tuple[Tokenizer | None, Tokenizer | None, str]:
     vocab = read_json_file(folder / "vocab.json", problems)
     pieces = {str(k): int(v) for k, v in vocab.items() if isinstance(v, int)}
     tok_config = read_json_file(folder / "tokenizer_config.json", problems)
@@ -129,7 +136,8 @@ def marian_tokenizers(folder: Path, model_type: str, hf_config: dict, problems: 
     return out[0], out[1], "source.spm / target.spm (SentencePiece) + vocab.json"
 
 
-def folder_tokenizers(folder: Path, hf_config: dict, problems: Problems):
+def folder_tokenizers(folder: Path, hf_config: dict[str, Any], problems: Problems
+                      ) -> tuple[Tokenizer | None, Tokenizer | None, str]:
     """(source, target, description); (None, None, "") when the folder has no tokenizer files."""
     model_type = str(hf_config.get("model_type", ""))
     if (folder / "source.spm").is_file() and (folder / "target.spm").is_file():
@@ -151,7 +159,7 @@ def folder_tokenizers(folder: Path, hf_config: dict, problems: Problems):
     return tok, tok, desc
 
 
-def tokenizer_at(path, problems: Problems, model_type: str = ""):
+def tokenizer_at(path: str | os.PathLike[str], problems: Problems, model_type: str = "") -> Tokenizer | None:
     """A tokenizer the user points at: a tokenizer.json file or a folder holding tokenizer files."""
     path = Path(path).expanduser()
     folder = path if path.is_dir() else path.parent

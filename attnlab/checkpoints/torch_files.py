@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -24,6 +25,10 @@ from attnlab.checkpoints.header import short_reason
 from attnlab.checkpoints.limits import tensor_layout_problems
 from attnlab.checkpoints.pickle_scan import torch_file_problem
 from attnlab.engine.live import LiveModel
+from attnlab.engine.tokenizer import Tokenizer
+
+if TYPE_CHECKING:  # bare.py is imported where it is used
+    from attnlab.checkpoints.bare import ImportSettings
 
 EXTRA_KEYS = ("config", "src_tokenizer", "tgt_tokenizer", "name", "metadata")
 STATE_KEYS = ("state_dict", "model_state_dict")
@@ -125,7 +130,7 @@ def encoder_alone(tensors: dict) -> dict:
     return {(f"encoder.{k}" if k.startswith(("layers.", "norm.")) else k): v for k, v in tensors.items()}
 
 
-def read_torch_object(path: Path, problems: Problems):
+def read_torch_object(path: Path, problems: Problems) -> Any:  # what torch.load(weights_only=True) gives
     """torch.load(weights_only=True), memory-mapped where the file allows; refusals become problems."""
     with open(path, "rb") as f:
         head = f.read(4)
@@ -158,7 +163,8 @@ def refuse_odd_tensors(tensors: dict[str, torch.Tensor], problems: Problems) -> 
     problems.raise_if_any()
 
 
-def load_torch_file(path: Path, device="cpu", settings=None, tokenizer=None) -> LiveModel:
+def load_torch_file(path: Path, device: str = "cpu", settings: ImportSettings | None = None,
+                    tokenizer: Tokenizer | None = None) -> LiveModel:
     """`settings` (bare.ImportSettings) and `tokenizer` matter only for files that do not say these
     themselves: nanoGPT checkpoints (tokenizer) and bare nn.Transformer state dicts (both)."""
     from attnlab.checkpoints.assemble import build_live_model

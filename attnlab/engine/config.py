@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from attnlab import limits
 
@@ -28,6 +28,11 @@ SINUSOIDAL_LAYOUTS = ("interleaved", "marian")
 CHOICES = (("arch", ARCHITECTURES), ("activation", ACTIVATIONS), ("positional", POSITIONALS),
            ("norm", NORM_KINDS), ("ffn", FFN_KINDS), ("rotary_layout", ROTARY_LAYOUTS),
            ("sinusoidal_layout", SINUSOIDAL_LAYOUTS))
+
+
+def is_activation(value: object) -> TypeGuard[Activation]:
+    """Whether a value read from outside (a flag, a file) names an activation ModelConfig accepts."""
+    return value in ACTIVATIONS
 
 
 class ConfigError(ValueError):

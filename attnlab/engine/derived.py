@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from torch import Tensor
 
 
 @dataclass(frozen=True)
@@ -25,67 +26,67 @@ class Derived:
 
     rule: str
     inputs: tuple[str, ...]
-    params: tuple = ()
+    params: tuple[object, ...] = ()
 
 
-def _scores(q, k):
+def _scores(q: Tensor, k: Tensor) -> Tensor:
     """q [H, Tq, dk], k [H, Tk, dk] -> [H, Tq, Tk], the same product the forward pass took."""
     return q @ k.transpose(-2, -1)
 
 
-def _scaled_by(scores, scale: bool, d_head: int):
+def _scaled_by(scores: Tensor, scale: bool, d_head: int) -> Tensor:
     """scores [H, Tq, Tk] -> scores / √d_head when scaling is on."""
     return scores / math.sqrt(d_head) if scale else scores
 
 
-def _masked(scaled, mask):
+def _masked(scaled: Tensor, mask: Tensor) -> Tensor:
     """scaled [H, Tq, Tk] + mask [Tq, Tk] (0 or -inf)."""
     return scaled + mask
 
 
-def _softmax_rows(masked):
+def _softmax_rows(masked: Tensor) -> Tensor:
     """masked [H, Tq, Tk] -> attention weights; a row with every key blocked (all -inf) gets zeros, as in
     layers.attention_steps (nan_to_num leaves every other row as it is)."""
     return torch.softmax(masked, dim=-1).nan_to_num(0.0)
 
 
-def _weighted_sum(weights, v):
+def _weighted_sum(weights: Tensor, v: Tensor) -> Tensor:
     """weights [H, Tq, Tk] @ v [H, Tk, dk] -> context [H, Tq, dk]."""
     return weights @ v
 
 
-def _concat(context):
+def _concat(context: Tensor) -> Tensor:
     """context [H, Tq, dk] -> [Tq, H·dk]: the heads side by side."""
     H, Tq, dk = context.shape
     return context.transpose(0, 1).reshape(Tq, H * dk)
 
 
-def _norm_stats(x, eps: float):
+def _norm_stats(x: Tensor, eps: float) -> tuple[Tensor, Tensor]:
     """x [T, d] -> (mean [T], biased variance [T]) from the same fused kernel the LayerNorm ran."""
     _, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], None, None, eps)  # mean, rstd [T, 1]
     return mean, rstd.pow(-2).sub_(eps).clamp_min_(0.0)
 
 
-def _norm_mean(x, eps: float):
+def _norm_mean(x: Tensor, eps: float) -> Tensor:
     return _norm_stats(x, eps)[0].squeeze(-1)  # [T]
 
 
-def _norm_var(x, eps: float):
+def _norm_var(x: Tensor, eps: float) -> Tensor:
     return _norm_stats(x, eps)[1].squeeze(-1)  # [T]
 
 
-def _activation(pre, activation: str):
+def _activation(pre: Tensor, activation: str) -> Tensor:
     """FFN pre-activation [T, d_ff] -> hidden [T, d_ff]."""
     from attnlab.engine.ffn import ACTIVATION_FUNCTIONS  # the FFN's own functions: one place for each
 
     return ACTIVATION_FUNCTIONS[activation](pre)
 
 
-def _add(a, b):
+def _add(a: Tensor, b: Tensor) -> Tensor:
     return a + b
 
 
-def _probs(logits, temperature: float):
+def _probs(logits: Tensor, temperature: float) -> Tensor:
     """logits [T, V] -> softmax(logits / temperature) [T, V], safe for any temperature RunOptions accepts: the
     largest logit is subtracted first, so no NaN can appear and the argmax never changes."""
     shifted = logits - logits.amax(dim=-1, keepdim=True)  # [T, V], max 0

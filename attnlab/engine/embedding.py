@@ -4,17 +4,22 @@ final hidden states -> logits (optional output head, tied or separate projection
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.ffn import ACTIVATION_FUNCTIONS
 from attnlab.engine.norms import make_norm
+from attnlab.engine.trace import Recorder
+
+if TYPE_CHECKING:  # model.py imports this module
+    from attnlab.engine.model import RunContext, Transformer
 
 
-def embed_tokens(model, ids, side: str, ctx):
+def embed_tokens(model: Transformer, ids: Tensor, side: str, ctx: RunContext) -> Tensor:
     """ids [B, T] -> input [B, T, d]: token embedding (x sqrt(d) if configured) + token type 0 + positional
     encoding, then the embedding norm if the model has one. `model` is the Transformer (its tables)."""
     cfg: ModelConfig = model.config
@@ -52,7 +57,7 @@ class OutputHead(nn.Module):
         self.norm = make_norm(cfg.norm, cfg.d_model, cfg.layer_norm_eps, cfg.norm_bias)
         self.act = ACTIVATION_FUNCTIONS[cfg.activation]
 
-    def forward(self, h, rec):
+    def forward(self, h: Tensor, rec: Recorder) -> Tensor:
         """h [B, T, d] -> [B, T, d]; records head.pre, head.hidden and the norm head.norm.*"""
         pre = self.dense(h)  # [B, T, d]
         hidden = self.act(pre)  # [B, T, d]
@@ -61,7 +66,7 @@ class OutputHead(nn.Module):
         return self.norm(hidden, rec, names.head_entry("norm"))
 
 
-def add_ends(model, cfg: ModelConfig) -> None:
+def add_ends(model: Transformer, cfg: ModelConfig) -> None:
     """The embedding-side and output-side modules of imported architectures (none for the default config)."""
     d = cfg.d_model
     sides = [s for s, present in (("src", cfg.has_encoder), ("tgt", cfg.has_decoder)) if present]
@@ -70,17 +75,17 @@ def add_ends(model, cfg: ModelConfig) -> None:
             setattr(model, f"{side}_type_embed", nn.Embedding(cfg.type_vocab_size, d))
         if cfg.embed_norm:
             setattr(model, f"{side}_embed_norm", make_norm(cfg.norm, d, cfg.layer_norm_eps, cfg.norm_bias))
-    model.out_head = OutputHead(cfg) if cfg.output_head else None
+    model.register_module("out_head", OutputHead(cfg) if cfg.output_head else None)
     tied_bias = cfg.tie_output and cfg.has_bias("logits")
-    model.out_bias = nn.Parameter(torch.zeros(cfg.out_vocab_size)) if tied_bias else None
+    model.register_parameter("out_bias", nn.Parameter(torch.zeros(cfg.out_vocab_size)) if tied_bias else None)
 
 
-def project(model, h, rec):
+def project(model: Transformer, h: Tensor, rec: Recorder) -> Tensor:
     """h [B, T, d] -> logits [B, T, V]: the output head if any, then the projection (and logit bias)."""
-    if model.out_head is not None:
+    if isinstance(model.out_head, OutputHead):  # or None (set by add_ends)
         h = model.out_head(h, rec)
     if model.out_proj is not None:
         return model.out_proj(h)
     table = model.tgt_embed if model.config.has_decoder else model.src_embed
     logits = h @ table.weight.T  # [B, T, V]
-    return logits + model.out_bias if model.out_bias is not None else logits
+    return logits + model.out_bias if isinstance(model.out_bias, Tensor) else logits  # out_bias: a Parameter or None

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from attnlab.engine import names
+from attnlab.engine.config import ModelConfig
 from attnlab.engine.trace import Recorder
 
-ACTIVATION_FUNCTIONS = {
+ACTIVATION_FUNCTIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "relu": F.relu,
     "gelu": F.gelu,  # exact, with erf
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),  # GPT-2's "gelu_new"
@@ -26,7 +29,7 @@ class FeedForward(nn.Module):
         self.activation = activation
         self.act = ACTIVATION_FUNCTIONS[activation]
 
-    def forward(self, x, rec: Recorder, layer_name: str):
+    def forward(self, x: Tensor, rec: Recorder, layer_name: str) -> Tensor:
         """x [B, T, d] -> [B, T, d]; records under names.ffn_entry(layer_name, ...); `hidden` is derived on read
         from `pre` (engine/derived.py)."""
         pre = self.lin1(x)  # [B, T, d_ff]
@@ -50,7 +53,7 @@ class GatedFeedForward(nn.Module):
         self.down = nn.Linear(d_ff, d_model, bias=bias)
         self.act = ACTIVATION_FUNCTIONS[activation]
 
-    def forward(self, x, rec: Recorder, layer_name: str):
+    def forward(self, x: Tensor, rec: Recorder, layer_name: str) -> Tensor:
         """x [B, T, d] -> [B, T, d]; records gate, up, hidden and out under names.ffn_entry(layer_name, ...)."""
         gate = self.gate(x)  # [B, T, d_ff]
         up = self.up(x)  # [B, T, d_ff]
@@ -64,7 +67,7 @@ class GatedFeedForward(nn.Module):
         return out
 
 
-def make_ffn(cfg) -> FeedForward | GatedFeedForward:
+def make_ffn(cfg: ModelConfig) -> FeedForward | GatedFeedForward:
     """The feed-forward network a ModelConfig asks for."""
     kind = GatedFeedForward if cfg.ffn == "gated" else FeedForward
     return kind(cfg.d_model, cfg.d_ff, cfg.activation, cfg.has_bias("ffn"))

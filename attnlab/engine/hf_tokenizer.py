@@ -16,6 +16,8 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Iterable
+from typing import Any
 
 from attnlab.engine.specials import Specials, specials_from_dict
 from attnlab.engine.tokenizer import Tokenizer, guarded
@@ -54,7 +56,7 @@ class ForeignTokenizer(Tokenizer):
     def id_to_token(self, i: int) -> str:
         return self.vocab[i] if 0 <= i < len(self.vocab) else f"#{i}"
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: Iterable[int]) -> str:
         hidden = self.specials.hidden_ids()
         return self._join([self.id_to_token(int(i)) for i in ids if int(i) not in hidden])
 
@@ -67,7 +69,7 @@ class LibraryTokenizer(ForeignTokenizer):
 
     kind = "hf"
 
-    def __init__(self, hf_tokenizer, specials: Specials):
+    def __init__(self, hf_tokenizer: Any, specials: Specials):  # a tokenizers.Tokenizer
         self.hf = hf_tokenizer
         size = hf_tokenizer.get_vocab_size(with_added_tokens=True)
         vocab = [f"#{i}" for i in range(size)]
@@ -80,7 +82,7 @@ class LibraryTokenizer(ForeignTokenizer):
         enc = guarded(lambda: self.hf.encode(str(text), add_special_tokens=False), "split this text")
         return list(enc.tokens), list(enc.ids)
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: Iterable[int]) -> str:
         hidden = self.specials.hidden_ids()
         kept = [int(i) for i in ids if int(i) not in hidden]
         return str(guarded(lambda: self.hf.decode(kept, skip_special_tokens=False), "turn these ids back into text"))
@@ -90,7 +92,7 @@ class LibraryTokenizer(ForeignTokenizer):
                           ensure_ascii=False)
 
 
-def load_sentencepiece(model_bytes: bytes):
+def load_sentencepiece(model_bytes: bytes) -> Any:  # a sentencepiece.SentencePieceProcessor
     try:
         import sentencepiece
     except ImportError as e:
@@ -128,7 +130,7 @@ class SentencePieceTokenizer(ForeignTokenizer):
         ids = [self.piece_ids.get(p, unk if unk is not None else 0) for p in pieces]
         return [p if p in self.piece_ids else self.id_to_token(i) for p, i in zip(pieces, ids, strict=True)], ids
 
-    def decode(self, ids) -> str:
+    def decode(self, ids: Iterable[int]) -> str:
         hidden = self.specials.hidden_ids()
         return self.sp.decode_pieces([self.id_to_token(int(i)) for i in ids if int(i) not in hidden])
 
@@ -176,7 +178,7 @@ class NumberTokenizer(ForeignTokenizer):
         return json.dumps({"kind": self.kind, "vocab_size": self.vocab_size})
 
 
-def foreign_tokenizer_from_json(data: dict) -> Tokenizer:
+def foreign_tokenizer_from_json(data: dict[str, Any]) -> Tokenizer:
     """Rebuild one of these tokenizers from its `to_json()` dict (KeyError on a missing field)."""
     kind = data["kind"]
     if kind == "hf":

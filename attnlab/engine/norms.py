@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.trace import Recorder
@@ -19,7 +19,7 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model)) if bias else None
         self.eps = eps
 
-    def forward(self, x, rec: Recorder, name: str):
+    def forward(self, x: Tensor, rec: Recorder, name: str) -> Tensor:
         """x [B, T, d] -> [B, T, d]; records its input, statistics and output under `name` ('enc.0.norm1')."""
         if not rec.enabled:
             return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
@@ -43,7 +43,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(d_model))
         self.eps = eps
 
-    def forward(self, x, rec: Recorder, name: str):
+    def forward(self, x: Tensor, rec: Recorder, name: str) -> Tensor:
         """x [B, T, d] -> [B, T, d]; records its input, the RMS sqrt(mean(x^2) + eps) per token and output."""
         rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)  # [B, T, 1]
         out = self.weight * (x * rstd)  # [B, T, d]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from attnlab.engine.specials import ATTNLAB_SPECIALS
 from attnlab.limits import MAX_TOKENIZER_CHARS, excerpt, loads_bounded
@@ -20,6 +20,8 @@ from attnlab.limits import MAX_TOKENIZER_CHARS, excerpt, loads_bounded
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 _WORD_RE = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+T = TypeVar("T")
 
 
 def clean_text(text: str) -> str:
@@ -40,7 +42,23 @@ class Tokenizer:
         self.vocab = list(vocab)
         self._index = {tok: i for i, tok in enumerate(self.vocab)}
 
-    pad_id, bos_id, eos_id, unk_id = 0, 1, 2, 3
+    # the ids of SPECIALS (read-only, as the tokenizers of imported models read theirs from `specials`)
+    @property
+    def pad_id(self) -> int:
+        return 0
+
+    @property
+    def bos_id(self) -> int:
+        return 1
+
+    @property
+    def eos_id(self) -> int:
+        return 2
+
+    @property
+    def unk_id(self) -> int:
+        return 3
+
     specials = ATTNLAB_SPECIALS  # how LiveModel wraps each side (engine/specials.py)
 
     @property
@@ -154,7 +172,7 @@ class TokenizerError(ValueError):
     """The tokenizer failed (for a Hugging Face tokenizer: even a Rust panic); the message says so plainly."""
 
 
-def guarded(call, doing: str):
+def guarded(call: Callable[[], T], doing: str) -> T:
     """call(), with any failure of the tokenizers library as a TokenizerError. A panic inside the Rust code
     (e.g. a checkpoint's pathological regex) arrives as pyo3_runtime.PanicException, a BaseException that
     `except Exception` does not catch."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
-from attnlab.engine.tokenizer import PAD
+from attnlab.engine.tokenizer import PAD, Tokenizer
 
 if TYPE_CHECKING:
     from attnlab.engine.live import LiveModel
@@ -34,7 +34,7 @@ def default_prefix(model: LiveModel, src: str) -> str:
     a few tokens only for a random model."""
     if model.config.arch != "encoder-decoder" or not src.strip():
         return ""
-    tok = model.tgt_tokenizer
+    tok = model.tokenizer("tgt")
     most = RANDOM_PREFIX_TOKENS if model.metadata.get("random") else MAX_PREFIX_TOKENS
     ids = tok.encode(model.translate(src, max_new_tokens=most + 1))[1]
     return tok.decode(ids[: max(1, min(len(ids) - 1, most))])
@@ -56,8 +56,7 @@ def next_token(model: LiveModel, trace: Trace) -> tuple[int, str]:
     if last == len(trace[side]) - 1:
         return model.next_token(trace)
     i = int(trace[names.PROBS][last].argmax())
-    tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer
-    return i, tok.id_to_token(i)
+    return i, model.output_tokenizer.id_to_token(i)
 
 
 def extended_ids(trace: Trace, token_id: int, n_prefix: int = 1) -> list[int]:
@@ -68,7 +67,7 @@ def extended_ids(trace: Trace, token_id: int, n_prefix: int = 1) -> list[int]:
     return ids[n_prefix:] + [token_id]
 
 
-def ids_text(tokenizer, ids: list[int]) -> str:
+def ids_text(tokenizer: Tokenizer, ids: list[int]) -> str:
     """Ids as text for the input box; special tokens (which decoding drops) are spelled out."""
     specials = tokenizer.specials.hidden_ids() | {tokenizer.specials.unk}
     if any(i in specials for i in ids):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from types import ModuleType
 
 import torch
 
@@ -27,7 +28,7 @@ from attnlab.engine.config import ModelConfig
 __all__ = ["SUPPORTED_MODEL_TYPES", "config_and_notes", "config_from_hf", "convert"]
 
 
-def _family(hf_config: Mapping):
+def _family(hf_config: Mapping) -> ModuleType:
     if not isinstance(hf_config, Mapping):
         raise CheckpointError(f"config.json must hold a JSON object, not {type(hf_config).__name__}")
     model_type = hf_config.get("model_type")

@@ -6,6 +6,9 @@ from __future__ import annotations
 import dataclasses
 
 from attnlab.checkpoints.hf.common import (
+    ConvertedState,
+    HFConfig,
+    StateDict,
     Tensors,
     activation,
     field,
@@ -33,12 +36,12 @@ def names_for(model_type: str) -> dict:
             "bias": "cls.predictions.bias"}
 
 
-def declares_mlm_head(hf) -> bool:
+def declares_mlm_head(hf: HFConfig) -> bool:
     """Whether config.json's `architectures` names a model with a masked-LM head (before weights are read)."""
     return any(a.endswith(MLM_ARCHITECTURES) for a in field(hf, "architectures", []) or [])
 
 
-def config_from_hf(hf) -> tuple[ModelConfig, list[str]]:
+def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     require_value(hf, "position_embedding_type", ("absolute",), "absolute", "only absolute learned positions")
     require_value(hf, "is_decoder", (False,), False, "BERT used as a decoder")
     require_value(hf, "add_cross_attention", (False,), False)
@@ -63,14 +66,15 @@ def config_from_hf(hf) -> tuple[ModelConfig, list[str]]:
     return config, []
 
 
-def config_for_weights(hf, config: ModelConfig, state_dict) -> ModelConfig:
+def config_for_weights(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> ModelConfig:
     """The head is there when its tensors are, whatever `architectures` says."""
     names = names_for(hf["model_type"])
     head = Tensors(state_dict, names["prefixes"]).has(names["dense"] + ".weight")
     return dataclasses.replace(config, output_head=head, logits_bias=head)
 
 
-def take_head(t: Tensors, config: ModelConfig, dense: str, norm: str, decoder: str, bias: str, out: dict) -> None:
+def take_head(t: Tensors, config: ModelConfig, dense: str, norm: str, decoder: str, bias: str,
+              out: ConvertedState) -> None:
     """The masked-LM head's tensors (dense, norm, tied decoder and its bias), shared with DistilBERT."""
     if not config.output_head:
         return
@@ -84,7 +88,7 @@ def take_head(t: Tensors, config: ModelConfig, dense: str, norm: str, decoder: s
         t(f"{decoder}.bias")  # a second copy of the bias
 
 
-def convert_tensors(hf, config: ModelConfig, state_dict) -> tuple[dict, list[str]]:
+def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     names = names_for(hf["model_type"])
     t = Tensors(state_dict, names["prefixes"])
     out = {"src_embed.weight": t("embeddings.word_embeddings.weight"),

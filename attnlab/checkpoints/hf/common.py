@@ -3,11 +3,17 @@ represent (one CheckpointError naming the field), and taking tensors out of a st
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
+from typing import Any, Literal, overload
 
 import torch
 
 from attnlab.checkpoints.errors import CheckpointError, name_list
+from attnlab.engine.config import Activation
+
+HFConfig = Mapping[str, Any]  # a parsed config.json
+StateDict = Mapping[str, torch.Tensor]  # tensors by name, as the checkpoint saved them
+ConvertedState = dict[str, torch.Tensor]  # attnlab-named tensors, for Transformer.load_state_dict
 
 # model_type -> the family module (attnlab.checkpoints.hf.<module>) that converts it
 FAMILIES = {"gpt2": "gpt2", "bert": "bert", "roberta": "bert", "distilbert": "distilbert", "marian": "marian",
@@ -15,8 +21,8 @@ FAMILIES = {"gpt2": "gpt2", "bert": "bert", "roberta": "bert", "distilbert": "di
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
 # Hugging Face activation names -> attnlab's
-ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
-               "silu": "silu", "swish": "silu"}
+ACTIVATIONS: dict[str, Activation] = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh",
+                                      "gelu_pytorch_tanh": "gelu_tanh", "silu": "silu", "swish": "silu"}
 
 
 def supported_text() -> str:
@@ -29,7 +35,8 @@ def refuse(field: str, why: str) -> CheckpointError:
                            f"without guessing: {supported_text()}")
 
 
-def field(hf: Mapping, key: str, default=None, *, required: bool = False):
+def field(hf: HFConfig, key: str, default: Any = None, *, required: bool = False) -> Any:
+    """hf[key] as config.json has it (any JSON value), or `default` when it is absent or null."""
     if key not in hf or hf[key] is None:
         if required:
             raise refuse(key, "is missing, and the model's sizes cannot be known without it")
@@ -37,7 +44,14 @@ def field(hf: Mapping, key: str, default=None, *, required: bool = False):
     return hf[key]
 
 
-def int_field(hf: Mapping, key: str, default=None, *, required: bool = False):
+@overload
+def int_field(hf: HFConfig, key: str, default: int, *, required: bool = False) -> int: ...
+@overload
+def int_field(hf: HFConfig, key: str, default: None = None, *, required: Literal[True]) -> int: ...
+@overload
+def int_field(hf: HFConfig, key: str, default: None = None, *, required: bool = False) -> int | None: ...
+def int_field(hf: HFConfig, key: str, default: int | None = None, *, required: bool = False) -> int | None:
+    """hf[key], which must be a whole number; `default` (None unless given) when absent and not required."""
     value = field(hf, key, default, required=required)
     if value is None and not required:
         return value
@@ -46,14 +60,15 @@ def int_field(hf: Mapping, key: str, default=None, *, required: bool = False):
     return value
 
 
-def activation(hf: Mapping, key: str, default: str | None = None) -> str:
+def activation(hf: HFConfig, key: str, default: str | None = None) -> Activation:
     name = field(hf, key, default, required=default is None)
     if name not in ACTIVATIONS:
         raise refuse(key, f"the activation {name!r} is not one attnlab computes (it knows {', '.join(ACTIVATIONS)})")
     return ACTIVATIONS[name]
 
 
-def require_value(hf: Mapping, key: str, allowed, default=None, why: str = "") -> None:
+def require_value(hf: HFConfig, key: str, allowed: Container[object], default: object = None,
+                  why: str = "") -> None:
     """Refuse unless hf[key] (or its default) is one of `allowed`."""
     value = field(hf, key, default)
     if value not in allowed:

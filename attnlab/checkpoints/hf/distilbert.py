@@ -6,14 +6,23 @@ from __future__ import annotations
 import dataclasses
 
 from attnlab.checkpoints.hf.bert import IGNORABLE, NO_HEAD_NOTE, declares_mlm_head, take_head
-from attnlab.checkpoints.hf.common import Tensors, activation, field, int_field, leftover_note
+from attnlab.checkpoints.hf.common import (
+    ConvertedState,
+    HFConfig,
+    StateDict,
+    Tensors,
+    activation,
+    field,
+    int_field,
+    leftover_note,
+)
 from attnlab.engine.config import ModelConfig
 
 PREFIXES = ("distilbert.",)
 LAYER_NORM_EPS = 1e-12  # fixed in DistilBERT's code, not in config.json
 
 
-def config_from_hf(hf) -> tuple[ModelConfig, list[str]]:
+def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     head = declares_mlm_head(hf)
     vocab = int_field(hf, "vocab_size", required=True)
     config = ModelConfig(
@@ -27,13 +36,13 @@ def config_from_hf(hf) -> tuple[ModelConfig, list[str]]:
     return config, []
 
 
-def config_for_weights(hf, config: ModelConfig, state_dict) -> ModelConfig:
+def config_for_weights(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> ModelConfig:
     """The head is there when its tensors are, whatever `architectures` says."""
     head = Tensors(state_dict, PREFIXES).has("vocab_transform.weight")
     return dataclasses.replace(config, output_head=head, logits_bias=head)
 
 
-def convert_tensors(hf, config: ModelConfig, state_dict) -> tuple[dict, list[str]]:
+def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     t = Tensors(state_dict, PREFIXES)
     out = {"src_embed.weight": t("embeddings.word_embeddings.weight"),
            "src_pos.weight": t("embeddings.position_embeddings.weight"),

@@ -4,6 +4,9 @@ Conv1D Q/K/V weights stored [in, out]."""
 from __future__ import annotations
 
 from attnlab.checkpoints.hf.common import (
+    ConvertedState,
+    HFConfig,
+    StateDict,
     Tensors,
     activation,
     field,
@@ -18,13 +21,13 @@ from attnlab.engine.config import ModelConfig
 IGNORABLE = (".attn.bias", ".attn.masked_bias")  # the causal-mask buffers older versions saved
 
 
-def config_from_hf(hf) -> tuple[ModelConfig, list[str]]:
+def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     require_value(hf, "add_cross_attention", (False,), False, "GPT-2 with cross-attention")
     require_value(hf, "scale_attn_weights", (True,), True, "attention scores are always divided by sqrt(d_k)")
     require_value(hf, "scale_attn_by_inverse_layer_idx", (False,), False)
     d_model = int_field(hf, "n_embd", required=True)
     vocab = int_field(hf, "vocab_size", required=True)
-    notes = []
+    notes: list[str] = []
     d_ff = int_field(hf, "n_inner", None)
     if d_ff is None:
         d_ff = 4 * d_model
@@ -40,7 +43,7 @@ def config_from_hf(hf) -> tuple[ModelConfig, list[str]]:
     return config, notes
 
 
-def convert_tensors(hf, config: ModelConfig, state_dict) -> tuple[dict, list[str]]:
+def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     t = Tensors(state_dict, ("transformer.",))
     d = config.d_model
     out = {"tgt_embed.weight": t("wte.weight"), "tgt_pos.weight": t("wpe.weight")}
@@ -61,7 +64,7 @@ def convert_tensors(hf, config: ModelConfig, state_dict) -> tuple[dict, list[str
             out[f"{layer}.norm{n}.weight"] = t(f"{hf_layer}.{hf_norm}.weight")
             out[f"{layer}.norm{n}.bias"] = t(f"{hf_layer}.{hf_norm}.bias")
     out["dec_norm.weight"], out["dec_norm.bias"] = t("ln_f.weight"), t("ln_f.bias")
-    notes = []
+    notes: list[str] = []
     if not config.tie_output:
         if not t.has("lm_head.weight"):
             raise refuse("tie_word_embeddings", "is false but the weights have no lm_head.weight")

@@ -4,13 +4,24 @@ biases on Q, K and V only; Llama has none unless attention_bias / mlp_bias say s
 
 from __future__ import annotations
 
-from attnlab.checkpoints.hf.common import Tensors, activation, field, int_field, leftover_note, refuse, take_tied_copy
+from attnlab.checkpoints.hf.common import (
+    ConvertedState,
+    HFConfig,
+    StateDict,
+    Tensors,
+    activation,
+    field,
+    int_field,
+    leftover_note,
+    refuse,
+    take_tied_copy,
+)
 from attnlab.engine.config import ModelConfig
 
 IGNORABLE = ("rotary_emb.inv_freq",)  # a buffer older versions saved; recomputed from rope_theta
 
 
-def rope_theta(hf) -> float:
+def rope_theta(hf: HFConfig) -> float:
     """rope_theta from config.json (old style: rope_theta + rope_scaling; new style: rope_parameters)."""
     scaling = field(hf, "rope_scaling")
     if scaling and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
@@ -24,7 +35,7 @@ def rope_theta(hf) -> float:
     return float(theta)
 
 
-def check_full_attention(hf) -> None:
+def check_full_attention(hf: HFConfig) -> None:
     """Sliding-window attention (Qwen2's use_sliding_window, layer_types) has no attnlab equivalent."""
     if field(hf, "use_sliding_window", False):
         raise refuse("use_sliding_window", "sliding-window attention is not supported")
@@ -33,7 +44,7 @@ def check_full_attention(hf) -> None:
         raise refuse("layer_types", f"only full attention is supported, not {sorted(kinds - {'full_attention'})}")
 
 
-def config_from_hf(hf) -> tuple[ModelConfig, list[str]]:
+def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     check_full_attention(hf)
     d_model = int_field(hf, "hidden_size", required=True)
     n_heads = int_field(hf, "num_attention_heads", required=True)
@@ -41,7 +52,7 @@ def config_from_hf(hf) -> tuple[ModelConfig, list[str]]:
     if head_dim is not None and head_dim * n_heads != d_model:
         raise refuse("head_dim", f"{head_dim} x {n_heads} heads differs from hidden_size {d_model}; attnlab "
                                  f"needs head_dim = hidden_size / num_attention_heads")
-    notes = []
+    notes: list[str] = []
     n_kv = int_field(hf, "num_key_value_heads", None)
     if n_kv is None:
         n_kv = n_heads
@@ -63,7 +74,7 @@ def config_from_hf(hf) -> tuple[ModelConfig, list[str]]:
     return config, notes
 
 
-def convert_tensors(hf, config: ModelConfig, state_dict) -> tuple[dict, list[str]]:
+def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     t = Tensors(state_dict, ("model.",))
     out = {"tgt_embed.weight": t("embed_tokens.weight")}
     biases = {"w_q": config.has_bias("qkv"), "w_k": config.has_bias("qkv"), "w_v": config.has_bias("qkv"),

@@ -7,6 +7,9 @@ from __future__ import annotations
 import torch
 
 from attnlab.checkpoints.hf.common import (
+    ConvertedState,
+    HFConfig,
+    StateDict,
     Tensors,
     activation,
     field,
@@ -23,14 +26,14 @@ PREFIXES = ("model.",)
 IGNORABLE = ("embed_positions.weight",)  # Marian's sinusoids, stored; attnlab computes them (checked below)
 
 
-def same_for_both_stacks(hf, encoder_key: str, decoder_key: str) -> int:
+def same_for_both_stacks(hf: HFConfig, encoder_key: str, decoder_key: str) -> int:
     value = int_field(hf, encoder_key, required=True)
     if int_field(hf, decoder_key, value) != value:
         raise refuse(decoder_key, f"differs from {encoder_key}; attnlab's encoder and decoder share one size")
     return value
 
 
-def config_from_hf(hf) -> tuple[ModelConfig, list[str]]:
+def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     require_value(hf, "normalize_before", (False,), False, "Marian's layers are post-norm")
     require_value(hf, "normalize_embedding", (False,), False, "Marian has no embedding LayerNorm")
     vocab = int_field(hf, "vocab_size", required=True)
@@ -66,19 +69,19 @@ def check_positions(t: Tensors, config: ModelConfig) -> None:
                                            f"Marian weights")
 
 
-def attention(t: Tensors, hf_site: str, site: str, out: dict) -> None:
+def attention(t: Tensors, hf_site: str, site: str, out: ConvertedState) -> None:
     for ours, theirs in (("w_q", "q_proj"), ("w_k", "k_proj"), ("w_v", "v_proj"), ("w_o", "out_proj")):
         out[f"{site}.{ours}.weight"] = t(f"{hf_site}.{theirs}.weight")
         out[f"{site}.{ours}.bias"] = t(f"{hf_site}.{theirs}.bias")
 
 
-def linear_and_norms(t: Tensors, hf_layer: str, layer: str, norms: dict[str, str], out: dict) -> None:
+def linear_and_norms(t: Tensors, hf_layer: str, layer: str, norms: dict[str, str], out: ConvertedState) -> None:
     for ours, theirs in {"ffn.lin1": "fc1", "ffn.lin2": "fc2", **norms}.items():
         out[f"{layer}.{ours}.weight"] = t(f"{hf_layer}.{theirs}.weight")
         out[f"{layer}.{ours}.bias"] = t(f"{hf_layer}.{theirs}.bias")
 
 
-def convert_tensors(hf, config: ModelConfig, state_dict) -> tuple[dict, list[str]]:
+def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     t = Tensors(state_dict, PREFIXES)
     check_positions(t, config)
     src = t("shared.weight") if t.has("shared.weight") else t("encoder.embed_tokens.weight")
