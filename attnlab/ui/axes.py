@@ -10,6 +10,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
+from attnlab.ui import zoom
 from attnlab.ui.colormaps import MASK_FILL, MASK_HATCH
 from attnlab.ui.matrix_data import nice_step
 
@@ -18,16 +19,16 @@ TITLE_POINT_SIZE = 12
 
 
 def tick_font() -> QtGui.QFont:
-    """Font for tick labels and readouts: the application font, at least 10 pt."""
+    """Font for tick labels and readouts: the application font, at least 10 pt at the current zoom."""
     font = QtGui.QFont(QtWidgets.QApplication.font())
-    if font.pointSizeF() < TICK_POINT_SIZE:
-        font.setPointSizeF(TICK_POINT_SIZE)
+    if font.pointSizeF() < zoom.points(TICK_POINT_SIZE):
+        font.setPointSizeF(zoom.points(TICK_POINT_SIZE))
     return font
 
 
 def title_font() -> QtGui.QFont:
     font = tick_font()
-    font.setPointSizeF(max(TITLE_POINT_SIZE, font.pointSizeF() + 2))
+    font.setPointSizeF(max(zoom.points(TITLE_POINT_SIZE), font.pointSizeF() + 2))
     font.setBold(True)
     return font
 
