@@ -160,6 +160,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             self._give_vocabulary(panel)
             panel.maskCellToggled.connect(self.session.toggle_mask_cell)
             panel.headSelected.connect(lambda h: self.session.set_view(head=h))
+            if hasattr(panel, "positionChosen"):  # the output bars' position chooser
+                panel.positionChosen.connect(lambda p: self.session.set_view(position=p))
             self.panel_stack.addWidget(panel)
         return panel
 
