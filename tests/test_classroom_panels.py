@@ -2,6 +2,7 @@
 grid's grammar; the token lines' hover isolation and stated orientation (items 10–12 of issue 11)."""
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 import torch
 from PySide6.QtWidgets import QCheckBox, QComboBox
@@ -83,3 +84,44 @@ def test_position_chooser_lists_positions_and_emits_the_choice(qtbot, panel, mod
     assert combo.currentIndex() == 1 and p.shown_data()["position"] == 1
     np.testing.assert_allclose(p.shown_data()["row"], trace["probs"][1].numpy())
     torch.testing.assert_close(torch.tensor(p.shown_data()["values"]), torch.topk(trace["probs"][1], 10).values)
+
+
+def test_head_grid_grammar_and_no_axis_under_an_empty_slot(panel, model):
+    p = panel("heads")
+    for n, words in ((1, "1 head ·"), (8, "all 8 heads ·")):
+        trace = model.trace(SRC, TGT, RunOptions(n_heads=n))
+        p.show_stage(trace, stage_of(trace, "heads"), ViewState())
+        assert p.shown_data()["title"].startswith(words)
+    grid = p._grid
+    # 8 heads in a 3 × 3 grid: the third column has no head in the last row, so no column axis there
+    assert len(grid._bottom_axes) == 2
+    tq = len(trace["src.tokens"])
+    lowest = [grid._views[6], grid._views[7]]
+    for axis, view in zip(grid._bottom_axes, lowest, strict=True):
+        assert axis.linkedView() is view and axis.count == tq
+
+
+def test_lines_queries_left_keys_right_and_hover_isolates_one_token(panel, model):
+    trace = model.trace(SRC, TGT)
+    p = panel("lines")
+    p.show_stage(trace, stage_of(trace, "lines"), ViewState(head=1))
+    data = p.shown_data()
+    assert data["query_x"] < data["key_x"]
+    assert "queries left, keys right" in p._title.text() and "query (left)" in p._note.text()
+    assert data["focus"] is None and data["focus_lines"] == []
+    assert all(c.opacity() == 1.0 for c in p._buckets)
+    p.hover_token("query", 2)
+    data = p.shown_data()
+    weights = trace["enc.0.self.weights"][1].numpy()
+    expected = {(2, k) for k in range(weights.shape[1]) if weights[2, k] >= 0.05}
+    assert {(q, k) for q, k, _ in data["focus_lines"]} == expected and expected
+    assert all(c.opacity() < 0.5 for c in p._buckets)  # the other lines fade
+    p.hover_token("key", 0)
+    assert {k for _q, k, _w in p.shown_data()["focus_lines"]} <= {0}
+    # the mouse over a query label on the left picks that query
+    view = p._plot.getPlotItem().getViewBox()
+    n = weights.shape[0]
+    p._on_mouse_moved(view.mapViewToScene(pg.Point(-0.2, (4 + 0.5) / n)))
+    assert p.shown_data()["focus"] == ("query", 4)
+    p._on_mouse_moved(view.mapViewToScene(pg.Point(0.5, 0.5)))  # between the columns: every line again
+    assert p.shown_data()["focus"] is None and all(c.opacity() == 1.0 for c in p._buckets)

@@ -272,6 +272,8 @@ class HeadGrid(MatrixView):
             self._left_axes.append(ax)
         for j in range(ncols):
             lowest = max(h for h in range(n_heads) if h % ncols == j)
+            if lowest // ncols != nrows - 1:  # no head in the last row here: no axis under an empty slot
+                continue
             ax = CategoryAxis("bottom")
             ax.linkToView(self._views[lowest])
             ci.addItem(ax, row=2 * nrows, col=j + 1)
