@@ -14,12 +14,21 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QFont, QKeyEvent
-from PySide6.QtWidgets import QAbstractSpinBox, QApplication, QLineEdit, QPlainTextEdit, QTextEdit, QWidget
+from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QApplication,
+    QLineEdit,
+    QPlainTextEdit,
+    QSplitter,
+    QTextEdit,
+    QWidget,
+)
 
 from attnlab.present.stages import layer_jump, sublayer_jump
 from attnlab.ui import app as appsettings
 from attnlab.ui import zoom
 
+PRESENT_EXPLANATION_SHARE = 0.3  # of the stage area's height, in presentation mode
 CLICKER_STEPS = {Qt.Key.Key_PageDown: 1, Qt.Key.Key_PageUp: -1, Qt.Key.Key_Right: 1, Qt.Key.Key_Left: -1,
                  Qt.Key.Key_Space: 1}
 
@@ -114,8 +123,21 @@ class WindowPresent:
                 self.showNormal()
         self.present_action.setChecked(on)
         self._apply_scale()
-        self.statusBar().showMessage("Presenting: PgDn/PgUp or arrows step, T toggles, F5 or Esc leaves"
-                                     if on else "Left presentation mode", 5000)
+        self._share_explanation(on)
+        self.statusBar().showMessage("Presenting · T: toggles · Esc: leave" if on else "Left presentation mode",
+                                     5000)
+
+    def _share_explanation(self, on: bool) -> None:
+        """Presenting: the explanation gets PRESENT_EXPLANATION_SHARE of the height (its text is larger now);
+        leaving puts the splitter back where it was."""
+        split = self.findChild(QSplitter, "centralSplitter")
+        if on:
+            self._split_sizes = split.sizes()
+            total = sum(self._split_sizes)
+            below = int(total * PRESENT_EXPLANATION_SHARE)
+            split.setSizes([total - below, below])
+        elif getattr(self, "_split_sizes", None):
+            split.setSizes(self._split_sizes)
 
     # ---- zoom --------------------------------------------------------------------------------------------
     @property

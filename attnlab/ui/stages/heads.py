@@ -84,6 +84,7 @@ LINE_THRESHOLD = 0.05
 
 QUERY_X, KEY_X = 0.0, 1.0  # queries on the left, keys on the right (as BertViz draws them)
 FADED_OPACITY = 0.12  # the other lines while one token's lines are isolated
+HEADER_Y = -0.1  # the column headers hang from the top of the view, above the first token
 
 
 class LinesPanel(StagePanel):
@@ -104,7 +105,7 @@ class LinesPanel(StagePanel):
         item.hideAxis("bottom")
         item.getViewBox().invertY(True)
         self._plot.setXRange(-0.75, 1.75, padding=0)
-        self._plot.setYRange(-0.06, 1.0, padding=0)
+        self._plot.setYRange(HEADER_Y, 1.0, padding=0)
         self._buckets = [pg.PlotCurveItem(connect="pairs") for _ in range(N_BUCKETS)]
         self._focus_buckets = [pg.PlotCurveItem(connect="pairs") for _ in range(N_BUCKETS)]
         for curve in self._buckets + self._focus_buckets:
@@ -117,11 +118,11 @@ class LinesPanel(StagePanel):
         self._plot.addItem(self._dots)
         self._key_texts: list[pg.TextItem] = []
         self._query_texts: list[pg.TextItem] = []
-        self._headers = [pg.TextItem(text, anchor=(0.5, 0.5), color=foreground_color())
+        self._headers = [pg.TextItem(text, anchor=(0.5, 0.0), color=foreground_color())
                          for text in ("queries (attend from)", "keys (attended to)")]
         for header, x in zip(self._headers, (QUERY_X, KEY_X), strict=True):
             header.setFont(note_font(1, bold=True))
-            header.setPos(x, -0.03)
+            header.setPos(x, HEADER_Y)
             self._plot.addItem(header)
         self._labels_key: tuple | None = None
         self._cmap: str | None = None
