@@ -22,7 +22,7 @@ from attnlab.ui.about import AboutDialog, device_description
 from attnlab.ui.main_window import MainWindow
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_session import tiny_model
+from conftest import build_tiny_model as tiny_model
 
 
 @pytest.fixture(autouse=True)

@@ -19,8 +19,8 @@ from attnlab.ui import open_model
 from attnlab.ui.main_window import MainWindow
 
 sys.path.insert(0, os.path.dirname(__file__))
+from conftest import build_tiny_model as tiny_model
 from nanogpt_reference import train_py_checkpoint
-from test_session import tiny_model
 
 WAIT = 15000
 
