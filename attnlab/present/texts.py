@@ -73,3 +73,8 @@ def ids_text(tokenizer: Tokenizer, ids: list[int]) -> str:
     if any(i in specials for i in ids):
         return " ".join(tokenizer.id_to_token(i) for i in ids)
     return tokenizer.decode(ids)
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 head', '8 heads': a count with its noun in the right number (nouns that take an -s plural)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

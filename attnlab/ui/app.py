@@ -7,6 +7,7 @@ to an .ini file) redirects them, which tests and screenshots use so they never t
 from __future__ import annotations
 
 import os
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -20,7 +21,7 @@ ICON = Path(str(resources.files("attnlab.resources").joinpath("icons", "attnlab.
 DESKTOP_ID = "io.github.attnlab.attnlab"  # the .desktop file's name (packaging/), which Wayland matches windows to
 
 # Keys of the settings store
-GEOMETRY, WINDOW_STATE, DARK = "window/geometry", "window/state", "view/dark"
+GEOMETRY, WINDOW_STATE, DARK, ZOOM = "window/geometry", "window/state", "view/dark", "view/zoom"
 LAST_SENTENCE, LAST_CHECKPOINT, RECENT = "session/lastSentence", "session/lastCheckpoint", "files/recent"
 LAST_SENTENCE_MODEL = "session/lastSentenceModel"  # the model name the last sentence was typed for
 
@@ -86,11 +87,21 @@ def dark_palette() -> QPalette:
     return p
 
 
-def stylesheet() -> str:
+def _resource_text(name: str) -> str:
     try:
-        return resources.files("attnlab.resources").joinpath("style.qss").read_text(encoding="utf-8")
+        return resources.files("attnlab.resources").joinpath(name).read_text(encoding="utf-8")
     except (FileNotFoundError, ModuleNotFoundError, OSError):
         return ""
+
+
+def stylesheet(dark: bool = False) -> str:
+    """style.qss, plus dark.qss in the dark theme; sizes written "13pt" follow the zoom (ui/zoom.py) and
+    @ICONS@ is the bundled icons folder."""
+    from attnlab.ui import zoom
+
+    text = _resource_text("style.qss") + ("\n" + _resource_text("dark.qss") if dark else "")
+    text = re.sub(r"(\d+(?:\.\d+)?)pt", lambda m: f"{zoom.points(float(m.group(1))):g}pt", text)
+    return text.replace("@ICONS@", ICON.parent.as_posix())
 
 
 def apply_theme(dark: bool) -> None:
@@ -98,7 +109,7 @@ def apply_theme(dark: bool) -> None:
     app = QApplication.instance()
     app.setPalette(dark_palette() if dark else app.style().standardPalette())
     app.setProperty("darkTheme", dark)
-    app.setStyleSheet(stylesheet())
+    app.setStyleSheet(stylesheet(dark))
 
 
 def plot_colours() -> None:

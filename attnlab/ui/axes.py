@@ -10,6 +10,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
+from attnlab.ui import zoom
 from attnlab.ui.colormaps import MASK_FILL, MASK_HATCH
 from attnlab.ui.matrix_data import nice_step
 
@@ -18,16 +19,16 @@ TITLE_POINT_SIZE = 12
 
 
 def tick_font() -> QtGui.QFont:
-    """Font for tick labels and readouts: the application font, at least 10 pt."""
+    """Font for tick labels and readouts: the application font, at least 10 pt at the current zoom."""
     font = QtGui.QFont(QtWidgets.QApplication.font())
-    if font.pointSizeF() < TICK_POINT_SIZE:
-        font.setPointSizeF(TICK_POINT_SIZE)
+    if font.pointSizeF() < zoom.points(TICK_POINT_SIZE):
+        font.setPointSizeF(zoom.points(TICK_POINT_SIZE))
     return font
 
 
 def title_font() -> QtGui.QFont:
     font = tick_font()
-    font.setPointSizeF(max(TITLE_POINT_SIZE, font.pointSizeF() + 2))
+    font.setPointSizeF(max(zoom.points(TITLE_POINT_SIZE), font.pointSizeF() + 2))
     font.setBold(True)
     return font
 
@@ -245,3 +246,33 @@ def choose_modes(
     else:
         lmode = "numeric" if view_h >= min_numeric_px else "none"
     return bmode, lmode
+
+
+def keep_ticks_apart(axis: pg.AxisItem, gap_lines: float = 1.4) -> pg.AxisItem:
+    """Make a numeric axis skip tick levels whose labels would run into each other: major ticks at least
+    `gap_lines` text lines apart (a short colour bar at a large zoom would otherwise stack '0.2' on '0.4')."""
+    original = axis.tickSpacing
+
+    def spacing(min_val: float, max_val: float, size: float):
+        levels = original(min_val, max_val, size)
+        span = abs(max_val - min_val)
+        if not levels or span == 0 or size <= 0:
+            return levels
+        vertical = axis.orientation in ("left", "right")
+        font_metrics = QtGui.QFontMetrics(axis.style.get("tickFont") or tick_font())
+        need = font_metrics.height() * gap_lines if vertical else font_metrics.horizontalAdvance("-0.00") * 1.3
+        px_per_unit = size / span
+        kept = [(step, offset) for step, offset in levels if step * px_per_unit >= need]
+        if kept:
+            return kept
+        step = _nice_at_least(need / px_per_unit)
+        return [(step, 0.0)]
+
+    axis.tickSpacing = spacing
+    return axis
+
+
+def _nice_at_least(value: float) -> float:
+    """The smallest 1, 2, 5 × 10ⁿ that is ≥ value."""
+    power = 10.0 ** math.floor(math.log10(value))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= value - 1e-12)

@@ -16,6 +16,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 from PySide6.QtCore import Qt, Signal
 
+from attnlab.ui import zoom
 from attnlab.ui.axes import TICK_POINT_SIZE, CategoryAxis, MaskBackground, choose_modes
 from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
 from attnlab.ui.matrix_data import ValueFormat, check_labels, compute_levels, elide_label, prepare_matrix
@@ -249,7 +250,7 @@ class HeadGrid(MatrixView):
         ci = self._glw.ci
         for h in range(n_heads):
             i, j = divmod(h, ncols)
-            lab = pg.LabelItem(f"head {h}", size=f"{TICK_POINT_SIZE}pt")
+            lab = pg.LabelItem(f"head {h}", size=f"{zoom.points(TICK_POINT_SIZE):g}pt")
             lab.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Fixed)
             ci.addItem(lab, row=2 * i, col=j + 1)
             vb = pg.ViewBox(enableMouse=False, enableMenu=False, invertY=True, defaultPadding=0.0)
@@ -271,6 +272,8 @@ class HeadGrid(MatrixView):
             self._left_axes.append(ax)
         for j in range(ncols):
             lowest = max(h for h in range(n_heads) if h % ncols == j)
+            if lowest // ncols != nrows - 1:  # no head in the last row here: no axis under an empty slot
+                continue
             ax = CategoryAxis("bottom")
             ax.linkToView(self._views[lowest])
             ci.addItem(ax, row=2 * nrows, col=j + 1)
@@ -299,8 +302,8 @@ class HeadGrid(MatrixView):
             self._styled = None
         self._views[h].setBorder(pg.mkPen(SELECTED_COLOR, width=3) if sel else None)
         self._head_titles[h].setText(
-            f"head {h}", bold=sel, color=SELECTED_COLOR if sel else None, size=f"{TICK_POINT_SIZE}pt"
-        )
+            f"head {h}", bold=sel, color=SELECTED_COLOR if sel else None,
+            size=f"{zoom.points(TICK_POINT_SIZE):g}pt")
         self._head_titles[h].setMaximumHeight(self._head_titles[h].minimumHeight())
 
     def _install_axis_labels(self) -> None:

@@ -35,6 +35,7 @@ from attnlab.ui.navigator import STEP_KEYS, StageNavigator
 from attnlab.ui.schematic import Schematic
 from attnlab.ui.window_files import CHECKPOINT_FILTER, FIRST_PAINT_WAIT_MS, WindowFiles
 from attnlab.ui.window_menus import SHORTCUTS_HTML, WindowMenus
+from attnlab.ui.window_present import WindowPresent
 from attnlab.ui.window_status import CLASSROOM_NOTE, RANDOM_BANNER, WindowStatus, classroom_description
 
 __all__ = ["CHECKPOINT_FILTER", "CLASSROOM_NOTE", "DEFAULT_SIZE", "FIRST_PAINT_WAIT_MS", "RANDOM_BANNER",
@@ -43,7 +44,7 @@ __all__ = ["CHECKPOINT_FILTER", "CLASSROOM_NOTE", "DEFAULT_SIZE", "FIRST_PAINT_W
 DEFAULT_SIZE = (1400, 900)
 
 
-class MainWindow(WindowMenus, WindowFiles, WindowStatus, QMainWindow):
+class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWindow):
     def __init__(self, session: Session | None = None, settings=None):
         super().__init__()
         self.setObjectName("mainWindow")
@@ -60,9 +61,9 @@ class MainWindow(WindowMenus, WindowFiles, WindowStatus, QMainWindow):
         self._build_central()
         self._build_docks()
         self._build_menus()
+        self._init_present()
         self._connect()
-        screen = self.screen().availableGeometry()
-        self.resize(min(DEFAULT_SIZE[0], screen.width()), min(DEFAULT_SIZE[1], screen.height()))
+        self.resize(*default_size(self.screen().availableGeometry()))
         self._restore_layout()
 
     # ---- layout -------------------------------------------------------------------------------------------
@@ -160,6 +161,8 @@ class MainWindow(WindowMenus, WindowFiles, WindowStatus, QMainWindow):
             self._give_vocabulary(panel)
             panel.maskCellToggled.connect(self.session.toggle_mask_cell)
             panel.headSelected.connect(lambda h: self.session.set_view(head=h))
+            if hasattr(panel, "positionChosen"):  # the output bars' position chooser
+                panel.positionChosen.connect(lambda p: self.session.set_view(position=p))
             self.panel_stack.addWidget(panel)
         return panel
 
@@ -206,6 +209,10 @@ class MainWindow(WindowMenus, WindowFiles, WindowStatus, QMainWindow):
     def set_dark(self, dark: bool) -> None:
         appsettings.apply_theme(dark)
         self.settings.setValue(appsettings.DARK, dark)
+        self.rebuild_panels()
+
+    def rebuild_panels(self) -> None:
+        """Make the panels again (they take their colours and fonts when made) and redraw the current stage."""
         for panel in self._panels.values():  # plots take their colours when created: make them again
             self.panel_stack.removeWidget(panel)
             panel.deleteLater()
@@ -258,8 +265,17 @@ class MainWindow(WindowMenus, WindowFiles, WindowStatus, QMainWindow):
                 st.setValue(appsettings.LAST_SENTENCE_MODEL, self.session.model.name)
         st.sync()
         self.errors.uninstall()
+        self._remove_clicker()
         self.session.shutdown()
         super().closeEvent(event)
+
+
+def default_size(available) -> tuple[int, int]:
+    """DEFAULT_SIZE where the screen has room; else 92 % of the screen's available area (1280×720, 1024×768)."""
+    width, height = available.width(), available.height()
+    if width >= DEFAULT_SIZE[0] and height >= DEFAULT_SIZE[1]:
+        return DEFAULT_SIZE
+    return min(DEFAULT_SIZE[0], int(width * 0.92)), min(DEFAULT_SIZE[1], int(height * 0.92))
 
 
 def explanation_for(stage, trace) -> str:

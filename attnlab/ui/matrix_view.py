@@ -17,7 +17,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.ui.axes import MaskBackground, cache_axis, tick_font, title_font
+from attnlab.ui.axes import MaskBackground, cache_axis, keep_ticks_apart, tick_font, title_font
 from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL, get_colormap
 from attnlab.ui.matrix_data import ValueFormat, describe_value, printable_label
 
@@ -171,7 +171,9 @@ class MatrixView(QtWidgets.QWidget):
         """A pyqtgraph scene placed in the stack before the message, its mouse wired to this view."""
         scene_widget = pg.GraphicsLayoutWidget(self)
         scene_widget.setMinimumSize(160, 120)
-        scene_widget.ci.setContentsMargins(2, 2, 2, 2)
+        # room above and below for half a tick label: the colour bar's end labels (1.0, 0) sit on its ends
+        half_line = QtGui.QFontMetrics(tick_font()).height() // 2 + 1
+        scene_widget.ci.setContentsMargins(2, half_line, 2, half_line)
         self._stack.insertWidget(self._stack.count() - 1, scene_widget)
         scene = scene_widget.scene()
         scene.sigMouseMoved.connect(self._on_mouse_moved)
@@ -198,7 +200,7 @@ class MatrixView(QtWidgets.QWidget):
                               colorMap=get_colormap(colormap) if colormap else None)
         bar.axis.setTickFont(tick_font())
         bar.axis.setWidth(QtGui.QFontMetrics(tick_font()).horizontalAdvance(COLORBAR_WIDEST_TICK) + 12)
-        cache_axis(bar.axis)
+        cache_axis(keep_ticks_apart(bar.axis))
         return bar
 
     @staticmethod

@@ -10,7 +10,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLineEdit, QMenu, QMessageBox
 
 from attnlab.ui import app as appsettings
-from attnlab.ui import open_model
+from attnlab.ui import open_model, zoom
 from attnlab.ui.about import show_about
 from attnlab.ui.export_actions import add_export_menu
 from attnlab.ui.lesson_actions import add_lesson_actions, lesson_step
@@ -29,6 +29,12 @@ SHORTCUTS_HTML = """<table cellspacing=4>
 <tr><td><b>Ctrl+R</b></td><td>reset every toggle</td></tr>
 <tr><td><b>Ctrl+O</b> / <b>Ctrl+N</b></td><td>open a checkpoint / new random model</td></tr>
 <tr><td><b>Ctrl+Shift+D</b></td><td>dark theme</td></tr>
+<tr><td><b>Space</b></td><td>next stage (from anywhere but a text box)</td></tr>
+<tr><td><b>Ctrl+→</b> / <b>Ctrl+←</b></td><td>next / previous layer</td></tr>
+<tr><td><b>Alt+→</b> / <b>Alt+←</b></td><td>next / previous sub-layer</td></tr>
+<tr><td><b>Ctrl+K</b> or <b>/</b></td><td>find a stage by typing</td></tr>
+<tr><td><b>F5</b></td><td>present (full screen, docks folded; <b>T</b> toggles, <b>Esc</b> leaves)</td></tr>
+<tr><td><b>Ctrl+=</b> / <b>Ctrl+−</b> / <b>Ctrl+0</b></td><td>zoom all text in / out / 100 %</td></tr>
 <tr><td><b>F11</b></td><td>full screen</td></tr>
 <tr><td><b>F1</b></td><td>this list</td></tr></table>"""
 
@@ -45,6 +51,7 @@ class WindowMenus:
         action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         (action.toggled if checkable else action.triggered).connect(slot)
         menu.addAction(action)
+        self.addAction(action)  # shortcuts keep working while the menu bar is hidden (presentation mode)
         return action
 
     def _build_menus(self) -> None:
@@ -77,6 +84,12 @@ class WindowMenus:
         self._action(m, "&Previous stage\t← / PgUp", lambda: self.step(-1), ["PgUp"], "prevStageAction")
         self._action(m, "&First stage\tHome", lambda: s.step_stage(FIRST))
         self._action(m, "&Last stage\tEnd", lambda: s.step_stage(LAST))
+        self._action(m, "Next &layer\tCtrl+→", lambda: self.jump_layer(1), ["Ctrl+Right"], "nextLayerAction")
+        self._action(m, "Previous la&yer\tCtrl+←", lambda: self.jump_layer(-1), ["Ctrl+Left"], "prevLayerAction")
+        self._action(m, "Next s&ub-layer\tAlt+→", lambda: self.jump_sublayer(1), ["Alt+Right"], "nextSublayerAction")
+        self._action(m, "Previous su&b-layer\tAlt+←", lambda: self.jump_sublayer(-1), ["Alt+Left"],
+                     "prevSublayerAction")
+        self._action(m, "&Find stage…\tCtrl+K or /", self.open_stage_search, ["Ctrl+K", "/"], "findStageAction")
         m.addSeparator()
         self._action(m, "&Generate next token", s.generate_next, ["Ctrl+G"], "generateAction")
         self._action(m, "Edit &source sentence", lambda: self._focus(self.inputs.src), ["Ctrl+L"])
@@ -89,6 +102,12 @@ class WindowMenus:
         self.dark_action = self._action(m, "&Dark theme", self.set_dark, ["Ctrl+Shift+D"], "darkAction", True)
         self.dark_action.setChecked(dark)
         self._action(m, "&Full screen", self._toggle_full_screen, ["F11"])
+        self.present_action = self._action(m, "&Present\tF5", self.set_presenting, ["F5"], "presentAction", True)
+        self._action(m, "Zoom &in\tCtrl+=", lambda: self.set_zoom(zoom.step_zoom(self.zoom, 1)),
+                     ["Ctrl+=", "Ctrl++"], "zoomInAction")
+        self._action(m, "Zoom &out\tCtrl+−", lambda: self.set_zoom(zoom.step_zoom(self.zoom, -1)),
+                     ["Ctrl+-"], "zoomOutAction")
+        self._action(m, "&Reset zoom\tCtrl+0", lambda: self.set_zoom(1.0), ["Ctrl+0"], "zoomResetAction")
         m.addSeparator()
         for dock in (self.nav_dock, self.schematic_dock, self.controls_dock):
             m.addAction(dock.toggleViewAction())

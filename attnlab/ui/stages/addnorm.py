@@ -9,6 +9,7 @@ from PySide6 import QtWidgets
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.stages import Stage, ViewState
+from attnlab.ui import zoom
 from attnlab.ui.heatmap import cache_axis, tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -39,7 +40,7 @@ def bar_plot(parent: QtWidgets.QWidget, title: str) -> pg.PlotWidget:
     plot.setMouseEnabled(x=False, y=False)
     plot.hideButtons()
     item = plot.getPlotItem()
-    item.setTitle(title, size="11pt")
+    item.setTitle(title, size=f"{zoom.points(11):g}pt")
     for axis in ("left", "bottom"):
         item.getAxis(axis).setTickFont(tick_font())
         item.getAxis(axis).enableAutoSIPrefix(False)

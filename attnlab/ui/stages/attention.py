@@ -12,6 +12,7 @@ from PySide6 import QtWidgets
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.texts import counted
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     Note,
@@ -311,14 +312,15 @@ class ConcatPanel(_SiteVectorPanel):
         concat = array(trace, names.site_entry(site, "concat"))  # [Tq, d]
         tq, d = concat.shape
         dk = d // max(sv.n_heads, 1)
-        self._map.titles(axis_title(sv.q_side, "query"), f"model dimension ({sv.n_heads} heads × {dk})")
+        self._map.titles(axis_title(sv.q_side, "query"), f"model dimension ({counted(sv.n_heads, 'head')} × {dk})")
         self._map.draw(concat, sv.rows, None, colormap=view.colormap, symmetric=True,
                        title=f"concat(head 0 … head {sv.n_heads - 1}) · {sv.name}")
         self._place_bounds(sv.n_heads, dk, tq)
         self._box.setRect(sv.head * dk - 0.5, -0.5, dk, tq)
         boundaries = [h * dk - 0.5 for h in range(1, sv.n_heads)]
         self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads, "boundaries": boundaries}
-        self._note.show_text(f"The {sv.n_heads} heads' outputs (d_k = {dk} each) side by side give back "
+        outputs = "The one head's output" if sv.n_heads == 1 else f"The {sv.n_heads} heads' outputs"
+        self._note.show_text(f"{outputs} (d_k = {dk} each) side by side give back "
                              f"d_model = {d} numbers per token; the orange box is {sv.head_text}.")
 
     def _place_bounds(self, n_heads: int, dk: int, tq: int) -> None:

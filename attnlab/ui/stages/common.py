@@ -26,6 +26,7 @@ from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
     sublayer_output,
     tokens,
 )
+from attnlab.ui import zoom
 from attnlab.ui.heatmap import LabeledHeatmap, elide_label, tick_font
 
 NOTE_POINT_SIZE = 12
@@ -43,7 +44,7 @@ def clamp_head(head: int, n_heads: int) -> int:
 # ---------------------------------------------------------------------------------------- widgets
 def note_font(delta: float = 0.0, bold: bool = False) -> QtGui.QFont:
     font = QtGui.QFont(QtWidgets.QApplication.font())
-    font.setPointSizeF(max(font.pointSizeF(), NOTE_POINT_SIZE) + delta)
+    font.setPointSizeF(max(font.pointSizeF(), zoom.points(NOTE_POINT_SIZE)) + zoom.points(delta))
     font.setBold(bold)
     return font
 

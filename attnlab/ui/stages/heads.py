@@ -9,6 +9,7 @@ from PySide6 import QtWidgets
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.texts import counted
 from attnlab.ui.colormaps import get_colormap
 from attnlab.ui.head_grid import HeadGrid
 from attnlab.ui.heatmap import elide_label
@@ -63,7 +64,8 @@ class HeadsPanel(StagePanel):
         if view.colormap != self._cmap:
             self._cmap = view.colormap
             self._grid.set_colormap(view.colormap)
-        title = f"all {sv.n_heads} heads · {sv.name} · query rows, key columns"
+        heads = f"all {sv.n_heads} heads" if sv.n_heads > 1 else counted(sv.n_heads, "head")
+        title = f"{heads} · {sv.name} · query rows, key columns"
         self._grid.set_heads(weights, sv.rows, sv.cols, blocked, "", levels=(0.0, 1.0))
         self._header.show_text(title)
         self._grid.set_selected(sv.head)
@@ -80,9 +82,14 @@ N_BUCKETS = 6  # line styles: weights are binned so a whole bin is one plot item
 LINE_THRESHOLD = 0.05
 
 
+QUERY_X, KEY_X = 0.0, 1.0  # queries on the left, keys on the right (as BertViz draws them)
+FADED_OPACITY = 0.12  # the other lines while one token's lines are isolated
+HEADER_Y = -0.1  # the column headers hang from the top of the view, above the first token
+
+
 class LinesPanel(StagePanel):
-    """Token → token lines of the selected head: keys on the left, queries on the right, line strength ∝
-    weight; only weights ≥ LINE_THRESHOLD are drawn."""
+    """Token → token lines of the selected head: queries on the left, keys on the right, line strength ∝
+    weight; only weights ≥ LINE_THRESHOLD are drawn. Hovering a token isolates its lines (the rest fade)."""
 
     kinds = ("lines",)
 
@@ -98,20 +105,24 @@ class LinesPanel(StagePanel):
         item.hideAxis("bottom")
         item.getViewBox().invertY(True)
         self._plot.setXRange(-0.75, 1.75, padding=0)
-        self._plot.setYRange(-0.06, 1.0, padding=0)
+        self._plot.setYRange(HEADER_Y, 1.0, padding=0)
         self._buckets = [pg.PlotCurveItem(connect="pairs") for _ in range(N_BUCKETS)]
-        for curve in self._buckets:
+        self._focus_buckets = [pg.PlotCurveItem(connect="pairs") for _ in range(N_BUCKETS)]
+        for curve in self._buckets + self._focus_buckets:
             self._plot.addItem(curve)
+        self._weights: np.ndarray | None = None  # [Tq, Tk] of the head shown
+        self._focus: tuple[str, int] | None = None  # ("query" | "key", index) under the mouse
+        self._plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self._dots = pg.ScatterPlotItem(size=10, pen=pg.mkPen(foreground_color()),
                                         brush=pg.mkBrush("#ff9f1c"))
         self._plot.addItem(self._dots)
         self._key_texts: list[pg.TextItem] = []
         self._query_texts: list[pg.TextItem] = []
-        self._headers = [pg.TextItem(text, anchor=(0.5, 0.5), color=foreground_color())
-                         for text in ("keys", "queries")]
-        for header, x in zip(self._headers, (0.0, 1.0), strict=True):
+        self._headers = [pg.TextItem(text, anchor=(0.5, 0.0), color=foreground_color())
+                         for text in ("queries (attend from)", "keys (attended to)")]
+        for header, x in zip(self._headers, (QUERY_X, KEY_X), strict=True):
             header.setFont(note_font(1, bold=True))
-            header.setPos(x, -0.03)
+            header.setPos(x, HEADER_Y)
             self._plot.addItem(header)
         self._labels_key: tuple | None = None
         self._cmap: str | None = None
@@ -154,13 +165,17 @@ class LinesPanel(StagePanel):
         if view.colormap != self._cmap:
             self._cmap = view.colormap
             self._style_buckets(view.colormap)
+        if self._weights is None or self._weights.shape != weights.shape:
+            self._focus = None
+        self._weights = weights
         drawn = self._draw_lines(weights)
-        self._title.show_text(f"token → token lines · {sv.name} · {sv.head_text}")
-        self._note.show_text(f"Each line joins a query (right) to a key it reads (left); bolder and "
+        self._title.show_text(f"token → token lines · {sv.name} · {sv.head_text} · queries left, keys right")
+        self._note.show_text(f"Each line joins a query (left) to a key it reads (right); bolder and "
                              f"thicker = more weight. Only weights ≥ {LINE_THRESHOLD:g} are drawn "
-                             f"({len(drawn)} of {tq * tk}).")
+                             f"({len(drawn)} of {tq * tk}). Hover a token to see only its lines.")
         self._data = {"weights": weights, "rows": rows, "cols": cols, "head": sv.head, "n_heads": sv.n_heads,
-                      "threshold": LINE_THRESHOLD, "lines": drawn}
+                      "threshold": LINE_THRESHOLD, "lines": drawn, "query_x": QUERY_X, "key_x": KEY_X}
+        self._show_focus()
 
     def _place_labels(self, rows: list[str], cols: list[str]) -> None:
         key = (tuple(rows), tuple(cols))
@@ -168,44 +183,89 @@ class LinesPanel(StagePanel):
             return
         self._labels_key = key
         y_k, y_q = self._ys(len(cols)), self._ys(len(rows))
-        for pool, labels, ys, x, anchor in ((self._key_texts, cols, y_k, -0.04, (1.0, 0.5)),
-                                            (self._query_texts, rows, y_q, 1.04, (0.0, 0.5))):
+        for pool, labels, ys, x, anchor in ((self._query_texts, rows, y_q, QUERY_X - 0.04, (1.0, 0.5)),
+                                            (self._key_texts, cols, y_k, KEY_X + 0.04, (0.0, 0.5))):
             items = self._texts(pool, len(labels), anchor)
             for i, text in enumerate(items):
                 if i < len(labels):
                     text.setText(elide_label(labels[i]))
                     text.setPos(x, ys[i])
                 text.setVisible(i < len(labels))
-        self._dots.setData(np.r_[np.zeros(len(cols)), np.ones(len(rows))], np.r_[y_k, y_q])
+        self._dots.setData(np.r_[np.full(len(rows), QUERY_X), np.full(len(cols), KEY_X)], np.r_[y_q, y_k])
 
     def _style_buckets(self, colormap: str) -> None:
         """Stronger weight = wider, more opaque line. On a dark background the colours come from the top of
         the colour map; on a light one from its dark end, so the strongest lines always stand out."""
         cmap = get_colormap(colormap)
         dark = pg.mkColor(pg.getConfigOption("background")).lightnessF() < 0.5
-        for b, curve in enumerate(self._buckets):
+        for b, (curve, focus) in enumerate(zip(self._buckets, self._focus_buckets, strict=True)):
             strength = (b + 1) / N_BUCKETS
             color = cmap.map(0.35 + 0.65 * strength if dark else 0.55 - 0.45 * strength, mode="qcolor")
             color.setAlpha(int(70 + 185 * strength))
             curve.setPen(pg.mkPen(color, width=1.0 + 1.6 * b))
+            focus.setPen(pg.mkPen(color, width=1.5 + 1.6 * b))
 
-    def _draw_lines(self, weights: np.ndarray) -> list[tuple[int, int, float]]:
+    def _draw_lines(self, weights: np.ndarray, keep=None, curves=None) -> list[tuple[int, int, float]]:
+        """Lines of weight ≥ LINE_THRESHOLD into `curves` (the buckets); `keep` [Tq, Tk] bool limits them."""
         tq, tk = weights.shape
         y_q, y_k = self._ys(tq), self._ys(tk)
         w = np.nan_to_num(weights, nan=0.0)
-        q_idx, k_idx = np.nonzero(w >= LINE_THRESHOLD)
+        chosen = w >= LINE_THRESHOLD if keep is None else (w >= LINE_THRESHOLD) & keep
+        q_idx, k_idx = np.nonzero(chosen)
         values = w[q_idx, k_idx]
         edges = np.linspace(LINE_THRESHOLD, 1.0, N_BUCKETS + 1)
         which = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, N_BUCKETS - 1)
-        for b, curve in enumerate(self._buckets):
+        for b, curve in enumerate(curves or self._buckets):
             sel = which == b
             n = int(sel.sum())
-            xs = np.tile([0.0, 1.0], n)
+            xs = np.tile([QUERY_X, KEY_X], n)
             ys = np.empty(2 * n)
-            ys[0::2] = y_k[k_idx[sel]]
-            ys[1::2] = y_q[q_idx[sel]]
+            ys[0::2] = y_q[q_idx[sel]]
+            ys[1::2] = y_k[k_idx[sel]]
             curve.setData(xs, ys)
         return [(int(q), int(k), float(v)) for q, k, v in zip(q_idx, k_idx, values, strict=True)]
+
+    # ---- hover: one token's lines -------------------------------------------------------------------------
+    def hover_token(self, side: str | None, index: int = 0) -> None:
+        """Isolate the lines of query `index` (side "query") or key `index` (side "key"); None shows all."""
+        focus = None if side is None else (side, int(index))
+        if focus != self._focus:
+            self._focus = focus
+            self._show_focus()
+
+    def _show_focus(self) -> None:
+        weights, focus = self._weights, self._focus
+        tq, tk = weights.shape if weights is not None else (0, 0)
+        if focus is not None and not 0 <= focus[1] < (tq if focus[0] == "query" else tk):
+            focus = self._focus = None
+        for curve in self._buckets:
+            curve.setOpacity(1.0 if focus is None else FADED_OPACITY)
+        keep = np.zeros((tq, tk), dtype=bool)
+        if focus is not None:
+            (keep[focus[1], :] if focus[0] == "query" else keep[:, focus[1]]).fill(True)
+        isolated = self._draw_lines(weights, keep, self._focus_buckets) if weights is not None else []
+        self._data["focus"] = focus
+        self._data["focus_lines"] = isolated
+
+    def _on_mouse_moved(self, scene_pos) -> None:
+        """The token nearest the mouse on the side it is over (queries left half, keys right half)."""
+        if self._weights is None or not self._plot.isVisible():
+            return
+        point = self._plot.getPlotItem().getViewBox().mapSceneToView(scene_pos)
+        x, y = point.x(), point.y()
+        tq, tk = self._weights.shape
+        if QUERY_X - 0.75 <= x <= QUERY_X + 0.3:
+            side, n = "query", tq
+        elif KEY_X - 0.3 <= x <= KEY_X + 0.75:
+            side, n = "key", tk
+        else:
+            self.hover_token(None)
+            return
+        self.hover_token(side, min(max(int(y * n), 0), n - 1)) if 0.0 <= y <= 1.0 else self.hover_token(None)
+
+    def leaveEvent(self, event) -> None:
+        self.hover_token(None)
+        super().leaveEvent(event)
 
     def shown_data(self) -> dict:
         return dict(self._data)

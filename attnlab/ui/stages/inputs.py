@@ -11,6 +11,7 @@ from attnlab.engine import names
 from attnlab.engine.positional import sinusoidal_period
 from attnlab.engine.trace import Trace
 from attnlab.present.stages import Stage, ViewState
+from attnlab.ui import zoom
 from attnlab.ui.heatmap import printable_label, tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -192,11 +193,11 @@ class PositionalPanel(StagePanel):
         for axis in ("left", "bottom"):
             item.getAxis(axis).setTickFont(tick_font())
             item.getAxis(axis).enableAutoSIPrefix(False)
-        style = {"font-size": "11pt", "color": foreground_color().name()}
+        style = {"font-size": f"{zoom.points(11):g}pt", "color": foreground_color().name()}
         item.setLabel("bottom", "position", **style)
         item.setLabel("left", "PE value", **style)
         item.showGrid(x=True, y=True, alpha=0.2)
-        self._legend = pg.LegendItem(labelTextSize="11pt", verSpacing=-4)
+        self._legend = pg.LegendItem(labelTextSize=f"{zoom.points(11):g}pt", verSpacing=-4)
         self._curves_view.addItem(self._legend, row=0, col=1)
         self._curves: list[pg.PlotDataItem] = []
         self._markers: list[pg.ScatterPlotItem] = []

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
+from PySide6.QtCore import Signal
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
@@ -26,6 +27,8 @@ MASK_TOKENS = ("[MASK]", "<mask>")  # BERT / DistilBERT, RoBERTa
 SPECIAL_IDS_ORDER = ("<pad>", "<s>", "</s>", "<unk>")  # ids 0..3 in every attnlab tokenizer
 BAR_COLOR = "#3b7dd8"
 TOP_COLOR = "#ff9f1c"
+INSIDE_FROM = 0.55  # a value label goes inside its bar when the bar reaches past this share of the axis
+FIXED_RANGE = (-0.02, 1.02)  # the probability axis with "fixed 0–1 axis" on
 
 
 def top_k(values: np.ndarray, k: int) -> np.ndarray:
@@ -44,11 +47,28 @@ class OutputPanel(StagePanel):
     """
 
     kinds = (names.LOGITS, names.PROBS)
+    positionChosen = Signal(int)  # the person picked the position whose distribution is shown (-1 = last)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._vocab: Callable[[int], str] | None = None
         self._title = Note(self, delta=2, bold=True)
+        self.fixed_axis = QtWidgets.QCheckBox("Fixed 0–1 axis", objectName="outputFixedAxis",
+                                              toolTip="Keep the probability axis at 0…1, so a temperature "
+                                                      "change shows the distribution flattening or sharpening")
+        self.fixed_axis.toggled.connect(self._redraw)
+        self.position_combo = QtWidgets.QComboBox(objectName="outputPosition",
+                                                  toolTip="Which position's next-token distribution is shown")
+        self.position_combo.activated.connect(self._position_picked)
+        self._positions_key: tuple | None = None
+        self._last_args: tuple | None = None
+        self._data_inside: list[bool] = []
+        controls = QtWidgets.QHBoxLayout()
+        controls.addWidget(QtWidgets.QLabel("Position:"))
+        controls.addWidget(self.position_combo)
+        controls.addSpacing(16)
+        controls.addWidget(self.fixed_axis)
+        controls.addStretch(1)
         self._plot = pg.PlotWidget(self)
         self._plot.setMenuEnabled(False)
         self._plot.setMouseEnabled(x=False, y=False)
@@ -73,6 +93,7 @@ class OutputPanel(StagePanel):
         self._stack = MessageStack(self._plot, self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._title)
+        layout.addLayout(controls)
         layout.addWidget(self._stack, 1)
         layout.addWidget(self._note)
         self._data: dict = {}
@@ -122,24 +143,63 @@ class OutputPanel(StagePanel):
         values = row[ids]
         name = self._namer(trace)
         labels = [name(int(i)) for i in ids]
+        self._last_args = (trace, stage, view)
+        self._fill_positions(trace, n_pos, position)
+        self.fixed_axis.setEnabled(kind == names.PROBS)
         self._draw_bars(values, kind)
         self._set_ticks(labels)
-        for i in range(max(len(self._values), len(ids))):
-            text = self._value_text(i)
-            visible = i < len(ids)
-            text.setVisible(visible)
-            if visible:
-                v = float(values[i])
-                label = f" {v:.1%}" if kind == names.PROBS else f" {v:.2f}"
-                if label != text.toPlainText():
-                    text.setText(label)
-                if (text.pos().x(), text.pos().y()) != (max(v, 0.0), i):
-                    text.setPos(max(v, 0.0), i)
+        self._place_values(values, kind)
         temperature = run_temperature(trace)
         self._title.show_text(self._heading(trace, position, kind))
         self._note.show_text(self._explain(kind, len(ids), row.shape[0], temperature, labels[0]))
         self._data = {"kind": kind, "position": position, "ids": [int(i) for i in ids], "labels": labels,
-                      "values": values, "argmax": int(ids[0]), "temperature": temperature, "row": row}
+                      "values": values, "argmax": int(ids[0]), "temperature": temperature, "row": row,
+                      "x_range": self._x_range, "fixed_axis": self.fixed_axis.isChecked(),
+                      "value_inside": list(self._data_inside)}
+
+    def _redraw(self) -> None:
+        if self._last_args is not None:
+            self._x_range = None
+            self.show_stage(*self._last_args)
+
+    def _position_picked(self, index: int) -> None:
+        last = self.position_combo.count() - 1
+        self.positionChosen.emit(-1 if index == last else index)
+
+    def _fill_positions(self, trace: Trace, n_pos: int, position: int) -> None:
+        """One entry per position: 'i: token' (the decoder input, else the source); the shown one current."""
+        side = "tgt" if names.side_entry("tgt", "tokens") in trace else "src"
+        toks = list(trace.get(names.side_entry(side, "tokens")) or [])
+        entries = tuple(f"{i}: {printable_label(toks[i]) if i < len(toks) else '?'}" for i in range(n_pos))
+        if entries != self._positions_key:
+            self._positions_key = entries
+            self.position_combo.blockSignals(True)
+            self.position_combo.clear()
+            self.position_combo.addItems([elide_label(e, 24) for e in entries])
+            self.position_combo.blockSignals(False)
+        self.position_combo.setCurrentIndex(position)
+
+    def _place_values(self, values: np.ndarray, kind: str) -> None:
+        """Each bar's value, just right of the bar, or inside its end when a label there would leave the plot."""
+        low, high = self._x_range or (0.0, 1.0)
+        inside_from = low + INSIDE_FROM * (high - low)
+        for i in range(max(len(self._values), len(values))):
+            text = self._value_text(i)
+            visible = i < len(values)
+            text.setVisible(visible)
+            if not visible:
+                continue
+            v = float(values[i])
+            inside = v > inside_from
+            label = f"{v:.1%}" if kind == names.PROBS else f"{v:.2f}"
+            label = f"{label} " if inside else f" {label}"
+            if label != text.toPlainText():
+                text.setText(label)
+            text.setAnchor((1.0, 0.5) if inside else (0.0, 0.5))
+            text.setColor("#ffffff" if inside else foreground_color())
+            if (text.pos().x(), text.pos().y()) != (max(v, 0.0), i):
+                text.setPos(max(v, 0.0), i)
+        self._data_inside = [float(v) > inside_from for v in values]
 
     def _heading(self, trace: Trace, position: int, kind: str) -> str:
         tgt_tokens = names.side_entry("tgt", "tokens")
@@ -169,7 +229,9 @@ class OutputPanel(StagePanel):
         x0 = np.minimum(values, 0.0)
         self._bars.setOpts(x0=x0, y=np.arange(n, dtype=float), width=np.abs(values), height=0.72,
                            brushes=brushes, pens=[pg.mkPen(None)] * n)
-        if kind == names.PROBS:
+        if kind == names.PROBS and self.fixed_axis.isChecked():
+            x_range = FIXED_RANGE
+        elif kind == names.PROBS:
             high = 1.0 if float(values.max(initial=0)) > 0.75 else float(values.max(initial=0)) * 1.3 + 1e-6
             pad = 0.02 * high
             x_range = (-pad, high + pad)
@@ -180,7 +242,7 @@ class OutputPanel(StagePanel):
         old = self._x_range
         # keep the axis while the new bars still fit and fill most of it: a toggle that barely moves the bars
         # then redraws no axis and no grid
-        if old is None or x_range[0] < old[0] or x_range[1] > old[1] or \
+        if old is None or FIXED_RANGE in (x_range, old) or x_range[0] < old[0] or x_range[1] > old[1] or \
                 (x_range[1] - x_range[0]) < 0.75 * (old[1] - old[0]):
             self._x_range = x_range
             self._plot.setXRange(*x_range, padding=0)
