@@ -59,7 +59,7 @@ class ClickerFilter(QObject):
             return None
         key = event.key()
         if key in CLICKER_STEPS:
-            return lambda: w.session.step_stage(CLICKER_STEPS[key])
+            return lambda: w.step(CLICKER_STEPS[key])  # a playing lesson's next step, else the next stage
         if w.presenting and key == Qt.Key.Key_T:
             return lambda: w.controls_dock.setVisible(not w.controls_dock.isVisible())
         if w.presenting and key == Qt.Key.Key_Escape:
