@@ -71,8 +71,8 @@ def test_a_text_box_with_the_cursor_keeps_its_arrows(qtbot, win):
 
 
 def test_present_folds_the_docks_and_t_and_esc_work(qtbot, win):
-    docks = win.findChildren(QDockWidget)
-    assert all(d.isVisible() for d in docks) and not win.presenting
+    docks = [d for d in win.findChildren(QDockWidget) if d.isVisible()]  # the model view starts hidden
+    assert len(docks) >= 3 and not win.presenting
     win.findChild(type(win.present_action), "presentAction").trigger()
     assert win.presenting and not any(d.isVisible() for d in docks) and not win.menuBar().isVisible()
     assert zoom.factor() == pytest.approx(zoom.PRESENT_BOOST)

@@ -17,6 +17,7 @@ from PySide6.QtGui import QFont, QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QApplication,
+    QDockWidget,
     QLineEdit,
     QPlainTextEdit,
     QSplitter,
@@ -106,7 +107,7 @@ class WindowPresent:
         if on == self._presenting:
             return
         self._presenting = on
-        docks = (self.nav_dock, self.schematic_dock, self.controls_dock)
+        docks = self.findChildren(QDockWidget)  # pipeline, architecture, toggles, whole-model view, …
         if on:
             self._before_present = (self.isFullScreen(), [d.isVisible() for d in docks])
             for dock in docks:
@@ -115,7 +116,7 @@ class WindowPresent:
             if full_screen and not self.isFullScreen():
                 self.showFullScreen()
         else:
-            was_full, visible = self._before_present or (False, [True, True, True])
+            was_full, visible = self._before_present or (False, [True] * len(docks))
             for dock, shown in zip(docks, visible, strict=True):
                 dock.setVisible(shown)
             self.menuBar().show()
