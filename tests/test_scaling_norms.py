@@ -6,10 +6,14 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from PySide6 import QtWidgets
 
 from attnlab.engine.options import RunOptions
 from attnlab.present.norm_compare import batchnorm_by_length, compare_norms, norm_input
 from attnlab.present.scaling import entropy_rows, random_qk, random_scaling, scaling_sweep, site_scaling
+from attnlab.present.stages import ViewState, stages_for
+from attnlab.ui.stages.norm_compare import NormComparePanel
+from attnlab.ui.stages.scaling import ScaleWhyPanel
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 
@@ -56,8 +60,10 @@ def test_random_draw_is_the_direct_computation():
     scores = q @ k.T
     np.testing.assert_allclose(draw.scores, scores)
     assert draw.std_raw == pytest.approx(scores.std())
-    assert draw.max_scaled == pytest.approx(torch.softmax(torch.from_numpy(scores) / 8, -1).max(-1).values.mean().item())
-    assert draw.max_raw == pytest.approx(torch.softmax(torch.from_numpy(scores), -1).max(-1).values.mean().item())
+    def top(s):
+        return torch.softmax(torch.from_numpy(s), -1).max(-1).values.mean().item()
+
+    assert draw.max_scaled == pytest.approx(top(scores / 8)) and draw.max_raw == pytest.approx(top(scores))
 
 
 @pytest.mark.parametrize("d_k", [1, 16, 256, 1024])
@@ -107,3 +113,39 @@ def test_batchnorm_output_depends_on_the_neighbours_layernorm_does_not(trace):
     np.testing.assert_allclose(sweep.bn[1], F.batch_norm(xt, None, None, training=True, eps=1e-5)[1].numpy(), rtol=1e-6)
     with pytest.raises(ValueError, match="not in a sentence"):
         batchnorm_by_length(x, token=x.shape[0])
+
+
+def _stage(trace, key):
+    return next(s for s in stages_for(trace) if s.key == key)
+
+
+def test_scale_why_panel_draws_the_site_and_the_chosen_dk(qtbot, trace):
+    panel = ScaleWhyPanel()
+    qtbot.addWidget(panel)
+    panel.show_stage(trace, _stage(trace, "dec.0.cross.scale_why"), ViewState())
+    data = panel.shown_data()
+    stats = site_scaling(trace, "dec.0.cross")
+    np.testing.assert_array_equal(data["entropy_scaled"], stats.entropy_scaled)
+    np.testing.assert_array_equal(data["raw_counts"], stats.raw_counts)
+    panel.findChild(QtWidgets.QSpinBox, "scaleDkSpin").setValue(512)
+    panel.findChild(QtWidgets.QSpinBox, "scaleSeedSpin").setValue(3)
+    draw = panel.shown_data()["random"]["draw"]
+    assert (draw.d_k, draw.seed) == (512, 3)
+    assert draw.std_raw == pytest.approx(random_scaling(512, 3).std_raw)
+    np.testing.assert_array_equal(panel.shown_data()["random"]["sweep"]["std_raw"], scaling_sweep(3)["std_raw"])
+
+
+def test_norm_compare_panel_slider_moves_batchnorm_only(qtbot, trace):
+    panel = NormComparePanel()
+    qtbot.addWidget(panel)
+    panel.show_stage(trace, _stage(trace, "enc.0.norm1.norm_vs_batch"), ViewState())
+    x = norm_input(trace, "enc.0", 1)
+    data = panel.shown_data()
+    assert data["length"] == x.shape[0] and data["token"] == 0
+    np.testing.assert_allclose(data["bn_token"], compare_norms(x).bn_out[0])
+    panel.findChild(QtWidgets.QSpinBox, "normTokenSpin").setValue(2)
+    panel.findChild(QtWidgets.QSlider, "batchLengthSlider").setValue(4)
+    data = panel.shown_data()
+    assert (data["token"], data["length"]) == (2, 4)
+    np.testing.assert_allclose(data["bn_token"], compare_norms(x[:4]).bn_out[2])
+    np.testing.assert_allclose(data["ln_token"], compare_norms(x).ln_out[2])
