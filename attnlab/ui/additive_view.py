@@ -9,11 +9,19 @@ from PySide6 import QtWidgets
 from attnlab.checkpoints.additive import TITLE, AdditiveModel
 from attnlab.engine.live import LiveModel
 from attnlab.present.additive_compare import additive_alignment, cross_attention_alignment
-from attnlab.ui.stages.common import Note, note_font, titled_heatmap
+from attnlab.ui.stages.common import note_font, titled_heatmap
 
 INTRO = ("Additive attention (Bahdanau et al., 2014) scores each source state h against the decoder state s with "
          "a small network, score(s, h) = vᵀ tanh(W s + U h); the Transformer replaced it by the scaled dot "
          "product q · k / √dₖ. Rows: the output step that wrote each token; columns: the source tokens.")
+
+
+def _wrapped_label(parent: QtWidgets.QWidget, text: str) -> QtWidgets.QLabel:
+    label = QtWidgets.QLabel(text, parent)
+    label.setWordWrap(True)
+    label.setFont(note_font())
+    label.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Maximum)
+    return label
 
 
 class AdditiveCompareWindow(QtWidgets.QWidget):
@@ -23,8 +31,7 @@ class AdditiveCompareWindow(QtWidgets.QWidget):
         self.setObjectName("additiveWindow")
         self.setWindowTitle(f"{TITLE} beside the Transformer's cross-attention")
         self._additive, self._transformer = additive, transformer
-        intro = Note(self)
-        intro.show_text(INTRO)
+        intro = _wrapped_label(self, INTRO)
         self._sentence = QtWidgets.QLineEdit(sentence, self)
         self._sentence.setObjectName("additiveSentence")
         self._sentence.setFont(note_font())
@@ -43,7 +50,7 @@ class AdditiveCompareWindow(QtWidgets.QWidget):
         maps = QtWidgets.QHBoxLayout()
         for box, _ in boxes:
             maps.addWidget(box, 1)
-        self._note = Note(self, reserve_lines=2)
+        self._note = _wrapped_label(self, "")
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(intro)
         layout.addLayout(row)
@@ -70,12 +77,12 @@ class AdditiveCompareWindow(QtWidgets.QWidget):
             self._maps[1].draw(tr.matrix, tr.rows, tr.cols, title=f"Transformer cross-attention: “{tr.text}”",
                                colormap="viridis", levels=(0.0, 1.0))
             self._data["transformer"] = tr
-            self._note.show_text("Both models share one tokenizer and were trained on the same sentence pairs. "
+            self._note.setText("Both models share one tokenizer and were trained on the same sentence pairs. "
                                  "A bright diagonal (bent where word order differs, e.g. adjectives after the "
                                  "noun in French) means the step reads the source word it translates.")
         else:
             self._maps[1].clear("The open model has no cross-attention (open the translation model to compare).")
-            self._note.show_text("")
+            self._note.setText("")
 
     def shown_data(self) -> dict:
         return dict(self._data)
