@@ -87,7 +87,7 @@ def test_bundled_model_translates_training_sentences():
     train, _ = split_corpus(n_pairs, 0, TRANSLATION.test_fraction, TRANSLATION.split_seed, TRANSLATION.corpus_version)
     short = [p for p in train if len(p.src.split()) <= 6][:20]
     right = sum(model.translate(p.src).text == p.tgt for p in short)
-    assert right >= 10, f"only {right} of 20 short training sentences translated exactly"
+    assert right >= 15, f"only {right} of 20 short training sentences translated exactly"
 
 
 def test_compare_window_shows_both_alignments(qtbot, tiny, tiny_model):
