@@ -16,16 +16,24 @@ __all__ = ["ModelConfig", "RunOptions", "Trace", "load", "load_bundled", "__vers
 
 
 def load(path, **kwargs):
-    """Load a checkpoint (.safetensors, or .pt/.pth through weights_only) as a LiveModel."""
+    """Load a checkpoint (.safetensors, or .pt/.pth through weights_only) as a LiveModel; an additive-attention
+    (GRU) file written by attnlab.checkpoints.additive loads as an AdditiveModel."""
     from attnlab.checkpoints import load_checkpoint
+    from attnlab.checkpoints.additive import is_additive_file, load_additive
 
+    if is_additive_file(path):
+        return load_additive(path)
     return load_checkpoint(path, **kwargs)
 
 
 def load_bundled(name: str = "translation"):
-    """Load one of the classroom models shipped in resources/ (falls back to a small random model)."""
+    """Load one of the classroom models shipped in resources/ (falls back to a small random model);
+    "bahdanau" is the additive-attention GRU model (an AdditiveModel)."""
     from attnlab.checkpoints import load_bundled as _load_bundled
+    from attnlab.checkpoints.additive import BUNDLED_NAME, load_additive
 
+    if name == BUNDLED_NAME:
+        return load_additive()
     return _load_bundled(name)
 
 

@@ -9,7 +9,15 @@ from PySide6.QtTest import QTest
 from attnlab.engine.options import RunOptions
 from attnlab.engine.trace import Trace
 from attnlab.present.explain import explanation_html
-from attnlab.present.stages import ATTENTION_STEPS, INPUT_STEPS, OUTPUT_STEPS, Stage, ViewState, stages_for
+from attnlab.present.stages import (
+    ATTENTION_STEPS,
+    INPUT_STEPS,
+    NORM_COMPARE,
+    OUTPUT_STEPS,
+    Stage,
+    ViewState,
+    stages_for,
+)
 from attnlab.ui.head_grid import HeadGrid
 from attnlab.ui.heatmap import LabeledHeatmap
 from attnlab.ui.stages import PANEL_CLASSES, panel_class_for
@@ -62,7 +70,7 @@ def site_labels(trace, site):
 
 
 def test_registry_covers_every_pipeline_kind():
-    kinds = {k for k, _ in ATTENTION_STEPS + INPUT_STEPS + OUTPUT_STEPS} | {"addnorm", "ffn"}
+    kinds = {k for k, _ in ATTENTION_STEPS + INPUT_STEPS + OUTPUT_STEPS} | {"addnorm", NORM_COMPARE, "ffn"}
     for kind in kinds:
         assert kind in panel_class_for(kind).kinds
     assert {k for cls in PANEL_CLASSES for k in cls.kinds} == kinds
@@ -133,6 +141,17 @@ def check_stage(trace, stage, data, view):
         np.testing.assert_array_equal(data["out"]["matrix"], np_(trace, f"{stage.layer}.ffn.out"))
         assert data["zero_share"] == pytest.approx(float((hidden == 0).mean()))
         assert data["activation"] == "relu"
+    elif kind == "scale_why":
+        scores = np_(trace, f"{site}.scores")
+        assert data["d_k"] == np_(trace, f"{site}.q").shape[-1]
+        allowed = np.isfinite(np_(trace, f"{site}.mask"))
+        assert data["raw_counts"].sum() == scores.shape[0] * allowed.sum()
+        assert data["std_raw"] == pytest.approx(float(scores[:, allowed].astype(np.float64).std()), rel=1e-5)
+    elif kind == NORM_COMPARE:
+        x = np_(trace, f"{stage.layer}.norm{stage.norm}.in")
+        np.testing.assert_array_equal(data["x"], x)
+        np.testing.assert_allclose(data["ln_mean"], x.mean(axis=1), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(data["bn_mean"], x.mean(axis=0), rtol=1e-5, atol=1e-6)
     elif kind in ("logits", "probs"):
         row = trace[kind][data["position"]]
         assert data["ids"] == torch.topk(row, min(view.top_k, row.shape[0])).indices.tolist()

@@ -225,6 +225,7 @@ WORDS = {
     "gate": "gate projection",
     "up": "up projection",
     "addnorm": "add & LayerNorm",
+    "additive": "Additive attention (GRU)",  # the Bahdanau model (engine/additive.py) in menus and titles
 }
 
 

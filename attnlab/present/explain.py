@@ -25,7 +25,7 @@ from attnlab.present.facts import (
     site_sides,
     sublayer_kind,
 )
-from attnlab.present.stages import Stage
+from attnlab.present.stages import NORM_COMPARE, Stage
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -175,9 +175,39 @@ def _attention(stage: Stage, trace: Trace) -> str:
             f"√{DK}.", f"Dividing by √{DK} brings the spread back to about 1 whatever the "
             "head size, which keeps the softmax in its sensitive range.", state],
             f"S′: {hs} × {tq} × {tk}.")
+    if kind == "scale_why":
+        return _scale_why(where, dk)
     if kind in ("mask", "masked"):
         return _mask(trace, site, kind, where, h, tq, tk)
     return _after_softmax(kind, where, h, tq, tk, dk)
+
+
+def _scale_why(where: str, dk: int) -> str:
+    return _page(f"Why divide by √dₖ? · {where}", f"Var(q · k) = {DK} when every q<sub>i</sub>, k<sub>i</sub> "
+                 f"has variance 1, so std(q · k) = √{DK}", [
+                     "Left: the scores of this site before and after the division, on the same bins, and each "
+                     "head's softmax entropy both ways (higher = attention spread over more keys; the dashed "
+                     "line is an even spread). Both are computed from the recorded raw scores and mask, "
+                     "whatever the run's scaling toggle says.",
+                     f"Right: q and k drawn at random with unit-variance entries. Their dot product's spread "
+                     f"grows as √{DK}; without the division the softmax gives almost all weight to one key "
+                     "(its largest weight tends to 1), where its gradients vanish.",
+                     f"This site has {DK} = {dk}, √{DK} ≈ {math.sqrt(dk) if dk else 0:.2f}."])
+
+
+def _norm_compare(stage: Stage, trace: Trace) -> str:
+    layer, n = stage.layer or "", stage.norm or 1
+    shape = _shape(trace, names.norm_entry(names.norm(layer, n), "in")) or (0, 0)
+    return _page(f"LayerNorm vs BatchNorm {n} · {layer_name(layer)}",
+                 "LN: μ, σ² of each token over its features &nbsp; BN: μ, σ² of each feature over the batch", [
+                     "Both norms read the same activations, the input of this add & norm step, and are shown "
+                     "without γ and β. LayerNorm takes one mean and variance per token (a row); BatchNorm one "
+                     "per feature (a column), over the batch, here the tokens of this sentence.",
+                     "The slider cuts the batch to the first L tokens: the chosen token's BatchNorm output "
+                     "moves as its neighbours come and go, its LayerNorm output never does. That is why "
+                     "Transformers, which see sentences of any length one at a time, use LayerNorm."],
+                 f"x: {shape[0]} tokens × {shape[1]} features; LayerNorm: {shape[0]} means, BatchNorm: "
+                 f"{shape[1] if len(shape) > 1 else 0} means.")
 
 
 def _after_softmax(kind: str, where: str, h: int, tq: int, tk: int, dk: int) -> str:
@@ -331,6 +361,8 @@ def explanation_html(stage: Stage, trace: Trace) -> str:
         return _output(stage, trace)
     if stage.kind == "addnorm":
         return _addnorm(stage, trace)
+    if stage.kind == NORM_COMPARE:
+        return _norm_compare(stage, trace)
     if stage.kind == "ffn":
         return _ffn(stage, trace)
     if stage.site:

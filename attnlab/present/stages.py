@@ -20,6 +20,7 @@ ATTENTION_STEPS = (
     ("qkv", "Q, K, V"),
     ("scores", "QKᵀ scores"),
     ("scaled", "÷ √dₖ"),
+    ("scale_why", "why ÷ √dₖ?"),
     ("mask", "mask"),
     ("masked", "masked scores"),
     ("weights", "softmax → weights"),
@@ -36,6 +37,9 @@ INPUT_STEPS = (("tokens", "tokenization"), ("embed", "embedding"), ("pos", "+ po
 OUTPUT_STEPS = ((names.LOGITS, "output logits"), (names.PROBS, "softmax → next token"))
 
 
+NORM_COMPARE = "norm_vs_batch"  # the stage after every add & norm: LayerNorm vs BatchNorm on its input
+NORM_COMPARE_TITLE = "LayerNorm vs BatchNorm"
+
 OUTPUT = "out"  # stage keys of the output steps: "out.logits", "out.probs"
 OUTPUT_BOX = "output"  # the schematic box of the output steps
 
@@ -48,7 +52,7 @@ def output_key(kind: str) -> str:
 @dataclass(frozen=True)
 class Stage:
     key: str  # unique and stable, e.g. "enc.0.self.scores", "dec.1.norm3", "src.tokens", "out.probs"
-    kind: str  # which panel draws it: one of the kinds above, or "addnorm", "ffn"
+    kind: str  # which panel draws it: one of the kinds above, or "addnorm", NORM_COMPARE, "ffn"
     title: str  # "self-attention · QKᵀ scores"
     group: str  # "Source input", "Encoder layer 1", "Decoder input", "Decoder layer 2", "Output"
     side: str | None = None  # "src" / "tgt" for input stages
@@ -65,7 +69,7 @@ class Stage:
             return self.site
         if self.kind == "ffn" and self.layer:
             return names.ffn(self.layer)
-        if self.kind == "addnorm" and self.layer and self.norm:
+        if self.kind in ("addnorm", NORM_COMPARE) and self.layer and self.norm:
             return names.norm(self.layer, self.norm)
         return OUTPUT_BOX
 
@@ -75,8 +79,11 @@ def _attention_stages(site: str, group: str, masked_self: bool) -> list[Stage]:
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in ATTENTION_STEPS]
 
 
-def _addnorm(layer: str, n: int, group: str) -> Stage:
-    return Stage(names.norm(layer, n), "addnorm", f"{names.word('addnorm')} {n}", group, layer=layer, norm=n)
+def _addnorm(layer: str, n: int, group: str) -> list[Stage]:
+    """Add & norm n of `layer`, then LayerNorm vs BatchNorm on the same activations."""
+    key = names.norm(layer, n)
+    return [Stage(key, "addnorm", f"{names.word('addnorm')} {n}", group, layer=layer, norm=n),
+            Stage(f"{key}.{NORM_COMPARE}", NORM_COMPARE, f"{NORM_COMPARE_TITLE} {n}", group, layer=layer, norm=n)]
 
 
 def _ffn(layer: str, group: str) -> Stage:
@@ -104,11 +111,11 @@ def _layer_stages(trace: Trace, layer: str) -> list[Stage]:
     cross = names.site(layer, "cross")
     has_cross = names.site_entry(cross, "weights") in trace
     stages = _attention_stages(names.site(layer, "self"), group, stack == "dec")
-    stages.append(_addnorm(layer, 1, group))
+    stages += _addnorm(layer, 1, group)
     if has_cross:
         stages += _attention_stages(cross, group, False)
-        stages.append(_addnorm(layer, 2, group))
-    return stages + [_ffn(layer, group), _addnorm(layer, names.sublayer_count(stack, has_cross), group)]
+        stages += _addnorm(layer, 2, group)
+    return stages + [_ffn(layer, group), *_addnorm(layer, names.sublayer_count(stack, has_cross), group)]
 
 
 def stages_for(trace: Trace) -> list[Stage]:
@@ -143,7 +150,8 @@ def _group_prefix(key: str) -> str:
 
 
 # The site steps each attention stage kind shows.
-_SITE_TENSORS = {"qkv": ("q", "k", "v"), "scores": ("scores",), "scaled": ("scaled",), "mask": ("mask",),
+_SITE_TENSORS = {"qkv": ("q", "k", "v"), "scores": ("scores",), "scaled": ("scaled",),
+                 "scale_why": ("scores", "scaled"), "mask": ("mask",),
                  "masked": ("masked",), "weights": ("weights",), "heads": ("weights",), "lines": ("weights",),
                  "context": ("context",), "concat": ("concat",), "attn_out": ("out",)}
 
@@ -154,6 +162,8 @@ def stage_tensors(stage: Stage) -> list[str]:
         return [names.site_entry(stage.site, step) for step in _SITE_TENSORS.get(stage.kind, ())]
     if stage.side:
         return [names.side_entry(stage.side, "ids" if stage.kind == "tokens" else stage.kind)]
+    if stage.kind == NORM_COMPARE and stage.layer and stage.norm:
+        return [names.norm_entry(names.norm(stage.layer, stage.norm), "in")]
     if stage.kind == "addnorm" and stage.layer and stage.norm:
         return [names.resid(stage.layer, stage.norm), names.norm_entry(names.norm(stage.layer, stage.norm), "out")]
     if stage.kind == "ffn" and stage.layer:

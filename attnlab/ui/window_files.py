@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QDialog, QFileDialog
+from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
 
 from attnlab.ui import app as appsettings
 from attnlab.ui import open_model
@@ -25,6 +25,11 @@ class WindowFiles:
 
     def open_checkpoint(self, path: str) -> None:
         path = str(Path(path).expanduser())
+        from attnlab.checkpoints.additive import is_additive_file
+
+        if is_additive_file(path):  # the GRU model is no Transformer: it opens in its own comparison window
+            self.open_additive(path)
+            return
         loader = open_model.checkpoint_loader(self, path)  # a bare state dict asks for its settings first
         if loader is None:
             return
@@ -35,6 +40,23 @@ class WindowFiles:
         from attnlab.checkpoints import load_bundled
 
         self.session.load_async(lambda: load_bundled(name), prefix=True)
+
+    def open_additive(self, path: str | None = None) -> None:
+        """The additive-attention (GRU) model's alignments beside the open model's cross-attention."""
+        from attnlab.checkpoints.additive import load_additive
+        from attnlab.checkpoints.errors import CheckpointError
+        from attnlab.ui.additive_view import AdditiveCompareWindow
+
+        try:
+            additive = load_additive(path)
+        except CheckpointError as exc:
+            QMessageBox.warning(self, "Cannot open the additive-attention model", str(exc))
+            return
+        sentence = self.session.src or "the black cat sees the small dog ."
+        window = AdditiveCompareWindow(additive, self.session.model, str(sentence), self)
+        window.setWindowFlag(Qt.WindowType.Window)
+        window.show()
+        self.additive_window = window
 
     def open_dialog(self) -> None:
         start = str(self.settings.value(appsettings.LAST_CHECKPOINT, "") or "")

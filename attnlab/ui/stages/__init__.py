@@ -16,12 +16,14 @@ from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.ffn import FFNPanel
 from attnlab.ui.stages.heads import HeadsPanel, LinesPanel
 from attnlab.ui.stages.inputs import EmbeddingPanel, InputSumPanel, PositionalPanel, TokensPanel
+from attnlab.ui.stages.norm_compare import NormComparePanel
 from attnlab.ui.stages.output import OutputPanel
+from attnlab.ui.stages.scaling import ScaleWhyPanel
 
 PANEL_CLASSES: list[type[StagePanel]] = [
     TokensPanel, EmbeddingPanel, PositionalPanel, InputSumPanel,
     QKVPanel, AttentionMapPanel, MaskPanel, HeadsPanel, LinesPanel, ContextPanel, ConcatPanel,
-    AttentionOutputPanel, AddNormPanel, FFNPanel, OutputPanel,
+    AttentionOutputPanel, AddNormPanel, FFNPanel, OutputPanel, ScaleWhyPanel, NormComparePanel,
 ]
 
 _BY_KIND: dict[str, type[StagePanel]] = {kind: cls for cls in PANEL_CLASSES for kind in cls.kinds}

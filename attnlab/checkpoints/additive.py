@@ -1,0 +1,97 @@
+"""The additive-attention (Bahdanau) GRU model as a file: safetensors weights + metadata (format, config,
+tokenizer JSON). Its own small loader: the model is not a Transformer, so it is not a LiveModel.
+
+    m = attnlab.load_additive()                  # resources/bahdanau.safetensors
+    result = m.translate("the black cat sees the dog .")
+    result.output_tokens, result.alignment       # alignment: [output steps, source tokens], rows sum to 1
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from attnlab.checkpoints.errors import CheckpointError
+from attnlab.engine import names
+from attnlab.engine.additive import AdditiveConfig, AdditiveSeq2Seq
+from attnlab.engine.tokenizer import Tokenizer, tokenizer_from_json
+from attnlab.fileio import atomic_write
+
+FORMAT = "attnlab-additive-1"
+BUNDLED_NAME = "bahdanau"
+TITLE = names.word("additive")
+
+
+@dataclass(frozen=True)
+class AdditiveTranslation:
+    source_tokens: list[str]  # the encoder's tokens (pieces + </s>)
+    output_tokens: list[str]  # the greedy output pieces, then </s> when the model ended the sentence
+    text: str  # the output decoded to text
+    alignment: torch.Tensor  # [len(output_tokens), len(source_tokens)]: the attention weights of each step
+
+
+class AdditiveModel:
+    """The GRU encoder-decoder with its tokenizer (one shared English+French vocabulary)."""
+
+    def __init__(self, module: AdditiveSeq2Seq, tokenizer: Tokenizer, metadata: dict | None = None):
+        self.module = module.eval()
+        self.tokenizer = tokenizer
+        self.metadata = metadata or {}
+        self.name = TITLE
+
+    def translate(self, text: str) -> AdditiveTranslation:
+        tok = self.tokenizer
+        pieces, ids = tok.encode(text)
+        src = ids + [tok.eos_id]
+        out, alignment = self.module.greedy(src, tok.bos_id, tok.eos_id)
+        ended = alignment.shape[0] > len(out)
+        out_tokens = [tok.id_to_token(i) for i in out] + (["</s>"] if ended else [])
+        return AdditiveTranslation(list(pieces) + ["</s>"], out_tokens, tok.decode(out), alignment)
+
+
+def save_additive(model: AdditiveModel, path: Path | str) -> None:
+    tensors = {k: v.detach().contiguous() for k, v in model.module.state_dict().items()}
+    meta = {"format": FORMAT, "config": json.dumps(model.module.cfg.to_dict()), "tokenizer": model.tokenizer.to_json(),
+            "metadata": json.dumps(model.metadata, default=str)}
+    atomic_write(Path(path), lambda tmp: save_file(tensors, str(tmp), metadata=meta))
+
+
+def is_additive_file(path: Path | str) -> bool:
+    """True when `path` is a safetensors file written by save_additive."""
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return (f.metadata() or {}).get("format") == FORMAT
+    except Exception:  # not a safetensors file at all: some other loader's business
+        return False
+
+
+def load_additive(path: Path | str | None = None) -> AdditiveModel:
+    """Load an additive-attention model (default: the bundled resources/bahdanau.safetensors)."""
+    path = Path(path) if path is not None else bundled_additive_path()
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            meta = f.metadata() or {}
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+    except Exception as exc:
+        raise CheckpointError(f"{path}: not a readable safetensors file ({exc})") from None
+    if meta.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not an additive-attention model (format {meta.get('format')!r}, "
+                              f"expected {FORMAT!r})")
+    try:
+        cfg = AdditiveConfig(**json.loads(meta["config"]))
+        module = AdditiveSeq2Seq(cfg)
+        module.load_state_dict(tensors, strict=True)
+        tokenizer = tokenizer_from_json(meta["tokenizer"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise CheckpointError(f"{path}: the additive-attention model does not fit its config ({exc})") from None
+    return AdditiveModel(module, tokenizer, json.loads(meta.get("metadata") or "{}"))
+
+
+def bundled_additive_path() -> Path:
+    return Path(str(resources.files("attnlab.resources").joinpath(f"{BUNDLED_NAME}.safetensors")))
