@@ -179,7 +179,7 @@ def test_four_to_eight_heads_changes_the_head_grid(qtbot, win):
     retrace(qtbot, win, lambda: choose(win.controls.heads, 8))
     data = shown(win)
     assert data["n_heads"] == 8 and data["weights"].shape[0] == 8
-    assert win.controls.head.maximum() == 7
+    assert win.controls.head.maximum() == 8 and win.controls.head.suffix() == " of 8"  # counted from 1
 
 
 def test_causal_mask_off_fills_the_decoder_upper_triangle(qtbot, win):
@@ -273,9 +273,10 @@ def test_clicking_a_mask_cell_blocks_it_and_clear_unblocks(qtbot, win):
 def test_head_selection_from_spin_and_from_the_grid(qtbot, win):
     panel = go(win, "enc.0.self.heads")
     panel.headSelected.emit(2)
-    assert win.session.view.head == 2 and win.controls.head.value() == 2
+    # people count heads from 1: trace head 2 is "head 3 of 4"
+    assert win.session.view.head == 2 and win.controls.head.text() == "head 3 of 4"
     go(win, "enc.0.self.weights")
-    win.controls.head.setValue(3)
+    win.controls.head.setValue(4)
     assert win.session.view.head == 3 and shown(win)["head"] == 3
     assert np.allclose(shown(win)["matrix"], win.session.trace["enc.0.self.weights"][3].numpy())
 

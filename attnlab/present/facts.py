@@ -112,3 +112,84 @@ def scaling_on(trace: Trace) -> bool:
 def run_temperature(trace: Trace) -> float | None:
     """The output softmax temperature of this run; None when the trace does not say."""
     return None if trace.options is None else float(trace.options.temperature)
+
+
+# ---- how far the run is from how the model was trained ------------------------------------------------------
+UNTRAINED_LEAD = "Untrained configuration — the outputs now show a model run differently from how it was trained:"
+FINAL_NORM_REMEDY = ("Remedy: tick “Final LayerNorm” in the toggles to add a parameter-free LayerNorm (γ = 1, β = 0) "
+                     "at the end of each stack, as pre-norm models have.")
+RESET_REMEDY = "“Reset all toggles” returns to the trained model."
+
+
+def final_norm_on(trace: Trace) -> bool:
+    """Whether this run normalised each stack's output (a trained final norm or the parameter-free one)."""
+    options, config = trace.options, trace.config
+    if options is not None and options.final_norm is not None:
+        return bool(options.final_norm)
+    return bool(config is not None and config.final_norm)
+
+
+def _peak_logit(trace: Trace) -> float | None:
+    logits = trace.get(names.LOGITS)
+    return None if logits is None else float(np.abs(np.asarray(trace.numpy(names.LOGITS))).max())
+
+
+def _norm_reasons(trace: Trace) -> list[str]:
+    config, placement = trace.config, norm_placement(trace)
+    trained = "pre" if config.norm_first else "post"
+    reasons = []
+    if placement != trained:
+        if placement == "pre" and not final_norm_on(trace):
+            peak = _peak_logit(trace)
+            size = f", logits reach ~{peak:.0f}" if peak is not None else ""
+            reasons.append("pre-norm without a final LayerNorm: the residual stream is never normalised before "
+                           f"the output{size}")
+        else:
+            reasons.append(f"{placement}-norm on a model trained {trained}-norm: each LayerNorm now sees vectors "
+                           "its γ and β were never fitted to")
+    wanted = trace.options.final_norm
+    if wanted is False and config.final_norm:
+        reasons.append("the trained final LayerNorm is skipped")
+    elif wanted and not config.final_norm and placement == trained:
+        reasons.append("a final LayerNorm the model was trained without is added")
+    return reasons
+
+
+def untrained_reasons(trace: Trace) -> list[str]:
+    """Why this run's outputs are not the trained model's (empty when they are): each toggle that moves the
+    computation away from the one the weights were fitted to, in words a person reads on the banner."""
+    config, options = trace.config, trace.options
+    if config is None or options is None:
+        return []
+    reasons = _norm_reasons(trace)
+    if options.n_heads is not None and options.n_heads != config.n_heads:
+        reasons.append(f"{options.n_heads} heads instead of the trained {config.n_heads}: each head now mixes "
+                       "slices that belonged to different trained heads")
+    if not options.positional and config.positional != "none":
+        reasons.append(f"positional encoding is off, but the model was trained with {config.positional} "
+                       "positions: it now reads the sentence as a bag of words")
+    if not options.residual:
+        reasons.append("residual connections are off: every sub-layer replaces its input instead of adding a "
+                       "correction to it")
+    if not options.scale:
+        reasons.append("scores are not divided by √dₖ: every softmax is sharper than in training")
+    return reasons
+
+
+def untrained_remedies(trace: Trace) -> list[str]:
+    """What undoes the damage: the final-LayerNorm toggle where it applies, else resetting the toggles."""
+    if not untrained_reasons(trace):
+        return []
+    config = trace.config
+    remedies = []
+    if norm_placement(trace) == "pre" and not config.norm_first and not final_norm_on(trace):
+        remedies.append(FINAL_NORM_REMEDY)
+    return remedies + [RESET_REMEDY]
+
+
+def untrained_banner(trace: Trace) -> str:
+    """The banner text for a run away from the trained model ('' when the run is as trained)."""
+    reasons = untrained_reasons(trace)
+    if not reasons:
+        return ""
+    return " ".join([UNTRAINED_LEAD, "; ".join(reasons) + ".", *untrained_remedies(trace)])

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
 
+from attnlab.present.facts import untrained_banner
+
 RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
 CLASSROOM_NOTE = ("Classroom model ({what}), trained on short generated sentences with a small vocabulary: "
                   "other sentences still run, but then its outputs are meaningless.")
@@ -61,6 +63,9 @@ class WindowStatus:
         warnings = [RANDOM_BANNER] if meta.get("random") else []
         if meta.get("notice"):
             warnings.append(str(meta["notice"]))
+        untrained = untrained_banner(trace)
+        if untrained and not meta.get("random"):
+            warnings.append(untrained)
         unknown = sum(tok == "<unk>" for n, _ in SIDES for tok in trace.get(n, []))
         if unknown and not meta.get("random"):
             warnings.append(f"{unknown} token(s) are not in this model's vocabulary and became <unk>: "
