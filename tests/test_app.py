@@ -311,7 +311,7 @@ def test_a_toggle_rereads_only_the_controls_of_the_fields_it_changed(qtbot, win,
     reads.clear()
     retrace(qtbot, win, lambda: choose(win.controls.heads, 8))
     assert sorted(reads) == [("head",), ("heads",)]  # the head spin's range follows the head count
-    assert win.controls.head.maximum() == 7 and win.controls.scale.isChecked() is False
+    assert win.controls.head.maximum() == 8 and win.controls.scale.isChecked() is False
 
 
 def test_impossible_toggle_is_refused_and_the_controls_snap_back(qtbot, win):
