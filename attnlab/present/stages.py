@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
+from attnlab.present import formulas
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
     from attnlab.engine.trace import Trace
@@ -70,13 +71,17 @@ class Stage:
         return OUTPUT_BOX
 
 
-def _attention_stages(site: str, group: str, masked_self: bool) -> list[Stage]:
+def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) -> list[Stage]:
     kind_name = names.site_words(site, causal=masked_self)
-    return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in ATTENTION_STEPS]
+    scale = trace.options is None or trace.options.scale
+    titles = {k: (t if k != "scaled" or scale else formulas.scaled_title(False)) for k, t in ATTENTION_STEPS}
+    return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in titles.items()]
 
 
-def _addnorm(layer: str, n: int, group: str) -> Stage:
-    return Stage(names.norm(layer, n), "addnorm", f"{names.word('addnorm')} {n}", group, layer=layer, norm=n)
+def _addnorm(trace: Trace, layer: str, n: int, group: str) -> Stage:
+    residual = trace.options is None or trace.options.residual
+    title = formulas.addnorm_title(trace.config, residual)
+    return Stage(names.norm(layer, n), "addnorm", f"{title} {n}", group, layer=layer, norm=n)
 
 
 def _ffn(layer: str, group: str) -> Stage:
@@ -103,12 +108,12 @@ def _layer_stages(trace: Trace, layer: str) -> list[Stage]:
     stack = names.stack_of(layer)
     cross = names.site(layer, "cross")
     has_cross = names.site_entry(cross, "weights") in trace
-    stages = _attention_stages(names.site(layer, "self"), group, stack == "dec")
-    stages.append(_addnorm(layer, 1, group))
+    stages = _attention_stages(trace, names.site(layer, "self"), group, stack == "dec")
+    stages.append(_addnorm(trace, layer, 1, group))
     if has_cross:
-        stages += _attention_stages(cross, group, False)
-        stages.append(_addnorm(layer, 2, group))
-    return stages + [_ffn(layer, group), _addnorm(layer, names.sublayer_count(stack, has_cross), group)]
+        stages += _attention_stages(trace, cross, group, False)
+        stages.append(_addnorm(trace, layer, 2, group))
+    return stages + [_ffn(layer, group), _addnorm(trace, layer, names.sublayer_count(stack, has_cross), group)]
 
 
 def stages_for(trace: Trace) -> list[Stage]:

@@ -11,6 +11,7 @@ from PySide6 import QtWidgets
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present.formulas import scaled_title
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -48,7 +49,7 @@ class SiteView:
 
     @property
     def head_text(self) -> str:
-        return f"head {self.head} of {self.n_heads}"
+        return f"{names.head_words(self.head)} of {self.n_heads}"
 
 
 def blocked_cells(trace: Trace, site: str) -> np.ndarray | None:
@@ -113,7 +114,7 @@ class QKVPanel(StagePanel):
                   else "all three from the same tokens")
         dk = self._maps["q"].record["matrix"].shape[1]
         self._note.show_text(f"{sv.name}: every token's vector is multiplied by W_Q, W_K and W_V ({source}). "
-                             f"Shown: head {sv.head}'s slice, d_k = {dk} numbers per token.")
+                             f"Shown: {names.head_words(sv.head)}'s slice, d_k = {dk} numbers per token.")
 
     def shown_data(self) -> dict:
         return dict(self._data)
@@ -127,6 +128,11 @@ MAP_TEXT = {
     "weights": ("attention weights", "softmax turns each row into weights between 0 and 1 that sum to 1: how "
                 "much each query token takes from each key token."),
 }
+
+
+def map_title(trace: Trace, kind: str) -> str:
+    """The map's title; the ÷√dₖ map says when scaling is switched off instead of claiming QKᵀ/√dₖ."""
+    return scaled_title(scaling_on(trace)) if kind == "scaled" else MAP_TEXT[kind][0]
 
 
 class AttentionMapPanel(StagePanel):
@@ -160,7 +166,7 @@ class AttentionMapPanel(StagePanel):
         self._map.titles(axis_title(sv.q_side, "query"), axis_title(sv.k_side, "key"))
         self._map.draw(matrix, sv.rows, sv.cols, masked=blocked, levels=levels, colormap=view.colormap,
                        symmetric=None if kind == "weights" else True,
-                       title=f"{MAP_TEXT[kind][0]} · {sv.name} · {sv.head_text}")
+                       title=f"{map_title(trace, kind)} · {sv.name} · {sv.head_text}")
         self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads, "kind": kind}
         self._note.show_text(self._explain(trace, site, kind, matrix, blocked))
 
@@ -313,7 +319,7 @@ class ConcatPanel(_SiteVectorPanel):
         dk = d // max(sv.n_heads, 1)
         self._map.titles(axis_title(sv.q_side, "query"), f"model dimension ({sv.n_heads} heads × {dk})")
         self._map.draw(concat, sv.rows, None, colormap=view.colormap, symmetric=True,
-                       title=f"concat(head 0 … head {sv.n_heads - 1}) · {sv.name}")
+                       title=f"concat(head 1 … head {sv.n_heads}) · {sv.name}")
         self._place_bounds(sv.n_heads, dk, tq)
         self._box.setRect(sv.head * dk - 0.5, -0.5, dk, tq)
         boundaries = [h * dk - 0.5 for h in range(1, sv.n_heads)]
