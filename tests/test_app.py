@@ -375,6 +375,7 @@ def test_open_a_good_checkpoint_then_a_bad_one(qtbot, win, tmp_path, monkeypatch
         win.open_checkpoint(str(bad))
     assert len(warnings) == 1 and "garbage.safetensors" in warnings[0]
     assert win.session.model is opened and win.session.trace is not None
+    assert win.statusBar().currentMessage() == "Could not open garbage.safetensors — still showing tiny-saved"
     assert appsettings.recent_files(win.settings) == [str(good.resolve())]
 
 

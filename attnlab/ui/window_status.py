@@ -3,6 +3,8 @@ stage that says when the numbers mean nothing (a mixin of MainWindow)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
 
 from attnlab.present.facts import untrained_banner
@@ -20,6 +22,13 @@ def classroom_description(name: str) -> str:
 
     text = BUNDLED.get(str(name), str(name)).replace("->", "→")
     return text.replace(" (", ", ").rstrip(")")
+
+
+def failed_open_text(what: str, model) -> str:
+    """'Could not open x.safetensors — still showing translation' for the status bar after a failed open."""
+    name = Path(what).name if what and not what.startswith("the bundled") else (what or "the model")
+    still = f"still showing {model.name}" if model is not None else "no model is open"
+    return f"Could not open {name} — {still}"
 
 
 class WindowStatus:
@@ -81,6 +90,7 @@ class WindowStatus:
         self.banner.setVisible(bool(lines))
 
     def _on_model_failed(self, message: str) -> None:
+        self.statusBar().showMessage(failed_open_text(getattr(self, "opening", ""), self.session.model))
         QMessageBox.warning(self, "Could not open the model", message)
 
     def _on_failed(self, message: str) -> None:
