@@ -134,7 +134,7 @@ def test_right_key_steps_through_every_stage(qtbot, win):
         assert win.session.stage_key == stage.key and tree.current_key() == stage.key
         assert isinstance(win.current_panel(), panel_class_for(stage.kind))
         assert win.schematic.current == stage.schematic_box
-        assert stage.title in win.stage_title.text()
+        assert stage.title in win.stage_title.text() and f"({stage.key})" in win.stage_title.text()
     qtbot.keyClick(tree, Qt.Key.Key_Right)  # stays on the last
     assert win.session.stage_key == keys[-1]
     qtbot.keyClick(tree, Qt.Key.Key_Left)

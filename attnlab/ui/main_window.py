@@ -188,7 +188,9 @@ class MainWindow(WindowMenus, WindowFiles, WindowStatus, QMainWindow):
             if html != self._explanation_html:  # same text after a toggle: keep the laid-out document
                 self._explanation_html = html
                 self.explanation.setHtml(html)
-            self.stage_title.setText(f"<b>{stage.group}</b> · {stage.title}")
+            # people count layers and heads from 1; the trace name (0-based) is shown beside, for the API
+            self.stage_title.setText(f"<b>{stage.group}</b> · {stage.title} "
+                                     f"<span style='color:gray'>({stage.key})</span>")
             self.stage_shapes.setText(shape_text(trace, stage))
         self._shown = (id(trace), stage.key)
         self.navigator.select(stage.key)
