@@ -88,6 +88,26 @@ def sublayer_output(trace: Trace, layer: str, n: int) -> str:
     return names.sublayer_out(layer, n, has_cross(trace, layer))
 
 
+def score_levels(trace: Trace, site: str, head: int, mode: str) -> tuple[float, float] | None:
+    """Colour levels of a score-like map (scores, ÷√dₖ, masked) of `head` at `site`: one symmetric ±max|x| over
+    the finite values of all three maps with mode "shared" (so dividing by √dₖ visibly pales the map), a fixed
+    ±FIXED_SCORE_RANGE with "fixed", None (each map autoscales) with "panel"."""
+    from attnlab.present.stages import FIXED_SCORE_RANGE, SCORE_KINDS
+
+    if mode == "fixed":
+        return (-FIXED_SCORE_RANGE, FIXED_SCORE_RANGE)
+    if mode != "shared":
+        return None
+    peak = 0.0
+    for kind in SCORE_KINDS:
+        name = names.site_entry(site, kind)
+        if name in trace:
+            values = np.asarray(trace.numpy(name))[head]  # [Tq, Tk]
+            finite = values[np.isfinite(values)]
+            peak = max(peak, float(np.abs(finite).max()) if finite.size else 0.0)
+    return (-peak, peak) if peak > 0 else None
+
+
 # ---- how the run was made: read from trace.options (resolved by the engine) ---------------------------------
 def norm_placement(trace: Trace) -> str | None:
     """'pre' or 'post': where this run placed its LayerNorms; None when the trace does not say (no options

@@ -185,3 +185,12 @@ class ViewState:
     top_k: int = 10  # bars in the output distribution
     position: int = -1  # decoder position whose next-token distribution is shown (-1 = last)
     pe_dims: tuple[int, ...] = (0, 1, 4, 5)  # model dimensions drawn as sine/cosine curves
+    # colours of one attention site's score-like maps (scores, ÷√dₖ, masked): "shared" one scale for all three,
+    # so the ÷√dₖ shrinking is seen; "panel" each autoscaled; "fixed" the same ±FIXED_SCORE_RANGE everywhere
+    colour_scale: str = "shared"
+
+
+COLOUR_SCALES = (("shared", "Shared by the site's score maps"), ("panel", "Per panel"),
+                 ("fixed", "Fixed range (±10)"))
+FIXED_SCORE_RANGE = 10.0
+SCORE_KINDS = ("scores", "scaled", "masked")  # the score-like maps of an attention site

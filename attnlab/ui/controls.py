@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions, head_choices
+from attnlab.present.stages import COLOUR_SCALES
 from attnlab.session import Session
 
 if TYPE_CHECKING:
@@ -234,6 +235,19 @@ def _read_device(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
     p.device.setCurrentIndex(max(0, p.device.findData(device)))
 
 
+def _build_colour_scale(p: ControlsPanel) -> QWidget:
+    p.colour_scale = QComboBox(objectName="colourScaleCombo",
+                               toolTip="Colour scale of an attention site's QKᵀ, ÷√dₖ and masked maps: shared, so "
+                                       "the division by √dₖ is seen; per panel; or one fixed range")
+    for value, text in COLOUR_SCALES:
+        p.colour_scale.addItem(text, value)
+    return p.colour_scale
+
+
+def _read_colour_scale(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
+    p.colour_scale.setCurrentIndex(max(0, p.colour_scale.findData(s.view.colour_scale)))
+
+
 def _build_colormap(p: ControlsPanel) -> QWidget:
     p.colormap = QComboBox(objectName="colormapCombo", toolTip="Colours of every heatmap")
     return p.colormap
@@ -293,6 +307,10 @@ ROWS: tuple[Row, ...] = (
     Row(OUTPUT, "Device", ("device",), _build_device,
         _activated("device", lambda p, s: s.update_options(device=p.device.currentData())), _read_device,
         frozenset({"device"})),
+    Row(OUTPUT, "Score colours", ("colour_scale",), _build_colour_scale,
+        lambda p, s: p.colour_scale.activated.connect(
+            lambda _i: s.set_view(colour_scale=p.colour_scale.currentData())),
+        _read_colour_scale, frozenset({"view.colour_scale"})),
     Row(OUTPUT, "Colours", ("colormap",), _build_colormap,
         lambda p, s: p.colormap.currentTextChanged.connect(lambda name: s.set_view(colormap=name)),
         _read_colormap, frozenset({"view.colormap"})),

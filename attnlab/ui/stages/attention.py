@@ -11,6 +11,7 @@ from PySide6 import QtWidgets
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present.facts import score_levels
 from attnlab.present.formulas import scaled_title
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.stages.base import StagePanel
@@ -162,7 +163,7 @@ class AttentionMapPanel(StagePanel):
         sv = SiteView(trace, site, view)
         matrix = array(trace, names.site_entry(site, kind))[sv.head]  # [Tq, Tk]
         blocked = blocked_cells(trace, site)
-        levels = (0.0, 1.0) if kind == "weights" else None
+        levels = (0.0, 1.0) if kind == "weights" else score_levels(trace, site, sv.head, view.colour_scale)
         self._map.titles(axis_title(sv.q_side, "query"), axis_title(sv.k_side, "key"))
         self._map.draw(matrix, sv.rows, sv.cols, masked=blocked, levels=levels, colormap=view.colormap,
                        symmetric=None if kind == "weights" else True,
