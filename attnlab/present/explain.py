@@ -79,9 +79,14 @@ def _inputs(stage: Stage, trace: Trace) -> str:
     has_pad = "<pad>" in toks
     if stage.kind == "tokens":
         if side == "tgt":
-            role = ("The decoder reads the target shifted one place to the right, starting with &lt;s&gt;: "
-                    "at position t it must predict token t + 1 while seeing only the true tokens before it "
-                    "(teacher forcing during training; during generation its own earlier guesses).")
+            shifted = names.side_entry("src", "tokens") in trace
+            role = (("The decoder input is the translation shifted one place to the right: &lt;s&gt; followed by "
+                     "the translation minus its last word. " if shifted else "")
+                    + "At position t the model must predict token t + 1 while seeing only the tokens up to t "
+                    "(teacher forcing during training; during generation its own earlier guesses). That is why the "
+                    "decoder panels label each row “input → predicted”, e.g. &lt;s&gt; → le: every row but the last "
+                    "names the next input token it is trained to predict, the last one the model's own most "
+                    "likely next token.")
         else:
             role = "The source ends with &lt;/s&gt; so the model can tell where the sentence stops."
         pad = ("&lt;pad&gt; tokens only fill the sequence up to a fixed length; the padding mask hides them "

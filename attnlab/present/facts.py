@@ -6,7 +6,7 @@ carries (`trace.options`, resolved by the engine), never inferred back from the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -213,3 +213,31 @@ def untrained_banner(trace: Trace) -> str:
     if not reasons:
         return ""
     return " ".join([UNTRAINED_LEAD, "; ".join(reasons) + ".", *untrained_remedies(trace)])
+
+
+# ---- what each decoder position predicts ----------------------------------------------------------------------
+def predicts_next(trace: Trace, side: str) -> bool:
+    """Whether the rows of `side` are next-token predictions: the decoder side of a model with a decoder (an
+    encoder-only model predicts each position in place)."""
+    return side == "tgt" and names.side_entry("tgt", "tokens") in trace
+
+
+def predicted_labels(trace: Trace, labels: list[str], vocab: Callable[[int], str] | None = None) -> list[str]:
+    """Decoder row labels as "input → predicted": position t is labelled with its input token and the token it
+    must predict, the next decoder input (teacher forcing) for every position but the last real one, which
+    shows the model's own most likely token (`vocab` names the id; "?" without one). <pad> rows stay as they are.
+    ['<s>', 'le', 'chat'] -> ['<s> → le', 'le → chat', 'chat → noir'] when the model's guess after 'chat' is 'noir'."""
+    n = len(labels)
+    real = n
+    while real and labels[real - 1] == "<pad>":
+        real -= 1
+    out = list(labels)
+    for t in range(real - 1):
+        out[t] = f"{labels[t]} → {labels[t + 1]}"
+    if real:
+        guess = "?"
+        if vocab is not None and names.LOGITS in trace:
+            logits = np.asarray(trace.read(names.LOGITS, real - 1))  # [V]: the most likely token, as in probs
+            guess = vocab(int(logits.argmax()))
+        out[real - 1] = f"{labels[real - 1]} → {guess}"
+    return out

@@ -164,11 +164,14 @@ class MainWindow(WindowMenus, WindowFiles, WindowStatus, QMainWindow):
         return panel
 
     def _give_vocabulary(self, panel) -> None:
-        """Panels that name output ids (the next-token bars) get the model's output vocabulary."""
+        """Panels that name output ids (the next-token bars, the "input → predicted" decoder rows) get the model's
+        output vocabulary."""
         model = self.session.model
-        if model is not None and hasattr(panel, "set_vocabulary"):
+        if model is not None:
             tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer
-            panel.set_vocabulary(tok.id_to_token if tok is not None else None)
+            panel.vocab = tok.id_to_token if tok is not None else None  # names the decoder rows' predictions
+            if hasattr(panel, "set_vocabulary"):
+                panel.set_vocabulary(panel.vocab)
 
     def current_panel(self) -> QWidget:
         return self.panel_stack.currentWidget()

@@ -4,6 +4,7 @@ vectors after attention (weights·V per head, the concatenation, the W_O output)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -11,7 +12,7 @@ from PySide6 import QtWidgets
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
-from attnlab.present.facts import score_levels
+from attnlab.present.facts import predicted_labels, predicts_next, score_levels
 from attnlab.present.formulas import scaled_title
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.stages.base import StagePanel
@@ -34,7 +35,7 @@ from attnlab.ui.stages.common import (
 class SiteView:
     """What every attention panel needs to know about a site: heads, the chosen head, token labels."""
 
-    def __init__(self, trace: Trace, site: str, view: ViewState):
+    def __init__(self, trace: Trace, site: str, view: ViewState, vocab: Callable[[int], str] | None = None):
         self.site = site
         self.q_side, self.k_side = site_sides(site)
         q_name, weights_name = names.site_entry(site, "q"), names.site_entry(site, "weights")
@@ -45,6 +46,8 @@ class SiteView:
         tq = int(weights.shape[1]) if weights is not None else int(q.shape[1])
         tk = int(weights.shape[2]) if weights is not None else tq
         self.rows = tokens(trace, self.q_side, tq)
+        if self.rows is not None and predicts_next(trace, self.q_side):  # decoder rows: "<s> → le"
+            self.rows = predicted_labels(trace, self.rows, vocab)
         self.cols = tokens(trace, self.k_side, tk)
         self.name = site_name(site)
 
@@ -100,7 +103,7 @@ class QKVPanel(StagePanel):
             self._note.show_text("")
             self._data = {"message": message}
             return
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         titles = {"q": "Q (queries)", "k": "K (keys)", "v": "V (values)"}
         for p, panel_map in self._maps.items():
             matrix = array(trace, names.site_entry(site, p))[sv.head]  # [T, d_k]
@@ -160,7 +163,7 @@ class AttentionMapPanel(StagePanel):
             self._note.show_text("")
             self._data = dict(self._map.record)
             return
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         matrix = array(trace, names.site_entry(site, kind))[sv.head]  # [Tq, Tk]
         blocked = blocked_cells(trace, site)
         levels = (0.0, 1.0) if kind == "weights" else score_levels(trace, site, sv.head, view.colour_scale)
@@ -231,7 +234,7 @@ class MaskPanel(StagePanel):
             self._note.show_text("")
             return
         self._site = site
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         additive = array(trace, names.site_entry(site, "mask"))  # [Tq, Tk], 0 or -inf
         blocked = np.isneginf(additive)
         allowed = np.ones_like(additive)
@@ -286,7 +289,7 @@ class ContextPanel(_SiteVectorPanel):
         site = stage.site or ""
         if self._lacks(trace, names.site_entry(site, "context"), "The context (weights · V)"):
             return
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         ctx = array(trace, names.site_entry(site, "context"))[sv.head]  # [Tq, d_k]
         self._map.titles(axis_title(sv.q_side, "query"), "d_k dimension")
         self._map.draw(ctx, sv.rows, None, colormap=view.colormap, symmetric=True,
@@ -314,7 +317,7 @@ class ConcatPanel(_SiteVectorPanel):
         site = stage.site or ""
         if self._lacks(trace, names.site_entry(site, "concat"), "The concatenated heads"):
             return
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         concat = array(trace, names.site_entry(site, "concat"))  # [Tq, d]
         tq, d = concat.shape
         dk = d // max(sv.n_heads, 1)
@@ -355,7 +358,7 @@ class AttentionOutputPanel(_SiteVectorPanel):
         site = stage.site or ""
         if self._lacks(trace, names.site_entry(site, "out"), "The attention output"):
             return
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         out = array(trace, names.site_entry(site, "out"))  # [Tq, d]
         self._map.titles(axis_title(sv.q_side, "query"), "model dimension")
         self._map.draw(out, sv.rows, None, colormap=view.colormap, symmetric=True,
