@@ -174,7 +174,7 @@ def test_cross_attention_rows_are_decoder_columns_encoder(panels, enc_dec):
     # rows: "input → predicted", the next decoder input (teacher forcing), the model's argmax after the last
     tgt = list(trace["tgt.tokens"])
     guess = enc_dec.tgt_tokenizer.id_to_token(int(trace["logits"][-1].argmax()))
-    assert data["rows"] == [f"{a} → {b}" for a, b in zip(tgt, tgt[1:])] + [f"{tgt[-1]} → {guess}"]
+    assert data["rows"] == [f"{a} → {b}" for a, b in zip(tgt, tgt[1:], strict=False)] + [f"{tgt[-1]} → {guess}"]
     assert data["cols"] == trace["src.tokens"]
     assert data["matrix"].shape == (len(trace["tgt.tokens"]), len(trace["src.tokens"]))
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
 
 from attnlab.present.facts import untrained_banner
+from attnlab.present.lexicon import out_of_domain_text
 
 RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
 CLASSROOM_NOTE = ("Classroom model ({what}), trained on short generated sentences with a small vocabulary: "
@@ -72,6 +73,9 @@ class WindowStatus:
         warnings = [RANDOM_BANNER] if meta.get("random") else []
         if meta.get("notice"):
             warnings.append(str(meta["notice"]))
+        if meta.get("classroom_model") and not meta.get("random"):
+            typed = self.session.src if model.config.has_encoder else (self.session.tgt or self.session.src)
+            warnings.append(out_of_domain_text(str(meta["classroom_model"]), typed))
         untrained = untrained_banner(trace)
         if untrained and not meta.get("random"):
             warnings.append(untrained)
@@ -79,6 +83,7 @@ class WindowStatus:
         if unknown and not meta.get("random"):
             warnings.append(f"{unknown} token(s) are not in this model's vocabulary and became <unk>: "
                             "the model has never seen them, so expect meaningless output.")
+        warnings = [w for w in warnings if w]
         lines = warnings or ([CLASSROOM_NOTE.format(what=classroom_description(meta["classroom_model"]))]
                              if meta.get("classroom_model") else [])
         text, level = "\n".join(dict.fromkeys(lines)), "warning" if warnings else "info"
