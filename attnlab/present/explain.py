@@ -299,7 +299,8 @@ def _addnorm(stage: Stage, trace: Trace) -> str:
            "LayerNorm works on each token separately: it removes that token's mean and divides by its "
            "standard deviation, then the learned γ" + (" and β rescale and shift." if trace.config is None
                                                        or trace.config.norm_bias else " rescales (no β)."))
-    return _page(f"{fm.addnorm_title(trace.config, residual_on(trace)).capitalize()} {n} · {layer_name(layer)}",
+    title = fm.addnorm_title(trace.config, residual_on(trace), n)
+    return _page(f"{title[0].upper()}{title[1:]} · {layer_name(layer)}",
                  fm.norm_formula(trace.config) + "<br>" + fm.block_formula(norm_placement(trace), residual_on(trace),
                                                                           "RMSNorm" if rms else "LN"),
                  [placement, residual, how,

@@ -119,10 +119,10 @@ def block_formula(placement: str | None, residual: bool, norm: str = "LN") -> st
     return f"y = {norm}(x + F(x))" if residual else f"y = {norm}(F(x)) &nbsp; (residual off: no + x)"
 
 
-def addnorm_title(config: ModelConfig | None, residual: bool) -> str:
-    """'add & LayerNorm', 'add & RMSNorm', or just 'LayerNorm (no add)' when the residual is off."""
+def addnorm_title(config: ModelConfig | None, residual: bool, n: int) -> str:
+    """'add & LayerNorm 1', 'add & RMSNorm 1', or 'LayerNorm 1 (no add: residual off)' when the residual is off."""
     word = norm_word(config)
-    return f"add & {word}" if residual else f"{word} (no add: residual off)"
+    return f"add & {word} {n}" if residual else f"{word} {n} (no add: residual off)"
 
 
 def activation(config: ModelConfig | None) -> tuple[str, str]:
@@ -162,7 +162,7 @@ def addnorm_texts(placement: str, residual: bool, sub: str, n: int, where: str,
         out = f"x + {sub}({word}(x))" if residual else f"{sub}({word}(x)) (residual off: no + x)"
         text = (f"Pre-norm: {word} {n} of {where} comes BEFORE the {sub}: {out}. "
                 + ("The norm tidies what the sub-layer reads, while x itself travels on unchanged." if residual
-                   else "With the residual off, x is dropped after the norm."))
+                   else ""))
         return text, ("x (block input)", f"{word}(x) → {sub}", out)
     summed = "x + F(x) (residual sum)" if residual else "F(x) (residual off: nothing added)"
     out = f"{word}(x + F(x))" if residual else f"{word}(F(x))"

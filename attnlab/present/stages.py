@@ -80,8 +80,8 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
 
 def _addnorm(trace: Trace, layer: str, n: int, group: str) -> Stage:
     residual = trace.options is None or trace.options.residual
-    title = formulas.addnorm_title(trace.config, residual)
-    return Stage(names.norm(layer, n), "addnorm", f"{title} {n}", group, layer=layer, norm=n)
+    title = formulas.addnorm_title(trace.config, residual, n)
+    return Stage(names.norm(layer, n), "addnorm", title, group, layer=layer, norm=n)
 
 
 def _ffn(layer: str, group: str) -> Stage:
