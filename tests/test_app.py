@@ -137,7 +137,7 @@ def test_right_key_steps_through_every_stage(qtbot, win):
         assert win.session.stage_key == stage.key and tree.current_key() == stage.key
         assert isinstance(win.current_panel(), panel_class_for(stage.kind))
         assert win.schematic.current == stage.schematic_box
-        assert stage.title in win.stage_title.text()
+        assert stage.title in win.stage_title.text() and f"({stage.key})" in win.stage_title.text()
     qtbot.keyClick(tree, Qt.Key.Key_Right)  # stays on the last
     assert win.session.stage_key == keys[-1]
     qtbot.keyClick(tree, Qt.Key.Key_Left)
@@ -182,7 +182,7 @@ def test_four_to_eight_heads_changes_the_head_grid(qtbot, win):
     retrace(qtbot, win, lambda: choose(win.controls.heads, 8))
     data = shown(win)
     assert data["n_heads"] == 8 and data["weights"].shape[0] == 8
-    assert win.controls.head.maximum() == 7
+    assert win.controls.head.maximum() == 8 and win.controls.head.suffix() == " of 8"  # counted from 1
 
 
 def test_causal_mask_off_fills_the_decoder_upper_triangle(qtbot, win):
@@ -276,9 +276,10 @@ def test_clicking_a_mask_cell_blocks_it_and_clear_unblocks(qtbot, win):
 def test_head_selection_from_spin_and_from_the_grid(qtbot, win):
     panel = go(win, "enc.0.self.heads")
     panel.headSelected.emit(2)
-    assert win.session.view.head == 2 and win.controls.head.value() == 2
+    # people count heads from 1: trace head 2 is "head 3 of 4"
+    assert win.session.view.head == 2 and win.controls.head.text() == "head 3 of 4"
     go(win, "enc.0.self.weights")
-    win.controls.head.setValue(3)
+    win.controls.head.setValue(4)
     assert win.session.view.head == 3 and shown(win)["head"] == 3
     assert np.allclose(shown(win)["matrix"], win.session.trace["enc.0.self.weights"][3].numpy())
 
@@ -313,7 +314,7 @@ def test_a_toggle_rereads_only_the_controls_of_the_fields_it_changed(qtbot, win,
     reads.clear()
     retrace(qtbot, win, lambda: choose(win.controls.heads, 8))
     assert sorted(reads) == [("head",), ("heads",)]  # the head spin's range follows the head count
-    assert win.controls.head.maximum() == 7 and win.controls.scale.isChecked() is False
+    assert win.controls.head.maximum() == 8 and win.controls.scale.isChecked() is False
 
 
 def test_impossible_toggle_is_refused_and_the_controls_snap_back(qtbot, win):
@@ -377,6 +378,7 @@ def test_open_a_good_checkpoint_then_a_bad_one(qtbot, win, tmp_path, monkeypatch
         win.open_checkpoint(str(bad))
     assert len(warnings) == 1 and "garbage.safetensors" in warnings[0]
     assert win.session.model is opened and win.session.trace is not None
+    assert win.statusBar().currentMessage() == "Could not open garbage.safetensors — still showing tiny-saved"
     assert appsettings.recent_files(win.settings) == [str(good.resolve())]
 
 

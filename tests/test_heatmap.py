@@ -497,7 +497,7 @@ def test_head_grid_creates_h_plots(grid, qtbot):
     assert r[0].top() == pytest.approx(r[1].top()) and r[0].left() == pytest.approx(r[2].left())
     assert r[2].top() > r[0].bottom() - 1
     titles = [lab.text for lab in grid._head_titles]
-    assert titles == [f"head {h}" for h in range(4)]
+    assert titles == [f"head {h + 1}" for h in range(4)]  # people count heads from 1
     # one scene for everything
     assert all(vb.scene() is grid.graphics_view().scene() for vb in grid.view_boxes())
 
@@ -540,7 +540,7 @@ def test_head_grid_keeps_the_grid_of_each_head_count(grid, qtbot):
         np.testing.assert_array_equal(img.image, np.where(mask5, np.nan, w4b[h]).astype(np.float32))
     assert grid.selected() is None  # head 6 does not exist with 4 heads
     grid.set_selected(2)
-    assert grid.describe_cell(2, 4, 0).startswith("head 2: ")
+    assert grid.describe_cell(2, 4, 0).startswith("head 3: ")
     assert grid.head_at_scene_pos(grid.scene_pos_of_head(2)) == 2
 
 
@@ -596,8 +596,8 @@ def test_head_grid_selection_and_readout(grid, qtbot):
     settle(grid, qtbot)
     vb = grid.view_boxes()[1]
     grid._on_mouse_moved(vb.mapViewToScene(QtCore.QPointF(1, 3)))
-    assert grid.readout_text() == f"head 1: sees → black  [3, 1] = {w[1, 3, 1]:.3f}"
-    assert grid.describe_cell(0, 0, 6) == "head 0: the → .  [0, 6] = masked"
+    assert grid.readout_text() == f"head 2: sees → black  [3, 1] = {w[1, 3, 1]:.3f}"
+    assert grid.describe_cell(0, 0, 6) == "head 1: the → .  [0, 6] = masked"
 
 
 def test_head_grid_clear(grid, qtbot):

@@ -18,3 +18,17 @@ def test_the_app_opens_the_checkpoint_paints_the_first_trace_and_exits_0(tmp_pat
     assert result.returncode == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("first trace painted after")]
     assert len(lines) == 1 and lines[0].endswith(f"({checkpoint})"), result.stderr
+
+
+def test_an_unknown_stage_exits_2_listing_the_valid_names(tmp_path):
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", ATTNLAB_SETTINGS=str(tmp_path / "settings.ini"))
+    command = [sys.executable, "-m", "attnlab.cli", "--bundled", "language", "--quit-after-trace", "--stage"]
+    result = subprocess.run(command + ["dec.9.self.nope"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                            timeout=120)
+    assert result.returncode == 2, result.stderr
+    line = [x for x in result.stderr.splitlines() if "unknown stage" in x]
+    assert len(line) == 1 and "'dec.9.self.nope'" in line[0]
+    assert "dec.0.self.weights" in line[0] and "out.probs" in line[0] and "tgt.tokens" in line[0]
+    good = subprocess.run(command + ["dec.0.self.weights"], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=120)
+    assert good.returncode == 0 and "unknown stage" not in good.stderr, good.stderr

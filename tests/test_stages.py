@@ -66,6 +66,10 @@ def site_labels(trace, site):
     stack, _, kind = site.split(".")
     q = trace["src.tokens"] if stack == "enc" else trace["tgt.tokens"]
     k = trace["src.tokens"] if stack == "enc" or kind == "cross" else trace["tgt.tokens"]
+    if stack == "dec":  # decoder rows say what each position predicts: the next input, "?" after the last
+        real = [t for t in q if t != "<pad>"]
+        q = [f"{t} → {real[i + 1]}" if i + 1 < len(real) else (f"{t} → ?" if i + 1 == len(real) else t)
+             for i, t in enumerate(q)]
     return list(q), list(k)
 
 
@@ -180,9 +184,17 @@ def test_cross_attention_rows_are_decoder_columns_encoder(panels, enc_dec):
     trace = enc_dec.trace(SRC, TGT)
     stage = next(s for s in stages_for(trace) if s.key == "dec.1.cross.weights")
     panel = panels("weights")
-    panel.show_stage(trace, stage, ViewState())
+    panel.vocab = enc_dec.tgt_tokenizer.id_to_token
+    try:
+        panel.show_stage(trace, stage, ViewState())
+    finally:
+        panel.vocab = None
     data = panel.shown_data()
-    assert data["rows"] == trace["tgt.tokens"] and data["cols"] == trace["src.tokens"]
+    # rows: "input → predicted", the next decoder input (teacher forcing), the model's argmax after the last
+    tgt = list(trace["tgt.tokens"])
+    guess = enc_dec.tgt_tokenizer.id_to_token(int(trace["logits"][-1].argmax()))
+    assert data["rows"] == [f"{a} → {b}" for a, b in zip(tgt, tgt[1:], strict=False)] + [f"{tgt[-1]} → {guess}"]
+    assert data["cols"] == trace["src.tokens"]
     assert data["matrix"].shape == (len(trace["tgt.tokens"]), len(trace["src.tokens"]))
 
 

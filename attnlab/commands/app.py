@@ -125,9 +125,27 @@ def run(args: argparse.Namespace) -> int:
 
     window.start(loader, src=src, tgt=args.tgt, stage=args.stage, path=path, remembered=remembered)
     window.session.modelFailed.connect(lambda _m: window.session.model is None and _fallback(window))
+    if args.stage:
+        _check_stage_on_first_trace(app, window, args.stage)
     if args.quit_after_trace:
         _quit_after_first_trace(app, window)
     return app.exec()
+
+
+def _check_stage_on_first_trace(app, window, key: str) -> None:
+    """`--stage KEY` names a stage of the model's first run, or the app exits 2 listing the names it has (the
+    names exist only once the model has run: they follow its layers, its cross-attention and its options)."""
+    from attnlab.present.stages import stages_for
+
+    def check(trace) -> None:
+        window.session.traceReady.disconnect(check)
+        keys = [stage.key for stage in stages_for(trace)]
+        if key not in keys:
+            print(f"attnlab: error: unknown stage {key[:80]!r}; this model's stages are: {', '.join(keys)}",
+                  file=sys.stderr)
+            app.exit(2)
+
+    window.session.traceReady.connect(check)
 
 
 def _quit_after_first_trace(app, window) -> None:

@@ -20,7 +20,7 @@ from attnlab.engine.config import ModelConfig
 from attnlab.engine.embedding import add_ends, embed_tokens, project
 from attnlab.engine.ffn import make_ffn
 from attnlab.engine.layers import NEG_INF, AttentionMask, make_attention
-from attnlab.engine.norms import LayerNorm, RMSNorm, make_norm
+from attnlab.engine.norms import LayerNorm, RMSNorm, layer_norm, make_norm
 from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
 from attnlab.engine.positional import rotary_angles, sinusoidal_table
 from attnlab.engine.trace import Recorder
@@ -38,6 +38,7 @@ class RunContext:
         self.scale = options.scale
         self.residual = options.residual
         self.options = options
+        self.eps = config.layer_norm_eps
         self.rec = rec
         self.dropout = dropout
         rotary_on = config.positional == "rotary" and options.positional
@@ -48,6 +49,19 @@ class RunContext:
 
     def drop(self, x: Tensor) -> Tensor:
         return F.dropout(x, self.dropout, training=True) if self.dropout > 0 else x
+
+
+def final_norm(trained: LayerNorm | RMSNorm | None, x: Tensor, ctx: RunContext, stack: str) -> Tensor:
+    """x [B, T, d] -> [B, T, d]: the norm after a stack's last layer, recorded as names.stack_norm(stack).
+    RunOptions.final_norm None keeps the trained one (or none); False skips it; True keeps the trained one or,
+    for a model trained without, applies a parameter-free LayerNorm (gamma 1, beta 0)."""
+    wanted = ctx.options.final_norm
+    name = names.stack_norm(stack)
+    if wanted is False or (wanted is None and trained is None):
+        return x
+    if trained is not None:
+        return trained(x, ctx.rec, name)
+    return layer_norm(x, None, None, ctx.eps, ctx.rec, name)
 
 
 def residual_block(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm | RMSNorm, ctx: RunContext,
@@ -266,8 +280,7 @@ class Transformer(nn.Module):
         for i, layer in enumerate(self.encoder):
             layer_name = names.layer("enc", i)
             x = layer(x, ctx.masks(names.site(layer_name, "self"), S, S, src_keys), ctx, layer_name)
-        if self.enc_norm is not None:
-            x = self.enc_norm(x, ctx.rec, names.stack_norm("enc"))
+        x = final_norm(self.enc_norm, x, ctx, "enc")
         ctx.rec(names.stack_out("enc"), x)
         return x
 
@@ -285,8 +298,7 @@ class Transformer(nn.Module):
             if memory is not None:
                 cross_mask = ctx.masks(names.site(layer_name, "cross"), T, memory.shape[1], src_keys)
             y = layer(y, memory, self_mask, cross_mask, ctx, layer_name)
-        if self.dec_norm is not None:
-            y = self.dec_norm(y, ctx.rec, names.stack_norm("dec"))
+        y = final_norm(self.dec_norm, y, ctx, "dec")
         ctx.rec(names.stack_out("dec"), y)
         return y
 

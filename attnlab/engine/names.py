@@ -240,6 +240,11 @@ def site_words(site_name: str, causal: bool = False) -> str:
     return WORDS["masked self"] if kind == "self" and causal else WORDS[kind]
 
 
+def head_words(index: int) -> str:
+    """Trace head 0 -> 'head 1' (people count heads from 1, like layers)."""
+    return f"head {int(index) + 1}"
+
+
 def layer_words(layer_name: str) -> str:
     """'enc.0' -> 'Encoder layer 1' (people count from 1)."""
     stack, index = layer_name.split(".")

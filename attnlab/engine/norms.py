@@ -21,18 +21,25 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: Tensor, rec: Recorder, name: str) -> Tensor:
         """x [B, T, d] -> [B, T, d]; records its input, statistics and output under `name` ('enc.0.norm1')."""
-        if not rec.enabled:
-            return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        # one fused pass gives the output [B, T, d] and the statistics it used: mean and 1/sqrt(var + eps),
-        # each [B, T, 1]
-        out, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        var = rstd.pow(-2).sub_(self.eps).clamp_min_(0.0).squeeze(-1) if rec.eager else None  # [B, T], biased
-        x_name = names.norm_entry(name, "in")
-        rec(x_name, x)  # the statistics are derived from it on read, by the same kernel
-        rec.derived(names.norm_entry(name, "mean"), mean.squeeze(-1), "norm_mean", (x_name,), self.eps)
-        rec.derived(names.norm_entry(name, "var"), var, "norm_var", (x_name,), self.eps)
-        rec(names.norm_entry(name, "out"), out)
-        return out
+        return layer_norm(x, self.weight, self.bias, self.eps, rec, name)
+
+
+def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float, rec: Recorder,
+               name: str) -> torch.Tensor:
+    """x [B, T, d] -> [B, T, d]: LayerNorm with gamma `weight` and beta `bias` (None: 1 and 0), recorded under
+    `name` like every trained LayerNorm (input, mean, var, output)."""
+    if not rec.enabled:
+        return F.layer_norm(x, x.shape[-1:], weight, bias, eps)
+    # one fused pass gives the output [B, T, d] and the statistics it used: mean and 1/sqrt(var + eps),
+    # each [B, T, 1]
+    out, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], weight, bias, eps)
+    var = rstd.pow(-2).sub_(eps).clamp_min_(0.0).squeeze(-1) if rec.eager else None  # [B, T], biased
+    x_name = names.norm_entry(name, "in")
+    rec(x_name, x)  # the statistics are derived from it on read, by the same kernel
+    rec.derived(names.norm_entry(name, "mean"), mean.squeeze(-1), "norm_mean", (x_name,), eps)
+    rec.derived(names.norm_entry(name, "var"), var, "norm_var", (x_name,), eps)
+    rec(names.norm_entry(name, "out"), out)
+    return out
 
 
 class RMSNorm(nn.Module):

@@ -40,6 +40,9 @@ class RunOptions:
     scale: bool = True  # divide QK^T by sqrt(d_k)
     positional: bool = True  # add (or rotate by) the positional encoding
     residual: bool = True  # the x + sublayer(x) skip connections
+    # The norm after each stack's last layer: None as trained; True adds a parameter-free LayerNorm (gamma 1,
+    # beta 0) where the model has none (what a post-norm model switched to pre-norm lacks); False skips it.
+    final_norm: bool | None = None
     temperature: float = 1.0  # softmax(logits / temperature) for the output distribution
     device: Device = "auto"
     record: bool = True  # capture every intermediate tensor in the Trace; False = fast path
@@ -117,6 +120,8 @@ class RunOptions:
         if self.norm not in ("trained", "pre", "post"):
             p.append(f"norm must be 'trained', 'pre' or 'post', not {self.norm!r}")
         p += temperature_problems(self.temperature)
+        if not (self.final_norm is None or isinstance(self.final_norm, bool)):
+            p.append(f"final_norm must be None (as trained), True or False (got {excerpt(self.final_norm)})")
         if self.device not in ("auto", "cpu", "cuda"):
             p.append(f"device must be auto, cpu or cuda (got {excerpt(self.device)})")
         if not _is_int(self.pad_to) or not 0 <= self.pad_to <= config.max_len:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnlab.engine import names
+from attnlab.present import formulas as fm
 from attnlab.present.facts import (
     layer_name,
     layer_side,
@@ -31,15 +32,10 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 DM, DK, DFF = "d<sub>model</sub>", "d<sub>k</sub>", "d<sub>ff</sub>"
-FORMULAS = {
-    "pos": ("PE(pos, 2i) = sin(pos / 10000<sup>2i/d</sup>) &nbsp; "
-            "PE(pos, 2i+1) = cos(pos / 10000<sup>2i/d</sup>)"),
-    "qkv": ("Q = X W<sub>Q</sub> &nbsp; K = X<sub>kv</sub> W<sub>K</sub> &nbsp; "
-            "V = X<sub>kv</sub> W<sub>V</sub>"),
+FORMULAS = {  # the formulas that do not depend on the model; the others come from present.formulas
     "scores": ("S = Q Kᵀ, &nbsp; S<sub>ij</sub> = q<sub>i</sub> · k<sub>j</sub>"),
     "context": ("head<sub>h</sub> = A<sub>h</sub> V<sub>h</sub>, &nbsp; "
                 "z<sub>i</sub> = Σ<sub>j</sub> A<sub>ij</sub> v<sub>j</sub>"),
-    "addnorm": (f"LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β, &nbsp; μ, σ² over the {DM} features of one token"),
 }
 
 
@@ -83,9 +79,14 @@ def _inputs(stage: Stage, trace: Trace) -> str:
     has_pad = "<pad>" in toks
     if stage.kind == "tokens":
         if side == "tgt":
-            role = ("The decoder reads the target shifted one place to the right, starting with &lt;s&gt;: "
-                    "at position t it must predict token t + 1 while seeing only the true tokens before it "
-                    "(teacher forcing during training; during generation its own earlier guesses).")
+            shifted = names.side_entry("src", "tokens") in trace
+            role = (("The decoder input is the translation shifted one place to the right: &lt;s&gt; followed by "
+                     "the translation minus its last word. " if shifted else "")
+                    + "At position t the model must predict token t + 1 while seeing only the tokens up to t "
+                    "(teacher forcing during training; during generation its own earlier guesses). That is why the "
+                    "decoder panels label each row “input → predicted”, e.g. &lt;s&gt; → le: every row but the last "
+                    "names the next input token it is trained to predict, the last one the model's own most "
+                    "likely next token.")
         else:
             role = "The source ends with &lt;/s&gt; so the model can tell where the sentence stops."
         pad = ("&lt;pad&gt; tokens only fill the sequence up to a fixed length; the padding mask hides them "
@@ -96,41 +97,57 @@ def _inputs(stage: Stage, trace: Trace) -> str:
             "Each id picks one row of the embedding table in the next step."],
             f"{n} {_token_word(side)} tokens → ids of shape [{n}].")
     if stage.kind == "embed":
-        return _page("Token embedding", f"x<sub>t</sub> = E[id<sub>t</sub>] &nbsp; (E: vocabulary × {DM})", [
+        scaled = trace.config is None or trace.config.scale_embedding
+        return _page("Token embedding", fm.embed_formula(trace.config), [
             f"The embedding table E holds one learned vector of {DM} numbers per vocabulary "
             "entry, and looking up a token is just reading the row with its id.",
             "The lookup ignores where the token stands: two copies of a repeated word get identical rows.",
-            f"Some models multiply the rows by √{DM} so they are not drowned by the positional "
-            "encoding added next."],
+            f"This model multiplies the rows by √{DM} so they are not drowned by the positional encoding "
+            "added next." if scaled else f"This model uses the rows as they are (no × √{DM})."],
             f"{n} tokens × {DM} = {d} → [{n}, {d}].")
     pos = _shape(trace, names.side_entry(side, "pos"))
     if stage.kind == "pos":
-        if pos is None:
-            return _page("Positional encoding (not added)", "", [
-                "This run adds no position table: positional encoding is switched off, or the model has "
-                "none, or it uses rotary encoding, which rotates Q and K inside every attention instead.",
-                "Attention itself compares tokens by content only, so without position a sentence is a "
-                "bag of words: “dog bites man” and “man bites dog” look the same."])
-        return _page("Positional encoding",
-                     FORMULAS["pos"], [
-                         "Attention has no built-in sense of order, so every position gets a vector of its "
-                         "own that is added to the token's embedding.",
-                         "In the fixed sinusoidal version each pair of dimensions is one wave; the "
-                         "wavelengths grow geometrically from 2π up to 10000·2π, so early dimensions "
-                         "change quickly from one position to the next and late ones slowly.",
-                         "Because sin(a + b) and cos(a + b) are linear in sin a and cos a, moving k places "
-                         "is the same rotation everywhere, which makes relative offsets easy to read.",
-                         "A learned encoding is simply a trained table with one row per position, limited to "
-                         "the longest position seen in training."],
-                     f"PE for {pos[0]} positions × {DM} = {pos[1]} → [{pos[0]}, {pos[1]}].")
+        return _positions(trace, pos)
     added = "embedding + positional encoding" if pos is not None else "the embedding alone (no PE table)"
-    return _page("Layer input", "X = Embedding + PE", [
+    return _page("Layer input", fm.input_formula(trace.config, trace.options), [
         f"The two vectors are added, not concatenated, so the width stays {DM} and every later "
         "layer sees content and position mixed in the same numbers.",
         "" if pos is not None else "Here nothing is added, so reordering the tokens would only reorder "
         "the rows of X.",
         "This matrix X is what the first layer's attention reads."],
         f"X = {added}: [{n}, {d}].")
+
+
+BAG_OF_WORDS = ("Attention itself compares tokens by content only, so without position a sentence is a bag of "
+                "words: “dog bites man” and “man bites dog” look the same.")
+
+
+def _positions(trace: Trace, pos: tuple[int, ...] | None) -> str:
+    """The positional-encoding stage, written for the kind this run uses (sinusoidal, learned, rotary, none)."""
+    kind = fm.pe_kind(trace.config, trace.options)
+    if kind == "rotary":
+        return _page("Positional encoding: rotary (nothing added here)", fm.pe_formula(trace.config, trace.options), [
+            "This model adds no position vector to the embedding: inside every self-attention it rotates each "
+            "query and key by an angle proportional to its position, so the score q · k depends on how far "
+            "apart the two tokens are."])
+    if kind == "none" or pos is None:
+        off = trace.options is not None and not trace.options.positional
+        return _page("Positional encoding (not added)", "", [
+            "Positional encoding is switched off in this run." if off else "This model has no positional "
+            "encoding.", BAG_OF_WORDS])
+    shapes = f"{'PE' if kind == 'sinusoidal' else 'P'} for {pos[0]} positions × {DM} = {pos[1]} → [{pos[0]}, {pos[1]}]."
+    lead = ("Attention has no built-in sense of order, so every position gets a vector of its own that is added "
+            "to the token's embedding.")
+    if kind == "learned":
+        return _page("Positional encoding: learned", fm.pe_formula(trace.config, trace.options), [
+            lead, "In this model the position vectors are a trained table, one row per position, learned along "
+            "with everything else; it has no formula and no row past the longest position seen in training "
+            f"({trace.config.max_len if trace.config else '?'} here)."], shapes)
+    return _page("Positional encoding: sinusoidal", fm.pe_formula(trace.config, trace.options), [
+        lead, "Each pair of dimensions is one wave; the wavelengths grow geometrically from 2π up to 10000·2π, "
+        "so early dimensions change quickly from one position to the next and late ones slowly.",
+        "Because sin(a + b) and cos(a + b) are linear in sin a and cos a, moving k places is the same rotation "
+        "everywhere, which makes relative offsets easy to read. Nothing here is learned."], shapes)
 
 
 # --------------------------------------------------------------------------------------- attention
@@ -148,10 +165,12 @@ def _attention(stage: Stage, trace: Trace) -> str:
     source = ("Queries come from the decoder tokens; keys and values come from the encoder's final output, "
               "so each decoder position can read the whole source sentence." if cross else
               "Queries, keys and values are all computed from the same tokens (self-attention).")
-    hs = f"{h} heads"
+    hs = f"{h} heads" if h != 1 else "1 head"
+    scale = scaling_on(trace)
     if kind == "qkv":
+        rotary = not cross and fm.pe_kind(trace.config, trace.options) == "rotary"
         return _page(f"Q, K, V · {where}",
-                     FORMULAS["qkv"], [
+                     fm.qkv_formula(rotary), [
                          "Three learned d × d matrices turn every token vector into a query (what it looks "
                          "for), a key (what it can be matched on) and a value (what it hands over).", source,
                          f"Each result is cut into {hs} of {DK} = {DM} / H = {dk} "
@@ -169,7 +188,8 @@ def _attention(stage: Stage, trace: Trace) -> str:
         state = (f"Scaling is switched OFF in this run, so these are the raw scores: with large {DK} "
                  "the softmax becomes nearly one-hot and its gradients vanish." if off else
                  f"Here √{DK} = √{dk} ≈ {math.sqrt(dk) if dk else 0:.2f}.")
-        return _page(f"Divide by √dₖ · {where}", f"S′ = Q Kᵀ / √{DK}", [
+        return _page(f"{'Divide by √dₖ' if not off else 'Divide by √dₖ — switched off'} · {where}",
+                     fm.scaled_formula(not off), [
             f"If the numbers of q and k have mean 0 and variance 1, their dot product is a sum of {DK} "
             f"such products: its mean stays 0 but its variance grows to {DK}, its spread to "
             f"√{DK}.", f"Dividing by √{DK} brings the spread back to about 1 whatever the "
@@ -179,7 +199,7 @@ def _attention(stage: Stage, trace: Trace) -> str:
         return _scale_why(where, dk)
     if kind in ("mask", "masked"):
         return _mask(trace, site, kind, where, h, tq, tk)
-    return _after_softmax(kind, where, h, tq, tk, dk)
+    return _after_softmax(kind, where, h, tq, tk, dk, scale)
 
 
 def _scale_why(where: str, dk: int) -> str:
@@ -210,13 +230,13 @@ def _norm_compare(stage: Stage, trace: Trace) -> str:
                  f"{shape[1] if len(shape) > 1 else 0} means.")
 
 
-def _after_softmax(kind: str, where: str, h: int, tq: int, tk: int, dk: int) -> str:
+def _after_softmax(kind: str, where: str, h: int, tq: int, tk: int, dk: int, scale: bool) -> str:
     """The attention steps from the weights on: weights, lines, heads, context, concat, × W_O."""
-    d, hs = h * dk, f"{h} heads"
+    d, hs = h * dk, f"{h} heads" if h != 1 else "1 head"
     if kind in ("weights", "lines"):
         title = "Attention weights" if kind == "weights" else "Token → token lines"
         return _page(f"{title} · {where}",
-                     f"A = softmax(Q Kᵀ / √{DK} + M), row by row", [
+                     fm.weights_formula(scale), [
                          "softmax exponentiates every score of a row and divides by the row's total, so each "
                          "row becomes weights between 0 and 1 that add up to 1; blocked keys (−∞) get "
                          "exactly 0.",
@@ -273,41 +293,50 @@ def _mask(trace: Trace, site: str, kind: str, where: str, h: int, tq: int, tk: i
                          "while the allowed ones still share a total of 1.", *state,
                          "One [Tq × Tk] mask is shared by all heads. Click cells to block or free them."],
                      f"M: [{tq} × {tk}], {n_blocked} of {tq * tk} cells blocked.")
-    return _page(f"Masked scores · {where}", f"S″ = Q Kᵀ / √{DK} + M", [
+    return _page(f"Masked scores · {where}", fm.masked_formula(scaling_on(trace)), [
         "The mask is added to the scaled scores: allowed cells keep their value, blocked cells become −∞ "
         "(hatched).", *state],
         f"S″: {h} heads × {tq} × {tk}, {n_blocked} cells −∞ in every head.")
 
 
 # ------------------------------------------------------------------------------ add & norm, FFN
-def _placement(trace: Trace, sub: str) -> str:
+def _placement(trace: Trace, sub: str, word: str) -> str:
     placement = norm_placement(trace)
+    add = residual_on(trace)
     if placement == "pre":
-        return (f"Pre-norm in this run: LayerNorm comes BEFORE the {sub}, x + {sub}(LayerNorm(x)), so the "
-                "residual path carries x through untouched (as in GPT-2 and most recent models).")
+        return (f"Pre-norm in this run: {word} comes BEFORE the {sub}: "
+                + (f"x + {sub}({word}(x)), so the residual path carries x through untouched (as in GPT-2 and "
+                   "most recent models)." if add else f"{sub}({word}(x))."))
     if placement == "post":
-        return (f"Post-norm in this run: LayerNorm comes AFTER the sum, LayerNorm(x + {sub}(x)), as in the "
-                "original Transformer.")
-    return "This trace does not say where its LayerNorms sit (it carries no run options)."
+        return (f"Post-norm in this run: {word} comes AFTER the {'sum' if add else 'sub-layer'}: "
+                + (f"{word}(x + {sub}(x)), as in the original Transformer." if add else f"{word}({sub}(x))."))
+    return f"This trace does not say where its {word}s sit (it carries no run options)."
 
 
 def _addnorm(stage: Stage, trace: Trace) -> str:
     layer, n = stage.layer or "", stage.norm or 1
     sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n))
     shape = _shape(trace, names.norm_entry(names.norm(layer, n), "out")) or (0, 0)
-    placement = _placement(trace, sub)
+    word = fm.norm_word(trace.config)
+    rms = word != names.word("norm")
+    placement = _placement(trace, sub, word)
     residual = ("The residual connection is switched OFF, so the sub-layer's output replaces x instead of "
                 "being added to it." if not residual_on(trace) else
                 "The skip connection x + F(x) gives gradients an identity path (∂y/∂x = I + ∂F/∂x), so deep "
                 "stacks stay trainable and each layer only has to learn a correction.")
-    return _page(f"Add & LayerNorm {n} · {layer_name(layer)}",
-                 FORMULAS["addnorm"],
-                 [placement, residual,
-                  "LayerNorm works on each token separately: it removes that token's mean and divides by its "
-                  "standard deviation, then the learned γ and β rescale and shift.",
+    how = ("RMSNorm works on each token separately: it divides the token's vector by its root mean square "
+           "(no mean is removed), then the learned γ rescales." if rms else
+           "LayerNorm works on each token separately: it removes that token's mean and divides by its "
+           "standard deviation, then the learned γ" + (" and β rescale and shift." if trace.config is None
+                                                       or trace.config.norm_bias else " rescales (no β)."))
+    title = fm.addnorm_title(trace.config, residual_on(trace), n)
+    return _page(f"{title[0].upper()}{title[1:]} · {layer_name(layer)}",
+                 fm.norm_formula(trace.config) + "<br>" + fm.block_formula(norm_placement(trace), residual_on(trace),
+                                                                          "RMSNorm" if rms else "LN"),
+                 [placement, residual, how,
                   "Pre-norm usually trains more stably in deep stacks; post-norm needs careful warm-up."],
-                 f"{shape[0]} {_token_word(layer_side(layer))} tokens × {shape[1]}; one mean and one "
-                 "variance per token.")
+                 f"{shape[0]} {_token_word(layer_side(layer))} tokens × {shape[1]}; "
+                 + ("one root mean square per token." if rms else "one mean and one variance per token."))
 
 
 def _ffn(stage: Stage, trace: Trace) -> str:
@@ -315,15 +344,17 @@ def _ffn(stage: Stage, trace: Trace) -> str:
     hidden = trace.get(names.ffn_entry(layer, "hidden"))
     t, d_ff = (int(hidden.shape[0]), int(hidden.shape[1])) if hidden is not None else (0, 0)
     d = (_shape(trace, names.ffn_entry(layer, "out")) or (0, 0))[1]
-    relu = hidden is not None and not bool((hidden < 0).any())
+    relu = trace.config is None or trace.config.activation == "relu"
     zeros = f" In this run {float((hidden == 0).float().mean()):.0%} of the hidden units are exactly 0." \
         if relu and hidden is not None else ""
-    act = "max(0, ·) (ReLU)" if relu else "GELU"
+    act, act_formula = fm.activation(trace.config)
+    gated = trace.config is not None and trace.config.ffn == "gated"
+    shape = (f"A gate projection passed through {act} multiplies an up projection element by element, and a "
+             "down projection maps the result back" if gated else f"Two linear layers with {act} between them")
     return _page(f"{names.word('ffn').capitalize()} · {layer_name(layer)}",
-                 "FFN(x) = max(0, x W<sub>1</sub> + b<sub>1</sub>) W<sub>2</sub> + b<sub>2</sub>", [
-                     f"Two linear layers with {act} between them, applied to every position on its own "
-                     "with the "
-                     "same weights: no information moves between tokens here.",
+                 fm.ffn_formula(trace.config) + "<br>" + act_formula, [
+                     f"{shape}, applied to every position on its own with the same weights: no information "
+                     "moves between tokens here.",
                      f"The vector is widened from {DM} = {d} to {DFF} = {d_ff} "
                      "(often four times wider), bent by the non-linearity and projected back.",
                      "Attention only averages value vectors; this step is where each token's features are "
@@ -341,7 +372,7 @@ def _output(stage: Stage, trace: Trace) -> str:
                 if decoder else "An encoder-only model predicts a token at every position (e.g. to fill "
                 "in a masked word), so each position has its own distribution.")
     if stage.kind == names.LOGITS:
-        return _page("Output logits", "logits = h W<sub>out</sub> + b", [
+        return _page("Output logits", fm.logits_formula(trace.config), [
             "The final vector of each position is multiplied by an output matrix with one column per "
             "vocabulary entry; many models reuse the embedding table for it (tied weights).",
             "A logit is an unnormalised score: only differences between logits matter.", pos_word],

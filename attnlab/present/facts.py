@@ -6,7 +6,7 @@ carries (`trace.options`, resolved by the engine), never inferred back from the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -88,6 +88,26 @@ def sublayer_output(trace: Trace, layer: str, n: int) -> str:
     return names.sublayer_out(layer, n, has_cross(trace, layer))
 
 
+def score_levels(trace: Trace, site: str, head: int, mode: str) -> tuple[float, float] | None:
+    """Colour levels of a score-like map (scores, ÷√dₖ, masked) of `head` at `site`: one symmetric ±max|x| over
+    the finite values of all three maps with mode "shared" (so dividing by √dₖ visibly pales the map), a fixed
+    ±FIXED_SCORE_RANGE with "fixed", None (each map autoscales) with "panel"."""
+    from attnlab.present.stages import FIXED_SCORE_RANGE, SCORE_KINDS
+
+    if mode == "fixed":
+        return (-FIXED_SCORE_RANGE, FIXED_SCORE_RANGE)
+    if mode != "shared":
+        return None
+    peak = 0.0
+    for kind in SCORE_KINDS:
+        name = names.site_entry(site, kind)
+        if name in trace:
+            values = np.asarray(trace.numpy(name))[head]  # [Tq, Tk]
+            finite = values[np.isfinite(values)]
+            peak = max(peak, float(np.abs(finite).max()) if finite.size else 0.0)
+    return (-peak, peak) if peak > 0 else None
+
+
 # ---- how the run was made: read from trace.options (resolved by the engine) ---------------------------------
 def norm_placement(trace: Trace) -> str | None:
     """'pre' or 'post': where this run placed its LayerNorms; None when the trace does not say (no options
@@ -112,3 +132,112 @@ def scaling_on(trace: Trace) -> bool:
 def run_temperature(trace: Trace) -> float | None:
     """The output softmax temperature of this run; None when the trace does not say."""
     return None if trace.options is None else float(trace.options.temperature)
+
+
+# ---- how far the run is from how the model was trained ------------------------------------------------------
+UNTRAINED_LEAD = "Untrained configuration — the outputs now show a model run differently from how it was trained:"
+FINAL_NORM_REMEDY = ("Remedy: tick “Final LayerNorm” in the toggles to add a parameter-free LayerNorm (γ = 1, β = 0) "
+                     "at the end of each stack, as pre-norm models have.")
+RESET_REMEDY = "“Reset all toggles” returns to the trained model."
+
+
+def final_norm_on(trace: Trace) -> bool:
+    """Whether this run normalised each stack's output (a trained final norm or the parameter-free one)."""
+    options, config = trace.options, trace.config
+    if options is not None and options.final_norm is not None:
+        return bool(options.final_norm)
+    return bool(config is not None and config.final_norm)
+
+
+def _peak_logit(trace: Trace) -> float | None:
+    logits = trace.get(names.LOGITS)
+    return None if logits is None else float(np.abs(np.asarray(trace.numpy(names.LOGITS))).max())
+
+
+def _norm_reasons(trace: Trace) -> list[str]:
+    config, placement = trace.config, norm_placement(trace)
+    trained = "pre" if config.norm_first else "post"
+    reasons = []
+    if placement != trained:
+        if placement == "pre" and not final_norm_on(trace):
+            peak = _peak_logit(trace)
+            size = f", logits reach ~{peak:.0f}" if peak is not None else ""
+            reasons.append("pre-norm without a final LayerNorm: the residual stream is never normalised before "
+                           f"the output{size}")
+        else:
+            reasons.append(f"{placement}-norm on a model trained {trained}-norm: each LayerNorm now sees vectors "
+                           "its γ and β were never fitted to")
+    wanted = trace.options.final_norm
+    if wanted is False and config.final_norm:
+        reasons.append("the trained final LayerNorm is skipped")
+    elif wanted and not config.final_norm and placement == trained:
+        reasons.append("a final LayerNorm the model was trained without is added")
+    return reasons
+
+
+def untrained_reasons(trace: Trace) -> list[str]:
+    """Why this run's outputs are not the trained model's (empty when they are): each toggle that moves the
+    computation away from the one the weights were fitted to, in words a person reads on the banner."""
+    config, options = trace.config, trace.options
+    if config is None or options is None:
+        return []
+    reasons = _norm_reasons(trace)
+    if options.n_heads is not None and options.n_heads != config.n_heads:
+        reasons.append(f"{options.n_heads} heads instead of the trained {config.n_heads}: each head now mixes "
+                       "slices that belonged to different trained heads")
+    if not options.positional and config.positional != "none":
+        reasons.append(f"positional encoding is off, but the model was trained with {config.positional} "
+                       "positions: it now reads the sentence as a bag of words")
+    if not options.residual:
+        reasons.append("residual connections are off: every sub-layer replaces its input instead of adding a "
+                       "correction to it")
+    if not options.scale:
+        reasons.append("scores are not divided by √dₖ: every softmax is sharper than in training")
+    return reasons
+
+
+def untrained_remedies(trace: Trace) -> list[str]:
+    """What undoes the damage: the final-LayerNorm toggle where it applies, else resetting the toggles."""
+    if not untrained_reasons(trace):
+        return []
+    config = trace.config
+    remedies = []
+    if norm_placement(trace) == "pre" and not config.norm_first and not final_norm_on(trace):
+        remedies.append(FINAL_NORM_REMEDY)
+    return remedies + [RESET_REMEDY]
+
+
+def untrained_banner(trace: Trace) -> str:
+    """The banner text for a run away from the trained model ('' when the run is as trained)."""
+    reasons = untrained_reasons(trace)
+    if not reasons:
+        return ""
+    return " ".join([UNTRAINED_LEAD, "; ".join(reasons) + ".", *untrained_remedies(trace)])
+
+
+# ---- what each decoder position predicts ----------------------------------------------------------------------
+def predicts_next(trace: Trace, side: str) -> bool:
+    """Whether the rows of `side` are next-token predictions: the decoder side of a model with a decoder (an
+    encoder-only model predicts each position in place)."""
+    return side == "tgt" and names.side_entry("tgt", "tokens") in trace
+
+
+def predicted_labels(trace: Trace, labels: list[str], vocab: Callable[[int], str] | None = None) -> list[str]:
+    """Decoder row labels as "input → predicted": position t is labelled with its input token and the token it
+    must predict, the next decoder input (teacher forcing) for every position but the last real one, which
+    shows the model's own most likely token (`vocab` names the id; "?" without one). <pad> rows stay as they are.
+    ['<s>', 'le', 'chat'] -> ['<s> → le', 'le → chat', 'chat → noir'] when the model's guess after 'chat' is 'noir'."""
+    n = len(labels)
+    real = n
+    while real and labels[real - 1] == "<pad>":
+        real -= 1
+    out = list(labels)
+    for t in range(real - 1):
+        out[t] = f"{labels[t]} → {labels[t + 1]}"
+    if real:
+        guess = "?"
+        if vocab is not None and names.LOGITS in trace:
+            logits = np.asarray(trace.read(names.LOGITS, real - 1))  # [V]: the most likely token, as in probs
+            guess = vocab(int(logits.argmax()))
+        out[real - 1] = f"{labels[real - 1]} → {guess}"
+    return out

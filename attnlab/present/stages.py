@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
+from attnlab.present import formulas
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
     from attnlab.engine.trace import Trace
@@ -74,15 +75,20 @@ class Stage:
         return OUTPUT_BOX
 
 
-def _attention_stages(site: str, group: str, masked_self: bool) -> list[Stage]:
+def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) -> list[Stage]:
     kind_name = names.site_words(site, causal=masked_self)
-    return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in ATTENTION_STEPS]
+    scale = trace.options is None or trace.options.scale
+    titles = {k: (t if k != "scaled" or scale else formulas.scaled_title(False)) for k, t in ATTENTION_STEPS}
+    return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in titles.items()]
 
 
-def _addnorm(layer: str, n: int, group: str) -> list[Stage]:
-    """Add & norm n of `layer`, then LayerNorm vs BatchNorm on the same activations."""
+def _addnorm(trace: Trace, layer: str, n: int, group: str) -> list[Stage]:
+    """Add & norm n of `layer` (its title follows the residual toggle and the norm kind), then LayerNorm vs
+    BatchNorm on the same activations."""
+    residual = trace.options is None or trace.options.residual
+    title = formulas.addnorm_title(trace.config, residual, n)
     key = names.norm(layer, n)
-    return [Stage(key, "addnorm", f"{names.word('addnorm')} {n}", group, layer=layer, norm=n),
+    return [Stage(key, "addnorm", title, group, layer=layer, norm=n),
             Stage(f"{key}.{NORM_COMPARE}", NORM_COMPARE, f"{NORM_COMPARE_TITLE} {n}", group, layer=layer, norm=n)]
 
 
@@ -110,12 +116,12 @@ def _layer_stages(trace: Trace, layer: str) -> list[Stage]:
     stack = names.stack_of(layer)
     cross = names.site(layer, "cross")
     has_cross = names.site_entry(cross, "weights") in trace
-    stages = _attention_stages(names.site(layer, "self"), group, stack == "dec")
-    stages += _addnorm(layer, 1, group)
+    stages = _attention_stages(trace, names.site(layer, "self"), group, stack == "dec")
+    stages += _addnorm(trace, layer, 1, group)
     if has_cross:
-        stages += _attention_stages(cross, group, False)
-        stages += _addnorm(layer, 2, group)
-    return stages + [_ffn(layer, group), *_addnorm(layer, names.sublayer_count(stack, has_cross), group)]
+        stages += _attention_stages(trace, cross, group, False)
+        stages += _addnorm(trace, layer, 2, group)
+    return stages + [_ffn(layer, group), *_addnorm(trace, layer, names.sublayer_count(stack, has_cross), group)]
 
 
 def stages_for(trace: Trace) -> list[Stage]:
@@ -190,6 +196,15 @@ class ViewState:
     top_k: int = 10  # bars in the output distribution
     position: int = -1  # decoder position whose next-token distribution is shown (-1 = last)
     pe_dims: tuple[int, ...] = (0, 1, 4, 5)  # model dimensions drawn as sine/cosine curves
+    # colours of one attention site's score-like maps (scores, ÷√dₖ, masked): "shared" one scale for all three,
+    # so the ÷√dₖ shrinking is seen; "panel" each autoscaled; "fixed" the same ±FIXED_SCORE_RANGE everywhere
+    colour_scale: str = "shared"
+
+
+COLOUR_SCALES = (("shared", "Shared by the site's score maps"), ("panel", "Per panel"),
+                 ("fixed", "Fixed range (±10)"))
+FIXED_SCORE_RANGE = 10.0
+SCORE_KINDS = ("scores", "scaled", "masked")  # the score-like maps of an attention site
 
 
 # ---- jumps: layer / sub-layer starts and the stage search (what the presenter's shortcuts use) ----------

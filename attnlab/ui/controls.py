@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions, head_choices
+from attnlab.present.stages import COLOUR_SCALES
 from attnlab.session import Session
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def _row_layout(*widgets: QWidget, stretch_first: bool = True) -> QHBoxLayout:
     return row
 
 
-def _checkbox_row(group: str, attr: str, name: str, text: str, tip: str, field: str,
+def _checkbox_row(group: str, attr: str, name: str, text: str, tip: str, field: str | tuple[str, ...],
                   read: Reader, write: Callable[[Session, bool], object]) -> Row:
     """A checkbox for one boolean option: `write(session, on)` sends a click, `read` shows the option."""
     def build(p: ControlsPanel) -> QWidget:
@@ -88,7 +89,7 @@ def _checkbox_row(group: str, attr: str, name: str, text: str, tip: str, field: 
     def connect(p: ControlsPanel, s: Session) -> None:
         getattr(p, attr).toggled.connect(lambda on: write(s, on))
 
-    return Row(group, None, (attr,), build, connect, read, frozenset({field}))
+    return Row(group, None, (attr,), build, connect, read, frozenset((field,) if isinstance(field, str) else field))
 
 
 # norm ---------------------------------------------------------------------------------------------------
@@ -127,16 +128,32 @@ def _read_heads(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
 
 
 def _build_head(p: ControlsPanel) -> QWidget:
-    p.head = QSpinBox(objectName="headSpin", prefix="head ", minimum=0, maximum=0,
+    # people count heads from 1 ("head 1 of 4"); ViewState.head and the trace count from 0
+    p.head = QSpinBox(objectName="headSpin", prefix="head ", minimum=1, maximum=1,
                       toolTip="The head shown by the single-head panels (or click one in 'all heads')")
     return p.head
 
 
 def _read_head(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
     n_heads = s.options.effective_heads(config)
-    p.head.setMaximum(n_heads - 1)
+    p.head.setMaximum(n_heads)
     p.head.setSuffix(f" of {n_heads}")
-    p.head.setValue(min(s.view.head, n_heads - 1))
+    p.head.setValue(min(s.view.head, n_heads - 1) + 1)
+
+
+# final norm ----------------------------------------------------------------------------------------------
+def _read_final_norm(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
+    """Checked when this run normalises each stack's output; enabled where the toggle means something: a
+    pre-norm run of a model trained without a final norm, a model that has one (to skip it), or a choice made."""
+    o = s.options
+    pre = o.effective_norm_first(config)
+    p.final_norm.setEnabled(config.final_norm or pre or o.final_norm is not None)
+    p.final_norm.setChecked(config.final_norm if o.final_norm is None else o.final_norm)
+
+
+def _write_final_norm(s: Session, on: bool) -> None:
+    trained = s.model.config.final_norm if s.model else False
+    s.update_options(final_norm=None if on == trained else on)
 
 
 # masks ---------------------------------------------------------------------------------------------------
@@ -218,6 +235,19 @@ def _read_device(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
     p.device.setCurrentIndex(max(0, p.device.findData(device)))
 
 
+def _build_colour_scale(p: ControlsPanel) -> QWidget:
+    p.colour_scale = QComboBox(objectName="colourScaleCombo",
+                               toolTip="Colour scale of an attention site's QKᵀ, ÷√dₖ and masked maps: shared, so "
+                                       "the division by √dₖ is seen; per panel; or one fixed range")
+    for value, text in COLOUR_SCALES:
+        p.colour_scale.addItem(text, value)
+    return p.colour_scale
+
+
+def _read_colour_scale(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
+    p.colour_scale.setCurrentIndex(max(0, p.colour_scale.findData(s.view.colour_scale)))
+
+
 def _build_colormap(p: ControlsPanel) -> QWidget:
     p.colormap = QComboBox(objectName="colormapCombo", toolTip="Colours of every heatmap")
     return p.colormap
@@ -242,8 +272,13 @@ ROWS: tuple[Row, ...] = (
         frozenset({"norm"})),
     Row(SHAPE, "Heads", ("heads",), _build_heads, _activated("heads", _write_heads), _read_heads,
         frozenset({"n_heads"})),
-    Row(SHAPE, "Show", ("head",), _build_head, lambda p, s: p.head.valueChanged.connect(lambda v: s.set_view(head=v)),
+    Row(SHAPE, "Show", ("head",), _build_head,
+        lambda p, s: p.head.valueChanged.connect(lambda v: s.set_view(head=v - 1)),
         _read_head, frozenset({"n_heads", "view.head"})),
+    _checkbox_row(SHAPE, "final_norm", "finalNormCheck", "Final LayerNorm",
+                  "A LayerNorm after each stack's last layer: pre-norm models need one (a post-norm model switched "
+                  "to pre-norm gets a parameter-free one, γ = 1, β = 0)", ("final_norm", "norm"), _read_final_norm,
+                  _write_final_norm),
     _checkbox_row(MASKS, "causal", "causalCheck", "Causal mask (decoder)",
                   "Decoder self-attention may not look at later tokens", "causal", _read_causal("dec"),
                   lambda s, on: s.set_options(s.options.with_causal("dec.self", on))),
@@ -272,6 +307,10 @@ ROWS: tuple[Row, ...] = (
     Row(OUTPUT, "Device", ("device",), _build_device,
         _activated("device", lambda p, s: s.update_options(device=p.device.currentData())), _read_device,
         frozenset({"device"})),
+    Row(OUTPUT, "Score colours", ("colour_scale",), _build_colour_scale,
+        lambda p, s: p.colour_scale.activated.connect(
+            lambda _i: s.set_view(colour_scale=p.colour_scale.currentData())),
+        _read_colour_scale, frozenset({"view.colour_scale"})),
     Row(OUTPUT, "Colours", ("colormap",), _build_colormap,
         lambda p, s: p.colormap.currentTextChanged.connect(lambda name: s.set_view(colormap=name)),
         _read_colormap, frozenset({"view.colormap"})),

@@ -167,11 +167,14 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         return panel
 
     def _give_vocabulary(self, panel) -> None:
-        """Panels that name output ids (the next-token bars) get the model's output vocabulary."""
+        """Panels that name output ids (the next-token bars, the "input → predicted" decoder rows) get the model's
+        output vocabulary."""
         model = self.session.model
-        if model is not None and hasattr(panel, "set_vocabulary"):
+        if model is not None:
             tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer
-            panel.set_vocabulary(tok.id_to_token if tok is not None else None)
+            panel.vocab = tok.id_to_token if tok is not None else None  # names the decoder rows' predictions
+            if hasattr(panel, "set_vocabulary"):
+                panel.set_vocabulary(panel.vocab)
 
     def current_panel(self) -> QWidget:
         return self.panel_stack.currentWidget()
@@ -191,7 +194,9 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             if html != self._explanation_html:  # same text after a toggle: keep the laid-out document
                 self._explanation_html = html
                 self.explanation.setHtml(html)
-            self.stage_title.setText(f"<b>{stage.group}</b> · {stage.title}")
+            # people count layers and heads from 1; the trace name (0-based) is shown beside, for the API
+            self.stage_title.setText(f"<b>{stage.group}</b> · {stage.title} "
+                                     f"<span style='color:gray'>({stage.key})</span>")
             self.stage_shapes.setText(shape_text(trace, stage))
         self._shown = (id(trace), stage.key)
         self.navigator.select(stage.key)

@@ -18,13 +18,19 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
+from attnlab.present.formulas import norm_word, pe_kind
 from attnlab.present.stages import OUTPUT_BOX
 
 WIDTH = 300.0  # logical width; the drawing scales to the widget
 BOX_H, GAP, CIRCLE, CHIP = 24.0, 13.0, 18.0, 18.0
 FILLS = {"input": "#e8e8e8", "attn": "#d6e6ff", "ffn": "#d8f2d8", "norm": "#fff0c2", "add": "#fff0c2",
          "output": "#f0dcf5"}
+# the input box by what this run does about positions (present.formulas.pe_kind)
+INPUT_LABELS = {"sinusoidal": "Embedding + sinusoidal PE", "learned": "Embedding + learned positions",
+                "rotary": "Embedding (+ rotary)", "none": "Embedding"}
 SHORT = {names.word("masked self").capitalize(): "Masked self-attn.", "Embedding (+ rotary)": "Emb. (+ rotary)",
+         "Embedding + sinusoidal PE": "Emb. + sin. PE", "Embedding + learned positions": "Emb. + learned pos.",
+         "Final LayerNorm (γ=1, β=0)": "Final LN (γ=1, β=0)",
          names.word("cross").capitalize(): "Cross-attn.", names.word("self").capitalize(): "Self-attn."}
 FIRST_SITE = {stack: names.site(names.layer(stack, 0), "self") for stack in names.STACKS}  # "enc.0.self", …
 HIGHLIGHT = "#ff9f1c"
@@ -173,9 +179,8 @@ class Schematic(QWidget):
         them; the residual branches as (first box of the branch, the box it joins, or None when cut); and
         where the repeated layer starts and ends."""
         cfg, opts = self.config, self.options
-        pe = opts.positional and cfg.positional != "none"
-        label = "Embedding (+ rotary)" if cfg.positional == "rotary" else "Embedding + PE"
-        column = [(names.side_entry(names.stack_side(side), "input"), label if pe else "Embedding", "input")]
+        column = [(names.side_entry(names.stack_side(side), "input"), INPUT_LABELS[pe_kind(cfg, opts)], "input")]
+        norm = norm_word(cfg)
         attn = names.site_words(FIRST_SITE[side], causal=opts.is_causal(FIRST_SITE[side])).capitalize()
         subs = [(names.site(here, "self"), attn, "attn")]
         if side == "dec" and cfg.has_encoder:
@@ -187,16 +192,18 @@ class Schematic(QWidget):
         for n, sub in enumerate(subs, 1):
             norm_box, first = names.norm(here, n), len(column)
             if pre:
-                column.append((norm_box, "LayerNorm", "norm"))
+                column.append((norm_box, norm, "norm"))
             column.append(sub)
             if pre and residual:
                 column.append((norm_box, "+", "add"))
             elif not pre:
-                column.append((norm_box, "Add & Norm" if residual else "Norm", "norm"))
+                column.append((norm_box, f"Add & {norm}" if residual else f"{norm} (no add)", "norm"))
             branches.append((first, len(column) - 1 if (residual or not pre) else None))
         layer_end = len(column)
-        if cfg.final_norm:
-            column.append(("", "Final LayerNorm", "norm"))
+        if cfg.final_norm if opts.final_norm is None else opts.final_norm:
+            trained = cfg.final_norm and opts.final_norm is None
+            column.append(("", f"Final {norm}" if trained or cfg.final_norm else "Final LayerNorm (γ=1, β=0)",
+                           "norm"))
         if output:
             column.append((OUTPUT_BOX, "Linear + softmax", "output"))
         return column, branches, layer_start, layer_end

@@ -22,6 +22,7 @@ class WindowFiles:
     """Every way a model gets into the window; all of them load off the GUI thread through the session."""
 
     _pending_start: Callable[[], None] | None = None  # the start-up load, run after the first paint
+    opening = ""  # what the last open asked for (a path, or "the bundled … model"): named if it fails
 
     def open_checkpoint(self, path: str) -> None:
         path = str(Path(path).expanduser())
@@ -34,11 +35,13 @@ class WindowFiles:
         if loader is None:
             return
         self.statusBar().showMessage(f"Opening {path}…")
+        self.opening = path
         self.session.load_async(loader, path=path, src=self.session.src or None, prefix=True)
 
     def open_bundled(self, name: str) -> None:
         from attnlab.checkpoints import load_bundled
 
+        self.opening = f"the bundled {name} model"
         self.session.load_async(lambda: load_bundled(name), prefix=True)
 
     def open_additive(self, path: str | None = None) -> None:

@@ -3,7 +3,12 @@ stage that says when the numbers mean nothing (a mixin of MainWindow)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
+
+from attnlab.present.facts import untrained_banner
+from attnlab.present.lexicon import out_of_domain_text
 
 RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
 CLASSROOM_NOTE = ("Classroom model ({what}), trained on short generated sentences with a small vocabulary: "
@@ -18,6 +23,13 @@ def classroom_description(name: str) -> str:
 
     text = BUNDLED.get(str(name), str(name)).replace("->", "→")
     return text.replace(" (", ", ").rstrip(")")
+
+
+def failed_open_text(what: str, model) -> str:
+    """'Could not open x.safetensors — still showing translation' for the status bar after a failed open."""
+    name = Path(what).name if what and not what.startswith("the bundled") else (what or "the model")
+    still = f"still showing {model.name}" if model is not None else "no model is open"
+    return f"Could not open {name} — {still}"
 
 
 class WindowStatus:
@@ -61,10 +73,17 @@ class WindowStatus:
         warnings = [RANDOM_BANNER] if meta.get("random") else []
         if meta.get("notice"):
             warnings.append(str(meta["notice"]))
+        if meta.get("classroom_model") and not meta.get("random"):
+            typed = self.session.src if model.config.has_encoder else (self.session.tgt or self.session.src)
+            warnings.append(out_of_domain_text(str(meta["classroom_model"]), typed))
+        untrained = untrained_banner(trace)
+        if untrained and not meta.get("random"):
+            warnings.append(untrained)
         unknown = sum(tok == "<unk>" for n, _ in SIDES for tok in trace.get(n, []))
         if unknown and not meta.get("random"):
             warnings.append(f"{unknown} token(s) are not in this model's vocabulary and became <unk>: "
                             "the model has never seen them, so expect meaningless output.")
+        warnings = [w for w in warnings if w]
         lines = warnings or ([CLASSROOM_NOTE.format(what=classroom_description(meta["classroom_model"]))]
                              if meta.get("classroom_model") else [])
         text, level = "\n".join(dict.fromkeys(lines)), "warning" if warnings else "info"
@@ -76,6 +95,7 @@ class WindowStatus:
         self.banner.setVisible(bool(lines))
 
     def _on_model_failed(self, message: str) -> None:
+        self.statusBar().showMessage(failed_open_text(getattr(self, "opening", ""), self.session.model))
         QMessageBox.warning(self, "Could not open the model", message)
 
     def _on_failed(self, message: str) -> None:

@@ -8,6 +8,7 @@ from PySide6 import QtWidgets
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present.formulas import addnorm_texts, norm_word
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui import zoom
 from attnlab.ui.heatmap import cache_axis, tick_font
@@ -129,18 +130,10 @@ class AddNormPanel(StagePanel):
         sub_name = sublayer_output(trace, layer, n)
         sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n), short=True)
         resid_name = names.resid(layer, n)
-        if norm == "pre":
-            self._placement.show_text(f"Pre-norm: LayerNorm {n} of {layer_name(layer)} comes BEFORE the "
-                                      f"{sub}: x + {sub}(LayerNorm(x)). The norm tidies what the sub-layer "
-                                      "reads, while x itself travels on unchanged.")
-            slots = [(entry["in"], "x (block input)"), (entry["out"], f"LayerNorm(x) → {sub}"),
-                     (resid_name, f"x + {sub}(LayerNorm(x))")]
-        else:
-            self._placement.show_text(f"Post-norm: LayerNorm {n} of {layer_name(layer)} comes AFTER the "
-                                      f"residual sum: LayerNorm(x + {sub}(x)), as in the original "
-                                      "Transformer.")
-            slots = [(sub_name, f"{sub} output F(x)"), (entry["in"], "x + F(x) (residual sum)"),
-                     (entry["out"], "LayerNorm(x + F(x))")]
+        text, titles = addnorm_texts(norm, residual_on(trace), sub, n, layer_name(layer), norm_word(trace.config))
+        self._placement.show_text(text)
+        order = (entry["in"], entry["out"], resid_name) if norm == "pre" else (sub_name, entry["in"], entry["out"])
+        slots = list(zip(order, titles, strict=True))
         shown: dict[str, dict] = {}
         for panel_map, (name, title) in zip(self._maps, slots, strict=True):
             if name in trace:

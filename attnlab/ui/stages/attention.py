@@ -4,6 +4,7 @@ vectors after attention (weights·V per head, the concatenation, the W_O output)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -11,6 +12,8 @@ from PySide6 import QtWidgets
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present.facts import predicted_labels, predicts_next, score_levels
+from attnlab.present.formulas import scaled_title
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.texts import counted
 from attnlab.ui.stages.base import StagePanel
@@ -33,7 +36,7 @@ from attnlab.ui.stages.common import (
 class SiteView:
     """What every attention panel needs to know about a site: heads, the chosen head, token labels."""
 
-    def __init__(self, trace: Trace, site: str, view: ViewState):
+    def __init__(self, trace: Trace, site: str, view: ViewState, vocab: Callable[[int], str] | None = None):
         self.site = site
         self.q_side, self.k_side = site_sides(site)
         q_name, weights_name = names.site_entry(site, "q"), names.site_entry(site, "weights")
@@ -44,12 +47,14 @@ class SiteView:
         tq = int(weights.shape[1]) if weights is not None else int(q.shape[1])
         tk = int(weights.shape[2]) if weights is not None else tq
         self.rows = tokens(trace, self.q_side, tq)
+        if self.rows is not None and predicts_next(trace, self.q_side):  # decoder rows: "<s> → le"
+            self.rows = predicted_labels(trace, self.rows, vocab)
         self.cols = tokens(trace, self.k_side, tk)
         self.name = site_name(site)
 
     @property
     def head_text(self) -> str:
-        return f"head {self.head} of {self.n_heads}"
+        return f"{names.head_words(self.head)} of {self.n_heads}"
 
 
 def blocked_cells(trace: Trace, site: str) -> np.ndarray | None:
@@ -99,7 +104,7 @@ class QKVPanel(StagePanel):
             self._note.show_text("")
             self._data = {"message": message}
             return
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         titles = {"q": "Q (queries)", "k": "K (keys)", "v": "V (values)"}
         for p, panel_map in self._maps.items():
             matrix = array(trace, names.site_entry(site, p))[sv.head]  # [T, d_k]
@@ -114,7 +119,7 @@ class QKVPanel(StagePanel):
                   else "all three from the same tokens")
         dk = self._maps["q"].record["matrix"].shape[1]
         self._note.show_text(f"{sv.name}: every token's vector is multiplied by W_Q, W_K and W_V ({source}). "
-                             f"Shown: head {sv.head}'s slice, d_k = {dk} numbers per token.")
+                             f"Shown: {names.head_words(sv.head)}'s slice, d_k = {dk} numbers per token.")
 
     def shown_data(self) -> dict:
         return dict(self._data)
@@ -128,6 +133,11 @@ MAP_TEXT = {
     "weights": ("attention weights", "softmax turns each row into weights between 0 and 1 that sum to 1: how "
                 "much each query token takes from each key token."),
 }
+
+
+def map_title(trace: Trace, kind: str) -> str:
+    """The map's title; the ÷√dₖ map says when scaling is switched off instead of claiming QKᵀ/√dₖ."""
+    return scaled_title(scaling_on(trace)) if kind == "scaled" else MAP_TEXT[kind][0]
 
 
 class AttentionMapPanel(StagePanel):
@@ -154,14 +164,14 @@ class AttentionMapPanel(StagePanel):
             self._note.show_text("")
             self._data = dict(self._map.record)
             return
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         matrix = array(trace, names.site_entry(site, kind))[sv.head]  # [Tq, Tk]
         blocked = blocked_cells(trace, site)
-        levels = (0.0, 1.0) if kind == "weights" else None
+        levels = (0.0, 1.0) if kind == "weights" else score_levels(trace, site, sv.head, view.colour_scale)
         self._map.titles(axis_title(sv.q_side, "query"), axis_title(sv.k_side, "key"))
         self._map.draw(matrix, sv.rows, sv.cols, masked=blocked, levels=levels, colormap=view.colormap,
                        symmetric=None if kind == "weights" else True,
-                       title=f"{MAP_TEXT[kind][0]} · {sv.name} · {sv.head_text}")
+                       title=f"{map_title(trace, kind)} · {sv.name} · {sv.head_text}")
         self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads, "kind": kind}
         self._note.show_text(self._explain(trace, site, kind, matrix, blocked))
 
@@ -225,7 +235,7 @@ class MaskPanel(StagePanel):
             self._note.show_text("")
             return
         self._site = site
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         additive = array(trace, names.site_entry(site, "mask"))  # [Tq, Tk], 0 or -inf
         blocked = np.isneginf(additive)
         allowed = np.ones_like(additive)
@@ -280,7 +290,7 @@ class ContextPanel(_SiteVectorPanel):
         site = stage.site or ""
         if self._lacks(trace, names.site_entry(site, "context"), "The context (weights · V)"):
             return
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         ctx = array(trace, names.site_entry(site, "context"))[sv.head]  # [Tq, d_k]
         self._map.titles(axis_title(sv.q_side, "query"), "d_k dimension")
         self._map.draw(ctx, sv.rows, None, colormap=view.colormap, symmetric=True,
@@ -308,13 +318,13 @@ class ConcatPanel(_SiteVectorPanel):
         site = stage.site or ""
         if self._lacks(trace, names.site_entry(site, "concat"), "The concatenated heads"):
             return
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         concat = array(trace, names.site_entry(site, "concat"))  # [Tq, d]
         tq, d = concat.shape
         dk = d // max(sv.n_heads, 1)
         self._map.titles(axis_title(sv.q_side, "query"), f"model dimension ({counted(sv.n_heads, 'head')} × {dk})")
         self._map.draw(concat, sv.rows, None, colormap=view.colormap, symmetric=True,
-                       title=f"concat(head 0 … head {sv.n_heads - 1}) · {sv.name}")
+                       title=f"concat(head 1 … head {sv.n_heads}) · {sv.name}")
         self._place_bounds(sv.n_heads, dk, tq)
         self._box.setRect(sv.head * dk - 0.5, -0.5, dk, tq)
         boundaries = [h * dk - 0.5 for h in range(1, sv.n_heads)]
@@ -350,7 +360,7 @@ class AttentionOutputPanel(_SiteVectorPanel):
         site = stage.site or ""
         if self._lacks(trace, names.site_entry(site, "out"), "The attention output"):
             return
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         out = array(trace, names.site_entry(site, "out"))  # [Tq, d]
         self._map.titles(axis_title(sv.q_side, "query"), "model dimension")
         self._map.draw(out, sv.rows, None, colormap=view.colormap, symmetric=True,

@@ -3,6 +3,8 @@ calls `show_stage` whenever the stage, the trace or the view changes; panels nev
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QWidget
 
@@ -12,6 +14,7 @@ from attnlab.present.stages import Stage, ViewState
 
 class StagePanel(QWidget):
     kinds: tuple[str, ...] = ()  # the Stage.kind values this panel draws
+    vocab: Callable[[int], str] | None = None  # output id -> token, set by the host (names predicted tokens)
 
     maskCellToggled = Signal(str, int, int)  # site, query index, key index: the person clicked a mask cell
     headSelected = Signal(int)  # the person picked a head (e.g. clicked one in the grid)

@@ -58,7 +58,7 @@ class HeadsPanel(StagePanel):
             self._note.show_text("")
             self._data = {"message": message}
             return
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         weights = array(trace, name)  # [H, Tq, Tk]
         blocked = blocked_cells(trace, site)
         if view.colormap != self._cmap:
@@ -156,7 +156,7 @@ class LinesPanel(StagePanel):
             self._stack.show_message(self._data["message"])
             return
         self._stack.show_content()
-        sv = SiteView(trace, site, view)
+        sv = SiteView(trace, site, view, self.vocab)
         weights = array(trace, name)[sv.head]  # [Tq, Tk]
         tq, tk = weights.shape
         rows = sv.rows or [str(i) for i in range(tq)]
