@@ -71,7 +71,8 @@ def with_temperature(trace: Trace, options: RunOptions, config: ModelConfig) -> 
     """`trace` at another output temperature: the same stored entries (shared, not copied), a new `probs`."""
     entries = OrderedDict(trace.entries)
     entries[names.PROBS] = output_probs(options.temperature)
-    host = {n: v for n, v in trace._host.items() if n != names.PROBS}  # host copies already made stay valid
+    # host copies already made stay valid; list(): the GUI thread may be adding copies to that trace meanwhile
+    host = {n: v for n, v in list(trace._host.items()) if n != names.PROBS}
     info = dict(trace.info, compute_ms=0.0, reused="the previous run's entries (at most the temperature differs)")
     return Trace(entries, list(trace.notices), info, config, options.resolved(config), host)
 
@@ -289,7 +290,8 @@ class LiveModel:
         trace = rec.finish()
         if kept and self._last_run is not None:  # host copies of the reused entries stay valid
             old = self._last_run[1]
-            trace._host.update({n: v for n, v in old._host.items() if n in kept and trace.entries[n] is kept[n]})
+            trace._host.update({n: v for n, v in list(old._host.items())  # list(): the GUI may be adding some
+                                if n in kept and trace.entries[n] is kept[n]})
             trace.info["resumed_from"] = names.layer(resume.stack, resume.layer) if resume else None
         if not options.record:  # the fast path still returns what the output panel needs
             trace.entries[names.LOGITS] = logits[0]  # [T, V]
