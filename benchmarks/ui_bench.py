@@ -5,7 +5,8 @@
 
 For each token count and stage, the loop flips one run option per step (norm placement, head count, √dₖ
 scaling, causal mask, positional encoding, residuals, temperature), then measures
-  compute  model.trace() with every intermediate recorded (what the session's worker thread runs), and
+  compute  model.trace() with every intermediate recorded, then warm_up() of the stage's entries (what the
+           session's worker thread runs), and
   paint    what the GUI thread does when that trace arrives: the window's traceReady handler (navigator,
            stage panel, explanation, schematic, status bar) with a synchronous repaint of the panel, plus
            processing the pending paint events of everything else on screen.
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from attnlab.checkpoints import load_bundled, random_model
     from attnlab.present.runtime import configure_torch
-    from attnlab.present.stages import stages_for
+    from attnlab.present.stages import stages_for, warm_up
     from attnlab.ui.main_window import MainWindow
 
     configure_torch()  # what the app's worker thread does
@@ -129,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                 opts = next(options)
                 start = time.perf_counter()
                 trace = model.trace(src, tgt, opts)
+                warm_up(trace, key)  # what the session's worker does after the run (present/stages.py)
                 mid = time.perf_counter()
                 session.options, session.trace, session.stages = opts, trace, stages_for(trace)
                 known = any(s.key == key for s in session.stages)

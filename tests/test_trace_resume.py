@@ -137,3 +137,20 @@ def _fresh_with_weights_of(model: LiveModel) -> LiveModel:
     fresh = make("encoder-decoder")
     fresh.module.load_state_dict(model.module.state_dict())
     return fresh
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_cuda_a_mask_toggle_resumes_on_the_gpu_and_equals_a_full_cuda_run():
+    on_gpu = BASE.replace(device="cuda")
+    after = on_gpu.toggled_mask_cell("dec.2.cross", 1, 2)
+    model = make("encoder-decoder")
+    model.trace(SRC, TGT, on_gpu)
+    toggled = model.trace(SRC, TGT, after)
+    assert toggled.info.get("resumed_from") == "dec.2"
+    assert all(x.device.type == "cuda" for x in model._last_inputs.tensors.values())
+    full = make("encoder-decoder").trace(SRC, TGT, after)
+    assert full.names() == toggled.names()
+    for name in full.names():
+        if not isinstance(full[name], list):
+            torch.testing.assert_close(toggled[name], full[name], rtol=0, atol=1e-6, equal_nan=True, msg=name)
