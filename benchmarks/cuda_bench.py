@@ -32,14 +32,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_bench import VOCAB, build_pair, torch_forward  # noqa: E402
+from engine_bench import VOCAB, build_pair, torch_forward
 
-from attnlab.engine.config import ModelConfig  # noqa: E402
-from attnlab.engine.live import LiveModel  # noqa: E402
-from attnlab.engine.model import Transformer  # noqa: E402
-from attnlab.engine.options import RunOptions  # noqa: E402
-from attnlab.engine.tokenizer import WordTokenizer  # noqa: E402
-from attnlab.engine.trace import Recorder  # noqa: E402
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import WordTokenizer
+from attnlab.engine.trace import Recorder
 
 DEVICE = "cuda"
 

@@ -27,10 +27,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attnlab.checkpoints.hf import convert  # noqa: E402
-from attnlab.engine.model import Transformer  # noqa: E402
-from attnlab.engine.options import RunOptions  # noqa: E402
-from attnlab.engine.trace import Recorder  # noqa: E402
+from attnlab.checkpoints.hf import convert
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.trace import Recorder
 
 
 def build(n_positions: int):

@@ -32,13 +32,13 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from attnlab.engine.config import ModelConfig  # noqa: E402
-from attnlab.engine.live import LiveModel  # noqa: E402
-from attnlab.engine.model import Transformer  # noqa: E402
-from attnlab.engine.options import RunOptions  # noqa: E402
-from attnlab.engine.tokenizer import WordTokenizer  # noqa: E402
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import WordTokenizer
 
 WORDS = [f"w{i}" for i in range(1990)]
 

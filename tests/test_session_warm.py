@@ -44,3 +44,14 @@ def test_warm_up_leaves_the_output_steps_alone():
     trace = make().trace(SRC, TGT, RunOptions())
     warm_up(trace, "out.probs")
     assert "probs" not in trace._host and "logits" not in trace._host
+
+
+def test_the_next_token_after_a_padded_decoder_input_is_read_from_its_last_real_row():
+    from attnlab.present.texts import next_token, real_length
+
+    model = make()
+    trace = model.trace(SRC, TGT, RunOptions(pad_to=12))
+    last = real_length(trace["tgt.tokens"]) - 1
+    assert last < len(trace["tgt.tokens"]) - 1  # padding follows it
+    token_id, piece = next_token(model, trace)
+    assert token_id == int(trace["probs"][last].argmax()) and piece == model.tgt_tokenizer.id_to_token(token_id)

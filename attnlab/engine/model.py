@@ -23,7 +23,7 @@ from attnlab.engine.layers import NEG_INF, AttentionMask, make_attention
 from attnlab.engine.norms import LayerNorm, RMSNorm, make_norm
 from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
 from attnlab.engine.positional import rotary_angles, sinusoidal_table
-from attnlab.engine.runcache import MEMORY, LayerInputs, Resume
+from attnlab.engine.runcache import MEMORY, LayerInputs, LayerKey, Resume
 from attnlab.engine.trace import Recorder
 
 Device = torch.device | str  # where a run puts its tensors
@@ -53,7 +53,7 @@ class RunContext:
         """The first layer of `stack` this run computes."""
         return self.resume.start(stack) if self.resume is not None else 0
 
-    def keep(self, key, x: Tensor) -> None:
+    def keep(self, key: LayerKey, x: Tensor) -> None:
         if self.inputs is not None:
             self.inputs.keep(key, x)
 
@@ -337,6 +337,7 @@ class Transformer(nn.Module):
         assert ids is not None
         ctx = RunContext(cfg, options, rec, self.dropout if self.training else 0.0, ids.device, self.sinusoid.dtype)
         ctx.resume, ctx.inputs = resume, inputs
+        memory: Tensor | None
         if resume is not None and resume.skips_encoder() and cfg.has_encoder:
             memory = resume.previous.get(MEMORY)  # [B, S, d], the encoder's output is unchanged
         else:

@@ -23,18 +23,19 @@ from attnlab.engine.options import RunOptions
 
 MASK_FIELDS = frozenset({"custom_masks", "causal"})  # options whose effect starts at a known site
 MEMORY = "memory"  # LayerInputs key of the encoder's output, the decoder's cross-attention memory
+LayerKey = tuple[str, int] | str  # ("enc", 2), ("dec", 0) or MEMORY
 
 
 @dataclass
 class LayerInputs:
     """("enc", i) -> [1, S, d] entering encoder layer i; ("dec", i) -> [1, T, d]; MEMORY -> [1, S, d]."""
 
-    tensors: dict = field(default_factory=dict)
+    tensors: dict[LayerKey, torch.Tensor] = field(default_factory=dict)
 
-    def keep(self, key, x: torch.Tensor) -> None:
+    def keep(self, key: LayerKey, x: torch.Tensor) -> None:
         self.tensors[key] = x
 
-    def get(self, key) -> torch.Tensor:
+    def get(self, key: LayerKey) -> torch.Tensor:
         return self.tensors[key]
 
 
@@ -55,7 +56,7 @@ class Resume:
 
     def inputs_so_far(self) -> LayerInputs:
         """A new run's LayerInputs holding the previous run's for the layers it does not compute."""
-        kept = {}
+        kept: dict[LayerKey, torch.Tensor] = {}
         for key, x in self.previous.tensors.items():
             stack, index = key if isinstance(key, tuple) else ("enc", 10**9)  # MEMORY: the encoder's end
             if self.stack == "dec" and (stack == "enc" or index < self.layer):
