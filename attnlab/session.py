@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from attnlab.engine.options import RunOptions
 from attnlab.present.runtime import configure_torch
-from attnlab.present.stages import Stage, ViewState, pick_stage, stages_for
+from attnlab.present.stages import Stage, ViewState, pick_stage, stages_for, warm_up
 from attnlab.present.stages import shape_text as shape_text  # re-exported: ui.main_window imports it from here
 from attnlab.present.texts import default_prefix, example_sentence, extended_ids, ids_text, next_token, real_length
 
@@ -230,10 +230,12 @@ class Session(QObject):
         model, options = self.model, self.options
         typed_or_generated = list(self.tgt_ids) if self.tgt_ids is not None else self.tgt
         src, tgt = model.prompt_sides(self.src, typed_or_generated)
+        stage_key = self.stage_key
 
         def run():
             start = time.perf_counter()
             trace = model.trace(src, tgt, options)
+            warm_up(trace, stage_key)  # derived entries of the shown panel computed here, not on the GUI thread
             trace.info["job_ms"] = (time.perf_counter() - start) * 1000.0
             return trace
 

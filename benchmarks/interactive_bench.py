@@ -14,6 +14,8 @@ source and decoder input of `--tokens` tokens each (specials included). Rows:
                       site's scores, scaled, masked and weights are computed once, then kept)
   head shown          then Session.set_view(head=h) (no run) and the heatmap's data: head h of that site
   head shown, on host the same once the site's weights have been read whole (what the head grid does)
+  mask, last layer    a hand-made mask cell on dec.5.self after a run: re-runs from decoder layer 5
+  mask, first dec layer  one on dec.0.cross: re-runs the decoder only (engine/runcache.py)
 Each figure is the median of --runs; with --repeat the quietest repeat (lowest full-run median) is shown.
 Targets (CPU): temperature <= 100 ms, head shown <= 50 ms. No painting is timed here (see ui_bench.py).
 """
@@ -67,7 +69,8 @@ def one_repeat(model: LiveModel, src: str, tgt: str, runs: int) -> dict[str, flo
     _app = QCoreApplication.instance() or QCoreApplication([])
     session = Session()
     rows: dict[str, list[float]] = {k: [] for k in ("full run", "temperature", "temperature, all", "first heatmap",
-                                                     "head shown", "head shown, on host")}
+                                                     "head shown", "head shown, on host", "mask, last layer",
+                                                     "mask, first dec layer")}
     for i in range(runs):
         words = tgt.split()
         words[0] = WORDS[i % len(WORDS)]  # new text: a real run
@@ -93,6 +96,10 @@ def one_repeat(model: LiveModel, src: str, tgt: str, runs: int) -> dict[str, flo
         rows["head shown"].append(timed(lambda h=1 + i % 10: head_change(h)))
         _ = trace[f"{site}.weights"]
         rows["head shown, on host"].append(timed(lambda h=2 + i % 10: head_change(h)))
+        for row, site_name in (("mask, last layer", "dec.5.self"), ("mask, first dec layer", "dec.0.cross")):
+            model.trace(src, text, RunOptions())  # the run before the click
+            clicked = RunOptions().toggled_mask_cell(site_name, 1, 0)
+            rows[row].append(timed(lambda text=text, o=clicked: model.trace(src, text, o)))
     session.shutdown()
     return {k: statistics.median(v) for k, v in rows.items()}
 

@@ -1,7 +1,7 @@
 """A toggle recomputes only what it changes, and the result is what a full re-run gives.
 
 - temperature: the previous run's entries are reused (the same tensors); only `probs` is derived anew.
-- every other toggle: a full run.
+- a mask toggle: a re-run from the first layer it changes (tests/test_trace_resume.py); every other: a full run.
 - display-only changes (head shown, colour map, stage, top-k): the session calls nothing.
 """
 

@@ -18,6 +18,7 @@ from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
+from attnlab.engine.runcache import LayerInputs, Resume, entries_before, first_changed_layer
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Recorder, Trace
 from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
@@ -70,7 +71,8 @@ def with_temperature(trace: Trace, options: RunOptions, config: ModelConfig) -> 
     """`trace` at another output temperature: the same stored entries (shared, not copied), a new `probs`."""
     entries = OrderedDict(trace.entries)
     entries[names.PROBS] = output_probs(options.temperature)
-    host = {n: v for n, v in trace._host.items() if n != names.PROBS}  # host copies already made stay valid
+    # host copies already made stay valid; list(): the GUI thread may be adding copies to that trace meanwhile
+    host = {n: v for n, v in list(trace._host.items()) if n != names.PROBS}
     info = dict(trace.info, compute_ms=0.0, reused="the previous run's entries (at most the temperature differs)")
     return Trace(entries, list(trace.notices), info, config, options.resolved(config), host)
 
@@ -86,6 +88,7 @@ class LiveModel:
         self.name = name
         self.metadata = dict(metadata or {})
         self._last_run: tuple[tuple, Trace] | None = None  # (what decided it, the trace): see trace()
+        self._last_inputs: LayerInputs | None = None  # the last recorded run's layer inputs (runcache.py)
         self._checked: RunOptions | None = None  # the last options found runnable on this model
 
     # ---- what a run reads --------------------------------------------------------------------------
@@ -191,7 +194,8 @@ class LiveModel:
         `tgt` may also be a list of token ids. See `prompt_sides`.
 
         A run that differs from the previous one only in its temperature reuses that run's entries (the
-        output softmax is derived from the logits on read): nothing is recomputed.
+        output softmax is derived from the logits on read): nothing is recomputed. One that differs only in
+        masks re-runs from the first layer whose mask changed (engine/runcache.py).
         """
         options = self.checked_options(options or RunOptions())
         src, tgt = self.prompt_sides(src, tgt)
@@ -199,14 +203,34 @@ class LiveModel:
         last = self._last_run
         if last is not None and last[0] == key:
             return with_temperature(last[1], options, self.config)
+        device = pick_device(options.device)
+        resume = self._resume_point(key, device)
+        if resume is None:  # new text, weights or model: the previous run's tensors are of no further use here
+            self._last_run = self._last_inputs = None
+        inputs = LayerInputs() if options.record else None
         try:
-            trace = self._trace_on(pick_device(options.device), src, tgt, options)
+            trace = self._trace_on(device, src, tgt, options, resume, inputs)
         except torch.cuda.OutOfMemoryError:
             torch.cuda.empty_cache()
+            inputs = None  # the previous run's inputs live on the GPU; a CPU run starts afresh
             trace = self._trace_on(torch.device("cpu"), src, tgt, options)
             trace.notices.append("The GPU ran out of memory; this run was computed on the CPU instead.")
-        self._last_run = (key, trace)
+        self._last_run, self._last_inputs = (key, trace), inputs
         return trace
+
+    def _resume_point(self, key: tuple, device: torch.device) -> Resume | None:
+        """Where a run with `key` may start, given the last one: at the first layer whose mask differs, when
+        only masks differ and the last run's tensors are on `device`; None for a full run."""
+        last, previous = self._last_run, self._last_inputs
+        if last is None or previous is None or last[0][:2] != key[:2] or last[0][3:] != key[3:]:
+            return None
+        before, after = last[0][2], key[2]
+        if not (before.record and after.record) or last[1].info.get("device") != str(device):
+            return None
+        where = first_changed_layer(self.config, before, after)
+        if where is None or where == ("enc", 0):  # the first encoder layer: nothing to reuse
+            return None
+        return Resume(where[0], where[1], previous)
 
     def _run_key(self, src, tgt, options: RunOptions) -> tuple:
         """What decides every entry of a run but the output softmax: inputs, options but the temperature,
@@ -241,12 +265,19 @@ class LiveModel:
         return Recorder(True, host=True)
 
     @torch.inference_mode()
-    def _trace_on(self, device: torch.device, src: Prompt, tgt: Prompt, options: RunOptions) -> Trace:
+    def _trace_on(self, device: torch.device, src: Prompt, tgt: Prompt, options: RunOptions,
+                  resume: Resume | None = None, inputs: LayerInputs | None = None) -> Trace:
         if self.device != device:
             self.module.to(device)
         notices: list[str] = list(self.metadata.get("run_notices", []))  # e.g. settings a loader assumed
         sides = self._inputs(src, tgt, options, notices)
         rec = self._recorder(device, options, sides, notices)
+        kept: OrderedDict = OrderedDict()
+        if resume is not None and self._last_run is not None:
+            if inputs is not None:
+                inputs.tensors.update(resume.inputs_so_far().tensors)
+            kept = entries_before(self._last_run[1].entries, resume.stack, resume.layer)
+            rec.resume_from(kept)  # re-recording tokens and ids below keeps their places
         ids_of, pad_of = {}, {}
         for side, (pieces, ids, n_real) in sides.items():
             rec.tokens(names.side_entry(side, "tokens"), pieces)
@@ -255,8 +286,13 @@ class LiveModel:
             rec(names.side_entry(side, "ids"), ids_of[side])
         start = time.perf_counter()
         logits = self.module(ids_of.get("src"), ids_of.get("tgt"), options=options, rec=rec,
-                             src_pad=pad_of.get("src"), tgt_pad=pad_of.get("tgt"))
+                             src_pad=pad_of.get("src"), tgt_pad=pad_of.get("tgt"), resume=resume, inputs=inputs)
         trace = rec.finish()
+        if kept and self._last_run is not None:  # host copies of the reused entries stay valid
+            old = self._last_run[1]
+            trace._host.update({n: v for n, v in list(old._host.items())  # list(): the GUI may be adding some
+                                if n in kept and trace.entries[n] is kept[n]})
+            trace.info["resumed_from"] = names.layer(resume.stack, resume.layer) if resume else None
         if not options.record:  # the fast path still returns what the output panel needs
             trace.entries[names.LOGITS] = logits[0]  # [T, V]
         trace.entries[names.PROBS] = output_probs(options.temperature)  # [T, V], softmax on read

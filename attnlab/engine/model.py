@@ -23,6 +23,7 @@ from attnlab.engine.layers import NEG_INF, AttentionMask, make_attention
 from attnlab.engine.norms import LayerNorm, RMSNorm, layer_norm, make_norm
 from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
 from attnlab.engine.positional import rotary_angles, sinusoidal_table
+from attnlab.engine.runcache import MEMORY, LayerInputs, LayerKey, Resume
 from attnlab.engine.trace import Recorder
 
 Device = torch.device | str  # where a run puts its tensors
@@ -46,6 +47,16 @@ class RunContext:
         self.rotary = (rotary_angles(config.max_len, d_head, device, config.rope_theta)  # 2 x [L, dk/2]
                        if rotary_on else None)
         self.masks = MaskBuilder(options, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
+        self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
+        self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
+
+    def start(self, stack: str) -> int:
+        """The first layer of `stack` this run computes."""
+        return self.resume.start(stack) if self.resume is not None else 0
+
+    def keep(self, key: LayerKey, x: Tensor) -> None:
+        if self.inputs is not None:
+            self.inputs.keep(key, x)
 
     def drop(self, x: Tensor) -> Tensor:
         return F.dropout(x, self.dropout, training=True) if self.dropout > 0 else x
@@ -274,24 +285,34 @@ class Transformer(nn.Module):
 
     def encode(self, src_ids: Tensor, src_pad: Tensor | None, ctx: RunContext) -> Tensor:
         """src_ids [B, S] -> memory [B, S, d]"""
-        x = self.embed(src_ids, "src", ctx)
+        start = ctx.start("enc")
+        x = ctx.resume.previous.get(("enc", start)) if start and ctx.resume else self.embed(src_ids, "src", ctx)
         S = src_ids.shape[1]
         src_keys = padded_keys(src_pad, ctx.options)
         for i, layer in enumerate(self.encoder):
+            if i < start:
+                continue
+            ctx.keep(("enc", i), x)
             layer_name = names.layer("enc", i)
             x = layer(x, ctx.masks(names.site(layer_name, "self"), S, S, src_keys), ctx, layer_name)
         x = final_norm(self.enc_norm, x, ctx, "enc")
         ctx.rec(names.stack_out("enc"), x)
+        ctx.keep(MEMORY, x)
         return x
 
     def decode(self, tgt_ids: Tensor, tgt_pad: Tensor | None, memory: Tensor | None, src_pad: Tensor | None,
                ctx: RunContext) -> Tensor:
         """tgt_ids [B, T], memory [B, S, d] or None -> [B, T, d]"""
-        y = self.embed(tgt_ids, "tgt", ctx)
+        start, resume = ctx.start("dec"), ctx.resume
+        resumed = resume is not None and resume.stack == "dec"  # this stack's input is the previous run's
+        y = resume.previous.get(("dec", start)) if resumed and resume else self.embed(tgt_ids, "tgt", ctx)
         T = tgt_ids.shape[1]
         tgt_keys = padded_keys(tgt_pad, ctx.options)
         src_keys = padded_keys(src_pad, ctx.options) if memory is not None else None
         for i, layer in enumerate(self.decoder):
+            if i < start:
+                continue
+            ctx.keep(("dec", i), y)
             layer_name = names.layer("dec", i)
             self_mask = ctx.masks(names.site(layer_name, "self"), T, T, tgt_keys)
             cross_mask = None
@@ -309,10 +330,13 @@ class Transformer(nn.Module):
     # ---- the whole pass -------------------------------------------------------------------------------
     def forward(self, src_ids: Tensor | None = None, tgt_ids: Tensor | None = None, *,
                 options: RunOptions = DEFAULT_OPTIONS, rec: Recorder | None = None, src_pad: Tensor | None = None,
-                tgt_pad: Tensor | None = None) -> Tensor:
+                tgt_pad: Tensor | None = None, resume: Resume | None = None,
+                inputs: LayerInputs | None = None) -> Tensor:
         """Returns logits [B, T, V] (decoder architectures) or [B, S, V] (encoder-only).
 
         src_pad / tgt_pad: bool [B, S] / [B, T], True at <pad> positions (used by the padding mask).
+        resume: start at a later layer from the previous run's layer inputs (its earlier entries must already
+        be in `rec`); inputs: where to keep this run's layer inputs (see engine/runcache.py).
         """
         rec = rec if rec is not None else Recorder(False)
         if rec.enabled:
@@ -324,7 +348,12 @@ class Transformer(nn.Module):
         ids = src_ids if src_ids is not None else tgt_ids
         assert ids is not None
         ctx = RunContext(cfg, options, rec, self.dropout if self.training else 0.0, ids.device, self.sinusoid.dtype)
-        memory = self.encode(src_ids, src_pad, ctx) if src_ids is not None and cfg.has_encoder else None
+        ctx.resume, ctx.inputs = resume, inputs
+        memory: Tensor | None
+        if resume is not None and resume.skips_encoder() and cfg.has_encoder:
+            memory = resume.previous.get(MEMORY)  # [B, S, d], the encoder's output is unchanged
+        else:
+            memory = self.encode(src_ids, src_pad, ctx) if src_ids is not None and cfg.has_encoder else None
         h = self.decode(tgt_ids, tgt_pad, memory, src_pad, ctx) if tgt_ids is not None and cfg.has_decoder else memory
         assert h is not None  # every architecture has an encoder or a decoder
         logits = self.project(h, rec)

@@ -73,6 +73,10 @@ class Recorder:
     def __contains__(self, name: str) -> bool:
         return name in self._items
 
+    def resume_from(self, entries: OrderedDict[str, Entry]) -> None:
+        """Start with a previous run's entries (those before the layer a resumed run starts at)."""
+        self._items.update(entries)
+
     def tokens(self, name: str, tokens: list[str]) -> None:
         if self.enabled:
             self._items[name] = list(tokens)

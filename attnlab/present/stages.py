@@ -177,6 +177,26 @@ def stage_tensors(stage: Stage) -> list[str]:
     return [stage.kind]  # the output steps: "logits", "probs"
 
 
+def warm_entries(stage: Stage) -> list[str]:
+    """What the panel of `stage` reads when a trace arrives: its tensors, and for add & norm the LayerNorm's
+    statistics. The output steps are left out (their [T, V] tensors are read one row at a time)."""
+    if stage.kind in (names.LOGITS, names.PROBS):
+        return []
+    wanted = stage_tensors(stage)
+    if stage.kind == "addnorm" and stage.layer and stage.norm:
+        wanted += [names.norm_entry(names.norm(stage.layer, stage.norm), stat) for stat in ("in", "mean", "var")]
+    return wanted
+
+
+def warm_up(trace: Trace, stage_key: str | None) -> None:
+    """Compute (derived entries) and bring to the host the entries the panel of `stage_key` reads first.
+
+    Called on the session's worker thread right after a run, so the GUI thread only reads cached copies."""
+    stage = pick_stage(stages_for(trace), stage_key)
+    if stage is not None:
+        trace.fetch([name for name in warm_entries(stage) if name in trace])
+
+
 def shape_text(trace: Trace, stage: Stage) -> str:
     """'enc.0.self.q [4 × 7 × 32] · …': the live shapes of what the stage shows."""
     parts = []

@@ -55,7 +55,7 @@ def next_token(model: LiveModel, trace: Trace) -> tuple[int, str]:
     last = real_length(trace[side]) - 1
     if last == len(trace[side]) - 1:
         return model.next_token(trace)
-    i = int(trace[names.PROBS][last].argmax())
+    i = int(trace.read(names.PROBS, last).argmax())  # only that row is computed and copied (GUI thread)
     return i, model.output_tokenizer.id_to_token(i)
 
 

@@ -1,0 +1,105 @@
+"""What the last recorded run left behind so that a toggle re-runs only from the first layer it changes.
+
+A mask toggle (a hand-made mask on one site, a causal switch for one kind of site) changes nothing before the
+first site whose mask differs. The run that follows it starts at that site's layer: the trace's entries before
+that layer are the previous run's (the same tensors), the layer's input is the one kept here, and everything
+from there on is computed again. The result equals a full run bit for bit (tests/test_trace_resume.py).
+
+`LayerInputs` holds the batched tensor entering each layer and the encoder's output; they are the same
+storage as trace entries (`{side}.input`, the previous layer's `out`, `enc.out`), so keeping them costs no
+memory while the trace lives. Qt-free.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import torch
+
+from attnlab.engine import names
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.options import RunOptions
+
+MASK_FIELDS = frozenset({"custom_masks", "causal"})  # options whose effect starts at a known site
+MEMORY = "memory"  # LayerInputs key of the encoder's output, the decoder's cross-attention memory
+LayerKey = tuple[str, int] | str  # ("enc", 2), ("dec", 0) or MEMORY
+
+
+@dataclass
+class LayerInputs:
+    """("enc", i) -> [1, S, d] entering encoder layer i; ("dec", i) -> [1, T, d]; MEMORY -> [1, S, d]."""
+
+    tensors: dict[LayerKey, torch.Tensor] = field(default_factory=dict)
+
+    def keep(self, key: LayerKey, x: torch.Tensor) -> None:
+        self.tensors[key] = x
+
+    def get(self, key: LayerKey) -> torch.Tensor:
+        return self.tensors[key]
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Start a run at layer `layer` of stack `stack` ("enc" or "dec"), with the previous run's inputs."""
+
+    stack: str
+    layer: int
+    previous: LayerInputs
+
+    def start(self, stack: str) -> int:
+        """The first layer of `stack` this run computes (0: all of them)."""
+        return self.layer if stack == self.stack else 0
+
+    def skips_encoder(self) -> bool:
+        return self.stack == "dec"
+
+    def inputs_so_far(self) -> LayerInputs:
+        """A new run's LayerInputs holding the previous run's for the layers it does not compute."""
+        kept: dict[LayerKey, torch.Tensor] = {}
+        for key, x in self.previous.tensors.items():
+            stack, index = key if isinstance(key, tuple) else ("enc", 10**9)  # MEMORY: the encoder's end
+            if self.stack == "dec" and (stack == "enc" or index < self.layer):
+                kept[key] = x
+            elif self.stack == "enc" and stack == "enc" and index < self.layer:
+                kept[key] = x
+        return LayerInputs(kept)
+
+
+def sites_in_run_order(config: ModelConfig) -> list[str]:
+    """Every attention site in the order a forward pass reaches it."""
+    out = []
+    if config.has_encoder:
+        out += [names.site(names.layer("enc", i), "self") for i in range(config.n_encoder_layers)]
+    if config.has_decoder:
+        for i in range(config.n_decoder_layers):
+            layer_name = names.layer("dec", i)
+            out.append(names.site(layer_name, "self"))
+            if config.has_encoder:
+                out.append(names.site(layer_name, "cross"))
+    return out
+
+
+def first_changed_layer(config: ModelConfig, before: RunOptions, after: RunOptions) -> tuple[str, int] | None:
+    """(stack, layer) of the first site whose mask differs between two options that differ only in mask
+    fields (and temperature); None when some other field differs or no mask does."""
+    changed = before.changed_fields(after) - {"temperature"}
+    if not changed or not changed <= MASK_FIELDS:
+        return None
+    for site_name in sites_in_run_order(config):
+        if (before.is_causal(site_name) != after.is_causal(site_name)
+                or before.custom_cells(site_name) != after.custom_cells(site_name)):
+            stack, index, _kind = names.split_site(site_name)
+            return stack, index
+    return None
+
+
+def entries_before(entries: OrderedDict, stack: str, layer: int) -> OrderedDict:
+    """The entries a run resumed at (stack, layer) keeps: every one recorded before that layer's first."""
+    prefix = names.layer(stack, layer) + "."
+    kept: OrderedDict = OrderedDict()
+    for name, value in entries.items():
+        if name.startswith(prefix):
+            break
+        kept[name] = value
+    return kept
