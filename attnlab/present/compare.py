@@ -8,13 +8,15 @@ A stage's entries are those `stage_tensors(stage)` names. A per-head entry [H, �
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnlab.engine.trace import Trace
+from attnlab.present.stages import COMPARE_MODES as COMPARE_MODES  # re-exported: the view's choices
 from attnlab.present.stages import Stage, stage_tensors
 
-COMPARE_MODES = (("off", "Off"), ("side", "A | B side by side"), ("diff", "A | B | B − A"))
+if TYPE_CHECKING:
+    from attnlab.engine.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -124,3 +126,25 @@ def describe_run(trace: Trace) -> str:
     toggles = f"; changed: {', '.join(changed)}" if changed else ""
     heads = f"{trace.n_heads} heads, {'pre' if trace.norm_first else 'post'}-norm" if options else ""
     return f"“{sentence}” ({heads}{toggles})"
+
+
+_KEY_STEPS = ("scores", "scaled", "mask", "masked", "weights")  # site entries whose columns are the keys
+
+
+def axis_labels(trace: Trace, name: str, shape: tuple[int, ...]) -> tuple[list[str] | None, list[str] | None]:
+    """Token labels for the rows (and, for attention matrices, the columns) of `name`'s picture, where the
+    counts match the run's tokens; None where they do not (feature columns, ids)."""
+    from attnlab.engine import names
+
+    side = names.stack_side(names.stack_of(name)) if names.stack_of(name) in ("enc", "dec") else None
+    tokens = {s: list(trace.get(f"{s}.tokens") or []) for s in ("src", "tgt")}
+    if side is None and name.split(".")[0] in tokens:
+        side = name.split(".")[0]
+    rows = tokens.get(side or "", [])
+    rows_out = [str(t) for t in rows] if len(rows) == shape[0] else None
+    cols_out = None
+    site = names.site_of(name)
+    if site is not None and name.rsplit(".", 1)[1] in _KEY_STEPS:
+        keys = tokens["src"] if names.site_kind(site) == "dec.cross" else rows
+        cols_out = [str(t) for t in keys] if len(keys) == shape[1] else None
+    return rows_out, cols_out

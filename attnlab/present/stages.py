@@ -171,6 +171,9 @@ def shape_text(trace: Trace, stage: Stage) -> str:
     return " · ".join(parts)
 
 
+COMPARE_MODES = (("off", "Off"), ("side", "A | B side by side"), ("diff", "A | B | B − A"))  # ViewState.compare
+
+
 @dataclass(frozen=True)
 class ViewState:
     """What the person chose to look at, independent of the run: it changes drawing, never computation."""
@@ -180,3 +183,4 @@ class ViewState:
     top_k: int = 10  # bars in the output distribution
     position: int = -1  # decoder position whose next-token distribution is shown (-1 = last)
     pe_dims: tuple[int, ...] = (0, 1, 4, 5)  # model dimensions drawn as sine/cosine curves
+    compare: str = "off"  # with a pinned run A: "off", "side" (A | B) or "diff" (A | B | B − A); compare.py

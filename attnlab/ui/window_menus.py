@@ -24,6 +24,7 @@ SHORTCUTS_HTML = """<table cellspacing=4>
 <tr><td><b>Ctrl+L</b> / <b>Ctrl+Shift+L</b></td><td>edit the source sentence / decoder input</td></tr>
 <tr><td><b>Ctrl+G</b></td><td>generate the next token</td></tr>
 <tr><td><b>Ctrl+R</b></td><td>reset every toggle</td></tr>
+<tr><td><b>Ctrl+P</b> / <b>Ctrl+Shift+P</b></td><td>pin this run as A (again: unpin) / next compare view</td></tr>
 <tr><td><b>Ctrl+O</b> / <b>Ctrl+N</b></td><td>open a checkpoint / new random model</td></tr>
 <tr><td><b>Ctrl+Shift+D</b></td><td>dark theme</td></tr>
 <tr><td><b>F11</b></td><td>full screen</td></tr>
@@ -84,8 +85,24 @@ class WindowMenus:
         self.dark_action.setChecked(dark)
         self._action(m, "&Full screen", self._toggle_full_screen, ["F11"])
         m.addSeparator()
+        s = self.session
+        self._action(m, "&Pin this run as A (again: unpin)", lambda: s.unpin() if s.pinned is not None else s.pin(),
+                     ["Ctrl+P"], "pinAction")
+        self._action(m, "Next &compare view (off, A | B, A | B | B − A)", self._next_compare, ["Ctrl+Shift+P"],
+                     "nextCompareAction")
+        m.addSeparator()
         for dock in (self.nav_dock, self.schematic_dock, self.controls_dock):
             m.addAction(dock.toggleViewAction())
+
+    def _next_compare(self) -> None:
+        from attnlab.present.stages import COMPARE_MODES
+
+        s = self.session
+        if s.pinned is None:
+            s.notice.emit("Pin a run as A first (Ctrl+P), then change something: the comparison shows A and B.")
+            return
+        modes = [m for m, _ in COMPARE_MODES]
+        s.set_view(compare=modes[(modes.index(s.view.compare) + 1) % len(modes)])
 
     def _focus(self, edit: QLineEdit) -> None:
         edit.setFocus()
