@@ -63,6 +63,7 @@ def test_projections_off_on_a_decoder_only_rotary_gqa_model(tiny_model):
     m = tiny_model("decoder-only", seed=1, positional="rotary", n_kv_heads=2)
     t = m.trace("the black cat", None, RunOptions(projections=False))
     assert t["dec.0.self.k"].shape == t["dec.0.self.q"].shape  # x has every head: no K/V sharing
+    assert t.n_kv_heads == t.n_heads and t.kv_head_map == list(range(t.n_heads))
     assert torch.isfinite(t["logits"]).all()
 
 

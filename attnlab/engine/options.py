@@ -237,7 +237,7 @@ def mask_problems(custom_masks, config: ModelConfig) -> list[str]:
     return p
 
 
-def ablation_problems(ablate, config: ModelConfig, n_heads) -> list[str]:
+def ablation_problems(ablate: Any, config: ModelConfig, n_heads: Any) -> list[str]:
     """Each ablation names a site of this model (like 'enc.0.self'), a head of this run and a known mode."""
     try:
         triples = [(site, head, mode) for site, head, mode in ablate]
