@@ -47,7 +47,8 @@ class _EntryRow(QtWidgets.QWidget):
         grid.setRowStretch(1, 1)
 
     def show_entry(self, entry: compare.ComparedEntry, a: Trace, b: Trace, view: ViewState) -> None:
-        self.title.setText(f"<b>{entry.name}</b>")
+        per_head = any(compare.heads_of(t, entry.name) is not None for t in (a, b))
+        self.title.setText(f"<b>{entry.name}</b>" + (f" · head {view.head}" if per_head else ""))
         levels = compare.shared_range(entry.a, entry.b)
         for label, heatmap, matrix, trace in (("A", self.a, entry.a, a), ("B", self.b, entry.b, b)):
             heatmap.set_colormap(view.colormap)
@@ -114,9 +115,9 @@ class ComparePanel(StagePanel):
             if i < len(entries):
                 row.show_entry(entries[i], a, b, view)
         messages = [e.message for e in entries if e.message]
-        self._note.show_text(" ".join(messages) if messages else
-                             "A and B share one colour scale; B − A is drawn on a diverging scale centred on 0 "
-                             "(red: B is larger, blue: B is smaller).")
+        scales = ("A and B share one colour scale; B − A is drawn on a diverging scale centred on 0 (red: B is "
+                  "larger, blue: B is smaller)." if view.compare == "diff" else "A and B share one colour scale.")
+        self._note.show_text(" ".join(messages) if messages else scales)
         self._data = {"mode": view.compare, "entries": entries}
 
     def _show_bars(self, a: Trace, b: Trace, kind: str, view: ViewState) -> None:
