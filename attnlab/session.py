@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from attnlab.engine.options import RunOptions
+from attnlab.present.ablation import BASELINE_PROBS, baseline_probs
 from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, stages_for, warm_up
 from attnlab.present.stages import shape_text as shape_text  # re-exported: ui.main_window imports it from here
@@ -50,6 +51,7 @@ class Session(QObject):
     stageChanged = Signal(str)  # stage key
     textsChanged = Signal()  # src/tgt changed from code (generation, reset, a new model)
     notice = Signal(str)  # a transient remark for the status bar
+    pinnedChanged = Signal(object)  # Trace or None: the run pinned as A for comparisons (present/compare.py)
 
     _jobDone = Signal(object)  # (job, value, error) from the worker thread
 
@@ -66,6 +68,7 @@ class Session(QObject):
         self.view: ViewState = ViewState()
         self.stage_key: str | None = None
         self.trace: Trace | None = None
+        self.pinned: Trace | None = None  # run A of a comparison; it survives toggles, texts and same-shape models
         self.stages: list[Stage] = []
         self._generation = {"trace": 0, "load": 0}
         self._running: _Job | None = None
@@ -151,6 +154,23 @@ class Session(QObject):
     def clear_custom_masks(self) -> None:
         self.set_options(self.options.replace(custom_masks=()))
 
+    def pin(self) -> None:
+        """Keep the current run as A: every later run (any toggle, sentence or checkpoint) is B."""
+        if self.trace is not None:
+            self.pinned = self.trace
+            self.pinnedChanged.emit(self.pinned)
+            if self.view.compare == "off":
+                self.set_view(compare="diff")
+
+    def unpin(self) -> None:
+        self.pinned = None
+        self.pinnedChanged.emit(None)
+        self.set_view(compare="off")
+
+    def set_ablation(self, site: str, head: int, mode: str | None) -> bool:
+        """Ablate head `head` at `site` ("zero", "mean") or stop ablating it (None)."""
+        return self.set_options(self.options.with_ablation(site, head, mode))
+
     def set_view(self, **changes) -> None:
         view = replace(self.view, **changes)
         if view != self.view:
@@ -234,8 +254,11 @@ class Session(QObject):
 
         def run():
             start = time.perf_counter()
+            before = baseline_probs(model, src, tgt, options)  # [T, V] or None: the run without ablations
             trace = model.trace(src, tgt, options)
             warm_up(trace, stage_key)  # derived entries of the shown panel computed here, not on the GUI thread
+            if before is not None:
+                trace.info[BASELINE_PROBS] = before
             trace.info["job_ms"] = (time.perf_counter() - start) * 1000.0
             return trace
 

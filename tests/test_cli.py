@@ -153,3 +153,26 @@ def test_bad_init_exits_2_and_keeps_existing_files(ckpt, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["init", "--arch", "recurrent", "--out", str(new)])
     assert exit_info.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_trace_ablate_and_no_projections_reach_the_run(ckpt, tmp_path, capsys):
+    out = tmp_path / "t.npz"
+    assert main(["trace", "--checkpoint", str(ckpt), "--src", "the cat", "--tgt", "le chat",
+                 "--ablate", "enc.0.self:2:zero", "--ablate", "dec.1.cross:0:mean", "--out", str(out)]) == 0
+    with np.load(out, allow_pickle=False) as npz:
+        assert np.all(npz["enc.0.self.concat"][:, 8:12] == 0) and np.any(npz["enc.0.self.concat"][:, :8] != 0)
+        context = npz["dec.1.cross.context"][0]  # [T, dk]: every position holds the head's mean
+        assert np.allclose(context, context[:1])
+    plain = tmp_path / "p.npz"
+    assert main(["trace", "--checkpoint", str(ckpt), "--src", "the cat", "--tgt", "le chat",
+                 "--no-projections", "--out", str(plain)]) == 0
+    with np.load(plain, allow_pickle=False) as npz:
+        assert np.array_equal(npz["enc.0.self.concat"], npz["enc.0.self.out"])  # no W_O
+
+
+@pytest.mark.parametrize(("spec", "words"), [("enc.0.self:9:zero", "this run has 4 heads"),
+                                             ("enc.3.self:0", "has 1 layers"),
+                                             ("enc.0.self:one", "SITE:HEAD[:MODE]")])
+def test_bad_ablations_exit_2(ckpt, tmp_path, capsys, spec, words):
+    assert_clean_failure(main(["trace", "--checkpoint", str(ckpt), "--src", "x", "--ablate", spec,
+                               "--out", str(tmp_path / "t.npz")]), capsys, words)

@@ -37,6 +37,7 @@ def lengths(trace) -> tuple[int, int]:
     ({"arch": "decoder-only", "tgt_vocab_size": 3000}, RunOptions(residual=False, n_heads=8)),
     ({"arch": "encoder-only", "positional": "learned"}, RunOptions(scale=False)),
     ({}, RunOptions(n_heads=1, positional=False).with_custom_mask("enc.1.self", [(0, 1)])),
+    ({}, RunOptions(projections=False, ablate=(("enc.0.self", 1, "zero"), ("dec.1.cross", 0, "mean")))),
 ])
 def test_estimate_is_within_ten_percent_of_the_stored_bytes(changes, options):
     model = make(**changes)

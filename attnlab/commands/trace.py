@@ -30,6 +30,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-scale", action="store_true", help="skip the division by sqrt(d_k)")
     parser.add_argument("--no-pos", action="store_true", help="leave out the positional encoding")
     parser.add_argument("--no-residual", action="store_true", help="remove the residual connections")
+    parser.add_argument("--no-projections", action="store_true",
+                        help="plain dot-product attention: Q = K = V = x, no W_Q, W_K, W_V, W_O")
+    parser.add_argument("--ablate", action="append", default=[], metavar="SITE:HEAD[:MODE]",
+                        help="ablate a head (0-based) at a site, MODE zero (default) or mean, like enc.0.self:2:zero; "
+                             "repeat for more heads")
     parser.add_argument("--temperature", type=float, default=1.0, help="softmax temperature of the output")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--out", required=True, help="where to write the trace (.npz)")
@@ -42,11 +47,13 @@ def fail(message: str) -> int:
 
 
 def options_from(args):
-    from attnlab.engine.options import RunOptions
+    """The RunOptions the flags ask for (ValueError for an ablation written in another form)."""
+    from attnlab.engine.options import RunOptions, parse_ablation
 
     opts = RunOptions(norm=args.norm or "trained", n_heads=args.heads, scale=not args.no_scale,
                       positional=not args.no_pos, residual=not args.no_residual, temperature=args.temperature,
-                      device=args.device)
+                      device=args.device, projections=not args.no_projections,
+                      ablate=tuple(parse_ablation(text) for text in args.ablate))
     return opts.with_causal("dec.self", False) if args.no_causal_mask else opts
 
 
@@ -61,7 +68,10 @@ def run(args) -> int:
         model = load_any(args.checkpoint, **import_settings(args))
     except CheckpointError as e:
         return fail(str(e))
-    options = options_from(args)
+    try:
+        options = options_from(args)
+    except ValueError as e:
+        return fail(f"--ablate: {e}.")
     generated = None
     try:
         options.validate(model.config)

@@ -56,6 +56,16 @@ def mask_floats(config: ModelConfig, options: RunOptions, S: int, T: int) -> int
     return sum(shapes) + len(per_site) * max(shapes)
 
 
+def projection_floats(config: ModelConfig, S: int, T: int) -> int:
+    """Q, K, V of every site (what RunOptions(projections=False) does not store anew)."""
+    floats = config.n_encoder_layers * (3 * S * config.d_model) if config.has_encoder else 0
+    if config.has_decoder:
+        floats += config.n_decoder_layers * 3 * T * config.d_model
+        if config.has_encoder:  # cross-attention: Q from T decoder positions, K and V from S source positions
+            floats += config.n_decoder_layers * (T + 2 * S) * config.d_model
+    return floats
+
+
 def estimate_trace_bytes(config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int,
                          element_size: int = 4) -> int:
     """Bytes a recorded run's trace holds (tensors stored where the model ran), for sources of `src_len`
@@ -79,6 +89,10 @@ def estimate_trace_bytes(config: ModelConfig, options: RunOptions, src_len: int,
         ints += T
         out_len = T
     floats += out_len * config.out_vocab_size  # logits; probs are derived
+    floats += sum((S if site.startswith("enc.") else T) * d  # an ablated site's context is stored, [H, Tq, dk]
+                  for site in {site for site, _head, _mode in options.ablate})
+    if not options.projections:  # Q, K, V are views of inputs the trace holds anyway: only `out` is new
+        floats -= projection_floats(config, S, T)
     return floats * element_size + ints * 8
 
 

@@ -21,8 +21,24 @@ from attnlab.engine.trace import Recorder
 NEG_INF = float("-inf")
 
 
+def ablate_heads(context: Tensor, ablate: dict[int, str] | None) -> Tensor:
+    """context [B, H, Tq, dk] with each ablated head's slice replaced: "zero" -> zeros, "mean" -> that head's
+    context averaged over the query positions (every position gets the same vector). A new tensor when
+    something is ablated; the same one otherwise."""
+    if not ablate:
+        return context
+    context = context.clone()
+    for head, mode in ablate.items():
+        if mode == "zero":
+            context[:, head] = 0.0
+        else:  # "mean"
+            context[:, head] = context[:, head].mean(dim=-2, keepdim=True)  # [B, 1, dk] over [B, Tq, dk]
+    return context
+
+
 def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: bool, rec: Recorder, prefix: str, *,
-                    blocked_rows: bool = True, mask_is_zero: bool = False, kv_shared: bool = False) -> Tensor:
+                    blocked_rows: bool = True, mask_is_zero: bool = False, kv_shared: bool = False,
+                    ablate: dict[int, str] | None = None) -> Tensor:
     """Scaled dot-product attention computed step by step, each step recorded under `prefix`.
 
     q [B, H, Tq, dk], k/v [B, H, Tk, dk], mask additive [B or 1, 1, Tq, Tk] (0 allowed, -inf blocked).
@@ -30,7 +46,8 @@ def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: bool, 
     Hints from a caller that built the mask (they only save work): `blocked_rows=False` promises that no
     query has every key blocked; `mask_is_zero=True` promises that the mask blocks nothing. `kv_shared`: the
     recorded K/V have fewer heads than Q (grouped-query attention), so scores and context cannot be derived
-    from them head by head and are stored.
+    from them head by head and are stored. `ablate` {head: "zero"|"mean"}: those heads' context is replaced
+    (ablate_heads); the recorded `context` is then the ablated one, stored (weights @ V would not give it).
     """
     scores = q @ k.transpose(-2, -1)  # [B, H, Tq, Tk]
     scaled = scores / math.sqrt(q.shape[-1]) if scale else scores  # [B, H, Tq, Tk]
@@ -38,7 +55,7 @@ def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: bool, 
     weights = torch.softmax(masked, dim=-1)  # [B, H, Tq, Tk]
     if blocked_rows:
         weights = weights.nan_to_num(0.0)  # rows with no allowed key: NaN -> 0
-    context = weights @ v  # [B, H, Tq, dk]
+    context = ablate_heads(weights @ v, ablate)  # [B, H, Tq, dk]
     if rec.enabled:  # stored: the mask (one tensor shared by the layers that block the same cells); derived on
         # read (engine/derived.py): scores (from Q, K), scaled, masked, weights, context (from weights, V)
         entry = names.site_entry
@@ -51,7 +68,7 @@ def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: bool, 
         rec(entry(prefix, "mask"), mask[0, 0], batched=False)
         rec.derived(entry(prefix, "masked"), masked, "masked", (entry(prefix, "scaled"), entry(prefix, "mask")))
         rec.derived(entry(prefix, "weights"), weights, "softmax_rows", (entry(prefix, "masked"),))
-        if not kv_shared and entry(prefix, "v") in rec:
+        if not kv_shared and not ablate and entry(prefix, "v") in rec:
             weights_v = (entry(prefix, "weights"), entry(prefix, "v"))
             rec.derived(entry(prefix, "context"), context, "weighted_sum", weights_v)
         else:
@@ -100,6 +117,10 @@ class MultiHeadAttention(nn.Module):
     """Q = X W_Q, K = Y W_K, V = Y W_V split into heads; concat(heads) W_O. The head count is a run-time
     choice: the same d x d projections can be read as any number of heads that divides d.
 
+    With `projections=False` (plain dot-product attention, the teaching texts' first example) Q = X, K = V = Y
+    split into the same head slices, and the concat is the output: no W_Q, W_K, W_V, W_O, no biases. Rotary
+    positions still turn Q and K (they are part of the positions, not of the projections).
+
     Grouped-query attention: W_K and W_V have fewer outputs (kv_dim = H_kv * dk); each K/V head serves
     H / H_kv consecutive Q heads (Q head h reads K/V head h // (H / H_kv))."""
 
@@ -114,18 +135,23 @@ class MultiHeadAttention(nn.Module):
         self.rotary_layout = rotary_layout
 
     def forward(self, x_q: Tensor, x_kv: Tensor, mask: Tensor | AttentionMask, n_heads: int, scale: bool,
-                rotary: tuple[Tensor, Tensor] | None, rec: Recorder, prefix: str) -> Tensor:
+                rotary: tuple[Tensor, Tensor] | None, rec: Recorder, prefix: str, *,
+                ablate: dict[int, str] | None = None, projections: bool = True) -> Tensor:
         """x_q [B, Tq, d], x_kv [B, Tk, d], mask: additive [B or 1, 1, Tq, Tk] or an AttentionMask;
-        rotary = (cos, sin) tables or None."""
+        rotary = (cos, sin) tables or None; ablate = {head: "zero"|"mean"} (see ablate_heads)."""
         if not isinstance(mask, AttentionMask):
             mask = AttentionMask(mask)
         B, Tq, d = x_q.shape
         Tk = x_kv.shape[1]
         dk = d // n_heads
-        n_kv = self.w_k.out_features // dk  # K/V heads of this split (= n_heads without GQA)
-        q = self.w_q(x_q).view(B, Tq, n_heads, dk).transpose(1, 2)  # [B, H, Tq, dk]
-        k = self.w_k(x_kv).view(B, Tk, n_kv, dk).transpose(1, 2)  # [B, H_kv, Tk, dk]
-        v = self.w_v(x_kv).view(B, Tk, n_kv, dk).transpose(1, 2)  # [B, H_kv, Tk, dk]
+        if projections:
+            n_kv = self.w_k.out_features // dk  # K/V heads of this split (= n_heads without GQA)
+            q_in, k_in, v_in = self.w_q(x_q), self.w_k(x_kv), self.w_v(x_kv)  # [B, Tq, d], 2 x [B, Tk, H_kv·dk]
+        else:  # plain dot-product attention: x itself, split into the heads' slices
+            n_kv, q_in, k_in, v_in = n_heads, x_q, x_kv, x_kv
+        q = q_in.reshape(B, Tq, n_heads, dk).transpose(1, 2)  # [B, H, Tq, dk]
+        k = k_in.reshape(B, Tk, n_kv, dk).transpose(1, 2)  # [B, H_kv, Tk, dk]
+        v = v_in.reshape(B, Tk, n_kv, dk).transpose(1, 2)  # [B, H_kv, Tk, dk]
         if rotary is not None:
             cos, sin = rotary
             q = apply_rotary(q, cos[:Tq], sin[:Tq], self.rotary_layout)
@@ -141,13 +167,14 @@ class MultiHeadAttention(nn.Module):
         if rec.enabled:
             context = attention_steps(q, k, v, mask.additive, scale, rec, prefix,
                                       blocked_rows=mask.blocked_rows, mask_is_zero=mask.blocks_nothing,
-                                      kv_shared=n_kv != n_heads)
+                                      kv_shared=n_kv != n_heads, ablate=ablate)
         elif mask.blocks_nothing or mask.causal_only:
-            context = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only)
+            context = ablate_heads(fused_attention(q, k, v, None, scale, is_causal=mask.causal_only), ablate)
         else:
-            context = fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows)
+            context = ablate_heads(fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows),
+                                   ablate)
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
-        out = self.w_o(concat)  # [B, Tq, d]
+        out = self.w_o(concat) if projections else concat  # [B, Tq, d]
         if rec.enabled:
             context_name = names.site_entry(prefix, "context")
             rec.derived(names.site_entry(prefix, "concat"), concat, "concat", (context_name,))
@@ -160,5 +187,6 @@ def make_attention(cfg) -> MultiHeadAttention:
     return MultiHeadAttention(cfg.d_model, cfg.has_bias("qkv"), kv_dim=cfg.kv_heads * cfg.d_head,
                               out_bias=cfg.has_bias("attn_out"), rotary_layout=cfg.rotary_layout)
 
-__all__ = ["NEG_INF", "AttentionMask", "FeedForward", "LayerNorm", "MultiHeadAttention", "attention_steps",
+__all__ = ["NEG_INF", "AttentionMask", "FeedForward", "LayerNorm", "MultiHeadAttention", "ablate_heads",
+           "attention_steps",
            "fused_attention", "make_attention"]

@@ -38,6 +38,7 @@ class RunContext:
         self.n_heads = options.effective_heads(config)
         self.scale = options.scale
         self.residual = options.residual
+        self.projections = options.projections
         self.options = options
         self.eps = config.layer_norm_eps
         self.rec = rec
@@ -196,8 +197,9 @@ class EncoderLayer(nn.Module):
         """x [B, S, d] -> [B, S, d]"""
 
         def attend(h: Tensor) -> Tensor:
-            return self.self_attn(h, h, mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec,
-                                  names.site(prefix, "self"))
+            site = names.site(prefix, "self")
+            return self.self_attn(h, h, mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec, site,
+                                  ablate=ctx.options.ablations(site), projections=ctx.projections)
 
         x = residual_block(x, attend, self.norm1, ctx, prefix, 1)
         x = residual_block(x, lambda h: self.ffn(h, ctx.rec, prefix), self.norm2, ctx, prefix, 2)
@@ -220,13 +222,15 @@ class DecoderLayer(nn.Module):
         """y [B, T, d], memory [B, S, d] or None -> [B, T, d]"""
 
         def attend_self(h: Tensor) -> Tensor:
-            return self.self_attn(h, h, self_mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec,
-                                  names.site(prefix, "self"))
+            site = names.site(prefix, "self")
+            return self.self_attn(h, h, self_mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec, site,
+                                  ablate=ctx.options.ablations(site), projections=ctx.projections)
 
         def attend_memory(h: Tensor) -> Tensor:  # queries from the decoder, keys and values from the encoder
             assert self.cross_attn is not None and memory is not None and cross_mask is not None
-            return self.cross_attn(h, memory, cross_mask, ctx.n_heads, ctx.scale, None, ctx.rec,
-                                   names.site(prefix, "cross"))
+            site = names.site(prefix, "cross")
+            return self.cross_attn(h, memory, cross_mask, ctx.n_heads, ctx.scale, None, ctx.rec, site,
+                                   ablate=ctx.options.ablations(site), projections=ctx.projections)
 
         y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)
         n, norm = 2, self.norm2

@@ -43,6 +43,12 @@ class RunOptions:
     # The norm after each stack's last layer: None as trained; True adds a parameter-free LayerNorm (gamma 1,
     # beta 0) where the model has none (what a post-norm model switched to pre-norm lacks); False skips it.
     final_norm: bool | None = None
+    # Plain dot-product attention: Q = K = V = the sub-layer's input x split into heads (cross-attention: Q from
+    # the decoder, K = V = the encoder output), and no W_O (the heads' concat is the sub-layer's output).
+    projections: bool = True
+    # Head ablation: (site, 0-based head, "zero" | "mean"): that head's context is replaced by zeros or by its
+    # mean over the query positions before the heads are concatenated. ABLATION_MODES lists the modes.
+    ablate: tuple[tuple[str, int, str], ...] = ()
     temperature: float = 1.0  # softmax(logits / temperature) for the output distribution
     device: Device = "auto"
     record: bool = True  # capture every intermediate tensor in the Trace; False = fast path
@@ -64,6 +70,19 @@ class RunOptions:
         cells = set(self.custom_cells(site, exact=True))
         cells ^= {(q, k)}
         return self.with_custom_mask(site, cells)
+
+    def with_ablation(self, site: str, head: int, mode: str | None) -> RunOptions:
+        """These options with head `head` at `site` ablated by `mode` ("zero", "mean"), or not at all (None)."""
+        rest = tuple(a for a in self.ablate if (a[0], a[1]) != (site, head))
+        return self.replace(ablate=rest + ((site, int(head), mode),) if mode else rest)
+
+    def ablation_of(self, site: str, head: int) -> str | None:
+        """How head `head` at `site` is ablated ("zero", "mean"), or None."""
+        return next((m for s, h, m in self.ablate if s == site and h == head), None)
+
+    def ablations(self, site: str) -> dict[int, str]:
+        """{head: mode} for the heads ablated at `site` (empty: none)."""
+        return {h: m for s, h, m in self.ablate if s == site}
 
     def changed_fields(self, other: RunOptions) -> frozenset[str]:
         """The names of the fields whose values differ in `other` (what a toggle click changed)."""
@@ -133,7 +152,10 @@ class RunOptions:
             return p + ["causal must be pairs of (site kind, on), like (('dec.self', False),)"]
         p += [f"unknown attention site kind {excerpt(k)}; expected one of {SITE_KINDS}"
               for k in kinds if k not in SITE_KINDS]
-        return p + mask_problems(self.custom_masks, config)
+        p += [] if isinstance(self.projections, bool) else [
+            f"projections must be True or False (got {excerpt(self.projections)})"]
+        return p + mask_problems(self.custom_masks, config) + ablation_problems(self.ablate, config,
+                                                                               self.effective_heads(config))
 
     def validate(self, config: ModelConfig) -> RunOptions:
         problems = self.problems(config)
@@ -152,6 +174,7 @@ def head_choices(config: ModelConfig) -> list[int]:
 
 
 DEFAULT_OPTIONS = RunOptions()
+ABLATION_MODES = ("zero", "mean")
 
 
 def _is_int(value) -> bool:
@@ -217,3 +240,42 @@ def mask_problems(custom_masks, config: ModelConfig) -> list[str]:
             p.append(f"mask cells on {site!r} must be (query, key) positions from 0 to {config.max_len - 1} "
                      f"(got {excerpt(bad[0])})")
     return p
+
+
+def ablation_problems(ablate: Any, config: ModelConfig, n_heads: Any) -> list[str]:
+    """Each ablation names a site of this model (like 'enc.0.self'), a head of this run and a known mode."""
+    try:
+        triples = [(site, head, mode) for site, head, mode in ablate]
+    except (TypeError, ValueError):
+        return ["ablate must be triples of (site, head, mode), like (('enc.0.self', 2, 'zero'),)"]
+    p: list[str] = []
+    for site, head, mode in triples:
+        if isinstance(site, str) and site in SITE_KINDS:
+            p.append(f"an ablation names the site kind {site!r}; name one site, like '{site.replace('.', '.0.')}'")
+            continue
+        reason = site_problem(site, config)
+        if reason:
+            p.append(reason.replace("a mask is set on", "an ablation names"))
+            continue
+        if not _is_int(n_heads):
+            continue  # the head count itself is wrong: said once by problems()
+        if not _is_int(head) or not 0 <= head < n_heads:
+            p.append(f"an ablation at {site!r} names head {excerpt(head)}, but this run has {n_heads} heads "
+                     f"(0 to {n_heads - 1})")
+        if mode not in ABLATION_MODES:
+            p.append(f"an ablation at {site!r} asks for {excerpt(mode)}; the modes are {', '.join(ABLATION_MODES)}")
+    return p
+
+
+def parse_ablation(text: str) -> tuple[str, int, str]:
+    """'enc.0.self:2:zero' -> ('enc.0.self', 2, 'zero'); the mode may be left out (zero). ValueError with a
+    message for any other form (RunOptions.problems checks the site and head against a model)."""
+    parts = text.split(":")
+    if len(parts) == 2:
+        parts.append("zero")
+    if len(parts) != 3 or not parts[1].strip().isdigit():
+        raise ValueError(f"an ablation is written SITE:HEAD[:MODE], like enc.0.self:2:zero (got {excerpt(text)})")
+    site, head, mode = parts[0].strip(), int(parts[1]), parts[2].strip()
+    if mode not in ABLATION_MODES:
+        raise ValueError(f"the ablation mode must be one of {', '.join(ABLATION_MODES)} (got {excerpt(mode)})")
+    return site, head, mode

@@ -165,8 +165,9 @@ class Trace:
     @property
     def n_kv_heads(self) -> int:
         """K/V heads of this run: as many as Q heads, except in grouped-query attention, where a re-split into
-        h heads reads W_K/W_V as h * kv_heads / n_heads heads (`.k` and `.v` entries are [H_kv, T, d_k])."""
-        if self.config is None:
+        h heads reads W_K/W_V as h * kv_heads / n_heads heads (`.k` and `.v` entries are [H_kv, T, d_k]). With
+        the projections off K = V = x, which has every head."""
+        if self.config is None or (self.options is not None and not self.options.projections):
             return self.n_heads
         return self.n_heads * self.config.kv_heads // self.config.n_heads
 

@@ -397,5 +397,7 @@ def explanation_html(stage: Stage, trace: Trace) -> str:
     if stage.kind == "ffn":
         return _ffn(stage, trace)
     if stage.site:
-        return _attention(stage, trace)
+        from attnlab.present.explain_study import study_notes
+
+        return _attention(stage, trace) + study_notes(stage.site, trace)
     return _page(stage.title, "", ["No explanation is written for this step yet."])

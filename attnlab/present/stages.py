@@ -207,6 +207,9 @@ def shape_text(trace: Trace, stage: Stage) -> str:
     return " · ".join(parts)
 
 
+COMPARE_MODES = (("off", "Off"), ("side", "A | B side by side"), ("diff", "A | B | B − A"))  # ViewState.compare
+
+
 @dataclass(frozen=True)
 class ViewState:
     """What the person chose to look at, independent of the run: it changes drawing, never computation."""
@@ -219,6 +222,7 @@ class ViewState:
     # colours of one attention site's score-like maps (scores, ÷√dₖ, masked): "shared" one scale for all three,
     # so the ÷√dₖ shrinking is seen; "panel" each autoscaled; "fixed" the same ±FIXED_SCORE_RANGE everywhere
     colour_scale: str = "shared"
+    compare: str = "off"  # with a pinned run A: "off", "side" (A | B) or "diff" (A | B | B − A); compare.py
 
 
 COLOUR_SCALES = (("shared", "Shared by the site's score maps"), ("panel", "Per panel"),

@@ -32,6 +32,7 @@ from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions, head_choices
 from attnlab.present.stages import COLOUR_SCALES
 from attnlab.session import Session
+from attnlab.ui import controls_study as study
 
 if TYPE_CHECKING:
     from attnlab.pipeline import ViewState
@@ -279,6 +280,8 @@ ROWS: tuple[Row, ...] = (
                   "A LayerNorm after each stack's last layer: pre-norm models need one (a post-norm model switched "
                   "to pre-norm gets a parameter-free one, γ = 1, β = 0)", ("final_norm", "norm"), _read_final_norm,
                   _write_final_norm),
+    Row(SHAPE, "Ablate head", ("ablate",), study.build_ablate, study.connect_ablate, study.read_ablate,
+        frozenset({"ablate", "view.head", "stage"})),
     _checkbox_row(MASKS, "causal", "causalCheck", "Causal mask (decoder)",
                   "Decoder self-attention may not look at later tokens", "causal", _read_causal("dec"),
                   lambda s, on: s.set_options(s.options.with_causal("dec.self", on))),
@@ -302,6 +305,9 @@ ROWS: tuple[Row, ...] = (
     _checkbox_row(PARTS, "residual", "residualCheck", "Residual connections", "The x + sublayer(x) skip paths",
                   "residual", lambda p, s, _c: p.residual.setChecked(s.options.residual),
                   lambda s, on: s.update_options(residual=on)),
+    _checkbox_row(PARTS, "projections", "projectionsCheck", "Projections W_Q, W_K, W_V, W_O",
+                  "Off: plain dot-product attention, Q = K = V = x (cross-attention: K = V = the encoder output), "
+                  "and no W_O", "projections", study.read_projections, study.write_projections),
     Row(OUTPUT, "Temperature", ("temperature", "temperature_slider"), _build_temperature, _connect_temperature,
         _read_temperature, frozenset({"temperature"})),
     Row(OUTPUT, "Device", ("device",), _build_device,
@@ -314,6 +320,8 @@ ROWS: tuple[Row, ...] = (
     Row(OUTPUT, "Colours", ("colormap",), _build_colormap,
         lambda p, s: p.colormap.currentTextChanged.connect(lambda name: s.set_view(colormap=name)),
         _read_colormap, frozenset({"view.colormap"})),
+    Row(OUTPUT, "Compare", ("compare", "pin"), study.build_compare, study.connect_compare, study.read_compare,
+        frozenset({"view.compare", "pinned"})),
 )
 
 
@@ -348,6 +356,8 @@ class ControlsPanel(QWidget):
         session.modelChanged.connect(lambda _m: self.sync(ALL_FIELDS))
         session.optionsChanged.connect(lambda _o, changed: self.sync(changed))
         session.viewChanged.connect(self._on_view)
+        session.stageChanged.connect(lambda _key: self.sync(frozenset({"stage"})))
+        session.pinnedChanged.connect(lambda _trace: self.sync(frozenset({"pinned"})))
         self.sync(ALL_FIELDS)
 
     def _on_view(self, view: ViewState) -> None:

@@ -142,6 +142,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         s.failed.connect(self._on_failed)
         s.busyChanged.connect(self._on_busy)
         s.notice.connect(lambda text: self.statusBar().showMessage(text, 6000))
+        s.pinnedChanged.connect(lambda _trace: self.refresh())
         self.navigator.stageActivated.connect(s.set_stage)
         self.navigator.stepRequested.connect(self.step)  # a playing lesson takes the steps
         self.schematic.boxClicked.connect(self.go_to_box)
@@ -166,6 +167,18 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             self.panel_stack.addWidget(panel)
         return panel
 
+    def compare_panel(self) -> QWidget:
+        """The one ComparePanel (A | B | B − A of the current stage), created on first use."""
+        from attnlab.ui.compare_panel import ComparePanel
+
+        panel = self._panels.get(ComparePanel)
+        if panel is None:
+            appsettings.plot_colours()
+            panel = self._panels[ComparePanel] = ComparePanel()
+            self._give_vocabulary(panel)
+            self.panel_stack.addWidget(panel)
+        return panel
+
     def _give_vocabulary(self, panel) -> None:
         """Panels that name output ids (the next-token bars, the "input → predicted" decoder rows) get the model's
         output vocabulary."""
@@ -186,9 +199,14 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         if trace is None or stage is None:
             return
         start = time.perf_counter()
-        panel = self.panel_for(stage.kind)
-        self.panel_stack.setCurrentWidget(panel)
-        panel.show_stage(trace, stage, s.view)
+        if s.pinned is not None and s.view.compare != "off":
+            panel = self.compare_panel()
+            self.panel_stack.setCurrentWidget(panel)
+            panel.show_pair(s.pinned, trace, stage, s.view)
+        else:
+            panel = self.panel_for(stage.kind)
+            self.panel_stack.setCurrentWidget(panel)
+            panel.show_stage(trace, stage, s.view)
         if self._shown[:2] != (id(trace), stage.key):
             html = explanation_for(stage, trace)
             if html != self._explanation_html:  # same text after a toggle: keep the laid-out document

@@ -28,6 +28,7 @@ SHORTCUTS_HTML = """<table cellspacing=4>
 <tr><td><b>Ctrl+L</b> / <b>Ctrl+Shift+L</b></td><td>edit the source sentence / decoder input</td></tr>
 <tr><td><b>Ctrl+G</b></td><td>generate the next token</td></tr>
 <tr><td><b>Ctrl+R</b></td><td>reset every toggle</td></tr>
+<tr><td><b>Ctrl+P</b> / <b>Ctrl+Shift+P</b></td><td>pin this run as A (again: unpin) / next compare view</td></tr>
 <tr><td><b>Ctrl+O</b> / <b>Ctrl+N</b></td><td>open a checkpoint / new random model</td></tr>
 <tr><td><b>Ctrl+Shift+D</b></td><td>dark theme</td></tr>
 <tr><td><b>Space</b></td><td>next stage (from anywhere but a text box)</td></tr>
@@ -111,6 +112,12 @@ class WindowMenus:
                      ["Ctrl+-"], "zoomOutAction")
         self._action(m, "&Reset zoom\tCtrl+0", lambda: self.set_zoom(1.0), ["Ctrl+0"], "zoomResetAction")
         m.addSeparator()
+        s = self.session
+        self._action(m, "&Pin this run as A (again: unpin)", lambda: s.unpin() if s.pinned is not None else s.pin(),
+                     ["Ctrl+P"], "pinAction")
+        self._action(m, "Next &compare view (off, A | B, A | B | B − A)", self._next_compare, ["Ctrl+Shift+P"],
+                     "nextCompareAction")
+        m.addSeparator()
         for dock in (self.nav_dock, self.schematic_dock, self.controls_dock):
             m.addAction(dock.toggleViewAction())
         self.model_view_dock = add_model_view(self, m)  # View → Whole-model attention (Ctrl+M)
@@ -119,6 +126,16 @@ class WindowMenus:
         """The clicker: the next step of a playing lesson, else the next stage."""
         if not lesson_step(self, delta):
             self.session.step_stage(delta)
+
+    def _next_compare(self) -> None:
+        from attnlab.present.stages import COMPARE_MODES
+
+        s = self.session
+        if s.pinned is None:
+            s.notice.emit("Pin a run as A first (Ctrl+P), then change something: the comparison shows A and B.")
+            return
+        modes = [m for m, _ in COMPARE_MODES]
+        s.set_view(compare=modes[(modes.index(s.view.compare) + 1) % len(modes)])
 
     def _focus(self, edit: QLineEdit) -> None:
         edit.setFocus()

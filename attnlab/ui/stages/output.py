@@ -11,6 +11,7 @@ from PySide6.QtCore import Signal
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present.ablation import BASELINE_PROBS, ablation_words, change_text, distribution_change
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.heatmap import cache_axis, elide_label, printable_label, tick_font
 from attnlab.ui.stages.base import StagePanel
@@ -90,12 +91,15 @@ class OutputPanel(StagePanel):
         self._values: list[pg.TextItem] = []
         self._ticks_key: tuple | None = None
         self._note = Note(self)
+        self._ablation = Note(self, bold=True)  # before → after when the run ablates heads
+        self._ablation.setObjectName("ablationNote")
         self._stack = MessageStack(self._plot, self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._title)
         layout.addLayout(controls)
         layout.addWidget(self._stack, 1)
         layout.addWidget(self._note)
+        layout.addWidget(self._ablation)
         self._data: dict = {}
 
     def set_vocabulary(self, vocab: Callable[[int], str] | Sequence[str] | None) -> None:
@@ -156,6 +160,7 @@ class OutputPanel(StagePanel):
                       "values": values, "argmax": int(ids[0]), "temperature": temperature, "row": row,
                       "x_range": self._x_range, "fixed_axis": self.fixed_axis.isChecked(),
                       "value_inside": list(self._data_inside)}
+        self._show_ablation(trace, position, view.top_k, name)
 
     def _redraw(self) -> None:
         if self._last_args is not None:
@@ -200,6 +205,19 @@ class OutputPanel(StagePanel):
             if (text.pos().x(), text.pos().y()) != (max(v, 0.0), i):
                 text.setPos(max(v, 0.0), i)
         self._data_inside = [float(v) > inside_from for v in values]
+
+    def _show_ablation(self, trace: Trace, position: int, k: int, name: Callable[[int], str]) -> None:
+        """With ablated heads: the next-token probabilities before (no ablation) → after, and the flip."""
+        before = trace.info.get(BASELINE_PROBS)
+        ablate = trace.options.ablate if trace.options is not None else ()
+        if before is None or not ablate or names.PROBS not in trace:
+            self._ablation.show_text("")
+            return
+        after = array(trace, names.PROBS)[position]  # [V]
+        change = distribution_change(np.asarray(before[position], dtype=np.float64), after.astype(np.float64), k)
+        self._ablation.show_text(f"Ablated: {ablation_words(ablate)}. Probabilities before → after: "
+                                 f"{change_text(change, name)}")
+        self._data["ablation"] = change
 
     def _heading(self, trace: Trace, position: int, kind: str) -> str:
         tgt_tokens = names.side_entry("tgt", "tokens")

@@ -1,0 +1,150 @@
+"""Compare two runs, A (pinned) and B (current): pair a stage's entries, take B − A where the shapes agree,
+and say why not where they differ. Plain numpy on host copies; no Qt.
+
+A stage's entries are those `stage_tensors(stage)` names. A per-head entry [H, …] is compared at one head
+(the view's), so a run with 4 heads and one with 8 can still be compared head by head where the head exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from attnlab.present.stages import COMPARE_MODES as COMPARE_MODES  # re-exported: the view's choices
+from attnlab.present.stages import Stage, stage_tensors
+
+if TYPE_CHECKING:
+    from attnlab.engine.trace import Trace
+
+
+@dataclass(frozen=True)
+class ComparedEntry:
+    """One trace entry in both runs. `a`, `b`: the matrices shown ([rows, cols]; a vector is one row), None
+    where a run lacks the entry. `difference` = b − a, None when it cannot be taken; `message` then says why."""
+
+    name: str
+    a: np.ndarray | None
+    b: np.ndarray | None
+    difference: np.ndarray | None
+    message: str = ""
+
+
+def shown_matrix(trace: Trace, name: str, head: int) -> np.ndarray | None:
+    """The 2-D picture of `name` in `trace`: [H, R, C] -> head `head` (None if the run has no such head),
+    [R, C] as it is, [N] -> one row [1, N]; None for token lists and absent entries."""
+    if name not in trace:
+        return None
+    value = trace[name]
+    if not hasattr(value, "shape"):
+        return None
+    array = value.float().numpy() if hasattr(value, "float") else np.asarray(value, dtype=np.float32)
+    if array.ndim == 3:
+        return array[head] if 0 <= head < array.shape[0] else None
+    if array.ndim == 1:
+        return array[None, :]
+    return array if array.ndim == 2 else None
+
+
+def heads_of(trace: Trace, name: str) -> int | None:
+    """How many heads a per-head entry has (None for other entries)."""
+    value = trace.get(name)
+    return int(value.shape[0]) if hasattr(value, "shape") and len(value.shape) == 3 else None
+
+
+def compare_entry(a: Trace, b: Trace, name: str, head: int) -> ComparedEntry:
+    """`name` in both runs at `head`, with B − A when the shapes agree and the reason when they do not."""
+    ma, mb = shown_matrix(a, name, head), shown_matrix(b, name, head)
+    if ma is None or mb is None:
+        return ComparedEntry(name, ma, mb, None, _missing_message(a, b, name, head, ma is None, mb is None))
+    if ma.shape != mb.shape:
+        return ComparedEntry(name, ma, mb, None, shape_message(name, ma.shape, mb.shape, a, b))
+    return ComparedEntry(name, ma, mb, mb - ma)
+
+
+def compare_stage(a: Trace, b: Trace, stage: Stage, head: int) -> list[ComparedEntry]:
+    """Every matrix entry of `stage` in A and B (token lists left out)."""
+    return [compare_entry(a, b, name, head) for name in stage_tensors(stage) if name in a or name in b]
+
+
+def _missing_message(a: Trace, b: Trace, name: str, head: int, a_missing: bool, b_missing: bool) -> str:
+    which = "A and B" if a_missing and b_missing else ("A" if a_missing else "B")
+    heads = [heads_of(t, name) for t in (a, b)]
+    if any(h is not None and head >= h for h in heads):
+        counts = ", ".join(f"{label} has {h}" for label, h in zip("AB", heads, strict=True) if h is not None)
+        return f"{name}: head {head} is not in {which} ({counts} heads); pick a head both have."
+    return f"{name} is not in run {which}: the two runs do not share this step, so there is nothing to subtract."
+
+
+def shape_message(name: str, shape_a: tuple, shape_b: tuple, a: Trace | None = None, b: Trace | None = None) -> str:
+    """Why B − A cannot be taken: what differs, in words a student reads."""
+    size = " × ".join
+    text = f"{name}: A is {size(map(str, shape_a))}, B is {size(map(str, shape_b))}"
+    lengths = [_token_counts(t) for t in (a, b)] if a is not None and b is not None else None
+    if lengths and lengths[0] != lengths[1]:
+        reason = "the two runs have different sentence lengths"
+    elif a is not None and b is not None and a.n_heads != b.n_heads:
+        reason = f"the head count differs ({a.n_heads} in A, {b.n_heads} in B), and with it the head size"
+    else:
+        reason = "the shapes differ"
+    return f"{text}: {reason}, so B − A cannot be taken cell by cell."
+
+
+def _token_counts(trace: Trace) -> tuple[int, ...]:
+    return tuple(len(trace.get(f"{side}.tokens") or []) for side in ("src", "tgt"))
+
+
+def shared_range(a: np.ndarray | None, b: np.ndarray | None) -> tuple[float, float]:
+    """One colour range for A and B: from the smaller minimum to the larger maximum of the finite values."""
+    values = [m[np.isfinite(m)] for m in (a, b) if m is not None]
+    values = [v for v in values if v.size]
+    if not values:
+        return 0.0, 1.0
+    lo, hi = min(float(v.min()) for v in values), max(float(v.max()) for v in values)
+    return (lo, hi) if hi > lo else (lo - 0.5, hi + 0.5)
+
+
+def symmetric_range(difference: np.ndarray | None) -> tuple[float, float]:
+    """A diverging scale centred on 0: ±(the largest finite |B − A|)."""
+    if difference is None:
+        return -1.0, 1.0
+    finite = np.abs(difference[np.isfinite(difference)])
+    top = float(finite.max()) if finite.size else 0.0
+    return (-top, top) if top > 0 else (-1.0, 1.0)
+
+
+def describe_run(trace: Trace) -> str:
+    """A one-line label of a run for the A/B captions: the sentence and the toggles that differ from the
+    defaults."""
+    from attnlab.engine.options import RunOptions
+
+    tokens = trace.get("src.tokens") or []
+    sentence = " ".join(str(t) for t in tokens)
+    options = trace.options
+    changed = sorted(RunOptions().changed_fields(options) - {"norm", "n_heads", "device", "record"}) if options else []
+    toggles = f"; changed: {', '.join(changed)}" if changed else ""
+    heads = f"{trace.n_heads} heads, {'pre' if trace.norm_first else 'post'}-norm" if options else ""
+    return f"“{sentence}” ({heads}{toggles})"
+
+
+_KEY_STEPS = ("scores", "scaled", "mask", "masked", "weights")  # site entries whose columns are the keys
+
+
+def axis_labels(trace: Trace, name: str, shape: tuple[int, ...]) -> tuple[list[str] | None, list[str] | None]:
+    """Token labels for the rows (and, for attention matrices, the columns) of `name`'s picture, where the
+    counts match the run's tokens; None where they do not (feature columns, ids)."""
+    from attnlab.engine import names
+
+    side = names.stack_side(names.stack_of(name)) if names.stack_of(name) in ("enc", "dec") else None
+    tokens = {s: list(trace.get(f"{s}.tokens") or []) for s in ("src", "tgt")}
+    if side is None and name.split(".")[0] in tokens:
+        side = name.split(".")[0]
+    rows = tokens.get(side or "", [])
+    rows_out = [str(t) for t in rows] if len(rows) == shape[0] else None
+    cols_out = None
+    site = names.site_of(name)
+    if site is not None and name.rsplit(".", 1)[1] in _KEY_STEPS:
+        keys = tokens["src"] if names.site_kind(site) == "dec.cross" else rows
+        cols_out = [str(t) for t in keys] if len(keys) == shape[1] else None
+    return rows_out, cols_out

@@ -1,0 +1,89 @@
+"""The toggles-table rows for studying a model rather than re-wiring it: plain dot-product attention
+(projections off), head ablation at the current site, and comparing with a pinned run A.
+
+They are rows of controls.ROWS (built, wired and re-read the same way); "stage" and "pinned" in their
+fields mean: re-read when the session's stage or its pinned run changes (ControlsPanel connects those).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLayout, QPushButton
+
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.options import ABLATION_MODES
+from attnlab.present.stages import COMPARE_MODES
+from attnlab.session import Session
+
+if TYPE_CHECKING:
+    from attnlab.ui.controls import ControlsPanel
+
+ABLATE_CHOICES = ((None, "off"), ("zero", "zero it"), ("mean", "mean over positions"))
+assert tuple(m for m, _ in ABLATE_CHOICES[1:]) == ABLATION_MODES
+
+
+# projections ------------------------------------------------------------------------------------------------
+def write_projections(s: Session, on: bool) -> None:
+    s.update_options(projections=on)
+
+
+def read_projections(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
+    p.projections.setChecked(s.options.projections)
+
+
+# ablation -----------------------------------------------------------------------------------------------------
+def build_ablate(p: ControlsPanel) -> QComboBox:
+    p.ablate = QComboBox(objectName="ablateCombo",
+                         toolTip="Ablate the shown head at the current attention site: its context is replaced "
+                                 "by zeros or by its mean over the positions before W_O")
+    for mode, text in ABLATE_CHOICES:
+        p.ablate.addItem(text, mode)
+    return p.ablate
+
+
+def connect_ablate(p: ControlsPanel, s: Session) -> None:
+    def write(_index: int) -> None:
+        stage = s.stage
+        if stage is not None and stage.site:
+            s.set_ablation(stage.site, s.view.head, p.ablate.currentData())
+
+    p.ablate.activated.connect(write)
+
+
+def read_ablate(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
+    """Enabled on attention stages; shows how the shown head of this site is ablated, and how many heads are."""
+    stage = s.stage
+    site = stage.site if stage is not None else None
+    p.ablate.setEnabled(bool(site))
+    mode = s.options.ablation_of(site, s.view.head) if site else None
+    p.ablate.setCurrentIndex(max(0, p.ablate.findData(mode)))
+    count = len(s.options.ablate)
+    where = f"head {s.view.head} of {site}" if site else "pick an attention stage"
+    p.ablate.setToolTip(f"Ablate {where}. Heads ablated in this run: {count}.")
+
+
+# compare --------------------------------------------------------------------------------------------------------
+def build_compare(p: ControlsPanel) -> QLayout:
+    p.compare = QComboBox(objectName="compareCombo",
+                          toolTip="With a pinned run A: show A | B side by side, or A | B | B − A")
+    for value, text in COMPARE_MODES:
+        p.compare.addItem(text, value)
+    p.pin = QPushButton("Pin as A", objectName="pinButton",
+                        toolTip="Keep the current run as A; change anything, and compare (Ctrl+P)")
+    row = QHBoxLayout()
+    row.addWidget(p.compare, 1)
+    row.addWidget(p.pin)
+    return row
+
+
+def connect_compare(p: ControlsPanel, s: Session) -> None:
+    p.compare.activated.connect(lambda _i: s.set_view(compare=p.compare.currentData()))
+    p.pin.clicked.connect(lambda: s.unpin() if s.pinned is not None else s.pin())
+
+
+def read_compare(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
+    pinned = s.pinned is not None
+    p.compare.setEnabled(pinned)
+    p.compare.setCurrentIndex(max(0, p.compare.findData(s.view.compare if pinned else "off")))
+    p.pin.setText("Unpin A" if pinned else "Pin as A")

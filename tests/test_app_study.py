@@ -1,0 +1,103 @@
+"""The study controls in the window, driven as a person would: projections off, ablating the shown head
+from an attention stage (the output shows before → after), and pinning a run as A to compare A | B | B − A."""
+
+import numpy as np
+import pytest
+import torch
+from PySide6.QtCore import QSettings
+
+from attnlab.engine import names
+from attnlab.present.stages import output_key
+from attnlab.ui.main_window import MainWindow
+
+WAIT = 15000
+
+
+@pytest.fixture(autouse=True)
+def isolated_settings(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+
+
+@pytest.fixture
+def win(qtbot, tiny_model):
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
+        w.session.set_model(tiny_model("encoder-decoder", seed=3), "the black cat sees the dog", "le chat")
+    yield w
+    w.errors.uninstall()
+    w.session.shutdown()
+
+
+def retrace(qtbot, w, action):
+    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
+        action()
+    qtbot.waitUntil(lambda: not w.session.busy, timeout=WAIT)
+    return w.session.trace
+
+
+def choose(combo, data):
+    i = combo.findData(data)
+    assert i >= 0, data
+    combo.setCurrentIndex(i)
+    combo.activated.emit(i)
+
+
+def test_projections_checkbox_runs_plain_dot_product_attention(qtbot, win):
+    box = win.findChild(type(win.controls.scale), "projectionsCheck")
+    assert box.isChecked()
+    trace = retrace(qtbot, win, lambda: box.setChecked(False))
+    assert trace.options.projections is False
+    torch.testing.assert_close(trace["enc.0.self.out"], trace["enc.0.self.concat"])
+    win.session.set_stage(names.site_entry("enc.0.self", "qkv"))
+    assert "projections are off" in win.explanation.toPlainText().lower()
+
+
+def test_ablate_combo_ablates_the_shown_head_and_the_output_shows_before_and_after(qtbot, win):
+    combo = win.controls.ablate
+    win.session.set_stage(output_key(names.PROBS))
+    assert not combo.isEnabled()  # no attention site on the output stage
+    win.session.set_stage(names.site_entry("dec.1.cross", "weights"))
+    win.session.set_view(head=1)
+    assert combo.isEnabled() and combo.currentData() is None
+    trace = retrace(qtbot, win, lambda: choose(combo, "zero"))
+    assert trace.options.ablate == (("dec.1.cross", 1, "zero"),)
+    assert np.all(trace["dec.1.cross.concat"][:, 8:16].numpy() == 0)
+    win.session.set_view(head=0)
+    assert combo.currentData() is None  # head 0 is not ablated
+    win.session.set_view(head=1)
+    assert combo.currentData() == "zero"
+    win.session.set_stage(output_key(names.PROBS))
+    change = win.current_panel().shown_data()["ablation"]
+    plain = win.session.model.trace("the black cat sees the dog", "le chat")["probs"][-1].numpy()
+    np.testing.assert_allclose(change.before, plain[change.ids], rtol=1e-4, atol=1e-6)
+    note = win.current_panel().findChild(type(win.stage_title), "ablationNote")
+    assert "→" in note.text() and "head 1 of decoder layer 2 cross-attention zeroed" in note.text()
+
+
+def test_pin_compare_difference_and_unpin(qtbot, win):
+    key = names.site_entry("enc.1.self", "weights")
+    win.session.set_stage(key)
+    a = win.session.trace
+    win.findChild(type(win.dark_action), "pinAction").trigger()
+    assert win.session.pinned is a and win.session.view.compare == "diff"
+    assert win.controls.compare.isEnabled() and win.controls.compare.currentData() == "diff"
+    b = retrace(qtbot, win, lambda: win.controls.scale.setChecked(False))  # the pin survives the toggle
+    b = retrace(qtbot, win, lambda: win.controls.residual.setChecked(False))
+    assert win.session.pinned is a
+    panel = win.current_panel()
+    assert panel.objectName() == "comparePanel"
+    (entry,) = panel.shown_data()["entries"]
+    np.testing.assert_array_equal(entry.difference, (b[key][0] - a[key][0]).numpy())
+    choose(win.controls.compare, "side")
+    assert panel.shown_data()["mode"] == "side"
+    retrace(qtbot, win, lambda: win.session.set_src("dog bites man", debounce=False))
+    (entry,) = panel.shown_data()["entries"]
+    assert entry.difference is None and "different sentence lengths" in entry.message
+    win.session.set_stage(output_key(names.PROBS))
+    assert set(panel.shown_data()) >= {"a", "b", "ids"}
+    win.controls.pin.click()  # unpin
+    assert win.session.pinned is None and win.current_panel().objectName() != "comparePanel"
