@@ -71,6 +71,7 @@ def test_llama_shows_rms_swiglu_and_which_q_heads_share_a_kv_head(qtbot, tmp_pat
         trace = w.session.trace
         assert trace.config.norm == "rmsnorm" and trace.config.ffn == "gated" and trace.n_kv_heads == 2
         seen = step_everywhere(w)
+        assert {s.title for s in w.session.stages if s.kind == "addnorm"} == {"add & RMSNorm 1", "add & RMSNorm 2"}
         data, html = seen["dec.0.norm1"]
         assert data["kind"] == "rmsnorm" and "RMS" in html and "No mean is subtracted" in html
         rms_in = np.asarray(trace[names.norm_entry("dec.0.norm1", "rms")])  # [T], recorded by the engine

@@ -75,8 +75,10 @@ def _attention_stages(site: str, group: str, masked_self: bool) -> list[Stage]:
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in ATTENTION_STEPS]
 
 
-def _addnorm(layer: str, n: int, group: str) -> Stage:
-    return Stage(names.norm(layer, n), "addnorm", f"{names.word('addnorm')} {n}", group, layer=layer, norm=n)
+def _addnorm(layer: str, n: int, group: str, rms: bool = False) -> Stage:
+    """'add & LayerNorm 2', or 'add & RMSNorm 2' for a model whose norms are RMSNorms (Llama, Qwen2)."""
+    title = f"add & {names.word('rmsnorm')} {n}" if rms else f"{names.word('addnorm')} {n}"
+    return Stage(names.norm(layer, n), "addnorm", title, group, layer=layer, norm=n)
 
 
 def _ffn(layer: str, group: str) -> Stage:
@@ -103,12 +105,13 @@ def _layer_stages(trace: Trace, layer: str) -> list[Stage]:
     stack = names.stack_of(layer)
     cross = names.site(layer, "cross")
     has_cross = names.site_entry(cross, "weights") in trace
+    rms = trace.config is not None and trace.config.norm == "rmsnorm"
     stages = _attention_stages(names.site(layer, "self"), group, stack == "dec")
-    stages.append(_addnorm(layer, 1, group))
+    stages.append(_addnorm(layer, 1, group, rms))
     if has_cross:
         stages += _attention_stages(cross, group, False)
-        stages.append(_addnorm(layer, 2, group))
-    return stages + [_ffn(layer, group), _addnorm(layer, names.sublayer_count(stack, has_cross), group)]
+        stages.append(_addnorm(layer, 2, group, rms))
+    return stages + [_ffn(layer, group), _addnorm(layer, names.sublayer_count(stack, has_cross), group, rms)]
 
 
 def stages_for(trace: Trace) -> list[Stage]:

@@ -121,7 +121,8 @@ class QKVPanel(StagePanel):
         self._note.show_text(f"{sv.name}: every token's vector is multiplied by W_Q, W_K and W_V ({source}). "
                              f"Shown: head {sv.head}'s slice, d_k = {dk} numbers per token."
                              + (f" Grouped-query attention: {trace.n_kv_heads} K/V heads for {trace.n_heads} Q "
-                                f"heads — {sharing}." if grouped else ""))
+                                f"heads — {sharing} (counting from 1: head {sv.head} here is Q head "
+                                f"{sv.head + 1}, it reads K/V head {kv_head + 1})." if grouped else ""))
 
     def shown_data(self) -> dict:
         return dict(self._data)

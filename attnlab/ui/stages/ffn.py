@@ -100,7 +100,7 @@ class FFNPanel(StagePanel):
         hatch = activation == "relu" and zeros.any()  # hatched zeros only where ReLU really cuts to 0
         self._hidden.draw(hidden, labels, None, masked=zeros if hatch else None, colormap=view.colormap,
                           symmetric=True if activation != "relu" else None,
-                          title=f"{ACTIVATION_WORDS[activation]}(gate) ⊙ up (d_ff = {d_ff})" if gated else
+                          title=f"{ACTIVATION_WORDS[activation]}(gate) ⊙ up" if gated else
                           f"hidden units (d_ff = {d_ff})")
         self._out.draw(out, labels, None, colormap=view.colormap, symmetric=True,
                        title=f"{names.word('ffn.short')} output")
