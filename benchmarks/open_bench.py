@@ -5,12 +5,17 @@ pytorch_model.bin, and the desktop app's open-to-first-paint / first-trace times
 
     python benchmarks/open_bench.py               # median of 3 opens per layout, then one app start
     python benchmarks/open_bench.py --runs 5 --no-app
+    python benchmarks/open_bench.py --runs 1 --no-app --profile   # where one safetensors open spends its time
+
+Issue 9's target: open-to-first-paint of a GPT-2-small-sized folder ≤ 5 s on CPU (the app line below).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
+import pstats
 import statistics
 import subprocess
 import sys
@@ -56,10 +61,22 @@ def app_start(folder: Path) -> str:
     return "; ".join(lines)
 
 
+def profile_open(folder: Path, top: int = 8) -> None:
+    """The functions one attnlab.load(folder) spends most of its own time in (after a warm-up open)."""
+    attnlab.load(folder)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    attnlab.load(folder)
+    profiler.disable()
+    print(f"profile of attnlab.load(model.safetensors), top {top} by own time:")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-app", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="profile one open of model.safetensors")
     args = parser.parse_args()
     print(f"threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,6 +88,8 @@ def main() -> int:
                 attnlab.load(folder)
                 times.append(time.perf_counter() - start)
             print(f"attnlab.load, {layout:<18} {statistics.median(times):6.2f} s (median of {args.runs})")
+        if args.profile:
+            profile_open(folders["model.safetensors"])
         if not args.no_app:
             print("app (attnlab FOLDER):", app_start(folders["model.safetensors"]))
     print(f"load average at the end {os.getloadavg()[0]:.1f}")

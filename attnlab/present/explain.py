@@ -338,5 +338,5 @@ def explanation_html(stage: Stage, trace: Trace) -> str:
     if stage.kind == "ffn":
         return _ffn(stage, trace)
     if stage.site:
-        return _attention(stage, trace)
+        return _attention(stage, trace) + explain_imported.extra_notes(stage, trace)
     return _page(stage.title, "", ["No explanation is written for this step yet."])

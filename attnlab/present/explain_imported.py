@@ -167,11 +167,14 @@ def output_sentences(trace: Trace) -> list[str]:
 
 
 def extra_notes(stage: Stage, trace: Trace) -> str:
-    """A paragraph appended to the embedding / input / output pages of an imported model ('' if none)."""
+    """A paragraph appended to the embedding / input / Q, K, V (rotary) / output pages of an imported model
+    ('' if none)."""
     if stage.side and stage.kind in ("embed", "input"):
         sentences = input_sentences(trace, stage.side)
     elif stage.kind in (names.LOGITS, names.PROBS):
         sentences = output_sentences(trace)
+    elif stage.kind == "qkv" and stage.site and names.site_kind(stage.site).endswith("self"):
+        sentences = [s for s in [_rotary_sentence(trace)] if s]
     else:
         sentences = []
     return f"\n<p><b>This model:</b> {' '.join(sentences)}</p>" if sentences else ""
