@@ -120,7 +120,10 @@ class FFNPanel(StagePanel):
         gated = gate_name in trace and up_name in trace
         for box in (self._gate_box, self._up_box):
             box.setVisible(gated)
-        if gated:
+        if not gated:  # hidden, but on the same colour map as the rest (switching models keeps them in step)
+            self._gate.use_colormap(view.colormap)
+            self._up.use_colormap(view.colormap)
+        else:
             self._gate.draw(array(trace, gate_name), labels, None, colormap=view.colormap, symmetric=True,
                             title="gate: x W_gate")  # [T, d_ff]
             self._up.draw(array(trace, up_name), labels, None, colormap=view.colormap, symmetric=True,
