@@ -41,21 +41,41 @@ def build_folders(root: Path) -> dict[str, Path]:
     model.save_pretrained(str(folders["model.safetensors"]))
     model.save_pretrained(str(folders["4 shards"]), max_shard_size="150MB")
     model.save_pretrained(str(folders["pytorch_model.bin"]), safe_serialization=False)
+    for folder in folders.values():
+        write_tokenizer(folder)
     return folders
+
+
+def write_tokenizer(folder: Path) -> None:
+    """GPT-2's tokenizer files (vocab.json + merges.txt), a small byte-level BPE trained here (no download).
+    Without a tokenizer the app cannot read the example sentence, so it would never trace and never paint."""
+    import json
+
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    corpus = ["the black cat sees the small dog", "Hello, world! The cat sat on the mat."] * 50
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
+                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                        show_progress=False))
+    tok.model.save(str(folder))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "GPT2Tokenizer"}))
 
 
 def app_start(folder: Path) -> str:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "ATTNLAB_SETTINGS": str(folder / "settings.ini")}
     code = ("import sys; from attnlab.cli import main; "
             "from PySide6.QtCore import QTimer; from PySide6.QtWidgets import QApplication; "
-            "QTimer.singleShot(60000, QApplication.quit); sys.exit(main(sys.argv[1:]))")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(folder), "--startup-time"], env=env,
-                            stderr=subprocess.PIPE, text=True)
+            "QTimer.singleShot(120000, QApplication.quit); sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(folder), "--startup-time", "--quit-after-trace"],
+                            env=env, stderr=subprocess.PIPE, text=True)
     lines = []
     for line in proc.stderr:
         if "after" in line:
             lines.append(line.strip())
-        if "trace ready" in line:
+        if "first trace painted" in line:
             break
     proc.kill()
     return "; ".join(lines)
