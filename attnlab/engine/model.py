@@ -268,11 +268,14 @@ class Transformer(nn.Module):
                 self.src_pos = nn.Embedding(cfg.max_len + cfg.pos_offset, d)
             if cfg.has_decoder:
                 self.tgt_pos = nn.Embedding(cfg.max_len + cfg.pos_offset, d)
-        sinusoid = sinusoidal_table(cfg.max_len, d, cfg.sinusoidal_layout)  # [max_len, d]
-        self.register_buffer("sinusoid", sinusoid, persistent=False)
+        self.register_buffer("sinusoid", self.sinusoid_table(), persistent=False)  # [max_len, d]
         self.out_proj = None if cfg.tie_output else nn.Linear(d, cfg.out_vocab_size, bias=cfg.has_bias("logits"))
         add_ends(self, cfg)
         self._init_weights()
+
+    def sinusoid_table(self) -> Tensor:
+        """The fixed sinusoidal positions of this config, [max_len, d] (a buffer, never stored in checkpoints)."""
+        return sinusoidal_table(self.config.max_len, self.config.d_model, self.config.sinusoidal_layout)
 
     def _init_weights(self) -> None:
         for name, p in self.named_parameters():

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnlab.engine import names
+from attnlab.present import explain_imported
 from attnlab.present import formulas as fm
 from attnlab.present.facts import (
     layer_name,
@@ -386,10 +387,13 @@ def _output(stage: Stage, trace: Trace) -> str:
 
 def explanation_html(stage: Stage, trace: Trace) -> str:
     """A short explanation of `stage` with its formula and the live shapes from `trace` (HTML)."""
+    imported = explain_imported.imported_explanation(stage, trace)  # RMSNorm, SwiGLU, GQA
+    if imported is not None:
+        return imported
     if stage.kind in ("tokens", "embed", "pos", "input"):
-        return _inputs(stage, trace)
+        return _inputs(stage, trace) + explain_imported.extra_notes(stage, trace)
     if stage.kind in (names.LOGITS, names.PROBS):
-        return _output(stage, trace)
+        return _output(stage, trace) + explain_imported.extra_notes(stage, trace)
     if stage.kind == "addnorm":
         return _addnorm(stage, trace)
     if stage.kind == NORM_COMPARE:
@@ -399,5 +403,5 @@ def explanation_html(stage: Stage, trace: Trace) -> str:
     if stage.site:
         from attnlab.present.explain_study import study_notes
 
-        return _attention(stage, trace) + study_notes(stage.site, trace)
+        return _attention(stage, trace) + study_notes(stage.site, trace) + explain_imported.extra_notes(stage, trace)
     return _page(stage.title, "", ["No explanation is written for this step yet."])

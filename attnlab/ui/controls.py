@@ -103,11 +103,26 @@ def _build_norm(p: ControlsPanel) -> QWidget:
 
 def _read_norm(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
     trained = RunOptions().resolved(config).norm  # "pre" or "post": the form every consumer reads
+    kind = "RMSNorm" if config.norm == "rmsnorm" else "LayerNorm"
+    p.norm.setToolTip(f"Where {kind} sits around each sub-layer (the same trained norms, moved)")
     p.norm.setItemText(0, f"As trained ({dict(NORM_CHOICES)[trained].lower()})")
     p.norm.setCurrentIndex(max(0, p.norm.findData(s.options.norm)))
 
 
 # heads ---------------------------------------------------------------------------------------------------
+def heads_tip(config: ModelConfig) -> str:
+    """Why the Heads list holds the counts it holds (grouped-query attention allows fewer)."""
+    tip = "Re-split the same W_Q, W_K, W_V, W_O into this many heads"
+    if config.kv_heads < config.n_heads:
+        tip += (f". Grouped-query attention ({config.n_heads} Q heads share {config.kv_heads} K/V heads): only "
+                "counts that keep the Q heads a whole multiple of the K/V heads are listed, so no K/V head is "
+                "cut apart")
+    if config.positional == "rotary":
+        tip += "; rotary positions need an even head size"
+    return tip
+
+
+
 def _build_heads(p: ControlsPanel) -> QWidget:
     p.heads = QComboBox(objectName="headsCombo", toolTip="Re-split the same W_Q, W_K, W_V, W_O into this many heads")
     return p.heads
@@ -121,6 +136,7 @@ def _write_heads(p: ControlsPanel, s: Session) -> None:
 
 def _read_heads(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
     choices = head_choices(config)
+    p.heads.setToolTip(heads_tip(config))
     if [p.heads.itemData(i) for i in range(p.heads.count())] != choices:
         p.heads.clear()
         for h in choices:
@@ -158,10 +174,21 @@ def _write_final_norm(s: Session, on: bool) -> None:
 
 
 # masks ---------------------------------------------------------------------------------------------------
+CAUSAL_TIPS = {"dec": "Decoder self-attention may not look at later tokens",
+               "enc": "Also hide later tokens from the encoder (it normally sees them all)"}
+POSITIONAL_TIPS = {"sinusoidal": "Add the position to each token",
+                   "learned": "Add the learned position vector to each token",
+                   "rotary": "Rotate Q and K by each token's position inside every attention (rotary encoding)",
+                   "none": "Not meaningful for this model: it has no positional encoding"}
+
+
 def _read_causal(kind: str) -> Reader:
     def read(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
         box, present = (p.causal, config.has_decoder) if kind == "dec" else (p.enc_causal, config.has_encoder)
         box.setEnabled(present)
+        box.setToolTip(CAUSAL_TIPS[kind] if present else
+                       f"Not meaningful for this model: it has no {'decoder' if kind == 'dec' else 'encoder'} "
+                       f"({config.arch})")
         box.setChecked(present and s.options.is_causal(f"{kind}.0.self"))
     return read
 
@@ -199,6 +226,8 @@ def _read_custom_mask(p: ControlsPanel, s: Session, config: ModelConfig) -> None
 def _read_positional(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
     has_positions = config.positional != "none"
     p.positional.setEnabled(has_positions)
+    p.positional.setText("Rotary positions (RoPE)" if config.positional == "rotary" else "Positional encoding")
+    p.positional.setToolTip(POSITIONAL_TIPS.get(config.positional, POSITIONAL_TIPS["sinusoidal"]))
     p.positional.setChecked(s.options.positional and has_positions)
 
 
@@ -283,11 +312,11 @@ ROWS: tuple[Row, ...] = (
     Row(SHAPE, "Ablate head", ("ablate",), study.build_ablate, study.connect_ablate, study.read_ablate,
         frozenset({"ablate", "view.head", "stage"})),
     _checkbox_row(MASKS, "causal", "causalCheck", "Causal mask (decoder)",
-                  "Decoder self-attention may not look at later tokens", "causal", _read_causal("dec"),
+                  CAUSAL_TIPS["dec"], "causal", _read_causal("dec"),
                   lambda s, on: s.set_options(s.options.with_causal("dec.self", on))),
     _checkbox_row(MASKS, "enc_causal", "encCausalCheck", "Causal mask (encoder)",
-                  "Also hide later tokens from the encoder (it normally sees them all)", "causal",
-                  _read_causal("enc"), lambda s, on: s.set_options(s.options.with_causal("enc.self", on))),
+                  CAUSAL_TIPS["enc"], "causal", _read_causal("enc"),
+                  lambda s, on: s.set_options(s.options.with_causal("enc.self", on))),
     _checkbox_row(MASKS, "padding", "paddingCheck", "Padding mask", "Block attention to <pad> tokens",
                   "padding_mask", lambda p, s, _c: p.padding.setChecked(s.options.padding_mask),
                   lambda s, on: s.update_options(padding_mask=on)),

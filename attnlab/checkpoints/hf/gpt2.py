@@ -49,16 +49,18 @@ def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) ->
     out = {"tgt_embed.weight": t("wte.weight"), "tgt_pos.weight": t("wpe.weight")}
     for i in range(config.n_decoder_layers):
         hf_layer, layer = f"h.{i}", f"decoder.{i}"
+        # Conv1D stores [in, out]; Linear wants [out, in]. The transposed VIEWS are kept (no .contiguous()):
+        # build_live_model copies every tensor into the module's own contiguous parameters anyway.
         qkv_w = t(f"{hf_layer}.attn.c_attn.weight").T  # Conv1D [d, 3d] -> Linear [3d, d]
         qkv_b = t(f"{hf_layer}.attn.c_attn.bias")  # [3d]
         for j, name in enumerate(("w_q", "w_k", "w_v")):
-            out[f"{layer}.self_attn.{name}.weight"] = qkv_w[j * d:(j + 1) * d].contiguous()
-            out[f"{layer}.self_attn.{name}.bias"] = qkv_b[j * d:(j + 1) * d].contiguous()
-        out[f"{layer}.self_attn.w_o.weight"] = t(f"{hf_layer}.attn.c_proj.weight").T.contiguous()
+            out[f"{layer}.self_attn.{name}.weight"] = qkv_w[j * d:(j + 1) * d]
+            out[f"{layer}.self_attn.{name}.bias"] = qkv_b[j * d:(j + 1) * d]
+        out[f"{layer}.self_attn.w_o.weight"] = t(f"{hf_layer}.attn.c_proj.weight").T
         out[f"{layer}.self_attn.w_o.bias"] = t(f"{hf_layer}.attn.c_proj.bias")
-        out[f"{layer}.ffn.lin1.weight"] = t(f"{hf_layer}.mlp.c_fc.weight").T.contiguous()
+        out[f"{layer}.ffn.lin1.weight"] = t(f"{hf_layer}.mlp.c_fc.weight").T
         out[f"{layer}.ffn.lin1.bias"] = t(f"{hf_layer}.mlp.c_fc.bias")
-        out[f"{layer}.ffn.lin2.weight"] = t(f"{hf_layer}.mlp.c_proj.weight").T.contiguous()
+        out[f"{layer}.ffn.lin2.weight"] = t(f"{hf_layer}.mlp.c_proj.weight").T
         out[f"{layer}.ffn.lin2.bias"] = t(f"{hf_layer}.mlp.c_proj.bias")
         for n, hf_norm in ((1, "ln_1"), (2, "ln_2")):
             out[f"{layer}.norm{n}.weight"] = t(f"{hf_layer}.{hf_norm}.weight")

@@ -1,4 +1,5 @@
-"""Add & LayerNorm: each token's vector before and after the norm, with its mean and variance per token."""
+"""Add & norm: each token's vector before and after the norm, with its mean and variance per token (LayerNorm)
+or its mean and RMS per token (RMSNorm, which divides by the RMS and subtracts no mean)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,11 @@ from attnlab.ui.stages.common import (
     titled_heatmap,
     tokens,
 )
+
+
+def is_rmsnorm(trace: Trace) -> bool:
+    """Whether this run's layer norms are RMSNorms (Llama, Qwen2): they record the RMS, not mean and variance."""
+    return trace.config is not None and trace.config.norm == "rmsnorm"
 
 BEFORE_COLOR = "#3b7dd8"
 AFTER_COLOR = "#ff9f1c"
@@ -87,9 +93,10 @@ class AddNormPanel(StagePanel):
                 plot.addItem(bars)
                 self._bars[f"{stat}.{which}"] = bars
                 self._bar_dx[f"{stat}.{which}"] = dx
-        key = QtWidgets.QLabel(f"<span style='color:{BEFORE_COLOR}'>■</span> LayerNorm input &nbsp;&nbsp; "
-                               f"<span style='color:{AFTER_COLOR}'>■</span> LayerNorm output", self)
+        key = self._key = QtWidgets.QLabel(f"<span style='color:{BEFORE_COLOR}'>■</span> LayerNorm input &nbsp;&nbsp; "
+                                           f"<span style='color:{AFTER_COLOR}'>■</span> LayerNorm output", self)
         key.setFont(note_font())
+        self._rms_titles = False  # whether the bar titles and key name RMSNorm
         bars_row = QtWidgets.QHBoxLayout()
         bars_row.addWidget(self._mean_plot, 1)
         bars_row.addWidget(self._var_plot, 1)
@@ -113,8 +120,10 @@ class AddNormPanel(StagePanel):
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         layer, n = stage.layer or "", stage.norm or 1
         prefix = names.norm(layer, n)
-        entry = {stat: names.norm_entry(prefix, stat) for stat in names.NORM_STATS}  # "in", "mean", "var", "out"
-        lost = missing(trace, [entry["in"], entry["out"], entry["mean"], entry["var"]])
+        rms = is_rmsnorm(trace)
+        kind_stats = names.norm_stats("rmsnorm" if rms else "layernorm")  # in, rms, out / in, mean, var, out
+        entry = {stat: names.norm_entry(prefix, stat) for stat in kind_stats}
+        lost = missing(trace, list(entry.values()))
         norm = norm_placement(trace)
         if lost or norm is None:
             self._data = {"message": missing_message("This add & norm step", lost) if lost else
@@ -125,8 +134,13 @@ class AddNormPanel(StagePanel):
         side = layer_side(layer)
         x_in, x_out = array(trace, entry["in"]), array(trace, entry["out"])  # [T, d] each
         labels = tokens(trace, side, x_in.shape[0])
-        mean, var = array(trace, entry["mean"]), array(trace, entry["var"])  # [T] each
-        out_mean, out_var = x_out.mean(axis=1), x_out.var(axis=1)
+        if rms:  # RMSNorm: the bars show the RMS it divides by, and the mean it leaves in place
+            mean, var = x_in.mean(axis=1), array(trace, entry["rms"])  # [T] each
+            out_mean, out_var = x_out.mean(axis=1), np.sqrt((x_out ** 2).mean(axis=1))
+        else:
+            mean, var = array(trace, entry["mean"]), array(trace, entry["var"])  # [T] each
+            out_mean, out_var = x_out.mean(axis=1), x_out.var(axis=1)
+        self._title_bars(rms)
         sub_name = sublayer_output(trace, layer, n)
         sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n), short=True)
         resid_name = names.resid(layer, n)
@@ -145,7 +159,9 @@ class AddNormPanel(StagePanel):
         self._set_bars(mean, var, out_mean, out_var)
         self._set_ticks(labels, x_in.shape[0])
         residual_off = not residual_on(trace)
-        note = ("Per token: subtract its mean, divide by √(variance + ε), then scale by γ and shift by β. "
+        note = ("Per token: divide by its RMS √(mean(x²) + ε), then scale by the learned gain g. No mean is "
+                "subtracted (compare the mean bars before and after) and there is no shift." if rms else
+                "Per token: subtract its mean, divide by √(variance + ε), then scale by γ and shift by β. "
                 "The output has mean ≈ 0 and variance ≈ 1 per token (up to the learned γ and β).")
         if residual_off:
             note = "The residual connection is switched OFF: the sub-layer's output replaces x. " + note
@@ -155,7 +171,21 @@ class AddNormPanel(StagePanel):
                       "sublayer": shown.get(sub_name),
                       "slots": [name for name, _ in slots], "mean": mean, "var": var,
                       "out_mean": out_mean, "out_var": out_var, "norm": norm, "tokens": labels,
-                      "residual_off": residual_off}
+                      "residual_off": residual_off, "kind": "rmsnorm" if rms else "layernorm"}
+        if rms:
+            self._data.update({"rms": var, "out_rms": out_var})
+
+    def _title_bars(self, rms: bool) -> None:
+        """RMSNorm's bars: the mean it does NOT subtract, and the RMS it divides by; LayerNorm's: mean, var."""
+        if rms == self._rms_titles:
+            return
+        self._rms_titles = rms
+        self._mean_plot.getPlotItem().setTitle("mean per token (not subtracted)" if rms else "mean per token",
+                                               size="11pt")
+        self._var_plot.getPlotItem().setTitle("RMS per token" if rms else "variance per token", size="11pt")
+        word = names.word("rmsnorm" if rms else "norm")
+        self._key.setText(f"<span style='color:{BEFORE_COLOR}'>■</span> {word} input &nbsp;&nbsp; "
+                          f"<span style='color:{AFTER_COLOR}'>■</span> {word} output")
 
     def _set_bars(self, mean, var, out_mean, out_var) -> None:
         x = np.arange(len(mean), dtype=float)

@@ -12,6 +12,7 @@ from PySide6 import QtWidgets
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present.explain_imported import gqa_text
 from attnlab.present.facts import predicted_labels, predicts_next, score_levels
 from attnlab.present.formulas import scaled_title
 from attnlab.present.stages import Stage, ViewState
@@ -105,9 +106,12 @@ class QKVPanel(StagePanel):
             self._data = {"message": message}
             return
         sv = SiteView(trace, site, view, self.vocab)
-        titles = {"q": "Q (queries)", "k": "K (keys)", "v": "V (values)"}
+        kv_head = trace.kv_head_map[sv.head] if trace.config is not None else sv.head  # GQA: a shared K/V head
+        grouped = trace.config is not None and trace.n_kv_heads < trace.n_heads
+        titles = {"q": "Q (queries)", "k": f"K (keys, K/V head {kv_head + 1})" if grouped else "K (keys)",
+                  "v": f"V (values, K/V head {kv_head + 1})" if grouped else "V (values)"}
         for p, panel_map in self._maps.items():
-            matrix = array(trace, names.site_entry(site, p))[sv.head]  # [T, d_k]
+            matrix = array(trace, names.site_entry(site, p))[sv.head if p == "q" else kv_head]  # [T, d_k]
             side = sv.q_side if p == "q" else sv.k_side
             labels = sv.rows if p == "q" else sv.cols
             panel_map.titles(axis_title(side, "token"), "d_k dimension")
@@ -118,8 +122,13 @@ class QKVPanel(StagePanel):
         source = ("Q from the decoder, K and V from the encoder output" if sv.q_side != sv.k_side
                   else "all three from the same tokens")
         dk = self._maps["q"].record["matrix"].shape[1]
+        sharing = gqa_text(trace.n_heads, trace.n_kv_heads) if grouped else ""
+        self._data["kv_head"], self._data["sharing"] = kv_head, sharing
         self._note.show_text(f"{sv.name}: every token's vector is multiplied by W_Q, W_K and W_V ({source}). "
-                             f"Shown: {names.head_words(sv.head)}'s slice, d_k = {dk} numbers per token.")
+                             f"Shown: {names.head_words(sv.head)}'s slice, d_k = {dk} numbers per token."
+                             + (f" Grouped-query attention: {trace.n_kv_heads} K/V heads for {trace.n_heads} Q "
+                                f"heads — {sharing} ({names.head_words(sv.head)} reads K/V head {kv_head + 1})."
+                                if grouped else ""))
 
     def shown_data(self) -> dict:
         return dict(self._data)

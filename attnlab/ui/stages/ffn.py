@@ -1,4 +1,5 @@
-"""The position-wise feed-forward network: hidden activations (ReLU zeros stand out) and the output."""
+"""The position-wise feed-forward network: hidden activations (ReLU zeros stand out) and the output; for a gated
+(SwiGLU) network also the gate and up projections whose product is the hidden layer."""
 
 from __future__ import annotations
 
@@ -21,6 +22,28 @@ from attnlab.ui.stages.common import (
     tokens,
 )
 
+ACTIVATION_WORDS = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU", "silu": "SiLU"}
+
+
+def run_activation(trace: Trace, hidden: np.ndarray) -> str:
+    """The FFN's activation: the config's, or for a trace without one, 'relu' when no unit is negative."""
+    if trace.config is not None and trace.config.activation in ACTIVATION_WORDS:
+        return trace.config.activation
+    return "relu" if not bool((hidden < 0).any()) else "gelu"
+
+
+def activation_summary(activation: str, hidden: np.ndarray, gated: bool) -> str:
+    """The bold line over the panel: ReLU's exact zeros, or how many units came out negative."""
+    share = zero_share(hidden)
+    if activation == "relu" and not gated:
+        return f"{share:.0%} of hidden units are exactly 0 (ReLU) — hatched grey cells"
+    negative = float(np.count_nonzero(hidden < 0)) / max(hidden.size, 1)
+    word = ACTIVATION_WORDS[activation]
+    if gated:
+        return (f"SwiGLU-style gate: {word}(gate) ⊙ up — {negative:.0%} of the products are negative "
+                f"(the up projection has either sign)")
+    return f"{word}: {negative:.0%} of hidden units are slightly negative, {share:.0%} exactly 0"
+
 
 def zero_share(hidden: np.ndarray) -> float:
     """Fraction of hidden units that are exactly 0."""
@@ -35,9 +58,15 @@ class FFNPanel(StagePanel):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._share = Note(self, delta=2, bold=True)
+        # gate and up: only for a gated (SwiGLU) network, hidden = act(gate) ⊙ up
+        self._gate_box, self._gate = titled_heatmap(self, rows_title="token", cols_title="hidden unit (d_ff)")
+        self._up_box, self._up = titled_heatmap(self, cols_title="hidden unit (d_ff)")
         hidden_box, self._hidden = titled_heatmap(self, rows_title="token", cols_title="hidden unit (d_ff)")
         out_box, self._out = titled_heatmap(self, cols_title="model dimension")
         maps = QtWidgets.QHBoxLayout()
+        for box in (self._gate_box, self._up_box):
+            maps.addWidget(box, 3)
+            box.hide()
         maps.addWidget(hidden_box, 3)
         maps.addWidget(out_box, 2)
         self._note = Note(self)
@@ -63,25 +92,43 @@ class FFNPanel(StagePanel):
         hidden = array(trace, names.ffn_entry(layer, "hidden"))  # [T, d_ff]
         out = array(trace, names.ffn_entry(layer, "out"))  # [T, d]
         labels = tokens(trace, layer_side(layer), hidden.shape[0])
-        relu = not bool((hidden < 0).any())  # ReLU never outputs a negative number; GELU does
+        activation = run_activation(trace, hidden)
+        gated = self._show_gate_and_up(trace, layer, labels, view)
         zeros = hidden == 0.0
         share = zero_share(hidden)
         t, d_ff = hidden.shape
-        self._hidden.draw(hidden, labels, None, masked=zeros if zeros.any() else None, colormap=view.colormap,
-                          title=f"hidden units (d_ff = {d_ff})")
+        hatch = activation == "relu" and zeros.any()  # hatched zeros only where ReLU really cuts to 0
+        self._hidden.draw(hidden, labels, None, masked=zeros if hatch else None, colormap=view.colormap,
+                          symmetric=True if activation != "relu" else None,
+                          title=f"{ACTIVATION_WORDS[activation]}(gate) ⊙ up" if gated else
+                          f"hidden units (d_ff = {d_ff})")
         self._out.draw(out, labels, None, colormap=view.colormap, symmetric=True,
                        title=f"{names.word('ffn.short')} output")
-        if relu:
-            self._share.show_text(f"{share:.0%} of hidden units are exactly 0 (ReLU) — hatched grey cells")
-        else:
-            negative = float(np.count_nonzero(hidden < 0)) / max(hidden.size, 1)
-            self._share.show_text(f"GELU: {negative:.0%} of hidden units are slightly negative, "
-                                  f"{share:.0%} exactly 0")
-        self._note.show_text(f"{layer_name(layer)}: every token goes through the same two-layer network "
-                             f"on its own — widen to d_ff = {d_ff}, apply the non-linearity, shrink back to "
-                             f"d_model = {out.shape[1]}. No information moves between tokens here.")
+        self._share.show_text(activation_summary(activation, hidden, gated))
+        shape = ("gate it, multiply by the up projection" if gated else "apply the non-linearity")
+        self._note.show_text(f"{layer_name(layer)}: every token goes through the same network on its own — "
+                             f"widen to d_ff = {d_ff}, {shape}, shrink back to d_model = {out.shape[1]}. "
+                             "No information moves between tokens here.")
         self._data = {"hidden": dict(self._hidden.record), "out": dict(self._out.record), "zero_share": share,
-                      "zeros": zeros, "activation": "relu" if relu else "gelu", "tokens": labels}
+                      "zeros": zeros, "activation": activation, "tokens": labels, "gated": gated}
+        if gated:
+            self._data.update({"gate": dict(self._gate.record), "up": dict(self._up.record)})
+
+    def _show_gate_and_up(self, trace: Trace, layer: str, labels: list[str] | None, view: ViewState) -> bool:
+        """Draw gate(x) and up(x) when this FFN is gated (their entries are in the trace); say whether it is."""
+        gate_name, up_name = names.ffn_entry(layer, "gate"), names.ffn_entry(layer, "up")
+        gated = gate_name in trace and up_name in trace
+        for box in (self._gate_box, self._up_box):
+            box.setVisible(gated)
+        if not gated:  # hidden, but on the same colour map as the rest (switching models keeps them in step)
+            self._gate.use_colormap(view.colormap)
+            self._up.use_colormap(view.colormap)
+        else:
+            self._gate.draw(array(trace, gate_name), labels, None, colormap=view.colormap, symmetric=True,
+                            title="gate: x W_gate")  # [T, d_ff]
+            self._up.draw(array(trace, up_name), labels, None, colormap=view.colormap, symmetric=True,
+                          title="up: x W_up")  # [T, d_ff]
+        return gated
 
     def shown_data(self) -> dict:
         return dict(self._data)

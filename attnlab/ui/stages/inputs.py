@@ -358,8 +358,9 @@ class InputSumPanel(StagePanel):
         embed, pos = names.side_entry(side, "embed"), names.side_entry(side, "pos")
         parts = {"embed": array(trace, embed) if embed in trace else None,
                  "pos": array(trace, pos) if pos in trace else None, "input": x}
-        bound = max(float(np.abs(p).max()) for p in parts.values() if p is not None and p.size) or 1.0
         titles = {"embed": "token embedding", "pos": "positional encoding", "input": "sum = layer input"}
+        extras = self._imported_parts(trace, side, parts, titles)
+        bound = max(float(np.abs(p).max()) for p in parts.values() if p is not None and p.size) or 1.0
         for part, matrix in parts.items():
             if matrix is None:  # the box stays in place (no re-layout on the toggle) and says why it is empty
                 self._maps[part].clear("positional encoding is off: nothing is added (+ 0)" if part == "pos"
@@ -368,8 +369,13 @@ class InputSumPanel(StagePanel):
             self._maps[part].draw(matrix, labels, None, title=titles[part],
                                   colormap=view.colormap, levels=(-bound, bound))
         has_pos = parts["pos"] is not None
-        self._data = {**self._maps["input"].record, "embed": parts["embed"], "pos": parts["pos"]}
-        if has_pos:
+        self._data = {**self._maps["input"].record, "embed": parts["embed"], "pos": parts["pos"], **extras}
+        if extras:
+            self._note.show_text(("Token embedding + position + token type (0 for every token of one sentence)"
+                                  if "type" in extras else "Token embedding + position")
+                                 + (", then the embedding LayerNorm: its output is what the first layer reads."
+                                    if "embed_norm" in extras else ": this sum is what the first layer reads."))
+        elif has_pos:
             self._note.show_text(f"Each token's vector is its embedding plus the encoding of its position "
                                  f"({x.shape[0]} × {x.shape[1]} each, one shared colour scale). This sum is "
                                  f"what the first layer reads.")
@@ -377,6 +383,24 @@ class InputSumPanel(StagePanel):
             self._note.show_text("No positional table is added here, so the layer input equals the "
                                  "embedding: without position information, reordering the words changes "
                                  "nothing (unless rotary encoding adds position inside attention).")
+
+    def _imported_parts(self, trace: Trace, side: str, parts: dict, titles: dict) -> dict:
+        """BERT-like inputs: the token-type embedding joins the middle box, and the embedding LayerNorm turns
+        '=' into '→ LayerNorm →'. Returns what was added ({} for the classroom models)."""
+        type_name = names.side_entry(side, names.TYPE)
+        norm_out = names.norm_entry(names.embed_norm(side), "out")
+        extras: dict = {}
+        if type_name in trace:
+            token_type = array(trace, type_name)  # [T, d]
+            parts["pos"] = token_type if parts["pos"] is None else parts["pos"] + token_type
+            titles["pos"] = "position + token type"
+            extras["type"] = token_type
+        has_norm = norm_out in trace
+        self._equals.setText("→ LayerNorm →" if has_norm else "=")
+        if has_norm:
+            titles["input"] = "LayerNorm(sum) = layer input"
+            extras["embed_norm"] = True
+        return extras
 
     def shown_data(self) -> dict:
         return dict(self._data)

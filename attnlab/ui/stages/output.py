@@ -155,7 +155,10 @@ class OutputPanel(StagePanel):
         self._place_values(values, kind)
         temperature = run_temperature(trace)
         self._title.show_text(self._heading(trace, position, kind))
-        self._note.show_text(self._explain(kind, len(ids), row.shape[0], temperature, labels[0]))
+        note = self._explain(kind, len(ids), row.shape[0], temperature, labels[0])
+        if names.side_entry("tgt", "tokens") not in trace:  # encoder-only: a fill-in guess, nothing is decoded
+            note = note.replace("Greedy decoding picks the orange bar", "The model's best fill-in is the orange bar")
+        self._note.show_text(note)
         self._data = {"kind": kind, "position": position, "ids": [int(i) for i in ids], "labels": labels,
                       "values": values, "argmax": int(ids[0]), "temperature": temperature, "row": row,
                       "x_range": self._x_range, "fixed_axis": self.fixed_axis.isChecked(),

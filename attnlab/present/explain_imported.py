@@ -1,0 +1,194 @@
+"""Explanations for what imported architectures compute differently: RMSNorm, the gated (SwiGLU) feed-forward
+network, grouped-query attention, rotary positions, learned positions with an offset, token types, the embedding
+LayerNorm, √d_model scaling, the masked-LM output head and the logits bias. Qt-free.
+
+`imported_explanation(stage, trace)` returns the page for a stage whose computation differs from the classroom
+Transformer's, or None (explain.py then writes its own page). `kv_groups` / `gqa_text` tell which Q heads share
+each K/V head; the Q/K/V panel prints the same words.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from attnlab.engine import names
+from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
+from attnlab.present.stages import Stage
+
+if TYPE_CHECKING:
+    from attnlab.engine.config import ModelConfig
+    from attnlab.engine.trace import Trace
+
+DM, DFF = "d<sub>model</sub>", "d<sub>ff</sub>"
+FORMULAS = {
+    "rmsnorm": "RMSNorm(x) = x / √(mean(x²) + ε) · g, &nbsp; mean over the d<sub>model</sub> features of one token",
+    "gated": ("FFN(x) = W<sub>down</sub>(SiLU(x W<sub>gate</sub>) ⊙ x W<sub>up</sub>), &nbsp; "
+              "SiLU(z) = z · σ(z)"),
+    "gqa": "head h reads K<sub>g(h)</sub>, V<sub>g(h)</sub>, &nbsp; g(h) = ⌊h / (H / H<sub>kv</sub>)⌋",
+    "rotary": ("RoPE (half-split): [x<sub>1</sub>, x<sub>2</sub>] ↦ [x<sub>1</sub> cos θ<sub>p</sub> − x<sub>2</sub> "
+               "sin θ<sub>p</sub>, x<sub>2</sub> cos θ<sub>p</sub> + x<sub>1</sub> sin θ<sub>p</sub>], &nbsp; "
+               "θ<sub>p,i</sub> = p / base<sup>2i/d<sub>k</sub></sup>"),
+    "learned_offset": "PE(pos) = P[pos + offset], &nbsp; a learned table row per position",
+    "embed": ("X = LayerNorm(E[token] + T[type] + P[pos]) (embedding LayerNorm), "
+              "E scaled by √d<sub>model</sub> where the model does so"),
+    "mlm_head": "h′ = LayerNorm(act(h W<sub>dense</sub> + b)), &nbsp; logits = h′ W<sub>out</sub> + b<sub>logits</sub>",
+}
+ACTIVATION_WORDS = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh approximation)", "silu": "SiLU"}
+
+
+def _config(trace: Trace) -> ModelConfig | None:
+    return getattr(trace, "config", None)
+
+
+def _page(title: str, formula: str, sentences: list[str], shapes: str = "") -> str:
+    from attnlab.present.explain import _page as page  # one page layout for every explanation
+
+    return page(title, formula, sentences, shapes)
+
+
+# ---- grouped-query attention -------------------------------------------------------------------------------
+def kv_groups(n_heads: int, n_kv_heads: int) -> list[tuple[int, list[int]]]:
+    """(K/V head, the Q heads that read it), 0-based: 4 Q, 2 K/V -> [(0, [0, 1]), (1, [2, 3])]."""
+    groups: dict[int, list[int]] = {}
+    for q, kv in enumerate(names.kv_head_map(n_heads, n_kv_heads)):
+        groups.setdefault(kv, []).append(q)
+    return sorted(groups.items())
+
+
+def gqa_text(n_heads: int, n_kv_heads: int) -> str:
+    """'K/V head 1 ← Q heads 1, 2 · K/V head 2 ← Q heads 3, 4' (1-based, for people); '' without sharing."""
+    if n_kv_heads <= 0 or n_kv_heads >= n_heads:
+        return ""
+    return " · ".join(f"K/V head {kv + 1} ← Q heads {', '.join(str(q + 1) for q in qs)}"
+                      for kv, qs in kv_groups(n_heads, n_kv_heads))
+
+
+def is_grouped(trace: Trace) -> bool:
+    return _config(trace) is not None and trace.n_kv_heads < trace.n_heads
+
+
+def _qkv_grouped(stage: Stage, trace: Trace) -> str:
+    h, h_kv = trace.n_heads, trace.n_kv_heads
+    return _page(f"Q, K, V with grouped-query attention · {names.site_full_words(stage.site or '')}",
+                 FORMULAS["gqa"], [
+                     f"This model has {h} query heads but only {h_kv} key/value heads: W<sub>K</sub> and "
+                     f"W<sub>V</sub> are {h // h_kv}× narrower than W<sub>Q</sub>, and each K/V head is shared by "
+                     f"{h // h_kv} consecutive Q heads (grouped-query attention, as in Llama and Qwen2). It "
+                     "saves memory for the key/value cache; every Q head still gets its own attention pattern.",
+                     gqa_text(h, h_kv) + ".", _rotary_sentence(trace)],
+                 f"Q [{h} × T × d<sub>k</sub>], K and V [{h_kv} × T × d<sub>k</sub>].")
+
+
+def _rotary_sentence(trace: Trace) -> str:
+    cfg = _config(trace)
+    if cfg is None or cfg.positional != "rotary" or (trace.options is not None and not trace.options.positional):
+        return ""
+    layout = ("half-split: dimension i pairs with i + d<sub>k</sub>/2, as in Hugging Face Llama"
+              if cfg.rotary_layout == "half" else "interleaved: dimensions 2i and 2i+1 form a pair")
+    return (f"Positions enter here, not at the input: Q and K are rotated by rotary position encoding (RoPE, "
+            f"{layout}; base {cfg.rope_theta:g}), so q·k depends on how far apart two tokens are.")
+
+
+# ---- RMSNorm ---------------------------------------------------------------------------------------------
+def _rmsnorm(stage: Stage, trace: Trace) -> str:
+    layer, n = stage.layer or "", stage.norm or 1
+    sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n))
+    placement = norm_placement(trace)
+    where = (f"Pre-norm in this run: RMSNorm comes BEFORE the {sub}, x + {sub}(RMSNorm(x))."
+             if placement == "pre" else
+             f"Post-norm in this run: RMSNorm comes AFTER the sum, RMSNorm(x + {sub}(x)).")
+    residual = ("" if residual_on(trace) else
+                "The residual connection is switched OFF, so the sub-layer's output replaces x.")
+    out = trace.get(names.norm_entry(names.norm(layer, n), "out"))
+    t, d = (int(out.shape[0]), int(out.shape[1])) if out is not None else (0, 0)
+    return _page(f"Add & RMSNorm {n} · {layer_name(layer)}", FORMULAS["rmsnorm"], [
+        where, residual,
+        "RMSNorm divides each token's vector by its root mean square (RMS) and multiplies by a learned gain g. "
+        "No mean is subtracted and there is no shift β: it rescales the vector's length, it does not centre it.",
+        "It is cheaper than LayerNorm and works as well in practice (Llama, Qwen2, T5)."],
+        f"{t} {names.word(layer_side(layer) + '.short')} tokens × {d}; one RMS per token.")
+
+
+# ---- gated feed-forward ----------------------------------------------------------------------------------
+def _gated_ffn(stage: Stage, trace: Trace) -> str:
+    layer = stage.layer or ""
+    cfg = _config(trace)
+    act = ACTIVATION_WORDS.get(cfg.activation if cfg else "silu", "SiLU")
+    gate = trace.get(names.ffn_entry(layer, "gate"))
+    t, d_ff = (int(gate.shape[0]), int(gate.shape[1])) if gate is not None else (0, 0)
+    d = cfg.d_model if cfg else 0
+    formula = FORMULAS["gated"] if act == "SiLU" else FORMULAS["gated"].replace("SiLU", act)
+    return _page(f"Gated feed-forward (SwiGLU) · {layer_name(layer)}", formula, [
+        f"Three matrices instead of two. The gate projection x W<sub>gate</sub> goes through {act}; the up "
+        "projection x W<sub>up</sub> does not. Their element-wise product ⊙ lets the gate open or close each "
+        "hidden unit for this token; W<sub>down</sub> projects back.",
+        f"{act} is smooth and lets small negative values through, so hidden units are rarely exactly 0.",
+        "As in every FFN, each token goes through on its own: no information moves between tokens here."],
+        f"[{t} × {d}] → gate, up [{t} × {d_ff}] → product [{t} × {d_ff}] → [{t} × {d}].")
+
+
+# ---- inputs and output ------------------------------------------------------------------------------------
+def input_sentences(trace: Trace, side: str) -> list[str]:
+    """What an imported model adds around its embeddings, one sentence each (empty for the classroom ones)."""
+    cfg = _config(trace)
+    if cfg is None:
+        return []
+    out = []
+    if cfg.scale_embedding:
+        out.append(f"Token embeddings are multiplied by √{DM} = {cfg.d_model ** 0.5:.1f} before positions are "
+                   "added, so they are not drowned by the position vectors.")
+    if names.side_entry(side, names.TYPE) in trace:
+        out.append("A token-type (segment) embedding is added too: it tells sentence A from sentence B; every "
+                   "token of a single sentence has type 0.")
+    if cfg.positional == "learned" and cfg.pos_offset:
+        out.append(f"Learned positions start at row {cfg.pos_offset} of the table (position p reads row "
+                   f"p + {cfg.pos_offset}), a convention from RoBERTa's padding index.")
+    if cfg.positional == "rotary":
+        out.append("No position vector is added here: this model rotates Q and K inside every attention "
+                   "(rotary position encoding).")
+    if names.norm_entry(names.embed_norm(side), "out") in trace:
+        out.append("The sum then goes through an embedding LayerNorm before the first layer.")
+    return out
+
+
+def output_sentences(trace: Trace) -> list[str]:
+    cfg = _config(trace)
+    if cfg is None:
+        return []
+    out = []
+    if names.head_entry("pre") in trace or cfg.output_head:
+        out.append("Before the vocabulary projection, a masked-LM head transforms each vector: a dense layer, "
+                   f"{ACTIVATION_WORDS.get(cfg.activation, cfg.activation)}, then a LayerNorm.")
+    if cfg.has_bias("logits"):
+        out.append("A learned bias b<sub>logits</sub> (one number per vocabulary entry) is added to the logits.")
+    if cfg.arch == "encoder-only":
+        out.append("Each [MASK] position shows the model's guess for the hidden word.")
+    return out
+
+
+def extra_notes(stage: Stage, trace: Trace) -> str:
+    """A paragraph appended to the embedding / input / Q, K, V (rotary) / output pages of an imported model
+    ('' if none)."""
+    if stage.side and stage.kind in ("embed", "input"):
+        sentences = input_sentences(trace, stage.side)
+    elif stage.kind in (names.LOGITS, names.PROBS):
+        sentences = output_sentences(trace)
+    elif stage.kind == "qkv" and stage.site and names.site_kind(stage.site).endswith("self"):
+        sentences = [s for s in [_rotary_sentence(trace)] if s]
+    else:
+        sentences = []
+    return f"\n<p><b>This model:</b> {' '.join(sentences)}</p>" if sentences else ""
+
+
+def imported_explanation(stage: Stage, trace: Trace) -> str | None:
+    """The page for a stage an imported architecture computes differently, or None (explain.py writes it)."""
+    cfg = _config(trace)
+    if cfg is None:
+        return None
+    if stage.kind == "addnorm" and cfg.norm == "rmsnorm":
+        return _rmsnorm(stage, trace)
+    if stage.kind == "ffn" and cfg.ffn == "gated":
+        return _gated_ffn(stage, trace)
+    if stage.kind == "qkv" and stage.site and is_grouped(trace):
+        return _qkv_grouped(stage, trace)
+    return None
