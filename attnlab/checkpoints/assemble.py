@@ -111,7 +111,8 @@ def all_finite(t: torch.Tensor) -> bool:
     if t.numel() == 0:
         return True
     # reduce in memory order: a transposed view (GPT-2's Conv1D weights) is ~100× slower to reduce as it is
-    memory_order = sorted(range(t.dim()), key=lambda i: -t.stride(i))
+    strides = t.stride()
+    memory_order = sorted(range(t.dim()), key=lambda i: -strides[i])
     low, high = torch.aminmax(t.detach().permute(*memory_order))
     return bool(torch.isfinite(low)) and bool(torch.isfinite(high))
 

@@ -7,6 +7,7 @@ Shapes use B batch, H heads, Tq queries, Tk keys, d = d_model, dk = d/H.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -17,6 +18,9 @@ from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
 from attnlab.engine.positional import apply_rotary
 from attnlab.engine.trace import Recorder
+
+if TYPE_CHECKING:
+    from attnlab.engine.config import ModelConfig
 
 NEG_INF = float("-inf")
 
@@ -165,6 +169,7 @@ class MultiHeadAttention(nn.Module):
             k = k.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
             v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
         if rec.enabled:
+            assert mask.additive is not None  # built for every recording run (above)
             context = attention_steps(q, k, v, mask.additive, scale, rec, prefix,
                                       blocked_rows=mask.blocked_rows, mask_is_zero=mask.blocks_nothing,
                                       kv_shared=n_kv != n_heads, ablate=ablate)
@@ -182,7 +187,7 @@ class MultiHeadAttention(nn.Module):
         return out
 
 
-def make_attention(cfg) -> MultiHeadAttention:
+def make_attention(cfg: ModelConfig) -> MultiHeadAttention:
     """The attention sub-layer a ModelConfig asks for (its K/V width, biases and rotary layout)."""
     return MultiHeadAttention(cfg.d_model, cfg.has_bias("qkv"), kv_dim=cfg.kv_heads * cfg.d_head,
                               out_bias=cfg.has_bias("attn_out"), rotary_layout=cfg.rotary_layout)

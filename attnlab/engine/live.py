@@ -8,7 +8,8 @@ from __future__ import annotations
 import operator
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import torch
 
@@ -38,7 +39,7 @@ class InputError(ValueError):
     """Text or token ids this model cannot read; the message says which and why."""
 
 
-def checked_ids(ids, vocab_size: int, side: str) -> list[int]:
+def checked_ids(ids: Iterable[Any], vocab_size: int, side: str) -> list[int]:
     """Token ids as ints, each a real token of the vocabulary (0 … vocab_size-1)."""
     what = "source" if side == "src" else "decoder input"
     out = []
@@ -232,14 +233,14 @@ class LiveModel:
             return None
         return Resume(where[0], where[1], previous)
 
-    def _run_key(self, src, tgt, options: RunOptions) -> tuple:
+    def _run_key(self, src: Prompt, tgt: Prompt, options: RunOptions) -> tuple:
         """What decides every entry of a run but the output softmax: inputs, options but the temperature,
         and the weights (their in-place version counters change when anything writes to them)."""
         weights_version = sum(p._version for p in self.module.parameters())
-        src, tgt = (tuple(x) if isinstance(x, list) else x for x in (src, tgt))
-        return (src, tgt, options.replace(temperature=1.0), id(self.module), weights_version)
+        src_key, tgt_key = (tuple(x) if isinstance(x, list) else x for x in (src, tgt))  # hashable
+        return (src_key, tgt_key, options.replace(temperature=1.0), id(self.module), weights_version)
 
-    def _inputs(self, src, tgt, options: RunOptions, notices: list[str]) -> dict:
+    def _inputs(self, src: Prompt, tgt: Prompt, options: RunOptions, notices: list[str]) -> dict:
         """side -> (token strings, ids, real length) for each side this model reads."""
         sides = {}
         if self.config.has_encoder:

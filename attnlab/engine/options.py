@@ -177,11 +177,11 @@ DEFAULT_OPTIONS = RunOptions()
 ABLATION_MODES = ("zero", "mean")
 
 
-def _is_int(value) -> bool:
+def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def temperature_problems(t) -> list[str]:
+def temperature_problems(t: object) -> list[str]:
     """A temperature must be a number from MIN_TEMPERATURE to MAX_TEMPERATURE: below, softmax(logits / t)
     is one-hot to float precision anyway and far below the division overflows; above, the probabilities tie
     and the most likely token could no longer be told."""
@@ -219,7 +219,7 @@ def site_problem(site: str, config: ModelConfig) -> str:
     return ""
 
 
-def mask_problems(custom_masks, config: ModelConfig) -> list[str]:
+def mask_problems(custom_masks: Any, config: ModelConfig) -> list[str]:
     """Masks on sites this model has, with cells (query, key) inside 0 … max_len-1."""
     try:
         pairs = [(site, cells) for site, cells in custom_masks]

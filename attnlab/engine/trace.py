@@ -12,6 +12,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -59,13 +60,14 @@ class Recorder:
             t = self._copies[key]
         self._items[name] = t
 
-    def derived(self, name: str, value: torch.Tensor, rule: str, inputs: tuple[str, ...], *params,
+    def derived(self, name: str, value: torch.Tensor | None, rule: str, inputs: tuple[str, ...], *params: object,
                 batched: bool = True) -> None:
         """Record `name` as RULES[rule](*inputs, *params); `value` is what the forward computed (kept only
         when eager)."""
         if not self.enabled:
             return
         if self.eager:
+            assert value is not None, "an eager recorder is given every value"
             self(name, value, batched)
         else:
             self._items[name] = Derived(rule, tuple(inputs), tuple(params))
@@ -196,8 +198,8 @@ class Trace:
 
     def _materialise(self, names: list[str]) -> None:
         """Copy these tensor entries to the host; entries sharing storage with a cached one reuse its copy."""
-        by_storage = {_storage_key(self.entries[n]): self._host[n] for n in self._host
-                      if isinstance(self.entries[n], torch.Tensor)}
+        by_storage = {_storage_key(entry): self._host[n] for n in self._host
+                      if isinstance(entry := self.entries[n], torch.Tensor)}
         todo: list[tuple[str, torch.Tensor]] = []
         for name in names:
             value = self.device_value(name)
@@ -230,7 +232,7 @@ class Trace:
             raise TypeError(f"{name!r} is a token list, not a tensor")
         return entry
 
-    def read(self, name: str, index) -> torch.Tensor:
+    def read(self, name: str, index: int | slice | tuple[int | slice, ...]) -> torch.Tensor:
         """Only `value[index]` of an entry on the host (e.g. one head: `trace.read(site + '.weights', h)`),
         without moving the rest; the whole entry is read from the cache when it is already there."""
         if name in self._host:
@@ -314,8 +316,8 @@ class Trace:
         arrays["__notices__"] = np.asarray(self.notices, dtype=str)
         path = str(path) if str(path).endswith(".npz") else f"{path}.npz"  # the name np.savez would use
 
-        def write(tmp: str) -> None:
+        def write(tmp: Path) -> None:
             with open(tmp, "wb") as f:
-                np.savez(f, **arrays)
+                np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub types the first keyword as allow_pickle
 
         atomic_write(path, write)  # a failed write leaves an existing file as it was

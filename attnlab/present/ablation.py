@@ -7,12 +7,17 @@ the session (`baseline_probs`) and carried in `trace.info[BASELINE_PROBS]`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from attnlab.engine import names
+
+if TYPE_CHECKING:
+    from attnlab.engine.live import LiveModel, Prompt
+    from attnlab.engine.options import RunOptions
 
 BASELINE_PROBS = "ablation_baseline_probs"  # trace.info key: the un-ablated run's probabilities [T, V]
 
@@ -45,12 +50,12 @@ def distribution_change(before: np.ndarray, after: np.ndarray, k: int) -> Distri
     return DistributionChange(ids, before[ids], after[ids], top_before, top_after, flipped)
 
 
-def baseline_options(options):
+def baseline_options(options: RunOptions) -> RunOptions:
     """The same run without any ablation, on the fast path (it only feeds the output comparison)."""
     return options.replace(ablate=(), record=False)
 
 
-def baseline_probs(model, src, tgt, options):
+def baseline_probs(model: LiveModel, src: Prompt, tgt: Prompt, options: RunOptions) -> Any:
     """The un-ablated run's output probabilities [T, V] (host), or None when nothing is ablated. Run it
     before the ablated trace: the model keeps the last run for temperature-only changes."""
     if not options.ablate:
@@ -58,7 +63,7 @@ def baseline_probs(model, src, tgt, options):
     return model.trace(src, tgt, baseline_options(options))[names.PROBS]
 
 
-def ablation_words(ablate) -> str:
+def ablation_words(ablate: Iterable[tuple[str, int, str]]) -> str:
     """'head 2 of encoder layer 0 self-attention zeroed; …'"""
     parts = []
     for site, head, mode in ablate:

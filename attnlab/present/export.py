@@ -11,13 +11,13 @@ import html
 import io
 import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attnlab.engine import names
+from attnlab.fileio import atomic_write
 from attnlab.present.stages import Stage, ViewState
 
 if TYPE_CHECKING:
@@ -31,29 +31,9 @@ VECTOR_STEPS = {"context": "context", "concat": "concat", "attn_out": "out"}
 
 
 def write_atomically(path: str | os.PathLike[str], writer: Callable[[Path], object]) -> Path:
-    """Write a whole file through `writer(tmp_path)` and rename it over `path` only once complete.
-
-    Goes through `attnlab.fileio.atomic_write` when the tree has it (one place for that fact); until then, a
-    temporary file in the same folder and os.replace do the same."""
-    try:
-        from attnlab.fileio import atomic_write  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        atomic_write = None
-    if atomic_write is not None:
-        return Path(atomic_write(path, writer))
-    path = Path(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        writer(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a written file gets the usual mode
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    """Write a whole file through `writer(tmp_path)` and rename it over `path` only once complete
+    (attnlab.fileio.atomic_write: the one place for that rule)."""
+    return Path(atomic_write(path, writer))
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
@@ -91,7 +71,7 @@ def _site_sides(site: str) -> tuple[str, str]:
     return query, ("src" if kind == "cross" else query)
 
 
-def _matrix(values) -> list[list[float]]:
+def _matrix(values: Any) -> list[list[float]]:  # a numpy array
     return [[float(v) for v in row] for row in values.tolist()]
 
 

@@ -15,6 +15,8 @@ from attnlab.engine import names
 from attnlab.engine.tokenizer import SPECIALS
 
 if TYPE_CHECKING:
+    from attnlab.engine.config import ModelConfig
+    from attnlab.engine.options import RunOptions
     from attnlab.engine.trace import Trace
 
 SPECIAL_TOKENS = SPECIALS
@@ -154,8 +156,8 @@ def _peak_logit(trace: Trace) -> float | None:
     return None if logits is None else float(np.abs(np.asarray(trace.numpy(names.LOGITS))).max())
 
 
-def _norm_reasons(trace: Trace) -> list[str]:
-    config, placement = trace.config, norm_placement(trace)
+def _norm_reasons(trace: Trace, config: ModelConfig, options: RunOptions) -> list[str]:
+    placement = norm_placement(trace)
     trained = "pre" if config.norm_first else "post"
     reasons = []
     if placement != trained:
@@ -167,7 +169,7 @@ def _norm_reasons(trace: Trace) -> list[str]:
         else:
             reasons.append(f"{placement}-norm on a model trained {trained}-norm: each LayerNorm now sees vectors "
                            "its γ and β were never fitted to")
-    wanted = trace.options.final_norm
+    wanted = options.final_norm
     if wanted is False and config.final_norm:
         reasons.append("the trained final LayerNorm is skipped")
     elif wanted and not config.final_norm and placement == trained:
@@ -181,7 +183,7 @@ def untrained_reasons(trace: Trace) -> list[str]:
     config, options = trace.config, trace.options
     if config is None or options is None:
         return []
-    reasons = _norm_reasons(trace)
+    reasons = _norm_reasons(trace, config, options)
     if options.n_heads is not None and options.n_heads != config.n_heads:
         reasons.append(f"{options.n_heads} heads instead of the trained {config.n_heads}: each head now mixes "
                        "slices that belonged to different trained heads")
@@ -201,6 +203,7 @@ def untrained_remedies(trace: Trace) -> list[str]:
     if not untrained_reasons(trace):
         return []
     config = trace.config
+    assert config is not None  # untrained_reasons is empty without one
     remedies = []
     if norm_placement(trace) == "pre" and not config.norm_first and not final_norm_on(trace):
         remedies.append(FINAL_NORM_REMEDY)

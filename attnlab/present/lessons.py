@@ -30,7 +30,7 @@ from attnlab.engine.options import RunOptions
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10 reads TOML with the tomli backport
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found]  # only on 3.10, not installed here
 
 MAX_BYTES = 256 * 1024
 MAX_STEPS = 200
@@ -109,7 +109,15 @@ def _type_name(types: tuple[type, ...]) -> str:
             dict: "a table"}[types[0]]
 
 
-def _string(table: Mapping[str, Any], key: str, where: str, required: bool = False, limit: int = MAX_TEXT):
+def _required(table: Mapping[str, Any], key: str, where: str) -> str:
+    """A string the lesson must have (LessonError naming it when it is missing)."""
+    value = _string(table, key, where, required=True)
+    assert value is not None  # _string raised otherwise
+    return value
+
+
+def _string(table: Mapping[str, Any], key: str, where: str, required: bool = False,
+            limit: int = MAX_TEXT) -> str | None:
     value = table.get(key)
     if value is None:
         if required:
@@ -158,7 +166,7 @@ def _step(table: Any, number: int) -> Step:
     if not isinstance(table, dict):
         raise LessonError(f"{where}: each [[step]] must be a table")
     _unknown_keys(table, STEP_KEYS, where)
-    stage = _string(table, "stage", where, required=True)
+    stage = _required(table, "stage", where)
     head = table.get("head")
     if head is not None and (isinstance(head, bool) or not isinstance(head, int) or head < 1):
         raise LessonError(f"{where}: 'head' counts from 1 and must be a whole number, not {head!r}")
@@ -183,7 +191,7 @@ def parse_lesson(text: str, origin: str = "lesson") -> Lesson:
         raise LessonError(f"{origin}: {len(steps)} steps; a lesson may have at most {MAX_STEPS}")
     return Lesson(title=_string(data, "title", origin) or "Untitled lesson",
                   model=_string(data, "model", origin) or "bundled:translation",
-                  src=_string(data, "src", origin, required=True),
+                  src=_required(data, "src", origin),
                   tgt=_string(data, "tgt", origin),
                   toggles=_toggles(data.get("toggles"), origin),
                   description=_string(data, "description", origin, limit=MAX_NOTE) or "",

@@ -20,7 +20,8 @@ def lexicon(model: str) -> frozenset[str] | None:
     if not re.fullmatch(r"[a-z_]+", str(model)):
         return None
     try:
-        text = resources.files("attnlab.resources").joinpath("lexicon", f"{model}.txt").read_text(encoding="utf-8")
+        folder = resources.files("attnlab.resources").joinpath("lexicon")
+        text = folder.joinpath(f"{model}.txt").read_text(encoding="utf-8")
     except (FileNotFoundError, OSError):
         return None
     return frozenset(line.strip() for line in text.splitlines() if line.strip())

@@ -91,7 +91,11 @@ def site_scaling(trace: Trace, site: str, bins: int = HISTOGRAM_BINS) -> SiteSca
     """The spread of the scores and the softmax entropy per head of `site`, with and without ÷√dₖ."""
     scores = array(trace, names.site_entry(site, "scores")).astype(np.float64)  # [H, Tq, Tk]
     q_name = names.site_entry(site, "q")
-    d_k = int(trace[q_name].shape[-1]) if q_name in trace else int(trace.config.d_model // trace.n_heads)
+    if q_name in trace:
+        d_k = int(trace[q_name].shape[-1])
+    else:
+        assert trace.config is not None, "a trace without Q entries carries its config"
+        d_k = trace.config.d_model // trace.n_heads
     mask = _mask_for(trace, site, scores.shape)  # [Tq, Tk]
     scaled = scores / math.sqrt(d_k)  # [H, Tq, Tk]
     allowed = np.broadcast_to(np.isfinite(mask), scores.shape)  # [H, Tq, Tk]

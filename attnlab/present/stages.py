@@ -7,6 +7,7 @@ entries it shows and `shape_text` their live shapes. Every name is built through
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -243,7 +244,7 @@ def sublayer_of(stage: Stage) -> str:
     return OUTPUT
 
 
-def _jump(stages: list[Stage], key: str | None, direction: int, block) -> str | None:
+def _jump(stages: list[Stage], key: str | None, direction: int, block: Callable[[Stage], str]) -> str | None:
     """The key of the first stage of the next (direction > 0) or previous block. Backwards from the middle
     of a block goes to its own start first (like a text editor's Ctrl+←). None when there is nowhere to go."""
     if not stages:
