@@ -39,7 +39,7 @@ def test_kv_groups_and_the_words_count_from_one():
 def test_llama_like_pages_name_rms_gate_up_and_the_shared_heads():
     trace, stages = trace_of(**LLAMA_LIKE)
     norm = explanation_html(stages["dec.0.norm1"], trace)
-    assert "RMSNorm(x) = x / √(mean(x²) + ε) · g" in norm and "No mean is subtracted" in norm
+    assert "RMSNorm(x) = γ ⊙ x / √(mean(x²) + ε)" in norm and "No mean is subtracted" in norm
     assert "μ" not in norm  # not LayerNorm's formula
     ffn = explanation_html(stages["dec.0.ffn"], trace)
     t = len(trace["tgt.tokens"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
+from attnlab.present import formulas as fm
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
 from attnlab.present.stages import Stage
 
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
 
 DM, DFF = "d<sub>model</sub>", "d<sub>ff</sub>"
 FORMULAS = {
-    "rmsnorm": "RMSNorm(x) = x / √(mean(x²) + ε) · g, &nbsp; mean over the d<sub>model</sub> features of one token",
-    "gated": ("FFN(x) = W<sub>down</sub>(SiLU(x W<sub>gate</sub>) ⊙ x W<sub>up</sub>), &nbsp; "
-              "SiLU(z) = z · σ(z)"),
     "gqa": "head h reads K<sub>g(h)</sub>, V<sub>g(h)</sub>, &nbsp; g(h) = ⌊h / (H / H<sub>kv</sub>)⌋",
     "rotary": ("RoPE (half-split): [x<sub>1</sub>, x<sub>2</sub>] ↦ [x<sub>1</sub> cos θ<sub>p</sub> − x<sub>2</sub> "
                "sin θ<sub>p</sub>, x<sub>2</sub> cos θ<sub>p</sub> + x<sub>1</sub> sin θ<sub>p</sub>], &nbsp; "
@@ -101,7 +99,9 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
                 "The residual connection is switched OFF, so the sub-layer's output replaces x.")
     out = trace.get(names.norm_entry(names.norm(layer, n), "out"))
     t, d = (int(out.shape[0]), int(out.shape[1])) if out is not None else (0, 0)
-    return _page(f"Add & RMSNorm {n} · {layer_name(layer)}", FORMULAS["rmsnorm"], [
+    title = fm.addnorm_title(_config(trace), residual_on(trace), n)  # the norm formulas live in formulas.py
+    formula = fm.norm_formula(_config(trace)) + "<br>" + fm.block_formula(placement, residual_on(trace), "RMSNorm")
+    return _page(f"{title[0].upper()}{title[1:]} · {layer_name(layer)}", formula, [
         where, residual,
         "RMSNorm divides each token's vector by its root mean square (RMS) and multiplies by a learned gain g. "
         "No mean is subtracted and there is no shift β: it rescales the vector's length, it does not centre it.",
@@ -117,7 +117,7 @@ def _gated_ffn(stage: Stage, trace: Trace) -> str:
     gate = trace.get(names.ffn_entry(layer, "gate"))
     t, d_ff = (int(gate.shape[0]), int(gate.shape[1])) if gate is not None else (0, 0)
     d = cfg.d_model if cfg else 0
-    formula = FORMULAS["gated"] if act == "SiLU" else FORMULAS["gated"].replace("SiLU", act)
+    formula = fm.ffn_formula(cfg) + "<br>" + fm.activation(cfg)[1]
     return _page(f"Gated feed-forward (SwiGLU) · {layer_name(layer)}", formula, [
         f"Three matrices instead of two. The gate projection x W<sub>gate</sub> goes through {act}; the up "
         "projection x W<sub>up</sub> does not. Their element-wise product ⊙ lets the gate open or close each "
