@@ -1,7 +1,7 @@
 """The `attnlab` command. With no sub-command it opens the desktop app; sub-commands live in attnlab/commands/.
 
-    attnlab [CHECKPOINT] [--src TEXT]      the app
-    attnlab init|info|trace|train|eval|render …   see `attnlab COMMAND --help`
+attnlab [CHECKPOINT] [--src TEXT]      the app
+attnlab init|info|trace|train|eval|render …   see `attnlab COMMAND --help`
 """
 
 from __future__ import annotations
@@ -52,8 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:
         if os.environ.get("ATTNLAB_DEBUG") == "1":
             raise
-        print(f"{prog}: unexpected error ({type(e).__name__}: {one_line(e, 300)}); run again with ATTNLAB_DEBUG=1 "
-              "to see the traceback", file=sys.stderr)
+        print(
+            f"{prog}: unexpected error ({type(e).__name__}: {one_line(e, 300)}); run again with ATTNLAB_DEBUG=1 "
+            "to see the traceback",
+            file=sys.stderr,
+        )
         return 1
 
 
@@ -82,8 +85,11 @@ def one_line(error: BaseException, limit: int = 2000) -> str:
 
 
 def _is_stdout_failure(error: OSError) -> bool:
-    return isinstance(error, BrokenPipeError) or error.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO) \
+    return (
+        isinstance(error, BrokenPipeError)
+        or error.errno in (errno.ENOSPC, errno.EPIPE, errno.EIO)
         and not getattr(error, "filename", None)
+    )
 
 
 def _silence_stdout() -> None:

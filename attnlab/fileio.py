@@ -66,8 +66,7 @@ def atomic_write(path, writer: Callable[[Path], object]) -> Path:
         if isinstance(e, (KeyboardInterrupt, SystemExit)):
             raise
         reason = e.strerror if isinstance(e, OSError) and e.strerror else (str(e).splitlines() or [""])[0][:200]
-        raise WriteError(f"cannot write {str(path)!r}: {reason or type(e).__name__}; "
-                         "nothing was changed") from e
+        raise WriteError(f"cannot write {str(path)!r}: {reason or type(e).__name__}; nothing was changed") from e
     return path
 
 

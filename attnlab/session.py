@@ -90,8 +90,9 @@ class Session(QObject):
     def stage(self) -> Stage | None:
         return next((s for s in self.stages if s.key == self.stage_key), None)
 
-    def set_model(self, model: LiveModel, src: str | None = None, tgt: str | None = None,
-                  path: str | None = None) -> None:
+    def set_model(
+        self, model: LiveModel, src: str | None = None, tgt: str | None = None, path: str | None = None
+    ) -> None:
         """Open `model` now; its options go back to the defaults (the trained placement, heads)."""
         self.model, self.model_path = model, path
         previous, self.options = self.options, RunOptions(device=self.options.device)
@@ -213,8 +214,7 @@ class Session(QObject):
             return
         if real_length(trace["tgt.tokens"]) + 1 >= model.config.max_len:
             self._generate_presses = 0
-            self.notice.emit(f"The decoder input has reached this model's limit of {model.config.max_len} "
-                             "tokens.")
+            self.notice.emit(f"The decoder input has reached this model's limit of {model.config.max_len} tokens.")
             return
         self.tgt_ids = extended_ids(trace, token_id, tok.specials.n_added("decoder"))
         text = ids_text(tok, self.tgt_ids)
@@ -264,13 +264,21 @@ class Session(QObject):
 
         self._submit("trace", run)
 
-    def load_async(self, factory, path: str | None = None, src: str | None = None, tgt: str | None = None,
-                   prefix: bool = False, remembered: tuple[str, str] | None = None) -> None:
+    def load_async(
+        self,
+        factory,
+        path: str | None = None,
+        src: str | None = None,
+        tgt: str | None = None,
+        prefix: bool = False,
+        remembered: tuple[str, str] | None = None,
+    ) -> None:
         """Build a model with `factory()` on the worker thread, then open it (on failure: `modelFailed`).
 
         With `prefix`, the decoder input starts as the model's own greedy translation (minus a token).
         `remembered` = (model name, sentence) from the last session: used when no `src` is given and the
         model has that name (an English sentence is no example for a French language model)."""
+
         def run():
             model = factory()
             text = src

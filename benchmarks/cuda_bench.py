@@ -97,8 +97,10 @@ def all_to_host_ms(model, src, tgt, runs: int) -> float:
 def encoder_decoder_rows(lengths: list[int], runs: int) -> None:
     ours, ref = build_pair(512, 8, 6, 2048, max_len=max(lengths))
     ours, ref = ours.to(DEVICE), ref.to(DEVICE)
-    print(f"{'d512 h8 6+6, n':<16} {'off ms':>8} {'on ms':>8} {'torch ms':>9} {'on/off':>7} {'first panel ms':>15} "
-          f"{'all to host ms':>15}")
+    print(
+        f"{'d512 h8 6+6, n':<16} {'off ms':>8} {'on ms':>8} {'torch ms':>9} {'on/off':>7} {'first panel ms':>15} "
+        f"{'all to host ms':>15}"
+    )
     with torch.inference_mode():
         for n in lengths:
             src = torch.randint(4, VOCAB, (1, n), device=DEVICE)  # [1, S]
@@ -108,17 +110,27 @@ def encoder_decoder_rows(lengths: list[int], runs: int) -> None:
             theirs = cuda_ms(lambda s=src, t=tgt: torch_forward(ours, ref, s, t), runs)
             first = first_panel_ms(ours, src, tgt, runs)
             everything = all_to_host_ms(ours, src, tgt, max(3, runs // 4))
-            print(f"{n:<16} {off:>8.2f} {on:>8.2f} {theirs:>9.2f} {on / off:>6.2f}x {first:>15.2f} "
-                  f"{everything:>15.1f}")
+            print(f"{n:<16} {off:>8.2f} {on:>8.2f} {theirs:>9.2f} {on / off:>6.2f}x {first:>15.2f} {everything:>15.1f}")
 
 
 def gpt2_rows(tokens: int, runs: int) -> None:
     words = [f"w{i}" for i in range(2000)]
     tok = WordTokenizer.train([" ".join(words)])
     torch.manual_seed(0)
-    cfg = ModelConfig(arch="decoder-only", tgt_vocab_size=50257, d_model=768, n_heads=12, d_ff=3072,
-                      n_decoder_layers=12, activation="gelu", norm_first=True, final_norm=True,
-                      positional="learned", scale_embedding=False, max_len=tokens + 8)
+    cfg = ModelConfig(
+        arch="decoder-only",
+        tgt_vocab_size=50257,
+        d_model=768,
+        n_heads=12,
+        d_ff=3072,
+        n_decoder_layers=12,
+        activation="gelu",
+        norm_first=True,
+        final_norm=True,
+        positional="learned",
+        scale_embedding=False,
+        max_len=tokens + 8,
+    )
     model = LiveModel(Transformer(cfg), tok, tok)
     prompt = " ".join(words[i % 2000] for i in range(tokens - 1))
     fresh = iter(f"{prompt} w{i}" for i in range(10_000))  # a new text each time: no reuse
@@ -133,9 +145,11 @@ def gpt2_rows(tokens: int, runs: int) -> None:
         t.read("probs", -1)
 
     heads = iter(i % 12 for i in range(1, 10_000))
-    print(f"GPT-2-small shape, {tokens} tokens: full recorded run {full:.1f} ms; temperature toggle -> output data "
-          f"{cuda_ms(temperature, runs):.2f} ms; head change -> heatmap data "
-          f"{cuda_ms(lambda: base.read(f'{site}.weights', next(heads)), runs):.2f} ms")
+    print(
+        f"GPT-2-small shape, {tokens} tokens: full recorded run {full:.1f} ms; temperature toggle -> output data "
+        f"{cuda_ms(temperature, runs):.2f} ms; head change -> heatmap data "
+        f"{cuda_ms(lambda: base.read(f'{site}.weights', next(heads)), runs):.2f} ms"
+    )
 
 
 def main(argv=None) -> int:
@@ -143,8 +157,12 @@ def main(argv=None) -> int:
     parser.add_argument("--lengths", default="64,256,1024")
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--gpt2-tokens", type=int, default=1024)
-    parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"),
-                        help="cpu: a smoke run of the same code (its figures mean nothing for the targets)")
+    parser.add_argument(
+        "--device",
+        default="cuda",
+        choices=("cuda", "cpu"),
+        help="cpu: a smoke run of the same code (its figures mean nothing for the targets)",
+    )
     args = parser.parse_args(argv)
     global DEVICE
     DEVICE = args.device

@@ -69,8 +69,17 @@ def copy_ffn(ours, lin1: nn.Linear, lin2: nn.Linear) -> None:
 def build_pair(d: int, heads: int, layers: int, d_ff: int, max_len: int):
     """An attnlab Transformer and an nn.Transformer with identical weights (post-norm, final norms on)."""
     torch.manual_seed(0)
-    cfg = ModelConfig(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, d_model=d, n_heads=heads, d_ff=d_ff,
-                      n_encoder_layers=layers, n_decoder_layers=layers, final_norm=True, max_len=max_len)
+    cfg = ModelConfig(
+        src_vocab_size=VOCAB,
+        tgt_vocab_size=VOCAB,
+        d_model=d,
+        n_heads=heads,
+        d_ff=d_ff,
+        n_encoder_layers=layers,
+        n_decoder_layers=layers,
+        final_norm=True,
+        max_len=max_len,
+    )
     ours = Transformer(cfg).eval()
     ref = nn.Transformer(d, heads, layers, layers, d_ff, dropout=0.0, batch_first=True).eval()
     for mine, theirs in zip(ours.encoder, ref.encoder.layers, strict=True):
@@ -144,33 +153,44 @@ def bench_case(ours, ref, n: int, runs: int, warmup: int, repeat: int) -> tuple[
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="only 64 tokens")
     parser.add_argument("--runs", type=int, default=20, help="timed runs per figure (median taken)")
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="repeat each measurement, report the quietest repeat (for a shared machine)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="repeat each measurement, report the quietest repeat (for a shared machine)",
+    )
     parser.add_argument("--models", default="big,small", help="comma-separated subset of: big, small")
     parser.add_argument("--lengths", default="", help="comma-separated S = T lengths (default 16,64,256)")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="torch threads (default: every core the machine has)")
+    parser.add_argument(
+        "--threads", type=int, default=os.cpu_count() or 1, help="torch threads (default: every core the machine has)"
+    )
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.models.split(",")]
     unknown = [n for n in names if n not in MODELS]
     if unknown or min(args.runs, args.repeat, args.threads) < 1:
-        parser.error(f"unknown model(s) {unknown}; choose from {list(MODELS)}" if unknown
-                     else "--runs, --repeat and --threads must be at least 1")
+        parser.error(
+            f"unknown model(s) {unknown}; choose from {list(MODELS)}"
+            if unknown
+            else "--runs, --repeat and --threads must be at least 1"
+        )
 
     torch.set_num_threads(args.threads)
     lengths = (64,) if args.quick else (16, 64, 256)
     if args.lengths:
         lengths = tuple(int(n) for n in args.lengths.split(","))
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch 1, median of {args.runs} "
-          f"runs after {args.warmup} warm-up (quietest of {args.repeat} repeats); whole model on every "
-          f"side (embeddings + body + output projection)")
-    header = (f"{'model':<28} {'S=T':>4} {'trace on ms':>12} {'trace off ms':>13} {'torch ms':>9} "
-              f"{'on/torch':>9} {'off/torch':>10} {'max|Δlogit|':>12}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, batch 1, median of {args.runs} "
+        f"runs after {args.warmup} warm-up (quietest of {args.repeat} repeats); whole model on every "
+        f"side (embeddings + body + output projection)"
+    )
+    header = (
+        f"{'model':<28} {'S=T':>4} {'trace on ms':>12} {'trace off ms':>13} {'torch ms':>9} "
+        f"{'on/torch':>9} {'off/torch':>10} {'max|Δlogit|':>12}"
+    )
     print(header)
     print("-" * len(header))
     for name in names:
@@ -179,8 +199,10 @@ def main(argv=None) -> int:
         label = f"{name} d{d} h{heads} {layers}+{layers} ff{d_ff}"
         for n in lengths:
             ms, diff = bench_case(ours, ref, n, args.runs, args.warmup, args.repeat)
-            print(f"{label:<28} {n:>4} {ms['on']:>12.2f} {ms['off']:>13.2f} {ms['torch']:>9.2f} "
-                  f"{ms['on'] / ms['torch']:>8.2f}x {ms['off'] / ms['torch']:>9.2f}x {diff:>12.1e}")
+            print(
+                f"{label:<28} {n:>4} {ms['on']:>12.2f} {ms['off']:>13.2f} {ms['torch']:>9.2f} "
+                f"{ms['on'] / ms['torch']:>8.2f}x {ms['off'] / ms['torch']:>9.2f}x {diff:>12.1e}"
+            )
     print("targets (issue 10): trace on <= 1.15x torch at 16 and 64 tokens for both models; trace off <= 1.10x")
     return 0
 

@@ -103,6 +103,8 @@ def report(rows: list[tuple[str, list[float]]], pct) -> int:
         worst = max(gaps)
         ok = worst <= TARGET_GAP_MS
         missed += not ok
-        print(f"{label:<34}{len(gaps):>7}{pct(gaps, 0.5):8.1f}{pct(gaps, 0.99):8.1f}{worst:9.1f}   "
-              + ("ok" if ok else "MISSED"))
+        print(
+            f"{label:<34}{len(gaps):>7}{pct(gaps, 0.5):8.1f}{pct(gaps, 0.99):8.1f}{worst:9.1f}   "
+            + ("ok" if ok else "MISSED")
+        )
     return missed

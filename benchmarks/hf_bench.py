@@ -61,8 +61,11 @@ def measure(ours, theirs, n_tokens: int, runs: int) -> dict[str, float]:
         ours(None, ids, rec=rec)
         rec.finish()
 
-    variants = {"attnlab trace": trace, "attnlab fast": lambda: ours(None, ids, options=fast),
-                "transformers": lambda: theirs(ids, output_attentions=True)}
+    variants = {
+        "attnlab trace": trace,
+        "attnlab fast": lambda: ours(None, ids, options=fast),
+        "transformers": lambda: theirs(ids, output_attentions=True),
+    }
     times: dict[str, list[float]] = {k: [] for k in variants}
     with torch.inference_mode():
         for fn in variants.values():
@@ -83,16 +86,21 @@ def main(argv=None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     ours, theirs = build(max(1024, max(args.tokens)))
-    print(f"GPT-2 small shape, random weights; CPU, {torch.get_num_threads()} threads, torch {torch.__version__}, "
-          f"load average {os.getloadavg()[0]:.1f}")
-    print(f"{'tokens':>6} | {'attnlab trace ms':>16} | {'attnlab fast ms':>15} | {'transformers ms':>15} | "
-          f"{'trace / transformers':>20}")
+    print(
+        f"GPT-2 small shape, random weights; CPU, {torch.get_num_threads()} threads, torch {torch.__version__}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    print(
+        f"{'tokens':>6} | {'attnlab trace ms':>16} | {'attnlab fast ms':>15} | {'transformers ms':>15} | "
+        f"{'trace / transformers':>20}"
+    )
     for n in args.tokens:
-        best = min((measure(ours, theirs, n, args.runs) for _ in range(args.repeat)),
-                   key=lambda r: r["transformers"])
+        best = min((measure(ours, theirs, n, args.runs) for _ in range(args.repeat)), key=lambda r: r["transformers"])
         ratio = best["attnlab trace"] / best["transformers"]
-        print(f"{n:>6} | {best['attnlab trace']:>16.1f} | {best['attnlab fast']:>15.1f} | "
-              f"{best['transformers']:>15.1f} | {ratio:>20.2f}")
+        print(
+            f"{n:>6} | {best['attnlab trace']:>16.1f} | {best['attnlab fast']:>15.1f} | "
+            f"{best['transformers']:>15.1f} | {ratio:>20.2f}"
+        )
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

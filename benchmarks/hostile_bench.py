@@ -56,8 +56,9 @@ def cases(d: Path) -> dict[str, Path]:
         "zip bomb (20 MB in 20 kB)": h.zip_bomb(d / "bomb.pt"),
         "zero-stride tensor of 2^30": h.zero_stride_pt(d / "stride.pt"),
         "header listing 200,000 tensors": h.raw_safetensors(d / "many.safetensors", many),
-        "header nested 50,000 deep": h.raw_safetensors(d / "nest.safetensors",
-                                                        '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}"),
+        "header nested 50,000 deep": h.raw_safetensors(
+            d / "nest.safetensors", '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}"
+        ),
         "config src_vocab_size 2e9": config("v.safetensors", src_vocab_size=2_000_000_000),
         "config max_len 5e6": config("m.safetensors", max_len=5_000_000),
         "config d_ff 1e8": config("f.safetensors", d_ff=100_000_000),
@@ -74,14 +75,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'input':36} {'seconds':>8} {'peak MB':>8}  outcome")
         for name, path in cases(Path(tmp)).items():
-            proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True,
-                                  preexec_fn=limit, env=env, timeout=600, cwd=tmp)
+            proc = subprocess.run(
+                [sys.executable, "-c", CHILD, str(path)],
+                capture_output=True,
+                text=True,
+                preexec_fn=limit,
+                env=env,
+                timeout=600,
+                cwd=tmp,
+            )
             try:
                 outcome, seconds, peak = json.loads(proc.stdout.strip().splitlines()[-1])
                 print(f"{name:36} {seconds:8.2f} {peak:8.0f}  {outcome}")
             except (IndexError, ValueError):
-                print(f"{name:36} {'-':>8} {'-':>8}  child died (exit {proc.returncode}): "
-                      f"{(proc.stderr.strip().splitlines() or [''])[-1][:100]}")
+                print(
+                    f"{name:36} {'-':>8} {'-':>8}  child died (exit {proc.returncode}): "
+                    f"{(proc.stderr.strip().splitlines() or [''])[-1][:100]}"
+                )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,16 @@ WORDS = [f"w{i}" for i in range(1990)]
 def build(tokens: int) -> tuple[LiveModel, str, str]:
     torch.manual_seed(0)
     tok = WordTokenizer.train([" ".join(WORDS)])
-    cfg = ModelConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=768, n_heads=12,
-                      d_ff=3072, n_encoder_layers=6, n_decoder_layers=6, max_len=tokens + 8)
+    cfg = ModelConfig(
+        src_vocab_size=tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        d_model=768,
+        n_heads=12,
+        d_ff=3072,
+        n_encoder_layers=6,
+        n_decoder_layers=6,
+        max_len=tokens + 8,
+    )
     gen = torch.Generator().manual_seed(1)
     pick = torch.randint(0, len(WORDS), (2, tokens - 1), generator=gen)
     src = " ".join(WORDS[i] for i in pick[0])
@@ -68,9 +76,19 @@ def one_repeat(model: LiveModel, src: str, tgt: str, runs: int) -> dict[str, flo
 
     _app = QCoreApplication.instance() or QCoreApplication([])
     session = Session()
-    rows: dict[str, list[float]] = {k: [] for k in ("full run", "temperature", "temperature, all", "first heatmap",
-                                                     "head shown", "head shown, on host", "mask, last layer",
-                                                     "mask, first dec layer")}
+    rows: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "full run",
+            "temperature",
+            "temperature, all",
+            "first heatmap",
+            "head shown",
+            "head shown, on host",
+            "mask, last layer",
+            "mask, first dec layer",
+        )
+    }
     for i in range(runs):
         words = tgt.split()
         words[0] = WORDS[i % len(WORDS)]  # new text: a real run
@@ -116,8 +134,10 @@ def main(argv=None) -> int:
     model.trace(src, tgt)  # warm-up
     repeats = [one_repeat(model, src, tgt, args.runs) for _ in range(args.repeat)]
     best = min(repeats, key=lambda r: r["full run"])
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; d768 12 heads 6+6, {args.tokens} tokens "
-          f"per side; median of {args.runs} (quietest of {args.repeat} repeats)")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; d768 12 heads 6+6, {args.tokens} tokens "
+        f"per side; median of {args.runs} (quietest of {args.repeat} repeats)"
+    )
     targets = {"temperature": 100.0, "head shown": 50.0}
     for name, ms in best.items():
         target = f"  (target <= {targets[name]:.0f} ms)" if name in targets else ""

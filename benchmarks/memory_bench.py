@@ -67,9 +67,20 @@ def run_attnlab(tokens: int) -> dict:
     from attnlab.engine.trace import Recorder
 
     torch.manual_seed(0)
-    cfg = ModelConfig(arch="decoder-only", tgt_vocab_size=VOCAB, d_model=D, n_heads=HEADS, d_ff=D_FF,
-                      n_decoder_layers=LAYERS, activation="gelu", norm_first=True, final_norm=True,
-                      positional="learned", scale_embedding=False, max_len=CTX)
+    cfg = ModelConfig(
+        arch="decoder-only",
+        tgt_vocab_size=VOCAB,
+        d_model=D,
+        n_heads=HEADS,
+        d_ff=D_FF,
+        n_decoder_layers=LAYERS,
+        activation="gelu",
+        norm_first=True,
+        final_norm=True,
+        positional="learned",
+        scale_embedding=False,
+        max_len=CTX,
+    )
     model = Transformer(cfg).eval()
     ids = torch.randint(4, VOCAB, (1, tokens))  # [1, T]
     trim()
@@ -123,8 +134,17 @@ def run_transformer_lens(tokens: int) -> dict:
     from transformer_lens import HookedTransformer, HookedTransformerConfig
 
     torch.manual_seed(0)
-    cfg = HookedTransformerConfig(n_layers=LAYERS, d_model=D, n_ctx=CTX, d_head=D // HEADS, n_heads=HEADS,
-                                  d_mlp=D_FF, d_vocab=VOCAB, act_fn="gelu", normalization_type="LN")
+    cfg = HookedTransformerConfig(
+        n_layers=LAYERS,
+        d_model=D,
+        n_ctx=CTX,
+        d_head=D // HEADS,
+        n_heads=HEADS,
+        d_mlp=D_FF,
+        d_vocab=VOCAB,
+        act_fn="gelu",
+        normalization_type="LN",
+    )
     model = HookedTransformer(cfg).eval()
     ids = torch.randint(4, VOCAB, (1, tokens))  # [1, T]
     trim()
@@ -145,8 +165,12 @@ def child(side: str, tokens: int, threads: int) -> None:
 
 def measure(side: str, tokens: int, threads: int) -> dict | None:
     env = dict(os.environ, ATTNLAB_MALLOC_TUNING="0")  # the same allocator settings on both sides
-    proc = subprocess.run([sys.executable, __file__, "--child", side, "--tokens", str(tokens),
-                           "--threads", str(threads)], capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", side, "--tokens", str(tokens), "--threads", str(threads)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if proc.returncode != 0:
         print(f"[{side}] failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else '?'}")
         return None
@@ -163,23 +187,31 @@ def main(argv=None) -> int:
         child(args.child, args.tokens, args.threads)
         return 0
     mib = 2**20
-    print(f"GPT-2-small-shaped decoder-only model (d{D}, {LAYERS} layers, {HEADS} heads, vocab {VOCAB}), "
-          f"{args.tokens} tokens, torch {torch.__version__}")
+    print(
+        f"GPT-2-small-shaped decoder-only model (d{D}, {LAYERS} layers, {HEADS} heads, vocab {VOCAB}), "
+        f"{args.tokens} tokens, torch {torch.__version__}"
+    )
     ours = measure("attnlab", args.tokens, args.threads)
     theirs = measure("tl", args.tokens, args.threads)
     print(f"{'':<26} {'tensor MiB':>11} {'RSS held MiB':>13} {'peak RSS MiB':>13} {'entries':>8}")
     for label, r in (("attnlab trace", ours), ("TransformerLens cache", theirs)):
         if r is not None:
-            print(f"{label:<26} {r['tensor_bytes'] / mib:>11.1f} {r['rss_held'] / mib:>13.1f} "
-                  f"{r['peak_rss'] / mib:>13.1f} {r['entries']:>8}")
+            print(
+                f"{label:<26} {r['tensor_bytes'] / mib:>11.1f} {r['rss_held'] / mib:>13.1f} "
+                f"{r['peak_rss'] / mib:>13.1f} {r['entries']:>8}"
+            )
     if ours is None:
         return 1
     if theirs is not None:
-        print(f"attnlab / TransformerLens: tensor bytes {ours['tensor_bytes'] / theirs['tensor_bytes']:.2f}x, "
-              f"RSS held {ours['rss_held'] / max(theirs['rss_held'], 1):.2f}x   (target <= 0.5x)")
+        print(
+            f"attnlab / TransformerLens: tensor bytes {ours['tensor_bytes'] / theirs['tensor_bytes']:.2f}x, "
+            f"RSS held {ours['rss_held'] / max(theirs['rss_held'], 1):.2f}x   (target <= 0.5x)"
+        )
     else:
-        print(f"TransformerLens not importable: against DESIGN.md's {DESIGN_TL_MIB:.0f} MiB, tensor bytes "
-              f"{ours['tensor_bytes'] / mib / DESIGN_TL_MIB:.2f}x (target <= 0.5x)")
+        print(
+            f"TransformerLens not importable: against DESIGN.md's {DESIGN_TL_MIB:.0f} MiB, tensor bytes "
+            f"{ours['tensor_bytes'] / mib / DESIGN_TL_MIB:.2f}x (target <= 0.5x)"
+        )
     return 0
 
 

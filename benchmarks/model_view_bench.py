@@ -25,9 +25,17 @@ def build(layers: int, heads: int, d_model: int, tokens: int):
     from attnlab.checkpoints import random_model
     from attnlab.engine.config import ModelConfig
 
-    config = ModelConfig(arch="decoder-only", src_vocab_size=1000, tgt_vocab_size=1000, d_model=d_model,
-                         n_heads=heads, d_ff=4 * d_model, n_encoder_layers=0, n_decoder_layers=layers,
-                         max_len=max(tokens + 8, 128))
+    config = ModelConfig(
+        arch="decoder-only",
+        src_vocab_size=1000,
+        tgt_vocab_size=1000,
+        d_model=d_model,
+        n_heads=heads,
+        d_ff=4 * d_model,
+        n_encoder_layers=0,
+        n_decoder_layers=layers,
+        max_len=max(tokens + 8, 128),
+    )
     return random_model(config, seed=0)
 
 
@@ -62,8 +70,10 @@ def main() -> None:
     traces = [model.trace(None, ids), model.trace(None, ids, RunOptions(n_heads=8))]
     compute_ms = (time.perf_counter() - start) * 1000.0 / 2
     tq = traces[0]["dec.0.self.weights"].shape
-    print(f"model: decoder-only, {args.layers} layers × {args.heads} heads, d_model {args.d_model}; "
-          f"weights per site {list(tq)}; compute per trace {compute_ms:.0f} ms")
+    print(
+        f"model: decoder-only, {args.layers} layers × {args.heads} heads, d_model {args.d_model}; "
+        f"weights per site {list(tq)}; compute per trace {compute_ms:.0f} ms"
+    )
 
     start = time.perf_counter()
     view = ModelView()
@@ -76,8 +86,10 @@ def main() -> None:
     toggles = [paint_ms(app, view, lambda t=traces[(i + 1) % 2]: view.set_trace(t)) for i in range(args.repeats)]
     same = [paint_ms(app, view, lambda: view.set_trace(traces[0])) for _ in range(args.repeats)]
     print(f"first paint            {first:7.1f} ms")
-    print(f"head-count toggle      median {statistics.median(toggles):7.1f} ms   max {max(toggles):7.1f} ms "
-          f"({args.repeats} repaints, {args.heads} ↔ 8 heads)")
+    print(
+        f"head-count toggle      median {statistics.median(toggles):7.1f} ms   max {max(toggles):7.1f} ms "
+        f"({args.repeats} repaints, {args.heads} ↔ 8 heads)"
+    )
     if args.shot:
         view.grab().save(args.shot)
     print(f"same shape, new trace  median {statistics.median(same):7.1f} ms   max {max(same):7.1f} ms")

@@ -36,8 +36,7 @@ def build_folders(root: Path) -> dict[str, Path]:
     torch.manual_seed(0)
     config = transformers.GPT2Config(n_embd=768, n_layer=12, n_head=12, vocab_size=50257, n_positions=1024)
     model = transformers.GPT2LMHeadModel(config).eval()
-    folders = {"model.safetensors": root / "single", "4 shards": root / "shards",
-               "pytorch_model.bin": root / "bin"}
+    folders = {"model.safetensors": root / "single", "4 shards": root / "shards", "pytorch_model.bin": root / "bin"}
     model.save_pretrained(str(folders["model.safetensors"]))
     model.save_pretrained(str(folders["4 shards"]), max_shard_size="150MB")
     model.save_pretrained(str(folders["pytorch_model.bin"]), safe_serialization=False)
@@ -57,20 +56,32 @@ def write_tokenizer(folder: Path) -> None:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     corpus = ["the black cat sees the small dog", "Hello, world! The cat sat on the mat."] * 50
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>"],
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                                        show_progress=False))
+    tok.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=400,
+            special_tokens=["<|endoftext|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     tok.model.save(str(folder))
     (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "GPT2Tokenizer"}))
 
 
 def app_start(folder: Path) -> str:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "ATTNLAB_SETTINGS": str(folder / "settings.ini")}
-    code = ("import sys; from attnlab.cli import main; "
-            "from PySide6.QtCore import QTimer; from PySide6.QtWidgets import QApplication; "
-            "QTimer.singleShot(120000, QApplication.quit); sys.exit(main(sys.argv[1:]))")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(folder), "--startup-time", "--quit-after-trace"],
-                            env=env, stderr=subprocess.PIPE, text=True)
+    code = (
+        "import sys; from attnlab.cli import main; "
+        "from PySide6.QtCore import QTimer; from PySide6.QtWidgets import QApplication; "
+        "QTimer.singleShot(120000, QApplication.quit); sys.exit(main(sys.argv[1:]))"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(folder), "--startup-time", "--quit-after-trace"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     lines = []
     for line in proc.stderr:
         if "after" in line:

@@ -37,10 +37,16 @@ from attnlab.present.stages import output_key
 ENC0, DEC0 = names.layer("enc", 0), names.layer("dec", 0)
 ENC0_SELF, DEC0_SELF, DEC0_CROSS = names.site(ENC0, "self"), names.site(DEC0, "self"), names.site(DEC0, "cross")
 # Stage keys: "src.tokens", "src.input", "enc.0.self.weights", …, "enc.0.norm1", "enc.0.ffn", …, "out.probs"
-STAGES = [names.side_entry("src", "tokens"), names.side_entry("src", "input"),
-          *(names.site_entry(ENC0_SELF, kind) for kind in ("weights", "heads", "lines")),
-          names.norm(ENC0, 1), names.ffn(ENC0), names.site_entry(DEC0_SELF, "mask"),
-          names.site_entry(DEC0_CROSS, "weights"), output_key(names.PROBS)]
+STAGES = [
+    names.side_entry("src", "tokens"),
+    names.side_entry("src", "input"),
+    *(names.site_entry(ENC0_SELF, kind) for kind in ("weights", "heads", "lines")),
+    names.norm(ENC0, 1),
+    names.ffn(ENC0),
+    names.site_entry(DEC0_SELF, "mask"),
+    names.site_entry(DEC0_CROSS, "weights"),
+    output_key(names.PROBS),
+]
 TARGET_MS = {16: 16.0, 64: 33.0}
 WORDS = "the black cat sees the small dog and the dog sees a big red bird".split()
 
@@ -50,9 +56,20 @@ def toggles(config):
     from attnlab.engine.options import RunOptions
 
     more_heads = 8 if config.d_model % 8 == 0 else config.n_heads
-    steps = [dict(norm="pre"), dict(norm="post"), dict(n_heads=more_heads), dict(n_heads=None),
-             dict(scale=False), dict(scale=True), dict(positional=False), dict(positional=True),
-             dict(residual=False), dict(residual=True), dict(temperature=2.0), dict(temperature=1.0)]
+    steps = [
+        dict(norm="pre"),
+        dict(norm="post"),
+        dict(n_heads=more_heads),
+        dict(n_heads=None),
+        dict(scale=False),
+        dict(scale=True),
+        dict(positional=False),
+        dict(positional=True),
+        dict(residual=False),
+        dict(residual=True),
+        dict(temperature=2.0),
+        dict(temperature=1.0),
+    ]
     options, i = RunOptions(), 0
     while True:
         change = steps[i % len(steps)]
@@ -107,12 +124,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(bundled model unavailable: {e}; using a random one)")
         model = random_model()
     cfg = model.config
-    print(f"model: {model.name} — {cfg.arch}, d_model {cfg.d_model}, {cfg.n_heads} heads, "
-          f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers; torch threads {torch.get_num_threads()}; "
-          f"Qt platform {QApplication.platformName()}")
+    print(
+        f"model: {model.name} — {cfg.arch}, d_model {cfg.d_model}, {cfg.n_heads} heads, "
+        f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers; torch threads {torch.get_num_threads()}; "
+        f"Qt platform {QApplication.platformName()}"
+    )
     # other processes on the machine inflate every number: say how loaded it was, to compare runs fairly
-    print(f"load average at start (1/5/15 min): {' / '.join(f'{x:.2f}' for x in os.getloadavg())} "
-          f"on {os.cpu_count()} CPUs")
+    print(
+        f"load average at start (1/5/15 min): {' / '.join(f'{x:.2f}' for x in os.getloadavg())} "
+        f"on {os.cpu_count()} CPUs"
+    )
 
     window = MainWindow()
     window.show()
@@ -147,8 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((n, tokens, key, compute, paint, total))
 
     print(f"\n{args.toggles} toggles per row; times in ms (median / p95)\n")
-    header = (f"{'tokens':>6} {'src+tgt':>8}  {'stage':<22}{'compute':>15}{'paint':>15}{'total':>15}"
-              "   paint p95 target")
+    header = f"{'tokens':>6} {'src+tgt':>8}  {'stage':<22}{'compute':>15}{'paint':>15}{'total':>15}   paint p95 target"
     print(header)
     print("-" * len(header))
     failures = 0
@@ -159,8 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         failures += bool(target is not None and p95 > target)
         cells = "".join(f"{statistics.median(v):7.1f} /{pct(v, 0.95):6.1f}" for v in (compute, paint, total))
         print(f"{n:>6} {tokens:>8}  {key:<22}{cells}   {verdict}")
-    print(f"\n{len(rows) - failures} of {len(rows)} rows within the paint target; load average "
-          f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}.")
+    print(
+        f"\n{len(rows) - failures} of {len(rows)} rows within the paint target; load average "
+        f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}."
+    )
     if not args.no_gaps:
         measure_gaps(app, window, model, args.gap_tokens)
     window.close()
@@ -177,16 +199,20 @@ def measure_gaps(app, window, model, n: int) -> None:
     gui_gaps.settle(app, session)
     session.set_stage(names.site_entry(DEC0_CROSS, "weights"))
     gui_gaps.settle(app, session)
-    rows = [gui_gaps.measure(app, session, f"24 toggles, {n} tokens", gui_gaps.toggle_scenario, toggles(model.config),
-                             24),
-            gui_gaps.measure(app, session, f"typing {n // 2} words", gui_gaps.typing_scenario,
-                             " ".join((WORDS * n)[: n // 2]))]
+    rows = [
+        gui_gaps.measure(app, session, f"24 toggles, {n} tokens", gui_gaps.toggle_scenario, toggles(model.config), 24),
+        gui_gaps.measure(
+            app, session, f"typing {n // 2} words", gui_gaps.typing_scenario, " ".join((WORDS * n)[: n // 2])
+        ),
+    ]
     session.set_stage(output_key(names.PROBS))
     if model.config.has_decoder:
         rows.append(gui_gaps.measure(app, session, "generating 12 tokens", gui_gaps.generation_scenario, 12))
     missed = gui_gaps.report(rows, pct)
-    print(f"\n{len(rows) - missed} of {len(rows)} scenarios within the gap target; load average "
-          f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}.")
+    print(
+        f"\n{len(rows) - missed} of {len(rows)} scenarios within the gap target; load average "
+        f"{' / '.join(f'{x:.2f}' for x in os.getloadavg())}."
+    )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,14 @@ TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien",
 TINY_SIZES = dict(d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32)
 
 
-def build_tiny_model(arch: str = "encoder-decoder", seed: int = 0, *, never_ends: bool = False,
-                     texts: list[str] | None = None, **config_changes) -> LiveModel:
+def build_tiny_model(
+    arch: str = "encoder-decoder",
+    seed: int = 0,
+    *,
+    never_ends: bool = False,
+    texts: list[str] | None = None,
+    **config_changes,
+) -> LiveModel:
     """A random model with a word tokenizer trained on `texts`. `never_ends`: an untied output layer whose
     bias rules out </s>, so Generate always appends a token."""
     tok = WordTokenizer.train(texts or TEXTS)

@@ -45,48 +45,89 @@ def _model(cls, config):
 
 
 def gpt2():
-    cfg = transformers.GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=4,
-                                  bos_token_id=0, eos_token_id=0)
+    cfg = transformers.GPT2Config(
+        vocab_size=VOCAB, n_positions=32, n_embd=32, n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0
+    )
     return _model(transformers.GPT2LMHeadModel, cfg)
 
 
 def llama(n_kv=2, **changes):
-    cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=n_kv, max_position_embeddings=32,
-                                   rope_parameters={"rope_type": "default", "rope_theta": 500.0}, **changes)
+    cfg = transformers.LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=n_kv,
+        max_position_embeddings=32,
+        rope_parameters={"rope_type": "default", "rope_theta": 500.0},
+        **changes,
+    )
     return _model(transformers.LlamaForCausalLM, cfg)
 
 
 def qwen2():
-    cfg = transformers.Qwen2Config(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32,
-                                   tie_word_embeddings=True)
+    cfg = transformers.Qwen2Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        tie_word_embeddings=True,
+    )
     return _model(transformers.Qwen2ForCausalLM, cfg)
 
 
 def bert(head=True):
-    cfg = transformers.BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=48, max_position_embeddings=32, type_vocab_size=2)
+    cfg = transformers.BertConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=32,
+        type_vocab_size=2,
+    )
     return _model(transformers.BertForMaskedLM if head else transformers.BertModel, cfg)
 
 
 def roberta():
-    cfg = transformers.RobertaConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                     intermediate_size=48, max_position_embeddings=34, pad_token_id=1)
+    cfg = transformers.RobertaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=34,
+        pad_token_id=1,
+    )
     return _model(transformers.RobertaForMaskedLM, cfg)
 
 
 def distilbert():
-    cfg = transformers.DistilBertConfig(vocab_size=VOCAB, dim=32, n_layers=2, n_heads=4, hidden_dim=48,
-                                        max_position_embeddings=32)
+    cfg = transformers.DistilBertConfig(
+        vocab_size=VOCAB, dim=32, n_layers=2, n_heads=4, hidden_dim=48, max_position_embeddings=32
+    )
     return _model(transformers.DistilBertForMaskedLM, cfg)
 
 
 def marian():
-    cfg = transformers.MarianConfig(vocab_size=VOCAB, d_model=32, encoder_layers=2, decoder_layers=2,
-                                    encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=48,
-                                    decoder_ffn_dim=48, max_position_embeddings=32, pad_token_id=VOCAB - 1,
-                                    decoder_start_token_id=VOCAB - 1, scale_embedding=True)
+    cfg = transformers.MarianConfig(
+        vocab_size=VOCAB,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=48,
+        decoder_ffn_dim=48,
+        max_position_embeddings=32,
+        pad_token_id=VOCAB - 1,
+        decoder_start_token_id=VOCAB - 1,
+        scale_embedding=True,
+    )
     model, config = _model(transformers.MarianMTModel, cfg)
     with torch.no_grad():  # a non-zero logit bias, so the test sees whether it is applied
         model.final_logits_bias.normal_(0.0, 0.3)
@@ -110,13 +151,18 @@ def hf_forward(case: Case, model):
     ids = torch.tensor([IDS])
     with torch.no_grad():
         if case.arch == "encoder-decoder":
-            return model(input_ids=ids, decoder_input_ids=torch.tensor([DEC_IDS]), output_attentions=True,
-                         output_hidden_states=True)
+            return model(
+                input_ids=ids,
+                decoder_input_ids=torch.tensor([DEC_IDS]),
+                output_attentions=True,
+                output_hidden_states=True,
+            )
         return model(input_ids=ids, output_attentions=True, output_hidden_states=True)
 
 
 def pairs(case: Case, out, n_layers: int):
     """(what, HF tensor [..], attnlab trace name) for every attention map and hidden state HF returns."""
+
     def stack(prefix, side, attentions, hidden, kind="self", final_norm=False):
         for i, a in enumerate(attentions):
             yield f"{prefix} layer {i} {kind}-attention", a[0], f"{prefix}.{i}.{kind}.weights"

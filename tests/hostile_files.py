@@ -101,20 +101,31 @@ def run_limited(code: str, timeout: float = 120) -> dict:
     """Run `code` in a fresh Python under the address-space limit. The code sets `result` (a JSON-able value);
     returns {"result", "seconds", "peak_mb", "returncode", "stderr"}: seconds and peak memory of the child's
     own work (its imports excluded from the time)."""
-    script = textwrap.dedent("""
+    script = (
+        textwrap.dedent("""
         import json, resource, sys, time
         import torch, attnlab.checkpoints  # imports are not what is measured
         start = time.perf_counter()
         result = None
-    """) + textwrap.dedent(code) + textwrap.dedent("""
+    """)
+        + textwrap.dedent(code)
+        + textwrap.dedent("""
         seconds = time.perf_counter() - start
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print("RESULT " + json.dumps({"result": result, "seconds": seconds, "peak_mb": peak_mb}))
     """)
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTNLAB_TORCH_THREADS": "1", "OMP_NUM_THREADS": "1"}
     begun = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=timeout,
-                          preexec_fn=_limit_memory, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_limit_memory,
+        env=env,
+        cwd=ROOT,
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
     out = json.loads(line[7:]) if line else {"result": None, "seconds": None, "peak_mb": None}
     out.update(returncode=proc.returncode, stderr=proc.stderr[-3000:], wall=time.perf_counter() - begun)

@@ -67,9 +67,14 @@ class Block(nn.Module):
 class GPT(nn.Module):
     def __init__(self, n_layer, n_head, n_embd, block_size, bias, vocab_size, dropout=0.0):
         super().__init__()
-        self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(vocab_size, n_embd), wpe=nn.Embedding(block_size, n_embd),
-            h=nn.ModuleList(Block(n_embd, n_head, bias) for _ in range(n_layer)), ln_f=LayerNorm(n_embd, bias)))
+        self.transformer = nn.ModuleDict(
+            dict(
+                wte=nn.Embedding(vocab_size, n_embd),
+                wpe=nn.Embedding(block_size, n_embd),
+                h=nn.ModuleList(Block(n_embd, n_head, bias) for _ in range(n_layer)),
+                ln_f=LayerNorm(n_embd, bias),
+            )
+        )
         self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
         self.transformer.wte.weight = self.lm_head.weight  # weight tying
         for p in self.parameters():  # random, non-trivial LayerNorms too
@@ -95,8 +100,18 @@ def train_py_checkpoint(model_args: dict, seed: int = 0, compiled: bool = False)
     state = model.state_dict()
     if compiled:  # torch.compile wraps the module: every key gains _orig_mod.
         state = {f"_orig_mod.{k}": v for k, v in state.items()}
-    checkpoint = {"model": state, "optimizer": optimizer.state_dict(), "model_args": model_args,
-                  "iter_num": 250, "best_val_loss": torch.tensor(1.4697),
-                  "config": {"out_dir": "out-shakespeare-char", "batch_size": 64, "learning_rate": 1e-3,
-                             "compile": compiled, "dataset": "shakespeare_char"}}
+    checkpoint = {
+        "model": state,
+        "optimizer": optimizer.state_dict(),
+        "model_args": model_args,
+        "iter_num": 250,
+        "best_val_loss": torch.tensor(1.4697),
+        "config": {
+            "out_dir": "out-shakespeare-char",
+            "batch_size": 64,
+            "learning_rate": 1e-3,
+            "compile": compiled,
+            "dataset": "shakespeare_char",
+        },
+    }
     return model, checkpoint

@@ -22,7 +22,7 @@ def run(model, **changes):
 
 def head_slice(matrix, head, n_heads):
     dk = matrix.shape[-1] // n_heads
-    return matrix[..., head * dk:(head + 1) * dk]
+    return matrix[..., head * dk : (head + 1) * dk]
 
 
 @pytest.mark.parametrize("site", ["enc.0.self", "dec.1.self", "dec.0.cross"])
@@ -74,16 +74,19 @@ def test_ablating_with_another_head_count(model):
     assert torch.equal(head_slice(after[f"{SITE}.concat"], 7, 8), torch.zeros(after[f"{SITE}.concat"].shape[0], 4))
 
 
-@pytest.mark.parametrize(("ablate", "words"), [
-    ((("enc.5.self", 0, "zero"),), "has 2 layers"),
-    ((("enc.0.cross", 0, "zero"),), "no such attention"),
-    ((("enc.self", 0, "zero"),), "name one site"),
-    ((("enc.0.self", 4, "zero"),), "this run has 4 heads (0 to 3)"),
-    ((("enc.0.self", -1, "zero"),), "this run has 4 heads"),
-    ((("enc.0.self", 0, "half"),), "the modes are zero, mean"),
-    ((("nonsense", 0, "zero"),), "not an attention site"),
-    (("enc.0.self",), "triples of (site, head, mode)"),
-])
+@pytest.mark.parametrize(
+    ("ablate", "words"),
+    [
+        ((("enc.5.self", 0, "zero"),), "has 2 layers"),
+        ((("enc.0.cross", 0, "zero"),), "no such attention"),
+        ((("enc.self", 0, "zero"),), "name one site"),
+        ((("enc.0.self", 4, "zero"),), "this run has 4 heads (0 to 3)"),
+        ((("enc.0.self", -1, "zero"),), "this run has 4 heads"),
+        ((("enc.0.self", 0, "half"),), "the modes are zero, mean"),
+        ((("nonsense", 0, "zero"),), "not an attention site"),
+        (("enc.0.self",), "triples of (site, head, mode)"),
+    ],
+)
 def test_invalid_ablations_are_refused_with_a_clear_message(model, ablate, words):
     with pytest.raises(OptionsError) as caught:
         model.trace(SRC, TGT, RunOptions(ablate=ablate))
@@ -103,11 +106,14 @@ def test_with_ablation_sets_replaces_and_clears():
     assert o.with_ablation(SITE, 1, None).ablate == ()
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("enc.0.self:2:zero", ("enc.0.self", 2, "zero")),
-    ("dec.1.cross:0:mean", ("dec.1.cross", 0, "mean")),
-    ("enc.0.self:3", ("enc.0.self", 3, "zero")),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("enc.0.self:2:zero", ("enc.0.self", 2, "zero")),
+        ("dec.1.cross:0:mean", ("dec.1.cross", 0, "mean")),
+        ("enc.0.self:3", ("enc.0.self", 3, "zero")),
+    ],
+)
 def test_parse_ablation(text, expected):
     assert parse_ablation(text) == expected
 

@@ -61,9 +61,14 @@ def test_help_about_shows_versions_and_the_models_device(qtbot):
         qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), AboutDialog), timeout=5000)
         dialog = QApplication.activeModalWidget()
         text = dialog.label.text()
-        for label, value in (("attnlab", attnlab.__version__), ("PyTorch", torch.__version__), ("Qt", qVersion()),
-                             ("PySide6", PySide6.__version__), ("pyqtgraph", pyqtgraph.__version__),
-                             ("Compute device", device_description(model.device))):
+        for label, value in (
+            ("attnlab", attnlab.__version__),
+            ("PyTorch", torch.__version__),
+            ("Qt", qVersion()),
+            ("PySide6", PySide6.__version__),
+            ("pyqtgraph", pyqtgraph.__version__),
+            ("Compute device", device_description(model.device)),
+        ):
             assert f"<b>{label}</b>&nbsp;&nbsp;</td><td>{value}</td>" in text, label
         dialog.reject()
         qtbot.waitUntil(lambda: QApplication.activeModalWidget() is None, timeout=5000)

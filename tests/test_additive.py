@@ -107,6 +107,7 @@ def test_compare_window_shows_both_alignments(qtbot, tiny, tiny_model):
     trace = transformer.trace("the black cat sees the dog", list(out_ids))
     np.testing.assert_allclose(tr.matrix, trace["dec.1.cross.weights"].numpy().mean(0), rtol=1e-6)
     window.findChild(QtWidgets.QComboBox, "crossLayerCombo").setCurrentIndex(0)
-    np.testing.assert_allclose(window.shown_data()["transformer"].matrix, trace["dec.0.cross.weights"].numpy().mean(0),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        window.shown_data()["transformer"].matrix, trace["dec.0.cross.weights"].numpy().mean(0), rtol=1e-6
+    )
     assert tr.rows[-1] == "</s>" and tr.matrix.shape == (len(tr.rows), len(tr.cols))

@@ -77,9 +77,15 @@ def test_attnlab_command_opens_bundled_model_with_example_traced(qtbot, monkeypa
     def fake_exec():  # instead of blocking in the event loop: wait for the first trace, look, close
         w = next(x for x in QApplication.topLevelWidgets() if isinstance(x, MainWindow) and x.isVisible())
         qtbot.waitUntil(lambda: w.session.trace is not None, timeout=WAIT)
-        seen.update(src=w.session.src, tgt=w.session.tgt, stage=w.session.stage_key, visible=w.isVisible(),
-                    panel=type(w.current_panel()), tree=w.navigator.current_key(),
-                    size=(w.width(), w.height()))
+        seen.update(
+            src=w.session.src,
+            tgt=w.session.tgt,
+            stage=w.session.stage_key,
+            visible=w.isVisible(),
+            panel=type(w.current_panel()),
+            tree=w.navigator.current_key(),
+            size=(w.width(), w.height()),
+        )
         w.close()
         w.deleteLater()
         return 0
@@ -93,6 +99,7 @@ def test_attnlab_command_opens_bundled_model_with_example_traced(qtbot, monkeypa
     screen = QApplication.primaryScreen().availableGeometry()
     # the default size fits the screen's available area (a frame included): 1400×900, or 92 % of a smaller one
     from attnlab.ui.main_window import default_size
+
     assert seen["size"][1] == default_size(screen)[1] <= screen.height()
     assert seen["size"][0] >= default_size(screen)[0]  # or the docks' minimum width, on an 800-pixel screen
 
@@ -387,8 +394,9 @@ def test_dropping_a_file_opens_it(qtbot, win, tmp_path, generating_model):
     checkpoints.save_checkpoint(generating_model(seed=7), path)
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(path))])
-    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
-                       Qt.KeyboardModifier.NoModifier)
+    event = QDropEvent(
+        QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    )
     with qtbot.waitSignal(win.session.modelChanged, timeout=WAIT):
         win.dropEvent(event)
     assert win.session.model_path == str(path)

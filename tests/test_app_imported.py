@@ -38,8 +38,15 @@ def open_in_app(qtbot, tmp_path, kind: str, text: str) -> MainWindow:
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
         w.session.set_src(text, debounce=False)
         w.open_checkpoint(str(folder))
-    qtbot.waitUntil(lambda: not w.session.busy and w.session.trace is not None
-                    and w.session.model is not None and w.session.model.name == kind, timeout=WAIT)
+    qtbot.waitUntil(
+        lambda: (
+            not w.session.busy
+            and w.session.trace is not None
+            and w.session.model is not None
+            and w.session.model.name == kind
+        ),
+        timeout=WAIT,
+    )
     assert w.session.src == text
     return w
 
@@ -77,7 +84,7 @@ def test_llama_shows_rms_swiglu_and_which_q_heads_share_a_kv_head(qtbot, tmp_pat
         rms_in = np.asarray(trace[names.norm_entry("dec.0.norm1", "rms")])  # [T], recorded by the engine
         x_in = np.asarray(trace[names.norm_entry("dec.0.norm1", "in")])  # [T, d]
         eps = trace.config.layer_norm_eps
-        np.testing.assert_allclose(rms_in, np.sqrt((x_in ** 2).mean(axis=1) + eps), rtol=1e-5)
+        np.testing.assert_allclose(rms_in, np.sqrt((x_in**2).mean(axis=1) + eps), rtol=1e-5)
         np.testing.assert_allclose(data["rms"], rms_in)
         data, html = seen["dec.0.ffn"]
         assert data["gated"] and data["activation"] == "silu" and "gate" in html and "W<sub>up</sub>" in html

@@ -46,16 +46,19 @@ def win(qtbot):
 
 def test_dropping_a_nanogpt_folder_opens_it_with_its_characters(qtbot, win, tmp_path):
     chars = sorted(set("to be or not\n!,"))
-    _, ckpt = train_py_checkpoint(dict(n_layer=1, n_head=2, n_embd=8, block_size=32, vocab_size=len(chars),
-                                       dropout=0.0, bias=True))
+    _, ckpt = train_py_checkpoint(
+        dict(n_layer=1, n_head=2, n_embd=8, block_size=32, vocab_size=len(chars), dropout=0.0, bias=True)
+    )
     torch.save(ckpt, tmp_path / "ckpt.pt")
     with open(tmp_path / "meta.pkl", "wb") as f:
-        pickle.dump({"vocab_size": len(chars), "itos": dict(enumerate(chars)),
-                     "stoi": {c: i for i, c in enumerate(chars)}}, f)
+        pickle.dump(
+            {"vocab_size": len(chars), "itos": dict(enumerate(chars)), "stoi": {c: i for i, c in enumerate(chars)}}, f
+        )
     mime = QMimeData()
     mime.setUrls([QUrl.fromLocalFile(str(tmp_path))])
-    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
-                       Qt.KeyboardModifier.NoModifier)
+    event = QDropEvent(
+        QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    )
     with qtbot.waitSignal(win.session.traceReady, timeout=WAIT):
         win.dropEvent(event)
     qtbot.waitUntil(lambda: not win.session.busy, timeout=WAIT)
@@ -68,8 +71,9 @@ def test_dropping_a_nanogpt_folder_opens_it_with_its_characters(qtbot, win, tmp_
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor")
 def test_bare_state_dict_asks_for_settings_and_cancel_keeps_the_model(qtbot, win, tmp_path, monkeypatch):
-    reference = torch.nn.Transformer(d_model=12, nhead=3, num_encoder_layers=1, num_decoder_layers=1,
-                                     dim_feedforward=16, batch_first=True)
+    reference = torch.nn.Transformer(
+        d_model=12, nhead=3, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=16, batch_first=True
+    )
     path = tmp_path / "bare.pt"
     torch.save(reference.state_dict(), path)
     before = win.session.model

@@ -61,8 +61,7 @@ def test_no_qt_imports_in_engine_layer(path):
 
 
 def import_blocked(*packages: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", BLOCKED_IMPORT, *packages], capture_output=True, text=True,
-                          cwd=ROOT)
+    return subprocess.run([sys.executable, "-c", BLOCKED_IMPORT, *packages], capture_output=True, text=True, cwd=ROOT)
 
 
 def test_the_qt_free_layers_import_with_qt_blocked():
@@ -83,10 +82,13 @@ def test_the_qt_block_does_stop_a_qt_module():
 
 
 def lint_imports(*args: str) -> subprocess.CompletedProcess:
-    code = ("import sys; from importlinter.cli import lint_imports_command; "
-            "sys.argv = ['lint-imports', *sys.argv[1:]]; lint_imports_command()")
-    return subprocess.run([sys.executable, "-c", code, "--no-cache", "--no-logo", *args], capture_output=True,
-                          text=True, cwd=ROOT)
+    code = (
+        "import sys; from importlinter.cli import lint_imports_command; "
+        "sys.argv = ['lint-imports', *sys.argv[1:]]; lint_imports_command()"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, "--no-cache", "--no-logo", *args], capture_output=True, text=True, cwd=ROOT
+    )
 
 
 def test_import_linter_contracts_are_kept():
@@ -103,7 +105,8 @@ def test_import_linter_reports_a_broken_contract(tmp_path):
     """The exit code the test above relies on: a contract the code breaks (the widgets do import Qt) fails."""
     pytest.importorskip("importlinter")
     config = tmp_path / "broken.toml"
-    config.write_text(textwrap.dedent("""
+    config.write_text(
+        textwrap.dedent("""
         [tool.importlinter]
         root_package = "attnlab"
         include_external_packages = true
@@ -113,6 +116,8 @@ def test_import_linter_reports_a_broken_contract(tmp_path):
         type = "forbidden"
         source_modules = ["attnlab.ui"]
         forbidden_modules = ["PySide6"]
-    """), encoding="utf-8")
+    """),
+        encoding="utf-8",
+    )
     result = lint_imports("--config", str(config))
     assert result.returncode != 0, result.stdout + result.stderr

@@ -61,11 +61,14 @@ def load_error(path) -> str:
 
 
 # ---- round trips ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("changes", [
-    {},
-    {"arch": "decoder-only", "positional": "learned", "norm_first": True, "final_norm": True},
-    {"share_embeddings": True, "tie_output": False, "positional": "rotary", "activation": "gelu"},
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"arch": "decoder-only", "positional": "learned", "norm_first": True, "final_norm": True},
+        {"share_embeddings": True, "tie_output": False, "positional": "rotary", "activation": "gelu"},
+    ],
+)
 def test_round_trip_gives_identical_traces(tmp_path, changes):
     model = tiny(**changes)
     model.metadata["card"] = {"data": "toy", "accuracy": 0.5}
@@ -174,14 +177,12 @@ def test_config_problems(tmp_path, saved):
     def bad_json(m):
         m["config"] = "{d_model: 16"
 
-    assert "config is not valid JSON" in load_error(rewrite(saved[1], tmp_path / "b.safetensors",
-                                                             change_meta=bad_json))
+    assert "config is not valid JSON" in load_error(rewrite(saved[1], tmp_path / "b.safetensors", change_meta=bad_json))
 
     def wrong_type(m):
         m["config"] = json.dumps(json.loads(m["config"]) | {"n_heads": "four"})
 
-    assert "n_heads must be a int" in load_error(rewrite(saved[1], tmp_path / "c.safetensors",
-                                                         change_meta=wrong_type))
+    assert "n_heads must be a int" in load_error(rewrite(saved[1], tmp_path / "c.safetensors", change_meta=wrong_type))
 
     def no_config(m):
         del m["config"]
@@ -211,8 +212,7 @@ def test_tokenizer_problems(tmp_path, saved):
         m["tgt_tokenizer"] = WordTokenizer.train(["le chat"]).to_json()
 
     msg = load_error(rewrite(saved[1], tmp_path / "b.safetensors", change_meta=smaller))
-    assert f"target tokenizer has 6 tokens but the config says the target vocabulary has {TOK.vocab_size}" \
-        in msg
+    assert f"target tokenizer has 6 tokens but the config says the target vocabulary has {TOK.vocab_size}" in msg
 
 
 def test_every_problem_is_listed_at_once(tmp_path, saved):
@@ -242,8 +242,13 @@ def test_missing_tokenizer_gets_a_generic_one_with_a_notice(tmp_path, saved):
 # ---- .pt files -----------------------------------------------------------------------------------------
 def pt_contents(model, nested=True):
     state = {k: v.detach().clone() for k, v in model.module.checkpoint_tensors().items()}
-    extras = {"config": dataclasses.asdict(model.config), "src_tokenizer": model.src_tokenizer.to_json(),
-              "tgt_tokenizer": model.tgt_tokenizer.to_json(), "name": "from-pt", "metadata": {"epochs": 3}}
+    extras = {
+        "config": dataclasses.asdict(model.config),
+        "src_tokenizer": model.src_tokenizer.to_json(),
+        "tgt_tokenizer": model.tgt_tokenizer.to_json(),
+        "name": "from-pt",
+        "metadata": {"epochs": 3},
+    }
     return {"state_dict": state, **extras} if nested else {**state, **extras, "epoch": 3}
 
 
@@ -299,12 +304,25 @@ def test_pt_that_is_not_a_dict_or_not_a_checkpoint(tmp_path):
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor")
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_nn_transformer_state_dict_matches_pytorch(tmp_path, norm_first):
-    cfg = dataclasses.replace(TINY, n_encoder_layers=2, final_norm=True, norm_first=norm_first,
-                              src_vocab_size=TOK.vocab_size, tgt_vocab_size=TOK.vocab_size)
+    cfg = dataclasses.replace(
+        TINY,
+        n_encoder_layers=2,
+        final_norm=True,
+        norm_first=norm_first,
+        src_vocab_size=TOK.vocab_size,
+        tgt_vocab_size=TOK.vocab_size,
+    )
     torch.manual_seed(5)
-    reference = torch.nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=2,
-                                     dim_feedforward=32, dropout=0.0, batch_first=True,
-                                     norm_first=norm_first).eval()
+    reference = torch.nn.Transformer(
+        d_model=16,
+        nhead=4,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dim_feedforward=32,
+        dropout=0.0,
+        batch_first=True,
+        norm_first=norm_first,
+    ).eval()
     embeddings = {k: v for k, v in tiny().module.checkpoint_tensors().items() if "embed" in k}
     state = {f"transformer.{k}": v for k, v in reference.state_dict().items()} | embeddings
     path = tmp_path / "torch.pt"
@@ -340,8 +358,14 @@ def test_bundled_falls_back_to_a_random_model_when_absent(tmp_path, monkeypatch)
     assert model.metadata["random"] is True
     assert model.metadata["notice"] == "No bundled model found; showing a randomly initialised one."
     cfg = model.config
-    assert (cfg.arch, cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.n_encoder_layers, cfg.n_decoder_layers) == \
-        ("encoder-decoder", 128, 4, 512, 3, 3)
+    assert (cfg.arch, cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.n_encoder_layers, cfg.n_decoder_layers) == (
+        "encoder-decoder",
+        128,
+        4,
+        512,
+        3,
+        3,
+    )
     assert load_bundled("language").config.arch == "decoder-only"
     with pytest.raises(CheckpointError, match="no bundled model called 'poetry'"):
         load_bundled("poetry")

@@ -22,9 +22,11 @@ from attnlab.training.train import split_corpus
 SAMPLE = 120  # the first 120 pairs of the held-out split: a fixed sample
 MAX_BYTES = 10 * 1024 * 1024
 FAST = RunOptions(record=False, device="cpu")
-OUT_OF_DOMAIN = ["quantum chromodynamics is 🙂 hard", "",
-                 "".join(random.Random(7).choice("abcdefghijklmnopqrstuvwxyzéàç'-.,;!? 0123456789🙂ßø")
-                         for _ in range(500))]
+OUT_OF_DOMAIN = [
+    "quantum chromodynamics is 🙂 hard",
+    "",
+    "".join(random.Random(7).choice("abcdefghijklmnopqrstuvwxyzéàç'-.,;!? 0123456789🙂ßø") for _ in range(500)),
+]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -76,8 +78,9 @@ def test_file_is_small_and_says_how_it_was_made(name, request):
 
 def test_the_sample_was_never_trained_on(translation, sample):
     corpus = translation.metadata["corpus"]
-    train, _ = split_corpus(corpus["n_pairs"], corpus["seed"], corpus["test_fraction"], corpus["split_seed"],
-                            corpus.get("version", 1))
+    train, _ = split_corpus(
+        corpus["n_pairs"], corpus["seed"], corpus["test_fraction"], corpus["split_seed"], corpus.get("version", 1)
+    )
     seen = {p.src for p in train}
     assert len(sample) == SAMPLE and not any(p.src in seen for p in sample)
 
@@ -118,12 +121,17 @@ def test_translation_answers_what_a_teacher_types_first(translation):
     assert figures["n"] >= 60 and figures["exact_match"] >= 0.9 and figures["word_accuracy"] >= 0.95, wrong
 
 
-@pytest.mark.parametrize(("src", "expected"), [
-    ("we are tired", "nous sommes fatigués"), ("i am tired", "je suis fatigué"),
-    ("they are tired", "ils sont fatigués"), ("the mother of the boy loves him .", "la mère du garçon l'adore ."),
-    ("the black cat sees the small dog", "le chat noir voit le petit chien"),
-    ("the cat sits on the mat .", "le chat est assis sur le tapis ."),
-])
+@pytest.mark.parametrize(
+    ("src", "expected"),
+    [
+        ("we are tired", "nous sommes fatigués"),
+        ("i am tired", "je suis fatigué"),
+        ("they are tired", "ils sont fatigués"),
+        ("the mother of the boy loves him .", "la mère du garçon l'adore ."),
+        ("the black cat sees the small dog", "le chat noir voit le petit chien"),
+        ("the cat sits on the mat .", "le chat est assis sur le tapis ."),
+    ],
+)
 def test_the_sentences_of_issue_11(translation, src, expected):
     assert translation.translate(src) == expected
 

@@ -9,8 +9,7 @@ from attnlab.checkpoints import bundled as bundled_module
 from attnlab.checkpoints import load_checkpoint
 from attnlab.cli import main
 
-TINY = ["--d-model", "16", "--heads", "4", "--d-ff", "32", "--enc-layers", "1", "--dec-layers", "2",
-        "--max-len", "32"]
+TINY = ["--d-model", "16", "--heads", "4", "--d-ff", "32", "--enc-layers", "1", "--dec-layers", "2", "--max-len", "32"]
 
 
 @pytest.fixture
@@ -23,13 +22,39 @@ def ckpt(tmp_path, capsys):
 
 def test_init_writes_a_loadable_model_and_summarises_it(tmp_path, capsys):
     path = tmp_path / "m.safetensors"
-    assert main(["init", *TINY, "--arch", "decoder-only", "--norm", "pre", "--positional", "rotary",
-                 "--activation", "gelu", "--out", str(path)]) == 0
+    assert (
+        main(
+            [
+                "init",
+                *TINY,
+                "--arch",
+                "decoder-only",
+                "--norm",
+                "pre",
+                "--positional",
+                "rotary",
+                "--activation",
+                "gelu",
+                "--out",
+                str(path),
+            ]
+        )
+        == 0
+    )
     line = capsys.readouterr().out.strip()
     model = load_checkpoint(path)
     cfg = model.config
-    got = (cfg.arch, cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.n_decoder_layers, cfg.norm_first, cfg.positional,
-           cfg.activation, cfg.max_len)
+    got = (
+        cfg.arch,
+        cfg.d_model,
+        cfg.n_heads,
+        cfg.d_ff,
+        cfg.n_decoder_layers,
+        cfg.norm_first,
+        cfg.positional,
+        cfg.activation,
+        cfg.max_len,
+    )
     assert got == ("decoder-only", 16, 4, 32, 2, True, "rotary", "gelu", 32)
     n_params = sum(t.numel() for t in model.module.checkpoint_tensors().values())
     assert "\n" not in line and f"{n_params:,} parameters" in line and "decoder-only" in line
@@ -59,8 +84,22 @@ def test_info_text_and_json(ckpt, capsys):
 
 def test_init_info_trace_round_trip(ckpt, tmp_path, capsys):
     out = tmp_path / "trace.npz"
-    assert main(["trace", "--checkpoint", str(ckpt), "--src", "the black cat sat on the mat",
-                 "--tgt", "le chat noir", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "--checkpoint",
+                str(ckpt),
+                "--src",
+                "the black cat sat on the mat",
+                "--tgt",
+                "le chat noir",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     with np.load(out, allow_pickle=False) as npz:
         names = set(npz.files)
@@ -78,8 +117,28 @@ def test_init_info_trace_round_trip(ckpt, tmp_path, capsys):
 
 def test_trace_toggles_reach_the_run(ckpt, tmp_path, capsys):
     out = tmp_path / "t.npz"
-    assert main(["trace", "--checkpoint", str(ckpt), "--src", "the cat", "--tgt", "le chat noir",
-                 "--heads", "2", "--no-causal-mask", "--no-scale", "--norm", "pre", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "--checkpoint",
+                str(ckpt),
+                "--src",
+                "the cat",
+                "--tgt",
+                "le chat noir",
+                "--heads",
+                "2",
+                "--no-causal-mask",
+                "--no-scale",
+                "--norm",
+                "pre",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     with np.load(out, allow_pickle=False) as npz:
         w = npz["dec.0.self.weights"]
         assert w.shape == (2, 4, 4) and np.all(w[:, 0, 1:] > 0)  # looks ahead
@@ -89,8 +148,7 @@ def test_trace_toggles_reach_the_run(ckpt, tmp_path, capsys):
 
 def test_trace_generate_saves_the_last_step(ckpt, tmp_path, capsys):
     out = tmp_path / "g.npz"
-    assert main(["trace", "--checkpoint", str(ckpt), "--src", "the cat", "--generate", "3",
-                 "--out", str(out)]) == 0
+    assert main(["trace", "--checkpoint", str(ckpt), "--src", "the cat", "--generate", "3", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     generated = printed.splitlines()[0].removeprefix("Generated: ")
     with np.load(out, allow_pickle=False) as npz:
@@ -121,21 +179,46 @@ def test_bad_checkpoints_exit_2(tmp_path, capsys):
     junk = tmp_path / "junk.safetensors"
     junk.write_bytes(b"definitely not a model" * 3)
     assert_clean_failure(main(["info", str(junk)]), capsys, "not a safetensors file")
-    assert_clean_failure(main(["trace", "--checkpoint", str(tmp_path / "none.safetensors"), "--src", "x",
-                               "--out", str(tmp_path / "t.npz")]), capsys, "no file at that path")
+    assert_clean_failure(
+        main(
+            [
+                "trace",
+                "--checkpoint",
+                str(tmp_path / "none.safetensors"),
+                "--src",
+                "x",
+                "--out",
+                str(tmp_path / "t.npz"),
+            ]
+        ),
+        capsys,
+        "no file at that path",
+    )
     assert not (tmp_path / "t.npz").exists()
 
 
 def test_bad_options_exit_2(ckpt, tmp_path, capsys):
     out = str(tmp_path / "t.npz")
-    assert_clean_failure(main(["trace", "--checkpoint", str(ckpt), "--src", "x", "--heads", "5",
-                               "--out", out]), capsys, "5 heads do not divide d_model 16")
-    assert_clean_failure(main(["trace", "--checkpoint", str(ckpt), "--src", "x", "--temperature", "0",
-                               "--out", out]), capsys, "temperature must be a positive number")
-    assert_clean_failure(main(["trace", "--checkpoint", str(ckpt), "--src", "x", "--generate", "0",
-                               "--out", out]), capsys, "--generate needs a positive number")
-    assert_clean_failure(main(["trace", "--checkpoint", str(ckpt), "--src", "x",
-                               "--out", str(tmp_path / "no" / "dir" / "t.npz")]), capsys, "cannot write")
+    assert_clean_failure(
+        main(["trace", "--checkpoint", str(ckpt), "--src", "x", "--heads", "5", "--out", out]),
+        capsys,
+        "5 heads do not divide d_model 16",
+    )
+    assert_clean_failure(
+        main(["trace", "--checkpoint", str(ckpt), "--src", "x", "--temperature", "0", "--out", out]),
+        capsys,
+        "temperature must be a positive number",
+    )
+    assert_clean_failure(
+        main(["trace", "--checkpoint", str(ckpt), "--src", "x", "--generate", "0", "--out", out]),
+        capsys,
+        "--generate needs a positive number",
+    )
+    assert_clean_failure(
+        main(["trace", "--checkpoint", str(ckpt), "--src", "x", "--out", str(tmp_path / "no" / "dir" / "t.npz")]),
+        capsys,
+        "cannot write",
+    )
     with pytest.raises(SystemExit) as exit_info:  # argparse: --tgt and --generate together
         main(["trace", "--src", "x", "--tgt", "y", "--generate", "2", "--out", out])
     assert exit_info.value.code == 2 and "not allowed with" in capsys.readouterr().err
@@ -146,8 +229,11 @@ def test_bad_init_exits_2_and_keeps_existing_files(ckpt, tmp_path, capsys):
     assert_clean_failure(main(["init", "--out", str(ckpt)]), capsys, "already exists", "--force")
     assert ckpt.read_bytes() == before
     new = tmp_path / "new.safetensors"
-    assert_clean_failure(main(["init", "--d-model", "30", "--heads", "4", "--out", str(new)]), capsys,
-                         "d_model 30 is not divisible by n_heads 4")
+    assert_clean_failure(
+        main(["init", "--d-model", "30", "--heads", "4", "--out", str(new)]),
+        capsys,
+        "d_model 30 is not divisible by n_heads 4",
+    )
     assert_clean_failure(main(["init", "--out", str(tmp_path / "m.pt")]), capsys, ".safetensors")
     assert not new.exists() and not (tmp_path / "m.pt").exists()
     with pytest.raises(SystemExit) as exit_info:
@@ -157,22 +243,63 @@ def test_bad_init_exits_2_and_keeps_existing_files(ckpt, tmp_path, capsys):
 
 def test_trace_ablate_and_no_projections_reach_the_run(ckpt, tmp_path, capsys):
     out = tmp_path / "t.npz"
-    assert main(["trace", "--checkpoint", str(ckpt), "--src", "the cat", "--tgt", "le chat",
-                 "--ablate", "enc.0.self:2:zero", "--ablate", "dec.1.cross:0:mean", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "--checkpoint",
+                str(ckpt),
+                "--src",
+                "the cat",
+                "--tgt",
+                "le chat",
+                "--ablate",
+                "enc.0.self:2:zero",
+                "--ablate",
+                "dec.1.cross:0:mean",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     with np.load(out, allow_pickle=False) as npz:
         assert np.all(npz["enc.0.self.concat"][:, 8:12] == 0) and np.any(npz["enc.0.self.concat"][:, :8] != 0)
         context = npz["dec.1.cross.context"][0]  # [T, dk]: every position holds the head's mean
         assert np.allclose(context, context[:1])
     plain = tmp_path / "p.npz"
-    assert main(["trace", "--checkpoint", str(ckpt), "--src", "the cat", "--tgt", "le chat",
-                 "--no-projections", "--out", str(plain)]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "--checkpoint",
+                str(ckpt),
+                "--src",
+                "the cat",
+                "--tgt",
+                "le chat",
+                "--no-projections",
+                "--out",
+                str(plain),
+            ]
+        )
+        == 0
+    )
     with np.load(plain, allow_pickle=False) as npz:
         assert np.array_equal(npz["enc.0.self.concat"], npz["enc.0.self.out"])  # no W_O
 
 
-@pytest.mark.parametrize(("spec", "words"), [("enc.0.self:9:zero", "this run has 4 heads"),
-                                             ("enc.3.self:0", "has 1 layers"),
-                                             ("enc.0.self:one", "SITE:HEAD[:MODE]")])
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("enc.0.self:9:zero", "this run has 4 heads"),
+        ("enc.3.self:0", "has 1 layers"),
+        ("enc.0.self:one", "SITE:HEAD[:MODE]"),
+    ],
+)
 def test_bad_ablations_exit_2(ckpt, tmp_path, capsys, spec, words):
-    assert_clean_failure(main(["trace", "--checkpoint", str(ckpt), "--src", "x", "--ablate", spec,
-                               "--out", str(tmp_path / "t.npz")]), capsys, words)
+    assert_clean_failure(
+        main(["trace", "--checkpoint", str(ckpt), "--src", "x", "--ablate", spec, "--out", str(tmp_path / "t.npz")]),
+        capsys,
+        words,
+    )

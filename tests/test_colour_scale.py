@@ -65,8 +65,11 @@ def test_per_panel_and_fixed_scales(win):
     dk = win.session.trace[f"{SITE}.q"].shape[-1]
     assert scaled["levels"][1] == pytest.approx(scores["levels"][1] / math.sqrt(dk), rel=1e-4)
     _choose(win, "fixed")
-    assert _show(win, "scores")[0]["levels"] == _show(win, "masked")[0]["levels"] == (-FIXED_SCORE_RANGE,
-                                                                                      FIXED_SCORE_RANGE)
+    assert (
+        _show(win, "scores")[0]["levels"]
+        == _show(win, "masked")[0]["levels"]
+        == (-FIXED_SCORE_RANGE, FIXED_SCORE_RANGE)
+    )
 
 
 def test_titles_follow_the_scaling_toggle(qtbot, win):

@@ -25,8 +25,14 @@ from attnlab.training.lexicon import (
 )
 
 N = 2000
-ARTICLES = {"le": ("m", False), "la": ("f", False), "un": ("m", False), "une": ("f", False),
-            "les": (None, True), "des": (None, True)}
+ARTICLES = {
+    "le": ("m", False),
+    "la": ("f", False),
+    "un": ("m", False),
+    "une": ("f", False),
+    "les": (None, True),
+    "des": (None, True),
+}
 
 
 @pytest.fixture(scope="module")
@@ -174,10 +180,14 @@ def test_the_cat_sits_on_the_mat():
 
 def test_it_takes_the_gender_of_what_it_stands_for(pairs):
     examples = {p.src: p.tgt for p in TEACHING_EXAMPLES}
-    assert examples["the animal did not cross the street because it was too tired ."] == \
-        "l'animal n'a pas traversé la rue parce qu'il était trop fatigué ."
-    assert examples["the animal did not cross the street because it was too wide ."] == \
-        "l'animal n'a pas traversé la rue parce qu'elle était trop large ."
+    assert (
+        examples["the animal did not cross the street because it was too tired ."]
+        == "l'animal n'a pas traversé la rue parce qu'il était trop fatigué ."
+    )
+    assert (
+        examples["the animal did not cross the street because it was too wide ."]
+        == "l'animal n'a pas traversé la rue parce qu'elle était trop large ."
+    )
     family = re.compile(r"^\w+ (\w+) did not (\w+) \w+ (\w+) because (it|they) (?:was|were) \w+ (\w+) \.$")
     seen = set()
     for p in pairs:

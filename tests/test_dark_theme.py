@@ -18,8 +18,11 @@ def bright_pixels(widget: QWidget, width: int) -> int:
     """Pixels in the widget's left `width` columns clearly lighter than the dark window behind them."""
     image = widget.grab().toImage()
     window = QColor("#2b2d31").lightnessF()
-    return sum(QColor(image.pixel(x, y)).lightnessF() > window + 0.3
-               for x in range(min(width, image.width())) for y in range(image.height()))
+    return sum(
+        QColor(image.pixel(x, y)).lightnessF() > window + 0.3
+        for x in range(min(width, image.width()))
+        for y in range(image.height())
+    )
 
 
 @pytest.mark.parametrize("kind", [QCheckBox, QRadioButton])

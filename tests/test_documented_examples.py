@@ -30,7 +30,7 @@ from attnlab.training.handwritten import words
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 _FLAG = re.compile(r'--(src|tgt|prefix)\s+"([^"]*)"')
-_OWN_CHECKPOINT = re.compile(r'--checkpoint\s+(?!resources/)\S+')
+_OWN_CHECKPOINT = re.compile(r"--checkpoint\s+(?!resources/)\S+")
 _KEYWORD = re.compile(r'\b(src|tgt|prefix)="([^"]*)"')
 _TRANSLATE = re.compile(r'\.translate\("([^"]*)"\)')
 _QUOTED = re.compile(r'["“]([a-zà-ÿœ]+(?:[\'-][a-zà-ÿœ]+)*(?: [a-zà-ÿœ]+(?:[\'-][a-zà-ÿœ]+)*){2,}(?: [.?])?)["”]')
@@ -44,13 +44,15 @@ def examples_in(text: str) -> list[tuple[str, str]]:
     found += [("src", s) for s in _TRANSLATE.findall(text)]
     taken = {s for _, s in found}
     found += [("src", s) for s in _QUOTED.findall(text) if s not in taken]
-    return [("language" if kind == "prefix" else "translation", s)
-            for kind, s in found if re.search(r"[^\W\d_]", s)]
+    return [("language" if kind == "prefix" else "translation", s) for kind, s in found if re.search(r"[^\W\d_]", s)]
 
 
 def documented_examples() -> list[tuple[str, str, str]]:
-    return [(doc.relative_to(ROOT).as_posix(), model, sentence)
-            for doc in DOCUMENTS for model, sentence in dict.fromkeys(examples_in(doc.read_text("utf-8")))]
+    return [
+        (doc.relative_to(ROOT).as_posix(), model, sentence)
+        for doc in DOCUMENTS
+        for model, sentence in dict.fromkeys(examples_in(doc.read_text("utf-8")))
+    ]
 
 
 @functools.cache
@@ -62,21 +64,30 @@ def model_and_words(name: str):
         pytest.skip(f"resources/{name}.safetensors is absent")
     model = load_bundled(name)
     corpus = model.metadata["corpus"]
-    train, _ = split_corpus(corpus["n_pairs"], corpus["seed"], corpus["test_fraction"], corpus["split_seed"],
-                            corpus.get("version", 1))
+    train, _ = split_corpus(
+        corpus["n_pairs"], corpus["seed"], corpus["test_fraction"], corpus["split_seed"], corpus.get("version", 1)
+    )
     side = "tgt" if corpus.get("side") == "French" else "both"
     return model, frozenset(w for text in side_texts(train, side) for w in words(text))
 
 
 def test_the_extraction_rule_finds_the_examples_it_promises():
-    text = ('Run `attnlab --src "dog bites man" --tgt "le"`; m.trace(src="the cat sits on the mat .", '
-            'tgt="le chat"); m.translate("the dog sees the cat ."); m.generate(prefix="le chat"); '
-            'it opens on "the black cat sees the small dog"; toggles "trained" or "enc.0.self"; '
-            'src="..."; *"quantum chromodynamics is 🙂 hard"*; “is the cat black ?”')
+    text = (
+        'Run `attnlab --src "dog bites man" --tgt "le"`; m.trace(src="the cat sits on the mat .", '
+        'tgt="le chat"); m.translate("the dog sees the cat ."); m.generate(prefix="le chat"); '
+        'it opens on "the black cat sees the small dog"; toggles "trained" or "enc.0.self"; '
+        'src="..."; *"quantum chromodynamics is 🙂 hard"*; “is the cat black ?”'
+    )
     assert examples_in(text) == [
-        ("translation", "dog bites man"), ("translation", "le"), ("translation", "the cat sits on the mat ."),
-        ("translation", "le chat"), ("language", "le chat"), ("translation", "the dog sees the cat ."),
-        ("translation", "the black cat sees the small dog"), ("translation", "is the cat black ?")]
+        ("translation", "dog bites man"),
+        ("translation", "le"),
+        ("translation", "the cat sits on the mat ."),
+        ("translation", "le chat"),
+        ("language", "le chat"),
+        ("translation", "the dog sees the cat ."),
+        ("translation", "the black cat sees the small dog"),
+        ("translation", "is the cat black ?"),
+    ]
 
 
 def test_the_documents_have_examples():

@@ -25,9 +25,15 @@ N = 3000
 # model was trained on that corpus, and its held-out split is rebuilt from it.
 VERSION_1_FINGERPRINT = "a24b2e491860371c40ac5e59fa7ac237cdd7b432984203f81288a4bcf08d4bda"
 # subject pronoun → (French subject, gender, plural) under the documented defaults
-SUBJECTS = {"i": ("je", "m", False), "he": ("il", "m", False), "she": ("elle", "f", False),
-            "it": ("il", "m", False), "we": ("nous", "m", True), "you": ("vous", "m", True),
-            "they": ("ils", "m", True)}
+SUBJECTS = {
+    "i": ("je", "m", False),
+    "he": ("il", "m", False),
+    "she": ("elle", "f", False),
+    "it": ("il", "m", False),
+    "we": ("nous", "m", True),
+    "you": ("vous", "m", True),
+    "they": ("ils", "m", True),
+}
 BE = {"am", "is", "are", "was", "were"}
 
 
@@ -109,7 +115,7 @@ def test_numbers_count_nouns_in_the_plural_from_two(pairs):
         for i, word in enumerate(src[:-1]):
             if word in french and word != "one" and src[i + 1] in plural_nouns | {a: a for a in ADJECTIVES}:
                 assert french[word] in tgt, p
-                noun = next(w for w in src[i + 1:] if w in plural_nouns)
+                noun = next(w for w in src[i + 1 :] if w in plural_nouns)
                 assert noun.endswith(("s", "men", "mice", "wolves", "knives")) or noun == "fish", p
                 assert plural_nouns[noun] in tgt, p
                 counted += 1
@@ -122,8 +128,12 @@ def test_object_pronouns_are_elided_before_a_vowel(pairs):
 
 
 def test_have_and_make_are_conjugated(pairs):
-    forms = {"have": ("ai", "a", "avons", "avez", "ont"), "has": ("a",), "make": ("fais", "faisons", "faites",
-                                                                                 "font"), "makes": ("fait",)}
+    forms = {
+        "have": ("ai", "a", "avons", "avez", "ont"),
+        "has": ("a",),
+        "make": ("fais", "faisons", "faites", "font"),
+        "makes": ("fait",),
+    }
     seen = set()
     for p in pairs:
         src = p.src.split()

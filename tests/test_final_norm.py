@@ -44,8 +44,9 @@ def test_final_norm_false_skips_a_trained_final_norm(tiny_model):
     without = trained.trace(None, "the black cat", RunOptions(final_norm=False))
     assert names.norm_entry(names.stack_norm("dec"), "out") in with_norm
     assert names.norm_entry(names.stack_norm("dec"), "out") not in without
-    torch.testing.assert_close(without[names.stack_out("dec")],
-                               with_norm[names.norm_entry(names.stack_norm("dec"), "in")])
+    torch.testing.assert_close(
+        without[names.stack_out("dec")], with_norm[names.norm_entry(names.stack_norm("dec"), "in")]
+    )
 
 
 def test_final_norm_must_be_none_or_a_bool(model):

@@ -17,10 +17,14 @@ from attnlab.present.stages import stages_for
 
 CONFIGS = {
     "post-sinusoidal-relu": ("encoder-decoder", dict(positional="sinusoidal", activation="relu", norm_first=False)),
-    "pre-learned-gelu": ("decoder-only", dict(positional="learned", activation="gelu", norm_first=True,
-                                              final_norm=True)),
-    "rotary-silu-rmsnorm-gated": ("decoder-only", dict(positional="rotary", activation="silu", norm="rmsnorm",
-                                                       ffn="gated", norm_first=True, final_norm=True)),
+    "pre-learned-gelu": (
+        "decoder-only",
+        dict(positional="learned", activation="gelu", norm_first=True, final_norm=True),
+    ),
+    "rotary-silu-rmsnorm-gated": (
+        "decoder-only",
+        dict(positional="rotary", activation="silu", norm="rmsnorm", ffn="gated", norm_first=True, final_norm=True),
+    ),
     "encoder-learned-gelu-tanh": ("encoder-only", dict(positional="learned", activation="gelu_tanh")),
 }
 TOGGLES = {
@@ -30,10 +34,16 @@ TOGGLES = {
     "positions off": {"positional": False},
     "norm flipped": {"norm": "flip"},
 }
-PE = {"pos": {"sinusoidal": "sin(pos", "learned": "W<sub>pos</sub>", "rotary": "rotated by the angle"},
-      "input": {"sinusoidal": "Embedding + PE", "learned": "P (learned positions)", "rotary": "rotating Q and K"}}
-ACT = {"relu": "max(0, x W<sub>1</sub>", "gelu": "GELU(z) = z · Φ(z)", "gelu_tanh": "tanh(√(2/π)",
-       "silu": "SiLU(z) = z · σ(z)"}
+PE = {
+    "pos": {"sinusoidal": "sin(pos", "learned": "W<sub>pos</sub>", "rotary": "rotated by the angle"},
+    "input": {"sinusoidal": "Embedding + PE", "learned": "P (learned positions)", "rotary": "rotating Q and K"},
+}
+ACT = {
+    "relu": "max(0, x W<sub>1</sub>",
+    "gelu": "GELU(z) = z · Φ(z)",
+    "gelu_tanh": "tanh(√(2/π)",
+    "silu": "SiLU(z) = z · σ(z)",
+}
 
 
 def _formula(page: str) -> str:
@@ -78,8 +88,11 @@ def test_every_stage_formula_follows_config_and_toggles(model, toggle):
             rms = cfg.norm == "rmsnorm"
             assert ("RMSNorm(x) = γ ⊙ x / √(mean(x²)" in formula) == rms and ("(x − μ)" in formula) != rms
             norm = "RMSNorm" if rms else "LN"
-            block = (f"x + F({norm}(x))" if pre else f"{norm}(x + F(x))") if residual else \
-                (f"F({norm}(x))" if pre else f"{norm}(F(x))")
+            block = (
+                (f"x + F({norm}(x))" if pre else f"{norm}(x + F(x))")
+                if residual
+                else (f"F({norm}(x))" if pre else f"{norm}(F(x))")
+            )
             assert block in formula and ("x + F" in formula) == residual, (formula, block)
             assert ("add &amp;" in page.split("</h3>")[0].lower()) == residual
         if stage.kind in ("masked", "weights", "lines"):

@@ -7,12 +7,9 @@ import torch
 
 from attnlab.engine.options import RunOptions
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
-
-
 
 
 def assert_same_trace(gpu, cpu, tol=1e-4):
@@ -29,9 +26,16 @@ def assert_same_trace(gpu, cpu, tol=1e-4):
         assert err <= tol, f"{name}: cuda and cpu differ by {err:.2e}"
 
 
-@pytest.mark.parametrize("changes", [{}, {"norm_first": True, "final_norm": True}, {"positional": "rotary"},
-                                     {"arch": "decoder-only"},
-                                     {"arch": "encoder-only", "activation": "gelu"}])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"norm_first": True, "final_norm": True},
+        {"positional": "rotary"},
+        {"arch": "decoder-only"},
+        {"arch": "encoder-only", "activation": "gelu"},
+    ],
+)
 def test_cuda_trace_equals_cpu_trace(changes, tiny_model):
     model = tiny_model(**changes)
     cpu = model.trace(SRC, TGT, RunOptions(device="cpu"))
@@ -42,11 +46,14 @@ def test_cuda_trace_equals_cpu_trace(changes, tiny_model):
 
 def test_cuda_what_if_toggles_and_fast_path_equal_cpu(tiny_model):
     model = tiny_model()
-    opts = (RunOptions(norm="pre", n_heads=8, pad_to=10, scale=False)
-            .with_custom_mask("enc.0.self", [(1, k) for k in range(10)])  # query 1 may look nowhere
-            .with_causal("enc.self", True))
-    assert_same_trace(model.trace(SRC, TGT, opts.replace(device="cuda")),
-                      model.trace(SRC, TGT, opts.replace(device="cpu")))
+    opts = (
+        RunOptions(norm="pre", n_heads=8, pad_to=10, scale=False)
+        .with_custom_mask("enc.0.self", [(1, k) for k in range(10)])  # query 1 may look nowhere
+        .with_causal("enc.self", True)
+    )
+    assert_same_trace(
+        model.trace(SRC, TGT, opts.replace(device="cuda")), model.trace(SRC, TGT, opts.replace(device="cpu"))
+    )
     fast_gpu = model.trace(SRC, TGT, opts.replace(device="cuda", record=False))
     fast_cpu = model.trace(SRC, TGT, opts.replace(device="cpu", record=False))
     assert torch.isfinite(fast_gpu["logits"]).all()

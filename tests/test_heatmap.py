@@ -469,8 +469,9 @@ def test_heatmap_soak(heatmap, qtbot):
         if i % 7 == 0:
             m[0, -1] = -np.inf
         labels = [f"t{j}" for j in range(rows)] if i % 2 else None
-        heatmap.set_data(m, labels, [f"c{j}" for j in range(cols)], title=f"step {i}",
-                         masked=masked, symmetric=(i % 5 == 0) or None)
+        heatmap.set_data(
+            m, labels, [f"c{j}" for j in range(cols)], title=f"step {i}", masked=masked, symmetric=(i % 5 == 0) or None
+        )
         if i % 50 == 10:
             heatmap.clear("cleared")
         heatmap._on_mouse_moved(heatmap.scene_pos_of_cell(0, 0))

@@ -44,8 +44,9 @@ def stand_in_api():
             raise ValueError("; ".join(problems.items))
         return config, tensors, ["tie_output inferred: lm_head shares the token embedding"]
 
-    return types.SimpleNamespace(SUPPORTED_MODEL_TYPES=("nanogpt-test",), config_from_hf=config_from_hf,
-                                 convert=convert)
+    return types.SimpleNamespace(
+        SUPPORTED_MODEL_TYPES=("nanogpt-test",), config_from_hf=config_from_hf, convert=convert
+    )
 
 
 @pytest.fixture(autouse=True)

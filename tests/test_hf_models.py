@@ -32,9 +32,15 @@ def byte_level_bpe(folder, specials: list[str], vocab_size=300) -> int:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
+    tok.train_from_iterator(
+        CORPUS,
+        trainers.BpeTrainer(
+            vocab_size=vocab_size,
+            special_tokens=specials,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     tok.model.save(str(folder))
     return tok
 
@@ -42,8 +48,12 @@ def byte_level_bpe(folder, specials: list[str], vocab_size=300) -> int:
 def wordpiece_vocab(folder) -> int:
     wp = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     wp.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    wp.train_from_iterator([s.lower() for s in CORPUS], trainers.WordPieceTrainer(
-        vocab_size=200, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False))
+    wp.train_from_iterator(
+        [s.lower() for s in CORPUS],
+        trainers.WordPieceTrainer(
+            vocab_size=200, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False
+        ),
+    )
     vocab = sorted(wp.get_vocab().items(), key=lambda kv: kv[1])
     (folder / "vocab.txt").write_text("\n".join(t for t, _ in vocab) + "\n", encoding="utf-8")
     return len(vocab)
@@ -66,24 +76,32 @@ def gpt2(folder):
     byte_level_bpe(folder, ["<|endoftext|>"])
     tokenizer_config(folder, tokenizer_class="GPT2Tokenizer")
     size = len(json.loads((folder / "vocab.json").read_text()))
-    cfg = transformers.GPT2Config(vocab_size=size, n_embd=32, n_head=4, n_layer=2, n_positions=64,
-                                  bos_token_id=0, eos_token_id=0)
+    cfg = transformers.GPT2Config(
+        vocab_size=size, n_embd=32, n_head=4, n_layer=2, n_positions=64, bos_token_id=0, eos_token_id=0
+    )
     return transformers.GPT2LMHeadModel(cfg)
 
 
 def bert(folder):
     size = wordpiece_vocab(folder)
     tokenizer_config(folder, tokenizer_class="BertTokenizer", do_lower_case=True)
-    cfg = transformers.BertConfig(vocab_size=size, hidden_size=32, num_attention_heads=4, num_hidden_layers=2,
-                                  intermediate_size=64, max_position_embeddings=64)
+    cfg = transformers.BertConfig(
+        vocab_size=size,
+        hidden_size=32,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     return transformers.BertForMaskedLM(cfg)
 
 
 def distilbert(folder):
     size = wordpiece_vocab(folder)
     tokenizer_config(folder, tokenizer_class="DistilBertTokenizer", do_lower_case=True)
-    cfg = transformers.DistilBertConfig(vocab_size=size, dim=32, n_heads=4, n_layers=2, hidden_dim=64,
-                                        max_position_embeddings=64)
+    cfg = transformers.DistilBertConfig(
+        vocab_size=size, dim=32, n_heads=4, n_layers=2, hidden_dim=64, max_position_embeddings=64
+    )
     return transformers.DistilBertForMaskedLM(cfg)
 
 
@@ -91,25 +109,50 @@ def roberta(folder):
     byte_level_bpe(folder, ["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
     tokenizer_config(folder, tokenizer_class="RobertaTokenizer")
     size = len(json.loads((folder / "vocab.json").read_text()))
-    cfg = transformers.RobertaConfig(vocab_size=size, hidden_size=32, num_attention_heads=4, num_hidden_layers=2,
-                                     intermediate_size=64, max_position_embeddings=66, pad_token_id=1)
+    cfg = transformers.RobertaConfig(
+        vocab_size=size,
+        hidden_size=32,
+        num_attention_heads=4,
+        num_hidden_layers=2,
+        intermediate_size=64,
+        max_position_embeddings=66,
+        pad_token_id=1,
+    )
     return transformers.RobertaForMaskedLM(cfg)
 
 
 def llama(folder):
-    size = fast_tokenizer_folder(folder, {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"},
-                                 add_bos_token=True)
-    cfg = transformers.LlamaConfig(vocab_size=size, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
-                                   num_hidden_layers=2, intermediate_size=64, max_position_embeddings=64,
-                                   rope_theta=500.0, bos_token_id=0, eos_token_id=1)
+    size = fast_tokenizer_folder(
+        folder, {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}, add_bos_token=True
+    )
+    cfg = transformers.LlamaConfig(
+        vocab_size=size,
+        hidden_size=32,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_hidden_layers=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        rope_theta=500.0,
+        bos_token_id=0,
+        eos_token_id=1,
+    )
     return transformers.LlamaForCausalLM(cfg)
 
 
 def qwen2(folder):
     size = fast_tokenizer_folder(folder, {"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>"})
-    cfg = transformers.Qwen2Config(vocab_size=size, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
-                                   num_hidden_layers=2, intermediate_size=64, max_position_embeddings=64,
-                                   rope_theta=10000.0, tie_word_embeddings=False)
+    cfg = transformers.Qwen2Config(
+        vocab_size=size,
+        hidden_size=32,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_hidden_layers=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        rope_theta=10000.0,
+        tie_word_embeddings=False,
+    )
     cfg.save_pretrained(str(folder))  # Qwen2's own tokenizer class rewrites tokenizer.json (digits one by one)
     transformers.AutoTokenizer.from_pretrained(str(folder)).save_pretrained(str(folder))
     return transformers.Qwen2ForCausalLM(cfg)
@@ -120,9 +163,17 @@ def marian(folder):
     corpus = folder / "corpus.txt"
     corpus.write_text("\n".join(CORPUS * 3), encoding="utf-8")
     for name in ("source", "target"):
-        spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(folder / name), vocab_size=70,
-                                       hard_vocab_limit=False, character_coverage=1.0, bos_id=-1, eos_id=-1,
-                                       unk_id=0, minloglevel=2)
+        spm.SentencePieceTrainer.train(
+            input=str(corpus),
+            model_prefix=str(folder / name),
+            vocab_size=70,
+            hard_vocab_limit=False,
+            character_coverage=1.0,
+            bos_id=-1,
+            eos_id=-1,
+            unk_id=0,
+            minloglevel=2,
+        )
         (folder / f"{name}.model").rename(folder / f"{name}.spm")
     vocab = {"</s>": 0, "<unk>": 1}
     for line in (folder / "source.vocab").read_text(encoding="utf-8").splitlines():
@@ -130,16 +181,32 @@ def marian(folder):
     vocab["<pad>"] = len(vocab)
     (folder / "vocab.json").write_text(json.dumps(vocab))
     tokenizer_config(folder, tokenizer_class="MarianTokenizer")
-    cfg = transformers.MarianConfig(vocab_size=len(vocab), d_model=32, encoder_attention_heads=4,
-                                    decoder_attention_heads=4, encoder_layers=2, decoder_layers=2,
-                                    encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-                                    pad_token_id=vocab["<pad>"], decoder_start_token_id=vocab["<pad>"],
-                                    eos_token_id=0)
+    cfg = transformers.MarianConfig(
+        vocab_size=len(vocab),
+        d_model=32,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        pad_token_id=vocab["<pad>"],
+        decoder_start_token_id=vocab["<pad>"],
+        eos_token_id=0,
+    )
     return transformers.MarianMTModel(cfg)
 
 
-BUILDERS = {"gpt2": gpt2, "bert": bert, "distilbert": distilbert, "roberta": roberta, "llama": llama,
-            "qwen2": qwen2, "marian": marian}
+BUILDERS = {
+    "gpt2": gpt2,
+    "bert": bert,
+    "distilbert": distilbert,
+    "roberta": roberta,
+    "llama": llama,
+    "qwen2": qwen2,
+    "marian": marian,
+}
 
 
 def saved(tmp_path, kind):
@@ -207,8 +274,12 @@ def test_marian_matches_transformers(tmp_path):
     tgt_ids = [reference.config.decoder_start_token_id] + auto(text_target=tgt)["input_ids"][:-1]  # no </s>
     assert t["src.ids"].tolist() == src_ids and t["tgt.ids"].tolist() == tgt_ids
     with torch.no_grad():
-        out = reference(input_ids=torch.tensor([src_ids]), decoder_input_ids=torch.tensor([tgt_ids]),
-                        output_attentions=True, output_hidden_states=True)
+        out = reference(
+            input_ids=torch.tensor([src_ids]),
+            decoder_input_ids=torch.tensor([tgt_ids]),
+            output_attentions=True,
+            output_hidden_states=True,
+        )
     compare_stack(t, "enc", out.encoder_attentions, out.encoder_hidden_states)
     compare_stack(t, "dec", out.decoder_attentions, out.decoder_hidden_states)
     for i, cross in enumerate(out.cross_attentions):

@@ -69,8 +69,12 @@ def test_toggles_still_run_on_the_imported_model(case_run):
     flipped = RunOptions(norm="post" if config.norm_first else "pre")
     other, trace = attnlab_run(config, state, flipped)
     assert torch.isfinite(other).all() and not torch.allclose(other, base)
-    for options in (RunOptions(scale=False), RunOptions(positional=False), RunOptions(residual=False),
-                    RunOptions(n_heads=config.n_heads // 2)):
+    for options in (
+        RunOptions(scale=False),
+        RunOptions(positional=False),
+        RunOptions(residual=False),
+        RunOptions(n_heads=config.n_heads // 2),
+    ):
         logits, _ = attnlab_run(config, state, options.validate(config))
         assert torch.isfinite(logits).all() and not torch.allclose(logits, base), options
 
@@ -96,15 +100,18 @@ def test_config_from_hf_needs_no_weights(case_run):
     assert config_from_hf(hf_config) == config
 
 
-@pytest.mark.parametrize(("changes", "field"), [
-    ({"model_type": "t5"}, "model_type"),
-    ({"model_type": None}, "model_type"),
-    ({"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, "rope_scaling"),
-    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0}}, "rope_parameters"),
-    ({"model_type": "qwen2", "use_sliding_window": True}, "use_sliding_window"),
-    ({"hidden_act": "gelu_fast"}, "hidden_act"),
-    ({"head_dim": 4}, "head_dim"),
-])
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"model_type": "t5"}, "model_type"),
+        ({"model_type": None}, "model_type"),
+        ({"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, "rope_scaling"),
+        ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0}}, "rope_parameters"),
+        ({"model_type": "qwen2", "use_sliding_window": True}, "use_sliding_window"),
+        ({"hidden_act": "gelu_fast"}, "hidden_act"),
+        ({"head_dim": 4}, "head_dim"),
+    ],
+)
 def test_unsupported_settings_are_refused_naming_the_field(changes, field):
     from hf_tiny import llama
 

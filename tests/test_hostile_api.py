@@ -28,10 +28,17 @@ def model():
 
 
 # ---- ids and texts ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("ids, phrase", [([-1], "id -1 is not a token"), ([10**6], "id 1000000 is not a token"),
-                                         ([4, TOK.vocab_size], f"ids run from 0 to {TOK.vocab_size - 1}"),
-                                         ([1.5], "whole numbers"), (["4"], "whole numbers"),
-                                         ([True], "whole numbers")])
+@pytest.mark.parametrize(
+    "ids, phrase",
+    [
+        ([-1], "id -1 is not a token"),
+        ([10**6], "id 1000000 is not a token"),
+        ([4, TOK.vocab_size], f"ids run from 0 to {TOK.vocab_size - 1}"),
+        ([1.5], "whole numbers"),
+        (["4"], "whole numbers"),
+        ([True], "whole numbers"),
+    ],
+)
 def test_decoder_ids_outside_the_vocabulary_are_refused(model, ids, phrase):
     with pytest.raises(InputError, match=phrase):
         model.trace(SRC, ids)
@@ -54,17 +61,20 @@ def test_a_megabyte_sentence_is_read_up_to_the_cap_with_a_notice(model):
 
 
 # ---- masks -------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("masks, phrase", [
-    ((("enc.0.self", frozenset({(-1000, 0)})),), "from 0 to 15"),
-    ((("enc.0.self", frozenset({(-1, 0)})),), "got (-1, 0)"),
-    ((("enc.0.self", frozenset({(0, 16)})),), "from 0 to 15"),
-    ((("enc.0.self", frozenset({(0, 1, 2)})),), "(query, key)"),
-    ((("enc.9.self", frozenset({(0, 1)})),), "encoder has 1 layers"),
-    ((("enc.0.cross", frozenset({(0, 1)})),), "has no such attention"),
-    ((("bogus", frozenset({(0, 1)})),), "not an attention site"),
-    ((("enc.self",),), "pairs of (site, cells)"),
-    (("enc.0.self",), "pairs of (site, cells)"),
-])
+@pytest.mark.parametrize(
+    "masks, phrase",
+    [
+        ((("enc.0.self", frozenset({(-1000, 0)})),), "from 0 to 15"),
+        ((("enc.0.self", frozenset({(-1, 0)})),), "got (-1, 0)"),
+        ((("enc.0.self", frozenset({(0, 16)})),), "from 0 to 15"),
+        ((("enc.0.self", frozenset({(0, 1, 2)})),), "(query, key)"),
+        ((("enc.9.self", frozenset({(0, 1)})),), "encoder has 1 layers"),
+        ((("enc.0.cross", frozenset({(0, 1)})),), "has no such attention"),
+        ((("bogus", frozenset({(0, 1)})),), "not an attention site"),
+        ((("enc.self",),), "pairs of (site, cells)"),
+        (("enc.0.self",), "pairs of (site, cells)"),
+    ],
+)
 def test_impossible_masks_are_refused(model, masks, phrase):
     with pytest.raises(OptionsError, match=phrase.replace("(", r"\(").replace(")", r"\)")):
         model.trace(SRC, "le chat", RunOptions(custom_masks=masks))
@@ -78,11 +88,22 @@ def test_a_cross_mask_on_a_model_without_cross_attention_is_refused():
 
 
 # ---- temperature -------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("t, phrase", [("hot", "must be a number"), (None, "must be a number"),
-                                       (True, "must be a number"), (float("nan"), "positive"),
-                                       (float("inf"), "finite"), (0.0, "positive"), (-1.0, "positive"),
-                                       (1e-40, "too small"), (1e-300, "too small"), (1e-320, "too small"),
-                                       (1e30, "too large")])
+@pytest.mark.parametrize(
+    "t, phrase",
+    [
+        ("hot", "must be a number"),
+        (None, "must be a number"),
+        (True, "must be a number"),
+        (float("nan"), "positive"),
+        (float("inf"), "finite"),
+        (0.0, "positive"),
+        (-1.0, "positive"),
+        (1e-40, "too small"),
+        (1e-300, "too small"),
+        (1e-320, "too small"),
+        (1e30, "too large"),
+    ],
+)
 def test_temperatures_that_cannot_be_computed_are_refused(model, t, phrase):
     with pytest.raises(OptionsError, match=phrase):
         model.trace(SRC, "le chat", RunOptions(temperature=t))
@@ -114,8 +135,10 @@ def test_generation_at_the_smallest_temperature_is_the_greedy_output(model):
 
 
 # ---- heads and sizes ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("heads, phrase", [(0, "at least 1"), (-4, "at least 1"), ("4", "whole number"),
-                                           (3, "do not divide"), (32, "do not divide")])
+@pytest.mark.parametrize(
+    "heads, phrase",
+    [(0, "at least 1"), (-4, "at least 1"), ("4", "whole number"), (3, "do not divide"), (32, "do not divide")],
+)
 def test_impossible_head_counts_are_refused(model, heads, phrase):
     with pytest.raises(OptionsError, match=phrase):
         model.trace(SRC, "le chat", RunOptions(n_heads=heads))
@@ -141,8 +164,16 @@ def test_the_smallest_encoder_only_model_reads_one_word():
     assert any("reads at most 1 (+2 special)" in n for n in t.notices)
 
 
-@pytest.mark.parametrize("field, value", [("n_decoder_layers", 1_000_000), ("d_model", 10**30),
-                                          ("src_vocab_size", 2 * 10**9), ("max_len", 10**9), ("d_ff", 10**8)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("n_decoder_layers", 1_000_000),
+        ("d_model", 10**30),
+        ("src_vocab_size", 2 * 10**9),
+        ("max_len", 10**9),
+        ("d_ff", 10**8),
+    ],
+)
 def test_absurd_sizes_are_refused_before_building(field, value):
     import dataclasses
 

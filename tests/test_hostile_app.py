@@ -91,8 +91,7 @@ def test_a_long_sentence_that_makes_the_tokenizer_panic_is_a_message_not_a_wedge
     assert session.trace["src.tokens"][:2] == ["cat", "the"]
 
 
-def test_a_checkpoint_whose_tokenizer_always_panics_fails_to_open_and_the_next_one_opens(qtbot, session,
-                                                                                          tmp_path):
+def test_a_checkpoint_whose_tokenizer_always_panics_fails_to_open_and_the_next_one_opens(qtbot, session, tmp_path):
     tokenizer = panicking_tokenizer("(.+)+[^\\s\\S]", words_first=False)  # panics on any sentence
     path = save_checkpoint(random_model(TINY, tokenizer=tokenizer), tmp_path / "panics.safetensors")
     with qtbot.waitSignal(session.modelFailed, timeout=WAIT) as failed:  # on its example sentence

@@ -37,7 +37,6 @@ def with_config(tmp_path, name, **fields):
     return safetensors_with(tmp_path / name, tensors_of(model), meta)
 
 
-
 def nested_meta(tmp_path, name, key):
     model = tiny_model()
     meta = metadata_of(model)
@@ -69,11 +68,20 @@ def long_name(tmp_path, name):
     return safetensors_with(tmp_path / name, tensors, metadata_of(model))
 
 
-BIG = [("src_vocab_size", 2_000_000_000), ("max_len", 1_000_000_000), ("max_len", 5_000_000),
-       ("d_ff", 100_000_000), ("n_encoder_layers", 10_000), ("d_model", 10**30)]
-LIARS = [("src_vocab_size", 400_000, "src_embed.weight is"), ("d_model", 2048, "embed.weight is"),
-         ("d_ff", 200_000, "encoder.0.ffn.lin1.weight is"),
-         ("n_encoder_layers", 200, "the file has encoder layers 0 to 0")]
+BIG = [
+    ("src_vocab_size", 2_000_000_000),
+    ("max_len", 1_000_000_000),
+    ("max_len", 5_000_000),
+    ("d_ff", 100_000_000),
+    ("n_encoder_layers", 10_000),
+    ("d_model", 10**30),
+]
+LIARS = [
+    ("src_vocab_size", 400_000, "src_embed.weight is"),
+    ("d_model", 2048, "embed.weight is"),
+    ("d_ff", 200_000, "encoder.0.ffn.lin1.weight is"),
+    ("n_encoder_layers", 200, "the file has encoder layers 0 to 0"),
+]
 NESTED = [("config", "the config"), ("src_tokenizer", "the tokenizer"), ("metadata", "the 'metadata' entry")]
 
 
@@ -134,8 +142,14 @@ def test_zero_stride_tensors_are_refused_before_anything_touches_them(refused):
 def test_a_real_pt_checkpoint_still_loads(tmp_path):
     model = tiny_model()
     path = tmp_path / "ok.pt"
-    torch.save({"state_dict": tensors_of(model), "config": json.loads(model.config.to_json()),
-                "src_tokenizer": model.src_tokenizer.to_json()}, path)
+    torch.save(
+        {
+            "state_dict": tensors_of(model),
+            "config": json.loads(model.config.to_json()),
+            "src_tokenizer": model.src_tokenizer.to_json(),
+        },
+        path,
+    )
     loaded = load_checkpoint(path)
     assert all(torch.equal(loaded.module.checkpoint_tensors()[k], v) for k, v in tensors_of(model).items())
 
@@ -144,8 +158,11 @@ def test_a_real_legacy_format_pt_checkpoint_still_loads(tmp_path):
     """The scan reads the legacy format's pickles in a row (magic, protocol, sys info, object, keys)."""
     model = tiny_model()
     path = tmp_path / "legacy.pt"
-    torch.save({"state_dict": tensors_of(model), "config": json.loads(model.config.to_json())}, path,
-               _use_new_zipfile_serialization=False)
+    torch.save(
+        {"state_dict": tensors_of(model), "config": json.loads(model.config.to_json())},
+        path,
+        _use_new_zipfile_serialization=False,
+    )
     assert path.read_bytes()[:1] == b"\x80"
     loaded = load_checkpoint(path)
     assert all(torch.equal(loaded.module.checkpoint_tensors()[k], v) for k, v in tensors_of(model).items())

@@ -19,19 +19,26 @@ from attnlab.cli import main
 from attnlab.fileio import WriteError, atomic_write, atomic_write_bytes
 
 ATTNLAB = [sys.executable, "-m", "attnlab.cli"]
-SMALL = ["--d-model", "16", "--heads", "4", "--d-ff", "32", "--enc-layers", "1", "--dec-layers", "1",
-         "--max-len", "16"]
+SMALL = ["--d-model", "16", "--heads", "4", "--d-ff", "32", "--enc-layers", "1", "--dec-layers", "1", "--max-len", "16"]
 
 
 def cli(*args, stdout=subprocess.PIPE, env=None, limit_file_size=None, timeout=120):
     """The attnlab command in a child process: (exit code, stdout, stderr, seconds)."""
+
     def limits():
         if limit_file_size is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (limit_file_size, limit_file_size))
 
-    proc = subprocess.run([*ATTNLAB, *map(str, args)], stdout=stdout, stderr=subprocess.PIPE, text=True,
-                          timeout=timeout, cwd=ROOT, preexec_fn=limits,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    proc = subprocess.run(
+        [*ATTNLAB, *map(str, args)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        preexec_fn=limits,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
     return proc.returncode, proc.stdout or "", proc.stderr
 
 
@@ -54,25 +61,49 @@ def test_init_under_a_file_is_refused_before_building(tmp_path, capsys):
     assert_one_line_exit_2(code, capsys.readouterr().err, "is a file, not a folder")
 
 
-@pytest.mark.parametrize("flag, value, field", [("--dec-layers", 1_000_000, "n_decoder_layers"),
-                                                ("--d-model", 10**12, "d_model"), ("--d-ff", 10**9, "d_ff"),
-                                                ("--max-len", 10**9, "max_len")])
+@pytest.mark.parametrize(
+    "flag, value, field",
+    [
+        ("--dec-layers", 1_000_000, "n_decoder_layers"),
+        ("--d-model", 10**12, "d_model"),
+        ("--d-ff", 10**9, "d_ff"),
+        ("--max-len", 10**9, "max_len"),
+    ],
+)
 def test_init_with_absurd_sizes_is_refused_up_front(tmp_path, capsys, flag, value, field):
     code = main(["init", flag, str(value), "--out", str(tmp_path / "m.safetensors")])
     assert_one_line_exit_2(code, capsys.readouterr().err, field, "more than attnlab handles")
     assert not (tmp_path / "m.safetensors").exists()
 
 
-@pytest.mark.parametrize("args, phrase", [
-    (["--heads", "0"], "at least 1"), (["--heads", "-2"], "at least 1"),
-    (["--temperature", "1e-40"], "too small"), (["--temperature", "1e-320"], "too small"),
-    (["--temperature", "nan"], "positive"), (["--temperature", "inf"], "finite"),
-])
+@pytest.mark.parametrize(
+    "args, phrase",
+    [
+        (["--heads", "0"], "at least 1"),
+        (["--heads", "-2"], "at least 1"),
+        (["--temperature", "1e-40"], "too small"),
+        (["--temperature", "1e-320"], "too small"),
+        (["--temperature", "nan"], "positive"),
+        (["--temperature", "inf"], "finite"),
+    ],
+)
 def test_trace_options_that_cannot_run_exit_2(ckpt, tmp_path, capsys, args, phrase):
     code = main(["trace", "--checkpoint", str(ckpt), "--src", "the cat", *args, "--out", str(tmp_path / "t.npz")])
     assert_one_line_exit_2(code, capsys.readouterr().err, phrase)
-    code = main(["trace", "--checkpoint", str(ckpt), "--src", "the cat", "--generate", "3", *args,
-                 "--out", str(tmp_path / "t.npz")])
+    code = main(
+        [
+            "trace",
+            "--checkpoint",
+            str(ckpt),
+            "--src",
+            "the cat",
+            "--generate",
+            "3",
+            *args,
+            "--out",
+            str(tmp_path / "t.npz"),
+        ]
+    )
     assert_one_line_exit_2(code, capsys.readouterr().err, phrase)
 
 
@@ -84,8 +115,12 @@ def test_missing_broken_and_refused_checkpoints_exit_2(tmp_path, capsys, command
     from hostile_files import deep_list_pickle, torch_zip_with_pickle
 
     torch_zip_with_pickle(deep, deep_list_pickle(5_000))
-    for path, phrase in ((tmp_path / "missing.safetensors", "no file"), (broken, "unreadable"),
-                         (deep, "levels deep"), ("/dev/zero", "not a regular file")):
+    for path, phrase in (
+        (tmp_path / "missing.safetensors", "no file"),
+        (broken, "unreadable"),
+        (deep, "levels deep"),
+        ("/dev/zero", "not a regular file"),
+    ):
         code = main([command, str(path)])
         err = capsys.readouterr().err
         assert code == 2 and phrase in err and "Traceback" not in err, err
@@ -127,8 +162,9 @@ def test_a_trace_that_cannot_be_written_keeps_the_old_file(ckpt, tmp_path):
     assert code == 0, err
     good = out.read_bytes()
     assert len(good) > 20_000
-    code, _o, err = cli("trace", "--checkpoint", ckpt, "--src", "the black cat sat on the mat", "--out", out,
-                        limit_file_size=16_000)  # the write fails part-way (EFBIG)
+    code, _o, err = cli(
+        "trace", "--checkpoint", ckpt, "--src", "the black cat sat on the mat", "--out", out, limit_file_size=16_000
+    )  # the write fails part-way (EFBIG)
     assert_one_line_exit_2(code, err, "cannot write", "nothing was changed")
     assert out.read_bytes() == good
     assert sorted(p.name for p in tmp_path.iterdir()) == ["trace.npz"]  # no temporary file left behind

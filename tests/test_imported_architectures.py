@@ -21,14 +21,47 @@ from attnlab.engine.options import RunOptions
 from attnlab.engine.positional import apply_rotary, rotary_angles, sinusoidal_table
 from attnlab.engine.trace import Recorder
 
-LLAMA_LIKE = dict(arch="decoder-only", d_model=32, n_heads=4, n_kv_heads=2, d_ff=48, n_decoder_layers=2,
-                  norm="rmsnorm", ffn="gated", activation="silu", positional="rotary", rotary_layout="half",
-                  rope_theta=500.0, norm_first=True, final_norm=True, bias=False, qkv_bias=True, tie_output=False,
-                  max_len=16, src_vocab_size=40, tgt_vocab_size=40)
-BERT_LIKE = dict(arch="encoder-only", d_model=32, n_heads=4, d_ff=48, n_encoder_layers=2, activation="gelu",
-                 positional="learned", pos_offset=2, embed_norm=True, type_vocab_size=2, output_head=True,
-                 logits_bias=True, scale_embedding=False, layer_norm_eps=1e-12, max_len=16, src_vocab_size=40,
-                 tgt_vocab_size=40)
+LLAMA_LIKE = dict(
+    arch="decoder-only",
+    d_model=32,
+    n_heads=4,
+    n_kv_heads=2,
+    d_ff=48,
+    n_decoder_layers=2,
+    norm="rmsnorm",
+    ffn="gated",
+    activation="silu",
+    positional="rotary",
+    rotary_layout="half",
+    rope_theta=500.0,
+    norm_first=True,
+    final_norm=True,
+    bias=False,
+    qkv_bias=True,
+    tie_output=False,
+    max_len=16,
+    src_vocab_size=40,
+    tgt_vocab_size=40,
+)
+BERT_LIKE = dict(
+    arch="encoder-only",
+    d_model=32,
+    n_heads=4,
+    d_ff=48,
+    n_encoder_layers=2,
+    activation="gelu",
+    positional="learned",
+    pos_offset=2,
+    embed_norm=True,
+    type_vocab_size=2,
+    output_head=True,
+    logits_bias=True,
+    scale_embedding=False,
+    layer_norm_eps=1e-12,
+    max_len=16,
+    src_vocab_size=40,
+    tgt_vocab_size=40,
+)
 
 
 def test_rmsnorm_is_torchs_rms_norm_and_records_the_rms():
@@ -72,16 +105,19 @@ def test_marian_sinusoids_are_transformers_table(d_model):
     torch.testing.assert_close(sinusoidal_table(20, d_model, "marian"), theirs)
 
 
-@pytest.mark.parametrize(("changes", "fragment"), [
-    ({"norm": "batchnorm"}, "norm must be one of"),
-    ({"ffn": "moe"}, "ffn must be one of"),
-    ({"activation": "tanh"}, "activation must be one of"),
-    ({"n_heads": 4, "n_kv_heads": 3}, "not a multiple of n_kv_heads"),
-    ({"n_kv_heads": -1}, "n_kv_heads must be 0 or more"),
-    ({"rope_theta": 0.0}, "rope_theta must be a positive number"),
-    ({"rotary_layout": "spiral"}, "rotary_layout must be one of"),
-    ({"qkv_bias": "yes"}, "qkv_bias has the wrong type"),
-])
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"norm": "batchnorm"}, "norm must be one of"),
+        ({"ffn": "moe"}, "ffn must be one of"),
+        ({"activation": "tanh"}, "activation must be one of"),
+        ({"n_heads": 4, "n_kv_heads": 3}, "not a multiple of n_kv_heads"),
+        ({"n_kv_heads": -1}, "n_kv_heads must be 0 or more"),
+        ({"rope_theta": 0.0}, "rope_theta must be a positive number"),
+        ({"rotary_layout": "spiral"}, "rotary_layout must be one of"),
+        ({"qkv_bias": "yes"}, "qkv_bias has the wrong type"),
+    ],
+)
 def test_new_config_fields_are_validated(changes, fragment):
     problems = ModelConfig(**changes).problems()
     assert any(fragment in p for p in problems), problems
@@ -89,8 +125,11 @@ def test_new_config_fields_are_validated(changes, fragment):
 
 def test_old_config_json_still_loads_with_the_old_meaning():
     old = ModelConfig(bias=False, tie_output=False)
-    data = {f.name: getattr(old, f.name) for f in dataclasses.fields(ModelConfig)
-            if f.name in ("arch", "bias", "tie_output", "d_model", "n_heads")}
+    data = {
+        f.name: getattr(old, f.name)
+        for f in dataclasses.fields(ModelConfig)
+        if f.name in ("arch", "bias", "tie_output", "d_model", "n_heads")
+    }
     config = ModelConfig.from_dict(data)
     assert not any(config.has_bias(part) for part in ("qkv", "attn_out", "ffn", "logits"))
     assert ModelConfig().has_bias("logits") is False  # tied: no logit bias, as before

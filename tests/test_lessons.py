@@ -47,24 +47,29 @@ def translation():
 
 def test_parse_applies_toggles_over_the_defaults():
     lesson = parse_lesson(GOOD)
-    assert lesson.model == "bundled:translation" and [s.stage for s in lesson.steps] == ["src.tokens",
-                                                                                         "enc.0.self.weights"]
+    assert lesson.model == "bundled:translation" and [s.stage for s in lesson.steps] == [
+        "src.tokens",
+        "enc.0.self.weights",
+    ]
     assert lesson.options(0) == RunOptions()
     assert lesson.options(1) == RunOptions(positional=False, n_heads=8).with_causal("dec.self", False)
 
 
-@pytest.mark.parametrize("text, message", [
-    (GOOD.replace("positional = false", "positionl = false"), "unknown key 'positionl'"),
-    (GOOD.replace("positional = false", "positional = 0"), "toggle 'positional' must be true or false"),
-    (GOOD.replace("n_heads = 8", "n_heads = true"), "toggle 'n_heads' must be a whole number"),
-    (GOOD.replace('stage = "src.tokens"', "stage = 3"), "step 1: 'stage' must be a string"),
-    (GOOD.replace('stage = "src.tokens"\n', ""), "step 1: 'stage' is missing"),
-    (GOOD.replace('title = "t"', 'title = "t"\nnorm = "pre"'), "unknown key 'norm'"),
-    (GOOD.replace('"dec.self"', '"dec.selff"'), "toggle 'causal' maps a site kind"),
-    (GOOD.replace("[[step]]", "[[step]"), "not valid TOML"),
-    ('title = "t"\nsrc = "x"\n', "at least one [[step]]"),
-    (GOOD + "#" * MAX_BYTES, "at most 256 KB"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (GOOD.replace("positional = false", "positionl = false"), "unknown key 'positionl'"),
+        (GOOD.replace("positional = false", "positional = 0"), "toggle 'positional' must be true or false"),
+        (GOOD.replace("n_heads = 8", "n_heads = true"), "toggle 'n_heads' must be a whole number"),
+        (GOOD.replace('stage = "src.tokens"', "stage = 3"), "step 1: 'stage' must be a string"),
+        (GOOD.replace('stage = "src.tokens"\n', ""), "step 1: 'stage' is missing"),
+        (GOOD.replace('title = "t"', 'title = "t"\nnorm = "pre"'), "unknown key 'norm'"),
+        (GOOD.replace('"dec.self"', '"dec.selff"'), "toggle 'causal' maps a site kind"),
+        (GOOD.replace("[[step]]", "[[step]"), "not valid TOML"),
+        ('title = "t"\nsrc = "x"\n', "at least one [[step]]"),
+        (GOOD + "#" * MAX_BYTES, "at most 256 KB"),
+    ],
+)
 def test_bad_lessons_say_what_is_wrong(text, message):
     with pytest.raises(LessonError, match=None) as info:
         parse_lesson(text, "bad.toml")
@@ -78,10 +83,14 @@ def test_unknown_stage_is_reported_against_a_run(translation):
 
 
 def test_written_lessons_read_back_equal(tmp_path):
-    lesson = Lesson(title='quote " and \\ and é', model="bundled:translation", src="a\nb", tgt="le",
-                    toggles={"norm": "pre"},
-                    steps=(Step("src.tokens", 'note "1"'), Step("out.probs", "", {"temperature": 0.5}, head=2,
-                                                                src="x")))
+    lesson = Lesson(
+        title='quote " and \\ and é',
+        model="bundled:translation",
+        src="a\nb",
+        tgt="le",
+        toggles={"norm": "pre"},
+        steps=(Step("src.tokens", 'note "1"'), Step("out.probs", "", {"temperature": 0.5}, head=2, src="x")),
+    )
     assert parse_lesson(lesson_toml(lesson)) == lesson
 
 
@@ -96,13 +105,16 @@ def test_shipped_lessons_fit_the_bundled_model(path, translation):
         assert translation.options_problems(options) == [], f"step {i + 1}"
         src, tgt = lesson.text_of(i)
         trace = translation.trace(src, tgt or "", options)
-        assert stage_problems(Lesson(lesson.title, lesson.model, src, (step,)), [s.key for s in stages_for(trace)]) \
-            == [], f"step {i + 1}"
+        assert (
+            stage_problems(Lesson(lesson.title, lesson.model, src, (step,)), [s.key for s in stages_for(trace)]) == []
+        ), f"step {i + 1}"
 
 
 def test_two_lessons_ship():
-    assert {read_lesson(p).title for p in bundled_lessons()} == {"The Transformer step by step",
-                                                                 "What each toggle breaks"}
+    assert {read_lesson(p).title for p in bundled_lessons()} == {
+        "The Transformer step by step",
+        "What each toggle breaks",
+    }
 
 
 def test_app_walks_a_lesson_with_page_down(qtbot, tmp_path, tiny_model):
@@ -112,9 +124,14 @@ def test_app_walks_a_lesson_with_page_down(qtbot, tmp_path, tiny_model):
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
         w.session.set_model(tiny_model(), "the black cat sees the dog", "le chat")
     lesson_file = tmp_path / "walk.toml"
-    lesson_file.write_text(GOOD.replace('model = "', 'x = "').replace(
-        'src = "the dog bites the man"', 'src = "the black cat"\nmodel = "' + str(tmp_path / "m.safetensors") + '"')
-        .replace("n_heads = 8", "n_heads = 2"), encoding="utf-8")
+    lesson_file.write_text(
+        GOOD.replace('model = "', 'x = "')
+        .replace(
+            'src = "the dog bites the man"', 'src = "the black cat"\nmodel = "' + str(tmp_path / "m.safetensors") + '"'
+        )
+        .replace("n_heads = 8", "n_heads = 2"),
+        encoding="utf-8",
+    )
     from attnlab.checkpoints import save_checkpoint
 
     save_checkpoint(w.session.model, tmp_path / "m.safetensors")

@@ -14,8 +14,16 @@ from attnlab.checkpoints.tokenizer_files import folder_tokenizers
 transformers = pytest.importorskip("transformers")
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
 
-SENTENCES = ["Hello, world!", "The CAT sat on the mat.", "It costs $3.14 (or 42 euros).", "Café déjà vu, naïve.",
-             "I ❤️ emoji 😀!", "don't STOP-me now", "  spaced   out  ", "Ünïcödé ßtraße"]
+SENTENCES = [
+    "Hello, world!",
+    "The CAT sat on the mat.",
+    "It costs $3.14 (or 42 euros).",
+    "Café déjà vu, naïve.",
+    "I ❤️ emoji 😀!",
+    "don't STOP-me now",
+    "  spaced   out  ",
+    "Ünïcödé ßtraße",
+]
 CORPUS = [s * 2 for s in SENTENCES] * 20 + ["a quick brown fox jumps over the lazy dog"] * 20
 
 
@@ -35,9 +43,15 @@ def byte_level_files(folder, special_tokens):
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
-        vocab_size=400, special_tokens=special_tokens, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False))
+    tok.train_from_iterator(
+        CORPUS,
+        trainers.BpeTrainer(
+            vocab_size=400,
+            special_tokens=special_tokens,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     tok.model.save(str(folder))
     return tok
 
@@ -67,12 +81,17 @@ def test_roberta_wraps_in_s_and_slash_s(tmp_path):
 def test_bert_vocab_txt_matches_transformers_with_cls_sep(tmp_path, lower):
     wp = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     wp.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    wp.train_from_iterator([s.lower() if lower else s for s in CORPUS], trainers.WordPieceTrainer(
-        vocab_size=300, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False))
+    wp.train_from_iterator(
+        [s.lower() if lower else s for s in CORPUS],
+        trainers.WordPieceTrainer(
+            vocab_size=300, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False
+        ),
+    )
     vocab = sorted(wp.get_vocab().items(), key=lambda kv: kv[1])
     (tmp_path / "vocab.txt").write_text("\n".join(t for t, _ in vocab) + "\n", encoding="utf-8")
-    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
-        {"tokenizer_class": "BertTokenizer", "do_lower_case": lower}))
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "BertTokenizer", "do_lower_case": lower})
+    )
     tok, _ = ours(tmp_path, "bert")
     for text in SENTENCES + ["the [MASK] sat."]:
         assert tok.specials.wrap("encoder-only", tok.encode(text)[1]) == hf_ids(tmp_path, text), text
@@ -93,9 +112,17 @@ def test_marian_sentencepiece_source_and_target(tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(CORPUS * 3), encoding="utf-8")
     for name in ("source", "target"):
-        spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(tmp_path / name), vocab_size=70,
-                                       hard_vocab_limit=False, minloglevel=2,
-                                       character_coverage=1.0, bos_id=-1, eos_id=-1, unk_id=0)
+        spm.SentencePieceTrainer.train(
+            input=str(corpus),
+            model_prefix=str(tmp_path / name),
+            vocab_size=70,
+            hard_vocab_limit=False,
+            minloglevel=2,
+            character_coverage=1.0,
+            bos_id=-1,
+            eos_id=-1,
+            unk_id=0,
+        )
         (tmp_path / f"{name}.model").rename(tmp_path / f"{name}.spm")
     pieces = [line.split("\t")[0] for line in (tmp_path / "source.vocab").read_text(encoding="utf-8").splitlines()]
     vocab = {"</s>": 0, "<unk>": 1, ">>fr<<": 2}

@@ -24,7 +24,7 @@ def test_tile_places_every_cell_and_leaves_nan_gaps():
     for layer in range(3):
         for head in range(2):
             r, c = layer * (4 + GAP), head * (5 + GAP)
-            np.testing.assert_array_equal(image[r:r + 4, c:c + 5], weights[layer, head])
+            np.testing.assert_array_equal(image[r : r + 4, c : c + 5], weights[layer, head])
     assert np.isnan(image[4, :]).all() and np.isnan(image[:, 5]).all()
 
 

@@ -44,8 +44,17 @@ def test_words_people_read():
 
 @pytest.mark.parametrize("arch", ["encoder-decoder", "decoder-only", "encoder-only"])
 def test_every_recorded_site_parses_and_the_trace_carries_its_run(arch):
-    config = ModelConfig(arch=arch, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=2, n_decoder_layers=2,
-                         src_vocab_size=40, tgt_vocab_size=40, max_len=32)
+    config = ModelConfig(
+        arch=arch,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        src_vocab_size=40,
+        tgt_vocab_size=40,
+        max_len=32,
+    )
     model = random_model(config, seed=1)
     trace = model.trace("a b c", "a b" if arch == "encoder-decoder" else None, RunOptions(norm="pre", n_heads=4))
     assert trace.sites(), "a run records at least one attention site"

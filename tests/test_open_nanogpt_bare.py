@@ -89,9 +89,17 @@ def test_nanogpt_with_a_tokenizer_the_user_names(tmp_path):
 @pytest.mark.parametrize("norm,activation", [("post", "relu"), ("pre", "gelu")])
 def test_bare_nn_transformer_with_user_settings_matches_pytorch(tmp_path, norm, activation):
     torch.manual_seed(0)
-    reference = torch.nn.Transformer(d_model=24, nhead=3, num_encoder_layers=2, num_decoder_layers=1,
-                                     dim_feedforward=40, dropout=0.0, batch_first=True, activation=activation,
-                                     norm_first=norm == "pre").eval()
+    reference = torch.nn.Transformer(
+        d_model=24,
+        nhead=3,
+        num_encoder_layers=2,
+        num_decoder_layers=1,
+        dim_feedforward=40,
+        dropout=0.0,
+        batch_first=True,
+        activation=activation,
+        norm_first=norm == "pre",
+    ).eval()
     torch.save(reference.state_dict(), tmp_path / "bare.pt")
     model = load_checkpoint(tmp_path / "bare.pt", heads=3, norm=norm, activation=activation)
     cfg = model.config
@@ -112,8 +120,7 @@ def test_bare_nn_transformer_with_user_settings_matches_pytorch(tmp_path, norm, 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor")
 def test_bare_transformer_encoder_defaults_are_assumed_and_said(tmp_path):
     torch.manual_seed(1)
-    layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=8, dim_feedforward=32, dropout=0.0,
-                                             batch_first=True)
+    layer = torch.nn.TransformerEncoderLayer(d_model=16, nhead=8, dim_feedforward=32, dropout=0.0, batch_first=True)
     encoder = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False).eval()
     torch.save(encoder.state_dict(), tmp_path / "enc.pt")
     model = load_checkpoint(tmp_path / "enc.pt")
@@ -127,8 +134,9 @@ def test_bare_transformer_encoder_defaults_are_assumed_and_said(tmp_path):
 
 @pytest.mark.filterwarnings("ignore:enable_nested_tensor")
 def test_bare_state_dict_heads_that_do_not_divide_are_refused(tmp_path):
-    reference = torch.nn.Transformer(d_model=24, nhead=3, num_encoder_layers=1, num_decoder_layers=1,
-                                     dim_feedforward=8, batch_first=True)
+    reference = torch.nn.Transformer(
+        d_model=24, nhead=3, num_encoder_layers=1, num_decoder_layers=1, dim_feedforward=8, batch_first=True
+    )
     torch.save(reference.state_dict(), tmp_path / "bare.pt")
     with pytest.raises(CheckpointError) as info:
         load_checkpoint(tmp_path / "bare.pt", heads=5)
@@ -145,18 +153,42 @@ def test_cli_flags_describe_a_bare_state_dict(tmp_path, capsys):
     from attnlab.cli import main
 
     torch.manual_seed(2)
-    reference = torch.nn.Transformer(d_model=16, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
-                                     dim_feedforward=24, dropout=0.0, batch_first=True)
+    reference = torch.nn.Transformer(
+        d_model=16,
+        nhead=2,
+        num_encoder_layers=1,
+        num_decoder_layers=1,
+        dim_feedforward=24,
+        dropout=0.0,
+        batch_first=True,
+    )
     torch.save(reference.state_dict(), tmp_path / "bare.pt")
-    assert main(["info", str(tmp_path / "bare.pt"), "--heads", "2", "--norm", "pre", "--activation", "gelu",
-                 "--json"]) == 0
+    assert (
+        main(["info", str(tmp_path / "bare.pt"), "--heads", "2", "--norm", "pre", "--activation", "gelu", "--json"])
+        == 0
+    )
     info = json.loads(capsys.readouterr().out)
-    assert (info["config"]["n_heads"], info["config"]["norm_first"], info["config"]["activation"]) == (2, True,
-                                                                                                      "gelu")
+    assert (info["config"]["n_heads"], info["config"]["norm_first"], info["config"]["activation"]) == (2, True, "gelu")
     assert info["metadata"]["settings"]["n_heads"] == {"value": 2, "source": "given"}
     out = tmp_path / "t.npz"
-    assert main(["trace", "--checkpoint", str(tmp_path / "bare.pt"), "--heads", "2", "--src", "the cat",
-                 "--tgt", "le", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "trace",
+                "--checkpoint",
+                str(tmp_path / "bare.pt"),
+                "--heads",
+                "2",
+                "--src",
+                "the cat",
+                "--tgt",
+                "le",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert np.load(out)["enc.0.self.weights"].shape[0] == 2
     assert main(["info", str(tmp_path / "bare.pt"), "--heads", "5"]) == 2
     assert "not divisible by 5 heads" in capsys.readouterr().err

@@ -24,8 +24,9 @@ MIME_NS = "{http://www.freedesktop.org/standards/shared-mime-info}"
 
 
 def needs(tool: str):
-    return pytest.mark.skipif(shutil.which(tool) is None,
-                              reason=f"{tool} is not installed (apt-get install desktop-file-utils appstream)")
+    return pytest.mark.skipif(
+        shutil.which(tool) is None, reason=f"{tool} is not installed (apt-get install desktop-file-utils appstream)"
+    )
 
 
 def desktop_entry() -> configparser.SectionProxy:
@@ -94,16 +95,30 @@ def test_png_icons_are_the_svg_rendered_at_each_size(qapp):
 @needs("update-mime-database")
 def test_install_desktop_installs_everything_and_registers_the_mime_type(tmp_path):
     env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "elsewhere"))
-    subprocess.run(["bash", str(PACKAGING / "install-desktop.sh"), "--prefix", str(tmp_path), "--exec",
-                    "/opt/attnlab/attnlab"], check=True, capture_output=True, env=env)
-    for rel in (f"applications/{APP_ID}.desktop", f"metainfo/{APP_ID}.metainfo.xml", f"mime/packages/{APP_ID}.xml",
-                f"icons/hicolor/scalable/apps/{APP_ID}.svg", f"icons/hicolor/48x48/apps/{APP_ID}.png",
-                f"icons/hicolor/128x128/apps/{APP_ID}.png", f"icons/hicolor/256x256/apps/{APP_ID}.png"):
+    subprocess.run(
+        ["bash", str(PACKAGING / "install-desktop.sh"), "--prefix", str(tmp_path), "--exec", "/opt/attnlab/attnlab"],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
+    for rel in (
+        f"applications/{APP_ID}.desktop",
+        f"metainfo/{APP_ID}.metainfo.xml",
+        f"mime/packages/{APP_ID}.xml",
+        f"icons/hicolor/scalable/apps/{APP_ID}.svg",
+        f"icons/hicolor/48x48/apps/{APP_ID}.png",
+        f"icons/hicolor/128x128/apps/{APP_ID}.png",
+        f"icons/hicolor/256x256/apps/{APP_ID}.png",
+    ):
         assert (tmp_path / rel).is_file(), rel
     globs = (tmp_path / "mime" / "globs2").read_text()
     assert f"{mime_type()}:*.safetensors" in globs
     installed = (tmp_path / "applications" / f"{APP_ID}.desktop").read_text()
     assert "Exec=/opt/attnlab/attnlab %f" in installed
-    subprocess.run(["bash", str(PACKAGING / "install-desktop.sh"), "--prefix", str(tmp_path), "--uninstall"],
-                   check=True, capture_output=True, env=env)
+    subprocess.run(
+        ["bash", str(PACKAGING / "install-desktop.sh"), "--prefix", str(tmp_path), "--uninstall"],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
     assert not (tmp_path / "applications" / f"{APP_ID}.desktop").exists()

@@ -21,8 +21,18 @@ SRC, TGT = "the black cat sees the dog", "le chat noir"
 def make(arch="encoder-decoder", **kw) -> LiveModel:
     torch.manual_seed(0)
     tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(arch=arch, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32,
-                      n_heads=4, d_ff=64, n_encoder_layers=1, n_decoder_layers=2, max_len=32, **kw)
+    cfg = ModelConfig(
+        arch=arch,
+        src_vocab_size=tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=1,
+        n_decoder_layers=2,
+        max_len=32,
+        **kw,
+    )
     return LiveModel(Transformer(cfg), tok, tok)
 
 
@@ -50,10 +60,10 @@ def test_explanations_carry_live_shapes_and_toggles(enc_dec):
     assert "Post-norm" in explanation_html(by_key["enc.0.norm1"], post)
 
 
-
-
-@pytest.mark.parametrize(("norm_first", "asked", "placement"), [
-    (False, "trained", "post"), (True, "trained", "pre"), (False, "pre", "pre"), (True, "post", "post")])
+@pytest.mark.parametrize(
+    ("norm_first", "asked", "placement"),
+    [(False, "trained", "post"), (True, "trained", "pre"), (False, "pre", "pre"), (True, "post", "post")],
+)
 def test_norm_placement_is_the_resolved_option(norm_first, asked, placement):
     trace = make(norm_first=norm_first).trace(SRC, TGT, RunOptions(norm=asked))
     assert facts.norm_placement(trace) == placement
@@ -82,10 +92,16 @@ def test_toggles_are_read_from_the_options_not_from_the_numbers(enc_dec):
     assert "switched OFF" in explanation_html(by_key["enc.0.self.scaled"], off)
 
 
-@pytest.mark.parametrize(("arch", "layer", "n", "expected"), [
-    ("encoder-decoder", "enc.0", 1, "enc.0.self.out"), ("encoder-decoder", "enc.0", 2, "enc.0.ffn.out"),
-    ("encoder-decoder", "dec.1", 2, "dec.1.cross.out"), ("encoder-decoder", "dec.1", 3, "dec.1.ffn.out"),
-    ("decoder-only", "dec.0", 2, "dec.0.ffn.out")])
+@pytest.mark.parametrize(
+    ("arch", "layer", "n", "expected"),
+    [
+        ("encoder-decoder", "enc.0", 1, "enc.0.self.out"),
+        ("encoder-decoder", "enc.0", 2, "enc.0.ffn.out"),
+        ("encoder-decoder", "dec.1", 2, "dec.1.cross.out"),
+        ("encoder-decoder", "dec.1", 3, "dec.1.ffn.out"),
+        ("decoder-only", "dec.0", 2, "dec.0.ffn.out"),
+    ],
+)
 def test_the_sublayer_an_add_and_norm_wraps(arch, layer, n, expected):
     model = make(arch)
     trace = model.trace(SRC, TGT) if arch == "encoder-decoder" else model.trace(None, SRC)

@@ -19,15 +19,33 @@ from attnlab.present.stages import stages_for
 def trace_of(**changes):
     torch.manual_seed(0)
     tok = WordTokenizer.train(["the black cat sees the small dog"])
-    cfg = ModelConfig(arch="decoder-only", src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size,
-                      d_model=32, n_heads=4, d_ff=64, n_encoder_layers=0, n_decoder_layers=1, max_len=32,
-                      **changes)
+    cfg = ModelConfig(
+        arch="decoder-only",
+        src_vocab_size=tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=0,
+        n_decoder_layers=1,
+        max_len=32,
+        **changes,
+    )
     trace = LiveModel(Transformer(cfg), tok, tok).trace(None, "the black cat", RunOptions())
     return trace, {s.key: s for s in stages_for(trace)}
 
 
-LLAMA_LIKE = dict(positional="rotary", rotary_layout="half", norm="rmsnorm", norm_bias=False, ffn="gated",
-                  activation="silu", n_kv_heads=2, scale_embedding=False, bias=False)
+LLAMA_LIKE = dict(
+    positional="rotary",
+    rotary_layout="half",
+    norm="rmsnorm",
+    norm_bias=False,
+    ffn="gated",
+    activation="silu",
+    n_kv_heads=2,
+    scale_embedding=False,
+    bias=False,
+)
 
 
 def test_kv_groups_and_the_words_count_from_one():
@@ -51,16 +69,22 @@ def test_llama_like_pages_name_rms_gate_up_and_the_shared_heads():
 def test_a_re_split_into_more_heads_changes_the_sharing_words():
     trace, stages = trace_of(**LLAMA_LIKE)
     trace8 = LiveModel(Transformer(trace.config), *[WordTokenizer.train(["the black cat"])] * 2).trace(
-        None, "the black cat", RunOptions(n_heads=8))
+        None, "the black cat", RunOptions(n_heads=8)
+    )
     assert trace8.n_kv_heads == 4
     assert "K/V head 4 ← Q heads 7, 8" in explanation_html(stages["dec.0.self.qkv"], trace8)
 
 
-@pytest.mark.parametrize("changes, words", [
-    (dict(type_vocab_size=2, embed_norm=True, positional="learned", pos_offset=2), ["token-type", "row 2",
-                                                                                    "embedding LayerNorm"]),
-    (dict(scale_embedding=True), ["√d<sub>model</sub> = 5.7"]),
-])
+@pytest.mark.parametrize(
+    "changes, words",
+    [
+        (
+            dict(type_vocab_size=2, embed_norm=True, positional="learned", pos_offset=2),
+            ["token-type", "row 2", "embedding LayerNorm"],
+        ),
+        (dict(scale_embedding=True), ["√d<sub>model</sub> = 5.7"]),
+    ],
+)
 def test_input_pages_say_what_the_model_adds(changes, words):
     trace, stages = trace_of(**changes)
     html = explanation_html(stages["tgt.input"], trace)

@@ -50,10 +50,16 @@ def test_clicker_keys_step_even_when_a_control_has_focus(qtbot, win, name):
     win.session.set_stage(keys(win)[3])
     before_t = win.session.options.temperature
     control.setFocus()
-    qtbot.waitUntil(lambda: QApplication.focusWidget() is control or control.isAncestorOf(
-        QApplication.focusWidget()), timeout=2000)
-    for key, expected in ((Qt.Key.Key_Right, 4), (Qt.Key.Key_PageDown, 5), (Qt.Key.Key_Space, 6),
-                          (Qt.Key.Key_Left, 5), (Qt.Key.Key_PageUp, 4)):
+    qtbot.waitUntil(
+        lambda: QApplication.focusWidget() is control or control.isAncestorOf(QApplication.focusWidget()), timeout=2000
+    )
+    for key, expected in (
+        (Qt.Key.Key_Right, 4),
+        (Qt.Key.Key_PageDown, 5),
+        (Qt.Key.Key_Space, 6),
+        (Qt.Key.Key_Left, 5),
+        (Qt.Key.Key_PageUp, 4),
+    ):
         qtbot.keyClick(QApplication.focusWidget(), key)
         assert index(win) == expected, (name, key)
     assert win.session.options.temperature == before_t  # the slider / spin box did not move

@@ -19,8 +19,18 @@ SRC, TGT = "the black cat sees the dog", "le chat"
 def make(arch="encoder-decoder", **kw) -> LiveModel:
     torch.manual_seed(0)
     tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(arch=arch, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32,
-                      n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32, **kw)
+    cfg = ModelConfig(
+        arch=arch,
+        src_vocab_size=tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        max_len=32,
+        **kw,
+    )
     return LiveModel(Transformer(cfg), tok, tok)
 
 
@@ -47,18 +57,31 @@ def test_stage_keys_groups_and_boxes_follow_the_names_module():
     assert keys[-2:] == ["out.logits", "out.probs"] == [output_key(names.LOGITS), output_key(names.PROBS)]
     # a decoder layer with cross-attention: self, norm1, cross, norm2, ffn, norm3
     dec1 = [s for s in stages if s.group == "Decoder layer 2" and s.kind in ("addnorm", "ffn", "qkv")]
-    assert [s.key for s in dec1] == ["dec.1.self.qkv", "dec.1.norm1", "dec.1.cross.qkv", "dec.1.norm2",
-                                     "dec.1.ffn", "dec.1.norm3"]
+    assert [s.key for s in dec1] == [
+        "dec.1.self.qkv",
+        "dec.1.norm1",
+        "dec.1.cross.qkv",
+        "dec.1.norm2",
+        "dec.1.ffn",
+        "dec.1.norm3",
+    ]
     by_key = {s.key: s for s in stages}
     assert by_key["dec.0.self.mask"].title == "masked self-attention · mask"
     assert by_key["dec.0.cross.mask"].title == "cross-attention · mask"
     assert by_key["enc.1.ffn"].title == names.word("ffn") == "feed-forward network"
     assert by_key["enc.0.norm2"].title == "add & LayerNorm 2"
-    assert [by_key[k].schematic_box for k in ("tgt.embed", "enc.0.self.weights", "enc.1.ffn", "dec.1.norm3",
-                                              "out.probs")] == ["tgt.input", "enc.0.self", "enc.1.ffn",
-                                                                "dec.1.norm3", OUTPUT_BOX]
-    assert {s.group for s in stages} == {"Source input", "Encoder layer 1", "Encoder layer 2", "Decoder input",
-                                         "Decoder layer 1", "Decoder layer 2", "Output"}
+    assert [
+        by_key[k].schematic_box for k in ("tgt.embed", "enc.0.self.weights", "enc.1.ffn", "dec.1.norm3", "out.probs")
+    ] == ["tgt.input", "enc.0.self", "enc.1.ffn", "dec.1.norm3", OUTPUT_BOX]
+    assert {s.group for s in stages} == {
+        "Source input",
+        "Encoder layer 1",
+        "Encoder layer 2",
+        "Decoder input",
+        "Decoder layer 1",
+        "Decoder layer 2",
+        "Output",
+    }
 
 
 def test_a_positional_stage_only_when_the_trace_holds_one():

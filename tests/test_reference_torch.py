@@ -40,9 +40,19 @@ def no_mha_fast_path():
 # ---- our model, and converters to torch.nn ------------------------------------------------------------
 def our_model(norm_first=False, activation="relu", final_norm=False, layers=2, seed=0) -> Transformer:
     torch.manual_seed(seed)
-    cfg = ModelConfig(src_vocab_size=V, tgt_vocab_size=V, d_model=D, n_heads=H, d_ff=FF,
-                      n_encoder_layers=layers, n_decoder_layers=layers, activation=activation,
-                      norm_first=norm_first, final_norm=final_norm, max_len=32)
+    cfg = ModelConfig(
+        src_vocab_size=V,
+        tgt_vocab_size=V,
+        d_model=D,
+        n_heads=H,
+        d_ff=FF,
+        n_encoder_layers=layers,
+        n_decoder_layers=layers,
+        activation=activation,
+        norm_first=norm_first,
+        final_norm=final_norm,
+        max_len=32,
+    )
     model = Transformer(cfg).eval()
     with torch.no_grad():  # LayerNorms start at gamma=1, beta=0, which would hide a swapped or skipped norm
         for name, p in model.named_parameters():
@@ -76,8 +86,16 @@ def load_norm(theirs: nn.LayerNorm, ours: LayerNorm) -> None:
 
 
 def torch_encoder_layer(ours, cfg: ModelConfig, norm_first: bool) -> nn.TransformerEncoderLayer:
-    theirs = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, activation=cfg.activation, batch_first=True,
-                                        layer_norm_eps=cfg.layer_norm_eps, norm_first=norm_first)
+    theirs = nn.TransformerEncoderLayer(
+        D,
+        H,
+        FF,
+        dropout=0.0,
+        activation=cfg.activation,
+        batch_first=True,
+        layer_norm_eps=cfg.layer_norm_eps,
+        norm_first=norm_first,
+    )
     load_mha(theirs.self_attn, ours.self_attn)
     theirs.linear1.load_state_dict(ours.ffn.lin1.state_dict())
     theirs.linear2.load_state_dict(ours.ffn.lin2.state_dict())
@@ -87,8 +105,16 @@ def torch_encoder_layer(ours, cfg: ModelConfig, norm_first: bool) -> nn.Transfor
 
 
 def torch_decoder_layer(ours, cfg: ModelConfig, norm_first: bool) -> nn.TransformerDecoderLayer:
-    theirs = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, activation=cfg.activation, batch_first=True,
-                                        layer_norm_eps=cfg.layer_norm_eps, norm_first=norm_first)
+    theirs = nn.TransformerDecoderLayer(
+        D,
+        H,
+        FF,
+        dropout=0.0,
+        activation=cfg.activation,
+        batch_first=True,
+        layer_norm_eps=cfg.layer_norm_eps,
+        norm_first=norm_first,
+    )
     load_mha(theirs.self_attn, ours.self_attn)
     load_mha(theirs.multihead_attn, ours.cross_attn)
     theirs.linear1.load_state_dict(ours.ffn.lin1.state_dict())
@@ -100,9 +126,18 @@ def torch_decoder_layer(ours, cfg: ModelConfig, norm_first: bool) -> nn.Transfor
 
 def torch_transformer(model: Transformer, norm_first: bool) -> nn.Transformer:
     cfg = model.config
-    theirs = nn.Transformer(D, H, cfg.n_encoder_layers, cfg.n_decoder_layers, FF, dropout=0.0,
-                            activation=cfg.activation, layer_norm_eps=cfg.layer_norm_eps, batch_first=True,
-                            norm_first=norm_first).eval()
+    theirs = nn.Transformer(
+        D,
+        H,
+        cfg.n_encoder_layers,
+        cfg.n_decoder_layers,
+        FF,
+        dropout=0.0,
+        activation=cfg.activation,
+        layer_norm_eps=cfg.layer_norm_eps,
+        batch_first=True,
+        norm_first=norm_first,
+    ).eval()
     theirs.encoder.layers = nn.ModuleList(torch_encoder_layer(m, cfg, norm_first) for m in model.encoder)
     theirs.decoder.layers = nn.ModuleList(torch_decoder_layer(m, cfg, norm_first) for m in model.decoder)
     load_norm(theirs.encoder.norm, model.enc_norm)
@@ -189,8 +224,9 @@ def test_full_transformer_matches_nn_transformer(norm_first):
     theirs = torch_transformer(model, norm_first)
     with torch.no_grad():
         memory = theirs.encoder(t["src.input"][None])
-        out = theirs(t["src.input"][None], t["tgt.input"][None],
-                     tgt_mask=nn.Transformer.generate_square_subsequent_mask(6))  # [1, T, d]
+        out = theirs(
+            t["src.input"][None], t["tgt.input"][None], tgt_mask=nn.Transformer.generate_square_subsequent_mask(6)
+        )  # [1, T, d]
     close(t["enc.out"], memory[0])
     close(t["dec.out"], out[0])
     close(t["logits"], out[0] @ model.tgt_embed.weight.T, tol=1e-4)  # tied projection; logits are larger
@@ -204,8 +240,9 @@ def test_norm_toggle_rewires_like_the_other_placement(trained_first):
     t = record(model, ids(7, 9), ids(5, 10), flipped)
     theirs = torch_transformer(model, norm_first=not trained_first)
     with torch.no_grad():
-        out = theirs(t["src.input"][None], t["tgt.input"][None],
-                     tgt_mask=nn.Transformer.generate_square_subsequent_mask(5))
+        out = theirs(
+            t["src.input"][None], t["tgt.input"][None], tgt_mask=nn.Transformer.generate_square_subsequent_mask(5)
+        )
     close(t["dec.out"], out[0])
     same = record(model, ids(7, 9), ids(5, 10))
     assert (same["dec.out"] - t["dec.out"]).abs().max() > 1e-2  # the toggle really changed the wiring
@@ -226,9 +263,14 @@ def test_padding_masks_match_nn_transformer_on_a_batch():
     src_blocked = torch.zeros(2, 7).masked_fill(src_pad, float("-inf"))  # [2, S], float like the causal mask
     tgt_blocked = torch.zeros(2, 5).masked_fill(tgt_pad, float("-inf"))  # [2, T]
     with torch.no_grad():
-        out = theirs(src_in, tgt_in, tgt_mask=nn.Transformer.generate_square_subsequent_mask(5),
-                     src_key_padding_mask=src_blocked, tgt_key_padding_mask=tgt_blocked,
-                     memory_key_padding_mask=src_blocked)
+        out = theirs(
+            src_in,
+            tgt_in,
+            tgt_mask=nn.Transformer.generate_square_subsequent_mask(5),
+            src_key_padding_mask=src_blocked,
+            tgt_key_padding_mask=tgt_blocked,
+            memory_key_padding_mask=src_blocked,
+        )
     ref_logits = out @ model.tgt_embed.weight.T  # [2, T, V]
     real = ~tgt_pad  # compare the real (non-pad) target positions
     close(fast[real], ref_logits[real], tol=1e-4)
@@ -238,8 +280,11 @@ def test_padding_masks_match_nn_transformer_on_a_batch():
 # ---- attention against F.scaled_dot_product_attention -----------------------------------------------
 def qkv(B=2, heads=4, Tq=5, Tk=7, dk=8, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(B, heads, Tq, dk, generator=g), torch.randn(B, heads, Tk, dk, generator=g),
-            torch.randn(B, heads, Tk, dk, generator=g))
+    return (
+        torch.randn(B, heads, Tq, dk, generator=g),
+        torch.randn(B, heads, Tk, dk, generator=g),
+        torch.randn(B, heads, Tk, dk, generator=g),
+    )
 
 
 MASK_CASES = {  # name: (options, site, key padding [B, Tk] or None)
@@ -249,7 +294,9 @@ MASK_CASES = {  # name: (options, site, key padding [B, Tk] or None)
     "custom_cells": (RunOptions().with_custom_mask("enc.self", [(0, 1), (2, 2), (4, 6)]), "enc.0.self", None),
     "causal+cells+padding": (
         RunOptions().with_custom_mask("dec.0.cross", [(1, 0)]).with_causal("dec.cross", True),
-        "dec.0.cross", torch.tensor([[False] * 6 + [True], [False] * 7])),
+        "dec.0.cross",
+        torch.tensor([[False] * 6 + [True], [False] * 7]),
+    ),
 }
 
 
@@ -274,8 +321,9 @@ def test_recorded_attention_equals_sdpa(name, scale):
     mask = build_mask(site, 5, 7, key_pad, ctx, "cpu")  # [B or 1, 1, Tq, Tk]
     rec = Recorder(True)
     ours = attention_steps(q, k, v, mask, scale, rec, "a")
-    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed_cells(name, 5, 7, key_pad),
-                                         scale=None if scale else 1.0)
+    ref = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=allowed_cells(name, 5, 7, key_pad), scale=None if scale else 1.0
+    )
     close(ours, ref)
     steps = rec.finish()
     assert torch.equal(steps["a.mask"] == 0, allowed_cells(name, 5, 7, key_pad)[0, 0])
@@ -297,8 +345,13 @@ def test_fully_blocked_row_gets_zero_weights_on_both_paths():
 
 
 FAST_CASES = [
-    RunOptions(), RunOptions(norm="pre"), RunOptions(scale=False), RunOptions(residual=False),
-    RunOptions(positional=False), RunOptions(n_heads=8), RunOptions(n_heads=1),
+    RunOptions(),
+    RunOptions(norm="pre"),
+    RunOptions(scale=False),
+    RunOptions(residual=False),
+    RunOptions(positional=False),
+    RunOptions(n_heads=8),
+    RunOptions(n_heads=1),
     RunOptions().with_causal("enc.self", True).with_causal("dec.self", False),
     RunOptions().with_custom_mask("dec.self", [(3, 0), (3, 1)]).with_custom_mask("enc.1.self", [(0, 0)]),
 ]
@@ -388,8 +441,8 @@ def test_rotary_keeps_norms_and_depends_only_on_relative_position():
     q, k = torch.randn(dk), torch.randn(dk)
 
     def score(m, n):
-        rq = apply_rotary(q[None], cos[m:m + 1], sin[m:m + 1])[0]
-        rk = apply_rotary(k[None], cos[n:n + 1], sin[n:n + 1])[0]
+        rq = apply_rotary(q[None], cos[m : m + 1], sin[m : m + 1])[0]
+        rk = apply_rotary(k[None], cos[n : n + 1], sin[n : n + 1])[0]
         return float(rq @ rk)
 
     for m, n, s in [(3, 1, 10), (0, 7, 20), (12, 12, 33)]:

@@ -36,8 +36,30 @@ def png_size(path):
 
 def test_render_named_stages_png_svg_and_handout(ckpt, tmp_path, capsys, qapp):
     out = tmp_path / "handout"
-    assert main(["render", "--checkpoint", str(ckpt), "--src", "the cat", "--tgt", "le", "--stage", STAGES[0],
-                 "--stage", ",".join(STAGES[1:]), "--out", str(out), "--format", "png,svg", "--scale", "2"]) == 0
+    assert (
+        main(
+            [
+                "render",
+                "--checkpoint",
+                str(ckpt),
+                "--src",
+                "the cat",
+                "--tgt",
+                "le",
+                "--stage",
+                STAGES[0],
+                "--stage",
+                ",".join(STAGES[1:]),
+                "--out",
+                str(out),
+                "--format",
+                "png,svg",
+                "--scale",
+                "2",
+            ]
+        )
+        == 0
+    )
     files = sorted(p.name for p in out.iterdir())
     expected = [f"{i:03d}-{k}.{f}" for i, k in enumerate(STAGES, 1) for f in ("png", "svg")]
     assert files == sorted([*expected, "index.html"])
@@ -74,8 +96,22 @@ def test_render_scale_one_and_all(ckpt, tmp_path, qapp):
 
 
 def test_render_unknown_stage_exits_2_listing_valid_names(ckpt, tmp_path, capsys):
-    assert main(["render", "--checkpoint", str(ckpt), "--src", "the cat", "--stage", "enc.9.self.weights",
-                 "--out", str(tmp_path / "x")]) == 2
+    assert (
+        main(
+            [
+                "render",
+                "--checkpoint",
+                str(ckpt),
+                "--src",
+                "the cat",
+                "--stage",
+                "enc.9.self.weights",
+                "--out",
+                str(tmp_path / "x"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "'enc.9.self.weights'" in err and "enc.0.self.weights" in err and "out.probs" in err
     assert not (tmp_path / "x").exists()  # nothing written for a bad request
@@ -83,8 +119,23 @@ def test_render_unknown_stage_exits_2_listing_valid_names(ckpt, tmp_path, capsys
 
 @pytest.mark.parametrize("bad", [["--format", "jpg"], ["--scale", "9"], ["--head", "0"]])
 def test_render_bad_arguments_exit_2(ckpt, tmp_path, capsys, bad):
-    assert main(["render", "--checkpoint", str(ckpt), "--src", "the cat", "--stage", "all",
-                 "--out", str(tmp_path / "y"), *bad]) == 2
+    assert (
+        main(
+            [
+                "render",
+                "--checkpoint",
+                str(ckpt),
+                "--src",
+                "the cat",
+                "--stage",
+                "all",
+                "--out",
+                str(tmp_path / "y"),
+                *bad,
+            ]
+        )
+        == 2
+    )
     assert "attnlab render:" in capsys.readouterr().err
 
 
@@ -113,8 +164,14 @@ def test_window_export_menu_writes_every_format(qtbot, tmp_path, tiny_model):
     w.show()
     with qtbot.waitSignal(w.session.traceReady, timeout=15000):
         w.session.set_model(tiny_model(), "the black cat sees the dog", "le chat")
-    for name in ("exportPng1Action", "exportPng2Action", "exportPng3Action", "exportSvgAction",
-                 "exportCsvAction", "exportNpzAction"):
+    for name in (
+        "exportPng1Action",
+        "exportPng2Action",
+        "exportPng3Action",
+        "exportSvgAction",
+        "exportCsvAction",
+        "exportNpzAction",
+    ):
         assert w.findChild(type(w.dark_action), name) is not None, name
     w.session.set_stage("enc.0.self.weights")
     panel = w.current_panel()

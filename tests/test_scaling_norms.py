@@ -36,8 +36,10 @@ def test_site_scaling_matches_torch_softmax(trace, site):
     np.testing.assert_allclose(stats.scaled, (scores / math.sqrt(d_k))[allowed].numpy(), rtol=1e-4, atol=1e-5)
     assert stats.raw_counts.sum() == stats.scaled_counts.sum() == int(allowed.sum())
     live = torch.isfinite(mask).any(-1)  # [Tq]
-    for scale, entropy, top in ((1.0, stats.entropy_raw, stats.max_raw),
-                                (math.sqrt(d_k), stats.entropy_scaled, stats.max_scaled)):
+    for scale, entropy, top in (
+        (1.0, stats.entropy_raw, stats.max_raw),
+        (math.sqrt(d_k), stats.entropy_scaled, stats.max_scaled),
+    ):
         p = torch.softmax(scores / scale + mask, dim=-1)[:, live]  # [H, rows, Tk]
         expected = -(p * torch.log(p.clamp_min(1e-300))).sum(-1).mean(-1)  # [H]
         np.testing.assert_allclose(entropy, expected.numpy(), rtol=1e-4, atol=1e-6)
@@ -60,6 +62,7 @@ def test_random_draw_is_the_direct_computation():
     scores = q @ k.T
     np.testing.assert_allclose(draw.scores, scores)
     assert draw.std_raw == pytest.approx(scores.std())
+
     def top(s):
         return torch.softmax(torch.from_numpy(s), -1).max(-1).values.mean().item()
 

@@ -19,9 +19,16 @@ from attnlab.ui.main_window import MainWindow
 
 STEPS = int(os.environ.get("SOAK_STEPS", 10_000))
 WINDOW_EVERY = 25
-VARIANTS = [RunOptions(), RunOptions(norm="pre"), RunOptions(n_heads=8), RunOptions(scale=False),
-            RunOptions(positional=False), RunOptions(residual=False), RunOptions(pad_to=12, temperature=2.0),
-            RunOptions().with_causal("dec.self", False).toggled_mask_cell("enc.0.self", 0, 1)]
+VARIANTS = [
+    RunOptions(),
+    RunOptions(norm="pre"),
+    RunOptions(n_heads=8),
+    RunOptions(scale=False),
+    RunOptions(positional=False),
+    RunOptions(residual=False),
+    RunOptions(pad_to=12, temperature=2.0),
+    RunOptions().with_causal("dec.self", False).toggled_mask_cell("enc.0.self", 0, 1),
+]
 COLORMAPS = ["viridis", "magma", "CET-D1", "RdBu_r"]
 
 
@@ -68,8 +75,7 @@ def test_ten_thousand_toggles_and_repaints(qtbot, tmp_path, monkeypatch, generat
         repaints += 1
         assert w.current_panel().shown_data(), stage.key
     seconds = time.perf_counter() - start
-    print(f"\nsoak: {repaints} toggles + repaints ({window_updates} through the whole window) "
-          f"in {seconds:.1f} s")
+    print(f"\nsoak: {repaints} toggles + repaints ({window_updates} through the whole window) in {seconds:.1f} s")
     assert repaints == STEPS and w.isVisible()
     assert w.navigator.current_key() == s.stage_key
     s.shutdown()

@@ -32,8 +32,17 @@ def encoder_only_trace():
 
     torch.manual_seed(0)
     tok = WordTokenizer.train(["the black cat sees the small dog"])
-    cfg = ModelConfig(arch="encoder-only", src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size,
-                      d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32)
+    cfg = ModelConfig(
+        arch="encoder-only",
+        src_vocab_size=tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        max_len=32,
+    )
     return LiveModel(Transformer(cfg), tok, tok).trace("the black cat sees the dog", None, RunOptions())
 
 

@@ -68,8 +68,10 @@ def site_labels(trace, site):
     k = trace["src.tokens"] if stack == "enc" or kind == "cross" else trace["tgt.tokens"]
     if stack == "dec":  # decoder rows say what each position predicts: the next input, "?" after the last
         real = [t for t in q if t != "<pad>"]
-        q = [f"{t} → {real[i + 1]}" if i + 1 < len(real) else (f"{t} → ?" if i + 1 == len(real) else t)
-             for i, t in enumerate(q)]
+        q = [
+            f"{t} → {real[i + 1]}" if i + 1 < len(real) else (f"{t} → ?" if i + 1 == len(real) else t)
+            for i, t in enumerate(q)
+        ]
     return list(q), list(k)
 
 
@@ -280,8 +282,9 @@ def test_positional_encoding_off_shows_a_message_and_never_raises(panels, enc_de
     trace = enc_dec.trace(SRC, TGT, RunOptions(positional=False))
     assert "pos" not in {s.kind for s in stages_for(trace)}
     pos_panel = panels("pos")
-    pos_panel.show_stage(trace, Stage("src.pos", "pos", "+ positional encoding", "Source input", side="src"),
-                         ViewState())
+    pos_panel.show_stage(
+        trace, Stage("src.pos", "pos", "+ positional encoding", "Source input", side="src"), ViewState()
+    )
     assert "No positional encoding" in pos_panel.shown_data()["message"]
     input_panel = panels("input")
     input_stage = Stage("src.input", "input", "input", "Source input", side="src")

@@ -21,8 +21,16 @@ SRC, TGT = "the black cat sees the small dog and the cat", "le chat noir voit"
 def make(**changes) -> LiveModel:
     torch.manual_seed(0)
     tok = WordTokenizer.train(TEXTS)
-    cfg = dict(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=64, n_heads=4, d_ff=128,
-               n_encoder_layers=2, n_decoder_layers=2, max_len=64)
+    cfg = dict(
+        src_vocab_size=tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        d_model=64,
+        n_heads=4,
+        d_ff=128,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        max_len=64,
+    )
     cfg.update(changes)
     return LiveModel(Transformer(ModelConfig(**cfg)), tok, tok)
 
@@ -31,14 +39,17 @@ def lengths(trace) -> tuple[int, int]:
     return len(trace.get("src.tokens", [])), len(trace.get("tgt.tokens", []))
 
 
-@pytest.mark.parametrize("changes, options", [
-    ({}, RunOptions()),
-    ({"norm_first": True, "final_norm": True}, RunOptions(pad_to=20)),
-    ({"arch": "decoder-only", "tgt_vocab_size": 3000}, RunOptions(residual=False, n_heads=8)),
-    ({"arch": "encoder-only", "positional": "learned"}, RunOptions(scale=False)),
-    ({}, RunOptions(n_heads=1, positional=False).with_custom_mask("enc.1.self", [(0, 1)])),
-    ({}, RunOptions(projections=False, ablate=(("enc.0.self", 1, "zero"), ("dec.1.cross", 0, "mean")))),
-])
+@pytest.mark.parametrize(
+    "changes, options",
+    [
+        ({}, RunOptions()),
+        ({"norm_first": True, "final_norm": True}, RunOptions(pad_to=20)),
+        ({"arch": "decoder-only", "tgt_vocab_size": 3000}, RunOptions(residual=False, n_heads=8)),
+        ({"arch": "encoder-only", "positional": "learned"}, RunOptions(scale=False)),
+        ({}, RunOptions(n_heads=1, positional=False).with_custom_mask("enc.1.self", [(0, 1)])),
+        ({}, RunOptions(projections=False, ablate=(("enc.0.self", 1, "zero"), ("dec.1.cross", 0, "mean")))),
+    ],
+)
 def test_estimate_is_within_ten_percent_of_the_stored_bytes(changes, options):
     model = make(**changes)
     trace = model.trace(SRC, TGT, options)

@@ -27,8 +27,12 @@ OPTIONS = {
     "scale off": RunOptions(scale=False),
     "pre-norm": RunOptions(norm="pre"),
     "padding": RunOptions(pad_to=12),
-    "custom masks": (RunOptions(pad_to=10).with_custom_mask("enc.0.self", [(1, k) for k in range(10)])
-                     .with_custom_mask("dec.self", [(2, 0), (3, 1)]).with_causal("enc.self", True)),
+    "custom masks": (
+        RunOptions(pad_to=10)
+        .with_custom_mask("enc.0.self", [(1, k) for k in range(10)])
+        .with_custom_mask("dec.self", [(2, 0), (3, 1)])
+        .with_causal("enc.self", True)
+    ),
     "residual off, 8 heads": RunOptions(residual=False, n_heads=8, positional=False),
 }
 
@@ -36,8 +40,18 @@ OPTIONS = {
 def make(arch: str, **changes) -> LiveModel:
     torch.manual_seed(0)
     tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(arch=arch, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32,
-                      n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32, **changes)
+    cfg = ModelConfig(
+        arch=arch,
+        src_vocab_size=tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        max_len=32,
+        **changes,
+    )
     return LiveModel(Transformer(cfg), tok, tok)
 
 
@@ -73,12 +87,19 @@ def test_every_derived_entry_equals_the_eagerly_recorded_one(arch, label):
     model = make(arch)
     options = OPTIONS[label]
     if arch != "encoder-decoder" and options.custom_masks:  # name only the sites this architecture has
-        options = options.replace(custom_masks=tuple((s, c) for s, c in options.custom_masks
-                                                     if s.startswith("enc" if arch == "encoder-only" else "dec")))
+        options = options.replace(
+            custom_masks=tuple(
+                (s, c) for s, c in options.custom_masks if s.startswith("enc" if arch == "encoder-only" else "dec")
+            )
+        )
     lazy, eager, logits = run_both(model, options)
     derived = [n for n, v in lazy.entries.items() if isinstance(v, Derived)]
-    assert {"enc.0.self.scaled", "enc.0.self.masked", "enc.0.self.concat", "enc.0.norm1.mean"} & set(derived) \
-        or {"dec.0.self.scaled", "dec.0.self.masked", "dec.0.self.concat", "dec.0.norm1.var"} & set(derived)
+    assert {"enc.0.self.scaled", "enc.0.self.masked", "enc.0.self.concat", "enc.0.norm1.mean"} & set(derived) or {
+        "dec.0.self.scaled",
+        "dec.0.self.masked",
+        "dec.0.self.concat",
+        "dec.0.norm1.var",
+    } & set(derived)
     # LiveModel adds the tokens and ids before the forward and probs after it
     assert [n for n in lazy.names() if n in eager] == eager.names()
     assert {n for n in lazy.names() if n not in eager} <= {"src.tokens", "src.ids", "tgt.tokens", "tgt.ids", "probs"}

@@ -21,8 +21,17 @@ SRC, TGT = "the black cat sees the dog", "le chat noir"
 def make(**changes) -> LiveModel:
     torch.manual_seed(0)
     tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32, n_heads=4,
-                      d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32, **changes)
+    cfg = ModelConfig(
+        src_vocab_size=tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        max_len=32,
+        **changes,
+    )
     return LiveModel(Transformer(cfg), tok, tok)
 
 

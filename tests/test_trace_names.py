@@ -24,18 +24,40 @@ from attnlab.engine.trace import Recorder
 GOLDEN = Path(__file__).parent / "golden"
 CASES = {  # golden file stem: (config changes, run options)
     "encoder_decoder_post_norm": ({"arch": "encoder-decoder"}, RunOptions()),
-    "encoder_decoder_pre_norm": ({"arch": "encoder-decoder", "norm_first": True, "final_norm": True},
-                                 RunOptions()),
+    "encoder_decoder_pre_norm": ({"arch": "encoder-decoder", "norm_first": True, "final_norm": True}, RunOptions()),
     "decoder_only": ({"arch": "decoder-only"}, RunOptions()),
     "encoder_only": ({"arch": "encoder-only"}, RunOptions()),
     # what imported architectures add: Llama/Qwen2-like and BERT-like
-    "decoder_only_rmsnorm_swiglu_gqa": ({"arch": "decoder-only", "norm": "rmsnorm", "ffn": "gated", "n_kv_heads": 1,
-                                         "positional": "rotary", "rotary_layout": "half", "norm_first": True,
-                                         "final_norm": True, "activation": "silu", "bias": False, "qkv_bias": True},
-                                        RunOptions()),
-    "encoder_only_bert_like": ({"arch": "encoder-only", "embed_norm": True, "type_vocab_size": 2,
-                                "positional": "learned", "pos_offset": 2, "output_head": True, "logits_bias": True,
-                                "activation": "gelu", "scale_embedding": False}, RunOptions()),
+    "decoder_only_rmsnorm_swiglu_gqa": (
+        {
+            "arch": "decoder-only",
+            "norm": "rmsnorm",
+            "ffn": "gated",
+            "n_kv_heads": 1,
+            "positional": "rotary",
+            "rotary_layout": "half",
+            "norm_first": True,
+            "final_norm": True,
+            "activation": "silu",
+            "bias": False,
+            "qkv_bias": True,
+        },
+        RunOptions(),
+    ),
+    "encoder_only_bert_like": (
+        {
+            "arch": "encoder-only",
+            "embed_norm": True,
+            "type_vocab_size": 2,
+            "positional": "learned",
+            "pos_offset": 2,
+            "output_head": True,
+            "logits_bias": True,
+            "activation": "gelu",
+            "scale_embedding": False,
+        },
+        RunOptions(),
+    ),
 }
 FAST_PATH_NAMES = {"src.tokens", "src.ids", "tgt.tokens", "tgt.ids", "logits", "probs"}
 

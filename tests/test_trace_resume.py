@@ -30,21 +30,45 @@ CASES = {
     "cell on enc.2.self": ("encoder-decoder", BASE, BASE.toggled_mask_cell("enc.2.self", 0, 4), "enc.2"),
     "cell on enc.0.self (full run)": ("encoder-decoder", BASE, BASE.toggled_mask_cell("enc.0.self", 0, 4), None),
     "cell removed again": ("encoder-decoder", BASE.toggled_mask_cell("dec.2.self", 2, 0), BASE, "dec.2"),
-    "whole row blocked": ("encoder-decoder", BASE, BASE.with_custom_mask("dec.1.cross", [(0, k) for k in range(7)]),
-                          "dec.1"),
+    "whole row blocked": (
+        "encoder-decoder",
+        BASE,
+        BASE.with_custom_mask("dec.1.cross", [(0, k) for k in range(7)]),
+        "dec.1",
+    ),
     "mask on every dec.cross": ("encoder-decoder", BASE, BASE.with_custom_mask("dec.cross", [(1, 1)]), "dec.0"),
     "decoder causal off": ("encoder-decoder", BASE, BASE.with_causal("dec.self", False), "dec.0"),
     "cross causal on": ("encoder-decoder", BASE, BASE.with_causal("dec.cross", True), "dec.0"),
-    "cell and temperature": ("encoder-decoder", BASE, BASE.toggled_mask_cell("dec.2.cross", 0, 0)
-                             .replace(temperature=2.5), "dec.2"),
-    "pre-norm, cell on dec.1.self": ("encoder-decoder", BASE.replace(norm="pre"),
-                                     BASE.replace(norm="pre").toggled_mask_cell("dec.1.self", 3, 1), "dec.1"),
-    "8 heads, scale off, cell": ("encoder-decoder", BASE.replace(n_heads=8, scale=False),
-                                 BASE.replace(n_heads=8, scale=False).toggled_mask_cell("dec.2.self", 1, 0), "dec.2"),
-    "padded, cell on dec.1.cross": ("encoder-decoder", BASE.replace(pad_to=10),
-                                    BASE.replace(pad_to=10).toggled_mask_cell("dec.1.cross", 0, 2), "dec.1"),
-    "mask and scale (full run)": ("encoder-decoder", BASE, BASE.toggled_mask_cell("dec.2.self", 2, 0)
-                                  .replace(scale=False), None),
+    "cell and temperature": (
+        "encoder-decoder",
+        BASE,
+        BASE.toggled_mask_cell("dec.2.cross", 0, 0).replace(temperature=2.5),
+        "dec.2",
+    ),
+    "pre-norm, cell on dec.1.self": (
+        "encoder-decoder",
+        BASE.replace(norm="pre"),
+        BASE.replace(norm="pre").toggled_mask_cell("dec.1.self", 3, 1),
+        "dec.1",
+    ),
+    "8 heads, scale off, cell": (
+        "encoder-decoder",
+        BASE.replace(n_heads=8, scale=False),
+        BASE.replace(n_heads=8, scale=False).toggled_mask_cell("dec.2.self", 1, 0),
+        "dec.2",
+    ),
+    "padded, cell on dec.1.cross": (
+        "encoder-decoder",
+        BASE.replace(pad_to=10),
+        BASE.replace(pad_to=10).toggled_mask_cell("dec.1.cross", 0, 2),
+        "dec.1",
+    ),
+    "mask and scale (full run)": (
+        "encoder-decoder",
+        BASE,
+        BASE.toggled_mask_cell("dec.2.self", 2, 0).replace(scale=False),
+        None,
+    ),
     "decoder-only cell on dec.1.self": ("decoder-only", BASE, BASE.toggled_mask_cell("dec.1.self", 2, 1), "dec.1"),
     "decoder-only cell on dec.0.self": ("decoder-only", BASE, BASE.toggled_mask_cell("dec.0.self", 2, 1), "dec.0"),
     "encoder-only cell on enc.2.self": ("encoder-only", BASE, BASE.toggled_mask_cell("enc.2.self", 2, 1), "enc.2"),
@@ -55,8 +79,15 @@ CASES = {
 def make(arch: str) -> LiveModel:
     torch.manual_seed(0)
     tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32, n_heads=4,
-                      d_ff=64, max_len=32, **ARCHS[arch])
+    cfg = ModelConfig(
+        src_vocab_size=tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        max_len=32,
+        **ARCHS[arch],
+    )
     return LiveModel(Transformer(cfg), tok, tok)
 
 
@@ -83,12 +114,18 @@ def test_a_mask_toggle_resumes_where_it_starts_and_equals_a_full_run(label):
     assert_identical(toggled, full)
     assert toggled.options == full.options
     if start is not None:  # what comes before the first changed layer is the previous run's, not a copy
-        reused = [n for n in first.entries if not n.startswith(start + ".") and n in toggled.entries
-                  and toggled.entries[n] is first.entries[n]]
+        reused = [
+            n
+            for n in first.entries
+            if not n.startswith(start + ".") and n in toggled.entries and toggled.entries[n] is first.entries[n]
+        ]
         first_of_layer = next(i for i, n in enumerate(first.names()) if n.startswith(start + "."))
         assert len(reused) >= first_of_layer - 4  # all but tokens and ids, recorded again
-        assert not any(toggled.entries[n] is first.entries[n] for n in first.names()[first_of_layer:]
-                       if n in first.entries and not isinstance(first.entries[n], list))
+        assert not any(
+            toggled.entries[n] is first.entries[n]
+            for n in first.names()[first_of_layer:]
+            if n in first.entries and not isinstance(first.entries[n], list)
+        )
 
 
 def test_toggles_in_a_row_each_equal_a_full_run():
@@ -117,8 +154,11 @@ def test_the_kept_layer_inputs_share_the_trace_storage_and_go_with_the_text():
     assert all(x.untyped_storage().data_ptr() in stored for x in kept.values())  # no memory of their own
     other = model.trace(SRC, "le chien", BASE.toggled_mask_cell("dec.2.self", 2, 0))  # new text: a full run
     assert "resumed_from" not in other.info
-    assert all(x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr()
-               for x in model._last_inputs.tensors.values() for y in kept.values())
+    assert all(
+        x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr()
+        for x in model._last_inputs.tensors.values()
+        for y in kept.values()
+    )
 
 
 def test_no_layer_inputs_without_recording_and_changed_weights_run_in_full():

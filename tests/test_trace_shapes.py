@@ -39,8 +39,9 @@ def test_head_resplit_reads_same_weights_as_more_heads(tiny_model):
     t4 = m.trace("the cat", "le")
     assert t8["enc.0.self.q"].shape == (8, 3, 4)
     # Q itself is the same projection, only split differently
-    assert torch.allclose(t8["enc.0.self.q"].transpose(0, 1).reshape(3, 32),
-                          t4["enc.0.self.q"].transpose(0, 1).reshape(3, 32), atol=1e-6)
+    assert torch.allclose(
+        t8["enc.0.self.q"].transpose(0, 1).reshape(3, 32), t4["enc.0.self.q"].transpose(0, 1).reshape(3, 32), atol=1e-6
+    )
     with pytest.raises(OptionsError, match="do not divide"):
         m.trace("the cat", "le", RunOptions(n_heads=5))
 

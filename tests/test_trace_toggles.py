@@ -38,8 +38,16 @@ TOGGLES = {
 def make() -> LiveModel:
     torch.manual_seed(0)
     tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, d_model=32, n_heads=4,
-                      d_ff=64, n_encoder_layers=2, n_decoder_layers=2, max_len=32)
+    cfg = ModelConfig(
+        src_vocab_size=tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        max_len=32,
+    )
     return LiveModel(Transformer(cfg), tok, tok)
 
 
@@ -80,8 +88,7 @@ def test_a_temperature_change_reuses_every_stored_entry():
 def test_anything_else_or_changed_weights_run_again():
     model = make()
     first = model.trace(SRC, TGT, RunOptions())
-    assert model.trace(SRC, TGT, RunOptions(scale=False)).entries["enc.0.self.q"] is not \
-        first.entries["enc.0.self.q"]
+    assert model.trace(SRC, TGT, RunOptions(scale=False)).entries["enc.0.self.q"] is not first.entries["enc.0.self.q"]
     model.trace(SRC, TGT, RunOptions())
     with torch.no_grad():
         model.module.encoder[0].self_attn.w_q.weight.mul_(2.0)  # weights changed in place: no reuse

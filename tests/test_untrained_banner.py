@@ -26,13 +26,16 @@ def test_the_trained_configuration_has_no_reasons(post_norm):
     assert facts.untrained_reasons(_trace(post_norm)) == [] and facts.untrained_banner(_trace(post_norm)) == ""
 
 
-@pytest.mark.parametrize(("options", "words"), [
-    ({"norm": "pre"}, "pre-norm without a final LayerNorm"),
-    ({"n_heads": 2}, "2 heads instead of the trained 4"),
-    ({"positional": False}, "positional encoding is off"),
-    ({"residual": False}, "residual connections are off"),
-    ({"scale": False}, "not divided by √dₖ"),
-])
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"norm": "pre"}, "pre-norm without a final LayerNorm"),
+        ({"n_heads": 2}, "2 heads instead of the trained 4"),
+        ({"positional": False}, "positional encoding is off"),
+        ({"residual": False}, "residual connections are off"),
+        ({"scale": False}, "not divided by √dₖ"),
+    ],
+)
 def test_each_untrained_toggle_gives_its_reason(post_norm, options, words):
     reasons = facts.untrained_reasons(_trace(post_norm, **options))
     assert len(reasons) == 1 and words in reasons[0]

@@ -6,5 +6,12 @@ from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.loader import load_checkpoint
 from attnlab.checkpoints.native import save_checkpoint
 
-__all__ = ["BUNDLED", "CheckpointError", "default_tokenizer", "load_bundled", "load_checkpoint",
-           "random_model", "save_checkpoint"]
+__all__ = [
+    "BUNDLED",
+    "CheckpointError",
+    "default_tokenizer",
+    "load_bundled",
+    "load_checkpoint",
+    "random_model",
+    "save_checkpoint",
+]

@@ -57,8 +57,12 @@ class AdditiveModel:
 
 def save_additive(model: AdditiveModel, path: Path | str) -> None:
     tensors = {k: v.detach().contiguous() for k, v in model.module.state_dict().items()}
-    meta = {"format": FORMAT, "config": json.dumps(model.module.cfg.to_dict()), "tokenizer": model.tokenizer.to_json(),
-            "metadata": json.dumps(model.metadata, default=str)}
+    meta = {
+        "format": FORMAT,
+        "config": json.dumps(model.module.cfg.to_dict()),
+        "tokenizer": model.tokenizer.to_json(),
+        "metadata": json.dumps(model.metadata, default=str),
+    }
     atomic_write(Path(path), lambda tmp: save_file(tensors, str(tmp), metadata=meta))
 
 
@@ -81,8 +85,9 @@ def load_additive(path: Path | str | None = None) -> AdditiveModel:
     except Exception as exc:
         raise CheckpointError(f"{path}: not a readable safetensors file ({exc})") from None
     if meta.get("format") != FORMAT:
-        raise CheckpointError(f"{path}: not an additive-attention model (format {meta.get('format')!r}, "
-                              f"expected {FORMAT!r})")
+        raise CheckpointError(
+            f"{path}: not an additive-attention model (format {meta.get('format')!r}, expected {FORMAT!r})"
+        )
     try:
         cfg = AdditiveConfig(**json.loads(meta["config"]))
         module = AdditiveSeq2Seq(cfg)

@@ -21,8 +21,10 @@ from attnlab.engine.model import Transformer
 from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer, tokenizer_from_json
 
 FORMAT = "attnlab/1"
-NO_TOKENIZER_NOTICE = ("This checkpoint has no tokenizer, so its tokens are shown as tok4, tok5, …; ordinary "
-                       "words become <unk>, but typing a name such as 'tok17' feeds that token id.")
+NO_TOKENIZER_NOTICE = (
+    "This checkpoint has no tokenizer, so its tokens are shown as tok4, tok5, …; ordinary "
+    "words become <unk>, but typing a name such as 'tok17' feeds that token id."
+)
 
 
 def generic_tokenizer(vocab_size: int) -> WordTokenizer:
@@ -117,14 +119,17 @@ def all_finite(t: torch.Tensor) -> bool:
     return bool(torch.isfinite(low)) and bool(torch.isfinite(high))
 
 
-def check_tensors(tensors: dict[str, torch.Tensor], config: ModelConfig | None, problems: Problems,
-                  module: Transformer | None = None) -> None:
+def check_tensors(
+    tensors: dict[str, torch.Tensor], config: ModelConfig | None, problems: Problems, module: Transformer | None = None
+) -> None:
     """Missing, unexpected, wrongly shaped, non-float and non-finite tensors (as many checks as the config
     allows: without a usable config only the values are checked)."""
     not_float = [n for n, t in tensors.items() if not t.is_floating_point()]
     if not_float:
-        problems.add("these tensors hold integers or booleans, but weights must be floating point: "
-                     + name_list(f"{n} ({tensors[n].dtype})" for n in not_float))
+        problems.add(
+            "these tensors hold integers or booleans, but weights must be floating point: "
+            + name_list(f"{n} ({tensors[n].dtype})" for n in not_float)
+        )
     bad_values = [n for n, t in tensors.items() if t.is_floating_point() and not all_finite(t)]
     if bad_values:
         problems.add("these tensors contain NaN or infinite values: " + name_list(bad_values))
@@ -134,17 +139,25 @@ def check_tensors(tensors: dict[str, torch.Tensor], config: ModelConfig | None, 
     missing = [n for n in expected if n not in tensors]
     unexpected = [n for n in tensors if n not in expected]
     if missing:
-        problems.add(f"{count(missing)} the model needs {'is' if len(missing) == 1 else 'are'} missing: "
-                     f"{name_list(missing)}")
+        problems.add(
+            f"{count(missing)} the model needs {'is' if len(missing) == 1 else 'are'} missing: {name_list(missing)}"
+        )
     if unexpected:
-        problems.add(f"{count(unexpected)} {'does' if len(unexpected) == 1 else 'do'} not belong to a model "
-                     f"with this config: {name_list(unexpected)}")
-    wrong = [f"{n}: expected {shape_text(shape)} got {shape_text(tensors[n].shape)}"
-             for n, shape in expected.items() if n in tensors and tuple(tensors[n].shape) != shape]
+        problems.add(
+            f"{count(unexpected)} {'does' if len(unexpected) == 1 else 'do'} not belong to a model "
+            f"with this config: {name_list(unexpected)}"
+        )
+    wrong = [
+        f"{n}: expected {shape_text(shape)} got {shape_text(tensors[n].shape)}"
+        for n, shape in expected.items()
+        if n in tensors and tuple(tensors[n].shape) != shape
+    ]
     if wrong:
-        problems.add(f"{count(wrong)} {'has' if len(wrong) == 1 else 'have'} the wrong shape: "
-                     + "; ".join(wrong[:12])
-                     + (f"; … and {len(wrong) - 12} more" if len(wrong) > 12 else ""))
+        problems.add(
+            f"{count(wrong)} {'has' if len(wrong) == 1 else 'have'} the wrong shape: "
+            + "; ".join(wrong[:12])
+            + (f"; … and {len(wrong) - 12} more" if len(wrong) > 12 else "")
+        )
 
 
 def drop_tied_duplicates(tensors: dict[str, torch.Tensor], module: Transformer, problems: Problems) -> dict:
@@ -180,8 +193,9 @@ def read_tokenizer(text: object, key: str, problems: Problems) -> Tokenizer | No
         return None
 
 
-def resolve_tokenizers(config: ModelConfig | None, src_json: object, tgt_json: object, problems: Problems,
-                       notices: list[str]) -> tuple[Tokenizer | None, Tokenizer | None]:
+def resolve_tokenizers(
+    config: ModelConfig | None, src_json: object, tgt_json: object, problems: Problems, notices: list[str]
+) -> tuple[Tokenizer | None, Tokenizer | None]:
     """(src, tgt) tokenizers. A side without its own tokenizer borrows the other side's when the vocabulary
     sizes agree, else gets the generic tok4, tok5, … stand-in (with a notice)."""
     src = read_tokenizer(src_json, "source tokenizer (src_tokenizer)", problems)
@@ -204,8 +218,10 @@ def resolve_tokenizers(config: ModelConfig | None, src_json: object, tgt_json: o
             # an imported model's embedding may have spare rows (nanoGPT 50304, Qwen2): only more is wrong
             smaller_ok = own.kind in FOREIGN_KINDS and own.vocab_size < size
             if own.vocab_size != size and not smaller_ok:
-                problems.add(f"the {label} tokenizer has {own.vocab_size} tokens but the config says the "
-                             f"{label} vocabulary has {size}")
+                problems.add(
+                    f"the {label} tokenizer has {own.vocab_size} tokens but the config says the "
+                    f"{label} vocabulary has {size}"
+                )
             chosen[side] = own
         elif other is not None and other.vocab_size == size:
             chosen[side] = other
@@ -235,22 +251,41 @@ def parse_metadata(value: object, problems: Problems) -> dict:
     return {k: v for k, v in value.items() if k not in ("notices", "notice")}
 
 
-def assemble(problems: Problems, *, config_value: object, tensors: dict[str, torch.Tensor] | None,
-             src_json: object, tgt_json: object, name: str, metadata_value: object = None, device: str = "cpu",
-             notices: list[str] | None = None) -> LiveModel:
+def assemble(
+    problems: Problems,
+    *,
+    config_value: object,
+    tensors: dict[str, torch.Tensor] | None,
+    src_json: object,
+    tgt_json: object,
+    name: str,
+    metadata_value: object = None,
+    device: str = "cpu",
+    notices: list[str] | None = None,
+) -> LiveModel:
     """Check everything, then build. `tensors` None means they could not be read (already reported)."""
     notices = list(notices or [])
     config = parse_config(config_value, problems)
     metadata = parse_metadata(metadata_value, problems)
     src_tok, tgt_tok = resolve_tokenizers(config, src_json, tgt_json, problems, notices)
-    return build_live_model(problems, config, tensors, src_tok, tgt_tok, name=name, metadata=metadata,
-                            device=device, notices=notices)
+    return build_live_model(
+        problems, config, tensors, src_tok, tgt_tok, name=name, metadata=metadata, device=device, notices=notices
+    )
 
 
-def build_live_model(problems: Problems, config: ModelConfig | None, tensors: dict[str, torch.Tensor] | None,
-                     src_tok: Tokenizer | None, tgt_tok: Tokenizer | None, *, name: str, metadata: dict,
-                     device: str = "cpu", notices: list[str] | None = None, module: Transformer | None = None
-                     ) -> LiveModel:
+def build_live_model(
+    problems: Problems,
+    config: ModelConfig | None,
+    tensors: dict[str, torch.Tensor] | None,
+    src_tok: Tokenizer | None,
+    tgt_tok: Tokenizer | None,
+    *,
+    name: str,
+    metadata: dict,
+    device: str = "cpu",
+    notices: list[str] | None = None,
+    module: Transformer | None = None,
+) -> LiveModel:
     """Check every tensor against the config (names, shapes, values), then build; shared by every reader.
     `config` None or `tensors` None mean they could not be read (already reported). `module`: one already
     built from `config`, to fill."""

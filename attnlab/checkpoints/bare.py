@@ -32,8 +32,13 @@ class NNDefaults(TypedDict):
     max_len: int
 
 
-NN_DEFAULTS: NNDefaults = {"norm": "post", "activation": "relu", "layer_norm_eps": 1e-5, "positional": "sinusoidal",
-               "max_len": 512}
+NN_DEFAULTS: NNDefaults = {
+    "norm": "post",
+    "activation": "relu",
+    "layer_norm_eps": 1e-5,
+    "positional": "sinusoidal",
+    "max_len": 512,
+}
 _STACK_LAYER = re.compile(r"^(encoder|decoder)\.(\d+)\.")
 
 
@@ -66,22 +71,35 @@ def layer_indices(tensors: Iterable[str], stack: str) -> list[int]:
     return sorted({int(m.group(2)) for n in tensors if (m := _STACK_LAYER.match(n)) and m.group(1) == stack})
 
 
-def adopt_wrapper_tensors(tensors: dict[str, torch.Tensor], d_model: int, arch: str, notices: list[str]
-                          ) -> dict[str, torch.Tensor]:
+def adopt_wrapper_tensors(
+    tensors: dict[str, torch.Tensor], d_model: int, arch: str, notices: list[str]
+) -> dict[str, torch.Tensor]:
     """Map a wrapping module's embedding / output tensors onto attnlab's names; drop (and list) the rest."""
-    out = {n: t for n, t in tensors.items() if _STACK_LAYER.match(n) or n.split(".")[0] in
-           ("enc_norm", "dec_norm", "src_embed", "tgt_embed", "out_proj")}
+    out = {
+        n: t
+        for n, t in tensors.items()
+        if _STACK_LAYER.match(n) or n.split(".")[0] in ("enc_norm", "dec_norm", "src_embed", "tgt_embed", "out_proj")
+    }
     loose = {n: t for n, t in tensors.items() if n not in out}
     embeds = [n for n, t in loose.items() if "emb" in n.lower() and t.dim() == 2 and t.shape[1] == d_model]
-    sides = ["src_embed", "tgt_embed"] if arch == "encoder-decoder" else (
-        ["src_embed"] if arch == "encoder-only" else ["tgt_embed"])
+    sides = (
+        ["src_embed", "tgt_embed"]
+        if arch == "encoder-decoder"
+        else (["src_embed"] if arch == "encoder-only" else ["tgt_embed"])
+    )
     if arch == "encoder-decoder" and len(embeds) == 1:
         sides = ["src_embed"]
     for side, name in zip(sides, sorted(embeds, key=lambda n: ("tgt" in n.lower(), n)), strict=False):
         if f"{side}.weight" not in out:
             out[f"{side}.weight"] = loose.pop(name)
-    for name in [n for n in loose if n.endswith("weight") and loose[n].dim() == 2 and loose[n].shape[1] == d_model
-                 and re.search(r"out|generator|lm_head|fc|proj|head", n.lower())][:1]:
+    for name in [
+        n
+        for n in loose
+        if n.endswith("weight")
+        and loose[n].dim() == 2
+        and loose[n].shape[1] == d_model
+        and re.search(r"out|generator|lm_head|fc|proj|head", n.lower())
+    ][:1]:
         if "out_proj.weight" not in out:
             out["out_proj.weight"] = loose.pop(name)
             bias = name[: -len("weight")] + "bias"
@@ -97,8 +115,13 @@ def stand_in(shape: Sequence[int], seed: int) -> torch.Tensor:
     return torch.randn(*shape, generator=gen) * shape[-1] ** -0.5
 
 
-def bare_config(tensors: dict[str, torch.Tensor], settings: ImportSettings, vocab_size: int,
-                problems: Problems, assumed: dict[str, tuple]) -> ModelConfig | None:
+def bare_config(
+    tensors: dict[str, torch.Tensor],
+    settings: ImportSettings,
+    vocab_size: int,
+    problems: Problems,
+    assumed: dict[str, tuple],
+) -> ModelConfig | None:
     """The ModelConfig of a state dict in attnlab names; `assumed` gets field -> (value, where it came from)."""
     enc, dec = layer_indices(tensors, "encoder"), layer_indices(tensors, "decoder")
     stack = "encoder" if enc else "decoder"
@@ -108,8 +131,10 @@ def bare_config(tensors: dict[str, torch.Tensor], settings: ImportSettings, voca
         problems.add("no attention or feed-forward weights of a first layer were found, so the sizes are unknown")
         return None
     if dec and "decoder.0.cross_attn.w_q.weight" in tensors and not enc:
-        problems.add("this is an nn.TransformerDecoder alone: its cross-attention needs an encoder's output, "
-                     "which the file does not have")
+        problems.add(
+            "this is an nn.TransformerDecoder alone: its cross-attention needs an encoder's output, "
+            "which the file does not have"
+        )
         return None
     d_model, d_ff = int(probe.shape[1]), int(ffn.shape[0])
     arch: Architecture = "encoder-decoder" if enc and dec else ("encoder-only" if enc else "decoder-only")
@@ -118,28 +143,50 @@ def bare_config(tensors: dict[str, torch.Tensor], settings: ImportSettings, voca
     activation = settings.activation or NN_DEFAULTS["activation"]
     if not is_activation(activation):  # bare_parts has reported settings.problems()
         return None
-    for field, given, value in (("n_heads", settings.heads, heads), ("norm", settings.norm, norm),
-                                ("activation", settings.activation, activation)):
+    for field, given, value in (
+        ("n_heads", settings.heads, heads),
+        ("norm", settings.norm, norm),
+        ("activation", settings.activation, activation),
+    ):
         assumed[field] = (value, "given" if given else "assumed: nn.Transformer's default")
     assumed["layer_norm_eps"] = (NN_DEFAULTS["layer_norm_eps"], "assumed")
     assumed["positional"] = ("sinusoidal", "assumed")
     assumed["max_len"] = (NN_DEFAULTS["max_len"], "assumed")
     if d_model % heads:
-        problems.add(f"d_model {d_model} is not divisible by {heads} heads; choose --heads from "
-                     + ", ".join(str(h) for h in range(1, d_model + 1) if d_model % h == 0 and h <= 64))
+        problems.add(
+            f"d_model {d_model} is not divisible by {heads} heads; choose --heads from "
+            + ", ".join(str(h) for h in range(1, d_model + 1) if d_model % h == 0 and h <= 64)
+        )
         return None
-    return ModelConfig(arch=arch, src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=d_model,
-                       n_heads=heads, d_ff=d_ff, n_encoder_layers=len(enc), n_decoder_layers=len(dec),
-                       activation=activation, norm_first=norm == "pre",
-                       final_norm="enc_norm.weight" in tensors or "dec_norm.weight" in tensors,
-                       layer_norm_eps=NN_DEFAULTS["layer_norm_eps"], positional="sinusoidal",
-                       scale_embedding=True, share_embeddings=False, tie_output="out_proj.weight" not in tensors,
-                       bias=f"{stack}.0.self_attn.w_q.bias" in tensors, max_len=NN_DEFAULTS["max_len"])
+    return ModelConfig(
+        arch=arch,
+        src_vocab_size=vocab_size,
+        tgt_vocab_size=vocab_size,
+        d_model=d_model,
+        n_heads=heads,
+        d_ff=d_ff,
+        n_encoder_layers=len(enc),
+        n_decoder_layers=len(dec),
+        activation=activation,
+        norm_first=norm == "pre",
+        final_norm="enc_norm.weight" in tensors or "dec_norm.weight" in tensors,
+        layer_norm_eps=NN_DEFAULTS["layer_norm_eps"],
+        positional="sinusoidal",
+        scale_embedding=True,
+        share_embeddings=False,
+        tie_output="out_proj.weight" not in tensors,
+        bias=f"{stack}.0.self_attn.w_q.bias" in tensors,
+        max_len=NN_DEFAULTS["max_len"],
+    )
 
 
-def bare_parts(tensors: dict[str, torch.Tensor], settings: ImportSettings, tokenizer: Tokenizer | None,
-               problems: Problems, notices: list[str]
-               ) -> tuple[ModelConfig | None, dict[str, torch.Tensor] | None, Tokenizer, dict[str, Any]]:
+def bare_parts(
+    tensors: dict[str, torch.Tensor],
+    settings: ImportSettings,
+    tokenizer: Tokenizer | None,
+    problems: Problems,
+    notices: list[str],
+) -> tuple[ModelConfig | None, dict[str, torch.Tensor] | None, Tokenizer, dict[str, Any]]:
     """(config, tensors, tokenizer, metadata). `tokenizer` is the user's, or None for the built-in word list."""
     from attnlab.checkpoints.assemble import generic_tokenizer
     from attnlab.checkpoints.bundled import default_tokenizer
@@ -168,18 +215,24 @@ def bare_parts(tensors: dict[str, torch.Tensor], settings: ImportSettings, token
         tensors[f"{side}.weight"] = stand_in((vocab, config.d_model), seed)  # [V, d]
     banner = ""
     if missing:
-        banner = ("The file has no token embedding (nn.Transformer has none), so seeded random embeddings "
-                  "stand in: the layers' weights are yours, but which token is which is arbitrary.")
+        banner = (
+            "The file has no token embedding (nn.Transformer has none), so seeded random embeddings "
+            "stand in: the layers' weights are yours, but which token is which is arbitrary."
+        )
         notices.append(banner)
     if tokenizer is None and embed is not None:
-        notices.append("No tokenizer was given, so the tokens are named tok4, tok5, …; pass --tokenizer "
-                       "for the model's own.")
-    said = ("Settings the weights do not record: "
-            + "; ".join(f"{k} {value} ({source})" for k, (value, source) in assumed.items()))
+        notices.append(
+            "No tokenizer was given, so the tokens are named tok4, tok5, …; pass --tokenizer for the model's own."
+        )
+    said = "Settings the weights do not record: " + "; ".join(
+        f"{k} {value} ({source})" for k, (value, source) in assumed.items()
+    )
     notices.append(said)
-    metadata = {"source": "bare nn.Transformer state dict", "run_notices": [said],
-                "settings": {k: {"value": value, "source": source.split(":")[0]}
-                             for k, (value, source) in assumed.items()}}
+    metadata = {
+        "source": "bare nn.Transformer state dict",
+        "run_notices": [said],
+        "settings": {k: {"value": value, "source": source.split(":")[0]} for k, (value, source) in assumed.items()},
+    }
     if banner:
         metadata["notice"] = banner
     return config, tensors, tok, metadata

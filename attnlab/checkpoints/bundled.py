@@ -28,8 +28,9 @@ def default_tokenizer() -> WordTokenizer:
     return WordTokenizer(list(SPECIALS) + word_list())
 
 
-def random_model(config: ModelConfig | None = None, seed: int = 0,
-                 tokenizer: Tokenizer | tuple[Tokenizer, Tokenizer] | None = None) -> LiveModel:
+def random_model(
+    config: ModelConfig | None = None, seed: int = 0, tokenizer: Tokenizer | tuple[Tokenizer, Tokenizer] | None = None
+) -> LiveModel:
     """A randomly initialised model, the same for the same seed. The vocabulary sizes come from the tokenizer
     (one Tokenizer for both sides, or a (source, target) pair; default: the built-in word list)."""
     if tokenizer is None:
@@ -37,13 +38,13 @@ def random_model(config: ModelConfig | None = None, seed: int = 0,
     src_tok, tgt_tok = tokenizer if isinstance(tokenizer, tuple) else (tokenizer, tokenizer)
     if not isinstance(src_tok, Tokenizer) or not isinstance(tgt_tok, Tokenizer):
         raise TypeError("tokenizer must be a Tokenizer or a (source, target) pair of Tokenizers")
-    config = dataclasses.replace(config or ModelConfig(**SMALL), src_vocab_size=src_tok.vocab_size,
-                                 tgt_vocab_size=tgt_tok.vocab_size)
+    config = dataclasses.replace(
+        config or ModelConfig(**SMALL), src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size
+    )
     if config.share_embeddings and src_tok.vocab_size != tgt_tok.vocab_size:
         config = dataclasses.replace(config, share_embeddings=False)
     module = build_transformer(config, seed=seed)  # a private generator: the caller's random state is untouched
-    return LiveModel(module, src_tok, tgt_tok, name=f"random-{config.arch}",
-                     metadata={"random": True, "seed": seed})
+    return LiveModel(module, src_tok, tgt_tok, name=f"random-{config.arch}", metadata={"random": True, "seed": seed})
 
 
 def bundled_path(name: str) -> Path:
@@ -55,8 +56,10 @@ def load_bundled(name: str = "translation", device: str = "cpu") -> LiveModel:
     of the matching architecture stands in (metadata: random, notice); a file that exists but is broken
     raises CheckpointError."""
     if name not in BUNDLED:
-        raise CheckpointError(f"There is no bundled model called {name!r}; choose one of: "
-                              + "; ".join(f"{k} ({v})" for k, v in BUNDLED.items()))
+        raise CheckpointError(
+            f"There is no bundled model called {name!r}; choose one of: "
+            + "; ".join(f"{k} ({v})" for k, v in BUNDLED.items())
+        )
     path = bundled_path(name)
     if path.is_file():
         return load_checkpoint(path, device=device)

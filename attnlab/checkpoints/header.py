@@ -16,9 +16,20 @@ from attnlab import limits
 from attnlab.checkpoints.errors import Problems
 
 MAX_HEADER_BYTES = limits.MAX_HEADER_BYTES  # the safetensors library's own limit
-DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1,
-               "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
-
+DTYPE_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+}
 
 
 @dataclass
@@ -38,22 +49,30 @@ def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
         with open(path, "rb") as f:
             prefix = f.read(8)
             if len(prefix) < 8:
-                problems.add(f"this is not a safetensors file: it holds only {size} bytes "
-                             "(a safetensors file starts with an 8-byte header length)")
+                problems.add(
+                    f"this is not a safetensors file: it holds only {size} bytes "
+                    "(a safetensors file starts with an 8-byte header length)"
+                )
                 return None
             (n,) = struct.unpack("<Q", prefix)
             first = f.read(1)
             if first == b"{" and n > MAX_HEADER_BYTES:
-                problems.add(f"its header says it is {n:,} bytes long; attnlab reads headers of at most "
-                             f"{MAX_HEADER_BYTES:,} bytes (the safetensors library's own limit)")
+                problems.add(
+                    f"its header says it is {n:,} bytes long; attnlab reads headers of at most "
+                    f"{MAX_HEADER_BYTES:,} bytes (the safetensors library's own limit)"
+                )
                 return None
             if first != b"{" or n < 2:
-                problems.add("this is not a safetensors file: it does not start with a header length "
-                             "followed by a JSON header (is it a PyTorch .pt file, or some other format?)")
+                problems.add(
+                    "this is not a safetensors file: it does not start with a header length "
+                    "followed by a JSON header (is it a PyTorch .pt file, or some other format?)"
+                )
                 return None
             if 8 + n > size:
-                problems.add(f"the file is truncated: its header alone should take {n} bytes, but the file "
-                             f"has only {size - 8} bytes after the length field")
+                problems.add(
+                    f"the file is truncated: its header alone should take {n} bytes, but the file "
+                    f"has only {size - 8} bytes after the length field"
+                )
                 return None
             raw = first + f.read(n - 1)
     except OSError as e:
@@ -61,8 +80,9 @@ def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
         return None
     listed = raw.count(b'"data_offsets"')  # an upper bound on the tensors, counted before any parsing
     if listed > limits.MAX_TENSORS:
-        problems.add(f"its header lists {listed:,} tensors; attnlab reads checkpoints of at most "
-                     f"{limits.MAX_TENSORS:,} tensors")
+        problems.add(
+            f"its header lists {listed:,} tensors; attnlab reads checkpoints of at most {limits.MAX_TENSORS:,} tensors"
+        )
         return None
     try:
         header = limits.loads_bounded(raw.decode("utf-8"), "the header", MAX_HEADER_BYTES)
@@ -76,13 +96,17 @@ def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
         return None
     n_tensors = len(header) - ("__metadata__" in header)
     if n_tensors > limits.MAX_TENSORS:
-        problems.add(f"its header lists {n_tensors:,} tensors; attnlab reads checkpoints of at most "
-                     f"{limits.MAX_TENSORS:,} tensors")
+        problems.add(
+            f"its header lists {n_tensors:,} tensors; attnlab reads checkpoints of at most "
+            f"{limits.MAX_TENSORS:,} tensors"
+        )
         return None
     long_names = [k for k in header if len(k) > limits.MAX_NAME_CHARS]
     if long_names:
-        problems.add(f"its header has a tensor name of {len(long_names[0]):,} characters "
-                     f"({limits.excerpt(long_names[0])}); names are at most {limits.MAX_NAME_CHARS:,}")
+        problems.add(
+            f"its header has a tensor name of {len(long_names[0]):,} characters "
+            f"({limits.excerpt(long_names[0])}); names are at most {limits.MAX_NAME_CHARS:,}"
+        )
         return None
     layout = SafetensorsLayout()
     meta = header.pop("__metadata__", None) or {}
@@ -101,8 +125,10 @@ def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
         layout.entries[name] = entry
         need = max(need, entry["data_offsets"][1])
     if need > data_size:
-        problems.add(f"the file is truncated: the tensors need {need} bytes of data after the header, "
-                     f"but only {data_size} are there")
+        problems.add(
+            f"the file is truncated: the tensors need {need} bytes of data after the header, "
+            f"but only {data_size} are there"
+        )
         layout.complete = False
     return layout
 
@@ -116,8 +142,12 @@ def entry_problem(entry: object) -> str:
         return f"unknown dtype {limits.excerpt(dtype)}"
     if not isinstance(shape, list) or len(shape) > 8 or not all(isinstance(s, int) and s >= 0 for s in shape):
         return f"bad shape {limits.excerpt(shape)}"
-    if (not isinstance(offsets, list) or len(offsets) != 2 or not all(isinstance(o, int) for o in offsets)
-            or not 0 <= offsets[0] <= offsets[1]):
+    if (
+        not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) for o in offsets)
+        or not 0 <= offsets[0] <= offsets[1]
+    ):
         return f"bad data offsets {limits.excerpt(offsets)}"
     expected = math.prod(shape) * DTYPE_BYTES[dtype]
     if offsets[1] - offsets[0] != expected:

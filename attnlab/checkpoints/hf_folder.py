@@ -34,12 +34,16 @@ CONFIG_KEYS = {
     "d_ff": ("intermediate_size", "n_inner", "encoder_ffn_dim", "hidden_dim"),
     "n_encoder_layers": ("num_hidden_layers", "encoder_layers", "n_layers", "n_layer"),
     "n_decoder_layers": ("num_hidden_layers", "decoder_layers", "n_layer", "n_layers"),
-    "src_vocab_size": ("vocab_size",), "tgt_vocab_size": ("vocab_size",),
+    "src_vocab_size": ("vocab_size",),
+    "tgt_vocab_size": ("vocab_size",),
     "max_len": ("max_position_embeddings", "n_positions"),
     "layer_norm_eps": ("layer_norm_eps", "layer_norm_epsilon", "rms_norm_eps"),
     "activation": ("hidden_act", "activation_function", "activation"),
-    "n_kv_heads": ("num_key_value_heads",), "rope_theta": ("rope_theta",), "type_vocab_size": ("type_vocab_size",),
-    "tie_output": ("tie_word_embeddings",), "share_embeddings": ("share_encoder_decoder_embeddings",),
+    "n_kv_heads": ("num_key_value_heads",),
+    "rope_theta": ("rope_theta",),
+    "type_vocab_size": ("type_vocab_size",),
+    "tie_output": ("tie_word_embeddings",),
+    "share_embeddings": ("share_encoder_decoder_embeddings",),
     "scale_embedding": ("scale_embedding",),
 }
 
@@ -55,8 +59,9 @@ def hf_api() -> ModuleType:
     except ImportError as e:
         raise CheckpointError(f"This attnlab cannot convert Hugging Face folders ({e})") from e
     if not hasattr(hf, "convert"):
-        raise CheckpointError("This attnlab cannot convert Hugging Face folders (attnlab.checkpoints.hf has no "
-                              "convert)")
+        raise CheckpointError(
+            "This attnlab cannot convert Hugging Face folders (attnlab.checkpoints.hf has no convert)"
+        )
     return hf
 
 
@@ -94,15 +99,25 @@ def read_safetensors_shards(folder: Path, files: dict[str, list[str] | None], pr
         need = max((e["data_offsets"][1] for e in layout.entries.values()), default=0)
         extra = (folder / file).stat().st_size - 8 - _header_bytes(folder / file) - need
         if extra > 0:
-            problems.add(f"{file}: the file is {extra} bytes longer than its tensors need (oversized: damaged, "
-                         "or not the shard its header describes)")
+            problems.add(
+                f"{file}: the file is {extra} bytes longer than its tensors need (oversized: damaged, "
+                "or not the shard its header describes)"
+            )
             continue
         if listed is not None and set(listed) != set(layout.entries):
             absent = sorted(set(listed) - set(layout.entries))
             stray = sorted(set(layout.entries) - set(listed))
-            problems.add(f"{file} does not match the index: " + "; ".join(
-                part for part in (f"missing {name_list(absent)}" if absent else "",
-                                  f"not in the index {name_list(stray)}" if stray else "") if part))
+            problems.add(
+                f"{file} does not match the index: "
+                + "; ".join(
+                    part
+                    for part in (
+                        f"missing {name_list(absent)}" if absent else "",
+                        f"not in the index {name_list(stray)}" if stray else "",
+                    )
+                    if part
+                )
+            )
             continue
         layouts[file] = layout
     if problems:
@@ -151,8 +166,9 @@ def read_folder_weights(folder: Path, problems: Problems) -> dict[str, torch.Ten
         return read_safetensors_shards(folder, {SAFETENSORS: None}, problems)
     shards = sorted(p.name for p in folder.glob("model-*-of-*.safetensors"))
     if shards:
-        problems.add(f"the folder has shards ({name_list(shards)}) but no {SAFETENSORS_INDEX} saying which "
-                     "tensor is where")
+        problems.add(
+            f"the folder has shards ({name_list(shards)}) but no {SAFETENSORS_INDEX} saying which tensor is where"
+        )
         return {}
     index = shard_files(folder, TORCH_BIN_INDEX, problems)
     if index is not None:
@@ -195,8 +211,9 @@ def load_hf_folder(folder: Path, device: str = "cpu") -> LiveModel:
     model_type = hf_config.get("model_type")
     supported = tuple(getattr(hf, "SUPPORTED_MODEL_TYPES", ()))
     if model_type not in supported:
-        problems.add(f"config.json's model_type is {model_type!r}; attnlab opens these model types: "
-                     f"{', '.join(supported)}")
+        problems.add(
+            f"config.json's model_type is {model_type!r}; attnlab opens these model types: {', '.join(supported)}"
+        )
         problems.raise_if_any()
     try:
         hf.config_from_hf(hf_config)  # refuses unsupported options before any weight is read
@@ -219,13 +236,26 @@ def load_hf_folder(folder: Path, device: str = "cpu") -> LiveModel:
     for side, tok, size in (("source", src, config.src_vocab_size), ("target", tgt, config.tgt_vocab_size)):
         if tok is not None and tok.vocab_size > size:
             problems.add(f"the {side} tokenizer has {tok.vocab_size} tokens but the model's vocabulary only {size}")
-    metadata = {"source": f"Hugging Face folder ({model_type})", "model_type": model_type,
-                "settings": setting_sources(hf_config, config, notes),
-                "tokenizer": tok_desc + (f"; specials {src.specials.description}" if src is not None else "")}
+    metadata = {
+        "source": f"Hugging Face folder ({model_type})",
+        "model_type": model_type,
+        "settings": setting_sources(hf_config, config, notes),
+        "tokenizer": tok_desc + (f"; specials {src.specials.description}" if src is not None else ""),
+    }
     if NO_TOKENIZER_NOTICE in notices:
         metadata["notice"] = NO_TOKENIZER_NOTICE  # the app's banner
     module = build_module(config) if not config.problems() else None
     if module is not None:
         tensors = drop_tied_duplicates(tensors, module, problems)
-    return build_live_model(problems, config, tensors, src, tgt, name=folder.name, metadata=metadata,
-                            device=device, notices=notices, module=module)
+    return build_live_model(
+        problems,
+        config,
+        tensors,
+        src,
+        tgt,
+        name=folder.name,
+        metadata=metadata,
+        device=device,
+        notices=notices,
+        module=module,
+    )

@@ -62,8 +62,10 @@ def check_config_sizes(config: ModelConfig, shapes: dict[str, tuple[int, ...]]) 
     # a few missing tensors are listed by name once the model is built; a config far bigger than the file
     # is refused here, so building never allocates much more than the file holds
     if not problems and needed > max(4 * held, UNCHECKED_PARAMETERS):
-        problems.append(f"the config describes a model of {needed:,} parameters, but the file holds only {held:,} "
-                        "values: its sizes do not match the tensors")
+        problems.append(
+            f"the config describes a model of {needed:,} parameters, but the file holds only {held:,} "
+            "values: its sizes do not match the tensors"
+        )
     return problems
 
 
@@ -90,10 +92,15 @@ def tensor_layout_problems(tensors: dict[str, torch.Tensor]) -> list[str]:
             bad.append(name)
     out = []
     if huge:
-        out.append(f"these tensors claim more than {limits.MAX_PARAMETERS:,} values: "
-                   + ", ".join(limits.excerpt(h, 120) for h in huge[:5]))
+        out.append(
+            f"these tensors claim more than {limits.MAX_PARAMETERS:,} values: "
+            + ", ".join(limits.excerpt(h, 120) for h in huge[:5])
+        )
     if bad:
-        out.append("these tensors reuse the same memory for many values (zero strides or views beyond their "
-                   "storage), which a saved weight never does: " + ", ".join(limits.excerpt(b) for b in bad[:5])
-                   + (f", … and {len(bad) - 5} more" if len(bad) > 5 else ""))
+        out.append(
+            "these tensors reuse the same memory for many values (zero strides or views beyond their "
+            "storage), which a saved weight never does: "
+            + ", ".join(limits.excerpt(b) for b in bad[:5])
+            + (f", … and {len(bad) - 5} more" if len(bad) > 5 else "")
+        )
     return out

@@ -17,9 +17,15 @@ from attnlab.limits import cut, excerpt
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 
 
-def load_checkpoint(path: str | os.PathLike[str], device: str = "cpu", *, heads: int | None = None,
-                    norm: str | None = None, activation: str | None = None,
-                    tokenizer: str | Path | Tokenizer | None = None) -> LiveModel:
+def load_checkpoint(
+    path: str | os.PathLike[str],
+    device: str = "cpu",
+    *,
+    heads: int | None = None,
+    norm: str | None = None,
+    activation: str | None = None,
+    tokenizer: str | Path | Tokenizer | None = None,
+) -> LiveModel:
     """A whole LiveModel, or one CheckpointError listing everything wrong with it.
 
     `path`: an attnlab .safetensors/.pt file, a Hugging Face model folder (config.json + weights), a nanoGPT
@@ -29,8 +35,10 @@ def load_checkpoint(path: str | os.PathLike[str], device: str = "cpu", *, heads:
     from attnlab.checkpoints.bare import ImportSettings
 
     if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes) or not str(path):
-        raise CheckpointError(f"Cannot load a checkpoint from {excerpt(path)}: give the path of a .safetensors or "
-                              ".pt file, or of a model folder")
+        raise CheckpointError(
+            f"Cannot load a checkpoint from {excerpt(path)}: give the path of a .safetensors or "
+            ".pt file, or of a model folder"
+        )
     path = Path(path).expanduser()
     mode = _stat_mode(path)
     if stat.S_ISDIR(mode):
@@ -45,8 +53,10 @@ def load_checkpoint(path: str | os.PathLike[str], device: str = "cpu", *, heads:
 
         return load_hf_folder(path.parent, device=device)
     if not stat.S_ISREG(mode):
-        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: it is not a regular file (a device, "
-                              "pipe or socket), so it cannot be a checkpoint")
+        raise CheckpointError(
+            f"Cannot load the checkpoint {str(path)!r}: it is not a regular file (a device, "
+            "pipe or socket), so it cannot be a checkpoint"
+        )
     try:
         with open(path, "rb") as f:
             head = f.read(4)
@@ -55,15 +65,17 @@ def load_checkpoint(path: str | os.PathLike[str], device: str = "cpu", *, heads:
     try:
         if path.suffix.lower() in TORCH_SUFFIXES or head == ZIP_MAGIC:
             settings = ImportSettings(heads=heads, norm=norm, activation=activation)
-            return load_torch_file(path, device=device, settings=settings,
-                                   tokenizer=user_tokenizer(tokenizer, path))
+            return load_torch_file(path, device=device, settings=settings, tokenizer=user_tokenizer(tokenizer, path))
         return load_safetensors(path, device=device)
     except CheckpointError:
         raise
     except (RecursionError, MemoryError, RuntimeError, TypeError, ValueError, OSError, EOFError) as e:
         # the readers check everything they know of; anything else still becomes one readable message
-        kind = "it needs more memory than is available" if isinstance(e, MemoryError) or "alloc" in str(e) \
+        kind = (
+            "it needs more memory than is available"
+            if isinstance(e, MemoryError) or "alloc" in str(e)
             else f"it could not be read ({type(e).__name__}: {cut(str(e).splitlines()[0] if str(e) else '', 200)})"
+        )
         raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {kind}") from e
 
 
@@ -86,8 +98,11 @@ def folder_entry(folder: Path) -> Path:
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (*TORCH_SUFFIXES, ".safetensors"))
     if len(files) == 1:
         return files[0]
-    found = f"it holds {len(files)} checkpoint files ({', '.join(p.name for p in files[:6])})" if files else \
-        "it holds no config.json, ckpt.pt, .safetensors or .pt file"
+    found = (
+        f"it holds {len(files)} checkpoint files ({', '.join(p.name for p in files[:6])})"
+        if files
+        else "it holds no config.json, ckpt.pt, .safetensors or .pt file"
+    )
     raise CheckpointError(f"Cannot load the checkpoint folder {str(folder)!r}: {found}; open one file instead")
 
 

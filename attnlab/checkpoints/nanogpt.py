@@ -24,11 +24,18 @@ from attnlab.engine.hf_tokenizer import CharVocabTokenizer, NumberTokenizer
 from attnlab.engine.tokenizer import Tokenizer
 
 ARGS = ("n_layer", "n_head", "n_embd", "block_size", "vocab_size")
-NO_VOCABULARY_NOTICE = ("This nanoGPT checkpoint has no meta.pkl beside it and no tokenizer was given "
-                        "(--tokenizer), so tokens are shown as their ids (#0, #1, …); type ids such as "
-                        "'#17 #4' to feed them.")
-_BLOCK = {"ln_1": "norm1", "ln_2": "norm2", "attn.c_proj": "self_attn.w_o", "mlp.c_fc": "ffn.lin1",
-          "mlp.c_proj": "ffn.lin2"}
+NO_VOCABULARY_NOTICE = (
+    "This nanoGPT checkpoint has no meta.pkl beside it and no tokenizer was given "
+    "(--tokenizer), so tokens are shown as their ids (#0, #1, …); type ids such as "
+    "'#17 #4' to feed them."
+)
+_BLOCK = {
+    "ln_1": "norm1",
+    "ln_2": "norm2",
+    "attn.c_proj": "self_attn.w_o",
+    "mlp.c_fc": "ffn.lin1",
+    "mlp.c_proj": "ffn.lin2",
+}
 _LAYER = re.compile(r"^transformer\.h\.(\d+)\.(.+)\.(weight|bias)$")
 
 
@@ -42,11 +49,26 @@ def nanogpt_config(args: dict, problems: Problems) -> ModelConfig | None:
         problems.add("model_args lacks whole-number " + ", ".join(missing))
         return None
     d = args["n_embd"]
-    return ModelConfig(arch="decoder-only", src_vocab_size=args["vocab_size"], tgt_vocab_size=args["vocab_size"],
-                       d_model=d, n_heads=args["n_head"], d_ff=4 * d, n_encoder_layers=0,
-                       n_decoder_layers=args["n_layer"], activation="gelu", norm_first=True, final_norm=True,
-                       layer_norm_eps=1e-5, positional="learned", scale_embedding=False, share_embeddings=False,
-                       tie_output=True, bias=bool(args.get("bias", True)), max_len=args["block_size"])
+    return ModelConfig(
+        arch="decoder-only",
+        src_vocab_size=args["vocab_size"],
+        tgt_vocab_size=args["vocab_size"],
+        d_model=d,
+        n_heads=args["n_head"],
+        d_ff=4 * d,
+        n_encoder_layers=0,
+        n_decoder_layers=args["n_layer"],
+        activation="gelu",
+        norm_first=True,
+        final_norm=True,
+        layer_norm_eps=1e-5,
+        positional="learned",
+        scale_embedding=False,
+        share_embeddings=False,
+        tie_output=True,
+        bias=bool(args.get("bias", True)),
+        max_len=args["block_size"],
+    )
 
 
 def convert_state(state: dict, config: ModelConfig, problems: Problems) -> dict[str, torch.Tensor]:
@@ -81,8 +103,7 @@ def convert_state(state: dict, config: ModelConfig, problems: Problems) -> dict[
                 out[raw_key] = value  # reported as unexpected by the shape check
         else:
             out[raw_key] = value
-    for name in [n for n in out if n.endswith("norm1.weight") or n.endswith("norm2.weight")
-                 or n == "dec_norm.weight"]:
+    for name in [n for n in out if n.endswith("norm1.weight") or n.endswith("norm2.weight") or n == "dec_norm.weight"]:
         out.setdefault(name[: -len("weight")] + "bias", torch.zeros_like(out[name]))
     return out
 
@@ -104,9 +125,9 @@ def read_meta_pkl(path: Path, problems: Problems) -> CharVocabTokenizer | None:
     return CharVocabTokenizer([itos[i] for i in range(len(itos))])
 
 
-def nanogpt_parts(obj: dict[str, Any], path: Path, problems: Problems, notices: list[str],
-                  tokenizer: Tokenizer | None = None
-                  ) -> tuple[ModelConfig | None, dict[str, torch.Tensor] | None, Tokenizer | None, dict[str, Any]]:
+def nanogpt_parts(
+    obj: dict[str, Any], path: Path, problems: Problems, notices: list[str], tokenizer: Tokenizer | None = None
+) -> tuple[ModelConfig | None, dict[str, torch.Tensor] | None, Tokenizer | None, dict[str, Any]]:
     """(config, tensors, tokenizer, metadata) of a loaded ckpt.pt; `tokenizer` is one the user named."""
     config = nanogpt_config(obj["model_args"], problems)
     state = {str(k): v for k, v in obj["model"].items() if isinstance(v, torch.Tensor)}
@@ -120,12 +141,18 @@ def nanogpt_parts(obj: dict[str, Any], path: Path, problems: Problems, notices: 
         notices.append(NO_VOCABULARY_NOTICE)
     elif tok is not None and config is not None and tok.vocab_size > config.tgt_vocab_size:
         problems.add(f"the tokenizer has {tok.vocab_size} tokens but the model only {config.tgt_vocab_size}")
-    notices.append("Read as a nanoGPT checkpoint: decoder-only, learned positions, pre-norm, final LayerNorm, "
-                   "exact GELU, output tied to the token embedding.")
+    notices.append(
+        "Read as a nanoGPT checkpoint: decoder-only, learned positions, pre-norm, final LayerNorm, "
+        "exact GELU, output tied to the token embedding."
+    )
     settings = {k: {"value": v, "source": "model_args"} for k, v in obj["model_args"].items()}
-    metadata = {"source": "nanoGPT ckpt.pt", "settings": settings,
-                "tokenizer": "meta.pkl" if meta_path.is_file() and tokenizer is None else
-                ("given" if tokenizer is not None else "none (ids shown as numbers)")}
+    metadata = {
+        "source": "nanoGPT ckpt.pt",
+        "settings": settings,
+        "tokenizer": "meta.pkl"
+        if meta_path.is_file() and tokenizer is None
+        else ("given" if tokenizer is not None else "none (ids shown as numbers)"),
+    }
     if NO_VOCABULARY_NOTICE in notices:
         metadata["notice"] = NO_VOCABULARY_NOTICE  # the app's banner
     if isinstance(obj.get("iter_num"), int):

@@ -41,10 +41,10 @@ def save_checkpoint(model: LiveModel, path: str | os.PathLike[str]) -> Path:
     a half-written checkpoint in place of a good one."""
     path = Path(path)
     if path.suffix != ".safetensors":
-        raise CheckpointError(f"Cannot save to {str(path)!r}: attnlab writes .safetensors files; "
-                              "give a name ending in .safetensors")
-    tensors = {name: t.detach().to("cpu").contiguous()
-               for name, t in model.module.checkpoint_tensors().items()}
+        raise CheckpointError(
+            f"Cannot save to {str(path)!r}: attnlab writes .safetensors files; give a name ending in .safetensors"
+        )
+    tensors = {name: t.detach().to("cpu").contiguous() for name, t in model.module.checkpoint_tensors().items()}
     try:
         atomic_write(path, lambda tmp: save_file(tensors, str(tmp), metadata=checkpoint_metadata(model)))
     except WriteError as e:
@@ -68,17 +68,25 @@ def load_safetensors(path: Path, device: str = "cpu") -> LiveModel:
         raise problems.error()
     meta = layout.metadata
     if not meta or not ({"format", "config"} & set(meta)):
-        problems.add("the file has no attnlab metadata (format, config, tokenizers): it is a plain "
-                     "safetensors file; docs/checkpoint-format.md explains how to add what attnlab needs")
+        problems.add(
+            "the file has no attnlab metadata (format, config, tokenizers): it is a plain "
+            "safetensors file; docs/checkpoint-format.md explains how to add what attnlab needs"
+        )
         problems.raise_if_any()
     fmt = meta.get("format")
     if fmt is None:
         problems.add(f"the metadata has no 'format' entry (expected {FORMAT!r})")
     elif fmt != FORMAT:
-        problems.add(f"the file's format is {fmt!r}, which this version of attnlab cannot read "
-                     f"(it reads {FORMAT!r})")
+        problems.add(f"the file's format is {fmt!r}, which this version of attnlab cannot read (it reads {FORMAT!r})")
     # a damaged layout is already reported; then the tensors are not read (and not compared)
     tensors = read_tensors(path, layout.entries, problems) if layout.complete else None
-    return assemble(problems, config_value=meta.get("config"), tensors=tensors,
-                    src_json=meta.get("src_tokenizer"), tgt_json=meta.get("tgt_tokenizer"),
-                    name=meta.get("name") or path.stem, metadata_value=meta.get("metadata"), device=device)
+    return assemble(
+        problems,
+        config_value=meta.get("config"),
+        tensors=tensors,
+        src_json=meta.get("src_tokenizer"),
+        tgt_json=meta.get("tgt_tokenizer"),
+        name=meta.get("name") or path.stem,
+        metadata_value=meta.get("metadata"),
+        device=device,
+    )

@@ -35,8 +35,10 @@ def pickle_problem(stream: IO[bytes], what: str = "its pickle") -> str:
         for op, arg, _pos in pickletools.genops(stream):
             ops += 1
             if ops > limits.MAX_PICKLE_OPS:
-                return (f"{what} has more than {limits.MAX_PICKLE_OPS:,} instructions; a checkpoint's pickle "
-                        "only lists its tensors")
+                return (
+                    f"{what} has more than {limits.MAX_PICKLE_OPS:,} instructions; a checkpoint's pickle "
+                    "only lists its tensors"
+                )
             name = op.name
             if name == "MARK":
                 stack.append(_MARK)
@@ -47,11 +49,15 @@ def pickle_problem(stream: IO[bytes], what: str = "its pickle") -> str:
             elif name != "STOP":
                 depth = _apply(op, stack)
                 if depth > limits.MAX_PICKLE_DEPTH:
-                    return (f"{what} nests values more than {limits.MAX_PICKLE_DEPTH} levels deep; a checkpoint "
-                            "is a few levels deep, and reading this one could crash the program")
+                    return (
+                        f"{what} nests values more than {limits.MAX_PICKLE_DEPTH} levels deep; a checkpoint "
+                        "is a few levels deep, and reading this one could crash the program"
+                    )
             if stream.tell() > limits.MAX_PICKLE_BYTES:
-                return (f"{what} is larger than {limits.MAX_PICKLE_BYTES:,} bytes; a checkpoint's pickle only "
-                        "lists its tensors")
+                return (
+                    f"{what} is larger than {limits.MAX_PICKLE_BYTES:,} bytes; a checkpoint's pickle only "
+                    "lists its tensors"
+                )
     except Exception:
         return ""
     return ""
@@ -88,18 +94,24 @@ def zip_problem(path: Path) -> str:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()
             if len(infos) > limits.MAX_ZIP_ENTRIES:
-                return (f"the archive holds {len(infos):,} entries; a checkpoint of at most {limits.MAX_TENSORS:,} "
-                        "tensors needs far fewer")
+                return (
+                    f"the archive holds {len(infos):,} entries; a checkpoint of at most {limits.MAX_TENSORS:,} "
+                    "tensors needs far fewer"
+                )
             declared = sum(i.file_size for i in infos)
             if declared > limits.MAX_UNPACK_RATIO * size + (1 << 20):
-                return (f"the archive declares {declared:,} bytes once unpacked from a file of {size:,} bytes "
-                        "(a zip bomb); torch.save never compresses, so a real checkpoint unpacks to its own size")
+                return (
+                    f"the archive declares {declared:,} bytes once unpacked from a file of {size:,} bytes "
+                    "(a zip bomb); torch.save never compresses, so a real checkpoint unpacks to its own size"
+                )
             pickles = [i for i in infos if i.filename.endswith("data.pkl")]
             if not pickles:
                 return ""
             if pickles[0].file_size > limits.MAX_PICKLE_BYTES:
-                return (f"its pickle is {pickles[0].file_size:,} bytes; a checkpoint's pickle only lists its "
-                        f"tensors (at most {limits.MAX_PICKLE_BYTES:,} bytes are read)")
+                return (
+                    f"its pickle is {pickles[0].file_size:,} bytes; a checkpoint's pickle only lists its "
+                    f"tensors (at most {limits.MAX_PICKLE_BYTES:,} bytes are read)"
+                )
             data = archive.read(pickles[0])
     except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         return ""  # damaged: torch.load reports it

@@ -28,8 +28,15 @@ NAMES = ("pad", "bos", "eos", "unk", "cls", "sep", "mask")
 FAMILY_TOKENS = {
     "gpt2": {"bos": "<|endoftext|>", "eos": "<|endoftext|>", "unk": "<|endoftext|>"},
     "bert": {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"},
-    "roberta": {"bos": "<s>", "eos": "</s>", "pad": "<pad>", "unk": "<unk>", "cls": "<s>", "sep": "</s>",
-                "mask": "<mask>"},
+    "roberta": {
+        "bos": "<s>",
+        "eos": "</s>",
+        "pad": "<pad>",
+        "unk": "<unk>",
+        "cls": "<s>",
+        "sep": "</s>",
+        "mask": "<mask>",
+    },
     "marian": {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"},
     "llama": {"bos": "<s>", "eos": "</s>", "unk": "<unk>"},
     "qwen2": {"eos": "<|endoftext|>", "pad": "<|endoftext|>"},
@@ -55,15 +62,19 @@ def token_text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def special_ids(folder: Path, model_type: str, lookup: Callable[[str], int | None], problems: Problems
-                ) -> dict[str, int]:
+def special_ids(
+    folder: Path, model_type: str, lookup: Callable[[str], int | None], problems: Problems
+) -> dict[str, int]:
     """name -> id for the special tokens the tokenizer has. `lookup(text)` is the tokenizer's id or None."""
     tok_config = read_json_file(folder / "tokenizer_config.json", problems)
     special_map = read_json_file(folder / "special_tokens_map.json", problems)
     found: dict[str, int] = {}
     for name in NAMES:
-        text = (token_text(tok_config.get(f"{name}_token")) or token_text(special_map.get(f"{name}_token"))
-                or FAMILY_TOKENS.get(model_type, {}).get(name))
+        text = (
+            token_text(tok_config.get(f"{name}_token"))
+            or token_text(special_map.get(f"{name}_token"))
+            or FAMILY_TOKENS.get(model_type, {}).get(name)
+        )
         if text is not None and (token_id := lookup(text)) is not None:
             found[name] = token_id
     return found
@@ -108,16 +119,20 @@ def library_tokenizer(folder: Path, tok_config: dict[str, Any]) -> tuple[Any, st
         tok = Tokenizer(models.WordPiece.from_file(str(folder / "vocab.txt"), unk_token=unk))
         lower = bool(tok_config.get("do_lower_case", True))
         tok.normalizer = normalizers.BertNormalizer(
-            clean_text=True, handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
-            strip_accents=tok_config.get("strip_accents"), lowercase=lower)
+            clean_text=True,
+            handle_chinese_chars=bool(tok_config.get("tokenize_chinese_chars", True)),
+            strip_accents=tok_config.get("strip_accents"),
+            lowercase=lower,
+        )
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tok.decoder = decoders.WordPiece(prefix="##")
         return tok, f"vocab.txt (WordPiece{', lower-cased' if lower else ''})"
     return None, ""
 
 
-def marian_tokenizers(folder: Path, model_type: str, hf_config: dict[str, Any], problems: Problems
-                      ) -> tuple[Tokenizer | None, Tokenizer | None, str]:
+def marian_tokenizers(
+    folder: Path, model_type: str, hf_config: dict[str, Any], problems: Problems
+) -> tuple[Tokenizer | None, Tokenizer | None, str]:
     vocab = read_json_file(folder / "vocab.json", problems)
     pieces = {str(k): int(v) for k, v in vocab.items() if isinstance(v, int)}
     tok_config = read_json_file(folder / "tokenizer_config.json", problems)
@@ -136,8 +151,9 @@ def marian_tokenizers(folder: Path, model_type: str, hf_config: dict[str, Any], 
     return out[0], out[1], "source.spm / target.spm (SentencePiece) + vocab.json"
 
 
-def folder_tokenizers(folder: Path, hf_config: dict[str, Any], problems: Problems
-                      ) -> tuple[Tokenizer | None, Tokenizer | None, str]:
+def folder_tokenizers(
+    folder: Path, hf_config: dict[str, Any], problems: Problems
+) -> tuple[Tokenizer | None, Tokenizer | None, str]:
     """(source, target, description); (None, None, "") when the folder has no tokenizer files."""
     model_type = str(hf_config.get("model_type", ""))
     if (folder / "source.spm").is_file() and (folder / "target.spm").is_file():
@@ -151,8 +167,11 @@ def folder_tokenizers(folder: Path, hf_config: dict[str, Any], problems: Problem
     if hf_tok is None:
         return None, None, ""
     ids = special_ids(folder, model_type, hf_tok.token_to_id, problems)
-    added = [t for t in (token_text(tok_config.get(f"{n}_token")) or FAMILY_TOKENS.get(model_type, {}).get(n)
-                         for n in NAMES) if t is not None and hf_tok.token_to_id(t) is not None]
+    added = [
+        t
+        for t in (token_text(tok_config.get(f"{n}_token")) or FAMILY_TOKENS.get(model_type, {}).get(n) for n in NAMES)
+        if t is not None and hf_tok.token_to_id(t) is not None
+    ]
     if added and desc != "tokenizer.json":
         hf_tok.add_special_tokens(sorted(set(added)))  # typed "[MASK]" stays one token, as in transformers
     tok = LibraryTokenizer(hf_tok, family_specials(model_type, ids, hf_config, tok_config))
@@ -169,8 +188,10 @@ def tokenizer_at(path: str | os.PathLike[str], problems: Problems, model_type: s
 
             return LibraryTokenizer(Tokenizer.from_file(str(path)), Specials(description="no special tokens added"))
         except Exception as e:  # the tokenizers library raises its own exception type
-            problems.add(f"--tokenizer {str(path)!r} is not a tokenizer.json file or a folder with tokenizer "
-                         f"files ({str(e).splitlines()[0] if str(e) else type(e).__name__})")
+            problems.add(
+                f"--tokenizer {str(path)!r} is not a tokenizer.json file or a folder with tokenizer "
+                f"files ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+            )
             return None
     if not path.exists():
         problems.add(f"--tokenizer {str(path)!r}: there is nothing at that path")

@@ -37,8 +37,15 @@ PICKLE_PROTO = b"\x80"  # a pickle stream of protocol 2 or later (torch.save's l
 
 _LAYER = re.compile(r"^(?:.*\.)?(encoder|decoder)\.layers\.(\d+)\.(.+)$")
 _FINAL_NORM = re.compile(r"^(?:.*\.)?(encoder|decoder)\.norm\.(weight|bias)$")
-_RENAME = {"self_attn.out_proj": "self_attn.w_o", "multihead_attn.out_proj": "cross_attn.w_o",
-           "linear1": "ffn.lin1", "linear2": "ffn.lin2", "norm1": "norm1", "norm2": "norm2", "norm3": "norm3"}
+_RENAME = {
+    "self_attn.out_proj": "self_attn.w_o",
+    "multihead_attn.out_proj": "cross_attn.w_o",
+    "linear1": "ffn.lin1",
+    "linear2": "ffn.lin2",
+    "norm1": "norm1",
+    "norm2": "norm2",
+    "norm3": "norm3",
+}
 _SEPARATE_PROJ = {"q_proj_weight": "w_q", "k_proj_weight": "w_k", "v_proj_weight": "w_v"}
 
 
@@ -46,23 +53,29 @@ def refusal_reason(error: BaseException) -> str:
     text = str(error)
     blocked = re.search(r"GLOBAL ([\w.]+)", text)
     if blocked:
-        return (f"refused to load: the file asks to import {blocked.group(1)}, and unpickling it could run "
-                "code. attnlab reads .pt files only in PyTorch's weights-only mode (tensors and plain data), "
-                "so nothing in it was run. Save a dict of tensors plus the config instead "
-                "(docs/checkpoint-format.md)")
+        return (
+            f"refused to load: the file asks to import {blocked.group(1)}, and unpickling it could run "
+            "code. attnlab reads .pt files only in PyTorch's weights-only mode (tensors and plain data), "
+            "so nothing in it was run. Save a dict of tensors plus the config instead "
+            "(docs/checkpoint-format.md)"
+        )
     if "Weights only load failed" in text:
         operand = re.search(r"Unsupported operand \d+", text)
         detail = f" ({operand.group(0)})" if operand else ""
-        return ("refused to load: the file uses pickle instructions beyond tensors and plain data"
-                f"{detail}. attnlab reads .pt files only in PyTorch's weights-only mode, so nothing in it "
-                "was run")
+        return (
+            "refused to load: the file uses pickle instructions beyond tensors and plain data"
+            f"{detail}. attnlab reads .pt files only in PyTorch's weights-only mode, so nothing in it "
+            "was run"
+        )
     if isinstance(error, RecursionError):
         return "refused to load: its pickle nests values too deeply to read safely"
     if isinstance(error, MemoryError) or "alloc" in text.lower() and "fail" in text.lower():
         return "refused to load: reading it needs more memory than this machine has (its sizes are implausible)"
     if "record size" in text and "does not match" in text:
-        return ("the file is damaged or forged: a tensor's storage declares more data than the file holds "
-                f"({short_reason(error)})")
+        return (
+            "the file is damaged or forged: a tensor's storage declares more data than the file holds "
+            f"({short_reason(error)})"
+        )
     return f"this is not a PyTorch checkpoint that can be read ({short_reason(error)})"
 
 
@@ -98,8 +111,10 @@ def convert_nn_transformer(state: dict[str, torch.Tensor], problems: Problems, n
             module, _, param = rest.rpartition(".")
             out[f"{base}{_RENAME.get(module, module)}.{param}"] = value
     if converted:
-        notices.append(f"Converted {converted} PyTorch nn.Transformer tensors to attnlab names "
-                       "(each in_proj weight split into W_Q, W_K and W_V).")
+        notices.append(
+            f"Converted {converted} PyTorch nn.Transformer tensors to attnlab names "
+            "(each in_proj weight split into W_Q, W_K and W_V)."
+        )
     return out
 
 
@@ -135,8 +150,7 @@ def read_torch_object(path: Path, problems: Problems) -> Any:  # what torch.load
     with open(path, "rb") as f:
         head = f.read(4)
     if not (head.startswith(ZIP_MAGIC) or head[:1] == PICKLE_PROTO):
-        problems.add("this is not a PyTorch checkpoint: it is neither a torch.save zip archive nor a pickle "
-                     "stream")
+        problems.add("this is not a PyTorch checkpoint: it is neither a torch.save zip archive nor a pickle stream")
         problems.raise_if_any()
     refused = torch_file_problem(path, head.startswith(ZIP_MAGIC))
     if refused:  # found without unpickling anything
@@ -156,15 +170,18 @@ def read_torch_object(path: Path, problems: Problems) -> Any:  # what torch.load
 def refuse_odd_tensors(tensors: dict[str, torch.Tensor], problems: Problems) -> None:
     """Too many tensors, or zero-stride / oversized views: refused before any arithmetic could materialise them."""
     if len(tensors) > limits.MAX_TENSORS:
-        problems.add(f"the file holds {len(tensors):,} tensors; attnlab reads checkpoints of at most "
-                     f"{limits.MAX_TENSORS:,} tensors")
+        problems.add(
+            f"the file holds {len(tensors):,} tensors; attnlab reads checkpoints of at most "
+            f"{limits.MAX_TENSORS:,} tensors"
+        )
     for p in tensor_layout_problems(tensors):
         problems.add(p)
     problems.raise_if_any()
 
 
-def load_torch_file(path: Path, device: str = "cpu", settings: ImportSettings | None = None,
-                    tokenizer: Tokenizer | None = None) -> LiveModel:
+def load_torch_file(
+    path: Path, device: str = "cpu", settings: ImportSettings | None = None, tokenizer: Tokenizer | None = None
+) -> LiveModel:
     """`settings` (bare.ImportSettings) and `tokenizer` matter only for files that do not say these
     themselves: nanoGPT checkpoints (tokenizer) and bare nn.Transformer state dicts (both)."""
     from attnlab.checkpoints.assemble import build_live_model
@@ -177,11 +194,22 @@ def load_torch_file(path: Path, device: str = "cpu", settings: ImportSettings | 
     if is_nanogpt(obj):
         config, tensors, tok, metadata = nanogpt_parts(obj, path, problems, notices, tokenizer)
         refuse_odd_tensors(tensors or {}, problems)
-        return build_live_model(problems, config, tensors, tok, tok, name=path.parent.name or path.stem,
-                                metadata=metadata, device=device, notices=notices)
+        return build_live_model(
+            problems,
+            config,
+            tensors,
+            tok,
+            tok,
+            name=path.parent.name or path.stem,
+            metadata=metadata,
+            device=device,
+            notices=notices,
+        )
     if not isinstance(obj, dict):
-        problems.add(f"the file holds a {type(obj).__name__}, but attnlab needs a dict of tensors with a "
-                     "'config' entry (docs/checkpoint-format.md)")
+        problems.add(
+            f"the file holds a {type(obj).__name__}, but attnlab needs a dict of tensors with a "
+            "'config' entry (docs/checkpoint-format.md)"
+        )
         problems.raise_if_any()
     tensors, extras = split_contents(obj, problems)
     refuse_odd_tensors(tensors, problems)
@@ -191,11 +219,26 @@ def load_torch_file(path: Path, device: str = "cpu", settings: ImportSettings | 
     if extras["skipped"]:
         notices.append("Ignored entries that are not tensors: " + ", ".join(extras["skipped"][:12]))
     if extras["config"] is None and any(k.startswith(("encoder.", "decoder.")) for k in tensors):
-        config, tensors, tok, metadata = bare_parts(tensors, settings or ImportSettings(), tokenizer, problems,
-                                                    notices)
-        return build_live_model(problems, config, tensors, tok, tok, name=str(extras["name"] or path.stem),
-                                metadata=metadata, device=device, notices=notices)
-    return assemble(problems, config_value=extras["config"], tensors=tensors,
-                    src_json=extras["src_tokenizer"], tgt_json=extras["tgt_tokenizer"],
-                    name=str(extras["name"] or path.stem), metadata_value=extras["metadata"], device=device,
-                    notices=notices)
+        config, tensors, tok, metadata = bare_parts(tensors, settings or ImportSettings(), tokenizer, problems, notices)
+        return build_live_model(
+            problems,
+            config,
+            tensors,
+            tok,
+            tok,
+            name=str(extras["name"] or path.stem),
+            metadata=metadata,
+            device=device,
+            notices=notices,
+        )
+    return assemble(
+        problems,
+        config_value=extras["config"],
+        tensors=tensors,
+        src_json=extras["src_tokenizer"],
+        tgt_json=extras["tgt_tokenizer"],
+        name=str(extras["name"] or path.stem),
+        metadata_value=extras["metadata"],
+        device=device,
+        notices=notices,
+    )

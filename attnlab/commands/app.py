@@ -28,27 +28,45 @@ def seconds_since_start() -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("checkpoint", nargs="?", metavar="CHECKPOINT",
-                        help="a .safetensors (or .pt/.pth) checkpoint, a Hugging Face model folder or a nanoGPT "
-                             "ckpt.pt to open, or a lesson .toml to play in presentation mode; default: the "
-                             "bundled model")
-    parser.add_argument("--src", metavar="TEXT",
-                        help="start on this sentence (the prompt for a decoder-only model)")
-    parser.add_argument("--tgt", metavar="TEXT",
-                        help="start with this decoder input (teacher forcing); default: the model's own "
-                             "greedy translation minus its last token")
-    parser.add_argument("--stage", metavar="KEY",
-                        help="start on this stage, e.g. src.tokens, enc.0.self.weights, dec.1.norm3, "
-                             "out.probs")
-    parser.add_argument("--bundled", choices=("translation", "language"), default="translation",
-                        help="which bundled model opens when no CHECKPOINT is given (default: translation)")
+    parser.add_argument(
+        "checkpoint",
+        nargs="?",
+        metavar="CHECKPOINT",
+        help="a .safetensors (or .pt/.pth) checkpoint, a Hugging Face model folder or a nanoGPT "
+        "ckpt.pt to open, or a lesson .toml to play in presentation mode; default: the "
+        "bundled model",
+    )
+    parser.add_argument("--src", metavar="TEXT", help="start on this sentence (the prompt for a decoder-only model)")
+    parser.add_argument(
+        "--tgt",
+        metavar="TEXT",
+        help="start with this decoder input (teacher forcing); default: the model's own "
+        "greedy translation minus its last token",
+    )
+    parser.add_argument(
+        "--stage",
+        metavar="KEY",
+        help="start on this stage, e.g. src.tokens, enc.0.self.weights, dec.1.norm3, out.probs",
+    )
+    parser.add_argument(
+        "--bundled",
+        choices=("translation", "language"),
+        default="translation",
+        help="which bundled model opens when no CHECKPOINT is given (default: translation)",
+    )
     parser.add_argument("--dark", action="store_true", default=None, help="use the dark theme")
     parser.add_argument("--light", dest="dark", action="store_false", help="use the light theme")
-    parser.add_argument("--startup-time", action="store_true",
-                        help="print the seconds to the first paint and to the first trace on stderr")
-    parser.add_argument("--quit-after-trace", action="store_true",
-                        help="exit 0 once the first trace is painted, printing the seconds it took on stderr "
-                             "(a smoke test for installs and bundles)")
+    parser.add_argument(
+        "--startup-time",
+        action="store_true",
+        help="print the seconds to the first paint and to the first trace on stderr",
+    )
+    parser.add_argument(
+        "--quit-after-trace",
+        action="store_true",
+        help="exit 0 once the first trace is painted, printing the seconds it took on stderr "
+        "(a smoke test for installs and bundles)",
+    )
     add_import_arguments(parser)
 
 
@@ -84,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     window.errors.install()
 
     if args.startup_time:
+
         class FirstPaint(QObject):
             def eventFilter(self, obj, event):
                 if event.type() == QEvent.Type.Paint:
@@ -94,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
         first_paint = FirstPaint(window)
         window.installEventFilter(first_paint)
         window.session.traceReady.connect(
-            lambda _t: print(f"trace ready after {seconds_since_start():.2f} s", file=sys.stderr))
+            lambda _t: print(f"trace ready after {seconds_since_start():.2f} s", file=sys.stderr)
+        )
 
     window.show()
     src = args.src
@@ -141,8 +161,10 @@ def _check_stage_on_first_trace(app, window, key: str) -> None:
         window.session.traceReady.disconnect(check)
         keys = [stage.key for stage in stages_for(trace)]
         if key not in keys:
-            print(f"attnlab: error: unknown stage {key[:80]!r}; this model's stages are: {', '.join(keys)}",
-                  file=sys.stderr)
+            print(
+                f"attnlab: error: unknown stage {key[:80]!r}; this model's stages are: {', '.join(keys)}",
+                file=sys.stderr,
+            )
             app.exit(2)
 
     window.session.traceReady.connect(check)

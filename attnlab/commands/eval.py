@@ -13,16 +13,23 @@ from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("checkpoint", help="a classroom checkpoint (.safetensors), or bundled:translation / "
-                                           "bundled:language")
-    parser.add_argument("--n", type=int, default=None,
-                        help="use the first N held-out sentences (default: all of them)")
+    parser.add_argument(
+        "checkpoint", help="a classroom checkpoint (.safetensors), or bundled:translation / bundled:language"
+    )
+    parser.add_argument("--n", type=int, default=None, help="use the first N held-out sentences (default: all of them)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-    parser.add_argument("--threads", type=int, default=2,
-                        help="CPU threads for PyTorch (default: 2; 1 is faster on a machine busy with other work)")
-    parser.add_argument("--save", action="store_true",
-                        help="also store the figures in the checkpoint's metadata (re-saving it) and in "
-                             "<folder>/training/<name>-eval.json")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="CPU threads for PyTorch (default: 2; 1 is faster on a machine busy with other work)",
+    )
+    parser.add_argument(
+        "--save",
+        action="store_true",
+        help="also store the figures in the checkpoint's metadata (re-saving it) and in "
+        "<folder>/training/<name>-eval.json",
+    )
 
 
 def _pct(x: float) -> str:
@@ -31,21 +38,29 @@ def _pct(x: float) -> str:
 
 def summary_text(figures: dict) -> str:
     if figures.get("kind") == "language":
-        return (f"held-out French sentences: {figures['n_sentences']} ({figures['n_tokens']} tokens)\n"
-                f"  next-token accuracy {_pct(figures['next_token_accuracy'])}, "
-                f"perplexity {figures['perplexity']:.3f}")
-    lines = [f"held-out sentence pairs: {figures['n']}",
-             f"  exact match (greedy translation): {_pct(figures['exact_match'])} "
-             f"({_pct(figures['exact_match_pieces'])} with the reference's own pieces)"]
+        return (
+            f"held-out French sentences: {figures['n_sentences']} ({figures['n_tokens']} tokens)\n"
+            f"  next-token accuracy {_pct(figures['next_token_accuracy'])}, "
+            f"perplexity {figures['perplexity']:.3f}"
+        )
+    lines = [
+        f"held-out sentence pairs: {figures['n']}",
+        f"  exact match (greedy translation): {_pct(figures['exact_match'])} "
+        f"({_pct(figures['exact_match_pieces'])} with the reference's own pieces)",
+    ]
     al = figures["alignment"]
     lines.append(f"  cross-attention alignment over {al['n_aligned_words']} content words:")
-    for key, label in (("predicting", "position predicting the word's first piece (standard)"),
-                       ("predicting_after_elision", "same, after an elided prefix (l', n', qu')"),
-                       ("input", "position reading the word's first piece as input")):
+    for key, label in (
+        ("predicting", "position predicting the word's first piece (standard)"),
+        ("predicting_after_elision", "same, after an elided prefix (l', n', qu')"),
+        ("input", "position reading the word's first piece as input"),
+    ):
         best = al[key]["best"]
         per_layer = ", ".join(f"layer {i}: {_pct(a)}" for i, a in enumerate(al[key]["layer_head_average"]))
-        lines.append(f"    {label}: best head layer {best['layer']} head {best['head']} "
-                     f"{_pct(best['accuracy'])}; head-average {per_layer}")
+        lines.append(
+            f"    {label}: best head layer {best['layer']} head {best['head']} "
+            f"{_pct(best['accuracy'])}; head-average {per_layer}"
+        )
     teaching = figures.get("teaching_examples")
     if teaching:
         lines.append(f"  teaching examples (in training): {teaching['correct']}/{teaching['n']} correct")

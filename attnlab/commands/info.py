@@ -11,8 +11,11 @@ from attnlab.commands.loading import add_import_arguments, import_settings, load
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("checkpoint", help="a .safetensors (or .pt/.pth) checkpoint, a Hugging Face model "
-                                           "folder, a nanoGPT ckpt.pt, or 'bundled:NAME'")
+    parser.add_argument(
+        "checkpoint",
+        help="a .safetensors (or .pt/.pth) checkpoint, a Hugging Face model "
+        "folder, a nanoGPT ckpt.pt, or 'bundled:NAME'",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_import_arguments(parser)
 
@@ -38,25 +41,27 @@ def describe(model) -> dict:
 
 def as_text(d: dict) -> str:
     cfg = d["config"]
-    lines = [f"{d['name']}: {d['arch']}, {d['parameters']:,} parameters",
-             f"  d_model {cfg['d_model']}, {cfg['n_heads']} heads (d_k {cfg['d_model'] // cfg['n_heads']}), "
-             f"d_ff {cfg['d_ff']}, {cfg['activation']}",
-             f"  layers: {cfg['n_encoder_layers']} encoder, {cfg['n_decoder_layers']} decoder"
-             if d["arch"] == "encoder-decoder" else
-             f"  layers: {cfg['n_decoder_layers' if d['arch'] == 'decoder-only' else 'n_encoder_layers']}",
-             f"  {'pre' if cfg['norm_first'] else 'post'}-norm"
-             f"{' + final norm' if cfg['final_norm'] else ''}, "
-             f"{cfg['positional']} positions, max length {cfg['max_len']}",
-             f"  embeddings: {'shared' if cfg['share_embeddings'] else 'separate'}, output projection "
-             f"{'tied to the embedding' if cfg['tie_output'] else 'its own'}, "
-             f"{'scaled by sqrt(d_model)' if cfg['scale_embedding'] else 'unscaled'}"]
+    lines = [
+        f"{d['name']}: {d['arch']}, {d['parameters']:,} parameters",
+        f"  d_model {cfg['d_model']}, {cfg['n_heads']} heads (d_k {cfg['d_model'] // cfg['n_heads']}), "
+        f"d_ff {cfg['d_ff']}, {cfg['activation']}",
+        f"  layers: {cfg['n_encoder_layers']} encoder, {cfg['n_decoder_layers']} decoder"
+        if d["arch"] == "encoder-decoder"
+        else f"  layers: {cfg['n_decoder_layers' if d['arch'] == 'decoder-only' else 'n_encoder_layers']}",
+        f"  {'pre' if cfg['norm_first'] else 'post'}-norm"
+        f"{' + final norm' if cfg['final_norm'] else ''}, "
+        f"{cfg['positional']} positions, max length {cfg['max_len']}",
+        f"  embeddings: {'shared' if cfg['share_embeddings'] else 'separate'}, output projection "
+        f"{'tied to the embedding' if cfg['tie_output'] else 'its own'}, "
+        f"{'scaled by sqrt(d_model)' if cfg['scale_embedding'] else 'unscaled'}",
+    ]
     for side, tok in d["tokenizers"].items():
-        lines.append(f"  {'source' if side == 'src' else 'target'} tokenizer: {tok['kind']}, "
-                     f"{tok['vocab_size']} tokens")
+        lines.append(
+            f"  {'source' if side == 'src' else 'target'} tokenizer: {tok['kind']}, {tok['vocab_size']} tokens"
+        )
     if d["metadata"]:
         lines.append("metadata:")
-        lines += [f"  {k}: {json.dumps(v, ensure_ascii=False, default=str)}"
-                  for k, v in d["metadata"].items()]
+        lines += [f"  {k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in d["metadata"].items()]
     lines.append(f"tensors ({len(d['tensors'])}):")
     width = max(len(n) for n in d["tensors"])
     lines += [f"  {name:<{width}}  [{', '.join(map(str, shape))}]" for name, shape in d["tensors"].items()]

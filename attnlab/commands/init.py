@@ -18,8 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--enc-layers", type=int, default=3, help="encoder layers (default 3)")
     parser.add_argument("--dec-layers", type=int, default=3, help="decoder layers (default 3)")
     parser.add_argument("--activation", choices=ACTIVATIONS, default="relu")
-    parser.add_argument("--norm", choices=("pre", "post"), default="post",
-                        help="LayerNorm placement (default post, as in the 2017 paper)")
+    parser.add_argument(
+        "--norm",
+        choices=("pre", "post"),
+        default="post",
+        help="LayerNorm placement (default post, as in the 2017 paper)",
+    )
     parser.add_argument("--positional", choices=POSITIONALS, default="sinusoidal")
     parser.add_argument("--max-len", type=int, default=256, help="longest sequence (default 256)")
     parser.add_argument("--seed", type=int, default=0, help="seed; the same seed gives the same weights")
@@ -41,10 +45,18 @@ def run(args) -> int:
     unwritable = folder_problem(out)
     if unwritable:  # said before the model is built
         return fail(f"cannot write {str(out)!r}: {unwritable}.")
-    config = ModelConfig(arch=args.arch, d_model=args.d_model, n_heads=args.heads, d_ff=args.d_ff,
-                         n_encoder_layers=args.enc_layers, n_decoder_layers=args.dec_layers,
-                         activation=args.activation, norm_first=args.norm == "pre",
-                         positional=args.positional, max_len=args.max_len)
+    config = ModelConfig(
+        arch=args.arch,
+        d_model=args.d_model,
+        n_heads=args.heads,
+        d_ff=args.d_ff,
+        n_encoder_layers=args.enc_layers,
+        n_decoder_layers=args.dec_layers,
+        activation=args.activation,
+        norm_first=args.norm == "pre",
+        positional=args.positional,
+        max_len=args.max_len,
+    )
     # the vocabulary sizes come from the tokenizer, so they cannot be what is wrong here
     problems = [p for p in config.problems() if "vocab" not in p]
     if problems:
@@ -56,11 +68,15 @@ def run(args) -> int:
     except CheckpointError as e:
         return fail(str(e))
     cfg = model.config
-    layers = {"encoder-decoder": f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers",
-              "decoder-only": f"{cfg.n_decoder_layers} decoder layers",
-              "encoder-only": f"{cfg.n_encoder_layers} encoder layers"}[cfg.arch]
+    layers = {
+        "encoder-decoder": f"{cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers",
+        "decoder-only": f"{cfg.n_decoder_layers} decoder layers",
+        "encoder-only": f"{cfg.n_encoder_layers} encoder layers",
+    }[cfg.arch]
     n_params = sum(t.numel() for t in model.module.checkpoint_tensors().values())
-    print(f"Wrote {out}: random {cfg.arch}, d_model {cfg.d_model}, {cfg.n_heads} heads, d_ff {cfg.d_ff}, "
-          f"{layers}, {args.norm}-norm, {cfg.positional} positions, {n_params:,} parameters, "
-          f"word tokenizer ({model.tgt_tokenizer.vocab_size} tokens), seed {args.seed}.")
+    print(
+        f"Wrote {out}: random {cfg.arch}, d_model {cfg.d_model}, {cfg.n_heads} heads, d_ff {cfg.d_ff}, "
+        f"{layers}, {args.norm}-norm, {cfg.positional} positions, {n_params:,} parameters, "
+        f"word tokenizer ({model.tgt_tokenizer.vocab_size} tokens), seed {args.seed}."
+    )
     return 0

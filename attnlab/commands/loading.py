@@ -15,18 +15,30 @@ def add_import_arguments(parser: argparse.ArgumentParser, run_options: bool = Fa
     group = parser.add_argument_group("opening a checkpoint that does not say everything")
     if not run_options:
         group.add_argument("--heads", type=int, default=None, help=f"attention heads ({IMPORT_HELP}; default 8)")
-        group.add_argument("--norm", choices=("pre", "post"), default=None,
-                           help=f"LayerNorm placement ({IMPORT_HELP}; default post)")
-    group.add_argument("--activation", choices=("relu", "gelu"), default=None,
-                       help=f"feed-forward activation ({IMPORT_HELP}; default relu)")
-    group.add_argument("--tokenizer", metavar="PATH", default=None,
-                       help="a tokenizer.json or a folder with tokenizer files, for a nanoGPT checkpoint or a "
-                            "bare state dict")
+        group.add_argument(
+            "--norm", choices=("pre", "post"), default=None, help=f"LayerNorm placement ({IMPORT_HELP}; default post)"
+        )
+    group.add_argument(
+        "--activation",
+        choices=("relu", "gelu"),
+        default=None,
+        help=f"feed-forward activation ({IMPORT_HELP}; default relu)",
+    )
+    group.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        default=None,
+        help="a tokenizer.json or a folder with tokenizer files, for a nanoGPT checkpoint or a bare state dict",
+    )
 
 
 def import_settings(args: argparse.Namespace) -> dict:
-    return {"heads": getattr(args, "heads", None), "norm": getattr(args, "norm", None),
-            "activation": getattr(args, "activation", None), "tokenizer": getattr(args, "tokenizer", None)}
+    return {
+        "heads": getattr(args, "heads", None),
+        "norm": getattr(args, "norm", None),
+        "activation": getattr(args, "activation", None),
+        "tokenizer": getattr(args, "tokenizer", None),
+    }
 
 
 def load_any(spec: str, **settings):

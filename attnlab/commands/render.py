@@ -20,18 +20,30 @@ MAX_SCALE = 4.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", default="bundled:translation",
-                        help="a checkpoint file or folder, or bundled:NAME (default: bundled:translation)")
+    parser.add_argument(
+        "--checkpoint",
+        default="bundled:translation",
+        help="a checkpoint file or folder, or bundled:NAME (default: bundled:translation)",
+    )
     parser.add_argument("--src", required=True, help="source sentence (a decoder-only model's prompt)")
-    parser.add_argument("--tgt", default=None,
-                        help="decoder input (default: the model's own greedy translation minus its last token)")
-    parser.add_argument("--stage", action="append", required=True, metavar="NAME",
-                        help="a stage key such as enc.0.self.weights or out.probs, or 'all'; repeat it or "
-                             "separate keys by commas")
+    parser.add_argument(
+        "--tgt", default=None, help="decoder input (default: the model's own greedy translation minus its last token)"
+    )
+    parser.add_argument(
+        "--stage",
+        action="append",
+        required=True,
+        metavar="NAME",
+        help="a stage key such as enc.0.self.weights or out.probs, or 'all'; repeat it or separate keys by commas",
+    )
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the files and index.html")
     parser.add_argument("--format", default="png", help="png, svg or png,svg (default: png)")
-    parser.add_argument("--scale", type=float, default=1.0, help=f"PNG pixels per screen pixel, 1 to {MAX_SCALE:g} "
-                                                                 "(2 or 3 for slides; default 1)")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help=f"PNG pixels per screen pixel, 1 to {MAX_SCALE:g} (2 or 3 for slides; default 1)",
+    )
     parser.add_argument("--head", type=int, default=1, help="which head attention stages show (1-based)")
     add_import_arguments(parser)
 
@@ -88,8 +100,10 @@ def run(args) -> int:
         return fail(str(e))
     stages, unknown = _wanted_stages(args.stage, stages_for(trace))
     if unknown:
-        return fail(f"no stage called {', '.join(map(repr, unknown))} in this run. Valid names: all, "
-                    + ", ".join(s.key for s in stages_for(trace)))
+        return fail(
+            f"no stage called {', '.join(map(repr, unknown))} in this run. Valid names: all, "
+            + ", ".join(s.key for s in stages_for(trace))
+        )
     if args.head > trace.n_heads:
         return fail(f"--head {args.head}: this run has {trace.n_heads} heads.")
     out = Path(args.out)
@@ -128,7 +142,10 @@ def render_stages(model, trace, stages, out: Path, formats: list[str], scale: fl
             files.append(name)
             count += 1
         entries.append(HandoutEntry(f"{stage.group} · {stage.title}", explanation_html(stage, trace), files))
-    sides = [f"{label}: {' '.join(trace[f'{side}.tokens'])}" for side, label in
-             (("src", "Source tokens"), ("tgt", "Decoder input tokens")) if f"{side}.tokens" in trace]
+    sides = [
+        f"{label}: {' '.join(trace[f'{side}.tokens'])}"
+        for side, label in (("src", "Source tokens"), ("tgt", "Decoder input tokens"))
+        if f"{side}.tokens" in trace
+    ]
     write_text(out / "index.html", handout_html(f"attnlab — {model.name}", " · ".join(sides), entries))
     return count

@@ -13,28 +13,52 @@ from attnlab.commands.loading import add_import_arguments, import_settings, load
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--checkpoint", default="bundled:translation",
-                        help="a .safetensors/.pt checkpoint, a Hugging Face folder, a nanoGPT ckpt.pt, or "
-                             "bundled:NAME (default: bundled:translation)")
+    parser.add_argument(
+        "--checkpoint",
+        default="bundled:translation",
+        help="a .safetensors/.pt checkpoint, a Hugging Face folder, a nanoGPT ckpt.pt, or "
+        "bundled:NAME (default: bundled:translation)",
+    )
     parser.add_argument("--src", required=True, help="source sentence (a decoder-only model's prompt)")
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--tgt", default=None, help="decoder input for teacher forcing (<s> is prepended)")
-    what.add_argument("--generate", type=int, metavar="N", default=None,
-                      help="decode up to N tokens greedily; the trace of the LAST step is saved")
-    parser.add_argument("--norm", choices=("pre", "post"), default=None,
-                        help="re-wire the LayerNorms (default: the placement the model was trained with); for a "
-                             "bare nn.Transformer state dict: its placement")
-    parser.add_argument("--heads", type=int, default=None, help="re-split attention into H heads; for a bare "
-                        "nn.Transformer state dict: its head count")
+    what.add_argument(
+        "--generate",
+        type=int,
+        metavar="N",
+        default=None,
+        help="decode up to N tokens greedily; the trace of the LAST step is saved",
+    )
+    parser.add_argument(
+        "--norm",
+        choices=("pre", "post"),
+        default=None,
+        help="re-wire the LayerNorms (default: the placement the model was trained with); for a "
+        "bare nn.Transformer state dict: its placement",
+    )
+    parser.add_argument(
+        "--heads",
+        type=int,
+        default=None,
+        help="re-split attention into H heads; for a bare nn.Transformer state dict: its head count",
+    )
     parser.add_argument("--no-causal-mask", action="store_true", help="let the decoder look ahead")
     parser.add_argument("--no-scale", action="store_true", help="skip the division by sqrt(d_k)")
     parser.add_argument("--no-pos", action="store_true", help="leave out the positional encoding")
     parser.add_argument("--no-residual", action="store_true", help="remove the residual connections")
-    parser.add_argument("--no-projections", action="store_true",
-                        help="plain dot-product attention: Q = K = V = x, no W_Q, W_K, W_V, W_O")
-    parser.add_argument("--ablate", action="append", default=[], metavar="SITE:HEAD[:MODE]",
-                        help="ablate a head (0-based) at a site, MODE zero (default) or mean, like enc.0.self:2:zero; "
-                             "repeat for more heads")
+    parser.add_argument(
+        "--no-projections",
+        action="store_true",
+        help="plain dot-product attention: Q = K = V = x, no W_Q, W_K, W_V, W_O",
+    )
+    parser.add_argument(
+        "--ablate",
+        action="append",
+        default=[],
+        metavar="SITE:HEAD[:MODE]",
+        help="ablate a head (0-based) at a site, MODE zero (default) or mean, like enc.0.self:2:zero; "
+        "repeat for more heads",
+    )
     parser.add_argument("--temperature", type=float, default=1.0, help="softmax temperature of the output")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--out", required=True, help="where to write the trace (.npz)")
@@ -50,10 +74,17 @@ def options_from(args):
     """The RunOptions the flags ask for (ValueError for an ablation written in another form)."""
     from attnlab.engine.options import RunOptions, parse_ablation
 
-    opts = RunOptions(norm=args.norm or "trained", n_heads=args.heads, scale=not args.no_scale,
-                      positional=not args.no_pos, residual=not args.no_residual, temperature=args.temperature,
-                      device=args.device, projections=not args.no_projections,
-                      ablate=tuple(parse_ablation(text) for text in args.ablate))
+    opts = RunOptions(
+        norm=args.norm or "trained",
+        n_heads=args.heads,
+        scale=not args.no_scale,
+        positional=not args.no_pos,
+        residual=not args.no_residual,
+        temperature=args.temperature,
+        device=args.device,
+        projections=not args.no_projections,
+        ablate=tuple(parse_ablation(text) for text in args.ablate),
+    )
     return opts.with_causal("dec.self", False) if args.no_causal_mask else opts
 
 

@@ -1,6 +1,6 @@
 """`attnlab train`: rebuild the classroom models from a seed (the ones shipped in resources/).
 
-    attnlab train --model all --seed 0 --out-dir resources
+attnlab train --model all --seed 0 --out-dir resources
 """
 
 from __future__ import annotations
@@ -12,24 +12,44 @@ from attnlab.training.recipes import MODEL_NAMES, RECIPES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", choices=(*MODEL_NAMES, "all"), default="all",
-                        help="which classroom model to train (default: all)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the corpus, the weights and the batch order (default: 0)")
-    parser.add_argument("--out-dir", default="resources",
-                        help="folder for <model>.safetensors; loss curves and figures go to "
-                             "<out-dir>/training/")
-    parser.add_argument("--steps", type=int, default=None,
-                        help="optimiser steps (default: the recipe's, "
-                             + ", ".join(f"{k} {r.steps}" for k, r in RECIPES.items()) + ")")
-    parser.add_argument("--pairs", type=int, default=None,
-                        help="sentence pairs to generate before the train/test split (default: "
-                             + ", ".join(f"{k} {r.n_pairs}" for k, r in RECIPES.items()) + ")")
-    parser.add_argument("--eval-n", type=int, default=None,
-                        help="evaluate on the first N held-out sentences only (default: all of them)")
-    parser.add_argument("--threads", type=int, default=2,
-                        help="CPU threads for PyTorch (default: 2; on a machine shared with other busy "
-                             "processes, 1 avoids threads waiting on each other)")
+    parser.add_argument(
+        "--model", choices=(*MODEL_NAMES, "all"), default="all", help="which classroom model to train (default: all)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the corpus, the weights and the batch order (default: 0)"
+    )
+    parser.add_argument(
+        "--out-dir",
+        default="resources",
+        help="folder for <model>.safetensors; loss curves and figures go to <out-dir>/training/",
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="optimiser steps (default: the recipe's, " + ", ".join(f"{k} {r.steps}" for k, r in RECIPES.items()) + ")",
+    )
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=None,
+        help="sentence pairs to generate before the train/test split (default: "
+        + ", ".join(f"{k} {r.n_pairs}" for k, r in RECIPES.items())
+        + ")",
+    )
+    parser.add_argument(
+        "--eval-n",
+        type=int,
+        default=None,
+        help="evaluate on the first N held-out sentences only (default: all of them)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=2,
+        help="CPU threads for PyTorch (default: 2; on a machine shared with other busy "
+        "processes, 1 avoids threads waiting on each other)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -38,8 +58,10 @@ def run(args: argparse.Namespace) -> int:
         import matplotlib  # noqa: F401
         import tqdm  # noqa: F401
     except ImportError as e:
-        print(f"attnlab train needs matplotlib and tqdm ({e.name} is missing): pip install 'attnlab[train]'",
-              file=sys.stderr)
+        print(
+            f"attnlab train needs matplotlib and tqdm ({e.name} is missing): pip install 'attnlab[train]'",
+            file=sys.stderr,
+        )
         return 2
     from attnlab.commands.eval import summary_text
     from attnlab.training.classroom import build
@@ -50,9 +72,16 @@ def run(args: argparse.Namespace) -> int:
     names = MODEL_NAMES if args.model == "all" else (args.model,)
     for name in names:
         try:
-            figures = build(name, args.seed, args.out_dir, steps=args.steps, n_pairs=args.pairs,
-                            progress=not args.quiet, eval_n=args.eval_n,
-                            threads=args.threads)
+            figures = build(
+                name,
+                args.seed,
+                args.out_dir,
+                steps=args.steps,
+                n_pairs=args.pairs,
+                progress=not args.quiet,
+                eval_n=args.eval_n,
+                threads=args.threads,
+            )
         except (ValueError, OSError) as e:
             print(f"attnlab train: {e}", file=sys.stderr)
             return 1

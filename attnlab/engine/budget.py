@@ -66,8 +66,9 @@ def projection_floats(config: ModelConfig, S: int, T: int) -> int:
     return floats
 
 
-def estimate_trace_bytes(config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int,
-                         element_size: int = 4) -> int:
+def estimate_trace_bytes(
+    config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4
+) -> int:
     """Bytes a recorded run's trace holds (tensors stored where the model ran), for sources of `src_len`
     and decoder inputs of `tgt_len` tokens (specials and padding included; the unused side is ignored)."""
     d, d_ff = config.d_model, config.d_ff
@@ -89,15 +90,16 @@ def estimate_trace_bytes(config: ModelConfig, options: RunOptions, src_len: int,
         ints += T
         out_len = T
     floats += out_len * config.out_vocab_size  # logits; probs are derived
-    floats += sum((S if site.startswith("enc.") else T) * d  # an ablated site's context is stored, [H, Tq, dk]
-                  for site in {site for site, _head, _mode in options.ablate})
+    floats += sum(
+        (S if site.startswith("enc.") else T) * d  # an ablated site's context is stored, [H, Tq, dk]
+        for site in {site for site, _head, _mode in options.ablate}
+    )
     if not options.projections:  # Q, K, V are views of inputs the trace holds anyway: only `out` is new
         floats -= projection_floats(config, S, T)
     return floats * element_size + ints * 8
 
 
-def working_bytes(config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int,
-                  element_size: int = 4) -> int:
+def working_bytes(config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4) -> int:
     """Transient memory of the recorded forward besides the trace (one site's matrices, one FFN)."""
     T = max(src_len, tgt_len)
     heads = options.effective_heads(config)

@@ -37,7 +37,7 @@ def build_transformer(config: ModelConfig, seed: int | None = None, initialise: 
 def seeded_init(module: Transformer, generator: torch.Generator) -> None:
     """Every parameter drawn from `generator`, in a fixed order: Xavier-uniform matrices, N(0, 1/d) embeddings
     and positions, U(±1/√fan_in) linear biases, LayerNorms at 1 and 0 (the same scheme Transformer uses)."""
-    std = module.config.d_model ** -0.5
+    std = module.config.d_model**-0.5
     for name, p in module.named_parameters():
         if name.endswith("embed.weight") or name.endswith("_pos.weight"):
             p.normal_(0.0, std, generator=generator)
@@ -45,7 +45,7 @@ def seeded_init(module: Transformer, generator: torch.Generator) -> None:
             nn.init.xavier_uniform_(p, generator=generator)
     for m in module.modules():
         if isinstance(m, nn.Linear) and m.bias is not None:
-            bound = m.in_features ** -0.5
+            bound = m.in_features**-0.5
             m.bias.uniform_(-bound, bound, generator=generator)
 
 

@@ -25,9 +25,15 @@ FFN_KINDS = ("plain", "gated")
 ROTARY_LAYOUTS = ("interleaved", "half")
 SINUSOIDAL_LAYOUTS = ("interleaved", "marian")
 # (field, allowed values) for every string field with a fixed set of values
-CHOICES = (("arch", ARCHITECTURES), ("activation", ACTIVATIONS), ("positional", POSITIONALS),
-           ("norm", NORM_KINDS), ("ffn", FFN_KINDS), ("rotary_layout", ROTARY_LAYOUTS),
-           ("sinusoidal_layout", SINUSOIDAL_LAYOUTS))
+CHOICES = (
+    ("arch", ARCHITECTURES),
+    ("activation", ACTIVATIONS),
+    ("positional", POSITIONALS),
+    ("norm", NORM_KINDS),
+    ("ffn", FFN_KINDS),
+    ("rotary_layout", ROTARY_LAYOUTS),
+    ("sinusoidal_layout", SINUSOIDAL_LAYOUTS),
+)
 
 
 def is_activation(value: object) -> TypeGuard[Activation]:
@@ -122,8 +128,11 @@ class ModelConfig:
         p: list[str] = []
         wrong_types = [f.name for f in dataclasses.fields(self) if not _has_type(getattr(self, f.name), f.type)]
         if wrong_types:  # arithmetic below would raise on these; report them instead
-            return [f"{name} has the wrong type ({type(value).__name__}: {limits.excerpt(value)})"
-                    for name in wrong_types for value in [getattr(self, name)]]
+            return [
+                f"{name} has the wrong type ({type(value).__name__}: {limits.excerpt(value)})"
+                for name in wrong_types
+                for value in [getattr(self, name)]
+            ]
         for name, allowed in CHOICES:
             if getattr(self, name) not in allowed:
                 p.append(f"{name} must be one of {allowed}, not {limits.excerpt(getattr(self, name))}")
@@ -138,8 +147,10 @@ class ModelConfig:
             return p + too_big
         specials = 2 if self.arch == "encoder-only" else 1
         if 1 <= self.max_len <= specials:
-            p.append(f"max_len {self.max_len} leaves no room for a word: this {self.arch} model adds {specials} "
-                     f"special token{'s' if specials > 1 else ''} to every input")
+            p.append(
+                f"max_len {self.max_len} leaves no room for a word: this {self.arch} model adds {specials} "
+                f"special token{'s' if specials > 1 else ''} to every input"
+            )
         if self.n_kv_heads and self.n_heads >= 1 and self.n_heads % self.n_kv_heads:
             p.append(f"n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
         if not (self.rope_theta > 0) or self.rope_theta == float("inf"):
@@ -160,21 +171,33 @@ class ModelConfig:
 
     def size_problems(self) -> list[str]:
         """Sizes over attnlab's caps (attnlab/limits.py), each naming its field; checked before building."""
-        caps = (("src_vocab_size", limits.MAX_VOCAB), ("tgt_vocab_size", limits.MAX_VOCAB),
-                ("d_model", limits.MAX_D_MODEL), ("d_ff", limits.MAX_D_FF), ("n_heads", limits.MAX_HEADS),
-                ("n_encoder_layers", limits.MAX_LAYERS), ("n_decoder_layers", limits.MAX_LAYERS),
-                ("max_len", limits.MAX_LEN))
-        p = [f"{name} {getattr(self, name):,} is more than attnlab handles (at most {cap:,})"
-             for name, cap in caps if getattr(self, name) > cap]
+        caps = (
+            ("src_vocab_size", limits.MAX_VOCAB),
+            ("tgt_vocab_size", limits.MAX_VOCAB),
+            ("d_model", limits.MAX_D_MODEL),
+            ("d_ff", limits.MAX_D_FF),
+            ("n_heads", limits.MAX_HEADS),
+            ("n_encoder_layers", limits.MAX_LAYERS),
+            ("n_decoder_layers", limits.MAX_LAYERS),
+            ("max_len", limits.MAX_LEN),
+        )
+        p = [
+            f"{name} {getattr(self, name):,} is more than attnlab handles (at most {cap:,})"
+            for name, cap in caps
+            if getattr(self, name) > cap
+        ]
         if p:
             return p
         if self.max_len * self.d_model > limits.MAX_POSITION_TABLE:
-            p.append(f"max_len {self.max_len:,} x d_model {self.d_model:,} positions table is more than attnlab "
-                     f"builds (at most {limits.MAX_POSITION_TABLE:,} cells)")
+            p.append(
+                f"max_len {self.max_len:,} x d_model {self.d_model:,} positions table is more than attnlab "
+                f"builds (at most {limits.MAX_POSITION_TABLE:,} cells)"
+            )
         n = self.parameter_count()
         if n > limits.MAX_PARAMETERS:
-            p.append(f"these sizes make {n:,} parameters, more than attnlab handles (at most "
-                     f"{limits.MAX_PARAMETERS:,})")
+            p.append(
+                f"these sizes make {n:,} parameters, more than attnlab handles (at most {limits.MAX_PARAMETERS:,})"
+            )
         return p
 
     def parameter_count(self) -> int:
@@ -188,11 +211,12 @@ class ModelConfig:
         if self.has_decoder:
             cross = attention + norms if self.has_encoder else 0
             dec = self.n_decoder_layers * (attention + ffn + 2 * norms + cross)
-        embeddings = (self.src_vocab_size * d if self.has_encoder else 0)
+        embeddings = self.src_vocab_size * d if self.has_encoder else 0
         if self.has_decoder and not (self.share_embeddings and self.has_encoder):
             embeddings += self.tgt_vocab_size * d
-        positions = self.max_len * d * (int(self.has_encoder) + int(self.has_decoder)) \
-            if self.positional == "learned" else 0
+        positions = (
+            self.max_len * d * (int(self.has_encoder) + int(self.has_decoder)) if self.positional == "learned" else 0
+        )
         final = norms * (int(self.has_encoder) + int(self.has_decoder)) if self.final_norm else 0
         out = 0 if self.tie_output else self.out_vocab_size * d + b * self.out_vocab_size
         return enc + dec + embeddings + positions + final + out

@@ -38,7 +38,7 @@ def embed_tokens(model: Transformer, ids: Tensor, side: str, ctx: RunContext) ->
         if cfg.positional == "sinusoidal":
             pos = model.sinusoid[:T]  # [T, d]
         else:
-            pos = getattr(model, f"{side}_pos").weight[cfg.pos_offset:cfg.pos_offset + T]  # [T, d]
+            pos = getattr(model, f"{side}_pos").weight[cfg.pos_offset : cfg.pos_offset + T]  # [T, d]
         ctx.rec(names.side_entry(side, "pos"), pos, batched=False)
         x = x + pos
     norm = getattr(model, f"{side}_embed_norm", None)

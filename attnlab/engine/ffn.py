@@ -37,8 +37,13 @@ class FeedForward(nn.Module):
         out = self.lin2(hidden)  # [B, T, d]
         if rec.enabled:
             rec(names.ffn_entry(layer_name, "pre"), pre)
-            rec.derived(names.ffn_entry(layer_name, "hidden"), hidden, "activation",
-                        (names.ffn_entry(layer_name, "pre"),), self.activation)
+            rec.derived(
+                names.ffn_entry(layer_name, "hidden"),
+                hidden,
+                "activation",
+                (names.ffn_entry(layer_name, "pre"),),
+                self.activation,
+            )
             rec(names.ffn_entry(layer_name, "out"), out)
         return out
 

@@ -22,8 +22,9 @@ from typing import Any
 from attnlab.engine.specials import Specials, specials_from_dict
 from attnlab.engine.tokenizer import Tokenizer, guarded
 
-SENTENCEPIECE_MISSING = ('This model\'s tokenizer needs the sentencepiece package. Install it with: '
-                         'pip install "attnlab[hf]"')
+SENTENCEPIECE_MISSING = (
+    'This model\'s tokenizer needs the sentencepiece package. Install it with: pip install "attnlab[hf]"'
+)
 
 
 class ForeignTokenizer(Tokenizer):
@@ -88,8 +89,9 @@ class LibraryTokenizer(ForeignTokenizer):
         return str(guarded(lambda: self.hf.decode(kept, skip_special_tokens=False), "turn these ids back into text"))
 
     def to_json(self) -> str:
-        return json.dumps({"kind": self.kind, "hf": self.hf.to_str(), "specials": self.specials.to_dict()},
-                          ensure_ascii=False)
+        return json.dumps(
+            {"kind": self.kind, "hf": self.hf.to_str(), "specials": self.specials.to_dict()}, ensure_ascii=False
+        )
 
 
 def load_sentencepiece(model_bytes: bytes) -> Any:  # a sentencepiece.SentencePieceProcessor
@@ -124,7 +126,7 @@ class SentencePieceTokenizer(ForeignTokenizer):
         code = self._LANGUAGE_CODE.match(text)
         if code:
             pieces.append(code.group(1))
-            text = text[code.end():]
+            text = text[code.end() :]
         pieces += self.sp.encode(text, out_type=str) if text else []
         unk = self.specials.unk
         ids = [self.piece_ids.get(p, unk if unk is not None else 0) for p in pieces]
@@ -135,8 +137,15 @@ class SentencePieceTokenizer(ForeignTokenizer):
         return self.sp.decode_pieces([self.id_to_token(int(i)) for i in ids if int(i) not in hidden])
 
     def to_json(self) -> str:
-        return json.dumps({"kind": self.kind, "model": base64.b64encode(self.model_bytes).decode("ascii"),
-                           "vocab": self.piece_ids, "specials": self.specials.to_dict()}, ensure_ascii=False)
+        return json.dumps(
+            {
+                "kind": self.kind,
+                "model": base64.b64encode(self.model_bytes).decode("ascii"),
+                "vocab": self.piece_ids,
+                "specials": self.specials.to_dict(),
+            },
+            ensure_ascii=False,
+        )
 
 
 class CharVocabTokenizer(ForeignTokenizer):
@@ -164,8 +173,9 @@ class NumberTokenizer(ForeignTokenizer):
     kind = "numbers"
 
     def __init__(self, vocab_size: int):
-        super().__init__([f"#{i}" for i in range(vocab_size)],
-                         Specials(description="no tokenizer: token ids shown as numbers"))
+        super().__init__(
+            [f"#{i}" for i in range(vocab_size)], Specials(description="no tokenizer: token ids shown as numbers")
+        )
 
     def encode(self, text: str) -> tuple[list[str], list[int]]:
         ids = [int(n) for n in re.findall(r"#?(\d+)", str(text)) if int(n) < self.vocab_size]
@@ -186,8 +196,9 @@ def foreign_tokenizer_from_json(data: dict[str, Any]) -> Tokenizer:
 
         return LibraryTokenizer(HF.from_str(data["hf"]), specials_from_dict(data["specials"]))
     if kind == "spm":
-        return SentencePieceTokenizer(base64.b64decode(data["model"]), data["vocab"],
-                                      specials_from_dict(data["specials"]))
+        return SentencePieceTokenizer(
+            base64.b64decode(data["model"]), data["vocab"], specials_from_dict(data["specials"])
+        )
     if kind == "char-vocab":
         return CharVocabTokenizer(list(data["vocab"]))
     if kind == "numbers":

@@ -40,9 +40,20 @@ def ablate_heads(context: Tensor, ablate: dict[int, str] | None) -> Tensor:
     return context
 
 
-def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: bool, rec: Recorder, prefix: str, *,
-                    blocked_rows: bool = True, mask_is_zero: bool = False, kv_shared: bool = False,
-                    ablate: dict[int, str] | None = None) -> Tensor:
+def attention_steps(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor,
+    scale: bool,
+    rec: Recorder,
+    prefix: str,
+    *,
+    blocked_rows: bool = True,
+    mask_is_zero: bool = False,
+    kv_shared: bool = False,
+    ablate: dict[int, str] | None = None,
+) -> Tensor:
     """Scaled dot-product attention computed step by step, each step recorded under `prefix`.
 
     q [B, H, Tq, dk], k/v [B, H, Tk, dk], mask additive [B or 1, 1, Tq, Tk] (0 allowed, -inf blocked).
@@ -80,8 +91,16 @@ def attention_steps(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: bool, 
     return context
 
 
-def fused_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: bool, *, is_causal: bool = False,
-                    blocked_rows: bool | None = None) -> Tensor:
+def fused_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    scale: bool,
+    *,
+    is_causal: bool = False,
+    blocked_rows: bool | None = None,
+) -> Tensor:
     """The same result through PyTorch's fused kernel (no intermediates). Shapes as attention_steps.
 
     `mask` may be None (nothing blocked, or only the causal triangle when `is_causal`). `blocked_rows`:
@@ -107,8 +126,13 @@ class AttentionMask:
 
     __slots__ = ("additive", "causal_only", "blocks_nothing", "blocked_rows")
 
-    def __init__(self, additive: torch.Tensor | None, causal_only: bool = False, blocks_nothing: bool = False,
-                 blocked_rows: bool | None = None):
+    def __init__(
+        self,
+        additive: torch.Tensor | None,
+        causal_only: bool = False,
+        blocks_nothing: bool = False,
+        blocked_rows: bool | None = None,
+    ):
         self.additive = additive
         self.causal_only = causal_only
         self.blocks_nothing = blocks_nothing
@@ -128,8 +152,15 @@ class MultiHeadAttention(nn.Module):
     Grouped-query attention: W_K and W_V have fewer outputs (kv_dim = H_kv * dk); each K/V head serves
     H / H_kv consecutive Q heads (Q head h reads K/V head h // (H / H_kv))."""
 
-    def __init__(self, d_model: int, bias: bool = True, *, kv_dim: int | None = None,
-                 out_bias: bool | None = None, rotary_layout: str = "interleaved"):
+    def __init__(
+        self,
+        d_model: int,
+        bias: bool = True,
+        *,
+        kv_dim: int | None = None,
+        out_bias: bool | None = None,
+        rotary_layout: str = "interleaved",
+    ):
         super().__init__()
         kv_dim = kv_dim or d_model
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
@@ -138,9 +169,20 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias if out_bias is None else out_bias)
         self.rotary_layout = rotary_layout
 
-    def forward(self, x_q: Tensor, x_kv: Tensor, mask: Tensor | AttentionMask, n_heads: int, scale: bool,
-                rotary: tuple[Tensor, Tensor] | None, rec: Recorder, prefix: str, *,
-                ablate: dict[int, str] | None = None, projections: bool = True) -> Tensor:
+    def forward(
+        self,
+        x_q: Tensor,
+        x_kv: Tensor,
+        mask: Tensor | AttentionMask,
+        n_heads: int,
+        scale: bool,
+        rotary: tuple[Tensor, Tensor] | None,
+        rec: Recorder,
+        prefix: str,
+        *,
+        ablate: dict[int, str] | None = None,
+        projections: bool = True,
+    ) -> Tensor:
         """x_q [B, Tq, d], x_kv [B, Tk, d], mask: additive [B or 1, 1, Tq, Tk] or an AttentionMask;
         rotary = (cos, sin) tables or None; ablate = {head: "zero"|"mean"} (see ablate_heads)."""
         if not isinstance(mask, AttentionMask):
@@ -170,14 +212,25 @@ class MultiHeadAttention(nn.Module):
             v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
         if rec.enabled:
             assert mask.additive is not None  # built for every recording run (above)
-            context = attention_steps(q, k, v, mask.additive, scale, rec, prefix,
-                                      blocked_rows=mask.blocked_rows, mask_is_zero=mask.blocks_nothing,
-                                      kv_shared=n_kv != n_heads, ablate=ablate)
+            context = attention_steps(
+                q,
+                k,
+                v,
+                mask.additive,
+                scale,
+                rec,
+                prefix,
+                blocked_rows=mask.blocked_rows,
+                mask_is_zero=mask.blocks_nothing,
+                kv_shared=n_kv != n_heads,
+                ablate=ablate,
+            )
         elif mask.blocks_nothing or mask.causal_only:
             context = ablate_heads(fused_attention(q, k, v, None, scale, is_causal=mask.causal_only), ablate)
         else:
-            context = ablate_heads(fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows),
-                                   ablate)
+            context = ablate_heads(
+                fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows), ablate
+            )
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
         out = self.w_o(concat) if projections else concat  # [B, Tq, d]
         if rec.enabled:
@@ -189,9 +242,23 @@ class MultiHeadAttention(nn.Module):
 
 def make_attention(cfg: ModelConfig) -> MultiHeadAttention:
     """The attention sub-layer a ModelConfig asks for (its K/V width, biases and rotary layout)."""
-    return MultiHeadAttention(cfg.d_model, cfg.has_bias("qkv"), kv_dim=cfg.kv_heads * cfg.d_head,
-                              out_bias=cfg.has_bias("attn_out"), rotary_layout=cfg.rotary_layout)
+    return MultiHeadAttention(
+        cfg.d_model,
+        cfg.has_bias("qkv"),
+        kv_dim=cfg.kv_heads * cfg.d_head,
+        out_bias=cfg.has_bias("attn_out"),
+        rotary_layout=cfg.rotary_layout,
+    )
 
-__all__ = ["NEG_INF", "AttentionMask", "FeedForward", "LayerNorm", "MultiHeadAttention", "ablate_heads",
-           "attention_steps",
-           "fused_attention", "make_attention"]
+
+__all__ = [
+    "NEG_INF",
+    "AttentionMask",
+    "FeedForward",
+    "LayerNorm",
+    "MultiHeadAttention",
+    "ablate_heads",
+    "attention_steps",
+    "fused_attention",
+    "make_attention",
+]

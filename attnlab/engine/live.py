@@ -51,8 +51,9 @@ def checked_ids(ids: Iterable[Any], vocab_size: int, side: str) -> list[int]:
         if i is None or isinstance(value, bool):
             raise InputError(f"the {what} ids must be whole numbers; got {excerpt(value)}")
         if not 0 <= i < vocab_size:
-            raise InputError(f"the {what} id {i} is not a token of this vocabulary (ids run from 0 to "
-                             f"{vocab_size - 1})")
+            raise InputError(
+                f"the {what} id {i} is not a token of this vocabulary (ids run from 0 to {vocab_size - 1})"
+            )
         out.append(i)
     return out
 
@@ -63,6 +64,8 @@ def tempered_softmax(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     the others go to -inf at worst, and no NaN can appear. The argmax never changes.  [T, V] -> [T, V]"""
     shifted = logits - logits.amax(dim=-1, keepdim=True)  # [T, V], max 0
     return torch.softmax(shifted / temperature, dim=-1)
+
+
 def output_probs(temperature: float) -> Derived:
     """The output distribution softmax(logits / temperature), [T, V], computed from `logits` when read."""
     return Derived("probs", (names.LOGITS,), (float(temperature),))
@@ -81,8 +84,14 @@ def with_temperature(trace: Trace, options: RunOptions, config: ModelConfig) -> 
 class LiveModel:
     """A Transformer plus the tokenizers that turn text into its input ids."""
 
-    def __init__(self, module: Transformer, src_tokenizer: Tokenizer | None, tgt_tokenizer: Tokenizer | None,
-                 name: str = "model", metadata: dict | None = None):
+    def __init__(
+        self,
+        module: Transformer,
+        src_tokenizer: Tokenizer | None,
+        tgt_tokenizer: Tokenizer | None,
+        name: str = "model",
+        metadata: dict | None = None,
+    ):
         self.module = module.eval()
         self.src_tokenizer = src_tokenizer
         self.tgt_tokenizer = tgt_tokenizer
@@ -148,8 +157,7 @@ class LiveModel:
         """The tokenizer whose ids the output distribution ranges over."""
         return self.tokenizer("tgt" if self.config.has_decoder else "src")
 
-    def _side(self, text: Prompt, side: str, pad_to: int,
-              notices: list[str]) -> tuple[list[str], list[int], int]:
+    def _side(self, text: Prompt, side: str, pad_to: int, notices: list[str]) -> tuple[list[str], list[int], int]:
         """Token strings and ids of one side wrapped in the tokenizer's specials (engine/specials.py; attnlab's
         own: source = pieces + </s>, target = <s> + pieces).
 
@@ -161,20 +169,25 @@ class LiveModel:
         elif text is None or isinstance(text, str):
             text = text or ""
             if len(text) > MAX_SENTENCE_CHARS:  # what the app's boxes hold too; far more than max_len tokens
-                notices.append(f"The text has {len(text):,} characters; only the first {MAX_SENTENCE_CHARS:,} "
-                               "were read.")
+                notices.append(
+                    f"The text has {len(text):,} characters; only the first {MAX_SENTENCE_CHARS:,} were read."
+                )
                 text = text[:MAX_SENTENCE_CHARS]
             ids = tok.encode(text)[1]
         else:
-            raise InputError(f"the {'source' if side == 'src' else 'decoder input'} must be text or a list of "
-                             f"token ids, not {type(text).__name__}")
+            raise InputError(
+                f"the {'source' if side == 'src' else 'decoder input'} must be text or a list of "
+                f"token ids, not {type(text).__name__}"
+            )
         n_specials = specials.n_added(role)
         room = self.config.max_len - n_specials
         if len(ids) > room:
             what = "source" if side == "src" else "decoder input"
             extra = f" (+{n_specials} special)" if n_specials else ""
-            notices.append(f"The {what} has {len(ids)} tokens but this model reads at most {room}{extra}; "
-                           f"the last {len(ids) - room} were dropped.")
+            notices.append(
+                f"The {what} has {len(ids)} tokens but this model reads at most {room}{extra}; "
+                f"the last {len(ids) - room} were dropped."
+            )
             ids = ids[:room]
         ids = specials.wrap(role, ids)
         if not ids and specials.start_id is not None:  # a model without a forced <s> still needs one token
@@ -186,8 +199,7 @@ class LiveModel:
         return [tok.id_to_token(i) for i in ids], ids, n_real
 
     # ---- runs --------------------------------------------------------------------------------------
-    def trace(self, src: Prompt = None, tgt: Prompt = None,
-              options: RunOptions | None = None) -> Trace:
+    def trace(self, src: Prompt = None, tgt: Prompt = None, options: RunOptions | None = None) -> Trace:
         """Run once and record every step.
 
         encoder-decoder: `src` is the sentence to encode, `tgt` the decoder input (teacher forcing; <s> is
@@ -260,14 +272,23 @@ class LiveModel:
         fits, free = fits_on_device(device, trace_bytes + working_bytes(self.config, options, S, T, element))
         if fits:
             return Recorder(True)
-        notices.append(f"This trace needs about {trace_bytes / 2**20:.0f} MiB, more than the GPU has free "
-                       f"({free / 2**20:.0f} MiB): the model ran on the GPU and its steps were copied to the "
-                       "computer's memory as they were computed.")
+        notices.append(
+            f"This trace needs about {trace_bytes / 2**20:.0f} MiB, more than the GPU has free "
+            f"({free / 2**20:.0f} MiB): the model ran on the GPU and its steps were copied to the "
+            "computer's memory as they were computed."
+        )
         return Recorder(True, host=True)
 
     @torch.inference_mode()
-    def _trace_on(self, device: torch.device, src: Prompt, tgt: Prompt, options: RunOptions,
-                  resume: Resume | None = None, inputs: LayerInputs | None = None) -> Trace:
+    def _trace_on(
+        self,
+        device: torch.device,
+        src: Prompt,
+        tgt: Prompt,
+        options: RunOptions,
+        resume: Resume | None = None,
+        inputs: LayerInputs | None = None,
+    ) -> Trace:
         if self.device != device:
             self.module.to(device)
         notices: list[str] = list(self.metadata.get("run_notices", []))  # e.g. settings a loader assumed
@@ -286,13 +307,26 @@ class LiveModel:
             pad_of[side] = (torch.arange(len(ids), device=device) >= n_real)[None]  # [1, S] or [1, T]
             rec(names.side_entry(side, "ids"), ids_of[side])
         start = time.perf_counter()
-        logits = self.module(ids_of.get("src"), ids_of.get("tgt"), options=options, rec=rec,
-                             src_pad=pad_of.get("src"), tgt_pad=pad_of.get("tgt"), resume=resume, inputs=inputs)
+        logits = self.module(
+            ids_of.get("src"),
+            ids_of.get("tgt"),
+            options=options,
+            rec=rec,
+            src_pad=pad_of.get("src"),
+            tgt_pad=pad_of.get("tgt"),
+            resume=resume,
+            inputs=inputs,
+        )
         trace = rec.finish()
         if kept and self._last_run is not None:  # host copies of the reused entries stay valid
             old = self._last_run[1]
-            trace._host.update({n: v for n, v in list(old._host.items())  # list(): the GUI may be adding some
-                                if n in kept and trace.entries[n] is kept[n]})
+            trace._host.update(
+                {
+                    n: v
+                    for n, v in list(old._host.items())  # list(): the GUI may be adding some
+                    if n in kept and trace.entries[n] is kept[n]
+                }
+            )
             trace.info["resumed_from"] = names.layer(resume.stack, resume.layer) if resume else None
         if not options.record:  # the fast path still returns what the output panel needs
             trace.entries[names.LOGITS] = logits[0]  # [T, V]
@@ -307,8 +341,9 @@ class LiveModel:
         i = int(trace.read(names.PROBS, -1).argmax())  # only the last position crosses to the host
         return i, self.output_tokenizer.id_to_token(i)
 
-    def generate(self, src: Prompt = None, prefix: str = "", max_new_tokens: int = 30,
-                 options: RunOptions | None = None) -> Iterator[Trace]:
+    def generate(
+        self, src: Prompt = None, prefix: str = "", max_new_tokens: int = 30, options: RunOptions | None = None
+    ) -> Iterator[Trace]:
         """Greedy decoding: yields a Trace per step; trace.info['generated'] holds the text so far.
 
         Encoder-decoder: `src` is encoded and the decoder starts from `prefix`. Decoder-only: the prompt is

@@ -32,8 +32,15 @@ Device = torch.device | str  # where a run puts its tensors
 class RunContext:
     """What every layer needs to know about this run, resolved once from the RunOptions."""
 
-    def __init__(self, config: ModelConfig, options: RunOptions, rec: Recorder, dropout: float, device: Device,
-                 dtype: torch.dtype | None = None):
+    def __init__(
+        self,
+        config: ModelConfig,
+        options: RunOptions,
+        rec: Recorder,
+        dropout: float,
+        device: Device,
+        dtype: torch.dtype | None = None,
+    ):
         self.norm_first = options.effective_norm_first(config)
         self.n_heads = options.effective_heads(config)
         self.scale = options.scale
@@ -45,8 +52,11 @@ class RunContext:
         self.dropout = dropout
         rotary_on = config.positional == "rotary" and options.positional
         d_head = config.d_model // self.n_heads
-        self.rotary = (rotary_angles(config.max_len, d_head, device, config.rope_theta)  # 2 x [L, dk/2]
-                       if rotary_on else None)
+        self.rotary = (
+            rotary_angles(config.max_len, d_head, device, config.rope_theta)  # 2 x [L, dk/2]
+            if rotary_on
+            else None
+        )
         self.masks = MaskBuilder(options, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
         self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
@@ -76,8 +86,9 @@ def final_norm(trained: LayerNorm | RMSNorm | None, x: Tensor, ctx: RunContext, 
     return layer_norm(x, None, None, ctx.eps, ctx.rec, name)
 
 
-def residual_block(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm | RMSNorm, ctx: RunContext,
-                   layer_name: str, n: int) -> Tensor:
+def residual_block(
+    x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm | RMSNorm, ctx: RunContext, layer_name: str, n: int
+) -> Tensor:
     """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x)).  Records names.resid(layer, n)."""
     if ctx.norm_first:
         h = ctx.drop(sublayer(norm(x, ctx.rec, names.norm(layer_name, n))))
@@ -90,14 +101,28 @@ def residual_block(x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerN
     return norm(y, ctx.rec, names.norm(layer_name, n))
 
 
-def build_mask(site: str, Tq: int, Tk: int, key_pad: Tensor | None, ctx: RunContext, device: Device,
-               dtype: torch.dtype | None = None) -> Tensor:
+def build_mask(
+    site: str,
+    Tq: int,
+    Tk: int,
+    key_pad: Tensor | None,
+    ctx: RunContext,
+    device: Device,
+    dtype: torch.dtype | None = None,
+) -> Tensor:
     """Additive mask [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not."""
     return additive_mask(site, Tq, Tk, key_pad, ctx.options, device, dtype)
 
 
-def additive_mask(site: str, Tq: int, Tk: int, key_pad: Tensor | None, opts: RunOptions, device: Device,
-                  dtype: torch.dtype | None = None) -> Tensor:
+def additive_mask(
+    site: str,
+    Tq: int,
+    Tk: int,
+    key_pad: Tensor | None,
+    opts: RunOptions,
+    device: Device,
+    dtype: torch.dtype | None = None,
+) -> Tensor:
     """build_mask from the RunOptions alone.  -> [B or 1, 1, Tq, Tk]"""
     blocked = torch.zeros(Tq, Tk, dtype=torch.bool, device=device)  # [Tq, Tk]
     if opts.is_causal(site):
@@ -140,8 +165,12 @@ class MaskBuilder:
         else:
             additive = additive_mask(site, Tq, Tk, key_pad, opts, self.device, self.dtype)  # [B|1,1,Tq,Tk]
             # the causal triangle alone always leaves key 0 open; cells and padding might close a whole row
-            mask = AttentionMask(additive, causal_only=plain and causal, blocks_nothing=plain and not causal,
-                                 blocked_rows=False if plain else None)
+            mask = AttentionMask(
+                additive,
+                causal_only=plain and causal,
+                blocks_nothing=plain and not causal,
+                blocked_rows=False if plain else None,
+            )
         self._built[key] = mask
         return mask
 
@@ -198,8 +227,18 @@ class EncoderLayer(nn.Module):
 
         def attend(h: Tensor) -> Tensor:
             site = names.site(prefix, "self")
-            return self.self_attn(h, h, mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec, site,
-                                  ablate=ctx.options.ablations(site), projections=ctx.projections)
+            return self.self_attn(
+                h,
+                h,
+                mask,
+                ctx.n_heads,
+                ctx.scale,
+                ctx.rotary,
+                ctx.rec,
+                site,
+                ablate=ctx.options.ablations(site),
+                projections=ctx.projections,
+            )
 
         x = residual_block(x, attend, self.norm1, ctx, prefix, 1)
         x = residual_block(x, lambda h: self.ffn(h, ctx.rec, prefix), self.norm2, ctx, prefix, 2)
@@ -217,20 +256,47 @@ class DecoderLayer(nn.Module):
         self.norm2 = norm_of(cfg)
         self.norm3 = norm_of(cfg) if cross else None
 
-    def forward(self, y: Tensor, memory: Tensor | None, self_mask: AttentionMask, cross_mask: AttentionMask | None,
-                ctx: RunContext, prefix: str) -> Tensor:
+    def forward(
+        self,
+        y: Tensor,
+        memory: Tensor | None,
+        self_mask: AttentionMask,
+        cross_mask: AttentionMask | None,
+        ctx: RunContext,
+        prefix: str,
+    ) -> Tensor:
         """y [B, T, d], memory [B, S, d] or None -> [B, T, d]"""
 
         def attend_self(h: Tensor) -> Tensor:
             site = names.site(prefix, "self")
-            return self.self_attn(h, h, self_mask, ctx.n_heads, ctx.scale, ctx.rotary, ctx.rec, site,
-                                  ablate=ctx.options.ablations(site), projections=ctx.projections)
+            return self.self_attn(
+                h,
+                h,
+                self_mask,
+                ctx.n_heads,
+                ctx.scale,
+                ctx.rotary,
+                ctx.rec,
+                site,
+                ablate=ctx.options.ablations(site),
+                projections=ctx.projections,
+            )
 
         def attend_memory(h: Tensor) -> Tensor:  # queries from the decoder, keys and values from the encoder
             assert self.cross_attn is not None and memory is not None and cross_mask is not None
             site = names.site(prefix, "cross")
-            return self.cross_attn(h, memory, cross_mask, ctx.n_heads, ctx.scale, None, ctx.rec, site,
-                                   ablate=ctx.options.ablations(site), projections=ctx.projections)
+            return self.cross_attn(
+                h,
+                memory,
+                cross_mask,
+                ctx.n_heads,
+                ctx.scale,
+                None,
+                ctx.rec,
+                site,
+                ablate=ctx.options.ablations(site),
+                projections=ctx.projections,
+            )
 
         y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)
         n, norm = 2, self.norm2
@@ -307,8 +373,9 @@ class Transformer(nn.Module):
         ctx.keep(MEMORY, x)
         return x
 
-    def decode(self, tgt_ids: Tensor, tgt_pad: Tensor | None, memory: Tensor | None, src_pad: Tensor | None,
-               ctx: RunContext) -> Tensor:
+    def decode(
+        self, tgt_ids: Tensor, tgt_pad: Tensor | None, memory: Tensor | None, src_pad: Tensor | None, ctx: RunContext
+    ) -> Tensor:
         """tgt_ids [B, T], memory [B, S, d] or None -> [B, T, d]"""
         start, resume = ctx.start("dec"), ctx.resume
         resumed = resume is not None and resume.stack == "dec"  # this stack's input is the previous run's
@@ -335,10 +402,18 @@ class Transformer(nn.Module):
         return project(self, h, rec if rec is not None else Recorder(False))
 
     # ---- the whole pass -------------------------------------------------------------------------------
-    def forward(self, src_ids: Tensor | None = None, tgt_ids: Tensor | None = None, *,
-                options: RunOptions = DEFAULT_OPTIONS, rec: Recorder | None = None, src_pad: Tensor | None = None,
-                tgt_pad: Tensor | None = None, resume: Resume | None = None,
-                inputs: LayerInputs | None = None) -> Tensor:
+    def forward(
+        self,
+        src_ids: Tensor | None = None,
+        tgt_ids: Tensor | None = None,
+        *,
+        options: RunOptions = DEFAULT_OPTIONS,
+        rec: Recorder | None = None,
+        src_pad: Tensor | None = None,
+        tgt_pad: Tensor | None = None,
+        resume: Resume | None = None,
+        inputs: LayerInputs | None = None,
+    ) -> Tensor:
         """Returns logits [B, T, V] (decoder architectures) or [B, S, V] (encoder-only).
 
         src_pad / tgt_pad: bool [B, S] / [B, T], True at <pad> positions (used by the padding mask).
@@ -350,8 +425,12 @@ class Transformer(nn.Module):
             keep_freed_memory()
         cfg = self.config
         if (cfg.has_encoder and src_ids is None) or (cfg.has_decoder and tgt_ids is None):
-            raise ValueError(f"a {cfg.arch} model needs " + " and ".join(
-                side for side, needed in (("src_ids", cfg.has_encoder), ("tgt_ids", cfg.has_decoder)) if needed))
+            raise ValueError(
+                f"a {cfg.arch} model needs "
+                + " and ".join(
+                    side for side, needed in (("src_ids", cfg.has_encoder), ("tgt_ids", cfg.has_decoder)) if needed
+                )
+            )
         ids = src_ids if src_ids is not None else tgt_ids
         assert ids is not None
         ctx = RunContext(cfg, options, rec, self.dropout if self.training else 0.0, ids.device, self.sinusoid.dtype)

@@ -24,8 +24,9 @@ class LayerNorm(nn.Module):
         return layer_norm(x, self.weight, self.bias, self.eps, rec, name)
 
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float, rec: Recorder,
-               name: str) -> torch.Tensor:
+def layer_norm(
+    x: torch.Tensor, weight: torch.Tensor | None, bias: torch.Tensor | None, eps: float, rec: Recorder, name: str
+) -> torch.Tensor:
     """x [B, T, d] -> [B, T, d]: LayerNorm with gamma `weight` and beta `bias` (None: 1 and 0), recorded under
     `name` like every trained LayerNorm (input, mean, var, output)."""
     if not rec.enabled:

@@ -108,8 +108,9 @@ class RunOptions:
     def resolved(self, config: ModelConfig) -> RunOptions:
         """These options with every "as trained" default made explicit for `config`: the norm placement
         ("pre"/"post") and the head count. What a Trace carries, so nobody infers them again."""
-        return self.replace(norm="pre" if self.effective_norm_first(config) else "post",
-                            n_heads=self.effective_heads(config))
+        return self.replace(
+            norm="pre" if self.effective_norm_first(config) else "post", n_heads=self.effective_heads(config)
+        )
 
     def effective_norm_first(self, config: ModelConfig) -> bool:
         return config.norm_first if self.norm == "trained" else self.norm == "pre"
@@ -120,8 +121,10 @@ class RunOptions:
     def problems(self, config: ModelConfig) -> list[str]:
         p: list[str] = []
         if self.n_heads is not None and (not _is_int(self.n_heads) or self.n_heads < 1):
-            return [f"the head count (n_heads) must be a whole number of at least 1 (got {excerpt(self.n_heads)}); "
-                    f"leave it unset for the trained {config.n_heads}"] + self._other_problems(config)
+            return [
+                f"the head count (n_heads) must be a whole number of at least 1 (got {excerpt(self.n_heads)}); "
+                f"leave it unset for the trained {config.n_heads}"
+            ] + self._other_problems(config)
         h = self.effective_heads(config)
         if h > config.d_model or config.d_model % h:
             divisors = [d for d in range(1, config.d_model + 1) if config.d_model % d == 0]
@@ -129,9 +132,11 @@ class RunOptions:
         elif config.positional == "rotary" and (config.d_model // h) % 2:
             p.append(f"rotary encoding needs an even head size, and {config.d_model}/{h} is odd")
         elif (h * config.kv_heads) % config.n_heads:
-            p.append(f"this model shares each K/V head among {config.n_heads // config.kv_heads} Q heads "
-                     f"({config.n_heads} Q, {config.kv_heads} K/V heads); {h} heads would cut a K/V head apart. "
-                     f"Choose one of {head_choices(config)}")
+            p.append(
+                f"this model shares each K/V head among {config.n_heads // config.kv_heads} Q heads "
+                f"({config.n_heads} Q, {config.kv_heads} K/V heads); {h} heads would cut a K/V head apart. "
+                f"Choose one of {head_choices(config)}"
+            )
         return p + self._other_problems(config)
 
     def _other_problems(self, config: ModelConfig) -> list[str]:
@@ -144,18 +149,28 @@ class RunOptions:
         if self.device not in ("auto", "cpu", "cuda"):
             p.append(f"device must be auto, cpu or cuda (got {excerpt(self.device)})")
         if not _is_int(self.pad_to) or not 0 <= self.pad_to <= config.max_len:
-            p.append(f"pad_to must be between 0 and the model's max length {config.max_len} "
-                     f"(got {excerpt(self.pad_to)})")
+            p.append(
+                f"pad_to must be between 0 and the model's max length {config.max_len} (got {excerpt(self.pad_to)})"
+            )
         try:
             kinds = [k for k, _ in self.causal]
         except (TypeError, ValueError):
             return p + ["causal must be pairs of (site kind, on), like (('dec.self', False),)"]
-        p += [f"unknown attention site kind {excerpt(k)}; expected one of {SITE_KINDS}"
-              for k in kinds if k not in SITE_KINDS]
-        p += [] if isinstance(self.projections, bool) else [
-            f"projections must be True or False (got {excerpt(self.projections)})"]
-        return p + mask_problems(self.custom_masks, config) + ablation_problems(self.ablate, config,
-                                                                               self.effective_heads(config))
+        p += [
+            f"unknown attention site kind {excerpt(k)}; expected one of {SITE_KINDS}"
+            for k in kinds
+            if k not in SITE_KINDS
+        ]
+        p += (
+            []
+            if isinstance(self.projections, bool)
+            else [f"projections must be True or False (got {excerpt(self.projections)})"]
+        )
+        return (
+            p
+            + mask_problems(self.custom_masks, config)
+            + ablation_problems(self.ablate, config, self.effective_heads(config))
+        )
 
     def validate(self, config: ModelConfig) -> RunOptions:
         problems = self.problems(config)
@@ -168,9 +183,13 @@ def head_choices(config: ModelConfig) -> list[int]:
     """Head counts the same weights can be re-split into: divisors of d_model, with an even head size for
     rotary encoding, and for grouped-query attention only counts that keep the Q heads a multiple of the K/V
     heads (K/V heads of a split into h heads: h * kv_heads / n_heads, a whole number)."""
-    return [h for h in range(1, config.d_model + 1)
-            if config.d_model % h == 0 and (config.positional != "rotary" or (config.d_model // h) % 2 == 0)
-            and (h * config.kv_heads) % config.n_heads == 0]
+    return [
+        h
+        for h in range(1, config.d_model + 1)
+        if config.d_model % h == 0
+        and (config.positional != "rotary" or (config.d_model // h) % 2 == 0)
+        and (h * config.kv_heads) % config.n_heads == 0
+    ]
 
 
 DEFAULT_OPTIONS = RunOptions()
@@ -190,11 +209,15 @@ def temperature_problems(t: object) -> list[str]:
     if not math.isfinite(t) or t <= 0:
         return [f"temperature must be a positive number (got {t}); it must also be finite"]
     if t < MIN_TEMPERATURE:
-        return [f"temperature {t:g} is too small to compute; use at least {MIN_TEMPERATURE:g} (which already "
-                "puts all the probability on the most likely token)"]
+        return [
+            f"temperature {t:g} is too small to compute; use at least {MIN_TEMPERATURE:g} (which already "
+            "puts all the probability on the most likely token)"
+        ]
     if t > MAX_TEMPERATURE:
-        return [f"temperature {t:g} is too large: every token would get the same probability, to float "
-                f"precision; use at most {MAX_TEMPERATURE:g}"]
+        return [
+            f"temperature {t:g} is too large: every token would get the same probability, to float "
+            f"precision; use at most {MAX_TEMPERATURE:g}"
+        ]
     return []
 
 
@@ -208,8 +231,10 @@ def site_problem(site: str, config: ModelConfig) -> str:
         try:
             stack, index, kind = names.split_site(site)
         except ValueError:
-            return (f"a mask is set on {excerpt(site)}, which is not an attention site (like 'enc.0.self') or "
-                    f"a site kind ({', '.join(SITE_KINDS)})")
+            return (
+                f"a mask is set on {excerpt(site)}, which is not an attention site (like 'enc.0.self') or "
+                f"a site kind ({', '.join(SITE_KINDS)})"
+            )
         layers = config.n_encoder_layers if stack == "enc" else config.n_decoder_layers
         if index >= layers:
             return f"a mask is set on {site!r}, but this model's {names.word(stack).lower()} has {layers} layers"
@@ -224,8 +249,10 @@ def mask_problems(custom_masks: Any, config: ModelConfig) -> list[str]:
     try:
         pairs = [(site, cells) for site, cells in custom_masks]
     except (TypeError, ValueError):
-        return ["custom_masks must be pairs of (site, cells), like (('enc.0.self', {(0, 1)}),); "
-                "RunOptions.with_custom_mask builds them"]
+        return [
+            "custom_masks must be pairs of (site, cells), like (('enc.0.self', {(0, 1)}),); "
+            "RunOptions.with_custom_mask builds them"
+        ]
     p: list[str] = []
     for site, cells in pairs:
         reason = site_problem(site, config)
@@ -237,8 +264,10 @@ def mask_problems(custom_masks: Any, config: ModelConfig) -> list[str]:
         except TypeError:
             bad = [cells]
         if bad:
-            p.append(f"mask cells on {site!r} must be (query, key) positions from 0 to {config.max_len - 1} "
-                     f"(got {excerpt(bad[0])})")
+            p.append(
+                f"mask cells on {site!r} must be (query, key) positions from 0 to {config.max_len - 1} "
+                f"(got {excerpt(bad[0])})"
+            )
     return p
 
 
@@ -260,8 +289,10 @@ def ablation_problems(ablate: Any, config: ModelConfig, n_heads: Any) -> list[st
         if not _is_int(n_heads):
             continue  # the head count itself is wrong: said once by problems()
         if not _is_int(head) or not 0 <= head < n_heads:
-            p.append(f"an ablation at {site!r} names head {excerpt(head)}, but this run has {n_heads} heads "
-                     f"(0 to {n_heads - 1})")
+            p.append(
+                f"an ablation at {site!r} names head {excerpt(head)}, but this run has {n_heads} heads "
+                f"(0 to {n_heads - 1})"
+            )
         if mode not in ABLATION_MODES:
             p.append(f"an ablation at {site!r} asks for {excerpt(mode)}; the modes are {', '.join(ABLATION_MODES)}")
     return p

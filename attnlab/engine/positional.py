@@ -8,7 +8,7 @@ import torch
 
 
 def sinusoidal_table(n_positions: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
-    """"interleaved" (the 2017 paper): PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same).
+    """ "interleaved" (the 2017 paper): PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(same).
     "marian": the same sines in the first half of the dimensions and the cosines in the second half.
     -> [n_positions, d_model]"""
     pos = torch.arange(n_positions, dtype=torch.float64).unsqueeze(1)  # [P, 1]
@@ -25,16 +25,16 @@ def sinusoidal_table(n_positions: int, d_model: int, layout: str = "interleaved"
     return pe.float()
 
 
-def rotary_angles(n_positions: int, d_head: int, device: torch.device | str | None = None, theta: float = 10000.0
-                  ) -> tuple[torch.Tensor, torch.Tensor]:
+def rotary_angles(
+    n_positions: int, d_head: int, device: torch.device | str | None = None, theta: float = 10000.0
+) -> tuple[torch.Tensor, torch.Tensor]:
     """cos and sin of pos * theta^(-2i/d_head) for each rotated pair i of a head.  -> two [P, d_head/2]"""
     inv_freq = torch.pow(theta, -torch.arange(0, d_head, 2, dtype=torch.float32, device=device) / d_head)
     angle = torch.arange(n_positions, dtype=torch.float32, device=device).unsqueeze(1) * inv_freq
     return angle.cos(), angle.sin()
 
 
-def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "interleaved"
-                 ) -> torch.Tensor:
+def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "interleaved") -> torch.Tensor:
     """Rotate pair i of x [..., T, d_head] by its position's angle i. "interleaved": pairs (x[2i], x[2i+1]);
     "half" (Hugging Face's rotate_half): pairs (x[i], x[i + d_head/2])."""
     if layout == "half":

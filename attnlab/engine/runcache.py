@@ -87,8 +87,9 @@ def first_changed_layer(config: ModelConfig, before: RunOptions, after: RunOptio
     if not changed or not changed <= MASK_FIELDS:
         return None
     for site_name in sites_in_run_order(config):
-        if (before.is_causal(site_name) != after.is_causal(site_name)
-                or before.custom_cells(site_name) != after.custom_cells(site_name)):
+        if before.is_causal(site_name) != after.is_causal(site_name) or before.custom_cells(
+            site_name
+        ) != after.custom_cells(site_name):
             stack, index, _kind = names.split_site(site_name)
             return stack, index
     return None

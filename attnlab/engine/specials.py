@@ -60,17 +60,26 @@ class Specials:
 
     def to_dict(self) -> dict:
         named = {k: getattr(self, k) for k in ("pad", "bos", "eos", "unk", "cls", "sep", "mask")}
-        return {**{k: v for k, v in named.items() if v is not None}, "prefix": self.prefix,
-                "suffix": self.suffix, "description": self.description}
+        return {
+            **{k: v for k, v in named.items() if v is not None},
+            "prefix": self.prefix,
+            "suffix": self.suffix,
+            "description": self.description,
+        }
 
 
 def attnlab_specials() -> Specials:
     """attnlab's own tokenizers: <pad> <s> </s> <unk> are ids 0-3."""
     pad, bos, eos, unk = 0, 1, 2, 3
-    return Specials(pad=pad, bos=bos, eos=eos, unk=unk,
-                    prefix={"encoder-only": [bos], "decoder": [bos]},
-                    suffix={"encoder": [eos], "encoder-only": [eos]},
-                    description="source: pieces </s>; encoder-only: <s> pieces </s>; decoder: <s> pieces")
+    return Specials(
+        pad=pad,
+        bos=bos,
+        eos=eos,
+        unk=unk,
+        prefix={"encoder-only": [bos], "decoder": [bos]},
+        suffix={"encoder": [eos], "encoder-only": [eos]},
+        description="source: pieces </s>; encoder-only: <s> pieces </s>; decoder: <s> pieces",
+    )
 
 
 ATTNLAB_SPECIALS = attnlab_specials()
@@ -79,6 +88,9 @@ ATTNLAB_SPECIALS = attnlab_specials()
 def specials_from_dict(data: dict) -> Specials:
     """The inverse of `Specials.to_dict()` (JSON turns the ids into ints again)."""
     ids = {k: int(data[k]) for k in ("pad", "bos", "eos", "unk", "cls", "sep", "mask") if data.get(k) is not None}
-    return Specials(**ids, prefix={k: [int(i) for i in v] for k, v in dict(data.get("prefix", {})).items()},
-                    suffix={k: [int(i) for i in v] for k, v in dict(data.get("suffix", {})).items()},
-                    description=str(data.get("description", "")))
+    return Specials(
+        **ids,
+        prefix={k: [int(i) for i in v] for k, v in dict(data.get("prefix", {})).items()},
+        suffix={k: [int(i) for i in v] for k, v in dict(data.get("suffix", {})).items()},
+        description=str(data.get("description", "")),
+    )

@@ -162,8 +162,9 @@ class BPETokenizer(Tokenizer):
         hf.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
         hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Whitespace()])
         hf.decoder = decoders.WordPiece(prefix="##")
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIALS),
-                                      continuing_subword_prefix="##", show_progress=False)
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size, special_tokens=list(SPECIALS), continuing_subword_prefix="##", show_progress=False
+        )
         hf.train_from_iterator((clean_text(t) for t in texts), trainer=trainer)
         return cls(hf)
 
@@ -182,8 +183,9 @@ def guarded(call: Callable[[], T], doing: str) -> T:
         raise
     except BaseException as e:
         reason = (str(e).splitlines() or [type(e).__name__])[0][:200]
-        raise TokenizerError(f"the tokenizer failed to {doing} ({reason}); this checkpoint's tokenizer is "
-                             "broken for such input") from e
+        raise TokenizerError(
+            f"the tokenizer failed to {doing} ({reason}); this checkpoint's tokenizer is broken for such input"
+        ) from e
 
 
 def tokenizer_from_json(text: str) -> Tokenizer:

@@ -60,8 +60,15 @@ class Recorder:
             t = self._copies[key]
         self._items[name] = t
 
-    def derived(self, name: str, value: torch.Tensor | None, rule: str, inputs: tuple[str, ...], *params: object,
-                batched: bool = True) -> None:
+    def derived(
+        self,
+        name: str,
+        value: torch.Tensor | None,
+        rule: str,
+        inputs: tuple[str, ...],
+        *params: object,
+        batched: bool = True,
+    ) -> None:
         """Record `name` as RULES[rule](*inputs, *params); `value` is what the forward computed (kept only
         when eager)."""
         if not self.enabled:
@@ -198,8 +205,9 @@ class Trace:
 
     def _materialise(self, names: list[str]) -> None:
         """Copy these tensor entries to the host; entries sharing storage with a cached one reuse its copy."""
-        by_storage = {_storage_key(entry): self._host[n] for n in self._host
-                      if isinstance(entry := self.entries[n], torch.Tensor)}
+        by_storage = {
+            _storage_key(entry): self._host[n] for n in self._host if isinstance(entry := self.entries[n], torch.Tensor)
+        }
         todo: list[tuple[str, torch.Tensor]] = []
         for name in names:
             value = self.device_value(name)
@@ -247,10 +255,16 @@ class Trace:
         """value[i] of an entry, where it lives; a derived entry whose rule works along the first dimension
         computes only that slice (one head's scores … weights, one position's probabilities)."""
         entry = self.entries[name]
-        if isinstance(entry, Derived) and name not in self._host and name not in self._recent \
-                and entry.rule in SLICEABLE:
-            inputs = [self._first_dim_slice(n, i) if sliced else self.device_value(n)
-                      for n, sliced in zip(entry.inputs, SLICEABLE[entry.rule], strict=True)]
+        if (
+            isinstance(entry, Derived)
+            and name not in self._host
+            and name not in self._recent
+            and entry.rule in SLICEABLE
+        ):
+            inputs = [
+                self._first_dim_slice(n, i) if sliced else self.device_value(n)
+                for n, sliced in zip(entry.inputs, SLICEABLE[entry.rule], strict=True)
+            ]
             return compute(entry, inputs)
         return self.device_value(name)[i]
 
@@ -305,8 +319,9 @@ class Trace:
         if device.type == "cpu":
             entries = OrderedDict(self.items())
         else:
-            entries = OrderedDict((n, v if isinstance(v, list) else self.device_value(n).to(device))
-                                  for n, v in self.entries.items())
+            entries = OrderedDict(
+                (n, v if isinstance(v, list) else self.device_value(n).to(device)) for n, v in self.entries.items()
+            )
         return Trace(entries, list(self.notices), dict(self.info), self.config, self.options)
 
     def save_npz(self, path: str | os.PathLike[str]) -> None:

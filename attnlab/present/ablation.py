@@ -74,8 +74,10 @@ def ablation_words(ablate: Iterable[tuple[str, int, str]]) -> str:
 
 def change_text(change: DistributionChange, name: Callable[[int], str], shown: int = 5) -> str:
     """'“chat” 41.2% → 12.0%, …  The most likely token flips from “chat” to “noir”.' (plain text)"""
-    rows = [f"“{name(i)}” {b:.1%} → {a:.1%}" for i, b, a in
-            zip(change.ids[:shown], change.before[:shown], change.after[:shown], strict=True)]
+    rows = [
+        f"“{name(i)}” {b:.1%} → {a:.1%}"
+        for i, b, a in zip(change.ids[:shown], change.before[:shown], change.after[:shown], strict=True)
+    ]
     text = ", ".join(rows)
     if change.flipped:
         old, new = change.flipped

@@ -23,12 +23,16 @@ if TYPE_CHECKING:
 DM, DFF = "d<sub>model</sub>", "d<sub>ff</sub>"
 FORMULAS = {
     "gqa": "head h reads K<sub>g(h)</sub>, V<sub>g(h)</sub>, &nbsp; g(h) = ⌊h / (H / H<sub>kv</sub>)⌋",
-    "rotary": ("RoPE (half-split): [x<sub>1</sub>, x<sub>2</sub>] ↦ [x<sub>1</sub> cos θ<sub>p</sub> − x<sub>2</sub> "
-               "sin θ<sub>p</sub>, x<sub>2</sub> cos θ<sub>p</sub> + x<sub>1</sub> sin θ<sub>p</sub>], &nbsp; "
-               "θ<sub>p,i</sub> = p / base<sup>2i/d<sub>k</sub></sup>"),
+    "rotary": (
+        "RoPE (half-split): [x<sub>1</sub>, x<sub>2</sub>] ↦ [x<sub>1</sub> cos θ<sub>p</sub> − x<sub>2</sub> "
+        "sin θ<sub>p</sub>, x<sub>2</sub> cos θ<sub>p</sub> + x<sub>1</sub> sin θ<sub>p</sub>], &nbsp; "
+        "θ<sub>p,i</sub> = p / base<sup>2i/d<sub>k</sub></sup>"
+    ),
     "learned_offset": "PE(pos) = P[pos + offset], &nbsp; a learned table row per position",
-    "embed": ("X = LayerNorm(E[token] + T[type] + P[pos]) (embedding LayerNorm), "
-              "E scaled by √d<sub>model</sub> where the model does so"),
+    "embed": (
+        "X = LayerNorm(E[token] + T[type] + P[pos]) (embedding LayerNorm), "
+        "E scaled by √d<sub>model</sub> where the model does so"
+    ),
     "mlm_head": "h′ = LayerNorm(act(h W<sub>dense</sub> + b)), &nbsp; logits = h′ W<sub>out</sub> + b<sub>logits</sub>",
 }
 ACTIVATION_WORDS = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh approximation)", "silu": "SiLU"}
@@ -57,8 +61,9 @@ def gqa_text(n_heads: int, n_kv_heads: int) -> str:
     """'K/V head 1 ← Q heads 1, 2 · K/V head 2 ← Q heads 3, 4' (1-based, for people); '' without sharing."""
     if n_kv_heads <= 0 or n_kv_heads >= n_heads:
         return ""
-    return " · ".join(f"K/V head {kv + 1} ← Q heads {', '.join(str(q + 1) for q in qs)}"
-                      for kv, qs in kv_groups(n_heads, n_kv_heads))
+    return " · ".join(
+        f"K/V head {kv + 1} ← Q heads {', '.join(str(q + 1) for q in qs)}" for kv, qs in kv_groups(n_heads, n_kv_heads)
+    )
 
 
 def is_grouped(trace: Trace) -> bool:
@@ -67,24 +72,34 @@ def is_grouped(trace: Trace) -> bool:
 
 def _qkv_grouped(stage: Stage, trace: Trace) -> str:
     h, h_kv = trace.n_heads, trace.n_kv_heads
-    return _page(f"Q, K, V with grouped-query attention · {names.site_full_words(stage.site or '')}",
-                 FORMULAS["gqa"], [
-                     f"This model has {h} query heads but only {h_kv} key/value heads: W<sub>K</sub> and "
-                     f"W<sub>V</sub> are {h // h_kv}× narrower than W<sub>Q</sub>, and each K/V head is shared by "
-                     f"{h // h_kv} consecutive Q heads (grouped-query attention, as in Llama and Qwen2). It "
-                     "saves memory for the key/value cache; every Q head still gets its own attention pattern.",
-                     gqa_text(h, h_kv) + ".", _rotary_sentence(trace)],
-                 f"Q [{h} × T × d<sub>k</sub>], K and V [{h_kv} × T × d<sub>k</sub>].")
+    return _page(
+        f"Q, K, V with grouped-query attention · {names.site_full_words(stage.site or '')}",
+        FORMULAS["gqa"],
+        [
+            f"This model has {h} query heads but only {h_kv} key/value heads: W<sub>K</sub> and "
+            f"W<sub>V</sub> are {h // h_kv}× narrower than W<sub>Q</sub>, and each K/V head is shared by "
+            f"{h // h_kv} consecutive Q heads (grouped-query attention, as in Llama and Qwen2). It "
+            "saves memory for the key/value cache; every Q head still gets its own attention pattern.",
+            gqa_text(h, h_kv) + ".",
+            _rotary_sentence(trace),
+        ],
+        f"Q [{h} × T × d<sub>k</sub>], K and V [{h_kv} × T × d<sub>k</sub>].",
+    )
 
 
 def _rotary_sentence(trace: Trace) -> str:
     cfg = _config(trace)
     if cfg is None or cfg.positional != "rotary" or (trace.options is not None and not trace.options.positional):
         return ""
-    layout = ("half-split: dimension i pairs with i + d<sub>k</sub>/2, as in Hugging Face Llama"
-              if cfg.rotary_layout == "half" else "interleaved: dimensions 2i and 2i+1 form a pair")
-    return (f"Positions enter here, not at the input: Q and K are rotated by rotary position encoding (RoPE, "
-            f"{layout}; base {cfg.rope_theta:g}), so q·k depends on how far apart two tokens are.")
+    layout = (
+        "half-split: dimension i pairs with i + d<sub>k</sub>/2, as in Hugging Face Llama"
+        if cfg.rotary_layout == "half"
+        else "interleaved: dimensions 2i and 2i+1 form a pair"
+    )
+    return (
+        f"Positions enter here, not at the input: Q and K are rotated by rotary position encoding (RoPE, "
+        f"{layout}; base {cfg.rope_theta:g}), so q·k depends on how far apart two tokens are."
+    )
 
 
 # ---- RMSNorm ---------------------------------------------------------------------------------------------
@@ -92,21 +107,30 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
     layer, n = stage.layer or "", stage.norm or 1
     sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n))
     placement = norm_placement(trace)
-    where = (f"Pre-norm in this run: RMSNorm comes BEFORE the {sub}, x + {sub}(RMSNorm(x))."
-             if placement == "pre" else
-             f"Post-norm in this run: RMSNorm comes AFTER the sum, RMSNorm(x + {sub}(x)).")
-    residual = ("" if residual_on(trace) else
-                "The residual connection is switched OFF, so the sub-layer's output replaces x.")
+    where = (
+        f"Pre-norm in this run: RMSNorm comes BEFORE the {sub}, x + {sub}(RMSNorm(x))."
+        if placement == "pre"
+        else f"Post-norm in this run: RMSNorm comes AFTER the sum, RMSNorm(x + {sub}(x))."
+    )
+    residual = (
+        "" if residual_on(trace) else "The residual connection is switched OFF, so the sub-layer's output replaces x."
+    )
     out = trace.get(names.norm_entry(names.norm(layer, n), "out"))
     t, d = (int(out.shape[0]), int(out.shape[1])) if out is not None else (0, 0)
     title = fm.addnorm_title(_config(trace), residual_on(trace), n)  # the norm formulas live in formulas.py
     formula = fm.norm_formula(_config(trace)) + "<br>" + fm.block_formula(placement, residual_on(trace), "RMSNorm")
-    return _page(f"{title[0].upper()}{title[1:]} · {layer_name(layer)}", formula, [
-        where, residual,
-        "RMSNorm divides each token's vector by its root mean square (RMS) and multiplies by a learned gain g. "
-        "No mean is subtracted and there is no shift β: it rescales the vector's length, it does not centre it.",
-        "It is cheaper than LayerNorm and works as well in practice (Llama, Qwen2, T5)."],
-        f"{t} {names.word(layer_side(layer) + '.short')} tokens × {d}; one RMS per token.")
+    return _page(
+        f"{title[0].upper()}{title[1:]} · {layer_name(layer)}",
+        formula,
+        [
+            where,
+            residual,
+            "RMSNorm divides each token's vector by its root mean square (RMS) and multiplies by a learned gain g. "
+            "No mean is subtracted and there is no shift β: it rescales the vector's length, it does not centre it.",
+            "It is cheaper than LayerNorm and works as well in practice (Llama, Qwen2, T5).",
+        ],
+        f"{t} {names.word(layer_side(layer) + '.short')} tokens × {d}; one RMS per token.",
+    )
 
 
 # ---- gated feed-forward ----------------------------------------------------------------------------------
@@ -118,13 +142,18 @@ def _gated_ffn(stage: Stage, trace: Trace) -> str:
     t, d_ff = (int(gate.shape[0]), int(gate.shape[1])) if gate is not None else (0, 0)
     d = cfg.d_model if cfg else 0
     formula = fm.ffn_formula(cfg) + "<br>" + fm.activation(cfg)[1]
-    return _page(f"Gated feed-forward (SwiGLU) · {layer_name(layer)}", formula, [
-        f"Three matrices instead of two. The gate projection x W<sub>gate</sub> goes through {act}; the up "
-        "projection x W<sub>up</sub> does not. Their element-wise product ⊙ lets the gate open or close each "
-        "hidden unit for this token; W<sub>down</sub> projects back.",
-        f"{act} is smooth and lets small negative values through, so hidden units are rarely exactly 0.",
-        "As in every FFN, each token goes through on its own: no information moves between tokens here."],
-        f"[{t} × {d}] → gate, up [{t} × {d_ff}] → product [{t} × {d_ff}] → [{t} × {d}].")
+    return _page(
+        f"Gated feed-forward (SwiGLU) · {layer_name(layer)}",
+        formula,
+        [
+            f"Three matrices instead of two. The gate projection x W<sub>gate</sub> goes through {act}; the up "
+            "projection x W<sub>up</sub> does not. Their element-wise product ⊙ lets the gate open or close each "
+            "hidden unit for this token; W<sub>down</sub> projects back.",
+            f"{act} is smooth and lets small negative values through, so hidden units are rarely exactly 0.",
+            "As in every FFN, each token goes through on its own: no information moves between tokens here.",
+        ],
+        f"[{t} × {d}] → gate, up [{t} × {d_ff}] → product [{t} × {d_ff}] → [{t} × {d}].",
+    )
 
 
 # ---- inputs and output ------------------------------------------------------------------------------------
@@ -135,17 +164,25 @@ def input_sentences(trace: Trace, side: str) -> list[str]:
         return []
     out = []
     if cfg.scale_embedding:
-        out.append(f"Token embeddings are multiplied by √{DM} = {cfg.d_model ** 0.5:.1f} before positions are "
-                   "added, so they are not drowned by the position vectors.")
+        out.append(
+            f"Token embeddings are multiplied by √{DM} = {cfg.d_model**0.5:.1f} before positions are "
+            "added, so they are not drowned by the position vectors."
+        )
     if names.side_entry(side, names.TYPE) in trace:
-        out.append("A token-type (segment) embedding is added too: it tells sentence A from sentence B; every "
-                   "token of a single sentence has type 0.")
+        out.append(
+            "A token-type (segment) embedding is added too: it tells sentence A from sentence B; every "
+            "token of a single sentence has type 0."
+        )
     if cfg.positional == "learned" and cfg.pos_offset:
-        out.append(f"Learned positions start at row {cfg.pos_offset} of the table (position p reads row "
-                   f"p + {cfg.pos_offset}), a convention from RoBERTa's padding index.")
+        out.append(
+            f"Learned positions start at row {cfg.pos_offset} of the table (position p reads row "
+            f"p + {cfg.pos_offset}), a convention from RoBERTa's padding index."
+        )
     if cfg.positional == "rotary":
-        out.append("No position vector is added here: this model rotates Q and K inside every attention "
-                   "(rotary position encoding).")
+        out.append(
+            "No position vector is added here: this model rotates Q and K inside every attention "
+            "(rotary position encoding)."
+        )
     if names.norm_entry(names.embed_norm(side), "out") in trace:
         out.append("The sum then goes through an embedding LayerNorm before the first layer.")
     return out
@@ -157,8 +194,10 @@ def output_sentences(trace: Trace) -> list[str]:
         return []
     out = []
     if names.head_entry("pre") in trace or cfg.output_head:
-        out.append("Before the vocabulary projection, a masked-LM head transforms each vector: a dense layer, "
-                   f"{ACTIVATION_WORDS.get(cfg.activation, cfg.activation)}, then a LayerNorm.")
+        out.append(
+            "Before the vocabulary projection, a masked-LM head transforms each vector: a dense layer, "
+            f"{ACTIVATION_WORDS.get(cfg.activation, cfg.activation)}, then a LayerNorm."
+        )
     if cfg.has_bias("logits"):
         out.append("A learned bias b<sub>logits</sub> (one number per vocabulary entry) is added to the logits.")
     if cfg.arch == "encoder-only":

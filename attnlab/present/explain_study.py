@@ -26,13 +26,18 @@ def study_notes(site: str, trace: Trace) -> str:
             f"teaching texts. Q = x{' (the decoder tokens)' if cross else ''}, K = V = {kv}, each cut into the "
             "heads' slices, so the scores are x·xᵀ per slice (÷√dₖ when scaling is on); "
             "W_Q, W_K, W_V and their biases are skipped, and so is W_O: the heads' concat is the sub-layer's "
-            "output. Without learned projections a token matches itself best.</p>")
+            "output. Without learned projections a token matches itself best.</p>"
+        )
     ablated = options.ablations(site)
     if ablated:
-        what = ", ".join(f"head {h} {'zeroed' if m == 'zero' else 'replaced by its mean over positions'}"
-                         for h, m in sorted(ablated.items()))
-        parts.append(f"<p><b>Ablated here</b>: {html.escape(what)}. The weights and scores are still "
-                     "computed; the context that head hands to W_O is replaced, and everything after it "
-                     "(the concat, W_O, later layers, the output) sees the replacement. The output stage shows "
-                     "the next-token probabilities before → after.</p>")
+        what = ", ".join(
+            f"head {h} {'zeroed' if m == 'zero' else 'replaced by its mean over positions'}"
+            for h, m in sorted(ablated.items())
+        )
+        parts.append(
+            f"<p><b>Ablated here</b>: {html.escape(what)}. The weights and scores are still "
+            "computed; the context that head hands to W_O is replaced, and everything after it "
+            "(the concat, W_O, later layers, the output) sees the replacement. The output stage shows "
+            "the next-token probabilities before → after.</p>"
+        )
     return "\n".join(parts)

@@ -24,8 +24,15 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 # Attention stage kinds whose picture is one [Tq × Tk] matrix of the selected head.
-MATRIX_STEPS = {"scores": "scores", "scaled": "scaled", "mask": "mask", "masked": "masked", "weights": "weights",
-                "heads": "weights", "lines": "weights"}
+MATRIX_STEPS = {
+    "scores": "scores",
+    "scaled": "scaled",
+    "mask": "mask",
+    "masked": "masked",
+    "weights": "weights",
+    "heads": "weights",
+    "lines": "weights",
+}
 # Attention stage kinds whose picture is [Tq × columns] vectors.
 VECTOR_STEPS = {"context": "context", "concat": "concat", "attn_out": "out"}
 
@@ -93,26 +100,39 @@ def stage_table(trace: Trace, stage: Stage, view: ViewState) -> Table:
         return Table(corner, _tokens(trace, q_side, data.shape[0]), cols, _matrix(data))
     if stage.site and stage.kind in VECTOR_STEPS:
         data = trace[names.site_entry(stage.site, VECTOR_STEPS[stage.kind])]  # [Tq, d]
-        return Table("token \\ dim", _tokens(trace, _site_sides(stage.site)[0], data.shape[0]),
-                     _numbered("dim ", data.shape[1]), _matrix(data))
+        return Table(
+            "token \\ dim",
+            _tokens(trace, _site_sides(stage.site)[0], data.shape[0]),
+            _numbered("dim ", data.shape[1]),
+            _matrix(data),
+        )
     if stage.side:
         step = "ids" if stage.kind == "tokens" else stage.kind
         data = trace[names.side_entry(stage.side, step)]  # [T, d] or [T] ids
         if data.dim() == 1:
             return Table("token", _tokens(trace, stage.side, data.shape[0]), ["id"], [[float(v)] for v in data])
-        return Table("token \\ dim", _tokens(trace, stage.side, data.shape[0]), _numbered("dim ", data.shape[1]),
-                     _matrix(data))
+        return Table(
+            "token \\ dim", _tokens(trace, stage.side, data.shape[0]), _numbered("dim ", data.shape[1]), _matrix(data)
+        )
     if stage.layer and stage.kind in ("addnorm", "ffn"):
-        name = (names.norm_entry(names.norm(stage.layer, stage.norm or 1), "out") if stage.kind == "addnorm"
-                else names.ffn_entry(stage.layer, "hidden"))
+        name = (
+            names.norm_entry(names.norm(stage.layer, stage.norm or 1), "out")
+            if stage.kind == "addnorm"
+            else names.ffn_entry(stage.layer, "hidden")
+        )
         data = trace[name]  # [T, d] or [T, d_ff]
-        return Table("token \\ dim", _tokens(trace, names.stack_side(names.stack_of(stage.layer)), data.shape[0]),
-                     _numbered("dim ", data.shape[1]), _matrix(data))
+        return Table(
+            "token \\ dim",
+            _tokens(trace, names.stack_side(names.stack_of(stage.layer)), data.shape[0]),
+            _numbered("dim ", data.shape[1]),
+            _matrix(data),
+        )
     if stage.kind in (names.LOGITS, names.PROBS):
         data = trace[stage.kind]  # [T, vocab]
         side = "tgt" if names.side_entry("tgt", "tokens") in trace else "src"
-        return Table("position \\ token id", _tokens(trace, side, data.shape[0]), _numbered("id ", data.shape[1]),
-                     _matrix(data))
+        return Table(
+            "position \\ token id", _tokens(trace, side, data.shape[0]), _numbered("id ", data.shape[1]), _matrix(data)
+        )
     raise ValueError(f"the stage {stage.key!r} has no table of numbers to export")
 
 
@@ -133,12 +153,15 @@ class HandoutEntry:
 def handout_html(heading: str, subtitle: str, entries: Sequence[HandoutEntry]) -> str:
     """index.html of a rendered handout: every stage in order with its picture(s) and explanation."""
     parts = [
-        "<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>",
+        "<!DOCTYPE html>",
+        "<html lang='en'><head><meta charset='utf-8'>",
         f"<title>{html.escape(heading)}</title>",
         "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
         "section{margin-bottom:3em;border-top:1px solid #ccc;padding-top:1em}"
         "img{max-width:100%;border:1px solid #eee}nav li{margin:.2em 0}</style></head><body>",
-        f"<h1>{html.escape(heading)}</h1>", f"<p>{html.escape(subtitle)}</p>", "<nav><ol>",
+        f"<h1>{html.escape(heading)}</h1>",
+        f"<p>{html.escape(subtitle)}</p>",
+        "<nav><ol>",
     ]
     parts += [f"<li><a href='#s{i}'>{html.escape(e.title)}</a></li>" for i, e in enumerate(entries, 1)]
     parts.append("</ol></nav>")

@@ -29,8 +29,10 @@ def missing(trace: Trace, wanted: Sequence[str]) -> list[str]:
 
 def missing_message(what: str, wanted: Sequence[str]) -> str:
     shown = ", ".join(wanted[:3]) + (" …" if len(wanted) > 3 else "")
-    return (f"{what} is not in this run ({shown} was not recorded). It may be switched off, not part of "
-            f"this model, or the run was made on the fast path without recording.")
+    return (
+        f"{what} is not in this run ({shown} was not recorded). It may be switched off, not part of "
+        f"this model, or the run was made on the fast path without recording."
+    )
 
 
 def array(trace: Trace, name: str) -> np.ndarray:
@@ -138,8 +140,10 @@ def run_temperature(trace: Trace) -> float | None:
 
 # ---- how far the run is from how the model was trained ------------------------------------------------------
 UNTRAINED_LEAD = "Untrained configuration — the outputs now show a model run differently from how it was trained:"
-FINAL_NORM_REMEDY = ("Remedy: tick “Final LayerNorm” in the toggles to add a parameter-free LayerNorm (γ = 1, β = 0) "
-                     "at the end of each stack, as pre-norm models have.")
+FINAL_NORM_REMEDY = (
+    "Remedy: tick “Final LayerNorm” in the toggles to add a parameter-free LayerNorm (γ = 1, β = 0) "
+    "at the end of each stack, as pre-norm models have."
+)
 RESET_REMEDY = "“Reset all toggles” returns to the trained model."
 
 
@@ -164,11 +168,14 @@ def _norm_reasons(trace: Trace, config: ModelConfig, options: RunOptions) -> lis
         if placement == "pre" and not final_norm_on(trace):
             peak = _peak_logit(trace)
             size = f", logits reach ~{peak:.0f}" if peak is not None else ""
-            reasons.append("pre-norm without a final LayerNorm: the residual stream is never normalised before "
-                           f"the output{size}")
+            reasons.append(
+                f"pre-norm without a final LayerNorm: the residual stream is never normalised before the output{size}"
+            )
         else:
-            reasons.append(f"{placement}-norm on a model trained {trained}-norm: each LayerNorm now sees vectors "
-                           "its γ and β were never fitted to")
+            reasons.append(
+                f"{placement}-norm on a model trained {trained}-norm: each LayerNorm now sees vectors "
+                "its γ and β were never fitted to"
+            )
     wanted = options.final_norm
     if wanted is False and config.final_norm:
         reasons.append("the trained final LayerNorm is skipped")
@@ -185,14 +192,19 @@ def untrained_reasons(trace: Trace) -> list[str]:
         return []
     reasons = _norm_reasons(trace, config, options)
     if options.n_heads is not None and options.n_heads != config.n_heads:
-        reasons.append(f"{options.n_heads} heads instead of the trained {config.n_heads}: each head now mixes "
-                       "slices that belonged to different trained heads")
+        reasons.append(
+            f"{options.n_heads} heads instead of the trained {config.n_heads}: each head now mixes "
+            "slices that belonged to different trained heads"
+        )
     if not options.positional and config.positional != "none":
-        reasons.append(f"positional encoding is off, but the model was trained with {config.positional} "
-                       "positions: it now reads the sentence as a bag of words")
+        reasons.append(
+            f"positional encoding is off, but the model was trained with {config.positional} "
+            "positions: it now reads the sentence as a bag of words"
+        )
     if not options.residual:
-        reasons.append("residual connections are off: every sub-layer replaces its input instead of adding a "
-                       "correction to it")
+        reasons.append(
+            "residual connections are off: every sub-layer replaces its input instead of adding a correction to it"
+        )
     if not options.scale:
         reasons.append("scores are not divided by √dₖ: every softmax is sharper than in training")
     return reasons

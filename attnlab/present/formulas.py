@@ -29,14 +29,19 @@ ACTIVATIONS = {
 ACT_SYMBOL = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU", "silu": "SiLU"}
 
 SINUSOIDAL = {
-    "interleaved": ("PE(pos, 2i) = sin(pos / 10000<sup>2i/d</sup>) &nbsp; "
-                    "PE(pos, 2i+1) = cos(pos / 10000<sup>2i/d</sup>)"),
-    "marian": ("PE(pos, i) = sin(pos / 10000<sup>2i/d</sup>), &nbsp; "
-               "PE(pos, d/2 + i) = cos(pos / 10000<sup>2i/d</sup>) &nbsp; (sines first, then cosines)"),
+    "interleaved": (
+        "PE(pos, 2i) = sin(pos / 10000<sup>2i/d</sup>) &nbsp; PE(pos, 2i+1) = cos(pos / 10000<sup>2i/d</sup>)"
+    ),
+    "marian": (
+        "PE(pos, i) = sin(pos / 10000<sup>2i/d</sup>), &nbsp; "
+        "PE(pos, d/2 + i) = cos(pos / 10000<sup>2i/d</sup>) &nbsp; (sines first, then cosines)"
+    ),
 }
 LEARNED = "P = W<sub>pos</sub>[pos] &nbsp; (a trained table, one row of {dm} numbers per position)"
-ROTARY = ("q′ = R<sub>pos</sub> q, &nbsp; k′ = R<sub>pos</sub> k: each pair of dimensions is rotated by the angle "
-          "pos · θ<sup>−2i/d<sub>k</sub></sup>")
+ROTARY = (
+    "q′ = R<sub>pos</sub> q, &nbsp; k′ = R<sub>pos</sub> k: each pair of dimensions is rotated by the angle "
+    "pos · θ<sup>−2i/d<sub>k</sub></sup>"
+)
 
 
 def pe_kind(config: ModelConfig | None, options: RunOptions | None) -> str:
@@ -136,8 +141,7 @@ def ffn_formula(config: ModelConfig | None) -> str:
     b = config is None or config.has_bias("ffn")
     b1, b2 = (" + b<sub>1</sub>", " + b<sub>2</sub>") if b else ("", "")
     if config is not None and config.ffn == "gated":
-        return (f"FFN(x) = ({act}(x W<sub>gate</sub>) ⊙ x W<sub>up</sub>) W<sub>down</sub>"
-                f"{' + b' if b else ''}")
+        return f"FFN(x) = ({act}(x W<sub>gate</sub>) ⊙ x W<sub>up</sub>) W<sub>down</sub>{' + b' if b else ''}"
     inner = f"x W<sub>1</sub>{b1}"
     return f"FFN(x) = {'max(0, ' + inner + ')' if kind == 'relu' else act + '(' + inner + ')'} W<sub>2</sub>{b2}"
 
@@ -153,20 +157,23 @@ def of_trace(trace: Trace) -> tuple[ModelConfig | None, RunOptions | None]:
     return trace.config, trace.options
 
 
-def addnorm_texts(placement: str, residual: bool, sub: str, n: int, where: str,
-                  word: str = "LayerNorm") -> tuple[str, tuple[str, str, str]]:
+def addnorm_texts(
+    placement: str, residual: bool, sub: str, n: int, where: str, word: str = "LayerNorm"
+) -> tuple[str, tuple[str, str, str]]:
     """The add & norm panel's sentence and its three slot titles, left to right as the data flows.
     post-norm: F(x) | x + F(x) | Norm(x + F(x));  pre-norm: x | Norm(x) | x + F(Norm(x)); without the "+ x"
     when the residual is off, so no title claims an add that did not happen."""
     if placement == "pre":
         out = f"x + {sub}({word}(x))" if residual else f"{sub}({word}(x)) (residual off: no + x)"
-        text = (f"Pre-norm: {word} {n} of {where} comes BEFORE the {sub}: {out}. "
-                + ("The norm tidies what the sub-layer reads, while x itself travels on unchanged." if residual
-                   else ""))
+        text = f"Pre-norm: {word} {n} of {where} comes BEFORE the {sub}: {out}. " + (
+            "The norm tidies what the sub-layer reads, while x itself travels on unchanged." if residual else ""
+        )
         return text, ("x (block input)", f"{word}(x) → {sub}", out)
     summed = "x + F(x) (residual sum)" if residual else "F(x) (residual off: nothing added)"
     out = f"{word}(x + F(x))" if residual else f"{word}(F(x))"
-    text = (f"Post-norm: {word} {n} of {where} comes AFTER the "
-            + (f"residual sum: {word}(x + {sub}(x)), as in the original Transformer." if residual else
-               f"{sub}, with nothing added (residual off): {word}({sub}(x))."))
+    text = f"Post-norm: {word} {n} of {where} comes AFTER the " + (
+        f"residual sum: {word}(x + {sub}(x)), as in the original Transformer."
+        if residual
+        else f"{sub}, with nothing added (residual off): {word}({sub}(x))."
+    )
     return text, (f"{sub} output F(x)", summed, out)

@@ -39,9 +39,17 @@ MAX_TEXT = 2000
 SUFFIX = ".toml"
 
 # The RunOptions fields a lesson may set, and the TOML type each takes.
-TOGGLES: dict[str, tuple[type, ...]] = {"norm": (str,), "n_heads": (int,), "scale": (bool,), "positional": (bool,),
-                                        "residual": (bool,), "padding_mask": (bool,), "pad_to": (int,),
-                                        "temperature": (float, int), "causal": (dict,)}
+TOGGLES: dict[str, tuple[type, ...]] = {
+    "norm": (str,),
+    "n_heads": (int,),
+    "scale": (bool,),
+    "positional": (bool,),
+    "residual": (bool,),
+    "padding_mask": (bool,),
+    "pad_to": (int,),
+    "temperature": (float, int),
+    "causal": (dict,),
+}
 NORM_CHOICES = ("trained", "pre", "post")
 LESSON_KEYS = {"title", "model", "src", "tgt", "toggles", "step", "description"}
 STEP_KEYS = {"stage", "note", "toggles", "head", "src", "tgt"}
@@ -105,8 +113,7 @@ def toggles_of(options: RunOptions) -> dict[str, Any]:
 
 # ---- reading ------------------------------------------------------------------------------------------------
 def _type_name(types: tuple[type, ...]) -> str:
-    return {bool: "true or false", int: "a whole number", float: "a number", str: "a string",
-            dict: "a table"}[types[0]]
+    return {bool: "true or false", int: "a whole number", float: "a number", str: "a string", dict: "a table"}[types[0]]
 
 
 def _required(table: Mapping[str, Any], key: str, where: str) -> str:
@@ -116,8 +123,9 @@ def _required(table: Mapping[str, Any], key: str, where: str) -> str:
     return value
 
 
-def _string(table: Mapping[str, Any], key: str, where: str, required: bool = False,
-            limit: int = MAX_TEXT) -> str | None:
+def _string(
+    table: Mapping[str, Any], key: str, where: str, required: bool = False, limit: int = MAX_TEXT
+) -> str | None:
     value = table.get(key)
     if value is None:
         if required:
@@ -133,8 +141,9 @@ def _string(table: Mapping[str, Any], key: str, where: str, required: bool = Fal
 def _unknown_keys(table: Mapping[str, Any], allowed: Iterable[str], where: str) -> None:
     extra = sorted(set(table) - set(allowed))
     if extra:
-        raise LessonError(f"{where}: unknown key {', '.join(map(repr, extra))}; known keys: "
-                          + ", ".join(sorted(allowed)))
+        raise LessonError(
+            f"{where}: unknown key {', '.join(map(repr, extra))}; known keys: " + ", ".join(sorted(allowed))
+        )
 
 
 def _toggles(value: Any, where: str) -> dict[str, Any]:
@@ -156,8 +165,10 @@ def _toggles(value: Any, where: str) -> dict[str, Any]:
         raise LessonError(f"{where}: toggle 'temperature' must be above 0 and at most 100")
     for kind, on in dict(value.get("causal", {})).items():
         if kind not in names.SITE_KINDS or not isinstance(on, bool):
-            raise LessonError(f"{where}: toggle 'causal' maps a site kind ({', '.join(names.SITE_KINDS)}) to "
-                              f"true or false, not {kind!r} = {on!r}")
+            raise LessonError(
+                f"{where}: toggle 'causal' maps a site kind ({', '.join(names.SITE_KINDS)}) to "
+                f"true or false, not {kind!r} = {on!r}"
+            )
     return dict(value)
 
 
@@ -170,9 +181,14 @@ def _step(table: Any, number: int) -> Step:
     head = table.get("head")
     if head is not None and (isinstance(head, bool) or not isinstance(head, int) or head < 1):
         raise LessonError(f"{where}: 'head' counts from 1 and must be a whole number, not {head!r}")
-    return Step(stage=stage, note=_string(table, "note", where, limit=MAX_NOTE) or "",
-                toggles=_toggles(table.get("toggles"), where), head=head,
-                src=_string(table, "src", where), tgt=_string(table, "tgt", where))
+    return Step(
+        stage=stage,
+        note=_string(table, "note", where, limit=MAX_NOTE) or "",
+        toggles=_toggles(table.get("toggles"), where),
+        head=head,
+        src=_string(table, "src", where),
+        tgt=_string(table, "tgt", where),
+    )
 
 
 def parse_lesson(text: str, origin: str = "lesson") -> Lesson:
@@ -189,13 +205,15 @@ def parse_lesson(text: str, origin: str = "lesson") -> Lesson:
         raise LessonError(f"{origin}: a lesson needs at least one [[step]] with a stage")
     if len(steps) > MAX_STEPS:
         raise LessonError(f"{origin}: {len(steps)} steps; a lesson may have at most {MAX_STEPS}")
-    return Lesson(title=_string(data, "title", origin) or "Untitled lesson",
-                  model=_string(data, "model", origin) or "bundled:translation",
-                  src=_required(data, "src", origin),
-                  tgt=_string(data, "tgt", origin),
-                  toggles=_toggles(data.get("toggles"), origin),
-                  description=_string(data, "description", origin, limit=MAX_NOTE) or "",
-                  steps=tuple(_step(s, i) for i, s in enumerate(steps, 1)))
+    return Lesson(
+        title=_string(data, "title", origin) or "Untitled lesson",
+        model=_string(data, "model", origin) or "bundled:translation",
+        src=_required(data, "src", origin),
+        tgt=_string(data, "tgt", origin),
+        toggles=_toggles(data.get("toggles"), origin),
+        description=_string(data, "description", origin, limit=MAX_NOTE) or "",
+        steps=tuple(_step(s, i) for i, s in enumerate(steps, 1)),
+    )
 
 
 def read_lesson(path: str | Path) -> Lesson:
@@ -223,8 +241,11 @@ def bundled_lessons() -> list[Path]:
 def stage_problems(lesson: Lesson, stage_keys: Iterable[str]) -> list[str]:
     """Steps whose stage is not in a run of the lesson's model (checked once the model has run)."""
     keys = set(stage_keys)
-    return [f"step {i}: no stage called {s.stage!r} in this model" for i, s in enumerate(lesson.steps, 1)
-            if s.stage not in keys]
+    return [
+        f"step {i}: no stage called {s.stage!r} in this model"
+        for i, s in enumerate(lesson.steps, 1)
+        if s.stage not in keys
+    ]
 
 
 # ---- writing ------------------------------------------------------------------------------------------------

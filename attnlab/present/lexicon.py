@@ -45,5 +45,7 @@ def out_of_domain_text(model: str, text: str, limit: int = 8) -> str:
     if not unknown:
         return ""
     shown = ", ".join(f"“{w}”" for w in unknown[:limit]) + (" …" if len(unknown) > limit else "")
-    return (f"Out of domain: {shown} {'is' if len(unknown) == 1 else 'are'} not among the words this classroom "
-            "model was trained on, so its output for this sentence means little.")
+    return (
+        f"Out of domain: {shown} {'is' if len(unknown) == 1 else 'are'} not among the words this classroom "
+        "model was trained on, so its output for this sentence means little."
+    )

@@ -102,6 +102,14 @@ def site_grids(trace: Trace) -> dict[str, SiteGrid]:
         stacked = np.stack([trace[names.site_entry(s, "weights")].numpy() for s in sites])  # [L, H, Tq, Tk]
         finite = stacked[np.isfinite(stacked)]
         top = float(np.percentile(finite, TOP_PERCENTILE)) if finite.size else 1.0
-        grids[kind] = SiteGrid(kind, _kind_title(kind), tuple(sites), stacked.shape[1], stacked.shape[2],
-                               stacked.shape[3], tile(stacked.astype(np.float32)), top if top > 0 else 1.0)
+        grids[kind] = SiteGrid(
+            kind,
+            _kind_title(kind),
+            tuple(sites),
+            stacked.shape[1],
+            stacked.shape[2],
+            stacked.shape[3],
+            tile(stacked.astype(np.float32)),
+            top if top > 0 else 1.0,
+        )
     return grids

@@ -107,9 +107,19 @@ def site_scaling(trace: Trace, site: str, bins: int = HISTOGRAM_BINS) -> SiteSca
     entropy_scaled, max_scaled = _row_stats(scaled, mask)
     n_allowed = np.isfinite(mask).sum(axis=-1)  # [Tq]
     uniform = float(np.log(n_allowed[n_allowed > 0]).mean()) if (n_allowed > 0).any() else 0.0
-    return SiteScaling(d_k, raw_cells, scaled_cells, edges, np.histogram(raw_cells, edges)[0],
-                       np.histogram(scaled_cells, edges)[0], entropy_raw, entropy_scaled, max_raw, max_scaled,
-                       uniform)
+    return SiteScaling(
+        d_k,
+        raw_cells,
+        scaled_cells,
+        edges,
+        np.histogram(raw_cells, edges)[0],
+        np.histogram(scaled_cells, edges)[0],
+        entropy_raw,
+        entropy_scaled,
+        max_raw,
+        max_scaled,
+        uniform,
+    )
 
 
 @dataclass(frozen=True)
@@ -123,8 +133,9 @@ class RandomDraw:
     max_scaled: float  # the same with ÷√dₖ
 
 
-def random_qk(d_k: int, seed: int, n_queries: int = DRAW_QUERIES, n_keys: int = DRAW_KEYS
-              ) -> tuple[np.ndarray, np.ndarray]:
+def random_qk(
+    d_k: int, seed: int, n_queries: int = DRAW_QUERIES, n_keys: int = DRAW_KEYS
+) -> tuple[np.ndarray, np.ndarray]:
     """q [n_queries, d_k] and k [n_keys, d_k] with independent N(0, 1) entries, reproducible from `seed`."""
     if not 1 <= int(d_k) <= MAX_DK:
         raise ValueError(f"d_k must be between 1 and {MAX_DK}, got {d_k}")
@@ -139,12 +150,21 @@ def random_scaling(d_k: int, seed: int = 0, n_queries: int = DRAW_QUERIES, n_key
     q, k = random_qk(d_k, seed, n_queries, n_keys)
     scores = q @ k.T  # [n_queries, n_keys]
     scaled = scores / math.sqrt(d_k)  # [n_queries, n_keys]
-    return RandomDraw(int(d_k), int(seed), scores, float(scores.std()), float(scaled.std()),
-                      float(softmax_rows(scores).max(axis=-1).mean()), float(softmax_rows(scaled).max(axis=-1).mean()))
+    return RandomDraw(
+        int(d_k),
+        int(seed),
+        scores,
+        float(scores.std()),
+        float(scaled.std()),
+        float(softmax_rows(scores).max(axis=-1).mean()),
+        float(softmax_rows(scaled).max(axis=-1).mean()),
+    )
 
 
 def scaling_sweep(seed: int = 0, d_ks: tuple[int, ...] = SWEEP_DKS) -> dict[str, np.ndarray]:
     """`random_scaling` for every d_k of `d_ks`: arrays 'd_k', 'std_raw', 'std_scaled', 'max_raw', 'max_scaled'."""
     draws = [random_scaling(d, seed) for d in d_ks]
-    return {"d_k": np.array(d_ks, dtype=float),
-            **{f: np.array([getattr(d, f) for d in draws]) for f in ("std_raw", "std_scaled", "max_raw", "max_scaled")}}
+    return {
+        "d_k": np.array(d_ks, dtype=float),
+        **{f: np.array([getattr(d, f) for d in draws]) for f in ("std_raw", "std_scaled", "max_raw", "max_scaled")},
+    }

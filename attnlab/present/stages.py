@@ -33,8 +33,12 @@ ATTENTION_STEPS = (
     ("attn_out", "× W_O"),
 )
 
-INPUT_STEPS = (("tokens", "tokenization"), ("embed", "embedding"), ("pos", "+ positional encoding"),
-               ("input", "embedding + position"))
+INPUT_STEPS = (
+    ("tokens", "tokenization"),
+    ("embed", "embedding"),
+    ("pos", "+ positional encoding"),
+    ("input", "embedding + position"),
+)
 
 OUTPUT_STEPS = ((names.LOGITS, "output logits"), (names.PROBS, "softmax → next token"))
 
@@ -89,8 +93,10 @@ def _addnorm(trace: Trace, layer: str, n: int, group: str) -> list[Stage]:
     residual = trace.options is None or trace.options.residual
     title = formulas.addnorm_title(trace.config, residual, n)
     key = names.norm(layer, n)
-    return [Stage(key, "addnorm", title, group, layer=layer, norm=n),
-            Stage(f"{key}.{NORM_COMPARE}", NORM_COMPARE, f"{NORM_COMPARE_TITLE} {n}", group, layer=layer, norm=n)]
+    return [
+        Stage(key, "addnorm", title, group, layer=layer, norm=n),
+        Stage(f"{key}.{NORM_COMPARE}", NORM_COMPARE, f"{NORM_COMPARE_TITLE} {n}", group, layer=layer, norm=n),
+    ]
 
 
 def _ffn(layer: str, group: str) -> Stage:
@@ -157,10 +163,20 @@ def _group_prefix(key: str) -> str:
 
 
 # The site steps each attention stage kind shows.
-_SITE_TENSORS = {"qkv": ("q", "k", "v"), "scores": ("scores",), "scaled": ("scaled",),
-                 "scale_why": ("scores", "scaled"), "mask": ("mask",),
-                 "masked": ("masked",), "weights": ("weights",), "heads": ("weights",), "lines": ("weights",),
-                 "context": ("context",), "concat": ("concat",), "attn_out": ("out",)}
+_SITE_TENSORS = {
+    "qkv": ("q", "k", "v"),
+    "scores": ("scores",),
+    "scaled": ("scaled",),
+    "scale_why": ("scores", "scaled"),
+    "mask": ("mask",),
+    "masked": ("masked",),
+    "weights": ("weights",),
+    "heads": ("weights",),
+    "lines": ("weights",),
+    "context": ("context",),
+    "concat": ("concat",),
+    "attn_out": ("out",),
+}
 
 
 def stage_tensors(stage: Stage) -> list[str]:
@@ -226,8 +242,7 @@ class ViewState:
     compare: str = "off"  # with a pinned run A: "off", "side" (A | B) or "diff" (A | B | B − A); compare.py
 
 
-COLOUR_SCALES = (("shared", "Shared by the site's score maps"), ("panel", "Per panel"),
-                 ("fixed", "Fixed range (±10)"))
+COLOUR_SCALES = (("shared", "Shared by the site's score maps"), ("panel", "Per panel"), ("fixed", "Fixed range (±10)"))
 FIXED_SCORE_RANGE = 10.0
 SCORE_KINDS = ("scores", "scaled", "masked")  # the score-like maps of an attention site
 

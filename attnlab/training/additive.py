@@ -27,15 +27,27 @@ def _batch_loss(module: AdditiveSeq2Seq, batch, pad_id: int) -> torch.Tensor:
     return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad_id)
 
 
-def train_additive(tokenizer, steps: int, minutes: float, seed: int = 0, n_pairs: int = TRANSLATION.n_pairs,
-                   max_tokens: int = 800, lr: float = 3e-3, log=print, cfg: AdditiveConfig | None = None,
-                   max_source: int = 12) -> AdditiveModel:
+def train_additive(
+    tokenizer,
+    steps: int,
+    minutes: float,
+    seed: int = 0,
+    n_pairs: int = TRANSLATION.n_pairs,
+    max_tokens: int = 800,
+    lr: float = 3e-3,
+    log=print,
+    cfg: AdditiveConfig | None = None,
+    max_source: int = 12,
+) -> AdditiveModel:
     """Adam with a short warm-up; logs the mean loss every 50 steps. Only pairs whose source has at most
     `max_source` ids (pieces + </s>) are used: a small model on one core learns the short ones first."""
     recipe = TRANSLATION
     train_pairs, _test = split_corpus(n_pairs, seed, recipe.test_fraction, recipe.split_seed, recipe.corpus_version)
-    examples = [e for e in make_examples(train_pairs, tokenizer, "both", recipe.drop_period, seed)
-                if len(e[0] or ()) <= max_source]
+    examples = [
+        e
+        for e in make_examples(train_pairs, tokenizer, "both", recipe.drop_period, seed)
+        if len(e[0] or ()) <= max_source
+    ]
     log(f"{len(examples)} training pairs with at most {max_source} source ids")
     torch.manual_seed(seed)
     module = AdditiveSeq2Seq(cfg or AdditiveConfig(vocab_size=tokenizer.vocab_size))
@@ -55,10 +67,17 @@ def train_additive(tokenizer, steps: int, minutes: float, seed: int = 0, n_pairs
         if step % 50 == 0:
             log(f"step {step} loss {sum(losses[-50:]) / 50:.3f} ({time.monotonic() - start:.0f} s)")
     tail = losses[-50:]
-    meta = {"steps": step, "seed": seed, "n_pairs": n_pairs, "final_loss": sum(tail) / max(len(tail), 1),
-            "seconds": round(time.monotonic() - start),
-            "max_source": max_source, "pairs_used": len(examples), "corpus": "translation recipe split (training side)",
-            "tokenizer": "the bundled translation model's BPE tokenizer"}
+    meta = {
+        "steps": step,
+        "seed": seed,
+        "n_pairs": n_pairs,
+        "final_loss": sum(tail) / max(len(tail), 1),
+        "seconds": round(time.monotonic() - start),
+        "max_source": max_source,
+        "pairs_used": len(examples),
+        "corpus": "translation recipe split (training side)",
+        "tokenizer": "the bundled translation model's BPE tokenizer",
+    }
     return AdditiveModel(module, tokenizer, meta)
 
 
@@ -85,8 +104,9 @@ def main() -> None:
             log_file.write(line + "\n")
             log_file.flush()
 
-    model = train_additive(tokenizer, args.steps, args.minutes, args.seed, n_pairs=args.n_pairs, log=log,
-                           max_source=args.max_source)
+    model = train_additive(
+        tokenizer, args.steps, args.minutes, args.seed, n_pairs=args.n_pairs, log=log, max_source=args.max_source
+    )
     save_additive(model, args.out)
     log(f"saved {args.out} after {model.metadata['steps']} steps, loss {model.metadata['final_loss']:.3f}")
     for text in ("the black cat sees the small dog .", "the girl eats an apple ."):

@@ -31,10 +31,12 @@ def _pipeline():
 
     hf = HF(BPE(unk_token=UNK, continuing_subword_prefix=PREFIX, fuse_unk=True))
     hf.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
-    hf.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.WhitespaceSplit(),
-        pre_tokenizers.Split(Regex(ISOLATED_PUNCTUATION), behavior="isolated"),
-    ])
+    hf.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.WhitespaceSplit(),
+            pre_tokenizers.Split(Regex(ISOLATED_PUNCTUATION), behavior="isolated"),
+        ]
+    )
     hf.decoder = decoders.WordPiece(prefix=PREFIX, cleanup=False)
     return hf
 
@@ -50,7 +52,7 @@ def word_counts(texts: Iterable[str]) -> Counter:
 
 
 def _join(a: str, b: str) -> str:
-    return a + b[len(PREFIX):]  # b is always a continuation piece
+    return a + b[len(PREFIX) :]  # b is always a continuation piece
 
 
 def learn_merges(counts: Counter, vocab_size: int) -> tuple[list[str], list[tuple[str, str]]]:

@@ -33,8 +33,11 @@ def recipe_for(name: str, steps: int | None = None, n_pairs: int | None = None) 
 def report_paths(checkpoint: Path) -> dict[str, Path]:
     folder = checkpoint.parent / "training"
     stem = checkpoint.stem
-    return {"csv": folder / f"{stem}-loss.csv", "png": folder / f"{stem}-loss.png",
-            "json": folder / f"{stem}-eval.json"}
+    return {
+        "csv": folder / f"{stem}-loss.csv",
+        "png": folder / f"{stem}-loss.png",
+        "json": folder / f"{stem}-eval.json",
+    }
 
 
 def eval_summary(figures: dict) -> dict:
@@ -50,14 +53,27 @@ def save_with_figures(model: LiveModel, checkpoint: Path, figures: dict) -> Path
     save_checkpoint(model, checkpoint)
     paths = report_paths(checkpoint)
     paths["json"].parent.mkdir(parents=True, exist_ok=True)
-    record = {"model": model.name, "checkpoint": checkpoint.name, "corpus": model.metadata.get("corpus"),
-              "training": model.metadata.get("training"), "eval": figures}
+    record = {
+        "model": model.name,
+        "checkpoint": checkpoint.name,
+        "corpus": model.metadata.get("corpus"),
+        "training": model.metadata.get("training"),
+        "eval": figures,
+    }
     atomic_write_text(paths["json"], json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return paths["json"]
 
 
-def build(name: str, seed: int, out_dir, steps: int | None = None, n_pairs: int | None = None,
-          progress: bool = True, eval_n: int | None = None, threads: int = 2) -> dict:
+def build(
+    name: str,
+    seed: int,
+    out_dir,
+    steps: int | None = None,
+    n_pairs: int | None = None,
+    progress: bool = True,
+    eval_n: int | None = None,
+    threads: int = 2,
+) -> dict:
     """Train one classroom model and write everything; returns the figures."""
     from attnlab.checkpoints import save_checkpoint
     from attnlab.training.evaluate import evaluate
@@ -73,8 +89,9 @@ def build(name: str, seed: int, out_dir, steps: int | None = None, n_pairs: int 
     paths = report_paths(checkpoint)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
     write_loss_csv(result.history, paths["csv"])
-    plot_loss_png(result.history, paths["png"],
-                  f"{name}: {recipe.steps} steps, seed {seed}, {result.seconds / 60:.1f} min")
+    plot_loss_png(
+        result.history, paths["png"], f"{name}: {recipe.steps} steps, seed {seed}, {result.seconds / 60:.1f} min"
+    )
     figures = evaluate(result.model, eval_n)
     save_with_figures(result.model, checkpoint, figures)
     return figures

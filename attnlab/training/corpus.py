@@ -50,8 +50,15 @@ from attnlab.training.lexicon import (
     vowel_sound,
 )
 
-__all__ = ["Pair", "generate_pairs", "train_test_split", "content_vocabulary", "content_forms",
-           "TEACHING_EXAMPLES", "CORPUS_VERSION"]
+__all__ = [
+    "Pair",
+    "generate_pairs",
+    "train_test_split",
+    "content_vocabulary",
+    "content_forms",
+    "TEACHING_EXAMPLES",
+    "CORPUS_VERSION",
+]
 
 # Version 1: the twelve templates below (the language model was trained on it). Version 2 adds the everyday
 # sentences of everyday.py (pronoun subjects, "the X of the Y", questions, numbers, have/make). A version's
@@ -177,8 +184,9 @@ def _rand_neg(rng: random.Random, p=0.2) -> str:
 
 
 def _rand_adv(rng: random.Random, subj, tense: str, kinds=("freq", "manner", "time")) -> Adverb:
-    fits = [a for a in ADVERBS.values() if a.kind in kinds
-            and a.only in ("", tense, "plural" if subj.plural else tense)]
+    fits = [
+        a for a in ADVERBS.values() if a.kind in kinds and a.only in ("", tense, "plural" if subj.plural else tense)
+    ]
     return rng.choice(fits)
 
 
@@ -193,8 +201,11 @@ def _t_transitive(rng, new, subj=None, short=False):
     subj = subj or _rand_subject(rng, verb.subj)
     neg = _rand_neg(rng)
     tense = _rand_tense(rng, subj, verb, neg=neg)
-    adv = None if short or rng.random() > 0.35 else _rand_adv(rng, subj, tense, ("time",) if neg else
-                                                             ("freq", "manner", "time"))
+    adv = (
+        None
+        if short or rng.random() > 0.35
+        else _rand_adv(rng, subj, tense, ("time",) if neg else ("freq", "manner", "time"))
+    )
     pps = [_rand_pp(rng)] if not short and rng.random() < 0.2 else []
     obj = _rand_np(rng, verb.obj, obj=True, adj_p=0.3 if short else 0.45)
     return clause(new, subj, verb, tense=tense, neg=neg, obj=obj, pps=pps, adv=adv)
@@ -209,8 +220,11 @@ def _t_intransitive(rng, new, subj=None, short=False):
         pps = [("in", _rand_np(rng, ("water",), adj_p=0.2))]
     else:
         pps = [_rand_pp(rng, (*_LOCATIVE, "with"))] if rng.random() < (0.3 if short else 0.6) else []
-    adv = None if short or rng.random() > 0.4 else _rand_adv(rng, subj, tense, ("time",) if neg else
-                                                            ("freq", "manner", "time"))
+    adv = (
+        None
+        if short or rng.random() > 0.4
+        else _rand_adv(rng, subj, tense, ("time",) if neg else ("freq", "manner", "time"))
+    )
     return clause(new, subj, verb, tense=tense, neg=neg, pps=pps, adv=adv)
 
 
@@ -232,14 +246,12 @@ def _t_copula(rng, new, subj=None, short=False):
         choices = _adjectives(_kind(subj), False) + _adjectives(_kind(subj), True)
     adj = rng.choice(choices)
     degree = ADVERBS[rng.choice(("very", "too", "really", "quite", "so"))] if rng.random() < 0.35 else None
-    return copula(new, subj, tense=rng.choice(("pres", "past")), neg=rng.random() < 0.2, adj=adj,
-                   degree=degree)
+    return copula(new, subj, tense=rng.choice(("pres", "past")), neg=rng.random() < 0.2, adj=adj, degree=degree)
 
 
 def _t_location(rng, new, subj=None, short=False):
     subj = subj or _rand_subject(rng, ("anim", "pers", "obj", "food", "furn", "veh"))
-    return copula(new, subj, tense=rng.choice(("pres", "past")), neg=rng.random() < 0.15,
-                   pps=[_rand_pp(rng)])
+    return copula(new, subj, tense=rng.choice(("pres", "past")), neg=rng.random() < 0.15, pps=[_rand_pp(rng)])
 
 
 def _t_sit(rng, new, subj=None, short=False):
@@ -256,8 +268,11 @@ def _t_pronoun_object(rng, new, subj=None, short=False):
     if not obj.plural and vowel_sound(verb.present[subj.person]):
         return None  # l'aime: the pronoun would vanish into the verb
     neg = _rand_neg(rng, 0.25)
-    adv = None if short or rng.random() > 0.3 else _rand_adv(rng, subj, "pres", ("time",) if neg else
-                                                            ("freq", "manner", "time"))
+    adv = (
+        None
+        if short or rng.random() > 0.3
+        else _rand_adv(rng, subj, "pres", ("time",) if neg else ("freq", "manner", "time"))
+    )
     return clause(new, subj, verb, neg=neg, obj=obj, adv=adv)
 
 
@@ -333,9 +348,20 @@ def _t_there(rng, new, subj=None, short=False):
     return there_is(new, dataclasses.replace(np, det="a"), [_rand_pp(rng)], rng.choice(("pres", "past")))
 
 
-_TEMPLATES = {_t_transitive: 22, _t_intransitive: 12, _t_motion: 9, _t_copula: 9, _t_location: 5,
-              _t_sit: 5, _t_pronoun_object: 7, _t_and_it: 8, _t_because_it: 9, _t_because: 6,
-              _t_relative: 6, _t_there: 3}
+_TEMPLATES = {
+    _t_transitive: 22,
+    _t_intransitive: 12,
+    _t_motion: 9,
+    _t_copula: 9,
+    _t_location: 5,
+    _t_sit: 5,
+    _t_pronoun_object: 7,
+    _t_and_it: 8,
+    _t_because_it: 9,
+    _t_because: 6,
+    _t_relative: 6,
+    _t_there: 3,
+}
 
 
 def _templates(version: int) -> dict:
@@ -380,8 +406,7 @@ def generate_pairs(n: int, seed: int = 0, version: int = CORPUS_VERSION) -> list
     return pairs
 
 
-def train_test_split(pairs: list[Pair], test_fraction: float = 0.1,
-                     seed: int = 0) -> tuple[list[Pair], list[Pair]]:
+def train_test_split(pairs: list[Pair], test_fraction: float = 0.1, seed: int = 0) -> tuple[list[Pair], list[Pair]]:
     """Split with no English sentence on both sides. The teaching examples always go to train."""
     teaching = {p.src for p in TEACHING_EXAMPLES}
     groups = sorted({p.src for p in pairs} - teaching)

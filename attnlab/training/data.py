@@ -82,8 +82,9 @@ def make_batch(examples: Sequence[tuple[list[int] | None, list[int]]], pad_id: i
     return Batch(src, src_pad, tgt_in, tgt_pad, tgt_out)
 
 
-def length_batches(examples: Sequence[tuple[list[int] | None, list[int]]], max_tokens: int,
-                   rng: random.Random) -> list[list[int]]:
+def length_batches(
+    examples: Sequence[tuple[list[int] | None, list[int]]], max_tokens: int, rng: random.Random
+) -> list[list[int]]:
     """Indices of `examples` grouped into batches of similar length, about `max_tokens` tokens each
     (counting the longer side of each pair, padded). Sorting uses a little random jitter so batches differ
     from epoch to epoch; the batch order is shuffled. Deterministic given the `rng` state."""

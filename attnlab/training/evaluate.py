@@ -41,10 +41,17 @@ def held_out_pairs(model: LiveModel, n: int | None = None):
 
     corpus = model.metadata.get("corpus")
     if not isinstance(corpus, dict) or "seed" not in corpus:
-        raise ValueError(f"{model.name!r} has no corpus facts in its metadata, so its held-out split cannot "
-                         "be rebuilt; only classroom models trained by `attnlab train` can be evaluated")
-    _, test = split_corpus(int(corpus["n_pairs"]), int(corpus["seed"]), float(corpus["test_fraction"]),
-                           int(corpus["split_seed"]), int(corpus.get("version", 1)))
+        raise ValueError(
+            f"{model.name!r} has no corpus facts in its metadata, so its held-out split cannot "
+            "be rebuilt; only classroom models trained by `attnlab train` can be evaluated"
+        )
+    _, test = split_corpus(
+        int(corpus["n_pairs"]),
+        int(corpus["seed"]),
+        float(corpus["test_fraction"]),
+        int(corpus["split_seed"]),
+        int(corpus.get("version", 1)),
+    )
     return test if n is None else test[:n]
 
 
@@ -86,11 +93,18 @@ def exact_match(model: LiveModel, pairs) -> dict:
     outputs = [tok.decode(g) for g in generated]
     same_text = [o == p.tgt for o, p in zip(outputs, pairs, strict=True)]
     same_pieces = [g == tok.encode(p.tgt)[1] for g, p in zip(generated, pairs, strict=True)]
-    misses = [{"src": p.src, "reference": p.tgt, "output": o}
-              for o, p, ok in zip(outputs, pairs, same_text, strict=True) if not ok]
+    misses = [
+        {"src": p.src, "reference": p.tgt, "output": o}
+        for o, p, ok in zip(outputs, pairs, same_text, strict=True)
+        if not ok
+    ]
     n = max(len(pairs), 1)
-    return {"exact_match": round(sum(same_text) / n, 4), "exact_match_pieces": round(sum(same_pieces) / n, 4),
-            "n": len(pairs), "examples_of_errors": misses[:5]}
+    return {
+        "exact_match": round(sum(same_text) / n, 4),
+        "exact_match_pieces": round(sum(same_pieces) / n, 4),
+        "n": len(pairs),
+        "examples_of_errors": misses[:5],
+    }
 
 
 # ---- translation: cross-attention alignment ----------------------------------------------------------
@@ -121,8 +135,7 @@ def cross_attention(model: LiveModel, pairs) -> list[torch.Tensor]:
         examples = [(source_ids(model.src_tokenizer, p.src), decoder_ids(tok, p.tgt)) for p in chunk]
         batch = make_batch(examples, tok.pad_id)
         rec = CrossAttentionRecorder()
-        module(batch.src, batch.tgt_in, options=RECORDED, rec=rec, src_pad=batch.src_pad,
-               tgt_pad=batch.tgt_pad)
+        module(batch.src, batch.tgt_in, options=RECORDED, rec=rec, src_pad=batch.src_pad, tgt_pad=batch.tgt_pad)
         cross = [names.site_entry(names.site(names.layer("dec", i), "cross"), "weights") for i in range(n_layers)]
         layers = [rec._items[name] for name in cross]  # each [B, H, T, S]
         stacked = torch.stack(layers, dim=1)  # [B, L, H, T, S]
@@ -196,9 +209,12 @@ def language_figures(model: LiveModel, texts: Sequence[str]) -> dict:
         nll_sum += float(F.cross_entropy(logits[real], batch.tgt_out[real], reduction="sum"))
         correct += int((logits.argmax(-1)[real] == batch.tgt_out[real]).sum())
         count += int(real.sum())
-    return {"next_token_accuracy": round(correct / max(count, 1), 4),
-            "perplexity": round(math.exp(nll_sum / max(count, 1)), 4), "n_tokens": count,
-            "n_sentences": len(texts)}
+    return {
+        "next_token_accuracy": round(correct / max(count, 1), 4),
+        "perplexity": round(math.exp(nll_sum / max(count, 1)), 4),
+        "n_tokens": count,
+        "n_sentences": len(texts),
+    }
 
 
 def teaching_examples(model: LiveModel) -> dict:
@@ -208,10 +224,15 @@ def teaching_examples(model: LiveModel) -> dict:
 
     generated = greedy_translate(model, [p.src for p in TEACHING_EXAMPLES])
     outputs = [model.tgt_tokenizer.decode(g) for g in generated]
-    return {"correct": sum(o == p.tgt for o, p in zip(outputs, TEACHING_EXAMPLES, strict=True)),
-            "n": len(TEACHING_EXAMPLES),
-            "wrong": [{"src": p.src, "reference": p.tgt, "output": o}
-                      for o, p in zip(outputs, TEACHING_EXAMPLES, strict=True) if o != p.tgt]}
+    return {
+        "correct": sum(o == p.tgt for o, p in zip(outputs, TEACHING_EXAMPLES, strict=True)),
+        "n": len(TEACHING_EXAMPLES),
+        "wrong": [
+            {"src": p.src, "reference": p.tgt, "output": o}
+            for o, p in zip(outputs, TEACHING_EXAMPLES, strict=True)
+            if o != p.tgt
+        ],
+    }
 
 
 # ---- everything ----------------------------------------------------------------------------------------

@@ -28,8 +28,13 @@ def training_words(name: str) -> list[str]:
     its metadata names (the split it was trained on), rebuilt."""
     recipe = RECIPES[name]
     corpus = load_bundled(name).metadata["corpus"]
-    train, _test = split_corpus(int(corpus["n_pairs"]), int(corpus["seed"]), float(corpus["test_fraction"]),
-                                int(corpus["split_seed"]), int(corpus.get("version", 1)))
+    train, _test = split_corpus(
+        int(corpus["n_pairs"]),
+        int(corpus["seed"]),
+        float(corpus["test_fraction"]),
+        int(corpus["split_seed"]),
+        int(corpus.get("version", 1)),
+    )
     split = WordTokenizer(["<pad>", "<s>", "</s>", "<unk>"])._split
     texts = [p.tgt for p in train] if recipe.side == "tgt" else [p.src for p in train]
     return sorted({w for text in texts for w in split(text.lower()) if w not in PUNCTUATION})

@@ -103,7 +103,7 @@ def noun_phrase(new: Links, np: NP, negated: bool = False) -> tuple[Tokens, Toke
             owner_en[-1] = (word + "'" if np.owner.plural and word.endswith("s") else word + "'s", k)
             en = owner_en + en
         fr += [("de", None), *owner_fr]
-    elif (en_pl if pl else en_sg):
+    elif en_pl if pl else en_sg:
         en.insert(0, (en_pl if pl else en_sg, None))
     if np.rel:
         if np.rel[0] == "qui":
@@ -141,8 +141,9 @@ def prep_phrases(new: Links, pps) -> tuple[Tokens, Tokens]:
     return en, fr
 
 
-def verb_phrase(new: Links, verb: Verb, subj, *, tense="pres", neg="", obj=None, pps=(), adv=None,
-                gap: NP | None = None, ask=False) -> tuple[Tokens, Tokens]:
+def verb_phrase(
+    new: Links, verb: Verb, subj, *, tense="pres", neg="", obj=None, pps=(), adv=None, gap: NP | None = None, ask=False
+) -> tuple[Tokens, Tokens]:
     """A verb phrase agreeing with `subj`. neg: "", "not" or "never". obj: NP, Pron (placed before the French
     verb) or None. gap: the antecedent of a relative "que", which the participle agrees with. ask: the English
     of a yes/no question (does … see; `question` puts the auxiliary before the subject); no negation then."""
@@ -195,8 +196,18 @@ def verb_phrase(new: Links, verb: Verb, subj, *, tense="pres", neg="", obj=None,
     return en, fr
 
 
-def copula(new: Links, subj, *, tense="pres", neg=False, adj: Adj | None = None,
-           degree: Adverb | None = None, pps=(), sit=False, ask=False) -> tuple[Tokens, Tokens]:
+def copula(
+    new: Links,
+    subj,
+    *,
+    tense="pres",
+    neg=False,
+    adj: Adj | None = None,
+    degree: Adverb | None = None,
+    pps=(),
+    sit=False,
+    ask=False,
+) -> tuple[Tokens, Tokens]:
     """subj is/was [not] [very] ADJ | subj is [not] on the mat | subj sits on the mat (est assis).
     ask: the English of a yes/no question (is the cat black, does the cat sit …); the French is the statement,
     for `asked` to put est-ce que before."""
@@ -206,8 +217,11 @@ def copula(new: Links, subj, *, tense="pres", neg=False, adj: Adj | None = None,
     if sit and ask:
         en = [("does" if p == 1 else "do", None), ("sit", link)]
     elif sit:
-        en = [("does" if p == 1 else "do", None), ("not", None), ("sit", link)] if neg else \
-            [("sits" if p == 1 else "sit", link)]
+        en = (
+            [("does" if p == 1 else "do", None), ("not", None), ("sit", link)]
+            if neg
+            else [("sits" if p == 1 else "sit", link)]
+        )
     else:
         en = [(table[0][p], link)] + ([("not", None)] if neg else [])
     fr = [("ne", None)] if neg else []
@@ -248,8 +262,7 @@ def asked(sentence: tuple[Tokens, Tokens]) -> tuple[Tokens, Tokens]:
     return en, [("est-ce", None), ("que", None), *fr]
 
 
-def and_it(new: Links, subj, first: Verb, obj: NP, second: Verb, *, tense="pres",
-           neg="") -> tuple[Tokens, Tokens]:
+def and_it(new: Links, subj, first: Verb, obj: NP, second: Verb, *, tense="pres", neg="") -> tuple[Tokens, Tokens]:
     """the girl finds the key and takes it → la fille trouve la clé et la prend."""
     a_en, a_fr = clause(new, subj, first, tense=tense, obj=obj)
     it = Pron(obj.person, obj.gender, obj.human)
@@ -257,8 +270,7 @@ def and_it(new: Links, subj, first: Verb, obj: NP, second: Verb, *, tense="pres"
     return a_en + [("and", None)] + b_en, a_fr + [("et", None)] + b_fr
 
 
-def because_it(new: Links, subj: NP, verb: Verb, obj: NP, adj: Adj,
-               degree: str = "too") -> tuple[Tokens, Tokens]:
+def because_it(new: Links, subj: NP, verb: Verb, obj: NP, adj: Adj, degree: str = "too") -> tuple[Tokens, Tokens]:
     """the animal did not cross the street because it was too tired / too wide: "it" is the subject when
     the adjective is a state (STATES), else the object, and French shows which by il/elle."""
     a_en, a_fr = clause(new, subj, verb, tense="past", neg="not", obj=obj)
@@ -273,8 +285,7 @@ def there_is(new: Links, np: NP, pps, tense="pres", ask=False) -> tuple[Tokens, 
     t_en, t_fr = prep_phrases(new, pps)
     be = ("were" if np.plural else "was") if tense == "past" else ("are" if np.plural else "is")
     there = [(be, None), ("there", None)] if ask else [("there", None), (be, None)]
-    return (there + n_en + t_en,
-            [("il", None), ("y", None), ("avait" if tense == "past" else "a", None)] + n_fr + t_fr)
+    return (there + n_en + t_en, [("il", None), ("y", None), ("avait" if tense == "past" else "a", None)] + n_fr + t_fr)
 
 
 def finish(en: Tokens, fr: Tokens, end: str = ".") -> tuple[str, str, tuple[tuple[int, int], ...]]:

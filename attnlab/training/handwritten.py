@@ -62,9 +62,14 @@ def score(outputs: list[str], references: list[str]) -> dict:
     exact = sum(o == r for o, r in zip(out_words, ref_words, strict=True))
     edits = sum(word_edits(o, r) for o, r in zip(out_words, ref_words, strict=True))
     n_words = sum(len(r) for r in ref_words)
-    return {"exact_match": round(exact / max(len(outputs), 1), 4), "exact": exact, "n": len(outputs),
-            "word_accuracy": round(max(0.0, 1 - edits / max(n_words, 1)), 4), "word_edits": edits,
-            "reference_words": n_words}
+    return {
+        "exact_match": round(exact / max(len(outputs), 1), 4),
+        "exact": exact,
+        "n": len(outputs),
+        "word_accuracy": round(max(0.0, 1 - edits / max(n_words, 1)), 4),
+        "word_edits": edits,
+        "reference_words": n_words,
+    }
 
 
 def handwritten_figures(model) -> dict:
@@ -79,8 +84,11 @@ def handwritten_figures(model) -> dict:
     for feature in dict.fromkeys(f for _, _, f in pairs):
         chosen = [i for i, (_, _, f) in enumerate(pairs) if f == feature]
         by_feature[feature] = score([outputs[i] for i in chosen], [pairs[i][1] for i in chosen])
-    figures["by_feature"] = {k: {"exact": v["exact"], "n": v["n"], "word_accuracy": v["word_accuracy"]}
-                             for k, v in by_feature.items()}
-    figures["sentences"] = [{"en": en, "reference": fr, "output": out, "correct": words(out) == words(fr)}
-                            for (en, fr, _), out in zip(pairs, outputs, strict=True)]
+    figures["by_feature"] = {
+        k: {"exact": v["exact"], "n": v["n"], "word_accuracy": v["word_accuracy"]} for k, v in by_feature.items()
+    }
+    figures["sentences"] = [
+        {"en": en, "reference": fr, "output": out, "correct": words(out) == words(fr)}
+        for (en, fr, _), out in zip(pairs, outputs, strict=True)
+    ]
     return figures

@@ -47,8 +47,15 @@ def _french_plural(word: str) -> str:
 
 
 def _french_feminine(word: str) -> str:
-    for masc, fem in (("e", "e"), ("eux", "euse"), ("er", "ère"), ("if", "ive"), ("el", "elle"),
-                      ("on", "onne"), ("en", "enne")):
+    for masc, fem in (
+        ("e", "e"),
+        ("eux", "euse"),
+        ("er", "ère"),
+        ("if", "ive"),
+        ("el", "elle"),
+        ("on", "onne"),
+        ("en", "enne"),
+    ):
         if word.endswith(masc):
             return word[: len(word) - len(masc)] + fem
     return word + "e"
@@ -280,8 +287,18 @@ really vraiment degree; quite assez degree; so si degree
 BE_PRESENT = (("am", "is", "are", "are", "are"), ("suis", "est", "sommes", "êtes", "sont"))
 BE_PAST = (("was", "was", "were", "were", "were"), ("étais", "était", "étions", "étiez", "étaient"))
 HAVE_PRESENT = ("ai", "a", "avons", "avez", "ont")
-PRONOUNS = {"i": "je", "you": "vous", "we": "nous", "he": "il", "she": "elle", "it": "il", "they": "ils",
-            "him": "le", "her": "la", "them": "les"}
+PRONOUNS = {
+    "i": "je",
+    "you": "vous",
+    "we": "nous",
+    "he": "il",
+    "she": "elle",
+    "it": "il",
+    "they": "ils",
+    "him": "le",
+    "her": "la",
+    "them": "les",
+}
 
 # English determiner (singular, plural) and French (masc sg, fem sg, plural). "a" has no English plural:
 # a bare plural ("the cat sees birds") is French "des".
@@ -296,9 +313,14 @@ DETERMINERS = {
     "their": (("their", "their"), ("leur", "leur", "leurs")),
     "this": (("this", "these"), ("ce", "cette", "ces")),
     "one": (("one", "one"), ("un", "une", "un")),  # numbers: "one" takes a singular noun, the rest a plural
-    **{en: ((en, en), (fr, fr, fr)) for en, fr in zip(
-        "two three four five six seven eight nine ten".split(),
-        "deux trois quatre cinq six sept huit neuf dix".split(), strict=True)},
+    **{
+        en: ((en, en), (fr, fr, fr))
+        for en, fr in zip(
+            "two three four five six seven eight nine ten".split(),
+            "deux trois quatre cinq six sept huit neuf dix".split(),
+            strict=True,
+        )
+    },
 }
 NUMBERS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
@@ -318,15 +340,38 @@ PREPOSITIONS = {
 # do to which object, and which adjectives can make the object the reason. The reason adjectives never
 # describe animals, and STATES never describe things, so "it" always has exactly one sensible referent.
 OBSTACLES = {
-    "cross": {"street": "wide long busy dangerous", "road": "wide long busy dangerous",
-              "river": "wide deep long dangerous", "bridge": "narrow long slippery dangerous",
-              "lake": "wide deep cold", "forest": "dark dangerous"},
-    "climb": {"tree": "high slippery", "wall": "high slippery", "fence": "high", "rock": "high slippery",
-              "hill": "high steep", "mountain": "high steep dangerous"},
-    "enter": {"house": "dark dirty cold", "cave": "dark cold dangerous", "barn": "dark dirty",
-              "room": "dark dirty cold", "kitchen": "dirty", "shop": "busy"},
-    "eat": {"soup": "hot cold salty", "meat": "hard salty cold", "bread": "hard dry", "cake": "dry sweet",
-            "cheese": "hard salty", "apple": "hard"},
+    "cross": {
+        "street": "wide long busy dangerous",
+        "road": "wide long busy dangerous",
+        "river": "wide deep long dangerous",
+        "bridge": "narrow long slippery dangerous",
+        "lake": "wide deep cold",
+        "forest": "dark dangerous",
+    },
+    "climb": {
+        "tree": "high slippery",
+        "wall": "high slippery",
+        "fence": "high",
+        "rock": "high slippery",
+        "hill": "high steep",
+        "mountain": "high steep dangerous",
+    },
+    "enter": {
+        "house": "dark dirty cold",
+        "cave": "dark cold dangerous",
+        "barn": "dark dirty",
+        "room": "dark dirty cold",
+        "kitchen": "dirty",
+        "shop": "busy",
+    },
+    "eat": {
+        "soup": "hot cold salty",
+        "meat": "hard salty cold",
+        "bread": "hard dry",
+        "cake": "dry sweet",
+        "cheese": "hard salty",
+        "apple": "hard",
+    },
     "drink": {"coffee": "hot sweet cold", "tea": "hot sweet", "milk": "cold hot", "water": "cold hot"},
 }
 STATES = ("tired", "scared", "lazy", "weak", "sick", "slow", "nervous", "young")
@@ -387,8 +432,9 @@ def _parse_verbs(text: str) -> dict[str, Verb]:
             prep, _, obj_tags = args[2].rpartition(":")
             obj = frozenset(obj_tags.split(","))
         en_3sg = _IRREGULAR_3SG.get(en) or _english_third_person(en)
-        verbs[en] = Verb(en, en_3sg, past, particle[0][1:] if particle else "",
-                         infinitive, present, pp, etre, subj, obj, prep)
+        verbs[en] = Verb(
+            en, en_3sg, past, particle[0][1:] if particle else "", infinitive, present, pp, etre, subj, obj, prep
+        )
     return verbs
 
 

@@ -49,11 +49,19 @@ def plot_loss_png(history: list[dict], path, title: str) -> Path:
     window = max(len(history) // 50, 1)
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
     ax.plot(steps, [r["loss"] for r in history], color="tab:blue", alpha=0.25, linewidth=0.8)
-    ax.plot(steps, moving_average([r["loss"] for r in history], window), color="tab:blue",
-            label=f"training loss (moving average of {window})")
+    ax.plot(
+        steps,
+        moving_average([r["loss"] for r in history], window),
+        color="tab:blue",
+        label=f"training loss (moving average of {window})",
+    )
     if any(abs(r["loss"] - r["nll"]) > 1e-6 for r in history):
-        ax.plot(steps, moving_average([r["nll"] for r in history], window), color="tab:green",
-                label="cross-entropy without label smoothing")
+        ax.plot(
+            steps,
+            moving_average([r["nll"] for r in history], window),
+            color="tab:green",
+            label="cross-entropy without label smoothing",
+        )
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("loss per token (log scale)")

@@ -42,11 +42,31 @@ class Recipe:
         return dataclasses.replace(self, **changes)
 
 
-TRANSLATION = Recipe(name="translation", steps=3000, n_pairs=60000, vocab_size=1600, max_tokens=1200,
-                     peak_lr=1.5e-3, warmup=400, label_smoothing=0.1, dropout=0.1,
-                     drop_period=0.2, corpus_version=2)
-LANGUAGE = Recipe(name="language", steps=5000, n_pairs=60000, vocab_size=1000, max_tokens=1200,
-                  peak_lr=2e-3, warmup=200, label_smoothing=0.0, dropout=0.1, side="tgt")
+TRANSLATION = Recipe(
+    name="translation",
+    steps=3000,
+    n_pairs=60000,
+    vocab_size=1600,
+    max_tokens=1200,
+    peak_lr=1.5e-3,
+    warmup=400,
+    label_smoothing=0.1,
+    dropout=0.1,
+    drop_period=0.2,
+    corpus_version=2,
+)
+LANGUAGE = Recipe(
+    name="language",
+    steps=5000,
+    n_pairs=60000,
+    vocab_size=1000,
+    max_tokens=1200,
+    peak_lr=2e-3,
+    warmup=200,
+    label_smoothing=0.0,
+    dropout=0.1,
+    side="tgt",
+)
 
 RECIPES = {"translation": TRANSLATION, "language": LANGUAGE}
 
@@ -55,16 +75,40 @@ def model_config(name: str, vocab_size: int) -> ModelConfig:
     """The architecture of each classroom model, for a tokenizer of `vocab_size` entries."""
     if name == "translation":
         return ModelConfig(
-            arch="encoder-decoder", src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=128,
-            n_heads=4, d_ff=512, n_encoder_layers=3, n_decoder_layers=3, activation="relu", norm_first=False,
-            final_norm=False, positional="sinusoidal", scale_embedding=True, share_embeddings=True,
-            tie_output=True, max_len=128,
+            arch="encoder-decoder",
+            src_vocab_size=vocab_size,
+            tgt_vocab_size=vocab_size,
+            d_model=128,
+            n_heads=4,
+            d_ff=512,
+            n_encoder_layers=3,
+            n_decoder_layers=3,
+            activation="relu",
+            norm_first=False,
+            final_norm=False,
+            positional="sinusoidal",
+            scale_embedding=True,
+            share_embeddings=True,
+            tie_output=True,
+            max_len=128,
         ).validate()
     if name == "language":
         return ModelConfig(
-            arch="decoder-only", src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, d_model=128, n_heads=4,
-            d_ff=512, n_encoder_layers=0, n_decoder_layers=4, activation="gelu", norm_first=True,
-            final_norm=True, positional="learned", scale_embedding=False, share_embeddings=False,
-            tie_output=True, max_len=128,
+            arch="decoder-only",
+            src_vocab_size=vocab_size,
+            tgt_vocab_size=vocab_size,
+            d_model=128,
+            n_heads=4,
+            d_ff=512,
+            n_encoder_layers=0,
+            n_decoder_layers=4,
+            activation="gelu",
+            norm_first=True,
+            final_norm=True,
+            positional="learned",
+            scale_embedding=False,
+            share_embeddings=False,
+            tie_output=True,
+            max_len=128,
         ).validate()
     raise ValueError(f"unknown classroom model {name!r}; choose one of {MODEL_NAMES}")

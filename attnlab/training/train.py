@@ -61,8 +61,9 @@ def without_period(text: str) -> str:
     return text[:-2] if text.endswith((" .", " ?")) else text
 
 
-def make_examples(pairs, tokenizer: Tokenizer, side: str, drop_period: float = 0.0,
-                  seed: int = 0) -> list[tuple[list[int] | None, list[int]]]:
+def make_examples(
+    pairs, tokenizer: Tokenizer, side: str, drop_period: float = 0.0, seed: int = 0
+) -> list[tuple[list[int] | None, list[int]]]:
     """(source ids or None, decoder ids) per pair; the language model reads the French sentence alone.
     A seeded `drop_period` share of translation pairs lose their final " ." on both sides."""
     if side == "tgt":
@@ -85,8 +86,7 @@ def learning_rate(step: int, recipe: Recipe) -> float:
 
 def batch_loss(module: Transformer, batch: Batch, pad_id: int, label_smoothing: float):
     """(loss that is optimised, plain cross-entropy) per real target token; padding is ignored."""
-    logits = module(batch.src, batch.tgt_in, options=FAST, src_pad=batch.src_pad,
-                    tgt_pad=batch.tgt_pad)  # [B, T, V]
+    logits = module(batch.src, batch.tgt_in, options=FAST, src_pad=batch.src_pad, tgt_pad=batch.tgt_pad)  # [B, T, V]
     flat = logits.reshape(-1, logits.shape[-1])  # [B*T, V]
     target = batch.tgt_out.reshape(-1)  # [B*T]
     nll = F.cross_entropy(flat, target, ignore_index=pad_id)
@@ -108,24 +108,29 @@ class TrainResult:
         return len(self.history) / self.seconds if self.seconds > 0 else 0.0
 
 
-def train(recipe: Recipe, seed: int, progress: bool = True, threads: int = THREADS,
-          on_step: Callable[[dict], None] | None = None) -> TrainResult:
+def train(
+    recipe: Recipe,
+    seed: int,
+    progress: bool = True,
+    threads: int = THREADS,
+    on_step: Callable[[dict], None] | None = None,
+) -> TrainResult:
     """Generate the corpus, learn the tokenizer, build the model and train it for `recipe.steps` steps.
 
     `threads`: CPU threads for PyTorch. The result is reproducible for a given seed and thread count (other
     thread counts add up sums in another order, so the last digits, and eventually the weights, differ)."""
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    train_pairs, test_pairs = split_corpus(recipe.n_pairs, seed, recipe.test_fraction, recipe.split_seed,
-                                           recipe.corpus_version)
+    train_pairs, test_pairs = split_corpus(
+        recipe.n_pairs, seed, recipe.test_fraction, recipe.split_seed, recipe.corpus_version
+    )
     tokenizer = train_bpe(side_texts(train_pairs, recipe.side), recipe.vocab_size)
     examples = make_examples(train_pairs, tokenizer, recipe.side, recipe.drop_period, seed)
     config = model_config(recipe.name, tokenizer.vocab_size)
     module = Transformer(config)
     module.dropout = recipe.dropout
     module.train()
-    optimizer = torch.optim.Adam(module.parameters(), lr=learning_rate(1, recipe), betas=ADAM_BETAS,
-                                 eps=ADAM_EPS)
+    optimizer = torch.optim.Adam(module.parameters(), lr=learning_rate(1, recipe), betas=ADAM_BETAS, eps=ADAM_EPS)
     stream = BatchStream(examples, recipe.max_tokens, tokenizer.pad_id, seed)
 
     history: list[dict] = []
@@ -141,9 +146,16 @@ def train(recipe: Recipe, seed: int, progress: bool = True, threads: int = THREA
         loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), CLIP_NORM)
         optimizer.step()
-        row = {"step": step, "loss": loss.item(), "nll": float(nll), "lr": lr, "tokens": batch.n_tokens,
-               "epoch": stream.epoch, "seconds": time.perf_counter() - start,
-               "cpu_seconds": time.process_time() - cpu_start}
+        row = {
+            "step": step,
+            "loss": loss.item(),
+            "nll": float(nll),
+            "lr": lr,
+            "tokens": batch.n_tokens,
+            "epoch": stream.epoch,
+            "seconds": time.perf_counter() - start,
+            "cpu_seconds": time.process_time() - cpu_start,
+        }
         history.append(row)
         if on_step is not None:
             on_step(row)
@@ -158,8 +170,16 @@ def train(recipe: Recipe, seed: int, progress: bool = True, threads: int = THREA
     module.eval()
 
     src_tok = tokenizer if config.has_encoder else None
-    run = {"n_train": len(train_pairs), "n_test": len(test_pairs), "epochs": stream.epoch, "threads": threads,
-           "seconds": seconds, "cpu_seconds": cpu_seconds, "history": history, "bpe_vocab_size": tokenizer.vocab_size}
+    run = {
+        "n_train": len(train_pairs),
+        "n_test": len(test_pairs),
+        "epochs": stream.epoch,
+        "threads": threads,
+        "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
+        "history": history,
+        "bpe_vocab_size": tokenizer.vocab_size,
+    }
     metadata = _metadata(recipe, seed, run)
     model = LiveModel(module, src_tok, tokenizer, name=recipe.name, metadata=metadata)
     return TrainResult(model, history, seconds, cpu_seconds)
@@ -169,22 +189,39 @@ def _metadata(recipe: Recipe, seed: int, run: dict) -> dict:
     """What the checkpoint says about how it was made: the corpus, the recipe and the run's own figures."""
     return {
         "classroom_model": recipe.name,
-        "corpus": {"generator": "attnlab.training.corpus.generate_pairs", "version": recipe.corpus_version,
-                   "n_pairs": recipe.n_pairs,
-                   "seed": seed, "test_fraction": recipe.test_fraction, "split_seed": recipe.split_seed,
-                   "n_train": run["n_train"], "n_test": run["n_test"],
-                   "side": "English -> French" if recipe.side == "both" else "French"},
-        "training": {"seed": seed, "steps": recipe.steps, "max_tokens_per_batch": recipe.max_tokens,
-                     "optimizer": f"Adam betas={ADAM_BETAS} eps={ADAM_EPS}", "peak_lr": recipe.peak_lr,
-                     "warmup_steps": recipe.warmup, "schedule": "linear warm-up, then 1/sqrt(step)",
-                     "label_smoothing": recipe.label_smoothing, "dropout": recipe.dropout,
-                     "pairs_without_final_period": recipe.drop_period,
-                     "grad_clip_norm": CLIP_NORM, "epochs": run["epochs"], "threads": run["threads"],
-                     "seconds": round(run["seconds"], 1), "steps_per_second": round(recipe.steps / run["seconds"], 3),
-                     "cpu_seconds": round(run["cpu_seconds"], 1),
-                     "final_loss": round(_tail_mean(run["history"], "loss"), 4),
-                     "final_nll": round(_tail_mean(run["history"], "nll"), 4),
-                     "bpe_vocab_size": run["bpe_vocab_size"], "torch": torch.__version__},
+        "corpus": {
+            "generator": "attnlab.training.corpus.generate_pairs",
+            "version": recipe.corpus_version,
+            "n_pairs": recipe.n_pairs,
+            "seed": seed,
+            "test_fraction": recipe.test_fraction,
+            "split_seed": recipe.split_seed,
+            "n_train": run["n_train"],
+            "n_test": run["n_test"],
+            "side": "English -> French" if recipe.side == "both" else "French",
+        },
+        "training": {
+            "seed": seed,
+            "steps": recipe.steps,
+            "max_tokens_per_batch": recipe.max_tokens,
+            "optimizer": f"Adam betas={ADAM_BETAS} eps={ADAM_EPS}",
+            "peak_lr": recipe.peak_lr,
+            "warmup_steps": recipe.warmup,
+            "schedule": "linear warm-up, then 1/sqrt(step)",
+            "label_smoothing": recipe.label_smoothing,
+            "dropout": recipe.dropout,
+            "pairs_without_final_period": recipe.drop_period,
+            "grad_clip_norm": CLIP_NORM,
+            "epochs": run["epochs"],
+            "threads": run["threads"],
+            "seconds": round(run["seconds"], 1),
+            "steps_per_second": round(recipe.steps / run["seconds"], 3),
+            "cpu_seconds": round(run["cpu_seconds"], 1),
+            "final_loss": round(_tail_mean(run["history"], "loss"), 4),
+            "final_nll": round(_tail_mean(run["history"], "nll"), 4),
+            "bpe_vocab_size": run["bpe_vocab_size"],
+            "torch": torch.__version__,
+        },
     }
 
 

@@ -58,11 +58,15 @@ class AboutDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("aboutDialog")
         self.setWindowTitle("About attnlab")
-        rows = "".join(f"<tr><td><b>{html.escape(label)}</b>&nbsp;&nbsp;</td><td>{html.escape(value)}</td></tr>"
-                       for label, value in facts)
+        rows = "".join(
+            f"<tr><td><b>{html.escape(label)}</b>&nbsp;&nbsp;</td><td>{html.escape(value)}</td></tr>"
+            for label, value in facts
+        )
         self.label = QLabel(
             "<h3>attnlab</h3><p>Step through every computation of a live Transformer, on real weights.</p>"
-            f"<table>{rows}</table>", self)
+            f"<table>{rows}</table>",
+            self,
+        )
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
         buttons.rejected.connect(self.reject)

@@ -11,9 +11,11 @@ from attnlab.engine.live import LiveModel
 from attnlab.present.additive_compare import additive_alignment, cross_attention_alignment
 from attnlab.ui.stages.common import note_font, titled_heatmap
 
-INTRO = ("Additive attention (Bahdanau et al., 2014) scores each source state h against the decoder state s with "
-         "a small network, score(s, h) = vᵀ tanh(W s + U h); the Transformer replaced it by the scaled dot "
-         "product q · k / √dₖ. Rows: the output step that wrote each token; columns: the source tokens.")
+INTRO = (
+    "Additive attention (Bahdanau et al., 2014) scores each source state h against the decoder state s with "
+    "a small network, score(s, h) = vᵀ tanh(W s + U h); the Transformer replaced it by the scaled dot "
+    "product q · k / √dₖ. Rows: the output step that wrote each token; columns: the source tokens."
+)
 
 
 def _wrapped_label(parent: QtWidgets.QWidget, text: str) -> QtWidgets.QLabel:
@@ -25,8 +27,13 @@ def _wrapped_label(parent: QtWidgets.QWidget, text: str) -> QtWidgets.QLabel:
 
 
 class AdditiveCompareWindow(QtWidgets.QWidget):
-    def __init__(self, additive: AdditiveModel, transformer: LiveModel | None, sentence: str,
-                 parent: QtWidgets.QWidget | None = None):
+    def __init__(
+        self,
+        additive: AdditiveModel,
+        transformer: LiveModel | None,
+        sentence: str,
+        parent: QtWidgets.QWidget | None = None,
+    ):
         super().__init__(parent)
         self.setObjectName("additiveWindow")
         self.setWindowTitle(f"{TITLE} beside the Transformer's cross-attention")
@@ -69,17 +76,26 @@ class AdditiveCompareWindow(QtWidgets.QWidget):
     def refresh(self) -> None:
         text = self._sentence.text().strip()
         gru = additive_alignment(self._additive, text)
-        self._maps[0].draw(gru.matrix, gru.rows, gru.cols, title=f"{TITLE}: “{gru.text}”", colormap="viridis",
-                           levels=(0.0, 1.0))
+        self._maps[0].draw(
+            gru.matrix, gru.rows, gru.cols, title=f"{TITLE}: “{gru.text}”", colormap="viridis", levels=(0.0, 1.0)
+        )
         self._data = {"additive": gru}
         if self._has_cross(self._transformer):
             tr = cross_attention_alignment(self._transformer, text, layer=self._layer.currentIndex())
-            self._maps[1].draw(tr.matrix, tr.rows, tr.cols, title=f"Transformer cross-attention: “{tr.text}”",
-                               colormap="viridis", levels=(0.0, 1.0))
+            self._maps[1].draw(
+                tr.matrix,
+                tr.rows,
+                tr.cols,
+                title=f"Transformer cross-attention: “{tr.text}”",
+                colormap="viridis",
+                levels=(0.0, 1.0),
+            )
             self._data["transformer"] = tr
-            self._note.setText("Both models share one tokenizer and were trained on the same sentence pairs. "
-                                 "A bright diagonal (bent where word order differs, e.g. adjectives after the "
-                                 "noun in French) means the step reads the source word it translates.")
+            self._note.setText(
+                "Both models share one tokenizer and were trained on the same sentence pairs. "
+                "A bright diagonal (bent where word order differs, e.g. adjectives after the "
+                "noun in French) means the step reads the source word it translates."
+            )
         else:
             self._maps[1].clear("The open model has no cross-attention (open the translation model to compare).")
             self._note.setText("")

@@ -73,13 +73,22 @@ def add_recent_file(settings: QSettings, path: str) -> list[str]:
 def dark_palette() -> QPalette:
     p = QPalette()
     roles = QPalette.ColorRole
-    for role, colour in ((roles.Window, "#2b2d31"), (roles.WindowText, "#e8e8e8"), (roles.Base, "#1f2023"),
-                         (roles.AlternateBase, "#2f3136"), (roles.ToolTipBase, "#3a3d42"),
-                         (roles.ToolTipText, "#f0f0f0"), (roles.Text, "#e8e8e8"), (roles.Button, "#35373c"),
-                         (roles.ButtonText, "#e8e8e8"), (roles.BrightText, "#ff6b6b"),
-                         (roles.Link, "#7fb2ff"),
-                         (roles.Highlight, "#3d7bd9"), (roles.HighlightedText, "#ffffff"),
-                         (roles.PlaceholderText, "#9a9a9a")):
+    for role, colour in (
+        (roles.Window, "#2b2d31"),
+        (roles.WindowText, "#e8e8e8"),
+        (roles.Base, "#1f2023"),
+        (roles.AlternateBase, "#2f3136"),
+        (roles.ToolTipBase, "#3a3d42"),
+        (roles.ToolTipText, "#f0f0f0"),
+        (roles.Text, "#e8e8e8"),
+        (roles.Button, "#35373c"),
+        (roles.ButtonText, "#e8e8e8"),
+        (roles.BrightText, "#ff6b6b"),
+        (roles.Link, "#7fb2ff"),
+        (roles.Highlight, "#3d7bd9"),
+        (roles.HighlightedText, "#ffffff"),
+        (roles.PlaceholderText, "#9a9a9a"),
+    ):
         p.setColor(role, QColor(colour))
     disabled = QPalette.ColorGroup.Disabled
     for role in (roles.WindowText, roles.Text, roles.ButtonText):

@@ -218,8 +218,11 @@ class CategoryAxis(pg.AxisItem):
             else:  # top: text ends at the axis line, reading upwards
                 p.translate(rect.center().x(), rect.bottom())
                 p.rotate(-90)
-                p.drawText(QtCore.QRectF(0, -half, length, 2 * half),
-                           int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter), text)
+                p.drawText(
+                    QtCore.QRectF(0, -half, length, 2 * half),
+                    int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter),
+                    text,
+                )
             p.restore()
 
 

@@ -70,8 +70,12 @@ def _scene_texts(scene: QtWidgets.QGraphicsScene) -> list[tuple[str, QtCore.QRec
             box = item.textItem.boundingRect().adjusted(inner, inner, -inner, -inner)
             found.append((item.toPlainText().strip(), item.textItem.mapRectToScene(box)))
         elif isinstance(item, pg.LabelItem) and item.text:
-            found.append((QtGui.QTextDocumentFragment.fromHtml(item.text).toPlainText(),
-                          item.item.mapRectToScene(item.item.boundingRect())))
+            found.append(
+                (
+                    QtGui.QTextDocumentFragment.fromHtml(item.text).toPlainText(),
+                    item.item.mapRectToScene(item.item.boundingRect()),
+                )
+            )
     return found
 
 
@@ -103,8 +107,9 @@ def clipped_labels(root: QtWidgets.QWidget) -> list[str]:
     for view in root.findChildren(QtWidgets.QGraphicsView):
         if not view.isVisibleTo(root) or view.scene() is None:
             continue
-        bounds = QtCore.QRectF(view.viewport().rect()).adjusted(-TOLERANCE_PX, -TOLERANCE_PX,
-                                                                 TOLERANCE_PX, TOLERANCE_PX)
+        bounds = QtCore.QRectF(view.viewport().rect()).adjusted(
+            -TOLERANCE_PX, -TOLERANCE_PX, TOLERANCE_PX, TOLERANCE_PX
+        )
         where = view.objectName() or type(view).__name__
         offenders += [f"{where}: {line}" for line in _overlaps(view.scene())]
         for text, scene_rect in _scene_texts(view.scene()):
@@ -153,6 +158,9 @@ def shoot_stages(window, keys: list[str], folder=None, tag: str = "") -> list[st
         if folder is not None:
             window.grab().save(str(folder / f"{tag}{key}.png"))
         offenders += [f"{tag}{key}: {line}" for line in clipped_labels(window.current_panel())]
-        offenders += [f"{tag}{key}: {line}" for line in clipped_labels(window.stage_title.parentWidget())
-                      if "QLabel" in line and window.stage_title.text()[:20] in line]
+        offenders += [
+            f"{tag}{key}: {line}"
+            for line in clipped_labels(window.stage_title.parentWidget())
+            if "QLabel" in line and window.stage_title.text()[:20] in line
+        ]
     return offenders

@@ -31,8 +31,17 @@ MASK_HATCH = (200, 200, 200)
 
 # ColorBrewer RdBu (11 classes), listed from the negative (blue) end to the positive (red) end.
 _RDBU_R_STOPS = [
-    "#053061", "#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7",
-    "#fddbc7", "#f4a582", "#d6604d", "#b2182b", "#67001f",
+    "#053061",
+    "#2166ac",
+    "#4393c3",
+    "#92c5de",
+    "#d1e5f0",
+    "#f7f7f7",
+    "#fddbc7",
+    "#f4a582",
+    "#d6604d",
+    "#b2182b",
+    "#67001f",
 ]
 
 

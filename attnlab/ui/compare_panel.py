@@ -64,8 +64,14 @@ class _EntryRow(QtWidgets.QWidget):
         self.message.setText(entry.message)
         if show_diff and entry.difference is not None:
             rows, cols = compare.axis_labels(b, entry.name, entry.difference.shape)
-            self.diff.set_data(entry.difference, rows, cols, title="B − A",
-                               levels=compare.symmetric_range(entry.difference), symmetric=True)
+            self.diff.set_data(
+                entry.difference,
+                rows,
+                cols,
+                title="B − A",
+                levels=compare.symmetric_range(entry.difference),
+                symmetric=True,
+            )
 
 
 class ComparePanel(StagePanel):
@@ -115,8 +121,12 @@ class ComparePanel(StagePanel):
             if i < len(entries):
                 row.show_entry(entries[i], a, b, view)
         messages = [e.message for e in entries if e.message]
-        scales = ("A and B share one colour scale; B − A is drawn on a diverging scale centred on 0 (red: B is "
-                  "larger, blue: B is smaller)." if view.compare == "diff" else "A and B share one colour scale.")
+        scales = (
+            "A and B share one colour scale; B − A is drawn on a diverging scale centred on 0 (red: B is "
+            "larger, blue: B is smaller)."
+            if view.compare == "diff"
+            else "A and B share one colour scale."
+        )
         self._note.show_text(" ".join(messages) if messages else scales)
         self._data = {"mode": view.compare, "entries": entries}
 
@@ -126,8 +136,10 @@ class ComparePanel(StagePanel):
         self._bars.setVisible(True)
         ta, tb = (t[kind].float().numpy() for t in (a, b))  # [T, V] each
         if ta.shape[1] != tb.shape[1]:
-            self._note.show_text(f"A has {ta.shape[1]} vocabulary entries and B {tb.shape[1]}: the two models do "
-                                 "not share an output vocabulary, so their bars cannot be paired.")
+            self._note.show_text(
+                f"A has {ta.shape[1]} vocabulary entries and B {tb.shape[1]}: the two models do "
+                "not share an output vocabulary, so their bars cannot be paired."
+            )
             self._data = {"mode": view.compare, "entries": []}
             return
         pos_a, pos_b = (_position(t.shape[0], view.position) for t in (ta, tb))
@@ -138,12 +150,20 @@ class ComparePanel(StagePanel):
         labels = [self._name(b, i) for i in change.ids]
         self._bars.getPlotItem().getAxis("left").setTicks([[(i, elide_label(s, 14)) for i, s in enumerate(labels)]])
         self._bars.setYRange(-0.6, max(len(labels), 1) - 0.4, padding=0)
-        flip = (f"The most likely token flips from “{self._name(a, change.flipped[0])}” (A) to "
-                f"“{self._name(b, change.flipped[1])}” (B)." if change.flipped else
-                f"Both runs rank “{labels[0]}” first.")
+        flip = (
+            f"The most likely token flips from “{self._name(a, change.flipped[0])}” (A) to "
+            f"“{self._name(b, change.flipped[1])}” (B)."
+            if change.flipped
+            else f"Both runs rank “{labels[0]}” first."
+        )
         self._note.show_text(f"{kind} at position {pos_b} (A: {pos_a}): grey bars A, blue bars B. {flip}")
-        self._data = {"mode": view.compare, "ids": change.ids, "a": change.before, "b": change.after,
-                      "flipped": change.flipped}
+        self._data = {
+            "mode": view.compare,
+            "ids": change.ids,
+            "a": change.before,
+            "b": change.after,
+            "flipped": change.flipped,
+        }
 
     def shown_data(self) -> dict:
         return dict(self._data)

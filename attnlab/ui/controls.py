@@ -80,9 +80,18 @@ def _row_layout(*widgets: QWidget, stretch_first: bool = True) -> QHBoxLayout:
     return row
 
 
-def _checkbox_row(group: str, attr: str, name: str, text: str, tip: str, field: str | tuple[str, ...],
-                  read: Reader, write: Callable[[Session, bool], object]) -> Row:
+def _checkbox_row(
+    group: str,
+    attr: str,
+    name: str,
+    text: str,
+    tip: str,
+    field: str | tuple[str, ...],
+    read: Reader,
+    write: Callable[[Session, bool], object],
+) -> Row:
     """A checkbox for one boolean option: `write(session, on)` sends a click, `read` shows the option."""
+
     def build(p: ControlsPanel) -> QWidget:
         setattr(p, attr, _check(name, text, tip))
         return getattr(p, attr)
@@ -114,13 +123,14 @@ def heads_tip(config: ModelConfig) -> str:
     """Why the Heads list holds the counts it holds (grouped-query attention allows fewer)."""
     tip = "Re-split the same W_Q, W_K, W_V, W_O into this many heads"
     if config.kv_heads < config.n_heads:
-        tip += (f". Grouped-query attention ({config.n_heads} Q heads share {config.kv_heads} K/V heads): only "
-                "counts that keep the Q heads a whole multiple of the K/V heads are listed, so no K/V head is "
-                "cut apart")
+        tip += (
+            f". Grouped-query attention ({config.n_heads} Q heads share {config.kv_heads} K/V heads): only "
+            "counts that keep the Q heads a whole multiple of the K/V heads are listed, so no K/V head is "
+            "cut apart"
+        )
     if config.positional == "rotary":
         tip += "; rotary positions need an even head size"
     return tip
-
 
 
 def _build_heads(p: ControlsPanel) -> QWidget:
@@ -146,8 +156,13 @@ def _read_heads(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
 
 def _build_head(p: ControlsPanel) -> QWidget:
     # people count heads from 1 ("head 1 of 4"); ViewState.head and the trace count from 0
-    p.head = QSpinBox(objectName="headSpin", prefix="head ", minimum=1, maximum=1,
-                      toolTip="The head shown by the single-head panels (or click one in 'all heads')")
+    p.head = QSpinBox(
+        objectName="headSpin",
+        prefix="head ",
+        minimum=1,
+        maximum=1,
+        toolTip="The head shown by the single-head panels (or click one in 'all heads')",
+    )
     return p.head
 
 
@@ -174,28 +189,40 @@ def _write_final_norm(s: Session, on: bool) -> None:
 
 
 # masks ---------------------------------------------------------------------------------------------------
-CAUSAL_TIPS = {"dec": "Decoder self-attention may not look at later tokens",
-               "enc": "Also hide later tokens from the encoder (it normally sees them all)"}
-POSITIONAL_TIPS = {"sinusoidal": "Add the position to each token",
-                   "learned": "Add the learned position vector to each token",
-                   "rotary": "Rotate Q and K by each token's position inside every attention (rotary encoding)",
-                   "none": "Not meaningful for this model: it has no positional encoding"}
+CAUSAL_TIPS = {
+    "dec": "Decoder self-attention may not look at later tokens",
+    "enc": "Also hide later tokens from the encoder (it normally sees them all)",
+}
+POSITIONAL_TIPS = {
+    "sinusoidal": "Add the position to each token",
+    "learned": "Add the learned position vector to each token",
+    "rotary": "Rotate Q and K by each token's position inside every attention (rotary encoding)",
+    "none": "Not meaningful for this model: it has no positional encoding",
+}
 
 
 def _read_causal(kind: str) -> Reader:
     def read(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
         box, present = (p.causal, config.has_decoder) if kind == "dec" else (p.enc_causal, config.has_encoder)
         box.setEnabled(present)
-        box.setToolTip(CAUSAL_TIPS[kind] if present else
-                       f"Not meaningful for this model: it has no {'decoder' if kind == 'dec' else 'encoder'} "
-                       f"({config.arch})")
+        box.setToolTip(
+            CAUSAL_TIPS[kind]
+            if present
+            else f"Not meaningful for this model: it has no {'decoder' if kind == 'dec' else 'encoder'} ({config.arch})"
+        )
         box.setChecked(present and s.options.is_causal(f"{kind}.0.self"))
+
     return read
 
 
 def _build_pad_to(p: ControlsPanel) -> QWidget:
-    p.pad_to = QSpinBox(objectName="padToSpin", minimum=0, maximum=256, specialValueText="no padding",
-                        toolTip="Pad the inputs with <pad> up to this many tokens")
+    p.pad_to = QSpinBox(
+        objectName="padToSpin",
+        minimum=0,
+        maximum=256,
+        specialValueText="no padding",
+        toolTip="Pad the inputs with <pad> up to this many tokens",
+    )
     return p.pad_to
 
 
@@ -206,8 +233,9 @@ def _read_pad_to(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
 
 def _build_custom_mask(p: ControlsPanel) -> QWidget:
     p.mask_info = QLabel(wordWrap=True)
-    p.clear_mask = QPushButton("Clear custom mask", objectName="clearMaskButton",
-                               toolTip="Unblock every cell you clicked on a mask panel")
+    p.clear_mask = QPushButton(
+        "Clear custom mask", objectName="clearMaskButton", toolTip="Unblock every cell you clicked on a mask panel"
+    )
     box = QWidget()
     column = QVBoxLayout(box)
     column.setContentsMargins(0, 0, 0, 0)
@@ -218,8 +246,9 @@ def _build_custom_mask(p: ControlsPanel) -> QWidget:
 
 def _read_custom_mask(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
     cells = sum(len(c) for _, c in s.options.custom_masks)
-    p.mask_info.setText(f"{cells} cell(s) blocked by hand" if cells else
-                        "Click cells on a 'mask' stage to block them by hand.")
+    p.mask_info.setText(
+        f"{cells} cell(s) blocked by hand" if cells else "Click cells on a 'mask' stage to block them by hand."
+    )
     p.clear_mask.setEnabled(bool(cells))
 
 
@@ -233,11 +262,18 @@ def _read_positional(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
 
 # output and display ----------------------------------------------------------------------------------------
 def _build_temperature(p: ControlsPanel) -> QLayout:
-    p.temperature = QDoubleSpinBox(objectName="temperatureSpin", minimum=0.1, maximum=5.0, singleStep=0.1,
-                                   decimals=2, value=1.0,
-                                   toolTip="softmax(logits / T): low T sharpens, high T flattens")
-    p.temperature_slider = QSlider(Qt.Orientation.Horizontal, objectName="temperatureSlider", minimum=10,
-                                   maximum=500, value=100)
+    p.temperature = QDoubleSpinBox(
+        objectName="temperatureSpin",
+        minimum=0.1,
+        maximum=5.0,
+        singleStep=0.1,
+        decimals=2,
+        value=1.0,
+        toolTip="softmax(logits / T): low T sharpens, high T flattens",
+    )
+    p.temperature_slider = QSlider(
+        Qt.Orientation.Horizontal, objectName="temperatureSlider", minimum=10, maximum=500, value=100
+    )
     return _row_layout(p.temperature_slider, p.temperature)
 
 
@@ -266,9 +302,11 @@ def _read_device(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
 
 
 def _build_colour_scale(p: ControlsPanel) -> QWidget:
-    p.colour_scale = QComboBox(objectName="colourScaleCombo",
-                               toolTip="Colour scale of an attention site's QKᵀ, ÷√dₖ and masked maps: shared, so "
-                                       "the division by √dₖ is seen; per panel; or one fixed range")
+    p.colour_scale = QComboBox(
+        objectName="colourScaleCombo",
+        toolTip="Colour scale of an attention site's QKᵀ, ÷√dₖ and masked maps: shared, so "
+        "the division by √dₖ is seen; per panel; or one fixed range",
+    )
     for value, text in COLOUR_SCALES:
         p.colour_scale.addItem(text, value)
     return p.colour_scale
@@ -297,60 +335,180 @@ def _activated(attr: str, write: Callable[[ControlsPanel, Session], object]) -> 
 
 SHAPE, MASKS, PARTS, OUTPUT = "Shape of the computation", "Masks", "Switch parts off", "Output and display"
 ROWS: tuple[Row, ...] = (
-    Row(SHAPE, "LayerNorm", ("norm",), _build_norm,
-        _activated("norm", lambda p, s: s.update_options(norm=p.norm.currentData())), _read_norm,
-        frozenset({"norm"})),
-    Row(SHAPE, "Heads", ("heads",), _build_heads, _activated("heads", _write_heads), _read_heads,
-        frozenset({"n_heads"})),
-    Row(SHAPE, "Show", ("head",), _build_head,
+    Row(
+        SHAPE,
+        "LayerNorm",
+        ("norm",),
+        _build_norm,
+        _activated("norm", lambda p, s: s.update_options(norm=p.norm.currentData())),
+        _read_norm,
+        frozenset({"norm"}),
+    ),
+    Row(
+        SHAPE, "Heads", ("heads",), _build_heads, _activated("heads", _write_heads), _read_heads, frozenset({"n_heads"})
+    ),
+    Row(
+        SHAPE,
+        "Show",
+        ("head",),
+        _build_head,
         lambda p, s: p.head.valueChanged.connect(lambda v: s.set_view(head=v - 1)),
-        _read_head, frozenset({"n_heads", "view.head"})),
-    _checkbox_row(SHAPE, "final_norm", "finalNormCheck", "Final LayerNorm",
-                  "A LayerNorm after each stack's last layer: pre-norm models need one (a post-norm model switched "
-                  "to pre-norm gets a parameter-free one, γ = 1, β = 0)", ("final_norm", "norm"), _read_final_norm,
-                  _write_final_norm),
-    Row(SHAPE, "Ablate head", ("ablate",), study.build_ablate, study.connect_ablate, study.read_ablate,
-        frozenset({"ablate", "view.head", "stage"})),
-    _checkbox_row(MASKS, "causal", "causalCheck", "Causal mask (decoder)",
-                  CAUSAL_TIPS["dec"], "causal", _read_causal("dec"),
-                  lambda s, on: s.set_options(s.options.with_causal("dec.self", on))),
-    _checkbox_row(MASKS, "enc_causal", "encCausalCheck", "Causal mask (encoder)",
-                  CAUSAL_TIPS["enc"], "causal", _read_causal("enc"),
-                  lambda s, on: s.set_options(s.options.with_causal("enc.self", on))),
-    _checkbox_row(MASKS, "padding", "paddingCheck", "Padding mask", "Block attention to <pad> tokens",
-                  "padding_mask", lambda p, s, _c: p.padding.setChecked(s.options.padding_mask),
-                  lambda s, on: s.update_options(padding_mask=on)),
-    Row(MASKS, "Pad to", ("pad_to",), _build_pad_to,
-        lambda p, s: p.pad_to.valueChanged.connect(lambda v: s.update_options(pad_to=v)), _read_pad_to,
-        frozenset({"pad_to"})),
-    Row(MASKS, None, ("clear_mask",), _build_custom_mask,
-        lambda p, s: p.clear_mask.clicked.connect(s.clear_custom_masks), _read_custom_mask,
-        frozenset({"custom_masks"})),
-    _checkbox_row(PARTS, "scale", "scaleCheck", "Divide scores by √dₖ", "Scale QKᵀ by 1/√dₖ before the softmax",
-                  "scale", lambda p, s, _c: p.scale.setChecked(s.options.scale),
-                  lambda s, on: s.update_options(scale=on)),
-    _checkbox_row(PARTS, "positional", "positionalCheck", "Positional encoding", "Add the position to each token",
-                  "positional", _read_positional, lambda s, on: s.update_options(positional=on)),
-    _checkbox_row(PARTS, "residual", "residualCheck", "Residual connections", "The x + sublayer(x) skip paths",
-                  "residual", lambda p, s, _c: p.residual.setChecked(s.options.residual),
-                  lambda s, on: s.update_options(residual=on)),
-    _checkbox_row(PARTS, "projections", "projectionsCheck", "Projections W_Q, W_K, W_V, W_O",
-                  "Off: plain dot-product attention, Q = K = V = x (cross-attention: K = V = the encoder output), "
-                  "and no W_O", "projections", study.read_projections, study.write_projections),
-    Row(OUTPUT, "Temperature", ("temperature", "temperature_slider"), _build_temperature, _connect_temperature,
-        _read_temperature, frozenset({"temperature"})),
-    Row(OUTPUT, "Device", ("device",), _build_device,
-        _activated("device", lambda p, s: s.update_options(device=p.device.currentData())), _read_device,
-        frozenset({"device"})),
-    Row(OUTPUT, "Score colours", ("colour_scale",), _build_colour_scale,
-        lambda p, s: p.colour_scale.activated.connect(
-            lambda _i: s.set_view(colour_scale=p.colour_scale.currentData())),
-        _read_colour_scale, frozenset({"view.colour_scale"})),
-    Row(OUTPUT, "Colours", ("colormap",), _build_colormap,
+        _read_head,
+        frozenset({"n_heads", "view.head"}),
+    ),
+    _checkbox_row(
+        SHAPE,
+        "final_norm",
+        "finalNormCheck",
+        "Final LayerNorm",
+        "A LayerNorm after each stack's last layer: pre-norm models need one (a post-norm model switched "
+        "to pre-norm gets a parameter-free one, γ = 1, β = 0)",
+        ("final_norm", "norm"),
+        _read_final_norm,
+        _write_final_norm,
+    ),
+    Row(
+        SHAPE,
+        "Ablate head",
+        ("ablate",),
+        study.build_ablate,
+        study.connect_ablate,
+        study.read_ablate,
+        frozenset({"ablate", "view.head", "stage"}),
+    ),
+    _checkbox_row(
+        MASKS,
+        "causal",
+        "causalCheck",
+        "Causal mask (decoder)",
+        CAUSAL_TIPS["dec"],
+        "causal",
+        _read_causal("dec"),
+        lambda s, on: s.set_options(s.options.with_causal("dec.self", on)),
+    ),
+    _checkbox_row(
+        MASKS,
+        "enc_causal",
+        "encCausalCheck",
+        "Causal mask (encoder)",
+        CAUSAL_TIPS["enc"],
+        "causal",
+        _read_causal("enc"),
+        lambda s, on: s.set_options(s.options.with_causal("enc.self", on)),
+    ),
+    _checkbox_row(
+        MASKS,
+        "padding",
+        "paddingCheck",
+        "Padding mask",
+        "Block attention to <pad> tokens",
+        "padding_mask",
+        lambda p, s, _c: p.padding.setChecked(s.options.padding_mask),
+        lambda s, on: s.update_options(padding_mask=on),
+    ),
+    Row(
+        MASKS,
+        "Pad to",
+        ("pad_to",),
+        _build_pad_to,
+        lambda p, s: p.pad_to.valueChanged.connect(lambda v: s.update_options(pad_to=v)),
+        _read_pad_to,
+        frozenset({"pad_to"}),
+    ),
+    Row(
+        MASKS,
+        None,
+        ("clear_mask",),
+        _build_custom_mask,
+        lambda p, s: p.clear_mask.clicked.connect(s.clear_custom_masks),
+        _read_custom_mask,
+        frozenset({"custom_masks"}),
+    ),
+    _checkbox_row(
+        PARTS,
+        "scale",
+        "scaleCheck",
+        "Divide scores by √dₖ",
+        "Scale QKᵀ by 1/√dₖ before the softmax",
+        "scale",
+        lambda p, s, _c: p.scale.setChecked(s.options.scale),
+        lambda s, on: s.update_options(scale=on),
+    ),
+    _checkbox_row(
+        PARTS,
+        "positional",
+        "positionalCheck",
+        "Positional encoding",
+        "Add the position to each token",
+        "positional",
+        _read_positional,
+        lambda s, on: s.update_options(positional=on),
+    ),
+    _checkbox_row(
+        PARTS,
+        "residual",
+        "residualCheck",
+        "Residual connections",
+        "The x + sublayer(x) skip paths",
+        "residual",
+        lambda p, s, _c: p.residual.setChecked(s.options.residual),
+        lambda s, on: s.update_options(residual=on),
+    ),
+    _checkbox_row(
+        PARTS,
+        "projections",
+        "projectionsCheck",
+        "Projections W_Q, W_K, W_V, W_O",
+        "Off: plain dot-product attention, Q = K = V = x (cross-attention: K = V = the encoder output), and no W_O",
+        "projections",
+        study.read_projections,
+        study.write_projections,
+    ),
+    Row(
+        OUTPUT,
+        "Temperature",
+        ("temperature", "temperature_slider"),
+        _build_temperature,
+        _connect_temperature,
+        _read_temperature,
+        frozenset({"temperature"}),
+    ),
+    Row(
+        OUTPUT,
+        "Device",
+        ("device",),
+        _build_device,
+        _activated("device", lambda p, s: s.update_options(device=p.device.currentData())),
+        _read_device,
+        frozenset({"device"}),
+    ),
+    Row(
+        OUTPUT,
+        "Score colours",
+        ("colour_scale",),
+        _build_colour_scale,
+        lambda p, s: p.colour_scale.activated.connect(lambda _i: s.set_view(colour_scale=p.colour_scale.currentData())),
+        _read_colour_scale,
+        frozenset({"view.colour_scale"}),
+    ),
+    Row(
+        OUTPUT,
+        "Colours",
+        ("colormap",),
+        _build_colormap,
         lambda p, s: p.colormap.currentTextChanged.connect(lambda name: s.set_view(colormap=name)),
-        _read_colormap, frozenset({"view.colormap"})),
-    Row(OUTPUT, "Compare", ("compare", "pin"), study.build_compare, study.connect_compare, study.read_compare,
-        frozenset({"view.compare", "pinned"})),
+        _read_colormap,
+        frozenset({"view.colormap"}),
+    ),
+    Row(
+        OUTPUT,
+        "Compare",
+        ("compare", "pin"),
+        study.build_compare,
+        study.connect_compare,
+        study.read_compare,
+        frozenset({"view.compare", "pinned"}),
+    ),
 )
 
 
@@ -391,8 +549,11 @@ class ControlsPanel(QWidget):
 
     def _on_view(self, view: ViewState) -> None:
         old = self._view
-        self.sync(frozenset(f"view.{f.name}" for f in fields(view)
-                            if old is None or getattr(old, f.name) != getattr(view, f.name)))
+        self.sync(
+            frozenset(
+                f"view.{f.name}" for f in fields(view) if old is None or getattr(old, f.name) != getattr(view, f.name)
+            )
+        )
 
     def sync(self, changed: frozenset[str] | None = ALL_FIELDS) -> None:
         """Show the session's state in the rows that show one of the `changed` fields (None: every row).

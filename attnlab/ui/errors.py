@@ -63,8 +63,13 @@ class ErrorReporter(QObject):
         self.count += 1
         self.history.append(summary)
         if self.box is None:
-            self.box = QMessageBox(QMessageBox.Icon.Warning, "attnlab: something went wrong", "",
-                                   QMessageBox.StandardButton.Close, self.window)
+            self.box = QMessageBox(
+                QMessageBox.Icon.Warning,
+                "attnlab: something went wrong",
+                "",
+                QMessageBox.StandardButton.Close,
+                self.window,
+            )
             self.box.setObjectName("errorMessage")
             self.box.setWindowModality(Qt.WindowModality.NonModal)
             self.box.finished.connect(self._closed)

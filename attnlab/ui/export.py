@@ -33,8 +33,9 @@ def widget_image(widget: QWidget, scale: float = 1.0) -> QImage:
     """The widget drawn into an image `scale` times its size in pixels (text and lines re-drawn sharp)."""
     _settle(widget)
     size = widget.size()
-    image = QImage(QSize(round(size.width() * scale), round(size.height() * scale)),
-                   QImage.Format.Format_ARGB32_Premultiplied)
+    image = QImage(
+        QSize(round(size.width() * scale), round(size.height() * scale)), QImage.Format.Format_ARGB32_Premultiplied
+    )
     image.setDevicePixelRatio(scale)
     image.fill(widget.palette().window().color())
     _paint(widget, image)

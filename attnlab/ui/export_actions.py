@@ -12,8 +12,12 @@ from attnlab.present.export import safe_file_stem, stage_table, write_text
 from attnlab.ui.export import save_widget
 
 PNG_SCALES = (1, 2, 3)
-FILTERS = {"png": "PNG image (*.png)", "svg": "SVG drawing (*.svg)", "csv": "CSV table (*.csv)",
-           "npz": "NumPy archive (*.npz)"}
+FILTERS = {
+    "png": "PNG image (*.png)",
+    "svg": "SVG drawing (*.svg)",
+    "csv": "CSV table (*.csv)",
+    "npz": "NumPy archive (*.npz)",
+}
 
 
 def export_current(window, fmt: str, path: str | Path, scale: float = 1.0) -> Path:
@@ -60,8 +64,12 @@ def add_export_menu(window, menu: QMenu) -> QMenu:
     export = menu.addMenu("&Export")
     export.setObjectName("exportMenu")
     for scale in PNG_SCALES:
-        window._action(export, f"Panel as &PNG ({scale}×)…", lambda _=False, k=scale: _export_dialog(window, "png", k),
-                       name=f"exportPng{scale}Action")
+        window._action(
+            export,
+            f"Panel as &PNG ({scale}×)…",
+            lambda _=False, k=scale: _export_dialog(window, "png", k),
+            name=f"exportPng{scale}Action",
+        )
     window._action(export, "Panel as &SVG…", lambda: _export_dialog(window, "svg"), name="exportSvgAction")
     window._action(export, "Numbers as &CSV…", lambda: _export_dialog(window, "csv"), name="exportCsvAction")
     window._action(export, "Run as .&npz…", lambda: _export_dialog(window, "npz"), name="exportNpzAction")

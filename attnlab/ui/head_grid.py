@@ -195,8 +195,22 @@ class HeadGrid(MatrixView):
         return self._views[head].sceneBoundingRect().center()
 
     # ------------------------------------------------------------------ internals
-    _GRID_STATE = ("_glw", "_views", "_images", "_mask_bgs", "_head_titles", "_left_axes", "_bottom_axes",
-                   "_bar", "_applied_cmap", "_cells", "_row_labels", "_col_labels", "_n_heads", "_styled")
+    _GRID_STATE = (
+        "_glw",
+        "_views",
+        "_images",
+        "_mask_bgs",
+        "_head_titles",
+        "_left_axes",
+        "_bottom_axes",
+        "_bar",
+        "_applied_cmap",
+        "_cells",
+        "_row_labels",
+        "_col_labels",
+        "_n_heads",
+        "_styled",
+    )
 
     def _new_grid_scene(self) -> pg.GraphicsLayoutWidget:
         glw = self._new_scene()
@@ -231,8 +245,9 @@ class HeadGrid(MatrixView):
         self._add_axes(n_heads, nrows, ncols)
         self._add_colorbar(nrows, ncols)
         first = self._views[0]
-        first.sigResized.connect(lambda *_: self._refresh_axis_modes() if self._views and self._views[0] is first
-                                 else None)
+        first.sigResized.connect(
+            lambda *_: self._refresh_axis_modes() if self._views and self._views[0] is first else None
+        )
         for h in range(n_heads):
             self._style_head(h)
         self._grids[n_heads] = {k: getattr(self, k) for k in self._GRID_STATE}
@@ -303,8 +318,11 @@ class HeadGrid(MatrixView):
             self._styled = None
         self._views[h].setBorder(pg.mkPen(SELECTED_COLOR, width=3) if sel else None)
         self._head_titles[h].setText(
-            names.head_words(h), bold=sel, color=SELECTED_COLOR if sel else None,
-            size=f"{zoom.points(TICK_POINT_SIZE):g}pt")
+            names.head_words(h),
+            bold=sel,
+            color=SELECTED_COLOR if sel else None,
+            size=f"{zoom.points(TICK_POINT_SIZE):g}pt",
+        )
         self._head_titles[h].setMaximumHeight(self._head_titles[h].minimumHeight())
 
     def _install_axis_labels(self) -> None:
@@ -330,8 +348,7 @@ class HeadGrid(MatrixView):
             return
         nrows, ncols = grid_shape(self._n_heads)
         # "Too small" is judged on the widget size (not the view) so axis sizes cannot feed back.
-        small = (self._glw.width() / ncols < MIN_TICKED_PLOT_PX[0]
-                 or self._glw.height() / nrows < MIN_TICKED_PLOT_PX[1])
+        small = self._glw.width() / ncols < MIN_TICKED_PLOT_PX[0] or self._glw.height() / nrows < MIN_TICKED_PLOT_PX[1]
         if small:
             bmode = lmode = "none"
         else:

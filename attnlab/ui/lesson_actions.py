@@ -36,10 +36,10 @@ class LessonPlayer(QObject):
         self.window = window
         self.lesson: Lesson | None = None
         self.index = 0
-        self.note = QLabel(objectName="lessonNote", wordWrap=True, visible=False,
-                           textFormat=Qt.TextFormat.PlainText)
-        self.note.setStyleSheet("QLabel#lessonNote { font-size: 15pt; padding: 6px 10px; "
-                                "border-left: 4px solid #3a7bd5; }")
+        self.note = QLabel(objectName="lessonNote", wordWrap=True, visible=False, textFormat=Qt.TextFormat.PlainText)
+        self.note.setStyleSheet(
+            "QLabel#lessonNote { font-size: 15pt; padding: 6px 10px; border-left: 4px solid #3a7bd5; }"
+        )
         layout = window.centralWidget().layout()
         layout.insertWidget(max(0, layout.count() - 1), self.note)  # above the stage and its explanation
         self._checked = False
@@ -94,8 +94,11 @@ class LessonPlayer(QObject):
         self._checked = True
         problems = stage_problems(self.lesson, [st.key for st in self.window.session.stages])
         if problems:
-            QMessageBox.warning(self.window, "This lesson does not fit the model",
-                                "Some steps name stages this model does not have:\n" + "\n".join(problems[:12]))
+            QMessageBox.warning(
+                self.window,
+                "This lesson does not fit the model",
+                "Some steps name stages this model does not have:\n" + "\n".join(problems[:12]),
+            )
 
 
 def player_of(window) -> LessonPlayer:
@@ -125,8 +128,13 @@ def open_lesson(window, path: str | Path) -> Lesson | None:
     src, tgt = lesson.text_of(0)
     if _model_spec(window) != lesson.model:
         s.stage_key = lesson.steps[0].stage
-        s.load_async(model_loader(lesson.model), path=None if lesson.model.startswith("bundled:") else lesson.model,
-                     src=src, tgt=tgt, prefix=tgt is None)
+        s.load_async(
+            model_loader(lesson.model),
+            path=None if lesson.model.startswith("bundled:") else lesson.model,
+            src=src,
+            tgt=tgt,
+            prefix=tgt is None,
+        )
         play_when_loaded(window, lesson)
     else:
         player_of(window).start(lesson)
@@ -135,12 +143,14 @@ def open_lesson(window, path: str | Path) -> Lesson | None:
 
 def play_when_loaded(window, lesson: Lesson) -> None:
     """Start playing `lesson` as soon as the next model is open (its options are set then)."""
-    window.session.modelChanged.connect(lambda _m: player_of(window).start(lesson),
-                                        Qt.ConnectionType.SingleShotConnection)
+    window.session.modelChanged.connect(
+        lambda _m: player_of(window).start(lesson), Qt.ConnectionType.SingleShotConnection
+    )
 
 
 def model_loader(spec: str):
     """A loader for a lesson's model: 'bundled:NAME' or a checkpoint path."""
+
     def load():
         from attnlab.checkpoints import load_bundled, load_checkpoint
 
@@ -164,8 +174,14 @@ def _model_spec(window) -> str | None:
 # ---- writing a lesson ---------------------------------------------------------------------------------------
 def current_step(window, note: str = "") -> Step:
     s = window.session
-    return Step(stage=s.stage_key or "", note=note, toggles=toggles_of(s.options), head=s.view.head + 1,
-                src=s.src, tgt=s.tgt if s.tgt else None)
+    return Step(
+        stage=s.stage_key or "",
+        note=note,
+        toggles=toggles_of(s.options),
+        head=s.view.head + 1,
+        src=s.src,
+        tgt=s.tgt if s.tgt else None,
+    )
 
 
 def add_current_stage(window, note: str | None = None) -> None:
@@ -173,8 +189,9 @@ def add_current_stage(window, note: str | None = None) -> None:
     if window.session.stage_key is None:
         return
     if note is None:
-        note, ok = QInputDialog.getMultiLineText(window, "Add current stage to lesson",
-                                                 "A note for this step (shown above the panel):")
+        note, ok = QInputDialog.getMultiLineText(
+            window, "Add current stage to lesson", "A note for this step (shown above the panel):"
+        )
         if not ok:
             return
     draft = getattr(window, "lesson_draft", None) or []
@@ -228,5 +245,6 @@ def add_lesson_actions(window, menu: QMenu) -> None:
             continue
         window._action(shipped, title, lambda _=False, p=path: open_lesson(window, p))
     window._action(menu, "&Save lesson…", lambda: _save_dialog(window), name="saveLessonAction")
-    window._action(menu, "&Add current stage to lesson", lambda: add_current_stage(window), ["Ctrl+Shift+A"],
-                   "addLessonStepAction")
+    window._action(
+        menu, "&Add current stage to lesson", lambda: add_current_stage(window), ["Ctrl+Shift+A"], "addLessonStepAction"
+    )

@@ -38,8 +38,17 @@ from attnlab.ui.window_menus import SHORTCUTS_HTML, WindowMenus
 from attnlab.ui.window_present import WindowPresent
 from attnlab.ui.window_status import CLASSROOM_NOTE, RANDOM_BANNER, WindowStatus, classroom_description
 
-__all__ = ["CHECKPOINT_FILTER", "CLASSROOM_NOTE", "DEFAULT_SIZE", "FIRST_PAINT_WAIT_MS", "RANDOM_BANNER",
-           "SHORTCUTS_HTML", "MainWindow", "classroom_description", "explanation_for"]
+__all__ = [
+    "CHECKPOINT_FILTER",
+    "CLASSROOM_NOTE",
+    "DEFAULT_SIZE",
+    "FIRST_PAINT_WAIT_MS",
+    "RANDOM_BANNER",
+    "SHORTCUTS_HTML",
+    "MainWindow",
+    "classroom_description",
+    "explanation_for",
+]
 
 DEFAULT_SIZE = (1400, 900)
 
@@ -71,11 +80,13 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         """Inputs and banner on top; below them the stage (title, shapes, panel) over its explanation."""
         self.inputs = InputBar(self.session)
         self.stage_title = QLabel("Loading the model…", objectName="stageTitle", wordWrap=True)
-        self.stage_shapes = QLabel(objectName="stageShapes", wordWrap=True,
-                                   textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.stage_shapes = QLabel(
+            objectName="stageShapes", wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse
+        )
         self.panel_stack = QStackedWidget(objectName="panelStack")
-        self.placeholder = QLabel("Loading the model and tracing the first sentence…",
-                                  alignment=Qt.AlignmentFlag.AlignCenter)
+        self.placeholder = QLabel(
+            "Loading the model and tracing the first sentence…", alignment=Qt.AlignmentFlag.AlignCenter
+        )
         self.panel_stack.addWidget(self.placeholder)
         self.explanation = QTextBrowser(objectName="explanation", openExternalLinks=True)
         self.explanation.setMinimumHeight(90)
@@ -109,8 +120,11 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.navigator = StageNavigator()
         self.schematic = Schematic()
         self.controls = ControlsPanel(self.session)
-        scroll = QScrollArea(widgetResizable=True, objectName="controlsScroll",
-                             horizontalScrollBarPolicy=Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll = QScrollArea(
+            widgetResizable=True,
+            objectName="controlsScroll",
+            horizontalScrollBarPolicy=Qt.ScrollBarPolicy.ScrollBarAlwaysOff,
+        )
         scroll.setWidget(self.controls)
         bar_width = scroll.verticalScrollBar().sizeHint().width()
         scroll.setMinimumWidth(self.controls.minimumSizeHint().width() + bar_width)
@@ -124,9 +138,11 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
     def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self, objectName=name)
         dock.setWidget(widget)
-        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
         self.addDockWidget(area, dock)
         return dock
 
@@ -135,8 +151,9 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         s.traceReady.connect(self._on_trace)
         s.stageChanged.connect(lambda _k: self.refresh())
         s.viewChanged.connect(lambda _v: self.refresh())
-        s.optionsChanged.connect(lambda options, _changed: self.schematic.set_model(
-            s.model.config if s.model else None, options))
+        s.optionsChanged.connect(
+            lambda options, _changed: self.schematic.set_model(s.model.config if s.model else None, options)
+        )
         s.modelChanged.connect(self._on_model)
         s.modelFailed.connect(self._on_model_failed)
         s.failed.connect(self._on_failed)
@@ -213,8 +230,9 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
                 self._explanation_html = html
                 self.explanation.setHtml(html)
             # people count layers and heads from 1; the trace name (0-based) is shown beside, for the API
-            self.stage_title.setText(f"<b>{stage.group}</b> · {stage.title} "
-                                     f"<span style='color:gray'>({stage.key})</span>")
+            self.stage_title.setText(
+                f"<b>{stage.group}</b> · {stage.title} <span style='color:gray'>({stage.key})</span>"
+            )
             self.stage_shapes.setText(shape_text(trace, stage))
         self._shown = (id(trace), stage.key)
         self.navigator.select(stage.key)

@@ -128,8 +128,6 @@ def describe_value(value: float, is_masked: bool, fmt: ValueFormat) -> str:
     return format_value(value, fmt)
 
 
-
-
 def check_labels(labels: Sequence[object] | None, n: int, name: str) -> list[str] | None:
     """`labels` as strings, or None; a ValueError unless there is exactly one per row (or column)."""
     if labels is None:

@@ -143,8 +143,9 @@ class MatrixView(QtWidgets.QWidget):
             for bar in bars:
                 bar.setColorMap(get_colormap(name))
 
-    def _show_levels(self, images: Sequence[pg.ImageItem], display: np.ndarray, bar: pg.ColorBarItem | None,
-                     lo: float, hi: float) -> None:
+    def _show_levels(
+        self, images: Sequence[pg.ImageItem], display: np.ndarray, bar: pg.ColorBarItem | None, lo: float, hi: float
+    ) -> None:
         """Show `display` at levels (lo, hi): [rows, cols] in one image, or [H, rows, cols], a page per image."""
         if len(images) == 1 and display.ndim == 2:
             images[0].setImage(display, autoLevels=False, levels=(lo, hi))
@@ -196,8 +197,13 @@ class MatrixView(QtWidgets.QWidget):
 
     @staticmethod
     def _new_colorbar(width: int, colormap: str | None = None) -> pg.ColorBarItem:
-        bar = pg.ColorBarItem(values=(0.0, 1.0), width=width, interactive=False, colorMapMenu=False,
-                              colorMap=get_colormap(colormap) if colormap else None)
+        bar = pg.ColorBarItem(
+            values=(0.0, 1.0),
+            width=width,
+            interactive=False,
+            colorMapMenu=False,
+            colorMap=get_colormap(colormap) if colormap else None,
+        )
         bar.axis.setTickFont(tick_font())
         bar.axis.setWidth(QtGui.QFontMetrics(tick_font()).horizontalAdvance(COLORBAR_WIDEST_TICK) + 12)
         cache_axis(keep_ticks_apart(bar.axis))

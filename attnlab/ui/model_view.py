@@ -126,10 +126,11 @@ class ModelView(QWidget):
         site, _layer, head, q, k = found
         grid = self._grids[names.site_kind(site)]
         value = float(grid.image[grid.row_of(_layer, q), grid.col_of(head, k)])
-        self._readout.setText(f"{names.site_full_words(site)} · head {head + 1} · query {q} → key {k}: "
-                              f"{value:.3f}   (click to open this head)")
+        self._readout.setText(
+            f"{names.site_full_words(site)} · head {head + 1} · query {q} → key {k}: "
+            f"{value:.3f}   (click to open this head)"
+        )
 
     def shown_data(self) -> dict:
         """The tiled images by site kind (numpy), for tests."""
         return {kind: np.asarray(grid.image) for kind, grid in self._grids.items()}
-

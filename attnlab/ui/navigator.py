@@ -18,8 +18,12 @@ if TYPE_CHECKING:
 
 KEY_ROLE = Qt.ItemDataRole.UserRole
 STEP_KEYS = {
-    Qt.Key.Key_Right: 1, Qt.Key.Key_PageDown: 1, Qt.Key.Key_Left: -1, Qt.Key.Key_PageUp: -1,
-    Qt.Key.Key_Home: -(10**9), Qt.Key.Key_End: 10**9,
+    Qt.Key.Key_Right: 1,
+    Qt.Key.Key_PageDown: 1,
+    Qt.Key.Key_Left: -1,
+    Qt.Key.Key_PageUp: -1,
+    Qt.Key.Key_Home: -(10**9),
+    Qt.Key.Key_End: 10**9,
 }
 
 

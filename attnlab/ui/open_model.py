@@ -36,10 +36,13 @@ class ImportSettingsDialog(QDialog):
         self.setWindowTitle("Open a bare nn.Transformer state dict")
         d = probe["d_model"]
         enc, dec = probe["layers"]
-        intro = QLabel(f"<b>{html.escape(Path(path).name)}</b> holds nn.Transformer weights ({probe['arch']}, "
-                       f"d_model {d}, {enc} encoder + {dec} decoder layers) but no settings. The weights "
-                       "cannot say the values below; nn.Transformer's defaults are filled in. The run will "
-                       "say which values were assumed.", wordWrap=True)
+        intro = QLabel(
+            f"<b>{html.escape(Path(path).name)}</b> holds nn.Transformer weights ({probe['arch']}, "
+            f"d_model {d}, {enc} encoder + {dec} decoder layers) but no settings. The weights "
+            "cannot say the values below; nn.Transformer's defaults are filled in. The run will "
+            "say which values were assumed.",
+            wordWrap=True,
+        )
         self.heads = QComboBox(objectName="importHeads")
         self.heads.addItems([str(h) for h in range(1, d + 1) if d % h == 0 and h <= 64])
         self.heads.setCurrentText(str(default_heads(d)))
@@ -72,8 +75,12 @@ class ImportSettingsDialog(QDialog):
             self.tokenizer.setText(path)
 
     def settings(self) -> dict:
-        return {"heads": int(self.heads.currentText()), "norm": self.norm.currentText(),
-                "activation": self.activation.currentText(), "tokenizer": self.tokenizer.text().strip() or None}
+        return {
+            "heads": int(self.heads.currentText()),
+            "norm": self.norm.currentText(),
+            "activation": self.activation.currentText(),
+            "tokenizer": self.tokenizer.text().strip() or None,
+        }
 
 
 def checkpoint_loader(window, path: str):
@@ -113,21 +120,28 @@ def model_info_html(model) -> str:
     for field, value in vars(cfg).items():
         source = settings.get(field, {}).get("source", "the checkpoint's config" if not settings else "")
         rows.append(f"<tr><td>{esc(field)}</td><td>{esc(str(value))}</td><td>{esc(str(source))}</td></tr>")
-    extra = [f"<tr><td>{esc(k)}</td><td>{esc(str(v.get('value')))}</td><td>{esc(str(v.get('source')))}</td></tr>"
-             for k, v in settings.items() if k not in vars(cfg) and isinstance(v, dict)]
+    extra = [
+        f"<tr><td>{esc(k)}</td><td>{esc(str(v.get('value')))}</td><td>{esc(str(v.get('source')))}</td></tr>"
+        for k, v in settings.items()
+        if k not in vars(cfg) and isinstance(v, dict)
+    ]
     toks = []
     for side, tok in (("source", model.src_tokenizer), ("target", model.tgt_tokenizer)):
         if tok is not None and (side == "source" or tok is not model.src_tokenizer):
             specials = getattr(tok.specials, "description", "")
-            toks.append(f"<li>{side}: {esc(tok.kind)}, {tok.vocab_size:,} tokens"
-                        f"{'; specials ' + esc(specials) if specials else ''}</li>")
+            toks.append(
+                f"<li>{side}: {esc(tok.kind)}, {tok.vocab_size:,} tokens"
+                f"{'; specials ' + esc(specials) if specials else ''}</li>"
+            )
     notes = "".join(f"<li>{esc(str(n))}</li>" for n in meta.get("notices", []))
-    return (f"<h3>{esc(str(model.name))}</h3>"
-            f"<p>{esc(cfg.arch)} · {n_params:,} parameters · read from: {esc(str(meta.get('source', 'attnlab')))}"
-            f"</p><p><b>Tokenizer</b>: {esc(str(meta.get('tokenizer', '')))}</p><ul>{''.join(toks)}</ul>"
-            "<table border='1' cellspacing='0' cellpadding='3'><tr><th>setting</th><th>value</th>"
-            f"<th>from</th></tr>{''.join(rows + extra)}</table>"
-            + (f"<p><b>Notes from loading</b></p><ul>{notes}</ul>" if notes else ""))
+    return (
+        f"<h3>{esc(str(model.name))}</h3>"
+        f"<p>{esc(cfg.arch)} · {n_params:,} parameters · read from: {esc(str(meta.get('source', 'attnlab')))}"
+        f"</p><p><b>Tokenizer</b>: {esc(str(meta.get('tokenizer', '')))}</p><ul>{''.join(toks)}</ul>"
+        "<table border='1' cellspacing='0' cellpadding='3'><tr><th>setting</th><th>value</th>"
+        f"<th>from</th></tr>{''.join(rows + extra)}</table>"
+        + (f"<p><b>Notes from loading</b></p><ul>{notes}</ul>" if notes else "")
+    )
 
 
 def show_model_info(window) -> None:
@@ -148,6 +162,5 @@ def show_model_info(window) -> None:
 
 def add_file_actions(window, menu) -> None:
     """File → Open folder… and File → Model info…"""
-    window._action(menu, "Open &folder…", lambda: open_folder_dialog(window), ["Ctrl+Shift+O"],
-                   "openFolderAction")
+    window._action(menu, "Open &folder…", lambda: open_folder_dialog(window), ["Ctrl+Shift+O"], "openFolderAction")
     window._action(menu, "Model &info…", lambda: show_model_info(window), ["Ctrl+I"], "modelInfoAction")

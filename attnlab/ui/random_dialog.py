@@ -17,12 +17,12 @@ class RandomModelDialog(QDialog):
         self.arch = QComboBox(objectName="archCombo")
         self.arch.addItems(list(ARCHITECTURES))
         self.arch.setCurrentText(base.arch)
-        self.d_model = QSpinBox(objectName="dModelSpin", minimum=4, maximum=1024, singleStep=4,
-                                value=base.d_model)
+        self.d_model = QSpinBox(objectName="dModelSpin", minimum=4, maximum=1024, singleStep=4, value=base.d_model)
         self.n_heads = QSpinBox(objectName="nHeadsSpin", minimum=1, maximum=64, value=base.n_heads)
         self.d_ff = QSpinBox(objectName="dFFSpin", minimum=4, maximum=8192, singleStep=32, value=base.d_ff)
-        self.layers = QSpinBox(objectName="layersSpin", minimum=1, maximum=12,
-                               value=max(base.n_encoder_layers, base.n_decoder_layers))
+        self.layers = QSpinBox(
+            objectName="layersSpin", minimum=1, maximum=12, value=max(base.n_encoder_layers, base.n_decoder_layers)
+        )
         self.positional = QComboBox(objectName="positionalCombo")
         self.positional.addItems(list(POSITIONALS))
         self.positional.setCurrentText(base.positional)
@@ -32,9 +32,15 @@ class RandomModelDialog(QDialog):
         buttons = QDialogButtonBox.StandardButton
         self.buttons = QDialogButtonBox(buttons.Ok | buttons.Cancel)
         form = QFormLayout(self)
-        for label, w in (("Architecture", self.arch), ("d_model", self.d_model), ("Heads", self.n_heads),
-                         ("d_ff", self.d_ff), ("Layers per stack", self.layers),
-                         ("Positional", self.positional), ("Seed", self.seed)):
+        for label, w in (
+            ("Architecture", self.arch),
+            ("d_model", self.d_model),
+            ("Heads", self.n_heads),
+            ("d_ff", self.d_ff),
+            ("Layers per stack", self.layers),
+            ("Positional", self.positional),
+            ("Seed", self.seed),
+        ):
             form.addRow(label, w)
         form.addRow(self.problem)
         form.addRow(self.buttons)
@@ -48,10 +54,15 @@ class RandomModelDialog(QDialog):
 
     def config(self) -> ModelConfig:
         n = self.layers.value()
-        return ModelConfig(arch=self.arch.currentText(), d_model=self.d_model.value(),
-                           n_heads=self.n_heads.value(), d_ff=self.d_ff.value(), n_encoder_layers=n,
-                           n_decoder_layers=n,
-                           positional=self.positional.currentText())
+        return ModelConfig(
+            arch=self.arch.currentText(),
+            d_model=self.d_model.value(),
+            n_heads=self.n_heads.value(),
+            d_ff=self.d_ff.value(),
+            n_encoder_layers=n,
+            n_decoder_layers=n,
+            positional=self.positional.currentText(),
+        )
 
     def _check(self) -> None:
         problems = self.config().problems()

@@ -23,15 +23,30 @@ from attnlab.present.stages import OUTPUT_BOX
 
 WIDTH = 300.0  # logical width; the drawing scales to the widget
 BOX_H, GAP, CIRCLE, CHIP = 24.0, 13.0, 18.0, 18.0
-FILLS = {"input": "#e8e8e8", "attn": "#d6e6ff", "ffn": "#d8f2d8", "norm": "#fff0c2", "add": "#fff0c2",
-         "output": "#f0dcf5"}
+FILLS = {
+    "input": "#e8e8e8",
+    "attn": "#d6e6ff",
+    "ffn": "#d8f2d8",
+    "norm": "#fff0c2",
+    "add": "#fff0c2",
+    "output": "#f0dcf5",
+}
 # the input box by what this run does about positions (present.formulas.pe_kind)
-INPUT_LABELS = {"sinusoidal": "Embedding + sinusoidal PE", "learned": "Embedding + learned positions",
-                "rotary": "Embedding (+ rotary)", "none": "Embedding"}
-SHORT = {names.word("masked self").capitalize(): "Masked self-attn.", "Embedding (+ rotary)": "Emb. (+ rotary)",
-         "Embedding + sinusoidal PE": "Emb. + sin. PE", "Embedding + learned positions": "Emb. + learned pos.",
-         "Final LayerNorm (γ=1, β=0)": "Final LN (γ=1, β=0)",
-         names.word("cross").capitalize(): "Cross-attn.", names.word("self").capitalize(): "Self-attn."}
+INPUT_LABELS = {
+    "sinusoidal": "Embedding + sinusoidal PE",
+    "learned": "Embedding + learned positions",
+    "rotary": "Embedding (+ rotary)",
+    "none": "Embedding",
+}
+SHORT = {
+    names.word("masked self").capitalize(): "Masked self-attn.",
+    "Embedding (+ rotary)": "Emb. (+ rotary)",
+    "Embedding + sinusoidal PE": "Emb. + sin. PE",
+    "Embedding + learned positions": "Emb. + learned pos.",
+    "Final LayerNorm (γ=1, β=0)": "Final LN (γ=1, β=0)",
+    names.word("cross").capitalize(): "Cross-attn.",
+    names.word("self").capitalize(): "Self-attn.",
+}
 FIRST_SITE = {stack: names.site(names.layer(stack, 0), "self") for stack in names.STACKS}  # "enc.0.self", …
 HIGHLIGHT = "#ff9f1c"
 RESIDUAL = "#4a78b0"
@@ -99,8 +114,17 @@ class Schematic(QWidget):
         cfg, opts = self.config, self.options
         if cfg is None:
             return (None,)
-        return (cfg, self.current, self.layer["enc"], self.layer["dec"], opts.effective_norm_first(cfg),
-                opts.residual, opts.positional, opts.is_causal(FIRST_SITE["enc"]), opts.is_causal(FIRST_SITE["dec"]))
+        return (
+            cfg,
+            self.current,
+            self.layer["enc"],
+            self.layer["dec"],
+            opts.effective_norm_first(cfg),
+            opts.residual,
+            opts.positional,
+            opts.is_causal(FIRST_SITE["enc"]),
+            opts.is_causal(FIRST_SITE["dec"]),
+        )
 
     def _relayout(self) -> None:
         state = self.drawn_state()
@@ -131,8 +155,9 @@ class Schematic(QWidget):
         self.updateGeometry()
         self.update()
 
-    def _stack(self, side: str, x0: float, w: float, y: float, n_layers: int, memory: QPointF | None,
-               output: bool) -> tuple[float, QPointF]:
+    def _stack(
+        self, side: str, x0: float, w: float, y: float, n_layers: int, memory: QPointF | None, output: bool
+    ) -> tuple[float, QPointF]:
         """One column, top to bottom; returns (its bottom y, the point where the stack's output leaves)."""
         here = names.layer(side, self.layer[side])
         y = self._header(side, x0, w, y, n_layers)
@@ -154,8 +179,18 @@ class Schematic(QWidget):
         if memory is not None:  # the encoder output feeds cross-attention's keys and values
             cross = rects[[c[0] for c in column].index(names.site(here, "cross"))]
             mid = x0 - 6
-            self.lines.append(([memory, QPointF(mid, memory.y()), QPointF(mid, cross.center().y()),
-                                QPointF(bx, cross.center().y())], RESIDUAL, True))
+            self.lines.append(
+                (
+                    [
+                        memory,
+                        QPointF(mid, memory.y()),
+                        QPointF(mid, cross.center().y()),
+                        QPointF(bx, cross.center().y()),
+                    ],
+                    RESIDUAL,
+                    True,
+                )
+            )
             label_rect = QRectF(mid, cross.top() - 10, bx - mid, 12)
             self.texts.append((label_rect, "K,V", Qt.AlignmentFlag.AlignCenter))
         last = rects[-1].bottom()
@@ -202,8 +237,7 @@ class Schematic(QWidget):
         layer_end = len(column)
         if cfg.final_norm if opts.final_norm is None else opts.final_norm:
             trained = cfg.final_norm and opts.final_norm is None
-            column.append(("", f"Final {norm}" if trained or cfg.final_norm else "Final LayerNorm (γ=1, β=0)",
-                           "norm"))
+            column.append(("", f"Final {norm}" if trained or cfg.final_norm else "Final LayerNorm (γ=1, β=0)", "norm"))
         if output:
             column.append((OUTPUT_BOX, "Linear + softmax", "output"))
         return column, branches, layer_start, layer_end
@@ -306,8 +340,13 @@ class Schematic(QWidget):
             d = b - a
             length = max((d.x() ** 2 + d.y() ** 2) ** 0.5, 1e-6)
             ux, uy = d.x() / length, d.y() / length
-            tip = QPolygonF([b, QPointF(b.x() - 6 * ux + 3.5 * uy, b.y() - 6 * uy - 3.5 * ux),
-                             QPointF(b.x() - 6 * ux - 3.5 * uy, b.y() - 6 * uy + 3.5 * ux)])
+            tip = QPolygonF(
+                [
+                    b,
+                    QPointF(b.x() - 6 * ux + 3.5 * uy, b.y() - 6 * uy - 3.5 * ux),
+                    QPointF(b.x() - 6 * ux - 3.5 * uy, b.y() - 6 * uy + 3.5 * ux),
+                ]
+            )
             p.setBrush(colour)
             p.drawPolygon(tip)
 

@@ -84,8 +84,7 @@ class WindowFiles:
         dialog = RandomModelDialog(model.config if model else None, self)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             config, seed = dialog.config(), dialog.seed.value()
-            self.session.load_async(lambda: random_model(config, seed), src=self.session.src or None,
-                                    prefix=True)
+            self.session.load_async(lambda: random_model(config, seed), src=self.session.src or None, prefix=True)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
         urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
@@ -99,16 +98,24 @@ class WindowFiles:
             self.open_checkpoint(urls[0].toLocalFile())
 
     # ---- the start-up load -------------------------------------------------------------------------------
-    def start(self, loader: Callable, src: str | None = None, tgt: str | None = None, stage: str | None = None,
-              path: str | None = None, remembered: tuple[str, str] | None = None) -> None:
+    def start(
+        self,
+        loader: Callable,
+        src: str | None = None,
+        tgt: str | None = None,
+        stage: str | None = None,
+        path: str | None = None,
+        remembered: tuple[str, str] | None = None,
+    ) -> None:
         """Once the window has painted: build the model with `loader()` off the GUI thread and trace `src`.
 
         Waiting for the first paint matters: importing torch on the worker holds the GIL for about a second,
         which would otherwise delay the window itself."""
         if stage:
             self.session.stage_key = stage
-        self._pending_start = lambda: self.session.load_async(loader, path=path, src=src, tgt=tgt,
-                                                              prefix=tgt is None, remembered=remembered)
+        self._pending_start = lambda: self.session.load_async(
+            loader, path=path, src=src, tgt=tgt, prefix=tgt is None, remembered=remembered
+        )
         self.installEventFilter(self)
         QTimer.singleShot(FIRST_PAINT_WAIT_MS, self._run_pending_start)  # in case no paint comes (hidden)
 

@@ -44,8 +44,9 @@ SHORTCUTS_HTML = """<table cellspacing=4>
 class WindowMenus:
     """File, Stage, View and Help menus; every action is a window shortcut."""
 
-    def _action(self, menu: QMenu, text: str, slot: Callable, shortcuts: Sequence = (), name: str = "",
-                checkable: bool = False) -> QAction:
+    def _action(
+        self, menu: QMenu, text: str, slot: Callable, shortcuts: Sequence = (), name: str = "", checkable: bool = False
+    ) -> QAction:
         action = QAction(text, self, checkable=checkable)
         if name:
             action.setObjectName(name)
@@ -90,8 +91,9 @@ class WindowMenus:
         self._action(m, "Next &layer\tCtrl+→", lambda: self.jump_layer(1), ["Ctrl+Right"], "nextLayerAction")
         self._action(m, "Previous la&yer\tCtrl+←", lambda: self.jump_layer(-1), ["Ctrl+Left"], "prevLayerAction")
         self._action(m, "Next s&ub-layer\tAlt+→", lambda: self.jump_sublayer(1), ["Alt+Right"], "nextSublayerAction")
-        self._action(m, "Previous su&b-layer\tAlt+←", lambda: self.jump_sublayer(-1), ["Alt+Left"],
-                     "prevSublayerAction")
+        self._action(
+            m, "Previous su&b-layer\tAlt+←", lambda: self.jump_sublayer(-1), ["Alt+Left"], "prevSublayerAction"
+        )
         self._action(m, "&Find stage…\tCtrl+K or /", self.open_stage_search, ["Ctrl+K", "/"], "findStageAction")
         m.addSeparator()
         self._action(m, "&Generate next token", s.generate_next, ["Ctrl+G"], "generateAction")
@@ -106,17 +108,33 @@ class WindowMenus:
         self.dark_action.setChecked(dark)
         self._action(m, "&Full screen", self._toggle_full_screen, ["F11"])
         self.present_action = self._action(m, "&Present\tF5", self.set_presenting, ["F5"], "presentAction", True)
-        self._action(m, "Zoom &in\tCtrl+=", lambda: self.set_zoom(zoom.step_zoom(self.zoom, 1)),
-                     ["Ctrl+=", "Ctrl++"], "zoomInAction")
-        self._action(m, "Zoom &out\tCtrl+−", lambda: self.set_zoom(zoom.step_zoom(self.zoom, -1)),
-                     ["Ctrl+-"], "zoomOutAction")
+        self._action(
+            m,
+            "Zoom &in\tCtrl+=",
+            lambda: self.set_zoom(zoom.step_zoom(self.zoom, 1)),
+            ["Ctrl+=", "Ctrl++"],
+            "zoomInAction",
+        )
+        self._action(
+            m, "Zoom &out\tCtrl+−", lambda: self.set_zoom(zoom.step_zoom(self.zoom, -1)), ["Ctrl+-"], "zoomOutAction"
+        )
         self._action(m, "&Reset zoom\tCtrl+0", lambda: self.set_zoom(1.0), ["Ctrl+0"], "zoomResetAction")
         m.addSeparator()
         s = self.session
-        self._action(m, "&Pin this run as A (again: unpin)", lambda: s.unpin() if s.pinned is not None else s.pin(),
-                     ["Ctrl+P"], "pinAction")
-        self._action(m, "Next &compare view (off, A | B, A | B | B − A)", self._next_compare, ["Ctrl+Shift+P"],
-                     "nextCompareAction")
+        self._action(
+            m,
+            "&Pin this run as A (again: unpin)",
+            lambda: s.unpin() if s.pinned is not None else s.pin(),
+            ["Ctrl+P"],
+            "pinAction",
+        )
+        self._action(
+            m,
+            "Next &compare view (off, A | B, A | B | B − A)",
+            self._next_compare,
+            ["Ctrl+Shift+P"],
+            "nextCompareAction",
+        )
         m.addSeparator()
         for dock in (self.nav_dock, self.schematic_dock, self.controls_dock):
             m.addAction(dock.toggleViewAction())

@@ -30,8 +30,13 @@ from attnlab.ui import app as appsettings
 from attnlab.ui import zoom
 
 PRESENT_EXPLANATION_SHARE = 0.3  # of the stage area's height, in presentation mode
-CLICKER_STEPS = {Qt.Key.Key_PageDown: 1, Qt.Key.Key_PageUp: -1, Qt.Key.Key_Right: 1, Qt.Key.Key_Left: -1,
-                 Qt.Key.Key_Space: 1}
+CLICKER_STEPS = {
+    Qt.Key.Key_PageDown: 1,
+    Qt.Key.Key_PageUp: -1,
+    Qt.Key.Key_Right: 1,
+    Qt.Key.Key_Left: -1,
+    Qt.Key.Key_Space: 1,
+}
 
 
 def is_text_box(widget: QWidget | None) -> bool:
@@ -125,8 +130,7 @@ class WindowPresent:
         self.present_action.setChecked(on)
         self._apply_scale()
         self._share_explanation(on)
-        self.statusBar().showMessage("Presenting · T: toggles · Esc: leave" if on else "Left presentation mode",
-                                     5000)
+        self.statusBar().showMessage("Presenting · T: toggles · Esc: leave" if on else "Left presentation mode", 5000)
 
     def _share_explanation(self, on: bool) -> None:
         """Presenting: the explanation gets PRESENT_EXPLANATION_SHARE of the height (its text is larger now);

@@ -11,8 +11,10 @@ from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
 
 RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
-CLASSROOM_NOTE = ("Classroom model ({what}), trained on short generated sentences with a small vocabulary: "
-                  "other sentences still run, but then its outputs are meaningless.")
+CLASSROOM_NOTE = (
+    "Classroom model ({what}), trained on short generated sentences with a small vocabulary: "
+    "other sentences still run, but then its outputs are meaningless."
+)
 WIDEST_TIMING = "compute 8888.8 ms · paint 8888.8 ms"
 SIDES = (("src.tokens", "source"), ("tgt.tokens", "decoder"))
 
@@ -43,8 +45,9 @@ class WindowStatus:
         self.timing_label = QLabel(objectName="timingLabel")
         self.tokens_label = QLabel(objectName="tokensLabel")
         self.notice_label = QLabel(objectName="noticeLabel")
-        self.busy = QProgressBar(objectName="busyIndicator", minimum=0, maximum=0, maximumWidth=120,
-                                 textVisible=False, visible=False)
+        self.busy = QProgressBar(
+            objectName="busyIndicator", minimum=0, maximum=0, maximumWidth=120, textVisible=False, visible=False
+        )
         # room for the widest timing up front: a label that grows and shrinks with its digits relays out
         # the whole status bar on every toggle
         self.timing_label.setMinimumWidth(self.timing_label.fontMetrics().horizontalAdvance(WIDEST_TIMING) + 8)
@@ -57,8 +60,9 @@ class WindowStatus:
     def _show_status(self, trace) -> None:
         info = trace.info
         self.device_label.setText(f"Device: {str(info.get('device', '?')).upper()}")
-        self.timing_label.setText(f"compute {info.get('job_ms', info.get('compute_ms', 0.0)):.1f} ms · "
-                                  f"paint {self.last_paint_ms:.1f} ms")
+        self.timing_label.setText(
+            f"compute {info.get('job_ms', info.get('compute_ms', 0.0)):.1f} ms · paint {self.last_paint_ms:.1f} ms"
+        )
         counts = [f"{len(trace[n])} {what}" for n, what in SIDES if n in trace]
         self.tokens_label.setText("Tokens: " + " + ".join(counts))
         notices = list(trace.notices)
@@ -81,11 +85,16 @@ class WindowStatus:
             warnings.append(untrained)
         unknown = sum(tok == "<unk>" for n, _ in SIDES for tok in trace.get(n, []))
         if unknown and not meta.get("random"):
-            warnings.append(f"{unknown} token(s) are not in this model's vocabulary and became <unk>: "
-                            "the model has never seen them, so expect meaningless output.")
+            warnings.append(
+                f"{unknown} token(s) are not in this model's vocabulary and became <unk>: "
+                "the model has never seen them, so expect meaningless output."
+            )
         warnings = [w for w in warnings if w]
-        lines = warnings or ([CLASSROOM_NOTE.format(what=classroom_description(meta["classroom_model"]))]
-                             if meta.get("classroom_model") else [])
+        lines = warnings or (
+            [CLASSROOM_NOTE.format(what=classroom_description(meta["classroom_model"]))]
+            if meta.get("classroom_model")
+            else []
+        )
         text, level = "\n".join(dict.fromkeys(lines)), "warning" if warnings else "info"
         self.banner.setText(text)
         if self.banner.property("level") != level:  # re-polishing restyles (and repaints) the window

@@ -52,8 +52,9 @@ def config_from_hf(hf_config: Mapping) -> ModelConfig:
     return config_and_notes(hf_config)[0]
 
 
-def convert(hf_config: Mapping, state_dict: Mapping[str, torch.Tensor]
-            ) -> tuple[ModelConfig, dict[str, torch.Tensor], list[str]]:
+def convert(
+    hf_config: Mapping, state_dict: Mapping[str, torch.Tensor]
+) -> tuple[ModelConfig, dict[str, torch.Tensor], list[str]]:
     """(attnlab config, attnlab-named float32 state dict for Transformer.load_state_dict, notes)."""
     family = _family(hf_config)
     config, notes = config_and_notes(hf_config)

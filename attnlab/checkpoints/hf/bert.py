@@ -22,18 +22,31 @@ from attnlab.engine.config import ModelConfig
 
 IGNORABLE = ("position_ids", "token_type_ids")  # index buffers some versions saved
 MLM_ARCHITECTURES = ("ForMaskedLM", "ForPreTraining")
-NO_HEAD_NOTE = ("the weights have no masked-LM head, so the output stage shows each final hidden vector "
-                "times the embedding matrix: not trained predictions")
+NO_HEAD_NOTE = (
+    "the weights have no masked-LM head, so the output stage shows each final hidden vector "
+    "times the embedding matrix: not trained predictions"
+)
 
 
 def names_for(model_type: str) -> dict:
     """HF tensor names that differ between BERT and RoBERTa."""
     if model_type == "roberta":
-        return {"prefixes": ("roberta.",), "head": "lm_head.", "dense": "lm_head.dense", "norm": "lm_head.layer_norm",
-                "decoder": "lm_head.decoder", "bias": "lm_head.bias"}
-    return {"prefixes": ("bert.",), "head": "cls.predictions.", "dense": "cls.predictions.transform.dense",
-            "norm": "cls.predictions.transform.LayerNorm", "decoder": "cls.predictions.decoder",
-            "bias": "cls.predictions.bias"}
+        return {
+            "prefixes": ("roberta.",),
+            "head": "lm_head.",
+            "dense": "lm_head.dense",
+            "norm": "lm_head.layer_norm",
+            "decoder": "lm_head.decoder",
+            "bias": "lm_head.bias",
+        }
+    return {
+        "prefixes": ("bert.",),
+        "head": "cls.predictions.",
+        "dense": "cls.predictions.transform.dense",
+        "norm": "cls.predictions.transform.LayerNorm",
+        "decoder": "cls.predictions.decoder",
+        "bias": "cls.predictions.bias",
+    }
 
 
 def declares_mlm_head(hf: HFConfig) -> bool:
@@ -50,19 +63,34 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     head = declares_mlm_head(hf)
     vocab = int_field(hf, "vocab_size", required=True)
     config = ModelConfig(
-        arch="encoder-only", src_vocab_size=vocab, tgt_vocab_size=vocab,
+        arch="encoder-only",
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
         d_model=int_field(hf, "hidden_size", required=True),
         n_heads=int_field(hf, "num_attention_heads", required=True),
         d_ff=int_field(hf, "intermediate_size", required=True),
         n_encoder_layers=int_field(hf, "num_hidden_layers", required=True),
-        n_decoder_layers=0, activation=activation(hf, "hidden_act", "gelu"), norm_first=False, final_norm=False,
-        layer_norm_eps=float(field(hf, "layer_norm_eps", 1e-12)), positional="learned", scale_embedding=False,
-        tie_output=True, bias=True, logits_bias=head,
-        max_len=int_field(hf, "max_position_embeddings", 512) - offset, embed_norm=True,
-        type_vocab_size=int_field(hf, "type_vocab_size", 2), pos_offset=offset, output_head=head)
+        n_decoder_layers=0,
+        activation=activation(hf, "hidden_act", "gelu"),
+        norm_first=False,
+        final_norm=False,
+        layer_norm_eps=float(field(hf, "layer_norm_eps", 1e-12)),
+        positional="learned",
+        scale_embedding=False,
+        tie_output=True,
+        bias=True,
+        logits_bias=head,
+        max_len=int_field(hf, "max_position_embeddings", 512) - offset,
+        embed_norm=True,
+        type_vocab_size=int_field(hf, "type_vocab_size", 2),
+        pos_offset=offset,
+        output_head=head,
+    )
     if roberta and head and config.activation != "gelu":
-        raise refuse("hidden_act", "RoBERTa's masked-LM head always uses gelu, and a different hidden_act would "
-                                   "need a second activation")
+        raise refuse(
+            "hidden_act",
+            "RoBERTa's masked-LM head always uses gelu, and a different hidden_act would need a second activation",
+        )
     return config, []
 
 
@@ -73,8 +101,9 @@ def config_for_weights(hf: HFConfig, config: ModelConfig, state_dict: StateDict)
     return dataclasses.replace(config, output_head=head, logits_bias=head)
 
 
-def take_head(t: Tensors, config: ModelConfig, dense: str, norm: str, decoder: str, bias: str,
-              out: ConvertedState) -> None:
+def take_head(
+    t: Tensors, config: ModelConfig, dense: str, norm: str, decoder: str, bias: str, out: ConvertedState
+) -> None:
     """The masked-LM head's tensors (dense, norm, tied decoder and its bias), shared with DistilBERT."""
     if not config.output_head:
         return
@@ -91,17 +120,25 @@ def take_head(t: Tensors, config: ModelConfig, dense: str, norm: str, decoder: s
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     names = names_for(hf["model_type"])
     t = Tensors(state_dict, names["prefixes"])
-    out = {"src_embed.weight": t("embeddings.word_embeddings.weight"),
-           "src_pos.weight": t("embeddings.position_embeddings.weight"),
-           "src_type_embed.weight": t("embeddings.token_type_embeddings.weight"),
-           "src_embed_norm.weight": t("embeddings.LayerNorm.weight"),
-           "src_embed_norm.bias": t("embeddings.LayerNorm.bias")}
+    out = {
+        "src_embed.weight": t("embeddings.word_embeddings.weight"),
+        "src_pos.weight": t("embeddings.position_embeddings.weight"),
+        "src_type_embed.weight": t("embeddings.token_type_embeddings.weight"),
+        "src_embed_norm.weight": t("embeddings.LayerNorm.weight"),
+        "src_embed_norm.bias": t("embeddings.LayerNorm.bias"),
+    }
     for i in range(config.n_encoder_layers):
         hf_layer, layer = f"encoder.layer.{i}", f"encoder.{i}"
-        sources = {"self_attn.w_q": "attention.self.query", "self_attn.w_k": "attention.self.key",
-                   "self_attn.w_v": "attention.self.value", "self_attn.w_o": "attention.output.dense",
-                   "norm1": "attention.output.LayerNorm", "ffn.lin1": "intermediate.dense",
-                   "ffn.lin2": "output.dense", "norm2": "output.LayerNorm"}
+        sources = {
+            "self_attn.w_q": "attention.self.query",
+            "self_attn.w_k": "attention.self.key",
+            "self_attn.w_v": "attention.self.value",
+            "self_attn.w_o": "attention.output.dense",
+            "norm1": "attention.output.LayerNorm",
+            "ffn.lin1": "intermediate.dense",
+            "ffn.lin2": "output.dense",
+            "norm2": "output.LayerNorm",
+        }
         for ours, theirs in sources.items():
             out[f"{layer}.{ours}.weight"] = t(f"{hf_layer}.{theirs}.weight")
             out[f"{layer}.{ours}.bias"] = t(f"{hf_layer}.{theirs}.bias")

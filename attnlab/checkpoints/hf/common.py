@@ -16,13 +16,26 @@ StateDict = Mapping[str, torch.Tensor]  # tensors by name, as the checkpoint sav
 ConvertedState = dict[str, torch.Tensor]  # attnlab-named tensors, for Transformer.load_state_dict
 
 # model_type -> the family module (attnlab.checkpoints.hf.<module>) that converts it
-FAMILIES = {"gpt2": "gpt2", "bert": "bert", "roberta": "bert", "distilbert": "distilbert", "marian": "marian",
-            "llama": "llama", "qwen2": "llama"}
+FAMILIES = {
+    "gpt2": "gpt2",
+    "bert": "bert",
+    "roberta": "bert",
+    "distilbert": "distilbert",
+    "marian": "marian",
+    "llama": "llama",
+    "qwen2": "llama",
+}
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
 # Hugging Face activation names -> attnlab's
-ACTIVATIONS: dict[str, Activation] = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh",
-                                      "gelu_pytorch_tanh": "gelu_tanh", "silu": "silu", "swish": "silu"}
+ACTIVATIONS: dict[str, Activation] = {
+    "relu": "relu",
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "silu": "silu",
+    "swish": "silu",
+}
 
 
 def supported_text() -> str:
@@ -31,8 +44,10 @@ def supported_text() -> str:
 
 def refuse(field: str, why: str) -> CheckpointError:
     """The one error for a config.json attnlab cannot represent: names the field, lists what is supported."""
-    return CheckpointError(f"config.json field {field!r}: {why}. attnlab opens these Hugging Face models "
-                           f"without guessing: {supported_text()}")
+    return CheckpointError(
+        f"config.json field {field!r}: {why}. attnlab opens these Hugging Face models "
+        f"without guessing: {supported_text()}"
+    )
 
 
 def field(hf: HFConfig, key: str, default: Any = None, *, required: bool = False) -> Any:
@@ -67,8 +82,7 @@ def activation(hf: HFConfig, key: str, default: str | None = None) -> Activation
     return ACTIVATIONS[name]
 
 
-def require_value(hf: HFConfig, key: str, allowed: Container[object], default: object = None,
-                  why: str = "") -> None:
+def require_value(hf: HFConfig, key: str, allowed: Container[object], default: object = None, why: str = "") -> None:
     """Refuse unless hf[key] (or its default) is one of `allowed`."""
     value = field(hf, key, default)
     if value not in allowed:
@@ -92,8 +106,10 @@ class Tensors:
         for key in (self.prefix + name, name):
             if key in self.state:
                 return key
-        raise CheckpointError(f"the weights have no tensor {self.prefix + name!r}; is this folder's config.json "
-                              f"the one its weights were saved with? ({supported_text()})")
+        raise CheckpointError(
+            f"the weights have no tensor {self.prefix + name!r}; is this folder's config.json "
+            f"the one its weights were saved with? ({supported_text()})"
+        )
 
     def __call__(self, name: str) -> torch.Tensor:
         key = self.key(name)
@@ -114,10 +130,12 @@ def take_tied_copy(t: Tensors, name: str, table: torch.Tensor) -> None:
         return
     copy = t(name)
     if copy.shape != table.shape or not torch.equal(copy, table):
-        raise refuse("tie_word_embeddings", f"says the output is tied to the embeddings, but {t.key(name)} differs "
-                                            f"from them")
+        raise refuse(
+            "tie_word_embeddings", f"says the output is tied to the embeddings, but {t.key(name)} differs from them"
+        )
 
 
 def leftover_note(names: list[str], what: str) -> list[str]:
-    return [f"{len(names)} tensor(s) in the weights are not used by attnlab ({what}): {name_list(names)}"] \
-        if names else []
+    return (
+        [f"{len(names)} tensor(s) in the weights are not used by attnlab ({what}): {name_list(names)}"] if names else []
+    )

@@ -26,13 +26,27 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     head = declares_mlm_head(hf)
     vocab = int_field(hf, "vocab_size", required=True)
     config = ModelConfig(
-        arch="encoder-only", src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=int_field(hf, "dim", required=True),
-        n_heads=int_field(hf, "n_heads", required=True), d_ff=int_field(hf, "hidden_dim", required=True),
-        n_encoder_layers=int_field(hf, "n_layers", required=True), n_decoder_layers=0,
-        activation=activation(hf, "activation", "gelu"), norm_first=False, final_norm=False,
-        layer_norm_eps=LAYER_NORM_EPS, positional="learned", scale_embedding=False,
-        tie_output=bool(field(hf, "tie_word_embeddings", True)), bias=True, logits_bias=head,
-        max_len=int_field(hf, "max_position_embeddings", 512), embed_norm=True, output_head=head)
+        arch="encoder-only",
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        d_model=int_field(hf, "dim", required=True),
+        n_heads=int_field(hf, "n_heads", required=True),
+        d_ff=int_field(hf, "hidden_dim", required=True),
+        n_encoder_layers=int_field(hf, "n_layers", required=True),
+        n_decoder_layers=0,
+        activation=activation(hf, "activation", "gelu"),
+        norm_first=False,
+        final_norm=False,
+        layer_norm_eps=LAYER_NORM_EPS,
+        positional="learned",
+        scale_embedding=False,
+        tie_output=bool(field(hf, "tie_word_embeddings", True)),
+        bias=True,
+        logits_bias=head,
+        max_len=int_field(hf, "max_position_embeddings", 512),
+        embed_norm=True,
+        output_head=head,
+    )
     return config, []
 
 
@@ -44,16 +58,24 @@ def config_for_weights(hf: HFConfig, config: ModelConfig, state_dict: StateDict)
 
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     t = Tensors(state_dict, PREFIXES)
-    out = {"src_embed.weight": t("embeddings.word_embeddings.weight"),
-           "src_pos.weight": t("embeddings.position_embeddings.weight"),
-           "src_embed_norm.weight": t("embeddings.LayerNorm.weight"),
-           "src_embed_norm.bias": t("embeddings.LayerNorm.bias")}
+    out = {
+        "src_embed.weight": t("embeddings.word_embeddings.weight"),
+        "src_pos.weight": t("embeddings.position_embeddings.weight"),
+        "src_embed_norm.weight": t("embeddings.LayerNorm.weight"),
+        "src_embed_norm.bias": t("embeddings.LayerNorm.bias"),
+    }
     for i in range(config.n_encoder_layers):
         hf_layer, layer = f"transformer.layer.{i}", f"encoder.{i}"
-        sources = {"self_attn.w_q": "attention.q_lin", "self_attn.w_k": "attention.k_lin",
-                   "self_attn.w_v": "attention.v_lin", "self_attn.w_o": "attention.out_lin",
-                   "norm1": "sa_layer_norm", "ffn.lin1": "ffn.lin1", "ffn.lin2": "ffn.lin2",
-                   "norm2": "output_layer_norm"}
+        sources = {
+            "self_attn.w_q": "attention.q_lin",
+            "self_attn.w_k": "attention.k_lin",
+            "self_attn.w_v": "attention.v_lin",
+            "self_attn.w_o": "attention.out_lin",
+            "norm1": "sa_layer_norm",
+            "ffn.lin1": "ffn.lin1",
+            "ffn.lin2": "ffn.lin2",
+            "norm2": "output_layer_norm",
+        }
         for ours, theirs in sources.items():
             out[f"{layer}.{ours}.weight"] = t(f"{hf_layer}.{theirs}.weight")
             out[f"{layer}.{ours}.bias"] = t(f"{hf_layer}.{theirs}.bias")

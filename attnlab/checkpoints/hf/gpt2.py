@@ -33,13 +33,25 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         d_ff = 4 * d_model
         notes.append(f"d_ff = 4 x n_embd = {d_ff} (config.json has no n_inner)")
     config = ModelConfig(
-        arch="decoder-only", src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=d_model,
-        n_heads=int_field(hf, "n_head", required=True), d_ff=d_ff, n_encoder_layers=0,
+        arch="decoder-only",
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        d_model=d_model,
+        n_heads=int_field(hf, "n_head", required=True),
+        d_ff=d_ff,
+        n_encoder_layers=0,
         n_decoder_layers=int_field(hf, "n_layer", required=True),
-        activation=activation(hf, "activation_function", "gelu_new"), norm_first=True, final_norm=True,
-        layer_norm_eps=float(field(hf, "layer_norm_epsilon", 1e-5)), positional="learned",
-        scale_embedding=False, tie_output=bool(field(hf, "tie_word_embeddings", True)), bias=True,
-        logits_bias=False, max_len=int_field(hf, "n_positions", 1024))
+        activation=activation(hf, "activation_function", "gelu_new"),
+        norm_first=True,
+        final_norm=True,
+        layer_norm_eps=float(field(hf, "layer_norm_epsilon", 1e-5)),
+        positional="learned",
+        scale_embedding=False,
+        tie_output=bool(field(hf, "tie_word_embeddings", True)),
+        bias=True,
+        logits_bias=False,
+        max_len=int_field(hf, "n_positions", 1024),
+    )
     return config, notes
 
 
@@ -54,8 +66,8 @@ def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) ->
         qkv_w = t(f"{hf_layer}.attn.c_attn.weight").T  # Conv1D [d, 3d] -> Linear [3d, d]
         qkv_b = t(f"{hf_layer}.attn.c_attn.bias")  # [3d]
         for j, name in enumerate(("w_q", "w_k", "w_v")):
-            out[f"{layer}.self_attn.{name}.weight"] = qkv_w[j * d:(j + 1) * d]
-            out[f"{layer}.self_attn.{name}.bias"] = qkv_b[j * d:(j + 1) * d]
+            out[f"{layer}.self_attn.{name}.weight"] = qkv_w[j * d : (j + 1) * d]
+            out[f"{layer}.self_attn.{name}.bias"] = qkv_b[j * d : (j + 1) * d]
         out[f"{layer}.self_attn.w_o.weight"] = t(f"{hf_layer}.attn.c_proj.weight").T
         out[f"{layer}.self_attn.w_o.bias"] = t(f"{hf_layer}.attn.c_proj.bias")
         out[f"{layer}.ffn.lin1.weight"] = t(f"{hf_layer}.mlp.c_fc.weight").T

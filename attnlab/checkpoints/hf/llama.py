@@ -50,8 +50,11 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     n_heads = int_field(hf, "num_attention_heads", required=True)
     head_dim = int_field(hf, "head_dim", None)
     if head_dim is not None and head_dim * n_heads != d_model:
-        raise refuse("head_dim", f"{head_dim} x {n_heads} heads differs from hidden_size {d_model}; attnlab "
-                                 f"needs head_dim = hidden_size / num_attention_heads")
+        raise refuse(
+            "head_dim",
+            f"{head_dim} x {n_heads} heads differs from hidden_size {d_model}; attnlab "
+            f"needs head_dim = hidden_size / num_attention_heads",
+        )
     notes: list[str] = []
     n_kv = int_field(hf, "num_key_value_heads", None)
     if n_kv is None:
@@ -61,24 +64,45 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     attention_bias = bool(field(hf, "attention_bias", False))
     vocab = int_field(hf, "vocab_size", required=True)
     config = ModelConfig(
-        arch="decoder-only", src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=d_model, n_heads=n_heads,
-        d_ff=int_field(hf, "intermediate_size", required=True), n_encoder_layers=0,
+        arch="decoder-only",
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        d_model=d_model,
+        n_heads=n_heads,
+        d_ff=int_field(hf, "intermediate_size", required=True),
+        n_encoder_layers=0,
         n_decoder_layers=int_field(hf, "num_hidden_layers", required=True),
-        activation=activation(hf, "hidden_act", "silu"), norm_first=True, final_norm=True,
-        layer_norm_eps=float(field(hf, "rms_norm_eps", 1e-6)), positional="rotary", scale_embedding=False,
-        tie_output=bool(field(hf, "tie_word_embeddings", False)), bias=False,
-        max_len=int_field(hf, "max_position_embeddings", 2048), norm="rmsnorm", ffn="gated",
-        n_kv_heads=n_kv, rotary_layout="half", rope_theta=rope_theta(hf),
-        qkv_bias=qwen or attention_bias, attn_out_bias=attention_bias,
-        ffn_bias=bool(field(hf, "mlp_bias", False)), logits_bias=False)
+        activation=activation(hf, "hidden_act", "silu"),
+        norm_first=True,
+        final_norm=True,
+        layer_norm_eps=float(field(hf, "rms_norm_eps", 1e-6)),
+        positional="rotary",
+        scale_embedding=False,
+        tie_output=bool(field(hf, "tie_word_embeddings", False)),
+        bias=False,
+        max_len=int_field(hf, "max_position_embeddings", 2048),
+        norm="rmsnorm",
+        ffn="gated",
+        n_kv_heads=n_kv,
+        rotary_layout="half",
+        rope_theta=rope_theta(hf),
+        qkv_bias=qwen or attention_bias,
+        attn_out_bias=attention_bias,
+        ffn_bias=bool(field(hf, "mlp_bias", False)),
+        logits_bias=False,
+    )
     return config, notes
 
 
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     t = Tensors(state_dict, ("model.",))
     out = {"tgt_embed.weight": t("embed_tokens.weight")}
-    biases = {"w_q": config.has_bias("qkv"), "w_k": config.has_bias("qkv"), "w_v": config.has_bias("qkv"),
-              "w_o": config.has_bias("attn_out")}
+    biases = {
+        "w_q": config.has_bias("qkv"),
+        "w_k": config.has_bias("qkv"),
+        "w_v": config.has_bias("qkv"),
+        "w_o": config.has_bias("attn_out"),
+    }
     for i in range(config.n_decoder_layers):
         hf_layer, layer = f"layers.{i}", f"decoder.{i}"
         for ours, theirs in (("w_q", "q_proj"), ("w_k", "k_proj"), ("w_v", "v_proj"), ("w_o", "o_proj")):

@@ -42,17 +42,27 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     if share and tgt_vocab != vocab:
         raise refuse("decoder_vocab_size", "differs from vocab_size although the embeddings are shared")
     config = ModelConfig(
-        arch="encoder-decoder", src_vocab_size=vocab, tgt_vocab_size=tgt_vocab,
+        arch="encoder-decoder",
+        src_vocab_size=vocab,
+        tgt_vocab_size=tgt_vocab,
         d_model=int_field(hf, "d_model", required=True),
         n_heads=same_for_both_stacks(hf, "encoder_attention_heads", "decoder_attention_heads"),
         d_ff=same_for_both_stacks(hf, "encoder_ffn_dim", "decoder_ffn_dim"),
         n_encoder_layers=int_field(hf, "encoder_layers", required=True),
         n_decoder_layers=int_field(hf, "decoder_layers", required=True),
-        activation=activation(hf, "activation_function", "gelu"), norm_first=False, final_norm=False,
-        layer_norm_eps=1e-5, positional="sinusoidal", sinusoidal_layout="marian",
-        scale_embedding=bool(field(hf, "scale_embedding", False)), share_embeddings=share,
-        tie_output=bool(field(hf, "tie_word_embeddings", True)), bias=True, logits_bias=True,
-        max_len=int_field(hf, "max_position_embeddings", 512))
+        activation=activation(hf, "activation_function", "gelu"),
+        norm_first=False,
+        final_norm=False,
+        layer_norm_eps=1e-5,
+        positional="sinusoidal",
+        sinusoidal_layout="marian",
+        scale_embedding=bool(field(hf, "scale_embedding", False)),
+        share_embeddings=share,
+        tie_output=bool(field(hf, "tie_word_embeddings", True)),
+        bias=True,
+        logits_bias=True,
+        max_len=int_field(hf, "max_position_embeddings", 512),
+    )
     return config, ["layer_norm_eps = 1e-5 (PyTorch's default, which Marian uses; it is not in config.json)"]
 
 
@@ -63,10 +73,13 @@ def check_positions(t: Tensors, config: ModelConfig) -> None:
         name = f"{stack}.embed_positions.weight"
         if t.has(name):
             stored = t(name)[: config.max_len]
-            if stored.shape != expected[: stored.shape[0]].shape or \
-                    float((stored - expected[: stored.shape[0]]).abs().max()) > 1e-3:
-                raise refuse("model_type", f"{name} is not Marian's sinusoidal table, so these are not plain "
-                                           f"Marian weights")
+            if (
+                stored.shape != expected[: stored.shape[0]].shape
+                or float((stored - expected[: stored.shape[0]]).abs().max()) > 1e-3
+            ):
+                raise refuse(
+                    "model_type", f"{name} is not Marian's sinusoidal table, so these are not plain Marian weights"
+                )
 
 
 def attention(t: Tensors, hf_site: str, site: str, out: ConvertedState) -> None:
@@ -101,8 +114,9 @@ def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) ->
         attention(t, f"{hf_layer}.encoder_attn", f"{layer}.cross_attn", out)
         norms = {"norm1": "self_attn_layer_norm", "norm2": "encoder_attn_layer_norm", "norm3": "final_layer_norm"}
         linear_and_norms(t, hf_layer, layer, norms, out)
-    logits_bias = t("final_logits_bias").reshape(-1) if t.has("final_logits_bias") else \
-        torch.zeros(config.tgt_vocab_size)  # [Vt]
+    logits_bias = (
+        t("final_logits_bias").reshape(-1) if t.has("final_logits_bias") else torch.zeros(config.tgt_vocab_size)
+    )  # [Vt]
     if config.tie_output:
         out["out_bias"] = logits_bias
         take_tied_copy(t, "lm_head.weight", out["tgt_embed.weight"])

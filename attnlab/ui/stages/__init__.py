@@ -21,9 +21,23 @@ from attnlab.ui.stages.output import OutputPanel
 from attnlab.ui.stages.scaling import ScaleWhyPanel
 
 PANEL_CLASSES: list[type[StagePanel]] = [
-    TokensPanel, EmbeddingPanel, PositionalPanel, InputSumPanel,
-    QKVPanel, AttentionMapPanel, MaskPanel, HeadsPanel, LinesPanel, ContextPanel, ConcatPanel,
-    AttentionOutputPanel, AddNormPanel, FFNPanel, OutputPanel, ScaleWhyPanel, NormComparePanel,
+    TokensPanel,
+    EmbeddingPanel,
+    PositionalPanel,
+    InputSumPanel,
+    QKVPanel,
+    AttentionMapPanel,
+    MaskPanel,
+    HeadsPanel,
+    LinesPanel,
+    ContextPanel,
+    ConcatPanel,
+    AttentionOutputPanel,
+    AddNormPanel,
+    FFNPanel,
+    OutputPanel,
+    ScaleWhyPanel,
+    NormComparePanel,
 ]
 
 _BY_KIND: dict[str, type[StagePanel]] = {kind: cls for cls in PANEL_CLASSES for kind in cls.kinds}

@@ -37,6 +37,7 @@ def is_rmsnorm(trace: Trace) -> bool:
     """Whether this run's layer norms are RMSNorms (Llama, Qwen2): they record the RMS, not mean and variance."""
     return trace.config is not None and trace.config.norm == "rmsnorm"
 
+
 BEFORE_COLOR = "#3b7dd8"
 AFTER_COLOR = "#ff9f1c"
 
@@ -77,8 +78,9 @@ class AddNormPanel(StagePanel):
         self._placement = Note(self, delta=1, bold=True, reserve_lines=3)
         # three fixed slots read left to right as the data flows (no re-layout when the placement flips):
         # post-norm: F(x) | x + F(x) | LayerNorm(x + F(x));  pre-norm: x | LayerNorm(x) | x + F(LayerNorm(x))
-        boxes = [titled_heatmap(self, rows_title="token" if i == 0 else "", cols_title="model dimension")
-                 for i in range(3)]
+        boxes = [
+            titled_heatmap(self, rows_title="token" if i == 0 else "", cols_title="model dimension") for i in range(3)
+        ]
         self._maps = [m for _, m in boxes]
         maps = QtWidgets.QHBoxLayout()
         for box, _ in boxes:
@@ -93,8 +95,11 @@ class AddNormPanel(StagePanel):
                 plot.addItem(bars)
                 self._bars[f"{stat}.{which}"] = bars
                 self._bar_dx[f"{stat}.{which}"] = dx
-        key = self._key = QtWidgets.QLabel(f"<span style='color:{BEFORE_COLOR}'>■</span> LayerNorm input &nbsp;&nbsp; "
-                                           f"<span style='color:{AFTER_COLOR}'>■</span> LayerNorm output", self)
+        key = self._key = QtWidgets.QLabel(
+            f"<span style='color:{BEFORE_COLOR}'>■</span> LayerNorm input &nbsp;&nbsp; "
+            f"<span style='color:{AFTER_COLOR}'>■</span> LayerNorm output",
+            self,
+        )
         key.setFont(note_font())
         self._rms_titles = False  # whether the bar titles and key name RMSNorm
         bars_row = QtWidgets.QHBoxLayout()
@@ -126,8 +131,11 @@ class AddNormPanel(StagePanel):
         lost = missing(trace, list(entry.values()))
         norm = norm_placement(trace)
         if lost or norm is None:
-            self._data = {"message": missing_message("This add & norm step", lost) if lost else
-                          "This trace does not say where its LayerNorms sit (it carries no run options)."}
+            self._data = {
+                "message": missing_message("This add & norm step", lost)
+                if lost
+                else "This trace does not say where its LayerNorms sit (it carries no run options)."
+            }
             self._stack.show_message(self._data["message"])
             return
         self._stack.show_content()
@@ -136,7 +144,7 @@ class AddNormPanel(StagePanel):
         labels = tokens(trace, side, x_in.shape[0])
         if rms:  # RMSNorm: the bars show the RMS it divides by, and the mean it leaves in place
             mean, var = x_in.mean(axis=1), array(trace, entry["rms"])  # [T] each
-            out_mean, out_var = x_out.mean(axis=1), np.sqrt((x_out ** 2).mean(axis=1))
+            out_mean, out_var = x_out.mean(axis=1), np.sqrt((x_out**2).mean(axis=1))
         else:
             mean, var = array(trace, entry["mean"]), array(trace, entry["var"])  # [T] each
             out_mean, out_var = x_out.mean(axis=1), x_out.var(axis=1)
@@ -151,27 +159,38 @@ class AddNormPanel(StagePanel):
         shown: dict[str, dict] = {}
         for panel_map, (name, title) in zip(self._maps, slots, strict=True):
             if name in trace:
-                panel_map.draw(array(trace, name), labels, None, title=title, colormap=view.colormap,
-                               symmetric=True)
+                panel_map.draw(array(trace, name), labels, None, title=title, colormap=view.colormap, symmetric=True)
             else:
                 panel_map.clear(missing_message(title, [name]))
             shown[name] = dict(panel_map.record)
         self._set_bars(mean, var, out_mean, out_var)
         self._set_ticks(labels, x_in.shape[0])
         residual_off = not residual_on(trace)
-        note = ("Per token: divide by its RMS √(mean(x²) + ε), then scale by the learned gain g. No mean is "
-                "subtracted (compare the mean bars before and after) and there is no shift." if rms else
-                "Per token: subtract its mean, divide by √(variance + ε), then scale by γ and shift by β. "
-                "The output has mean ≈ 0 and variance ≈ 1 per token (up to the learned γ and β).")
+        note = (
+            "Per token: divide by its RMS √(mean(x²) + ε), then scale by the learned gain g. No mean is "
+            "subtracted (compare the mean bars before and after) and there is no shift."
+            if rms
+            else "Per token: subtract its mean, divide by √(variance + ε), then scale by γ and shift by β. "
+            "The output has mean ≈ 0 and variance ≈ 1 per token (up to the learned γ and β)."
+        )
         if residual_off:
             note = "The residual connection is switched OFF: the sub-layer's output replaces x. " + note
         self._note.show_text(note)
-        self._data = {"before": shown[entry["in"]], "after": shown[entry["out"]],
-                      "resid": shown.get(resid_name) or shown[entry["in"]],
-                      "sublayer": shown.get(sub_name),
-                      "slots": [name for name, _ in slots], "mean": mean, "var": var,
-                      "out_mean": out_mean, "out_var": out_var, "norm": norm, "tokens": labels,
-                      "residual_off": residual_off, "kind": "rmsnorm" if rms else "layernorm"}
+        self._data = {
+            "before": shown[entry["in"]],
+            "after": shown[entry["out"]],
+            "resid": shown.get(resid_name) or shown[entry["in"]],
+            "sublayer": shown.get(sub_name),
+            "slots": [name for name, _ in slots],
+            "mean": mean,
+            "var": var,
+            "out_mean": out_mean,
+            "out_var": out_var,
+            "norm": norm,
+            "tokens": labels,
+            "residual_off": residual_off,
+            "kind": "rmsnorm" if rms else "layernorm",
+        }
         if rms:
             self._data.update({"rms": var, "out_rms": out_var})
 
@@ -180,12 +199,15 @@ class AddNormPanel(StagePanel):
         if rms == self._rms_titles:
             return
         self._rms_titles = rms
-        self._mean_plot.getPlotItem().setTitle("mean per token (not subtracted)" if rms else "mean per token",
-                                               size="11pt")
+        self._mean_plot.getPlotItem().setTitle(
+            "mean per token (not subtracted)" if rms else "mean per token", size="11pt"
+        )
         self._var_plot.getPlotItem().setTitle("RMS per token" if rms else "variance per token", size="11pt")
         word = names.word("rmsnorm" if rms else "norm")
-        self._key.setText(f"<span style='color:{BEFORE_COLOR}'>■</span> {word} input &nbsp;&nbsp; "
-                          f"<span style='color:{AFTER_COLOR}'>■</span> {word} output")
+        self._key.setText(
+            f"<span style='color:{BEFORE_COLOR}'>■</span> {word} input &nbsp;&nbsp; "
+            f"<span style='color:{AFTER_COLOR}'>■</span> {word} output"
+        )
 
     def _set_bars(self, mean, var, out_mean, out_var) -> None:
         x = np.arange(len(mean), dtype=float)
@@ -196,8 +218,12 @@ class AddNormPanel(StagePanel):
             y_range = bar_range(*pair)
             old = self._y_ranges.get(stat)
             # re-range only for a real change (no axis redraw for a toggle that barely moves the bars)
-            if old is None or y_range[1] > old[1] or y_range[0] < old[0] or \
-                    (y_range[1] - y_range[0]) < 0.6 * (old[1] - old[0]):
+            if (
+                old is None
+                or y_range[1] > old[1]
+                or y_range[0] < old[0]
+                or (y_range[1] - y_range[0]) < 0.6 * (old[1] - old[0])
+            ):
                 self._y_ranges[stat] = y_range
                 plot.setYRange(*y_range, padding=0)
 

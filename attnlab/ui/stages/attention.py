@@ -108,8 +108,11 @@ class QKVPanel(StagePanel):
         sv = SiteView(trace, site, view, self.vocab)
         kv_head = trace.kv_head_map[sv.head] if trace.config is not None else sv.head  # GQA: a shared K/V head
         grouped = trace.config is not None and trace.n_kv_heads < trace.n_heads
-        titles = {"q": "Q (queries)", "k": f"K (keys, K/V head {kv_head + 1})" if grouped else "K (keys)",
-                  "v": f"V (values, K/V head {kv_head + 1})" if grouped else "V (values)"}
+        titles = {
+            "q": "Q (queries)",
+            "k": f"K (keys, K/V head {kv_head + 1})" if grouped else "K (keys)",
+            "v": f"V (values, K/V head {kv_head + 1})" if grouped else "V (values)",
+        }
         for p, panel_map in self._maps.items():
             matrix = array(trace, names.site_entry(site, p))[sv.head if p == "q" else kv_head]  # [T, d_k]
             side = sv.q_side if p == "q" else sv.k_side
@@ -117,30 +120,42 @@ class QKVPanel(StagePanel):
             panel_map.titles(axis_title(side, "token"), "d_k dimension")
             panel_map.draw(matrix, labels, None, title=titles[p], colormap=view.colormap, symmetric=True)
         self._header.show_text(f"Q, K, V · {sv.name} · {sv.head_text}")
-        self._data = {"head": sv.head, "n_heads": sv.n_heads,
-                      **{p: dict(m.record) for p, m in self._maps.items()}}
-        source = ("Q from the decoder, K and V from the encoder output" if sv.q_side != sv.k_side
-                  else "all three from the same tokens")
+        self._data = {"head": sv.head, "n_heads": sv.n_heads, **{p: dict(m.record) for p, m in self._maps.items()}}
+        source = (
+            "Q from the decoder, K and V from the encoder output"
+            if sv.q_side != sv.k_side
+            else "all three from the same tokens"
+        )
         dk = self._maps["q"].record["matrix"].shape[1]
         sharing = gqa_text(trace.n_heads, trace.n_kv_heads) if grouped else ""
         self._data["kv_head"], self._data["sharing"] = kv_head, sharing
-        self._note.show_text(f"{sv.name}: every token's vector is multiplied by W_Q, W_K and W_V ({source}). "
-                             f"Shown: {names.head_words(sv.head)}'s slice, d_k = {dk} numbers per token."
-                             + (f" Grouped-query attention: {trace.n_kv_heads} K/V heads for {trace.n_heads} Q "
-                                f"heads — {sharing} ({names.head_words(sv.head)} reads K/V head {kv_head + 1})."
-                                if grouped else ""))
+        self._note.show_text(
+            f"{sv.name}: every token's vector is multiplied by W_Q, W_K and W_V ({source}). "
+            f"Shown: {names.head_words(sv.head)}'s slice, d_k = {dk} numbers per token."
+            + (
+                f" Grouped-query attention: {trace.n_kv_heads} K/V heads for {trace.n_heads} Q "
+                f"heads — {sharing} ({names.head_words(sv.head)} reads K/V head {kv_head + 1})."
+                if grouped
+                else ""
+            )
+        )
 
     def shown_data(self) -> dict:
         return dict(self._data)
 
 
 MAP_TEXT = {
-    "scores": ("QKᵀ scores", "Cell (i, j) = qᵢ · kⱼ, the dot product of query i with key j: large when "
-               "they point the same way."),
+    "scores": (
+        "QKᵀ scores",
+        "Cell (i, j) = qᵢ · kⱼ, the dot product of query i with key j: large when they point the same way.",
+    ),
     "scaled": ("QKᵀ / √dₖ", ""),
     "masked": ("masked scores", "The mask adds 0 where a query may look and −∞ where it may not (hatched)."),
-    "weights": ("attention weights", "softmax turns each row into weights between 0 and 1 that sum to 1: how "
-                "much each query token takes from each key token."),
+    "weights": (
+        "attention weights",
+        "softmax turns each row into weights between 0 and 1 that sum to 1: how "
+        "much each query token takes from each key token.",
+    ),
 }
 
 
@@ -178,9 +193,16 @@ class AttentionMapPanel(StagePanel):
         blocked = blocked_cells(trace, site)
         levels = (0.0, 1.0) if kind == "weights" else score_levels(trace, site, sv.head, view.colour_scale)
         self._map.titles(axis_title(sv.q_side, "query"), axis_title(sv.k_side, "key"))
-        self._map.draw(matrix, sv.rows, sv.cols, masked=blocked, levels=levels, colormap=view.colormap,
-                       symmetric=None if kind == "weights" else True,
-                       title=f"{map_title(trace, kind)} · {sv.name} · {sv.head_text}")
+        self._map.draw(
+            matrix,
+            sv.rows,
+            sv.cols,
+            masked=blocked,
+            levels=levels,
+            colormap=view.colormap,
+            symmetric=None if kind == "weights" else True,
+            title=f"{map_title(trace, kind)} · {sv.name} · {sv.head_text}",
+        )
         self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads, "kind": kind}
         self._note.show_text(self._explain(trace, site, kind, matrix, blocked))
 
@@ -194,11 +216,15 @@ class AttentionMapPanel(StagePanel):
         if kind == "scaled":
             dk = int(trace[names.site_entry(site, "q")].shape[-1]) if names.site_entry(site, "q") in trace else 0
             if not scaling_on(trace):
-                text = ("Scaling is switched OFF: these are the raw scores. With large dₖ the softmax then "
-                        "tends to put almost all weight on one key.")
+                text = (
+                    "Scaling is switched OFF: these are the raw scores. With large dₖ the softmax then "
+                    "tends to put almost all weight on one key."
+                )
             else:
-                text = (f"Every score is divided by √dₖ = √{dk} ≈ {math.sqrt(dk):.2f}, so the spread of the "
-                        f"scores does not grow with the head size and the softmax stays soft.")
+                text = (
+                    f"Every score is divided by √dₖ = √{dk} ≈ {math.sqrt(dk):.2f}, so the spread of the "
+                    f"scores does not grow with the head size and the softmax stays soft."
+                )
         if kind == "weights":
             row_sums = np.nansum(matrix, axis=1)
             text += f" Row sums: {row_sums.min():.3f} … {row_sums.max():.3f}."
@@ -249,16 +275,28 @@ class MaskPanel(StagePanel):
         blocked = np.isneginf(additive)
         allowed = np.ones_like(additive)
         self._map.titles(axis_title(sv.q_side, "query"), axis_title(sv.k_side, "key"))
-        self._map.draw(allowed, sv.rows, sv.cols, masked=blocked, levels=(0.0, 1.0), colormap=view.colormap,
-                       title=f"mask · {sv.name}")
+        self._map.draw(
+            allowed,
+            sv.rows,
+            sv.cols,
+            masked=blocked,
+            levels=(0.0, 1.0),
+            colormap=view.colormap,
+            title=f"mask · {sv.name}",
+        )
         self._data = {**self._map.record, "matrix": additive, "blocked": blocked, "site": site}
         self._hint.show_text("Click a cell to block or unblock that query → key pair; the model runs again.")
         n_blocked, total = int(blocked.sum()), blocked.size
-        causal = sv.q_side == sv.k_side and bool(np.all(blocked[np.triu_indices_from(blocked, 1)])) \
-            if blocked.shape[0] == blocked.shape[1] and blocked.shape[0] > 1 else False
+        causal = (
+            sv.q_side == sv.k_side and bool(np.all(blocked[np.triu_indices_from(blocked, 1)]))
+            if blocked.shape[0] == blocked.shape[1] and blocked.shape[0] > 1
+            else False
+        )
         what = " The upper triangle is blocked: the causal (look-ahead) mask." if causal else ""
-        self._note.show_text(f"Coloured = allowed (adds 0 to the score); hatched = blocked (adds −∞, so its "
-                             f"weight becomes exactly 0). {n_blocked} of {total} cells blocked.{what}")
+        self._note.show_text(
+            f"Coloured = allowed (adds 0 to the score); hatched = blocked (adds −∞, so its "
+            f"weight becomes exactly 0). {n_blocked} of {total} cells blocked.{what}"
+        )
 
     def shown_data(self) -> dict:
         return dict(self._data)
@@ -302,11 +340,19 @@ class ContextPanel(_SiteVectorPanel):
         sv = SiteView(trace, site, view, self.vocab)
         ctx = array(trace, names.site_entry(site, "context"))[sv.head]  # [Tq, d_k]
         self._map.titles(axis_title(sv.q_side, "query"), "d_k dimension")
-        self._map.draw(ctx, sv.rows, None, colormap=view.colormap, symmetric=True,
-                       title=f"weights · V · {sv.name} · {sv.head_text}")
+        self._map.draw(
+            ctx,
+            sv.rows,
+            None,
+            colormap=view.colormap,
+            symmetric=True,
+            title=f"weights · V · {sv.name} · {sv.head_text}",
+        )
         self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads}
-        self._note.show_text(f"Row i is a weighted average of the value vectors, weighted by row i of the "
-                             f"attention weights: {ctx.shape[0]} queries × d_k = {ctx.shape[1]}.")
+        self._note.show_text(
+            f"Row i is a weighted average of the value vectors, weighted by row i of the "
+            f"attention weights: {ctx.shape[0]} queries × d_k = {ctx.shape[1]}."
+        )
 
 
 class ConcatPanel(_SiteVectorPanel):
@@ -332,15 +378,23 @@ class ConcatPanel(_SiteVectorPanel):
         tq, d = concat.shape
         dk = d // max(sv.n_heads, 1)
         self._map.titles(axis_title(sv.q_side, "query"), f"model dimension ({counted(sv.n_heads, 'head')} × {dk})")
-        self._map.draw(concat, sv.rows, None, colormap=view.colormap, symmetric=True,
-                       title=f"concat(head 1 … head {sv.n_heads}) · {sv.name}")
+        self._map.draw(
+            concat,
+            sv.rows,
+            None,
+            colormap=view.colormap,
+            symmetric=True,
+            title=f"concat(head 1 … head {sv.n_heads}) · {sv.name}",
+        )
         self._place_bounds(sv.n_heads, dk, tq)
         self._box.setRect(sv.head * dk - 0.5, -0.5, dk, tq)
         boundaries = [h * dk - 0.5 for h in range(1, sv.n_heads)]
         self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads, "boundaries": boundaries}
         outputs = "The one head's output" if sv.n_heads == 1 else f"The {sv.n_heads} heads' outputs"
-        self._note.show_text(f"{outputs} (d_k = {dk} each) side by side give back "
-                             f"d_model = {d} numbers per token; the orange box is {sv.head_text}.")
+        self._note.show_text(
+            f"{outputs} (d_k = {dk} each) side by side give back "
+            f"d_model = {d} numbers per token; the orange box is {sv.head_text}."
+        )
 
     def _place_bounds(self, n_heads: int, dk: int, tq: int) -> None:
         key = (n_heads, dk)
@@ -372,8 +426,9 @@ class AttentionOutputPanel(_SiteVectorPanel):
         sv = SiteView(trace, site, view, self.vocab)
         out = array(trace, names.site_entry(site, "out"))  # [Tq, d]
         self._map.titles(axis_title(sv.q_side, "query"), "model dimension")
-        self._map.draw(out, sv.rows, None, colormap=view.colormap, symmetric=True,
-                       title=f"concat · W_O · {sv.name}")
+        self._map.draw(out, sv.rows, None, colormap=view.colormap, symmetric=True, title=f"concat · W_O · {sv.name}")
         self._data = {**self._map.record, "n_heads": sv.n_heads}
-        self._note.show_text(f"W_O ({out.shape[1]} × {out.shape[1]}) mixes the heads' results into one "
-                             f"vector per token; then it is added to the layer input (residual).")
+        self._note.show_text(
+            f"W_O ({out.shape[1]} × {out.shape[1]}) mixes the heads' results into one "
+            f"vector per token; then it is added to the layer input (residual)."
+        )

@@ -52,8 +52,9 @@ def note_font(delta: float = 0.0, bold: bool = False) -> QtGui.QFont:
 class Note(QtWidgets.QLabel):
     """A wrapped line of explanatory text under or above a picture; setText only when it changes."""
 
-    def __init__(self, parent: QtWidgets.QWidget | None = None, *, delta: float = 0.0, bold: bool = False,
-                 reserve_lines: int = 0):
+    def __init__(
+        self, parent: QtWidgets.QWidget | None = None, *, delta: float = 0.0, bold: bool = False, reserve_lines: int = 0
+    ):
         super().__init__(parent)
         self.setWordWrap(True)
         self.setFont(note_font(delta, bold))
@@ -187,8 +188,14 @@ class PanelHeatmap(LabeledHeatmap):
     """A LabeledHeatmap that remembers what it was last asked to show (for `shown_data`) and applies the
     view's colour map only when it changes."""
 
-    def __init__(self, parent: QtWidgets.QWidget | None = None, *, rows_title: str = "",
-                 cols_title: str = "", header: Note | TitleLabel | None = None):
+    def __init__(
+        self,
+        parent: QtWidgets.QWidget | None = None,
+        *,
+        rows_title: str = "",
+        cols_title: str = "",
+        header: Note | TitleLabel | None = None,
+    ):
         super().__init__(parent)
         self._header = header  # when given, titles go to this wrapping label instead of the heatmap's own
         self.record: dict = {}
@@ -207,9 +214,18 @@ class PanelHeatmap(LabeledHeatmap):
             self._view_cmap = name
             self.set_colormap(name)
 
-    def draw(self, matrix: np.ndarray, rows: list[str] | None, cols: list[str] | None, *, title: str,
-             colormap: str, masked: np.ndarray | None = None, levels: tuple[float, float] | None = None,
-             symmetric: bool | None = None) -> None:
+    def draw(
+        self,
+        matrix: np.ndarray,
+        rows: list[str] | None,
+        cols: list[str] | None,
+        *,
+        title: str,
+        colormap: str,
+        masked: np.ndarray | None = None,
+        levels: tuple[float, float] | None = None,
+        symmetric: bool | None = None,
+    ) -> None:
         self.use_colormap(colormap)
         if self._header is not None:
             self._header.show_text(title)
@@ -217,14 +233,23 @@ class PanelHeatmap(LabeledHeatmap):
             return  # a toggle that did not touch this picture: nothing to redraw
         own_title = "" if self._header is not None else title
         self.set_data(matrix, rows, cols, title=own_title, masked=masked, levels=levels, symmetric=symmetric)
-        self.record = {"matrix": matrix, "rows": rows, "cols": cols, "masked": masked, "title": title,
-                       "levels": self.levels()}
+        self.record = {
+            "matrix": matrix,
+            "rows": rows,
+            "cols": cols,
+            "masked": masked,
+            "title": title,
+            "levels": self.levels(),
+        }
         self._options = (levels, symmetric)
 
     def _unchanged(self, matrix, rows, cols, title, masked, levels, symmetric) -> bool:
         r = self.record
-        if "matrix" not in r or (levels, symmetric) != self._options or (rows, cols, title) != (
-                r["rows"], r["cols"], r["title"]):
+        if (
+            "matrix" not in r
+            or (levels, symmetric) != self._options
+            or (rows, cols, title) != (r["rows"], r["cols"], r["title"])
+        ):
             return False
         if (masked is None) != (r["masked"] is None):
             return False
@@ -236,7 +261,6 @@ class PanelHeatmap(LabeledHeatmap):
         self.record = {"message": message}
         if self._header is not None:
             self._header.show_text("")
-
 
 
 def titled_heatmap(parent: QtWidgets.QWidget, **kwargs) -> tuple[QtWidgets.QWidget, PanelHeatmap]:

@@ -40,8 +40,10 @@ def activation_summary(activation: str, hidden: np.ndarray, gated: bool) -> str:
     negative = float(np.count_nonzero(hidden < 0)) / max(hidden.size, 1)
     word = ACTIVATION_WORDS[activation]
     if gated:
-        return (f"SwiGLU-style gate: {word}(gate) ⊙ up — {negative:.0%} of the products are negative "
-                f"(the up projection has either sign)")
+        return (
+            f"SwiGLU-style gate: {word}(gate) ⊙ up — {negative:.0%} of the products are negative "
+            f"(the up projection has either sign)"
+        )
     return f"{word}: {negative:.0%} of hidden units are slightly negative, {share:.0%} exactly 0"
 
 
@@ -98,19 +100,34 @@ class FFNPanel(StagePanel):
         share = zero_share(hidden)
         t, d_ff = hidden.shape
         hatch = activation == "relu" and zeros.any()  # hatched zeros only where ReLU really cuts to 0
-        self._hidden.draw(hidden, labels, None, masked=zeros if hatch else None, colormap=view.colormap,
-                          symmetric=True if activation != "relu" else None,
-                          title=f"{ACTIVATION_WORDS[activation]}(gate) ⊙ up" if gated else
-                          f"hidden units (d_ff = {d_ff})")
-        self._out.draw(out, labels, None, colormap=view.colormap, symmetric=True,
-                       title=f"{names.word('ffn.short')} output")
+        self._hidden.draw(
+            hidden,
+            labels,
+            None,
+            masked=zeros if hatch else None,
+            colormap=view.colormap,
+            symmetric=True if activation != "relu" else None,
+            title=f"{ACTIVATION_WORDS[activation]}(gate) ⊙ up" if gated else f"hidden units (d_ff = {d_ff})",
+        )
+        self._out.draw(
+            out, labels, None, colormap=view.colormap, symmetric=True, title=f"{names.word('ffn.short')} output"
+        )
         self._share.show_text(activation_summary(activation, hidden, gated))
-        shape = ("gate it, multiply by the up projection" if gated else "apply the non-linearity")
-        self._note.show_text(f"{layer_name(layer)}: every token goes through the same network on its own — "
-                             f"widen to d_ff = {d_ff}, {shape}, shrink back to d_model = {out.shape[1]}. "
-                             "No information moves between tokens here.")
-        self._data = {"hidden": dict(self._hidden.record), "out": dict(self._out.record), "zero_share": share,
-                      "zeros": zeros, "activation": activation, "tokens": labels, "gated": gated}
+        shape = "gate it, multiply by the up projection" if gated else "apply the non-linearity"
+        self._note.show_text(
+            f"{layer_name(layer)}: every token goes through the same network on its own — "
+            f"widen to d_ff = {d_ff}, {shape}, shrink back to d_model = {out.shape[1]}. "
+            "No information moves between tokens here."
+        )
+        self._data = {
+            "hidden": dict(self._hidden.record),
+            "out": dict(self._out.record),
+            "zero_share": share,
+            "zeros": zeros,
+            "activation": activation,
+            "tokens": labels,
+            "gated": gated,
+        }
         if gated:
             self._data.update({"gate": dict(self._gate.record), "up": dict(self._up.record)})
 
@@ -124,10 +141,12 @@ class FFNPanel(StagePanel):
             self._gate.use_colormap(view.colormap)
             self._up.use_colormap(view.colormap)
         else:
-            self._gate.draw(array(trace, gate_name), labels, None, colormap=view.colormap, symmetric=True,
-                            title="gate: x W_gate")  # [T, d_ff]
-            self._up.draw(array(trace, up_name), labels, None, colormap=view.colormap, symmetric=True,
-                          title="up: x W_up")  # [T, d_ff]
+            self._gate.draw(
+                array(trace, gate_name), labels, None, colormap=view.colormap, symmetric=True, title="gate: x W_gate"
+            )  # [T, d_ff]
+            self._up.draw(
+                array(trace, up_name), labels, None, colormap=view.colormap, symmetric=True, title="up: x W_up"
+            )  # [T, d_ff]
         return gated
 
     def shown_data(self) -> dict:

@@ -67,8 +67,9 @@ class FlowLayout(QtWidgets.QLayout):
         return y + line_height - rect.y() + m.bottom()
 
 
-def flow_container(parent: QtWidgets.QWidget | None = None) -> tuple[QtWidgets.QScrollArea, QtWidgets.QWidget,
-                                                                     FlowLayout]:
+def flow_container(
+    parent: QtWidgets.QWidget | None = None,
+) -> tuple[QtWidgets.QScrollArea, QtWidgets.QWidget, FlowLayout]:
     """A scroll area holding a widget laid out by a FlowLayout."""
     scroll = QtWidgets.QScrollArea(parent)
     scroll.setWidgetResizable(True)

@@ -69,10 +69,19 @@ class HeadsPanel(StagePanel):
         self._grid.set_heads(weights, sv.rows, sv.cols, blocked, "", levels=(0.0, 1.0))
         self._header.show_text(title)
         self._grid.set_selected(sv.head)
-        self._data = {"weights": weights, "rows": sv.rows, "cols": sv.cols, "masked": blocked,
-                      "head": sv.head, "n_heads": sv.n_heads, "title": title}
-        self._note.show_text("Each head has its own W_Q, W_K, W_V slice and so its own pattern. "
-                             "Click a head to select it for the other steps (orange frame).")
+        self._data = {
+            "weights": weights,
+            "rows": sv.rows,
+            "cols": sv.cols,
+            "masked": blocked,
+            "head": sv.head,
+            "n_heads": sv.n_heads,
+            "title": title,
+        }
+        self._note.show_text(
+            "Each head has its own W_Q, W_K, W_V slice and so its own pattern. "
+            "Click a head to select it for the other steps (orange frame)."
+        )
 
     def shown_data(self) -> dict:
         return dict(self._data)
@@ -113,13 +122,14 @@ class LinesPanel(StagePanel):
         self._weights: np.ndarray | None = None  # [Tq, Tk] of the head shown
         self._focus: tuple[str, int] | None = None  # ("query" | "key", index) under the mouse
         self._plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
-        self._dots = pg.ScatterPlotItem(size=10, pen=pg.mkPen(foreground_color()),
-                                        brush=pg.mkBrush("#ff9f1c"))
+        self._dots = pg.ScatterPlotItem(size=10, pen=pg.mkPen(foreground_color()), brush=pg.mkBrush("#ff9f1c"))
         self._plot.addItem(self._dots)
         self._key_texts: list[pg.TextItem] = []
         self._query_texts: list[pg.TextItem] = []
-        self._headers = [pg.TextItem(text, anchor=(0.5, 0.0), color=foreground_color())
-                         for text in ("queries (attend from)", "keys (attended to)")]
+        self._headers = [
+            pg.TextItem(text, anchor=(0.5, 0.0), color=foreground_color())
+            for text in ("queries (attend from)", "keys (attended to)")
+        ]
         for header, x in zip(self._headers, (QUERY_X, KEY_X), strict=True):
             header.setFont(note_font(1, bold=True))
             header.setPos(x, HEADER_Y)
@@ -170,11 +180,22 @@ class LinesPanel(StagePanel):
         self._weights = weights
         drawn = self._draw_lines(weights)
         self._title.show_text(f"token → token lines · {sv.name} · {sv.head_text} · queries left, keys right")
-        self._note.show_text(f"Each line joins a query (left) to a key it reads (right); bolder and "
-                             f"thicker = more weight. Only weights ≥ {LINE_THRESHOLD:g} are drawn "
-                             f"({len(drawn)} of {tq * tk}). Hover a token to see only its lines.")
-        self._data = {"weights": weights, "rows": rows, "cols": cols, "head": sv.head, "n_heads": sv.n_heads,
-                      "threshold": LINE_THRESHOLD, "lines": drawn, "query_x": QUERY_X, "key_x": KEY_X}
+        self._note.show_text(
+            f"Each line joins a query (left) to a key it reads (right); bolder and "
+            f"thicker = more weight. Only weights ≥ {LINE_THRESHOLD:g} are drawn "
+            f"({len(drawn)} of {tq * tk}). Hover a token to see only its lines."
+        )
+        self._data = {
+            "weights": weights,
+            "rows": rows,
+            "cols": cols,
+            "head": sv.head,
+            "n_heads": sv.n_heads,
+            "threshold": LINE_THRESHOLD,
+            "lines": drawn,
+            "query_x": QUERY_X,
+            "key_x": KEY_X,
+        }
         self._show_focus()
 
     def _place_labels(self, rows: list[str], cols: list[str]) -> None:
@@ -183,8 +204,10 @@ class LinesPanel(StagePanel):
             return
         self._labels_key = key
         y_k, y_q = self._ys(len(cols)), self._ys(len(rows))
-        for pool, labels, ys, x, anchor in ((self._query_texts, rows, y_q, QUERY_X - 0.04, (1.0, 0.5)),
-                                            (self._key_texts, cols, y_k, KEY_X + 0.04, (0.0, 0.5))):
+        for pool, labels, ys, x, anchor in (
+            (self._query_texts, rows, y_q, QUERY_X - 0.04, (1.0, 0.5)),
+            (self._key_texts, cols, y_k, KEY_X + 0.04, (0.0, 0.5)),
+        ):
             items = self._texts(pool, len(labels), anchor)
             for i, text in enumerate(items):
                 if i < len(labels):

@@ -92,8 +92,12 @@ class TokensPanel(StagePanel):
         pieces = [str(t) for t in trace[names.side_entry(side, "tokens")]]
         ids = [int(i) for i in trace.numpy(names.side_entry(side, "ids"))]
         specials = [p for p in pieces if p in SPECIAL_TOKENS]
-        self._data = {"tokens": pieces, "ids": ids, "specials": [chip_kind(p) != "word" for p in pieces],
-                      "count": len(pieces)}
+        self._data = {
+            "tokens": pieces,
+            "ids": ids,
+            "specials": [chip_kind(p) != "word" for p in pieces],
+            "count": len(pieces),
+        }
         self._stack.show_content()
         self._title.show_text(f"{side_name(side).capitalize()}: the text cut into tokens, each with its id")
         if self._shown != (tuple(pieces), tuple(ids)):
@@ -101,26 +105,29 @@ class TokensPanel(StagePanel):
             self._fill(pieces, ids)
         words = len(pieces) - len(specials)
         added = ", ".join(dict.fromkeys(specials)) if specials else "none"
-        self._count.show_text(f"{len(pieces)} tokens: {words} from the text + {len(specials)} "
-                              f"special ({added})")
+        self._count.show_text(f"{len(pieces)} tokens: {words} from the text + {len(specials)} special ({added})")
         meaning = ", ".join(f"{s} = {SPECIAL_MEANING[s]}" for s in dict.fromkeys(specials))
-        self._legend.show_text("Each chip: position (top), token piece, vocabulary id (bottom). "
-                               + (f"Dashed chips are special tokens: {meaning}." if meaning else ""))
+        self._legend.show_text(
+            "Each chip: position (top), token piece, vocabulary id (bottom). "
+            + (f"Dashed chips are special tokens: {meaning}." if meaning else "")
+        )
 
     def _fill(self, pieces: list[str], ids: list[int]) -> None:
         for i, (piece, token_id) in enumerate(zip(pieces, ids, strict=True)):
             chip = self._chip(i)
             text = printable_label(piece).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            chip.setText(f"<div style='font-size:11pt;color:#777'>{i}</div>"
-                         f"<div style='font-size:24pt'>{text}</div>"
-                         f"<div style='font-size:12pt;color:#555'>id {token_id}</div>")
+            chip.setText(
+                f"<div style='font-size:11pt;color:#777'>{i}</div>"
+                f"<div style='font-size:24pt'>{text}</div>"
+                f"<div style='font-size:12pt;color:#555'>id {token_id}</div>"
+            )
             kind = chip_kind(piece)
             if chip.property("chip") != kind:
                 chip.setProperty("chip", kind)
                 chip.style().unpolish(chip)
                 chip.style().polish(chip)
             chip.setVisible(True)
-        for chip in self._chips[len(pieces):]:
+        for chip in self._chips[len(pieces) :]:
             chip.setVisible(False)
         self._flow.invalidate()
 
@@ -151,10 +158,18 @@ class EmbeddingPanel(StagePanel):
             self._note.show_text("")
             return
         x = array(trace, name)  # [T, d]
-        self._map.draw(x, tokens(trace, side, x.shape[0]), None, colormap=view.colormap, symmetric=True,
-                       title=f"{side_name(side)} embeddings · {x.shape[0]} tokens × {x.shape[1]} dimensions")
-        self._note.show_text("Each row is the embedding-table row picked by that token's id: the same token "
-                             "always gets the same row, wherever it stands.")
+        self._map.draw(
+            x,
+            tokens(trace, side, x.shape[0]),
+            None,
+            colormap=view.colormap,
+            symmetric=True,
+            title=f"{side_name(side)} embeddings · {x.shape[0]} tokens × {x.shape[1]} dimensions",
+        )
+        self._note.show_text(
+            "Each row is the embedding-table row picked by that token's id: the same token "
+            "always gets the same row, wherever it stands."
+        )
 
     def shown_data(self) -> dict:
         return dict(self._map.record)
@@ -182,8 +197,7 @@ class PositionalPanel(StagePanel):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
-        self._map = PanelHeatmap(self, rows_title="position", cols_title="model dimension",
-                                 header=self._header)
+        self._map = PanelHeatmap(self, rows_title="position", cols_title="model dimension", header=self._header)
         self._curves_view = pg.GraphicsLayoutWidget(self)
         self._plot = self._curves_view.addPlot(row=0, col=0)
         self._plot.setMenuEnabled(False)
@@ -235,9 +249,11 @@ class PositionalPanel(StagePanel):
         side = stage.side or "src"
         name = names.side_entry(side, "pos")
         if name not in trace:
-            text = ("No positional encoding is added in this run: it is switched off, or this model has "
-                    "none, or it uses rotary encoding (which rotates Q and K inside attention instead of "
-                    "adding a table here). Without position, the model sees the tokens as an unordered bag.")
+            text = (
+                "No positional encoding is added in this run: it is switched off, or this model has "
+                "none, or it uses rotary encoding (which rotates Q and K inside attention instead of "
+                "adding a table here). Without position, the model sees the tokens as an unordered bag."
+            )
             self._stack.show_message(text)
             self._data = {"message": text}
             return
@@ -247,19 +263,29 @@ class PositionalPanel(StagePanel):
         labels = tokens(trace, side, t)
         sinusoidal = is_sinusoidal(pe)
         kind = "sinusoidal" if sinusoidal else "learned"
-        self._map.draw(pe, labels, None, colormap=view.colormap, symmetric=True,
-                       title=f"{kind} positional encoding · {t} positions × {d} dimensions")
+        self._map.draw(
+            pe,
+            labels,
+            None,
+            colormap=view.colormap,
+            symmetric=True,
+            title=f"{kind} positional encoding · {t} positions × {d} dimensions",
+        )
         dims = [j for j in dict.fromkeys(view.pe_dims) if 0 <= j < d]
         curves = self._draw_curves(pe, dims, sinusoidal)
         self._set_ticks(labels, t)
         self._data = {**self._map.record, "kind": kind, "dims": dims, "curves": curves}
         if sinusoidal:
-            self._note.show_text("PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(same angle). "
-                                 "Low dimensions swing fast, high ones slowly: together they give every "
-                                 "position its own pattern. Dots mark the token positions.")
+            self._note.show_text(
+                "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(same angle). "
+                "Low dimensions swing fast, high ones slowly: together they give every "
+                "position its own pattern. Dots mark the token positions."
+            )
         else:
-            self._note.show_text("This model learned its position table during training: one trained "
-                                 "vector per position. Dots mark the token positions.")
+            self._note.show_text(
+                "This model learned its position table during training: one trained "
+                "vector per position. Dots mark the token positions."
+            )
 
     def _draw_curves(self, pe: np.ndarray, dims: list[int], sinusoidal: bool) -> dict[int, np.ndarray]:
         t, d = pe.shape
@@ -282,7 +308,7 @@ class PositionalPanel(StagePanel):
             curve.setVisible(True)
             markers.setVisible(True)
             shown[dim] = values
-        for curve, markers in zip(self._curves[len(dims):], self._markers[len(dims):], strict=True):
+        for curve, markers in zip(self._curves[len(dims) :], self._markers[len(dims) :], strict=True):
             curve.setVisible(False)
             markers.setVisible(False)
         if sinusoidal:
@@ -295,8 +321,7 @@ class PositionalPanel(StagePanel):
             self._legend.clear()
             for i, dim in enumerate(dims):
                 wave = "sin" if dim % 2 == 0 else "cos"
-                text = (f"dim {dim} ({wave}, period {sinusoidal_period(dim, d):.3g})" if sinusoidal
-                        else f"dim {dim}")
+                text = f"dim {dim} ({wave}, period {sinusoidal_period(dim, d):.3g})" if sinusoidal else f"dim {dim}"
                 self._legend.addItem(self._curves[i], text)
         return shown
 
@@ -318,8 +343,10 @@ class InputSumPanel(StagePanel):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
-        boxes = {part: titled_heatmap(self, rows_title="token" if part == "embed" else "",
-                                      cols_title="model dimension") for part in ("embed", "pos", "input")}
+        boxes = {
+            part: titled_heatmap(self, rows_title="token" if part == "embed" else "", cols_title="model dimension")
+            for part in ("embed", "pos", "input")
+        }
         self._maps = {part: m for part, (_, m) in boxes.items()}
         self._pos_box = boxes["pos"][0]
         for part in ("embed", "pos"):  # one colour scale for all three: the sum's colour bar serves them all
@@ -356,33 +383,50 @@ class InputSumPanel(StagePanel):
         x = array(trace, name)  # [T, d]
         labels = tokens(trace, side, x.shape[0])
         embed, pos = names.side_entry(side, "embed"), names.side_entry(side, "pos")
-        parts = {"embed": array(trace, embed) if embed in trace else None,
-                 "pos": array(trace, pos) if pos in trace else None, "input": x}
+        parts = {
+            "embed": array(trace, embed) if embed in trace else None,
+            "pos": array(trace, pos) if pos in trace else None,
+            "input": x,
+        }
         titles = {"embed": "token embedding", "pos": "positional encoding", "input": "sum = layer input"}
         extras = self._imported_parts(trace, side, parts, titles)
         bound = max(float(np.abs(p).max()) for p in parts.values() if p is not None and p.size) or 1.0
         for part, matrix in parts.items():
             if matrix is None:  # the box stays in place (no re-layout on the toggle) and says why it is empty
-                self._maps[part].clear("positional encoding is off: nothing is added (+ 0)" if part == "pos"
-                                       else "not in this run")
+                self._maps[part].clear(
+                    "positional encoding is off: nothing is added (+ 0)" if part == "pos" else "not in this run"
+                )
                 continue
-            self._maps[part].draw(matrix, labels, None, title=titles[part],
-                                  colormap=view.colormap, levels=(-bound, bound))
+            self._maps[part].draw(
+                matrix, labels, None, title=titles[part], colormap=view.colormap, levels=(-bound, bound)
+            )
         has_pos = parts["pos"] is not None
         self._data = {**self._maps["input"].record, "embed": parts["embed"], "pos": parts["pos"], **extras}
         if extras:
-            self._note.show_text(("Token embedding + position + token type (0 for every token of one sentence)"
-                                  if "type" in extras else "Token embedding + position")
-                                 + (", then the embedding LayerNorm: its output is what the first layer reads."
-                                    if "embed_norm" in extras else ": this sum is what the first layer reads."))
+            self._note.show_text(
+                (
+                    "Token embedding + position + token type (0 for every token of one sentence)"
+                    if "type" in extras
+                    else "Token embedding + position"
+                )
+                + (
+                    ", then the embedding LayerNorm: its output is what the first layer reads."
+                    if "embed_norm" in extras
+                    else ": this sum is what the first layer reads."
+                )
+            )
         elif has_pos:
-            self._note.show_text(f"Each token's vector is its embedding plus the encoding of its position "
-                                 f"({x.shape[0]} × {x.shape[1]} each, one shared colour scale). This sum is "
-                                 f"what the first layer reads.")
+            self._note.show_text(
+                f"Each token's vector is its embedding plus the encoding of its position "
+                f"({x.shape[0]} × {x.shape[1]} each, one shared colour scale). This sum is "
+                f"what the first layer reads."
+            )
         else:
-            self._note.show_text("No positional table is added here, so the layer input equals the "
-                                 "embedding: without position information, reordering the words changes "
-                                 "nothing (unless rotary encoding adds position inside attention).")
+            self._note.show_text(
+                "No positional table is added here, so the layer input equals the "
+                "embedding: without position information, reordering the words changes "
+                "nothing (unless rotary encoding adds position inside attention)."
+            )
 
     def _imported_parts(self, trace: Trace, side: str, parts: dict, titles: dict) -> dict:
         """BERT-like inputs: the token-type embedding joins the middle box, and the embedding LayerNorm turns

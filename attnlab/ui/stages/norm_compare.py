@@ -53,11 +53,16 @@ class NormComparePanel(StagePanel):
             maps.addWidget(box, 1)
         self._ln_stats = bar_plot(self, "LayerNorm: mean and variance per TOKEN")
         self._bn_stats = bar_plot(self, "BatchNorm: mean and variance per FEATURE")
-        self._stat_bars = {f"{kind}.{stat}": _bars(plot, color) for kind, plot in (("ln", self._ln_stats),
-                                                                                     ("bn", self._bn_stats))
-                           for stat, color in (("mean", MEAN_COLOR), ("var", VAR_COLOR))}
-        key = QtWidgets.QLabel(f"<span style='color:{MEAN_COLOR}'>■</span> mean &nbsp;&nbsp; "
-                               f"<span style='color:{VAR_COLOR}'>■</span> variance (of x, before the norm)", self)
+        self._stat_bars = {
+            f"{kind}.{stat}": _bars(plot, color)
+            for kind, plot in (("ln", self._ln_stats), ("bn", self._bn_stats))
+            for stat, color in (("mean", MEAN_COLOR), ("var", VAR_COLOR))
+        }
+        key = QtWidgets.QLabel(
+            f"<span style='color:{MEAN_COLOR}'>■</span> mean &nbsp;&nbsp; "
+            f"<span style='color:{VAR_COLOR}'>■</span> variance (of x, before the norm)",
+            self,
+        )
         key.setFont(note_font())
         stats = QtWidgets.QHBoxLayout()
         stats.addWidget(self._ln_stats, 1)
@@ -81,19 +86,26 @@ class NormComparePanel(StagePanel):
         self._vector_plot.getPlotItem().getViewBox().enableAutoRange()
         self._change_plot = bar_plot(self, "largest change vs the whole sentence's batch")
         self._change_plot.getPlotItem().getViewBox().enableAutoRange()
-        self._curves = {"ln": self._vector_plot.plot([], [], pen=pg.mkPen(LN_COLOR, width=2)),
-                        "bn": self._vector_plot.plot([], [], pen=pg.mkPen(BN_COLOR, width=2)),
-                        "ln_change": self._change_plot.plot([], [], pen=pg.mkPen(LN_COLOR, width=2), symbol="o",
-                                                            symbolSize=5, symbolBrush=LN_COLOR),
-                        "bn_change": self._change_plot.plot([], [], pen=pg.mkPen(BN_COLOR, width=2), symbol="o",
-                                                            symbolSize=5, symbolBrush=BN_COLOR)}
+        self._curves = {
+            "ln": self._vector_plot.plot([], [], pen=pg.mkPen(LN_COLOR, width=2)),
+            "bn": self._vector_plot.plot([], [], pen=pg.mkPen(BN_COLOR, width=2)),
+            "ln_change": self._change_plot.plot(
+                [], [], pen=pg.mkPen(LN_COLOR, width=2), symbol="o", symbolSize=5, symbolBrush=LN_COLOR
+            ),
+            "bn_change": self._change_plot.plot(
+                [], [], pen=pg.mkPen(BN_COLOR, width=2), symbol="o", symbolSize=5, symbolBrush=BN_COLOR
+            ),
+        }
         self._length_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("#d33", width=1))
         self._change_plot.addItem(self._length_line)
         sweep_row = QtWidgets.QHBoxLayout()
         sweep_row.addWidget(self._vector_plot, 1)
         sweep_row.addWidget(self._change_plot, 1)
-        sweep_key = QtWidgets.QLabel(f"<span style='color:{LN_COLOR}'>■</span> LayerNorm &nbsp;&nbsp; "
-                                     f"<span style='color:{BN_COLOR}'>■</span> BatchNorm", self)
+        sweep_key = QtWidgets.QLabel(
+            f"<span style='color:{LN_COLOR}'>■</span> LayerNorm &nbsp;&nbsp; "
+            f"<span style='color:{BN_COLOR}'>■</span> BatchNorm",
+            self,
+        )
         sweep_key.setFont(note_font())
         self._note = Note(self, reserve_lines=2)
         body = QtWidgets.QWidget(self)
@@ -127,22 +139,45 @@ class NormComparePanel(StagePanel):
         x = array(trace, name)  # [T, d]
         cmp = compare_norms(x)
         self._labels = tokens(trace, layer_side(layer), x.shape[0])
-        self._header.show_text(f"LayerNorm vs BatchNorm on the input of add & norm {n} · {layer_name(layer)} "
-                               "(without γ, β)")
-        self._ln_map.draw(cmp.ln_out, self._labels, None, title="LayerNorm(x): each row (token) normalised",
-                          colormap=view.colormap, symmetric=True)
-        self._bn_map.draw(cmp.bn_out, self._labels, None, title="BatchNorm(x): each column (feature) normalised",
-                          colormap=view.colormap, symmetric=True)
-        for kind, plot, mean, var in (("ln", self._ln_stats, cmp.ln_mean, cmp.ln_var),
-                                      ("bn", self._bn_stats, cmp.bn_mean, cmp.bn_var)):
+        self._header.show_text(
+            f"LayerNorm vs BatchNorm on the input of add & norm {n} · {layer_name(layer)} (without γ, β)"
+        )
+        self._ln_map.draw(
+            cmp.ln_out,
+            self._labels,
+            None,
+            title="LayerNorm(x): each row (token) normalised",
+            colormap=view.colormap,
+            symmetric=True,
+        )
+        self._bn_map.draw(
+            cmp.bn_out,
+            self._labels,
+            None,
+            title="BatchNorm(x): each column (feature) normalised",
+            colormap=view.colormap,
+            symmetric=True,
+        )
+        for kind, plot, mean, var in (
+            ("ln", self._ln_stats, cmp.ln_mean, cmp.ln_var),
+            ("bn", self._bn_stats, cmp.bn_mean, cmp.bn_var),
+        ):
             pos = np.arange(len(mean), dtype=float)
             self._stat_bars[f"{kind}.mean"].setOpts(x=pos - 0.2, height=mean, width=0.38)
             self._stat_bars[f"{kind}.var"].setOpts(x=pos + 0.2, height=var, width=0.38)
             plot.setXRange(-0.8, len(mean) - 0.2, padding=0)
             plot.setYRange(*bar_range(mean, var), padding=0)
         self._x = x
-        self._data = {"x": x, "ln_out": cmp.ln_out, "bn_out": cmp.bn_out, "ln_mean": cmp.ln_mean,
-                      "ln_var": cmp.ln_var, "bn_mean": cmp.bn_mean, "bn_var": cmp.bn_var, "tokens": self._labels}
+        self._data = {
+            "x": x,
+            "ln_out": cmp.ln_out,
+            "bn_out": cmp.bn_out,
+            "ln_mean": cmp.ln_mean,
+            "ln_var": cmp.ln_var,
+            "bn_mean": cmp.bn_mean,
+            "bn_var": cmp.bn_var,
+            "tokens": self._labels,
+        }
         t = x.shape[0]
         for widget in (self._token_spin, self._length_slider):
             widget.blockSignals(True)
@@ -175,9 +210,18 @@ class NormComparePanel(StagePanel):
             f"Token {token}{word} with a batch of the first {length} tokens: its LayerNorm output changed by at "
             f"most {sweep.ln_change[i]:.3g} against the whole sentence's, its BatchNorm output by "
             f"{sweep.bn_change[i]:.3g}. BatchNorm's statistics come from the neighbours; LayerNorm's from the "
-            "token alone.")
-        self._data.update({"token": token, "length": length, "ln_token": sweep.ln[i], "bn_token": sweep.bn[i],
-                           "ln_change": sweep.ln_change, "bn_change": sweep.bn_change})
+            "token alone."
+        )
+        self._data.update(
+            {
+                "token": token,
+                "length": length,
+                "ln_token": sweep.ln[i],
+                "bn_token": sweep.bn[i],
+                "ln_change": sweep.ln_change,
+                "bn_change": sweep.bn_change,
+            }
+        )
 
     def shown_data(self) -> dict:
         return dict(self._data)

@@ -54,12 +54,16 @@ class OutputPanel(StagePanel):
         super().__init__(parent)
         self._vocab: Callable[[int], str] | None = None
         self._title = Note(self, delta=2, bold=True)
-        self.fixed_axis = QtWidgets.QCheckBox("Fixed 0–1 axis", objectName="outputFixedAxis",
-                                              toolTip="Keep the probability axis at 0…1, so a temperature "
-                                                      "change shows the distribution flattening or sharpening")
+        self.fixed_axis = QtWidgets.QCheckBox(
+            "Fixed 0–1 axis",
+            objectName="outputFixedAxis",
+            toolTip="Keep the probability axis at 0…1, so a temperature "
+            "change shows the distribution flattening or sharpening",
+        )
         self.fixed_axis.toggled.connect(self._redraw)
-        self.position_combo = QtWidgets.QComboBox(objectName="outputPosition",
-                                                  toolTip="Which position's next-token distribution is shown")
+        self.position_combo = QtWidgets.QComboBox(
+            objectName="outputPosition", toolTip="Which position's next-token distribution is shown"
+        )
         self.position_combo.activated.connect(self._position_picked)
         self._positions_key: tuple | None = None
         self._last_args: tuple | None = None
@@ -159,10 +163,19 @@ class OutputPanel(StagePanel):
         if names.side_entry("tgt", "tokens") not in trace:  # encoder-only: a fill-in guess, nothing is decoded
             note = note.replace("Greedy decoding picks the orange bar", "The model's best fill-in is the orange bar")
         self._note.show_text(note)
-        self._data = {"kind": kind, "position": position, "ids": [int(i) for i in ids], "labels": labels,
-                      "values": values, "argmax": int(ids[0]), "temperature": temperature, "row": row,
-                      "x_range": self._x_range, "fixed_axis": self.fixed_axis.isChecked(),
-                      "value_inside": list(self._data_inside)}
+        self._data = {
+            "kind": kind,
+            "position": position,
+            "ids": [int(i) for i in ids],
+            "labels": labels,
+            "values": values,
+            "argmax": int(ids[0]),
+            "temperature": temperature,
+            "row": row,
+            "x_range": self._x_range,
+            "fixed_axis": self.fixed_axis.isChecked(),
+            "value_inside": list(self._data_inside),
+        }
         self._show_ablation(trace, position, view.top_k, name)
 
     def _redraw(self) -> None:
@@ -218,8 +231,9 @@ class OutputPanel(StagePanel):
             return
         after = array(trace, names.PROBS)[position]  # [V]
         change = distribution_change(np.asarray(before[position], dtype=np.float64), after.astype(np.float64), k)
-        self._ablation.show_text(f"Ablated: {ablation_words(ablate)}. Probabilities before → after: "
-                                 f"{change_text(change, name)}")
+        self._ablation.show_text(
+            f"Ablated: {ablation_words(ablate)}. Probabilities before → after: {change_text(change, name)}"
+        )
         self._data["ablation"] = change
 
     def _heading(self, trace: Trace, position: int, kind: str) -> str:
@@ -237,19 +251,29 @@ class OutputPanel(StagePanel):
     def _explain(kind: str, k: int, vocab: int, temperature: float | None, best: str) -> str:
         temp = f"temperature T = {temperature:.3g}" if temperature is not None else "temperature unknown"
         if kind == names.LOGITS:
-            return (f"Top {k} of {vocab} raw scores: the final vector times the output matrix, one "
-                    f"number per vocabulary entry. softmax(logits / T) turns them into probabilities "
-                    f"({temp}). "
-                    f"The highest (orange) is “{best}”.")
-        return (f"Top {k} of {vocab} probabilities = softmax(logits / T), {temp}: lower T sharpens the "
-                f"distribution, higher T flattens it. Greedy decoding picks the orange bar, “{best}”.")
+            return (
+                f"Top {k} of {vocab} raw scores: the final vector times the output matrix, one "
+                f"number per vocabulary entry. softmax(logits / T) turns them into probabilities "
+                f"({temp}). "
+                f"The highest (orange) is “{best}”."
+            )
+        return (
+            f"Top {k} of {vocab} probabilities = softmax(logits / T), {temp}: lower T sharpens the "
+            f"distribution, higher T flattens it. Greedy decoding picks the orange bar, “{best}”."
+        )
 
     def _draw_bars(self, values: np.ndarray, kind: str) -> None:
         n = len(values)
         brushes = [pg.mkBrush(TOP_COLOR if i == 0 else BAR_COLOR) for i in range(n)]
         x0 = np.minimum(values, 0.0)
-        self._bars.setOpts(x0=x0, y=np.arange(n, dtype=float), width=np.abs(values), height=0.72,
-                           brushes=brushes, pens=[pg.mkPen(None)] * n)
+        self._bars.setOpts(
+            x0=x0,
+            y=np.arange(n, dtype=float),
+            width=np.abs(values),
+            height=0.72,
+            brushes=brushes,
+            pens=[pg.mkPen(None)] * n,
+        )
         if kind == names.PROBS and self.fixed_axis.isChecked():
             x_range = FIXED_RANGE
         elif kind == names.PROBS:
@@ -263,8 +287,13 @@ class OutputPanel(StagePanel):
         old = self._x_range
         # keep the axis while the new bars still fit and fill most of it: a toggle that barely moves the bars
         # then redraws no axis and no grid
-        if old is None or FIXED_RANGE in (x_range, old) or x_range[0] < old[0] or x_range[1] > old[1] or \
-                (x_range[1] - x_range[0]) < 0.75 * (old[1] - old[0]):
+        if (
+            old is None
+            or FIXED_RANGE in (x_range, old)
+            or x_range[0] < old[0]
+            or x_range[1] > old[1]
+            or (x_range[1] - x_range[0]) < 0.75 * (old[1] - old[0])
+        ):
             self._x_range = x_range
             self._plot.setXRange(*x_range, padding=0)
         self._plot.setYRange(-0.6, max(n, 1) - 0.4, padding=0)

@@ -19,8 +19,11 @@ RAW_COLOR, SCALED_COLOR = BEFORE_COLOR, AFTER_COLOR
 
 
 def _key_label(parent: QtWidgets.QWidget) -> QtWidgets.QLabel:
-    key = QtWidgets.QLabel(f"<span style='color:{RAW_COLOR}'>■</span> without ÷√dₖ &nbsp;&nbsp; "
-                           f"<span style='color:{SCALED_COLOR}'>■</span> with ÷√dₖ", parent)
+    key = QtWidgets.QLabel(
+        f"<span style='color:{RAW_COLOR}'>■</span> without ÷√dₖ &nbsp;&nbsp; "
+        f"<span style='color:{SCALED_COLOR}'>■</span> with ÷√dₖ",
+        parent,
+    )
     key.setFont(note_font())
     return key
 
@@ -45,11 +48,16 @@ class ScaleWhyPanel(StagePanel):
         self._header = Note(self, delta=1, bold=True)
         self._hist = bar_plot(self, "scores of this site (all heads)")
         self._entropy = bar_plot(self, "softmax entropy per head (nats)")
-        self._hist_curves = {w: self._hist.plot([0, 1], [0], stepMode="center", fillLevel=0,
-                                                pen=pg.mkPen(c, width=2), brush=pg.mkBrush(c + "60"))
-                             for w, c in (("raw", RAW_COLOR), ("scaled", SCALED_COLOR))}
-        self._entropy_bars = {w: pg.BarGraphItem(x=[], height=[], width=0.38, brush=c, pen=None)
-                              for w, c in (("raw", RAW_COLOR), ("scaled", SCALED_COLOR))}
+        self._hist_curves = {
+            w: self._hist.plot(
+                [0, 1], [0], stepMode="center", fillLevel=0, pen=pg.mkPen(c, width=2), brush=pg.mkBrush(c + "60")
+            )
+            for w, c in (("raw", RAW_COLOR), ("scaled", SCALED_COLOR))
+        }
+        self._entropy_bars = {
+            w: pg.BarGraphItem(x=[], height=[], width=0.38, brush=c, pen=None)
+            for w, c in (("raw", RAW_COLOR), ("scaled", SCALED_COLOR))
+        }
         for bars in self._entropy_bars.values():
             self._entropy.addItem(bars)
         self._uniform = pg.InfiniteLine(angle=0, pen=pg.mkPen("#888", width=1, style=pg.QtCore.Qt.PenStyle.DashLine))
@@ -72,19 +80,25 @@ class ScaleWhyPanel(StagePanel):
         for plot in (self._std_plot, self._max_plot):
             plot.getPlotItem().getViewBox().enableAutoRange()
         self._std_plot.setLogMode(x=True, y=True)
-        self._std_plot.getPlotItem().getAxis("left").setTicks([[(np.log10(v), f"{v:g}") for v in
-                                                                (0.5, 1, 2, 4, 8, 16, 32, 64)]])
+        self._std_plot.getPlotItem().getAxis("left").setTicks(
+            [[(np.log10(v), f"{v:g}") for v in (0.5, 1, 2, 4, 8, 16, 32, 64)]]
+        )
         self._max_plot.setLogMode(x=True, y=False)
         self._sweep_curves = {
             "sqrt": self._std_plot.plot([], [], pen=pg.mkPen("#888", width=1, style=pg.QtCore.Qt.PenStyle.DashLine)),
-            "std_raw": self._std_plot.plot([], [], pen=pg.mkPen(RAW_COLOR, width=2), symbol="o", symbolSize=5,
-                                           symbolBrush=RAW_COLOR),
-            "std_scaled": self._std_plot.plot([], [], pen=pg.mkPen(SCALED_COLOR, width=2), symbol="o", symbolSize=5,
-                                              symbolBrush=SCALED_COLOR),
-            "max_raw": self._max_plot.plot([], [], pen=pg.mkPen(RAW_COLOR, width=2), symbol="o", symbolSize=5,
-                                           symbolBrush=RAW_COLOR),
-            "max_scaled": self._max_plot.plot([], [], pen=pg.mkPen(SCALED_COLOR, width=2), symbol="o", symbolSize=5,
-                                              symbolBrush=SCALED_COLOR)}
+            "std_raw": self._std_plot.plot(
+                [], [], pen=pg.mkPen(RAW_COLOR, width=2), symbol="o", symbolSize=5, symbolBrush=RAW_COLOR
+            ),
+            "std_scaled": self._std_plot.plot(
+                [], [], pen=pg.mkPen(SCALED_COLOR, width=2), symbol="o", symbolSize=5, symbolBrush=SCALED_COLOR
+            ),
+            "max_raw": self._max_plot.plot(
+                [], [], pen=pg.mkPen(RAW_COLOR, width=2), symbol="o", symbolSize=5, symbolBrush=RAW_COLOR
+            ),
+            "max_scaled": self._max_plot.plot(
+                [], [], pen=pg.mkPen(SCALED_COLOR, width=2), symbol="o", symbolSize=5, symbolBrush=SCALED_COLOR
+            ),
+        }
         self._chosen = {p: pg.InfiniteLine(angle=90, pen=pg.mkPen("#d33", width=1)) for p in ("std", "max")}
         self._std_plot.addItem(self._chosen["std"])
         self._max_plot.addItem(self._chosen["max"])
@@ -122,7 +136,7 @@ class ScaleWhyPanel(StagePanel):
             return
         self._stack.show_content()
         stats = site_scaling(trace, site)
-        self._header.show_text(f"Why ÷ √dₖ? · {site_name(site)} · dₖ = {stats.d_k}, √dₖ ≈ {stats.d_k ** 0.5:.2f}")
+        self._header.show_text(f"Why ÷ √dₖ? · {site_name(site)} · dₖ = {stats.d_k}, √dₖ ≈ {stats.d_k**0.5:.2f}")
         self._hist_curves["raw"].setData(stats.edges, stats.raw_counts)
         self._hist_curves["scaled"].setData(stats.edges, stats.scaled_counts)
         self._hist.setXRange(float(stats.edges[0]), float(stats.edges[-1]))
@@ -132,17 +146,27 @@ class ScaleWhyPanel(StagePanel):
         self._entropy_bars["scaled"].setOpts(x=x + 0.2, height=stats.entropy_scaled, width=0.38)
         self._uniform.setValue(stats.entropy_uniform)
         self._entropy.setXRange(-0.7, len(x) - 0.3, padding=0)
-        self._entropy.setYRange(*bar_range(stats.entropy_raw, stats.entropy_scaled,
-                                           np.array([stats.entropy_uniform])), padding=0)
+        self._entropy.setYRange(
+            *bar_range(stats.entropy_raw, stats.entropy_scaled, np.array([stats.entropy_uniform])), padding=0
+        )
         self._entropy.getPlotItem().getAxis("bottom").setTicks([[(i, f"head {i}") for i in range(len(x))]])
         self._site_note.show_text(
             f"std of the scores: {stats.std_raw:.2f} raw, {stats.std_scaled:.2f} after ÷√dₖ. Mean entropy "
             f"{stats.entropy_raw.mean():.2f} → {stats.entropy_scaled.mean():.2f} nats (an even spread over the "
-            f"allowed keys: {stats.entropy_uniform:.2f}, dashed).")
-        self._site = {"site": site, "d_k": stats.d_k, "edges": stats.edges, "raw_counts": stats.raw_counts,
-                      "scaled_counts": stats.scaled_counts, "std_raw": stats.std_raw, "std_scaled": stats.std_scaled,
-                      "entropy_raw": stats.entropy_raw, "entropy_scaled": stats.entropy_scaled,
-                      "entropy_uniform": stats.entropy_uniform}
+            f"allowed keys: {stats.entropy_uniform:.2f}, dashed)."
+        )
+        self._site = {
+            "site": site,
+            "d_k": stats.d_k,
+            "edges": stats.edges,
+            "raw_counts": stats.raw_counts,
+            "scaled_counts": stats.scaled_counts,
+            "std_raw": stats.std_raw,
+            "std_scaled": stats.std_scaled,
+            "entropy_raw": stats.entropy_raw,
+            "entropy_scaled": stats.entropy_scaled,
+            "entropy_uniform": stats.entropy_uniform,
+        }
 
     def _redraw_random(self, *_: object) -> None:
         d_k, seed = self._dk_spin.value(), self._seed_spin.value()
@@ -157,9 +181,10 @@ class ScaleWhyPanel(StagePanel):
         for line in self._chosen.values():
             line.setValue(np.log10(d_k))
         self._draw_note.show_text(
-            f"d_k = {d_k}: std of q·k = {draw.std_raw:.2f} (√d_k = {d_k ** 0.5:.2f}), after ÷√d_k "
+            f"d_k = {d_k}: std of q·k = {draw.std_raw:.2f} (√d_k = {d_k**0.5:.2f}), after ÷√d_k "
             f"{draw.std_scaled:.2f}. Largest softmax weight: {draw.max_raw:.2f} without the division, "
-            f"{draw.max_scaled:.2f} with it. Dashed: √d_k.")
+            f"{draw.max_scaled:.2f} with it. Dashed: √d_k."
+        )
         self._random.update({"d_k": d_k, "seed": seed, "draw": draw})
 
     def shown_data(self) -> dict:
