@@ -314,7 +314,7 @@ class Transformer(nn.Module):
 
     sinusoid: Tensor  # a registered buffer [max_len, d]
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, initialise: bool = True):
         super().__init__()
         cfg = self.config = config.validate()
         self.dropout = 0.0  # set by training only
@@ -337,7 +337,8 @@ class Transformer(nn.Module):
         self.register_buffer("sinusoid", self.sinusoid_table(), persistent=False)  # [max_len, d]
         self.out_proj = None if cfg.tie_output else nn.Linear(d, cfg.out_vocab_size, bias=cfg.has_bias("logits"))
         add_ends(self, cfg)
-        self._init_weights()
+        if initialise:  # False: the caller fills every parameter (engine/build.empty_transformer)
+            self._init_weights()
 
     def sinusoid_table(self) -> Tensor:
         """The fixed sinusoidal positions of this config, [max_len, d] (a buffer, never stored in checkpoints)."""
