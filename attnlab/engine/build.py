@@ -10,6 +10,8 @@ thread, whatever else runs at the same time.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -51,21 +53,33 @@ def seeded_init(module: Transformer, generator: torch.Generator) -> None:
 
 def empty_transformer(config: ModelConfig) -> Transformer:
     """A Transformer whose parameters are allocated on the CPU but never initialised, for a caller that fills
-    every one from a checkpoint: nn.Linear and nn.Embedding skip their random reset while it is built (no
-    random numbers, ~1 s less for a GPT-2-small-sized model). Not built on the meta device: initialising meta
-    tensors imports torch._dynamo (~1.5 s, and absent from the trimmed bundle). The class methods are swapped
-    only under the global lock that every attnlab model build holds."""
-    layers = (nn.Linear, nn.Embedding)
-    saved = {cls: cls.reset_parameters for cls in layers}
+    every one from a checkpoint: nn.Linear and nn.Embedding skip their random reset while THIS thread builds it
+    (no random numbers, ~1 s less for a GPT-2-small-sized model; other threads are unaffected). Not built on the
+    meta device: initialising meta tensors imports torch._dynamo (~1.5 s, and absent from the trimmed bundle)."""
+    _install_skippable_resets()
+    _SKIP_RESET.on = True
+    try:
+        return Transformer(config, initialise=False)
+    finally:
+        _SKIP_RESET.on = False
+
+
+_SKIP_RESET = threading.local()  # .on: the current thread is building an empty_transformer
+_SKIPPABLE = (nn.Linear, nn.Embedding)
+
+
+def _install_skippable_resets() -> None:
+    """Wrap each layer class's reset_parameters once, so that a thread building an empty model skips it; every
+    other call (any thread, any other time) runs the original unchanged."""
     with _GLOBAL_RNG_LOCK:
-        try:
-            for cls in layers:
-                cls.reset_parameters = _no_reset  # type: ignore[method-assign]
-            return Transformer(config, initialise=False)
-        finally:
-            for cls, reset in saved.items():
-                cls.reset_parameters = reset  # type: ignore[method-assign]
+        for cls in _SKIPPABLE:
+            original = cls.reset_parameters
+            if getattr(original, "_attnlab_skippable", False):
+                continue
 
+            def reset(self: Any, _original: Callable[[Any], None] = original) -> None:
+                if not getattr(_SKIP_RESET, "on", False):
+                    _original(self)
 
-def _no_reset(self: nn.Module) -> None:
-    """reset_parameters that leaves the freshly allocated values as they are."""
+            reset._attnlab_skippable = True  # type: ignore[attr-defined]
+            cls.reset_parameters = reset  # type: ignore[method-assign]
