@@ -3,8 +3,8 @@ network, grouped-query attention, rotary positions, learned positions with an of
 LayerNorm, √d_model scaling, the masked-LM output head and the logits bias. Qt-free.
 
 `imported_explanation(stage, trace)` returns the page for a stage whose computation differs from the classroom
-Transformer's, or None (explain.py then writes its own page). `kv_groups` / `gqa_text` tell which Q heads share
-each K/V head; the Q/K/V panel prints the same words.
+Transformer's, or None (explain.py then writes its own page); every page has the layout of explain_page.page.
+`kv_groups` / `gqa_text` tell which Q heads share each K/V head; the Q/K/V panel prints the same words.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names
 from attnlab.present import formulas as fm
+from attnlab.present.explain_page import DM, page
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
 from attnlab.present.stages import Stage
 
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
 
-DM, DFF = "d<sub>model</sub>", "d<sub>ff</sub>"
 FORMULAS = {
     "gqa": "head h reads K<sub>g(h)</sub>, V<sub>g(h)</sub>, &nbsp; g(h) = ⌊h / (H / H<sub>kv</sub>)⌋",
     "rotary": (
@@ -40,12 +40,6 @@ ACTIVATION_WORDS = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh app
 
 def _config(trace: Trace) -> ModelConfig | None:
     return getattr(trace, "config", None)
-
-
-def _page(title: str, formula: str, sentences: list[str], shapes: str = "") -> str:
-    from attnlab.present.explain import _page as page  # one page layout for every explanation
-
-    return page(title, formula, sentences, shapes)
 
 
 # ---- grouped-query attention -------------------------------------------------------------------------------
@@ -72,7 +66,7 @@ def is_grouped(trace: Trace) -> bool:
 
 def _qkv_grouped(stage: Stage, trace: Trace) -> str:
     h, h_kv = trace.n_heads, trace.n_kv_heads
-    return _page(
+    return page(
         f"Q, K, V with grouped-query attention · {names.site_full_words(stage.site or '')}",
         FORMULAS["gqa"],
         [
@@ -119,7 +113,7 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
     t, d = (int(out.shape[0]), int(out.shape[1])) if out is not None else (0, 0)
     title = fm.addnorm_title(_config(trace), residual_on(trace), n)  # the norm formulas live in formulas.py
     formula = fm.norm_formula(_config(trace)) + "<br>" + fm.block_formula(placement, residual_on(trace), "RMSNorm")
-    return _page(
+    return page(
         f"{title[0].upper()}{title[1:]} · {layer_name(layer)}",
         formula,
         [
@@ -142,7 +136,7 @@ def _gated_ffn(stage: Stage, trace: Trace) -> str:
     t, d_ff = (int(gate.shape[0]), int(gate.shape[1])) if gate is not None else (0, 0)
     d = cfg.d_model if cfg else 0
     formula = fm.ffn_formula(cfg) + "<br>" + fm.activation(cfg)[1]
-    return _page(
+    return page(
         f"Gated feed-forward (SwiGLU) · {layer_name(layer)}",
         formula,
         [

@@ -1,0 +1,223 @@
+"""Explanations of the attention stages of one site: Q/K/V, scores, ÷√dₖ (and why), the mask, the weights, the
+heads, weights · V, the concatenation and W_O. Qt-free; `explain.explanation_html` dispatches here.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from attnlab.engine import names
+from attnlab.present import formulas as fm
+from attnlab.present.explain_page import DK, DM, page, shape_of, tokens_of
+from attnlab.present.facts import scaling_on, site_name, site_sides
+from attnlab.present.stages import Stage
+
+if TYPE_CHECKING:
+    from attnlab.engine.trace import Trace
+
+FORMULAS = {  # the formulas that do not depend on the model; the others come from present.formulas
+    "scores": ("S = Q Kᵀ, &nbsp; S<sub>ij</sub> = q<sub>i</sub> · k<sub>j</sub>"),
+    "context": (
+        "head<sub>h</sub> = A<sub>h</sub> V<sub>h</sub>, &nbsp; "
+        "z<sub>i</sub> = Σ<sub>j</sub> A<sub>ij</sub> v<sub>j</sub>"
+    ),
+}
+
+
+def attention_page(stage: Stage, trace: Trace) -> str:
+    site = stage.site or ""
+    kind = stage.kind
+    q_side, k_side = site_sides(site)
+    q_name = names.site_entry(site, "q")
+    w = shape_of(trace, names.site_entry(site, "weights")) or shape_of(trace, q_name) or (0, 0, 0)
+    q = shape_of(trace, q_name) or (w[0], w[1], 0)
+    h, tq, tk = w[0], w[1], w[2] if len(w) > 2 else 0
+    dk = q[2] if len(q) > 2 else 0
+    where = site_name(site)
+    cross = q_side != k_side
+    source = (
+        "Queries come from the decoder tokens; keys and values come from the encoder's final output, "
+        "so each decoder position can read the whole source sentence."
+        if cross
+        else "Queries, keys and values are all computed from the same tokens (self-attention)."
+    )
+    hs = f"{h} heads" if h != 1 else "1 head"
+    scale = scaling_on(trace)
+    if kind == "qkv":
+        rotary = not cross and fm.pe_kind(trace.config, trace.options) == "rotary"
+        return page(
+            f"Q, K, V · {where}",
+            fm.qkv_formula(rotary),
+            [
+                "Three learned d × d matrices turn every token vector into a query (what it looks "
+                "for), a key (what it can be matched on) and a value (what it hands over).",
+                source,
+                f"Each result is cut into {hs} of {DK} = {DM} / H = {dk} numbers, and every head attends on its own.",
+            ],
+            f"Q: {h} heads × {tq} tokens × {dk}; K and V: {h} heads × {tk} tokens × {dk}.",
+        )
+    if kind == "scores":
+        return page(
+            f"Scores QKᵀ · {where}",
+            FORMULAS["scores"],
+            [
+                f"Each score is a dot product of {dk} pairs of numbers: large and positive when query i and "
+                "key j point the same way, negative when they point apart.",
+                "Row i of the map holds query i's scores against every key.",
+                ""
+                if not cross
+                else "In cross-attention the map is rectangular: decoder positions down, source tokens across.",
+            ],
+            f"S: {hs} × {tq} queries × {tk} keys.",
+        )
+    if kind == "scaled":
+        off = not scaling_on(trace)
+        state = (
+            f"Scaling is switched OFF in this run, so these are the raw scores: with large {DK} "
+            "the softmax becomes nearly one-hot and its gradients vanish."
+            if off
+            else f"Here √{DK} = √{dk} ≈ {math.sqrt(dk) if dk else 0:.2f}."
+        )
+        return page(
+            f"{'Divide by √dₖ' if not off else 'Divide by √dₖ — switched off'} · {where}",
+            fm.scaled_formula(not off),
+            [
+                f"If the numbers of q and k have mean 0 and variance 1, their dot product is a sum of {DK} "
+                f"such products: its mean stays 0 but its variance grows to {DK}, its spread to "
+                f"√{DK}.",
+                f"Dividing by √{DK} brings the spread back to about 1 whatever the "
+                "head size, which keeps the softmax in its sensitive range.",
+                state,
+            ],
+            f"S′: {hs} × {tq} × {tk}.",
+        )
+    if kind == "scale_why":
+        return _scale_why(where, dk)
+    if kind in ("mask", "masked"):
+        return _mask(trace, site, kind, where, h, tq, tk)
+    return _after_softmax(kind, where, h, tq, tk, dk, scale)
+
+
+def _scale_why(where: str, dk: int) -> str:
+    return page(
+        f"Why divide by √dₖ? · {where}",
+        f"Var(q · k) = {DK} when every q<sub>i</sub>, k<sub>i</sub> has variance 1, so std(q · k) = √{DK}",
+        [
+            "Left: the scores of this site before and after the division, on the same bins, and each "
+            "head's softmax entropy both ways (higher = attention spread over more keys; the dashed "
+            "line is an even spread). Both are computed from the recorded raw scores and mask, "
+            "whatever the run's scaling toggle says.",
+            f"Right: q and k drawn at random with unit-variance entries. Their dot product's spread "
+            f"grows as √{DK}; without the division the softmax gives almost all weight to one key "
+            "(its largest weight tends to 1), where its gradients vanish.",
+            f"This site has {DK} = {dk}, √{DK} ≈ {math.sqrt(dk) if dk else 0:.2f}.",
+        ],
+    )
+
+
+def _after_softmax(kind: str, where: str, h: int, tq: int, tk: int, dk: int, scale: bool) -> str:
+    """The attention steps from the weights on: weights, lines, heads, context, concat, × W_O."""
+    d, hs = h * dk, f"{h} heads" if h != 1 else "1 head"
+    if kind in ("weights", "lines"):
+        title = "Attention weights" if kind == "weights" else "Token → token lines"
+        return page(
+            f"{title} · {where}",
+            fm.weights_formula(scale),
+            [
+                "softmax exponentiates every score of a row and divides by the row's total, so each "
+                "row becomes weights between 0 and 1 that add up to 1; blocked keys (−∞) get "
+                "exactly 0.",
+                "A<sub>ij</sub> is how much of token j's value query i will take.",
+                "The lines view draws these numbers as lines from each query to the keys it reads."
+                if kind == "lines"
+                else "",
+            ],
+            f"A: {hs} × {tq} × {tk}; every row sums to 1.",
+        )
+    if kind == "heads":
+        return page(
+            f"All heads · {where}",
+            "MultiHead(X) = Concat(head<sub>1</sub>, …, head<sub>H</sub>) W<sub>O</sub>",
+            [
+                f"The model splits its {d} dimensions into {hs} of {dk}: together they cost about "
+                "the "
+                "same as one full-width head, but each can learn its own kind of relation.",
+                "Changing the head count here re-reads the same weight matrices in a different "
+                "split, so the patterns change without retraining.",
+            ],
+            f"{hs} × {tq} × {tk} weight maps.",
+        )
+    if kind == "context":
+        return page(
+            f"Weights · V · {where}",
+            FORMULAS["context"],
+            [
+                "Each query's result is a weighted average of the value vectors, using its row of attention weights.",
+                "A token that puts most weight on one key mostly copies that key's value; spread weights blend many.",
+            ],
+            f"per head: [{tq} × {tk}] · [{tk} × {dk}] = [{tq} × {dk}]; {hs} in all.",
+        )
+    if kind == "concat":
+        return page(
+            f"Concatenate the heads · {where}",
+            "Concat(head<sub>1</sub>, …, head<sub>H</sub>)",
+            [
+                f"The {h} head outputs of {dk} numbers are placed side by side, giving each token "
+                f"{h} × {dk} = {d} numbers again.",
+                "Nothing is mixed yet: each block of columns still comes from exactly one head.",
+            ],
+            f"[{tq} × {d}].",
+        )
+    return page(
+        f"Output projection W_O · {where}",
+        "Attention(X) = Concat(heads) W<sub>O</sub>",
+        [
+            f"The d × d matrix W<sub>O</sub> ({d} × {d}) mixes what the heads found into one vector per token.",
+            "This vector is what the residual connection adds to the layer's input in the next step.",
+        ],
+        f"[{tq} × {d}] · [{d} × {d}] = [{tq} × {d}].",
+    )
+
+
+def _mask(trace: Trace, site: str, kind: str, where: str, h: int, tq: int, tk: int) -> str:
+    mask = trace.get(names.site_entry(site, "mask"))
+    blocked = np.isneginf(mask.numpy()) if mask is not None else np.zeros((tq, tk), bool)
+    n_blocked = int(blocked.sum())
+    causal = tq == tk and tq > 1 and bool(blocked[np.triu_indices(tq, 1)].all())
+    toks = tokens_of(trace, site_sides(site)[1])
+    pads = sum(t == "<pad>" for t in toks)
+    state = []
+    state.append(
+        "The causal (look-ahead) mask is on here: query i may only read keys 0 … i, because when "
+        "the whole target is fed at once the model must not peek at the word it has to predict."
+        if causal
+        else "No causal mask at this site: every query may read every key it is allowed."
+    )
+    if pads:
+        state.append(f"{pads} &lt;pad&gt; key(s) are blocked by the padding mask.")
+    if kind == "mask":
+        return page(
+            f"The mask · {where}",
+            "M<sub>ij</sub> = 0 (allowed) or −∞ (blocked), added before the softmax",
+            [
+                "Adding −∞ makes e<sup>score</sup> exactly 0, so a blocked key gets no weight "
+                "at all "
+                "while the allowed ones still share a total of 1.",
+                *state,
+                "One [Tq × Tk] mask is shared by all heads. Click cells to block or free them.",
+            ],
+            f"M: [{tq} × {tk}], {n_blocked} of {tq * tk} cells blocked.",
+        )
+    return page(
+        f"Masked scores · {where}",
+        fm.masked_formula(scaling_on(trace)),
+        [
+            "The mask is added to the scaled scores: allowed cells keep their value, blocked cells become −∞ "
+            "(hatched).",
+            *state,
+        ],
+        f"S″: {h} heads × {tq} × {tk}, {n_blocked} cells −∞ in every head.",
+    )

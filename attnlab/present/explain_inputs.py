@@ -1,0 +1,154 @@
+"""Explanations of the input stages: tokenization, the token embedding, the positional encoding (sinusoidal,
+learned, rotary or none) and the layer input they add up to. Qt-free; `explain.explanation_html` dispatches here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from attnlab.engine import names
+from attnlab.present import formulas as fm
+from attnlab.present.explain_page import DM, page, shape_of, token_word, tokens_of
+from attnlab.present.stages import Stage
+
+if TYPE_CHECKING:
+    from attnlab.engine.trace import Trace
+
+
+def inputs_page(stage: Stage, trace: Trace) -> str:
+    side = stage.side or "src"
+    toks = tokens_of(trace, side)
+    n = len(toks)
+    d = (shape_of(trace, names.side_entry(side, "embed")) or (n, 0))[-1]
+    has_pad = "<pad>" in toks
+    if stage.kind == "tokens":
+        if side == "tgt":
+            shifted = names.side_entry("src", "tokens") in trace
+            role = (
+                (
+                    "The decoder input is the translation shifted one place to the right: &lt;s&gt; followed by "
+                    "the translation minus its last word. "
+                    if shifted
+                    else ""
+                )
+                + "At position t the model must predict token t + 1 while seeing only the tokens up to t "
+                "(teacher forcing during training; during generation its own earlier guesses). That is why the "
+                "decoder panels label each row “input → predicted”, e.g. &lt;s&gt; → le: every row but the last "
+                "names the next input token it is trained to predict, the last one the model's own most "
+                "likely next token."
+            )
+        else:
+            role = "The source ends with &lt;/s&gt; so the model can tell where the sentence stops."
+        pad = (
+            (
+                "&lt;pad&gt; tokens only fill the sequence up to a fixed length; the padding mask hides them "
+                "from attention."
+            )
+            if has_pad
+            else ""
+        )
+        return page(
+            "Tokenization",
+            "text → pieces → ids",
+            [
+                "A tokenizer cuts the text into pieces from a fixed vocabulary and replaces each piece by its "
+                "integer id; the network never sees letters, only these ids.",
+                role,
+                pad,
+                "Each id picks one row of the embedding table in the next step.",
+            ],
+            f"{n} {token_word(side)} tokens → ids of shape [{n}].",
+        )
+    if stage.kind == "embed":
+        scaled = trace.config is None or trace.config.scale_embedding
+        return page(
+            "Token embedding",
+            fm.embed_formula(trace.config),
+            [
+                f"The embedding table E holds one learned vector of {DM} numbers per vocabulary "
+                "entry, and looking up a token is just reading the row with its id.",
+                "The lookup ignores where the token stands: two copies of a repeated word get identical rows.",
+                f"This model multiplies the rows by √{DM} so they are not drowned by the positional encoding "
+                "added next."
+                if scaled
+                else f"This model uses the rows as they are (no × √{DM}).",
+            ],
+            f"{n} tokens × {DM} = {d} → [{n}, {d}].",
+        )
+    pos = shape_of(trace, names.side_entry(side, "pos"))
+    if stage.kind == "pos":
+        return _positions(trace, pos)
+    added = "embedding + positional encoding" if pos is not None else "the embedding alone (no PE table)"
+    return page(
+        "Layer input",
+        fm.input_formula(trace.config, trace.options),
+        [
+            f"The two vectors are added, not concatenated, so the width stays {DM} and every later "
+            "layer sees content and position mixed in the same numbers.",
+            ""
+            if pos is not None
+            else "Here nothing is added, so reordering the tokens would only reorder the rows of X.",
+            "This matrix X is what the first layer's attention reads.",
+        ],
+        f"X = {added}: [{n}, {d}].",
+    )
+
+
+BAG_OF_WORDS = (
+    "Attention itself compares tokens by content only, so without position a sentence is a bag of "
+    "words: “dog bites man” and “man bites dog” look the same."
+)
+
+
+def _positions(trace: Trace, pos: tuple[int, ...] | None) -> str:
+    """The positional-encoding stage, written for the kind this run uses (sinusoidal, learned, rotary, none)."""
+    kind = fm.pe_kind(trace.config, trace.options)
+    if kind == "rotary":
+        return page(
+            "Positional encoding: rotary (nothing added here)",
+            fm.pe_formula(trace.config, trace.options),
+            [
+                "This model adds no position vector to the embedding: inside every self-attention it rotates each "
+                "query and key by an angle proportional to its position, so the score q · k depends on how far "
+                "apart the two tokens are."
+            ],
+        )
+    if kind == "none" or pos is None:
+        off = trace.options is not None and not trace.options.positional
+        return page(
+            "Positional encoding (not added)",
+            "",
+            [
+                "Positional encoding is switched off in this run." if off else "This model has no positional encoding.",
+                BAG_OF_WORDS,
+            ],
+        )
+    shapes = f"{'PE' if kind == 'sinusoidal' else 'P'} for {pos[0]} positions × {DM} = {pos[1]} → [{pos[0]}, {pos[1]}]."
+    lead = (
+        "Attention has no built-in sense of order, so every position gets a vector of its own that is added "
+        "to the token's embedding."
+    )
+    if kind == "learned":
+        return page(
+            "Positional encoding: learned",
+            fm.pe_formula(trace.config, trace.options),
+            [
+                lead,
+                "In this model the position vectors are a trained table, one row per position, learned along "
+                "with everything else; it has no formula and no row past the longest position seen in training "
+                f"({trace.config.max_len if trace.config else '?'} here).",
+            ],
+            shapes,
+        )
+    return page(
+        "Positional encoding: sinusoidal",
+        fm.pe_formula(trace.config, trace.options),
+        [
+            lead,
+            "Each pair of dimensions is one wave; the wavelengths grow geometrically from 2π up to 10000·2π, "
+            "so early dimensions change quickly from one position to the next and late ones slowly.",
+            "Because sin(a + b) and cos(a + b) are linear in sin a and cos a, moving k places is the same rotation "
+            "everywhere, which makes relative offsets easy to read. Nothing here is learned.",
+        ],
+        shapes,
+    )

@@ -1,0 +1,125 @@
+"""Explanations of the per-layer stages outside attention: add & norm (with where the norm sits and whether the
+residual is on), LayerNorm vs BatchNorm, and the feed-forward network. Qt-free; `explain.explanation_html`
+dispatches here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from attnlab.engine import names
+from attnlab.present import formulas as fm
+from attnlab.present.explain_page import DFF, DM, page, shape_of, token_word
+from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
+from attnlab.present.stages import Stage
+
+if TYPE_CHECKING:
+    from attnlab.engine.trace import Trace
+
+
+def norm_compare_page(stage: Stage, trace: Trace) -> str:
+    layer, n = stage.layer or "", stage.norm or 1
+    shape = shape_of(trace, names.norm_entry(names.norm(layer, n), "in")) or (0, 0)
+    return page(
+        f"LayerNorm vs BatchNorm {n} · {layer_name(layer)}",
+        "LN: μ, σ² of each token over its features &nbsp; BN: μ, σ² of each feature over the batch",
+        [
+            "Both norms read the same activations, the input of this add & norm step, and are shown "
+            "without γ and β. LayerNorm takes one mean and variance per token (a row); BatchNorm one "
+            "per feature (a column), over the batch, here the tokens of this sentence.",
+            "The slider cuts the batch to the first L tokens: the chosen token's BatchNorm output "
+            "moves as its neighbours come and go, its LayerNorm output never does. That is why "
+            "Transformers, which see sentences of any length one at a time, use LayerNorm.",
+        ],
+        f"x: {shape[0]} tokens × {shape[1]} features; LayerNorm: {shape[0]} means, BatchNorm: "
+        f"{shape[1] if len(shape) > 1 else 0} means.",
+    )
+
+
+def _placement(trace: Trace, sub: str, word: str) -> str:
+    placement = norm_placement(trace)
+    add = residual_on(trace)
+    if placement == "pre":
+        return f"Pre-norm in this run: {word} comes BEFORE the {sub}: " + (
+            f"x + {sub}({word}(x)), so the residual path carries x through untouched (as in GPT-2 and "
+            "most recent models)."
+            if add
+            else f"{sub}({word}(x))."
+        )
+    if placement == "post":
+        return f"Post-norm in this run: {word} comes AFTER the {'sum' if add else 'sub-layer'}: " + (
+            f"{word}(x + {sub}(x)), as in the original Transformer." if add else f"{word}({sub}(x))."
+        )
+    return f"This trace does not say where its {word}s sit (it carries no run options)."
+
+
+def addnorm_page(stage: Stage, trace: Trace) -> str:
+    layer, n = stage.layer or "", stage.norm or 1
+    sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n))
+    shape = shape_of(trace, names.norm_entry(names.norm(layer, n), "out")) or (0, 0)
+    word = fm.norm_word(trace.config)
+    rms = word != names.word("norm")
+    placement = _placement(trace, sub, word)
+    residual = (
+        "The residual connection is switched OFF, so the sub-layer's output replaces x instead of being added to it."
+        if not residual_on(trace)
+        else "The skip connection x + F(x) gives gradients an identity path (∂y/∂x = I + ∂F/∂x), so deep "
+        "stacks stay trainable and each layer only has to learn a correction."
+    )
+    how = (
+        "RMSNorm works on each token separately: it divides the token's vector by its root mean square "
+        "(no mean is removed), then the learned γ rescales."
+        if rms
+        else "LayerNorm works on each token separately: it removes that token's mean and divides by its "
+        "standard deviation, then the learned γ"
+        + (" and β rescale and shift." if trace.config is None or trace.config.norm_bias else " rescales (no β).")
+    )
+    title = fm.addnorm_title(trace.config, residual_on(trace), n)
+    return page(
+        f"{title[0].upper()}{title[1:]} · {layer_name(layer)}",
+        fm.norm_formula(trace.config)
+        + "<br>"
+        + fm.block_formula(norm_placement(trace), residual_on(trace), "RMSNorm" if rms else "LN"),
+        [
+            placement,
+            residual,
+            how,
+            "Pre-norm usually trains more stably in deep stacks; post-norm needs careful warm-up.",
+        ],
+        f"{shape[0]} {token_word(layer_side(layer))} tokens × {shape[1]}; "
+        + ("one root mean square per token." if rms else "one mean and one variance per token."),
+    )
+
+
+def ffn_page(stage: Stage, trace: Trace) -> str:
+    layer = stage.layer or ""
+    hidden = trace.get(names.ffn_entry(layer, "hidden"))
+    t, d_ff = (int(hidden.shape[0]), int(hidden.shape[1])) if hidden is not None else (0, 0)
+    d = (shape_of(trace, names.ffn_entry(layer, "out")) or (0, 0))[1]
+    relu = trace.config is None or trace.config.activation == "relu"
+    zeros = (
+        f" In this run {float((hidden == 0).float().mean()):.0%} of the hidden units are exactly 0."
+        if relu and hidden is not None
+        else ""
+    )
+    act, act_formula = fm.activation(trace.config)
+    gated = trace.config is not None and trace.config.ffn == "gated"
+    shape = (
+        f"A gate projection passed through {act} multiplies an up projection element by element, and a "
+        "down projection maps the result back"
+        if gated
+        else f"Two linear layers with {act} between them"
+    )
+    return page(
+        f"{names.word('ffn').capitalize()} · {layer_name(layer)}",
+        fm.ffn_formula(trace.config) + "<br>" + act_formula,
+        [
+            f"{shape}, applied to every position on its own with the same weights: no information "
+            "moves between tokens here.",
+            f"The vector is widened from {DM} = {d} to {DFF} = {d_ff} "
+            "(often four times wider), bent by the non-linearity and projected back.",
+            "Attention only averages value vectors; this step is where each token's features are "
+            "transformed non-linearly." + zeros,
+        ],
+        f"[{t} × {d}] → hidden [{t} × {d_ff}] → [{t} × {d}].",
+    )
