@@ -1,7 +1,7 @@
 """The toggles-table rows for studying a model rather than re-wiring it: plain dot-product attention
 (projections off), head ablation at the current site, and comparing with a pinned run A.
 
-They are rows of controls.ROWS (built, wired and re-read the same way); "stage" and "pinned" in their
+They are rows of control_rows.ROWS (built, wired and re-read the same way); "stage" and "pinned" in their
 fields mean: re-read when the session's stage or its pinned run changes (ControlsPanel connects those).
 """
 
