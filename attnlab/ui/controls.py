@@ -17,7 +17,7 @@ from attnlab.session import Session
 from attnlab.ui.control_rows import ROWS
 
 if TYPE_CHECKING:
-    from attnlab.pipeline import ViewState
+    from attnlab.present.stages import ViewState
 
 ALL_FIELDS = None  # sync(ALL_FIELDS): re-read every row
 
