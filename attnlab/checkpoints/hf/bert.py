@@ -11,11 +11,13 @@ from attnlab.checkpoints.hf.common import (
     StateDict,
     Tensors,
     activation,
+    encoder_only_config,
     field,
     int_field,
     leftover_note,
     refuse,
     require_value,
+    take_linears,
     take_tied_copy,
 )
 from attnlab.engine.config import ModelConfig
@@ -26,6 +28,18 @@ NO_HEAD_NOTE = (
     "the weights have no masked-LM head, so the output stage shows each final hidden vector "
     "times the embedding matrix: not trained predictions"
 )
+
+
+LAYER_SOURCES = {  # attnlab's names in an encoder layer -> BERT's (weight and bias each)
+    "self_attn.w_q": "attention.self.query",
+    "self_attn.w_k": "attention.self.key",
+    "self_attn.w_v": "attention.self.value",
+    "self_attn.w_o": "attention.output.dense",
+    "norm1": "attention.output.LayerNorm",
+    "ffn.lin1": "intermediate.dense",
+    "ffn.lin2": "output.dense",
+    "norm2": "output.LayerNorm",
+}
 
 
 def names_for(model_type: str) -> dict:
@@ -62,26 +76,17 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     offset = int_field(hf, "pad_token_id", 1) + 1 if roberta else 0
     head = declares_mlm_head(hf)
     vocab = int_field(hf, "vocab_size", required=True)
-    config = ModelConfig(
-        arch="encoder-only",
-        src_vocab_size=vocab,
-        tgt_vocab_size=vocab,
+    config = encoder_only_config(
+        vocab,
         d_model=int_field(hf, "hidden_size", required=True),
         n_heads=int_field(hf, "num_attention_heads", required=True),
         d_ff=int_field(hf, "intermediate_size", required=True),
         n_encoder_layers=int_field(hf, "num_hidden_layers", required=True),
-        n_decoder_layers=0,
         activation=activation(hf, "hidden_act", "gelu"),
-        norm_first=False,
-        final_norm=False,
         layer_norm_eps=float(field(hf, "layer_norm_eps", 1e-12)),
-        positional="learned",
-        scale_embedding=False,
         tie_output=True,
-        bias=True,
         logits_bias=head,
         max_len=int_field(hf, "max_position_embeddings", 512) - offset,
-        embed_norm=True,
         type_vocab_size=int_field(hf, "type_vocab_size", 2),
         pos_offset=offset,
         output_head=head,
@@ -117,6 +122,13 @@ def take_head(
         t(f"{decoder}.bias")  # a second copy of the bias
 
 
+def head_notes(t: Tensors, config: ModelConfig, leftovers_are: str) -> list[str]:
+    """What a person should know about a converted masked LM: that it has no head (if so), and what of the
+    weights went unused (`leftovers_are` says what they are). Shared with DistilBERT."""
+    notes = [] if config.output_head else [NO_HEAD_NOTE]
+    return notes + leftover_note(t.leftovers(IGNORABLE), leftovers_are)
+
+
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     names = names_for(hf["model_type"])
     t = Tensors(state_dict, names["prefixes"])
@@ -128,20 +140,6 @@ def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) ->
         "src_embed_norm.bias": t("embeddings.LayerNorm.bias"),
     }
     for i in range(config.n_encoder_layers):
-        hf_layer, layer = f"encoder.layer.{i}", f"encoder.{i}"
-        sources = {
-            "self_attn.w_q": "attention.self.query",
-            "self_attn.w_k": "attention.self.key",
-            "self_attn.w_v": "attention.self.value",
-            "self_attn.w_o": "attention.output.dense",
-            "norm1": "attention.output.LayerNorm",
-            "ffn.lin1": "intermediate.dense",
-            "ffn.lin2": "output.dense",
-            "norm2": "output.LayerNorm",
-        }
-        for ours, theirs in sources.items():
-            out[f"{layer}.{ours}.weight"] = t(f"{hf_layer}.{theirs}.weight")
-            out[f"{layer}.{ours}.bias"] = t(f"{hf_layer}.{theirs}.bias")
+        take_linears(t, f"encoder.layer.{i}", f"encoder.{i}", LAYER_SOURCES, out)
     take_head(t, config, names["dense"], names["norm"], names["decoder"], names["bias"], out)
-    notes = [] if config.output_head else [NO_HEAD_NOTE]
-    return out, notes + leftover_note(t.leftovers(IGNORABLE), "the pooler and task heads are not shown")
+    return out, head_notes(t, config, "the pooler and task heads are not shown")

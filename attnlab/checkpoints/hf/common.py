@@ -9,7 +9,7 @@ from typing import Any, Literal, overload
 import torch
 
 from attnlab.checkpoints.errors import CheckpointError, name_list
-from attnlab.engine.config import Activation
+from attnlab.engine.config import Activation, ModelConfig
 
 HFConfig = Mapping[str, Any]  # a parsed config.json
 StateDict = Mapping[str, torch.Tensor]  # tensors by name, as the checkpoint saved them
@@ -139,3 +139,60 @@ def leftover_note(names: list[str], what: str) -> list[str]:
     return (
         [f"{len(names)} tensor(s) in the weights are not used by attnlab ({what}): {name_list(names)}"] if names else []
     )
+
+
+def decoder_only_config(vocab: int, **family: Any) -> ModelConfig:
+    """A Hugging Face causal LM (GPT-2, Llama, Qwen2) as attnlab builds it: decoder-only, one vocabulary,
+    pre-norm with a norm after the last layer, token embeddings not scaled; `family` gives the rest
+    (n_decoder_layers among it)."""
+    return ModelConfig(
+        arch="decoder-only",
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        n_encoder_layers=0,
+        norm_first=True,
+        final_norm=True,
+        scale_embedding=False,
+        **family,
+    )
+
+
+def encoder_only_config(vocab: int, **family: Any) -> ModelConfig:
+    """A BERT-like masked LM (BERT, RoBERTa, DistilBERT) as attnlab builds it: encoder-only, post-norm with no
+    final norm, learned positions, a LayerNorm on the embeddings (not scaled), biases everywhere; `family`
+    gives the rest (n_encoder_layers among it)."""
+    return ModelConfig(
+        arch="encoder-only",
+        src_vocab_size=vocab,
+        tgt_vocab_size=vocab,
+        n_decoder_layers=0,
+        norm_first=False,
+        final_norm=False,
+        positional="learned",
+        scale_embedding=False,
+        embed_norm=True,
+        bias=True,
+        **family,
+    )
+
+
+def take_linears(
+    t: Tensors, hf_prefix: str, prefix: str, sources: Mapping[str, str], out: ConvertedState, *, bias: bool = True
+) -> None:
+    """out["<prefix>.<ours>.weight"] = t("<hf_prefix>.<theirs>.weight") for every (ours, theirs) in `sources`,
+    and the same for the biases when `bias`."""
+    for ours, theirs in sources.items():
+        out[f"{prefix}.{ours}.weight"] = t(f"{hf_prefix}.{theirs}.weight")
+        if bias:
+            out[f"{prefix}.{ours}.bias"] = t(f"{hf_prefix}.{theirs}.bias")
+
+
+def take_lm_head(t: Tensors, config: ModelConfig, out: ConvertedState, table: str = "tgt_embed.weight") -> None:
+    """A causal LM's output matrix: lm_head.weight when untied (it must be there), else the embedding `table`
+    it is tied to (a saved copy must equal it)."""
+    if not config.tie_output:
+        if not t.has("lm_head.weight"):
+            raise refuse("tie_word_embeddings", "is false but the weights have no lm_head.weight")
+        out["out_proj.weight"] = t("lm_head.weight")
+    else:
+        take_tied_copy(t, "lm_head.weight", out[table])

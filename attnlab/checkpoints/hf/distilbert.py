@@ -5,46 +5,48 @@ from __future__ import annotations
 
 import dataclasses
 
-from attnlab.checkpoints.hf.bert import IGNORABLE, NO_HEAD_NOTE, declares_mlm_head, take_head
+from attnlab.checkpoints.hf.bert import declares_mlm_head, head_notes, take_head
 from attnlab.checkpoints.hf.common import (
     ConvertedState,
     HFConfig,
     StateDict,
     Tensors,
     activation,
+    encoder_only_config,
     field,
     int_field,
-    leftover_note,
+    take_linears,
 )
 from attnlab.engine.config import ModelConfig
 
 PREFIXES = ("distilbert.",)
 LAYER_NORM_EPS = 1e-12  # fixed in DistilBERT's code, not in config.json
+LAYER_SOURCES = {  # attnlab's names in an encoder layer -> DistilBERT's (weight and bias each)
+    "self_attn.w_q": "attention.q_lin",
+    "self_attn.w_k": "attention.k_lin",
+    "self_attn.w_v": "attention.v_lin",
+    "self_attn.w_o": "attention.out_lin",
+    "norm1": "sa_layer_norm",
+    "ffn.lin1": "ffn.lin1",
+    "ffn.lin2": "ffn.lin2",
+    "norm2": "output_layer_norm",
+}
 
 
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     head = declares_mlm_head(hf)
     vocab = int_field(hf, "vocab_size", required=True)
-    config = ModelConfig(
-        arch="encoder-only",
-        src_vocab_size=vocab,
-        tgt_vocab_size=vocab,
+    config = encoder_only_config(
+        vocab,
         d_model=int_field(hf, "dim", required=True),
         n_heads=int_field(hf, "n_heads", required=True),
         d_ff=int_field(hf, "hidden_dim", required=True),
         n_encoder_layers=int_field(hf, "n_layers", required=True),
-        n_decoder_layers=0,
         activation=activation(hf, "activation", "gelu"),
-        norm_first=False,
-        final_norm=False,
         layer_norm_eps=LAYER_NORM_EPS,
-        positional="learned",
-        scale_embedding=False,
         tie_output=bool(field(hf, "tie_word_embeddings", True)),
-        bias=True,
         logits_bias=head,
         max_len=int_field(hf, "max_position_embeddings", 512),
-        embed_norm=True,
         output_head=head,
     )
     return config, []
@@ -65,20 +67,6 @@ def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) ->
         "src_embed_norm.bias": t("embeddings.LayerNorm.bias"),
     }
     for i in range(config.n_encoder_layers):
-        hf_layer, layer = f"transformer.layer.{i}", f"encoder.{i}"
-        sources = {
-            "self_attn.w_q": "attention.q_lin",
-            "self_attn.w_k": "attention.k_lin",
-            "self_attn.w_v": "attention.v_lin",
-            "self_attn.w_o": "attention.out_lin",
-            "norm1": "sa_layer_norm",
-            "ffn.lin1": "ffn.lin1",
-            "ffn.lin2": "ffn.lin2",
-            "norm2": "output_layer_norm",
-        }
-        for ours, theirs in sources.items():
-            out[f"{layer}.{ours}.weight"] = t(f"{hf_layer}.{theirs}.weight")
-            out[f"{layer}.{ours}.bias"] = t(f"{hf_layer}.{theirs}.bias")
+        take_linears(t, f"transformer.layer.{i}", f"encoder.{i}", LAYER_SOURCES, out)
     take_head(t, config, "vocab_transform", "vocab_layer_norm", "vocab_projector", "vocab_projector.bias", out)
-    notes = [] if config.output_head else [NO_HEAD_NOTE]
-    return out, notes + leftover_note(t.leftovers(IGNORABLE), "task heads are not shown")
+    return out, head_notes(t, config, "task heads are not shown")

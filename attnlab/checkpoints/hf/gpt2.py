@@ -9,12 +9,12 @@ from attnlab.checkpoints.hf.common import (
     StateDict,
     Tensors,
     activation,
+    decoder_only_config,
     field,
     int_field,
     leftover_note,
-    refuse,
     require_value,
-    take_tied_copy,
+    take_lm_head,
 )
 from attnlab.engine.config import ModelConfig
 
@@ -32,21 +32,15 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     if d_ff is None:
         d_ff = 4 * d_model
         notes.append(f"d_ff = 4 x n_embd = {d_ff} (config.json has no n_inner)")
-    config = ModelConfig(
-        arch="decoder-only",
-        src_vocab_size=vocab,
-        tgt_vocab_size=vocab,
+    config = decoder_only_config(
+        vocab,
         d_model=d_model,
         n_heads=int_field(hf, "n_head", required=True),
         d_ff=d_ff,
-        n_encoder_layers=0,
         n_decoder_layers=int_field(hf, "n_layer", required=True),
         activation=activation(hf, "activation_function", "gelu_new"),
-        norm_first=True,
-        final_norm=True,
         layer_norm_eps=float(field(hf, "layer_norm_epsilon", 1e-5)),
         positional="learned",
-        scale_embedding=False,
         tie_output=bool(field(hf, "tie_word_embeddings", True)),
         bias=True,
         logits_bias=False,
@@ -78,11 +72,5 @@ def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) ->
             out[f"{layer}.norm{n}.weight"] = t(f"{hf_layer}.{hf_norm}.weight")
             out[f"{layer}.norm{n}.bias"] = t(f"{hf_layer}.{hf_norm}.bias")
     out["dec_norm.weight"], out["dec_norm.bias"] = t("ln_f.weight"), t("ln_f.bias")
-    notes: list[str] = []
-    if not config.tie_output:
-        if not t.has("lm_head.weight"):
-            raise refuse("tie_word_embeddings", "is false but the weights have no lm_head.weight")
-        out["out_proj.weight"] = t("lm_head.weight")
-    else:
-        take_tied_copy(t, "lm_head.weight", out["tgt_embed.weight"])
-    return out, notes + leftover_note(t.leftovers(IGNORABLE), "not part of the language model")
+    take_lm_head(t, config, out)
+    return out, leftover_note(t.leftovers(IGNORABLE), "not part of the language model")

@@ -10,15 +10,20 @@ from attnlab.checkpoints.hf.common import (
     StateDict,
     Tensors,
     activation,
+    decoder_only_config,
     field,
     int_field,
     leftover_note,
     refuse,
-    take_tied_copy,
+    take_linears,
+    take_lm_head,
 )
 from attnlab.engine.config import ModelConfig
 
 IGNORABLE = ("rotary_emb.inv_freq",)  # a buffer older versions saved; recomputed from rope_theta
+QKV_SOURCES = {"w_q": "q_proj", "w_k": "k_proj", "w_v": "v_proj"}  # attnlab's names -> Llama's
+FFN_SOURCES = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
+NORM_SOURCES = {"norm1": "input_layernorm", "norm2": "post_attention_layernorm"}
 
 
 def rope_theta(hf: HFConfig) -> float:
@@ -63,21 +68,15 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     qwen = hf["model_type"] == "qwen2"
     attention_bias = bool(field(hf, "attention_bias", False))
     vocab = int_field(hf, "vocab_size", required=True)
-    config = ModelConfig(
-        arch="decoder-only",
-        src_vocab_size=vocab,
-        tgt_vocab_size=vocab,
+    config = decoder_only_config(
+        vocab,
         d_model=d_model,
         n_heads=n_heads,
         d_ff=int_field(hf, "intermediate_size", required=True),
-        n_encoder_layers=0,
         n_decoder_layers=int_field(hf, "num_hidden_layers", required=True),
         activation=activation(hf, "hidden_act", "silu"),
-        norm_first=True,
-        final_norm=True,
         layer_norm_eps=float(field(hf, "rms_norm_eps", 1e-6)),
         positional="rotary",
-        scale_embedding=False,
         tie_output=bool(field(hf, "tie_word_embeddings", False)),
         bias=False,
         max_len=int_field(hf, "max_position_embeddings", 2048),
@@ -97,29 +96,13 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     t = Tensors(state_dict, ("model.",))
     out = {"tgt_embed.weight": t("embed_tokens.weight")}
-    biases = {
-        "w_q": config.has_bias("qkv"),
-        "w_k": config.has_bias("qkv"),
-        "w_v": config.has_bias("qkv"),
-        "w_o": config.has_bias("attn_out"),
-    }
     for i in range(config.n_decoder_layers):
         hf_layer, layer = f"layers.{i}", f"decoder.{i}"
-        for ours, theirs in (("w_q", "q_proj"), ("w_k", "k_proj"), ("w_v", "v_proj"), ("w_o", "o_proj")):
-            out[f"{layer}.self_attn.{ours}.weight"] = t(f"{hf_layer}.self_attn.{theirs}.weight")
-            if biases[ours]:
-                out[f"{layer}.self_attn.{ours}.bias"] = t(f"{hf_layer}.self_attn.{theirs}.bias")
-        for part in ("gate", "up", "down"):
-            out[f"{layer}.ffn.{part}.weight"] = t(f"{hf_layer}.mlp.{part}_proj.weight")
-            if config.has_bias("ffn"):
-                out[f"{layer}.ffn.{part}.bias"] = t(f"{hf_layer}.mlp.{part}_proj.bias")
-        out[f"{layer}.norm1.weight"] = t(f"{hf_layer}.input_layernorm.weight")
-        out[f"{layer}.norm2.weight"] = t(f"{hf_layer}.post_attention_layernorm.weight")
+        attention, ffn = (f"{hf_layer}.self_attn", f"{layer}.self_attn"), (f"{hf_layer}.mlp", f"{layer}.ffn")
+        take_linears(t, *attention, QKV_SOURCES, out, bias=config.has_bias("qkv"))
+        take_linears(t, *attention, {"w_o": "o_proj"}, out, bias=config.has_bias("attn_out"))
+        take_linears(t, *ffn, FFN_SOURCES, out, bias=config.has_bias("ffn"))
+        take_linears(t, hf_layer, layer, NORM_SOURCES, out, bias=False)  # RMSNorm: no bias
     out["dec_norm.weight"] = t("norm.weight")
-    if not config.tie_output:
-        if not t.has("lm_head.weight"):
-            raise refuse("tie_word_embeddings", "is false but the weights have no lm_head.weight")
-        out["out_proj.weight"] = t("lm_head.weight")
-    else:
-        take_tied_copy(t, "lm_head.weight", out["tgt_embed.weight"])
+    take_lm_head(t, config, out)
     return out, leftover_note(t.leftovers(IGNORABLE), "not part of the language model")

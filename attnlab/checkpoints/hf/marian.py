@@ -17,6 +17,7 @@ from attnlab.checkpoints.hf.common import (
     leftover_note,
     refuse,
     require_value,
+    take_linears,
     take_tied_copy,
 )
 from attnlab.engine.config import ModelConfig
@@ -83,15 +84,11 @@ def check_positions(t: Tensors, config: ModelConfig) -> None:
 
 
 def attention(t: Tensors, hf_site: str, site: str, out: ConvertedState) -> None:
-    for ours, theirs in (("w_q", "q_proj"), ("w_k", "k_proj"), ("w_v", "v_proj"), ("w_o", "out_proj")):
-        out[f"{site}.{ours}.weight"] = t(f"{hf_site}.{theirs}.weight")
-        out[f"{site}.{ours}.bias"] = t(f"{hf_site}.{theirs}.bias")
+    take_linears(t, hf_site, site, {"w_q": "q_proj", "w_k": "k_proj", "w_v": "v_proj", "w_o": "out_proj"}, out)
 
 
 def linear_and_norms(t: Tensors, hf_layer: str, layer: str, norms: dict[str, str], out: ConvertedState) -> None:
-    for ours, theirs in {"ffn.lin1": "fc1", "ffn.lin2": "fc2", **norms}.items():
-        out[f"{layer}.{ours}.weight"] = t(f"{hf_layer}.{theirs}.weight")
-        out[f"{layer}.{ours}.bias"] = t(f"{hf_layer}.{theirs}.bias")
+    take_linears(t, hf_layer, layer, {"ffn.lin1": "fc1", "ffn.lin2": "fc2", **norms}, out)
 
 
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
