@@ -6,7 +6,8 @@ Every test that needs a small live model takes the `tiny_model` fixture, a build
         model = tiny_model("decoder-only", seed=3, n_heads=2)
 
 The builder's defaults (d_model 32, 4 heads, 2+2 layers, max_len 32, a word tokenizer trained on TEXTS) are
-the one tiny model of the suite; keyword arguments change any ModelConfig field.
+the one tiny model of the suite; keyword arguments change any ModelConfig field. Modules import it (and
+`assert_same_trace`) directly where a module-level helper needs it: `from conftest import build_tiny_model`.
 """
 
 from __future__ import annotations
@@ -39,14 +40,28 @@ def build_tiny_model(
     """A random model with a word tokenizer trained on `texts`. `never_ends`: an untied output layer whose
     bias rules out </s>, so Generate always appends a token."""
     tok = WordTokenizer.train(texts or TEXTS)
-    sizes = {**TINY_SIZES, **({"tie_output": False} if never_ends else {}), **config_changes}
-    cfg = ModelConfig(arch=arch, src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, **sizes)
+    vocab = {"src_vocab_size": tok.vocab_size, "tgt_vocab_size": tok.vocab_size}  # a change may make one larger
+    sizes = {**vocab, **TINY_SIZES, **({"tie_output": False} if never_ends else {}), **config_changes}
+    cfg = ModelConfig(arch=arch, **sizes)
     torch.manual_seed(seed)
     module = Transformer(cfg)
     if never_ends:
         with torch.no_grad():
             module.out_proj.bias[tok.eos_id] = -1e4
     return LiveModel(module, tok, tok, name=f"tiny-{arch}")
+
+
+def assert_same_trace(a, b) -> None:
+    """Two traces hold the same entries to the last bit (tolerance 0): the same names in the same order, equal
+    token lists, and tensors of one dtype and shape with NaN and ±inf in the same places."""
+    assert a.names() == b.names()
+    for name in a.names():
+        x, y = a[name], b[name]
+        if isinstance(x, list):
+            assert x == y, name
+        else:
+            assert x.dtype == y.dtype and x.shape == y.shape, name
+            assert torch.equal(x.isnan(), y.isnan()) and torch.equal(x.nan_to_num(), y.nan_to_num()), name
 
 
 @pytest.fixture(scope="session")

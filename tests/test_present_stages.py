@@ -2,36 +2,13 @@
 and the stage kept across re-traces. Qt-free: no QApplication here."""
 
 import pytest
-import torch
+from conftest import build_tiny_model as make
 
 from attnlab.engine import names
-from attnlab.engine.config import ModelConfig
-from attnlab.engine.live import LiveModel
-from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.tokenizer import WordTokenizer
 from attnlab.present.stages import OUTPUT_BOX, output_key, pick_stage, shape_text, stage_tensors, stages_for
 
-TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
 SRC, TGT = "the black cat sees the dog", "le chat"
-
-
-def make(arch="encoder-decoder", **kw) -> LiveModel:
-    torch.manual_seed(0)
-    tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(
-        arch=arch,
-        src_vocab_size=tok.vocab_size,
-        tgt_vocab_size=tok.vocab_size,
-        d_model=32,
-        n_heads=4,
-        d_ff=64,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-        max_len=32,
-        **kw,
-    )
-    return LiveModel(Transformer(cfg), tok, tok)
 
 
 def run(arch="encoder-decoder", options=None):

@@ -7,12 +7,13 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest
 import torch
+from conftest import build_tiny_model as make
 
 from attnlab.engine.derived import Derived
 from attnlab.engine.options import RunOptions
 from attnlab.present.stages import stages_for, warm_entries, warm_up
 from attnlab.session import Session
-from tests.test_trace_toggles import SRC, TGT, make
+from tests.test_trace_toggles import SRC, TGT
 
 
 @pytest.fixture

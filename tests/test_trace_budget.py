@@ -4,35 +4,19 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import build_tiny_model
 
 from attnlab.engine import budget
 from attnlab.engine.budget import estimate_trace_bytes
-from attnlab.engine.config import ModelConfig
 from attnlab.engine.live import LiveModel
-from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.tokenizer import WordTokenizer
 from attnlab.engine.trace import Recorder
 
-TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
 SRC, TGT = "the black cat sees the small dog and the cat", "le chat noir voit"
 
 
 def make(**changes) -> LiveModel:
-    torch.manual_seed(0)
-    tok = WordTokenizer.train(TEXTS)
-    cfg = dict(
-        src_vocab_size=tok.vocab_size,
-        tgt_vocab_size=tok.vocab_size,
-        d_model=64,
-        n_heads=4,
-        d_ff=128,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-        max_len=64,
-    )
-    cfg.update(changes)
-    return LiveModel(Transformer(ModelConfig(**cfg)), tok, tok)
+    return build_tiny_model(**{"d_model": 64, "d_ff": 128, "max_len": 64, **changes})
 
 
 def lengths(trace) -> tuple[int, int]:

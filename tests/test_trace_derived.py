@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import build_tiny_model as make
 
-from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
 from attnlab.engine.live import LiveModel
-from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.tokenizer import WordTokenizer
 from attnlab.engine.trace import Recorder
 
-TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 ARCHS = ("encoder-decoder", "decoder-only", "encoder-only")
 OPTIONS = {
@@ -35,24 +32,6 @@ OPTIONS = {
     ),
     "residual off, 8 heads": RunOptions(residual=False, n_heads=8, positional=False),
 }
-
-
-def make(arch: str, **changes) -> LiveModel:
-    torch.manual_seed(0)
-    tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(
-        arch=arch,
-        src_vocab_size=tok.vocab_size,
-        tgt_vocab_size=tok.vocab_size,
-        d_model=32,
-        n_heads=4,
-        d_ff=64,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-        max_len=32,
-        **changes,
-    )
-    return LiveModel(Transformer(cfg), tok, tok)
 
 
 def run_both(model: LiveModel, options: RunOptions):

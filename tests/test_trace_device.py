@@ -6,33 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import build_tiny_model as make
 
-from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
-from attnlab.engine.live import LiveModel
-from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.tokenizer import WordTokenizer
 
-TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
 SRC, TGT = "the black cat sees the dog", "le chat noir"
-
-
-def make(**changes) -> LiveModel:
-    torch.manual_seed(0)
-    tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(
-        src_vocab_size=tok.vocab_size,
-        tgt_vocab_size=tok.vocab_size,
-        d_model=32,
-        n_heads=4,
-        d_ff=64,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-        max_len=32,
-        **changes,
-    )
-    return LiveModel(Transformer(cfg), tok, tok)
 
 
 def test_reading_a_slice_moves_only_that_slice_and_caches_nothing():

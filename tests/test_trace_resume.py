@@ -7,19 +7,16 @@ start where expected, and the entries before that layer must be the previous run
 
 import pytest
 import torch
+from conftest import assert_same_trace, build_tiny_model
 
-from attnlab.engine.config import ModelConfig
 from attnlab.engine.live import LiveModel
-from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.tokenizer import WordTokenizer
 
-TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
 SRC, TGT = "the black cat sees the dog", "le chat noir voit"
-ARCHS = {
+LAYERS = {  # three layers in each stack the architecture has
     "encoder-decoder": dict(n_encoder_layers=3, n_decoder_layers=3),
-    "decoder-only": dict(arch="decoder-only", n_encoder_layers=0, n_decoder_layers=3),
-    "encoder-only": dict(arch="encoder-only", n_encoder_layers=3, n_decoder_layers=0),
+    "decoder-only": dict(n_encoder_layers=0, n_decoder_layers=3),
+    "encoder-only": dict(n_encoder_layers=3, n_decoder_layers=0),
 }
 BASE = RunOptions()
 # label -> (architecture, options before, options after, where the second run should start: layer or None)
@@ -77,29 +74,7 @@ CASES = {
 
 
 def make(arch: str) -> LiveModel:
-    torch.manual_seed(0)
-    tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(
-        src_vocab_size=tok.vocab_size,
-        tgt_vocab_size=tok.vocab_size,
-        d_model=32,
-        n_heads=4,
-        d_ff=64,
-        max_len=32,
-        **ARCHS[arch],
-    )
-    return LiveModel(Transformer(cfg), tok, tok)
-
-
-def assert_identical(a, b):
-    assert a.names() == b.names()
-    for name in a.names():
-        x, y = a[name], b[name]
-        if isinstance(x, list):
-            assert x == y, name
-        else:
-            assert x.dtype == y.dtype and x.shape == y.shape, name
-            assert torch.equal(x.isnan(), y.isnan()) and torch.equal(x.nan_to_num(), y.nan_to_num()), name
+    return build_tiny_model(arch, **LAYERS[arch])
 
 
 @pytest.mark.parametrize("label", list(CASES))
@@ -111,7 +86,7 @@ def test_a_mask_toggle_resumes_where_it_starts_and_equals_a_full_run(label):
     full = make(arch).trace(SRC, TGT, after)  # never ran before: a full run
     assert "resumed_from" not in full.info
     assert toggled.info.get("resumed_from") == start
-    assert_identical(toggled, full)
+    assert_same_trace(toggled, full)
     assert toggled.options == full.options
     if start is not None:  # what comes before the first changed layer is the previous run's, not a copy
         reused = [
@@ -133,7 +108,7 @@ def test_toggles_in_a_row_each_equal_a_full_run():
     options = BASE
     for site, q, k in [("dec.2.self", 2, 0), ("dec.1.cross", 0, 1), ("enc.1.self", 3, 3), ("dec.2.self", 2, 0)]:
         options = options.toggled_mask_cell(site, q, k)
-        assert_identical(model.trace(SRC, TGT, options), make("encoder-decoder").trace(SRC, TGT, options))
+        assert_same_trace(model.trace(SRC, TGT, options), make("encoder-decoder").trace(SRC, TGT, options))
 
 
 def test_host_copies_of_reused_entries_carry_over_and_new_ones_do_not():
@@ -170,7 +145,7 @@ def test_no_layer_inputs_without_recording_and_changed_weights_run_in_full():
         model.module.decoder[2].self_attn.w_q.weight.mul_(2.0)
     again = model.trace(SRC, TGT, BASE)
     assert "resumed_from" not in again.info
-    assert_identical(again, _fresh_with_weights_of(model).trace(SRC, TGT, BASE))
+    assert_same_trace(again, _fresh_with_weights_of(model).trace(SRC, TGT, BASE))
 
 
 def _fresh_with_weights_of(model: LiveModel) -> LiveModel:

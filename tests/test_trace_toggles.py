@@ -11,15 +11,12 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest
 import torch
+from conftest import assert_same_trace
+from conftest import build_tiny_model as make
 
-from attnlab.engine.config import ModelConfig
-from attnlab.engine.live import LiveModel
-from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.tokenizer import WordTokenizer
 from attnlab.session import Session
 
-TEXTS = ["the black cat sees the small dog", "le chat noir voit le petit chien"]
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 TOGGLES = {
     "temperature 0.5": RunOptions(temperature=0.5),
@@ -35,39 +32,13 @@ TOGGLES = {
 }
 
 
-def make() -> LiveModel:
-    torch.manual_seed(0)
-    tok = WordTokenizer.train(TEXTS)
-    cfg = ModelConfig(
-        src_vocab_size=tok.vocab_size,
-        tgt_vocab_size=tok.vocab_size,
-        d_model=32,
-        n_heads=4,
-        d_ff=64,
-        n_encoder_layers=2,
-        n_decoder_layers=2,
-        max_len=32,
-    )
-    return LiveModel(Transformer(cfg), tok, tok)
-
-
-def assert_same(a, b):
-    assert a.names() == b.names()
-    for name in a.names():
-        x, y = a[name], b[name]
-        if isinstance(x, list):
-            assert x == y, name
-        else:
-            assert torch.equal(x.isinf(), y.isinf()) and torch.equal(x.nan_to_num(), y.nan_to_num()), name
-
-
 @pytest.mark.parametrize("label", list(TOGGLES))
 def test_a_toggle_after_a_run_equals_a_full_rerun(label):
     model = make()
     model.trace(SRC, TGT, RunOptions())  # the run before the toggle
     toggled = model.trace(SRC, TGT, TOGGLES[label])
     fresh = make().trace(SRC, TGT, TOGGLES[label])  # a model that never ran: nothing to reuse
-    assert_same(toggled, fresh)
+    assert_same_trace(toggled, fresh)
     assert toggled.options == fresh.options
 
 
