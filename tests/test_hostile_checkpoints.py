@@ -278,3 +278,16 @@ def test_the_pickle_scan_measures_nesting_not_width(protocol):
     assert problem(nested_lists(limits.MAX_PICKLE_DEPTH - 4)) == ""
     assert "levels deep" in problem(nested_lists(limits.MAX_PICKLE_DEPTH + 1))
     assert "instructions" in problem(list(range(limits.MAX_PICKLE_OPS)))
+
+
+def test_a_contradicted_size_writes_the_shape_as_torch_prints_a_size():
+    """One shape format in every checkpoint message: no digit grouping inside the brackets ("[50,257, 16]"
+    would read as three sizes), while the sizes in the sentence keep theirs."""
+    from attnlab.checkpoints.limits import check_config_sizes
+    from attnlab.engine.config import ModelConfig
+
+    config = ModelConfig(arch="decoder-only", tgt_vocab_size=60_000, d_model=16, n_heads=2, d_ff=32)
+    problems = check_config_sizes(config, {"tgt_embed.weight": (50_257, 16)})
+    assert problems == [
+        "the config says tgt_vocab_size 60,000, but tgt_embed.weight is [50257, 16]: tgt_vocab_size should be 50,257"
+    ]

@@ -6,13 +6,13 @@ CheckpointError listing every problem; nothing is half-loaded.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sized
+from collections.abc import Sized
 
 import torch
 
 from attnlab import limits
 from attnlab.checkpoints.errors import Problems, name_list
-from attnlab.checkpoints.limits import check_config_sizes
+from attnlab.checkpoints.limits import check_config_sizes, shape_text
 from attnlab.engine.build import build_transformer
 from attnlab.engine.config import ConfigError, ModelConfig
 from attnlab.engine.hf_tokenizer import FOREIGN_KINDS
@@ -97,10 +97,6 @@ def expected_shapes(config: ModelConfig, module: Transformer | None = None) -> d
     """Checkpoint tensor name -> shape for a valid config."""
     module = module if module is not None else build_module(config)
     return {name: tuple(t.shape) for name, t in module.checkpoint_tensors().items()}
-
-
-def shape_text(shape: Iterable[int]) -> str:
-    return "[" + ", ".join(str(int(s)) for s in shape) + "]"
 
 
 def count(items: Sized) -> str:

@@ -17,7 +17,9 @@ _LAYER_INDEX = re.compile(r"^(encoder|decoder)\.(\d+)\.")
 
 
 def shape_text(shape: Iterable[int]) -> str:
-    return "[" + ", ".join(f"{int(s):,}" for s in shape) + "]"
+    """A tensor shape as the checkpoint messages write it: "[50257, 768]" (as torch prints a size; no digit
+    grouping, which would read "[50,257, 768]" as three sizes)."""
+    return "[" + ", ".join(str(int(s)) for s in shape) + "]"
 
 
 def _revealed(config: ModelConfig, shapes: dict[str, tuple[int, ...]]) -> list[tuple[str, int, str]]:
