@@ -23,7 +23,6 @@ from attnlab.engine.options import RunOptions
 from attnlab.present.ablation import BASELINE_PROBS, baseline_probs
 from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, stages_for, warm_up
-from attnlab.present.stages import shape_text as shape_text  # re-exported: ui.main_window imports it from here
 from attnlab.present.texts import default_prefix, example_sentence, extended_ids, ids_text, next_token, real_length
 
 if TYPE_CHECKING:

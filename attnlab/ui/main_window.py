@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (
 )
 
 from attnlab.limits import MAX_SENTENCE_CHARS
-from attnlab.session import Session, shape_text
+from attnlab.present.stages import shape_text
+from attnlab.session import Session
 from attnlab.ui import app as appsettings
 from attnlab.ui.controls import ControlsPanel
 from attnlab.ui.errors import ErrorReporter
@@ -320,6 +321,6 @@ def default_size(available) -> tuple[int, int]:
 
 
 def explanation_for(stage, trace) -> str:
-    from attnlab.ui.explain import explanation_html  # imported late: it needs the engine (torch)
+    from attnlab.present.explain import explanation_html  # imported late: it needs the engine (torch)
 
     return explanation_html(stage, trace)
