@@ -5,6 +5,7 @@ heads, weights · V, the concatenation and W_O. Qt-free; `explain.explanation_ht
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,78 +28,110 @@ FORMULAS = {  # the formulas that do not depend on the model; the others come fr
 }
 
 
-def attention_page(stage: Stage, trace: Trace) -> str:
-    site = stage.site or ""
-    kind = stage.kind
+@dataclass(frozen=True)
+class SiteShapes:
+    """What every attention page of one site says: where it is, and the live sizes of this run."""
+
+    where: str  # "encoder layer 1 self-attention", …
+    h: int  # heads
+    tq: int  # queries
+    tk: int  # keys
+    dk: int  # numbers per head
+    cross: bool  # queries and keys from different sides
+
+    @property
+    def heads(self) -> str:
+        return f"{self.h} heads" if self.h != 1 else "1 head"
+
+
+def site_shapes(site: str, trace: Trace) -> SiteShapes:
     q_side, k_side = site_sides(site)
     q_name = names.site_entry(site, "q")
-    w = shape_of(trace, names.site_entry(site, "weights")) or shape_of(trace, q_name) or (0, 0, 0)
-    q = shape_of(trace, q_name) or (w[0], w[1], 0)
-    h, tq, tk = w[0], w[1], w[2] if len(w) > 2 else 0
-    dk = q[2] if len(q) > 2 else 0
-    where = site_name(site)
-    cross = q_side != k_side
+    w = shape_of(trace, names.site_entry(site, "weights")) or shape_of(trace, q_name) or (0, 0, 0)  # [H, Tq, Tk]
+    q = shape_of(trace, q_name) or (w[0], w[1], 0)  # [H, Tq, dk]
+    return SiteShapes(
+        site_name(site), w[0], w[1], w[2] if len(w) > 2 else 0, q[2] if len(q) > 2 else 0, q_side != k_side
+    )
+
+
+def attention_page(stage: Stage, trace: Trace) -> str:
+    """The page of one attention step of `stage.site`, from Q/K/V to W_O."""
+    site, kind = stage.site or "", stage.kind
+    s = site_shapes(site, trace)
+    if kind == "qkv":
+        return _qkv_page(trace, s)
+    if kind == "scores":
+        return _scores_page(s)
+    if kind == "scaled":
+        return _scaled_page(trace, s)
+    if kind == "scale_why":
+        return _scale_why(s.where, s.dk)
+    if kind in ("mask", "masked"):
+        return _mask(trace, site, kind, s.where, s.h, s.tq, s.tk)
+    if kind in ("weights", "lines", "heads"):
+        return _weights_page(kind, s, scaling_on(trace))
+    return _mixing_page(kind, s)
+
+
+def _qkv_page(trace: Trace, s: SiteShapes) -> str:
     source = (
         "Queries come from the decoder tokens; keys and values come from the encoder's final output, "
         "so each decoder position can read the whole source sentence."
-        if cross
+        if s.cross
         else "Queries, keys and values are all computed from the same tokens (self-attention)."
     )
-    hs = f"{h} heads" if h != 1 else "1 head"
-    scale = scaling_on(trace)
-    if kind == "qkv":
-        rotary = not cross and fm.pe_kind(trace.config, trace.options) == "rotary"
-        return page(
-            f"Q, K, V · {where}",
-            fm.qkv_formula(rotary),
-            [
-                "Three learned d × d matrices turn every token vector into a query (what it looks "
-                "for), a key (what it can be matched on) and a value (what it hands over).",
-                source,
-                f"Each result is cut into {hs} of {DK} = {DM} / H = {dk} numbers, and every head attends on its own.",
-            ],
-            f"Q: {h} heads × {tq} tokens × {dk}; K and V: {h} heads × {tk} tokens × {dk}.",
-        )
-    if kind == "scores":
-        return page(
-            f"Scores QKᵀ · {where}",
-            FORMULAS["scores"],
-            [
-                f"Each score is a dot product of {dk} pairs of numbers: large and positive when query i and "
-                "key j point the same way, negative when they point apart.",
-                "Row i of the map holds query i's scores against every key.",
-                ""
-                if not cross
-                else "In cross-attention the map is rectangular: decoder positions down, source tokens across.",
-            ],
-            f"S: {hs} × {tq} queries × {tk} keys.",
-        )
-    if kind == "scaled":
-        off = not scaling_on(trace)
-        state = (
-            f"Scaling is switched OFF in this run, so these are the raw scores: with large {DK} "
-            "the softmax becomes nearly one-hot and its gradients vanish."
-            if off
-            else f"Here √{DK} = √{dk} ≈ {math.sqrt(dk) if dk else 0:.2f}."
-        )
-        return page(
-            f"{'Divide by √dₖ' if not off else 'Divide by √dₖ — switched off'} · {where}",
-            fm.scaled_formula(not off),
-            [
-                f"If the numbers of q and k have mean 0 and variance 1, their dot product is a sum of {DK} "
-                f"such products: its mean stays 0 but its variance grows to {DK}, its spread to "
-                f"√{DK}.",
-                f"Dividing by √{DK} brings the spread back to about 1 whatever the "
-                "head size, which keeps the softmax in its sensitive range.",
-                state,
-            ],
-            f"S′: {hs} × {tq} × {tk}.",
-        )
-    if kind == "scale_why":
-        return _scale_why(where, dk)
-    if kind in ("mask", "masked"):
-        return _mask(trace, site, kind, where, h, tq, tk)
-    return _after_softmax(kind, where, h, tq, tk, dk, scale)
+    rotary = not s.cross and fm.pe_kind(trace.config, trace.options) == "rotary"
+    return page(
+        f"Q, K, V · {s.where}",
+        fm.qkv_formula(rotary),
+        [
+            "Three learned d × d matrices turn every token vector into a query (what it looks "
+            "for), a key (what it can be matched on) and a value (what it hands over).",
+            source,
+            f"Each result is cut into {s.heads} of {DK} = {DM} / H = {s.dk} numbers, and every head attends on "
+            "its own.",
+        ],
+        f"Q: {s.h} heads × {s.tq} tokens × {s.dk}; K and V: {s.h} heads × {s.tk} tokens × {s.dk}.",
+    )
+
+
+def _scores_page(s: SiteShapes) -> str:
+    return page(
+        f"Scores QKᵀ · {s.where}",
+        FORMULAS["scores"],
+        [
+            f"Each score is a dot product of {s.dk} pairs of numbers: large and positive when query i and "
+            "key j point the same way, negative when they point apart.",
+            "Row i of the map holds query i's scores against every key.",
+            ""
+            if not s.cross
+            else "In cross-attention the map is rectangular: decoder positions down, source tokens across.",
+        ],
+        f"S: {s.heads} × {s.tq} queries × {s.tk} keys.",
+    )
+
+
+def _scaled_page(trace: Trace, s: SiteShapes) -> str:
+    off = not scaling_on(trace)
+    state = (
+        f"Scaling is switched OFF in this run, so these are the raw scores: with large {DK} "
+        "the softmax becomes nearly one-hot and its gradients vanish."
+        if off
+        else f"Here √{DK} = √{s.dk} ≈ {math.sqrt(s.dk) if s.dk else 0:.2f}."
+    )
+    return page(
+        f"{'Divide by √dₖ' if not off else 'Divide by √dₖ — switched off'} · {s.where}",
+        fm.scaled_formula(not off),
+        [
+            f"If the numbers of q and k have mean 0 and variance 1, their dot product is a sum of {DK} "
+            f"such products: its mean stays 0 but its variance grows to {DK}, its spread to "
+            f"√{DK}.",
+            f"Dividing by √{DK} brings the spread back to about 1 whatever the "
+            "head size, which keeps the softmax in its sensitive range.",
+            state,
+        ],
+        f"S′: {s.heads} × {s.tq} × {s.tk}.",
+    )
 
 
 def _scale_why(where: str, dk: int) -> str:
@@ -118,9 +151,10 @@ def _scale_why(where: str, dk: int) -> str:
     )
 
 
-def _after_softmax(kind: str, where: str, h: int, tq: int, tk: int, dk: int, scale: bool) -> str:
-    """The attention steps from the weights on: weights, lines, heads, context, concat, × W_O."""
-    d, hs = h * dk, f"{h} heads" if h != 1 else "1 head"
+def _weights_page(kind: str, s: SiteShapes, scale: bool) -> str:
+    """The softmax's output: the weights, the same as lines, all heads side by side."""
+    where, h, tq, tk, dk, hs = s.where, s.h, s.tq, s.tk, s.dk, s.heads
+    d = h * dk
     if kind in ("weights", "lines"):
         title = "Attention weights" if kind == "weights" else "Token → token lines"
         return page(
@@ -137,19 +171,24 @@ def _after_softmax(kind: str, where: str, h: int, tq: int, tk: int, dk: int, sca
             ],
             f"A: {hs} × {tq} × {tk}; every row sums to 1.",
         )
-    if kind == "heads":
-        return page(
-            f"All heads · {where}",
-            "MultiHead(X) = Concat(head<sub>1</sub>, …, head<sub>H</sub>) W<sub>O</sub>",
-            [
-                f"The model splits its {d} dimensions into {hs} of {dk}: together they cost about "
-                "the "
-                "same as one full-width head, but each can learn its own kind of relation.",
-                "Changing the head count here re-reads the same weight matrices in a different "
-                "split, so the patterns change without retraining.",
-            ],
-            f"{hs} × {tq} × {tk} weight maps.",
-        )
+    return page(
+        f"All heads · {where}",
+        "MultiHead(X) = Concat(head<sub>1</sub>, …, head<sub>H</sub>) W<sub>O</sub>",
+        [
+            f"The model splits its {d} dimensions into {hs} of {dk}: together they cost about "
+            "the "
+            "same as one full-width head, but each can learn its own kind of relation.",
+            "Changing the head count here re-reads the same weight matrices in a different "
+            "split, so the patterns change without retraining.",
+        ],
+        f"{hs} × {tq} × {tk} weight maps.",
+    )
+
+
+def _mixing_page(kind: str, s: SiteShapes) -> str:
+    """What the heads hand over: weights · V, the concatenation, × W_O."""
+    where, h, tq, tk, dk, hs = s.where, s.h, s.tq, s.tk, s.dk, s.heads
+    d = h * dk
     if kind == "context":
         return page(
             f"Weights · V · {where}",

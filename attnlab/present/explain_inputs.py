@@ -16,68 +16,77 @@ if TYPE_CHECKING:
 
 
 def inputs_page(stage: Stage, trace: Trace) -> str:
+    """The page of an input stage: tokens, token embedding, positional encoding, or the layer input."""
     side = stage.side or "src"
     toks = tokens_of(trace, side)
     n = len(toks)
     d = (shape_of(trace, names.side_entry(side, "embed")) or (n, 0))[-1]
-    has_pad = "<pad>" in toks
     if stage.kind == "tokens":
-        if side == "tgt":
-            shifted = names.side_entry("src", "tokens") in trace
-            role = (
-                (
-                    "The decoder input is the translation shifted one place to the right: &lt;s&gt; followed by "
-                    "the translation minus its last word. "
-                    if shifted
-                    else ""
-                )
-                + "At position t the model must predict token t + 1 while seeing only the tokens up to t "
-                "(teacher forcing during training; during generation its own earlier guesses). That is why the "
-                "decoder panels label each row “input → predicted”, e.g. &lt;s&gt; → le: every row but the last "
-                "names the next input token it is trained to predict, the last one the model's own most "
-                "likely next token."
-            )
-        else:
-            role = "The source ends with &lt;/s&gt; so the model can tell where the sentence stops."
-        pad = (
-            (
-                "&lt;pad&gt; tokens only fill the sequence up to a fixed length; the padding mask hides them "
-                "from attention."
-            )
-            if has_pad
-            else ""
-        )
-        return page(
-            "Tokenization",
-            "text → pieces → ids",
-            [
-                "A tokenizer cuts the text into pieces from a fixed vocabulary and replaces each piece by its "
-                "integer id; the network never sees letters, only these ids.",
-                role,
-                pad,
-                "Each id picks one row of the embedding table in the next step.",
-            ],
-            f"{n} {token_word(side)} tokens → ids of shape [{n}].",
-        )
+        return _tokens_page(trace, side, toks)
     if stage.kind == "embed":
-        scaled = trace.config is None or trace.config.scale_embedding
-        return page(
-            "Token embedding",
-            fm.embed_formula(trace.config),
-            [
-                f"The embedding table E holds one learned vector of {DM} numbers per vocabulary "
-                "entry, and looking up a token is just reading the row with its id.",
-                "The lookup ignores where the token stands: two copies of a repeated word get identical rows.",
-                f"This model multiplies the rows by √{DM} so they are not drowned by the positional encoding "
-                "added next."
-                if scaled
-                else f"This model uses the rows as they are (no × √{DM}).",
-            ],
-            f"{n} tokens × {DM} = {d} → [{n}, {d}].",
-        )
+        return _embed_page(trace, n, d)
     pos = shape_of(trace, names.side_entry(side, "pos"))
     if stage.kind == "pos":
         return _positions(trace, pos)
+    return _layer_input_page(trace, pos, n, d)
+
+
+def _tokens_page(trace: Trace, side: str, toks: list[str]) -> str:
+    n = len(toks)
+    if side == "tgt":
+        shifted = names.side_entry("src", "tokens") in trace
+        role = (
+            (
+                "The decoder input is the translation shifted one place to the right: &lt;s&gt; followed by "
+                "the translation minus its last word. "
+                if shifted
+                else ""
+            )
+            + "At position t the model must predict token t + 1 while seeing only the tokens up to t "
+            "(teacher forcing during training; during generation its own earlier guesses). That is why the "
+            "decoder panels label each row “input → predicted”, e.g. &lt;s&gt; → le: every row but the last "
+            "names the next input token it is trained to predict, the last one the model's own most "
+            "likely next token."
+        )
+    else:
+        role = "The source ends with &lt;/s&gt; so the model can tell where the sentence stops."
+    pad = (
+        "&lt;pad&gt; tokens only fill the sequence up to a fixed length; the padding mask hides them from attention."
+        if "<pad>" in toks
+        else ""
+    )
+    return page(
+        "Tokenization",
+        "text → pieces → ids",
+        [
+            "A tokenizer cuts the text into pieces from a fixed vocabulary and replaces each piece by its "
+            "integer id; the network never sees letters, only these ids.",
+            role,
+            pad,
+            "Each id picks one row of the embedding table in the next step.",
+        ],
+        f"{n} {token_word(side)} tokens → ids of shape [{n}].",
+    )
+
+
+def _embed_page(trace: Trace, n: int, d: int) -> str:
+    scaled = trace.config is None or trace.config.scale_embedding
+    return page(
+        "Token embedding",
+        fm.embed_formula(trace.config),
+        [
+            f"The embedding table E holds one learned vector of {DM} numbers per vocabulary "
+            "entry, and looking up a token is just reading the row with its id.",
+            "The lookup ignores where the token stands: two copies of a repeated word get identical rows.",
+            f"This model multiplies the rows by √{DM} so they are not drowned by the positional encoding added next."
+            if scaled
+            else f"This model uses the rows as they are (no × √{DM}).",
+        ],
+        f"{n} tokens × {DM} = {d} → [{n}, {d}].",
+    )
+
+
+def _layer_input_page(trace: Trace, pos: tuple[int, ...] | None, n: int, d: int) -> str:
     added = "embedding + positional encoding" if pos is not None else "the embedding alone (no PE table)"
     return page(
         "Layer input",
