@@ -115,6 +115,17 @@ def stand_in(shape: Sequence[int], seed: int) -> torch.Tensor:
     return torch.randn(*shape, generator=gen) * shape[-1] ** -0.5
 
 
+def _record_assumptions(settings: ImportSettings, chosen: dict[str, object], assumed: dict[str, tuple]) -> None:
+    """assumed[field] = (value, where it came from) for what a bare state dict does not say: the `chosen`
+    n_heads / norm / activation (given in `settings`, or nn.Transformer's default) and the fixed assumptions."""
+    given = {"n_heads": settings.heads, "norm": settings.norm, "activation": settings.activation}
+    for field, value in chosen.items():
+        assumed[field] = (value, "given" if given[field] else "assumed: nn.Transformer's default")
+    assumed["layer_norm_eps"] = (NN_DEFAULTS["layer_norm_eps"], "assumed")
+    assumed["positional"] = ("sinusoidal", "assumed")
+    assumed["max_len"] = (NN_DEFAULTS["max_len"], "assumed")
+
+
 def bare_config(
     tensors: dict[str, torch.Tensor],
     settings: ImportSettings,
@@ -143,15 +154,7 @@ def bare_config(
     activation = settings.activation or NN_DEFAULTS["activation"]
     if not is_activation(activation):  # bare_parts has reported settings.problems()
         return None
-    for field, given, value in (
-        ("n_heads", settings.heads, heads),
-        ("norm", settings.norm, norm),
-        ("activation", settings.activation, activation),
-    ):
-        assumed[field] = (value, "given" if given else "assumed: nn.Transformer's default")
-    assumed["layer_norm_eps"] = (NN_DEFAULTS["layer_norm_eps"], "assumed")
-    assumed["positional"] = ("sinusoidal", "assumed")
-    assumed["max_len"] = (NN_DEFAULTS["max_len"], "assumed")
+    _record_assumptions(settings, {"n_heads": heads, "norm": norm, "activation": activation}, assumed)
     if d_model % heads:
         problems.add(
             f"d_model {d_model} is not divisible by {heads} heads; choose --heads from "

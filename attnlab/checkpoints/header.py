@@ -42,8 +42,9 @@ class SafetensorsLayout:
     complete: bool = True
 
 
-def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
-    """The header of `path`, or None (with the reason added to `problems`) when there is none to read."""
+def _read_raw_header(path: Path, problems: Problems) -> tuple[bytes, int, int] | None:
+    """(the header's JSON bytes, its length n, the file's size), or None (the reason added to `problems`) when
+    the file does not start with a plausible header: too short, a header over the cap, not JSON, truncated."""
     try:
         size = path.stat().st_size
         with open(path, "rb") as f:
@@ -78,6 +79,12 @@ def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
     except OSError as e:
         problems.add(f"the file could not be read ({e.strerror or e})")
         return None
+    return raw, n, size
+
+
+def _parse_header(raw: bytes, problems: Problems) -> dict | None:
+    """The header's JSON object, or None (the reason added to `problems`): too many tensors (counted before
+    parsing, and again after), unreadable JSON, or a tensor name over the cap."""
     listed = raw.count(b'"data_offsets"')  # an upper bound on the tensors, counted before any parsing
     if listed > limits.MAX_TENSORS:
         problems.add(
@@ -107,6 +114,18 @@ def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
             f"its header has a tensor name of {len(long_names[0]):,} characters "
             f"({limits.excerpt(long_names[0])}); names are at most {limits.MAX_NAME_CHARS:,}"
         )
+        return None
+    return header
+
+
+def read_layout(path: Path, problems: Problems) -> SafetensorsLayout | None:
+    """The header of `path`, or None (with the reason added to `problems`) when there is none to read."""
+    read = _read_raw_header(path, problems)
+    if read is None:
+        return None
+    raw, n, size = read
+    header = _parse_header(raw, problems)
+    if header is None:
         return None
     layout = SafetensorsLayout()
     meta = header.pop("__metadata__", None) or {}

@@ -29,6 +29,10 @@ from attnlab.engine.tokenizer import Tokenizer
 
 if TYPE_CHECKING:  # bare.py is imported where it is used
     from attnlab.checkpoints.bare import ImportSettings
+    from attnlab.engine.config import ModelConfig
+
+    # what nanogpt_parts and bare_parts read from a file: (config, tensors, tokenizer, metadata)
+    ModelParts = tuple[ModelConfig | None, dict[str, torch.Tensor] | None, Tokenizer | None, dict[str, Any]]
 
 EXTRA_KEYS = ("config", "src_tokenizer", "tgt_tokenizer", "name", "metadata")
 STATE_KEYS = ("state_dict", "model_state_dict")
@@ -191,20 +195,17 @@ def load_torch_file(
     problems = Problems(path)
     obj = read_torch_object(path, problems)
     notices: list[str] = []
-    if is_nanogpt(obj):
-        config, tensors, tok, metadata = nanogpt_parts(obj, path, problems, notices, tokenizer)
-        refuse_odd_tensors(tensors or {}, problems)
+
+    def build(parts: ModelParts, name: str) -> LiveModel:
+        config, tensors, tok, metadata = parts
         return build_live_model(
-            problems,
-            config,
-            tensors,
-            tok,
-            tok,
-            name=path.parent.name or path.stem,
-            metadata=metadata,
-            device=device,
-            notices=notices,
+            problems, config, tensors, tok, tok, name=name, metadata=metadata, device=device, notices=notices
         )
+
+    if is_nanogpt(obj):
+        parts = nanogpt_parts(obj, path, problems, notices, tokenizer)
+        refuse_odd_tensors(parts[1] or {}, problems)
+        return build(parts, path.parent.name or path.stem)
     if not isinstance(obj, dict):
         problems.add(
             f"the file holds a {type(obj).__name__}, but attnlab needs a dict of tensors with a "
@@ -219,18 +220,8 @@ def load_torch_file(
     if extras["skipped"]:
         notices.append("Ignored entries that are not tensors: " + ", ".join(extras["skipped"][:12]))
     if extras["config"] is None and any(k.startswith(("encoder.", "decoder.")) for k in tensors):
-        config, tensors, tok, metadata = bare_parts(tensors, settings or ImportSettings(), tokenizer, problems, notices)
-        return build_live_model(
-            problems,
-            config,
-            tensors,
-            tok,
-            tok,
-            name=str(extras["name"] or path.stem),
-            metadata=metadata,
-            device=device,
-            notices=notices,
-        )
+        parts = bare_parts(tensors, settings or ImportSettings(), tokenizer, problems, notices)
+        return build(parts, str(extras["name"] or path.stem))
     return assemble(
         problems,
         config_value=extras["config"],
