@@ -17,6 +17,7 @@ from attnlab.checkpoints.hf.common import (
     leftover_note,
     refuse,
     require_value,
+    required_sizes,
     take_linears,
     take_tied_copy,
 )
@@ -30,6 +31,12 @@ NO_HEAD_NOTE = (
 )
 
 
+SIZE_KEYS = {  # attnlab's size fields -> BERT's config.json keys
+    "d_model": "hidden_size",
+    "n_heads": "num_attention_heads",
+    "d_ff": "intermediate_size",
+    "n_encoder_layers": "num_hidden_layers",
+}
 LAYER_SOURCES = {  # attnlab's names in an encoder layer -> BERT's (weight and bias each)
     "self_attn.w_q": "attention.self.query",
     "self_attn.w_k": "attention.self.key",
@@ -78,10 +85,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     vocab = int_field(hf, "vocab_size", required=True)
     config = encoder_only_config(
         vocab,
-        d_model=int_field(hf, "hidden_size", required=True),
-        n_heads=int_field(hf, "num_attention_heads", required=True),
-        d_ff=int_field(hf, "intermediate_size", required=True),
-        n_encoder_layers=int_field(hf, "num_hidden_layers", required=True),
+        **required_sizes(hf, SIZE_KEYS),
         activation=activation(hf, "hidden_act", "gelu"),
         layer_norm_eps=float(field(hf, "layer_norm_eps", 1e-12)),
         tie_output=True,

@@ -75,6 +75,12 @@ def int_field(hf: HFConfig, key: str, default: int | None = None, *, required: b
     return value
 
 
+def required_sizes(hf: HFConfig, keys: Mapping[str, str]) -> dict[str, int]:
+    """{attnlab's field: hf[their key]} for sizes config.json must give as whole numbers, read in the order of
+    `keys` (the first one missing is the one named)."""
+    return {ours: int_field(hf, theirs, required=True) for ours, theirs in keys.items()}
+
+
 def activation(hf: HFConfig, key: str, default: str | None = None) -> Activation:
     name = field(hf, key, default, required=default is None)
     if name not in ACTIVATIONS:

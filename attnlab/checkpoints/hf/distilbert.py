@@ -15,12 +15,14 @@ from attnlab.checkpoints.hf.common import (
     encoder_only_config,
     field,
     int_field,
+    required_sizes,
     take_linears,
 )
 from attnlab.engine.config import ModelConfig
 
 PREFIXES = ("distilbert.",)
 LAYER_NORM_EPS = 1e-12  # fixed in DistilBERT's code, not in config.json
+SIZE_KEYS = {"d_model": "dim", "n_heads": "n_heads", "d_ff": "hidden_dim", "n_encoder_layers": "n_layers"}
 LAYER_SOURCES = {  # attnlab's names in an encoder layer -> DistilBERT's (weight and bias each)
     "self_attn.w_q": "attention.q_lin",
     "self_attn.w_k": "attention.k_lin",
@@ -38,10 +40,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     vocab = int_field(hf, "vocab_size", required=True)
     config = encoder_only_config(
         vocab,
-        d_model=int_field(hf, "dim", required=True),
-        n_heads=int_field(hf, "n_heads", required=True),
-        d_ff=int_field(hf, "hidden_dim", required=True),
-        n_encoder_layers=int_field(hf, "n_layers", required=True),
+        **required_sizes(hf, SIZE_KEYS),
         activation=activation(hf, "activation", "gelu"),
         layer_norm_eps=LAYER_NORM_EPS,
         tie_output=bool(field(hf, "tie_word_embeddings", True)),
