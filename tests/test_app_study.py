@@ -75,7 +75,7 @@ def test_ablate_combo_ablates_the_shown_head_and_the_output_shows_before_and_aft
     plain = win.session.model.trace("the black cat sees the dog", "le chat")["probs"][-1].numpy()
     np.testing.assert_allclose(change.before, plain[change.ids], rtol=1e-4, atol=1e-6)
     note = win.current_panel().findChild(type(win.stage_title), "ablationNote")
-    assert "→" in note.text() and "head 1 of decoder layer 2 cross-attention zeroed" in note.text()
+    assert "→" in note.text() and "head 2 of decoder layer 2 cross-attention zeroed" in note.text()
 
 
 def test_pin_compare_difference_and_unpin(qtbot, win):
