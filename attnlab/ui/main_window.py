@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from attnlab.limits import MAX_SENTENCE_CHARS
 from attnlab.session import Session, shape_text
 from attnlab.ui import app as appsettings
+from attnlab.ui import head_menu
 from attnlab.ui.controls import ControlsPanel
 from attnlab.ui.errors import ErrorReporter
 from attnlab.ui.inputs import InputBar
@@ -179,6 +180,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             self._give_vocabulary(panel)
             panel.maskCellToggled.connect(self.session.toggle_mask_cell)
             panel.headSelected.connect(lambda h: self.session.set_view(head=h))
+            head_menu.attach(panel, self.session)  # right-click a head: zero / mean / clear its ablation
             if hasattr(panel, "positionChosen"):  # the output bars' position chooser
                 panel.positionChosen.connect(lambda p: self.session.set_view(position=p))
             self.panel_stack.addWidget(panel)
