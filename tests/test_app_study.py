@@ -75,7 +75,7 @@ def test_ablate_combo_ablates_the_shown_head_and_the_output_shows_before_and_aft
     plain = win.session.model.trace("the black cat sees the dog", "le chat")["probs"][-1].numpy()
     np.testing.assert_allclose(change.before, plain[change.ids], rtol=1e-4, atol=1e-6)
     note = win.current_panel().findChild(type(win.stage_title), "ablationNote")
-    assert "→" in note.text() and "head 1 of decoder layer 2 cross-attention zeroed" in note.text()
+    assert "→" in note.text() and "head 2 of decoder layer 2 cross-attention zeroed" in note.text()
 
 
 def test_pin_compare_difference_and_unpin(qtbot, win):
@@ -101,3 +101,27 @@ def test_pin_compare_difference_and_unpin(qtbot, win):
     assert set(panel.shown_data()) >= {"a", "b", "ids"}
     win.controls.pin.click()  # unpin
     assert win.session.pinned is None and win.current_panel().objectName() != "comparePanel"
+
+
+def test_ablate_combo_works_on_every_stage_of_the_site_including_divide_by_root_dk(qtbot, win):
+    """A screenshot seemed to show it greyed on the ÷√dₖ stage: it is usable on every stage of the site
+    (ablation acts on the site's context, whichever step is shown) and only greyed where there is no site."""
+    combo, session = win.controls.ablate, win.session
+    site_stages = [s for s in session.stages if s.site == "enc.0.self"]
+    assert {"scaled", "scale_why", "scores", "weights", "heads"} <= {s.kind for s in site_stages}
+    for stage in site_stages:
+        session.set_stage(stage.key)
+        assert combo.isEnabled() and combo.isEnabledTo(win), stage.key
+    session.set_stage(names.site_entry("enc.0.self", "scaled"))
+    session.set_view(head=1)
+    assert "head 2 of encoder layer 1 self-attention" in combo.toolTip()  # counted from 1, as in the window
+    trace = retrace(qtbot, win, lambda: choose(combo, "mean"))
+    assert trace.options.ablate == (("enc.0.self", 1, "mean"),)
+    for stage in site_stages:
+        session.set_stage(stage.key)
+        assert combo.currentData() == "mean", stage.key
+    other = next(s for s in session.stages if s.site == "enc.1.self")
+    session.set_stage(other.key)
+    assert combo.isEnabled() and combo.currentData() is None  # the same head elsewhere is not ablated
+    session.set_stage(next(s for s in session.stages if s.kind == "ffn").key)
+    assert not combo.isEnabled()  # the feed-forward step has no heads

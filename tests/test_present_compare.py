@@ -54,6 +54,7 @@ def test_a_head_only_one_run_has_is_said(model):
     a, b = model.trace(SRC, TGT), model.trace(SRC, TGT, RunOptions(n_heads=8))
     (entry,) = compare.compare_stage(a, b, stage(b, "weights", "enc.0.self"), head=6)
     assert entry.difference is None and entry.a is None and "A has 4" in entry.message
+    assert "head 7 is not in A" in entry.message  # trace head 6, counted from 1 as the window counts
     q = compare.compare_stage(a, b, stage(b, "qkv", "enc.0.self"), head=1)[0]
     assert q.difference is None and "head count differs (4 in A, 8 in B)" in q.message  # d_k 8 in A, 4 in B
 
@@ -83,4 +84,4 @@ def test_baseline_probs_are_the_unablated_run(model):
     plain = model.trace(SRC, TGT, RunOptions(temperature=0.7))["probs"]
     torch.testing.assert_close(before, plain, rtol=1e-4, atol=1e-6)
     assert ablation.baseline_probs(model, SRC, TGT, RunOptions()) is None
-    assert "head 1 of decoder layer 2 self-attention zeroed" in ablation.ablation_words(options.ablate)
+    assert "head 2 of decoder layer 2 self-attention zeroed" in ablation.ablation_words(options.ablate)

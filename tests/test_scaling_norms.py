@@ -130,6 +130,8 @@ def test_scale_why_panel_draws_the_site_and_the_chosen_dk(qtbot, trace):
     stats = site_scaling(trace, "dec.0.cross")
     np.testing.assert_array_equal(data["entropy_scaled"], stats.entropy_scaled)
     np.testing.assert_array_equal(data["raw_counts"], stats.raw_counts)
+    ticks = panel._entropy.getPlotItem().getAxis("bottom")._tickLevels[0]
+    assert [label for _, label in ticks] == [f"head {h + 1}" for h in range(len(stats.entropy_scaled))]  # from 1
     panel.findChild(QtWidgets.QSpinBox, "scaleDkSpin").setValue(512)
     panel.findChild(QtWidgets.QSpinBox, "scaleSeedSpin").setValue(3)
     draw = panel.shown_data()["random"]["draw"]

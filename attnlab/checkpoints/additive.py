@@ -45,6 +45,14 @@ class AdditiveModel:
         self.metadata = metadata or {}
         self.name = TITLE
 
+    @property
+    def src_tokenizer(self) -> Tokenizer:  # one vocabulary for both sides; named as a LiveModel names it
+        return self.tokenizer
+
+    @property
+    def tgt_tokenizer(self) -> Tokenizer:
+        return self.tokenizer
+
     def translate(self, text: str) -> AdditiveTranslation:
         tok = self.tokenizer
         pieces, ids = tok.encode(text)

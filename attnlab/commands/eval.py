@@ -48,18 +48,19 @@ def summary_text(figures: dict) -> str:
         f"  exact match (greedy translation): {_pct(figures['exact_match'])} "
         f"({_pct(figures['exact_match_pieces'])} with the reference's own pieces)",
     ]
-    al = figures["alignment"]
-    lines.append(f"  cross-attention alignment over {al['n_aligned_words']} content words:")
-    for key, label in (
-        ("predicting", "position predicting the word's first piece (standard)"),
-        ("predicting_after_elision", "same, after an elided prefix (l', n', qu')"),
-        ("input", "position reading the word's first piece as input"),
-    ):
-        best = al[key]["best"]
-        per_layer = ", ".join(f"layer {i}: {_pct(a)}" for i, a in enumerate(al[key]["layer_head_average"]))
+    for key, part in figures.get("exact_match_by_source_length", {}).items():
+        lines.append(f"    {key.replace('_', ' ')} (source pieces + </s>): {_pct(part['exact_match'])} of {part['n']}")
+    if "n_seen_in_gru_training" in figures:
+        lines.insert(
+            1,
+            f"  (the translation model's {figures['n_translation_held_out']} held-out pairs less the "
+            f"{figures['n_seen_in_gru_training']} the GRU model trained on)",
+        )
+    lines += _alignment_lines(figures["alignment"], additive=figures.get("attention") == "additive")
+    hand = figures.get("handwritten")
+    if hand:
         lines.append(
-            f"    {label}: best head layer {best['layer']} head {best['head']} "
-            f"{_pct(best['accuracy'])}; head-average {per_layer}"
+            f"  hand-written sentences: {hand['exact']}/{hand['n']} exact, word accuracy {_pct(hand['word_accuracy'])}"
         )
     teaching = figures.get("teaching_examples")
     if teaching:
@@ -69,19 +70,50 @@ def summary_text(figures: dict) -> str:
     return "\n".join(lines)
 
 
+_READINGS = (
+    ("predicting", "position predicting the word's first piece (standard)"),
+    ("predicting_after_elision", "same, after an elided prefix (l', n', qu')"),
+    ("input", "position reading the word's first piece as input"),
+)
+
+
+def _alignment_lines(al: dict, additive: bool) -> list[str]:
+    """Layers and heads are counted from 1, as the app counts them (the JSON keeps 0-based indices)."""
+    kind = "additive attention" if additive else "cross-attention"
+    lines = [f"  {kind} alignment over {al['n_aligned_words']} content words:"]
+    for key, label in _READINGS:
+        best = al[key]["best"]
+        if additive:
+            lines.append(f"    {label}: {_pct(best['accuracy'])}")
+            continue
+        per_layer = ", ".join(f"layer {i}: {_pct(a)}" for i, a in enumerate(al[key]["layer_head_average"], 1))
+        lines.append(
+            f"    {label}: best head layer {best['layer'] + 1} head {best['head'] + 1} "
+            f"{_pct(best['accuracy'])}; head-average {per_layer}"
+        )
+    return lines
+
+
 def _load(spec: str):
+    """(model, path): a classroom Transformer, or the additive-attention GRU model (bundled:bahdanau or its
+    file)."""
     from attnlab.checkpoints import load_bundled, load_checkpoint
+    from attnlab.checkpoints.additive import BUNDLED_NAME, bundled_additive_path, is_additive_file, load_additive
     from attnlab.checkpoints.bundled import bundled_path
 
+    if spec == f"bundled:{BUNDLED_NAME}":
+        return load_additive(), bundled_additive_path()
     if spec.startswith("bundled:"):
         name = spec.split(":", 1)[1]
         return load_bundled(name), bundled_path(name)
+    if is_additive_file(spec):
+        return load_additive(spec), Path(spec)
     return load_checkpoint(spec), Path(spec)
 
 
 def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError
-    from attnlab.training.classroom import save_with_figures
+    from attnlab.training.classroom import save_additive_figures, save_with_figures
     from attnlab.training.evaluate import evaluate
 
     if args.n is not None and args.n < 1:
@@ -104,6 +136,10 @@ def run(args: argparse.Namespace) -> int:
         if path.suffix != ".safetensors":
             print("attnlab eval: --save needs a .safetensors checkpoint", file=sys.stderr)
             return 2
+        if figures.get("attention") == "additive":  # the GRU file keeps its weights; the figures go beside it
+            written = save_additive_figures(model, path, figures)
+            print(f"figures stored in {written}", file=sys.stderr)
+            return 0
         written = save_with_figures(model, path, figures)
         print(f"figures stored in {path} and {written}", file=sys.stderr)
     return 0

@@ -92,3 +92,21 @@ class AdditiveSeq2Seq(nn.Module):
                 break
             out.append(int(prev))
         return out, torch.stack(rows)  # alignment [T_out (+1 for </s>), S]
+
+    @torch.no_grad()
+    def greedy_batch(self, src: Tensor, bos: int, eos: int, pad: int, max_len: int | None = None) -> Tensor:
+        """Greedy translation of B sentences of the SAME length (no padding: the backward GRU would read it),
+        each step as `greedy` takes it. src [B, S] -> ids [B, T] (<pad> after each sentence's </s>)."""
+        no_pad = torch.zeros_like(src, dtype=torch.bool)  # [B, S]
+        h, s = self.encode(src, no_pad)
+        prev = torch.full((src.shape[0],), bos, dtype=torch.long)  # [B]
+        finished = torch.zeros(src.shape[0], dtype=torch.bool)  # [B]
+        out = []
+        for _ in range(max_len or self.cfg.max_len):
+            logits, s, _ = self.step(prev, s, h, no_pad)
+            prev = torch.where(finished, torch.full_like(prev, pad), logits.argmax(-1))  # [B]
+            out.append(prev)
+            finished |= prev == eos
+            if bool(finished.all()):
+                break
+        return torch.stack(out, 1)  # [B, T]

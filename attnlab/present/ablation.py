@@ -64,11 +64,11 @@ def baseline_probs(model: LiveModel, src: Prompt, tgt: Prompt, options: RunOptio
 
 
 def ablation_words(ablate: Iterable[tuple[str, int, str]]) -> str:
-    """'head 2 of encoder layer 0 self-attention zeroed; …'"""
+    """'head 2 of encoder layer 1 self-attention zeroed; …' (trace head 1 of enc.0.self: people count from 1)"""
     parts = []
     for site, head, mode in ablate:
         what = "zeroed" if mode == "zero" else "replaced by its mean over positions"
-        parts.append(f"head {head} of {names.site_full_words(site)} {what}")
+        parts.append(f"{names.head_words(head)} of {names.site_full_words(site)} {what}")
     return "; ".join(parts)
 
 

@@ -7,13 +7,14 @@ A stage's entries are those `stage_tensors(stage)` names. A per-head entry [H, �
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from attnlab.engine import names
 from attnlab.present.stages import COMPARE_MODES as COMPARE_MODES  # re-exported: the view's choices
-from attnlab.present.stages import Stage, stage_tensors
+from attnlab.present.stages import NORM_COMPARE, Stage, stage_tensors
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -63,9 +64,56 @@ def compare_entry(a: Trace, b: Trace, name: str, head: int) -> ComparedEntry:
     return ComparedEntry(name, ma, mb, mb - ma)
 
 
+def compare_names(stage: Stage, a: Trace, b: Trace) -> list[str]:
+    """Every trace entry the stage's own panel draws that A or B holds: `stage_tensors`, and for a gated FFN
+    also gate(x) and up(x)."""
+    wanted = stage_tensors(stage)
+    if stage.kind == "ffn" and stage.layer:
+        wanted += [names.ffn_entry(stage.layer, part) for part in ("gate", "up")]
+    return [name for name in wanted if name in a or name in b]
+
+
 def compare_stage(a: Trace, b: Trace, stage: Stage, head: int) -> list[ComparedEntry]:
-    """Every matrix entry of `stage` in A and B (token lists left out)."""
-    return [compare_entry(a, b, name, head) for name in stage_tensors(stage) if name in a or name in b]
+    """Every matrix entry of `stage` in A and B (token lists left out). Token ids get no difference (they are
+    names, not amounts); a mask is compared as where it blocks (1) and where it lets through (0)."""
+    entries = [compare_entry(a, b, name, head) for name in compare_names(stage, a, b)]
+    if stage.kind == "tokens":
+        return [replace(e, difference=None, message=NO_DIFFERENCE) for e in entries]
+    if stage.kind == "mask":
+        return [_blocked(e) for e in entries]
+    return entries
+
+
+NO_DIFFERENCE = "Token ids are names, not amounts: B − A of two ids means nothing, so only A and B are shown."
+# Stages whose own picture is not a matrix: what the compare view shows instead, said on the panel.
+FORM_NOTES = {
+    "lines": "The token lines are compared as the shown head's weight matrix (a line's thickness is its weight; "
+    "a difference has no line to draw).",
+    "scale_why": "The ÷√dₖ histograms and entropies are compared through what they are made of: the shown "
+    "head's raw and scaled scores.",
+    NORM_COMPARE: "The LayerNorm-vs-BatchNorm picture (with its batch slider) has no A | B form; compared here: "
+    "the norm's input x.",
+}
+
+
+def _blocked(entry: ComparedEntry) -> ComparedEntry:
+    """A mask entry as 1 where it blocks (−inf) and 0 where it lets through: −inf − (−inf) is not a number."""
+    a, b = ((np.isneginf(m).astype(np.float32) if m is not None else None) for m in (entry.a, entry.b))
+    if a is None or b is None or a.shape != b.shape:
+        return replace(entry, a=a, b=b)
+    return ComparedEntry(entry.name, a, b, b - a, "")
+
+
+def compare_heads(a: Trace, b: Trace, site: str) -> ComparedEntry:
+    """All heads' weights of `site` [H, Tq, Tk] in A and B, with B − A when the head counts and lengths
+    agree (the all-heads grid drawn three times)."""
+    name = names.site_entry(site, "weights")
+    ma, mb = ((t[name].float().numpy() if name in t else None) for t in (a, b))
+    if ma is None or mb is None:
+        return ComparedEntry(name, ma, mb, None, _missing_message(a, b, name, 0, ma is None, mb is None))
+    if ma.shape != mb.shape:
+        return ComparedEntry(name, ma, mb, None, shape_message(name, ma.shape, mb.shape, a, b))
+    return ComparedEntry(name, ma, mb, mb - ma)
 
 
 def _missing_message(a: Trace, b: Trace, name: str, head: int, a_missing: bool, b_missing: bool) -> str:
@@ -73,7 +121,7 @@ def _missing_message(a: Trace, b: Trace, name: str, head: int, a_missing: bool, 
     heads = [heads_of(t, name) for t in (a, b)]
     if any(h is not None and head >= h for h in heads):
         counts = ", ".join(f"{label} has {h}" for label, h in zip("AB", heads, strict=True) if h is not None)
-        return f"{name}: head {head} is not in {which} ({counts} heads); pick a head both have."
+        return f"{name}: {names.head_words(head)} is not in {which} ({counts} heads); pick a head both have."
     return f"{name} is not in run {which}: the two runs do not share this step, so there is nothing to subtract."
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from attnlab.engine import names
 from attnlab.present import formulas as fm
 from attnlab.present.explain_page import DM, page, shape_of, token_word, tokens_of
+from attnlab.present.shift import decoder_input_role
 from attnlab.present.stages import Stage
 
 if TYPE_CHECKING:
@@ -34,20 +35,7 @@ def inputs_page(stage: Stage, trace: Trace) -> str:
 def _tokens_page(trace: Trace, side: str, toks: list[str]) -> str:
     n = len(toks)
     if side == "tgt":
-        shifted = names.side_entry("src", "tokens") in trace
-        role = (
-            (
-                "The decoder input is the translation shifted one place to the right: &lt;s&gt; followed by "
-                "the translation minus its last word. "
-                if shifted
-                else ""
-            )
-            + "At position t the model must predict token t + 1 while seeing only the tokens up to t "
-            "(teacher forcing during training; during generation its own earlier guesses). That is why the "
-            "decoder panels label each row “input → predicted”, e.g. &lt;s&gt; → le: every row but the last "
-            "names the next input token it is trained to predict, the last one the model's own most "
-            "likely next token."
-        )
+        role = decoder_input_role(trace)
     else:
         role = "The source ends with &lt;/s&gt; so the model can tell where the sentence stops."
     pad = (

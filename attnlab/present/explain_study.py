@@ -31,7 +31,7 @@ def study_notes(site: str, trace: Trace) -> str:
     ablated = options.ablations(site)
     if ablated:
         what = ", ".join(
-            f"head {h} {'zeroed' if m == 'zero' else 'replaced by its mean over positions'}"
+            f"{names.head_words(h)} {'zeroed' if m == 'zero' else 'replaced by its mean over positions'}"
             for h, m in sorted(ablated.items())
         )
         parts.append(

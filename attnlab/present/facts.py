@@ -256,3 +256,13 @@ def predicted_labels(trace: Trace, labels: list[str], vocab: Callable[[int], str
             guess = vocab(int(logits.argmax()))
         out[real - 1] = f"{labels[real - 1]} → {guess}"
     return out
+
+
+def row_labels(trace: Trace, side: str, n: int, vocab: Callable[[int], str] | None = None) -> list[str] | None:
+    """The labels of `side`'s `n` rows on a stage that concerns prediction (attention, add & norm, FFN, the
+    output): decoder rows as "input → predicted" (`predicted_labels`), other rows as their tokens; None when
+    the trace does not hold `n` tokens for that side. The one rule every such stage uses."""
+    labels = tokens(trace, side, n)
+    if labels is not None and predicts_next(trace, side):
+        labels = predicted_labels(trace, labels, vocab)
+    return labels

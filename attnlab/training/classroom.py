@@ -64,6 +64,15 @@ def save_with_figures(model: LiveModel, checkpoint: Path, figures: dict) -> Path
     return paths["json"]
 
 
+def save_additive_figures(model, checkpoint: Path, figures: dict) -> Path:
+    """The additive GRU model's figures in <dir>/training/<stem>-eval.json (its weights file is left as is)."""
+    path = report_paths(checkpoint)["json"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"model": model.name, "checkpoint": checkpoint.name, "training": model.metadata, "eval": figures}
+    atomic_write_text(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
 def build(
     name: str,
     seed: int,

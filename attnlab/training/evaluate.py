@@ -62,8 +62,13 @@ def _chunks(items: Sequence, size: int = CHUNK):
 
 # ---- translation: exact match ------------------------------------------------------------------------
 @torch.inference_mode()
-def greedy_translate(model: LiveModel, sources: Sequence[str], max_new_tokens: int = 60) -> list[list[int]]:
-    """Greedy decoding of a batch of sentences; returns the generated piece ids of each (without specials)."""
+def greedy_translate(model, sources: Sequence[str], max_new_tokens: int = 60) -> list[list[int]]:
+    """Greedy decoding of a batch of sentences; returns the generated piece ids of each (without specials).
+    `model`: a LiveModel, or the additive-attention GRU model (an AdditiveModel)."""
+    if not isinstance(model, LiveModel):
+        from attnlab.training.additive_eval import greedy_ids
+
+        return greedy_ids(model, sources)
     tok = model.tgt_tokenizer
     module = model.module.to("cpu")
     out: list[list[int]] = []
@@ -150,15 +155,17 @@ def word_attention(weights: torch.Tensor, spans: list[list[int]]) -> torch.Tenso
     return torch.stack(words + [weights[..., -1]], dim=-1)
 
 
-def alignment_accuracy(model: LiveModel, pairs) -> dict:
+def alignment_accuracy(model, pairs, attention: Sequence[torch.Tensor] | None = None) -> dict:
     """Share of aligned target content words whose strongest cross-attention (source pieces summed per word,
     </s> counted as a word of its own) falls on the aligned source word; per layer and head, and for the
-    head-average of each layer, for each reading (see READINGS)."""
+    head-average of each layer, for each reading (see READINGS). `attention`: one [L, H, T, S] per pair
+    (default: the Transformer's cross-attention, `cross_attention`)."""
     tok = model.tgt_tokenizer
-    L, H = model.config.n_decoder_layers, model.config.n_heads
+    weights = list(cross_attention(model, pairs) if attention is None else attention)
+    L, H = weights[0].shape[:2] if weights else (1, 1)
     hits = {k: torch.zeros(L, H + 1) for k in READINGS}  # last column: the head-average
     total = 0
-    for pair, att in zip(pairs, cross_attention(model, pairs), strict=True):  # att [L, H, T, S]
+    for pair, att in zip(pairs, weights, strict=True):  # att [L, H, T, S]
         src_spans = word_piece_spans(model.src_tokenizer, pair.src)
         tgt_spans = word_piece_spans(tok, pair.tgt)
         tgt_words = pair.tgt.split(" ")
@@ -236,8 +243,13 @@ def teaching_examples(model: LiveModel) -> dict:
 
 
 # ---- everything ----------------------------------------------------------------------------------------
-def evaluate(model: LiveModel, n: int | None = None) -> dict:
-    """The figures for a classroom model on its held-out split (the first `n` pairs, or all)."""
+def evaluate(model, n: int | None = None) -> dict:
+    """The figures for a classroom model on its held-out split (the first `n` pairs, or all); the additive
+    GRU model (an AdditiveModel) is measured by `additive_eval.evaluate_additive`."""
+    if not isinstance(model, LiveModel):
+        from attnlab.training.additive_eval import evaluate_additive
+
+        return evaluate_additive(model, n)
     pairs = held_out_pairs(model, n)
     if model.config.arch == "encoder-decoder":
         figures = {"kind": "translation", "n_sentences": len(pairs)}

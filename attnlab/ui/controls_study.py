@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLayout, QPushButton
 
+from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import ABLATION_MODES
 from attnlab.present.stages import COMPARE_MODES
@@ -54,14 +55,16 @@ def connect_ablate(p: ControlsPanel, s: Session) -> None:
 
 
 def read_ablate(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
-    """Enabled on attention stages; shows how the shown head of this site is ablated, and how many heads are."""
+    """Enabled on every stage of an attention site (Q/K/V to × W_O: ablation acts on the site's context,
+    whichever of its stages is shown); shows how the shown head of this site is ablated, and how many heads
+    are. Heads and layers are counted from 1, as everywhere in the window."""
     stage = s.stage
     site = stage.site if stage is not None else None
     p.ablate.setEnabled(bool(site))
     mode = s.options.ablation_of(site, s.view.head) if site else None
     p.ablate.setCurrentIndex(max(0, p.ablate.findData(mode)))
     count = len(s.options.ablate)
-    where = f"head {s.view.head} of {site}" if site else "pick an attention stage"
+    where = f"{names.head_words(s.view.head)} of {names.site_full_words(site)}" if site else "pick an attention stage"
     p.ablate.setToolTip(f"Ablate {where}. Heads ablated in this run: {count}.")
 
 

@@ -43,9 +43,11 @@ class HeadGrid(MatrixView):
 
     Signals:
         headClicked(int head): left click on a head's plot or its title (e.g. to zoom in).
+        headMenuRequested(int head, QPoint global position): right click on a head (its ablation menu).
     """
 
     headClicked = Signal(int)
+    headMenuRequested = Signal(int, QtCore.QPoint)
 
     HINT = "Hover a head to read values; click a head to zoom in."
 
@@ -370,10 +372,13 @@ class HeadGrid(MatrixView):
             self._readout.setText(self.HINT)
 
     def _handle_click(self, scene_pos: QtCore.QPointF, button: Qt.MouseButton) -> bool:
-        if button != Qt.MouseButton.LeftButton or self._raw is None:
+        if button not in (Qt.MouseButton.LeftButton, Qt.MouseButton.RightButton) or self._raw is None:
             return False
         h = self.head_at_scene_pos(scene_pos)
         if h is None:
             return False
+        if button == Qt.MouseButton.RightButton:
+            self.headMenuRequested.emit(h, self._glw.mapToGlobal(self._glw.mapFromScene(scene_pos)))
+            return True
         self.headClicked.emit(h)
         return True

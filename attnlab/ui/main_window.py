@@ -29,6 +29,7 @@ from attnlab.limits import MAX_SENTENCE_CHARS
 from attnlab.present.stages import shape_text
 from attnlab.session import Session
 from attnlab.ui import app as appsettings
+from attnlab.ui import head_menu
 from attnlab.ui.controls import ControlsPanel
 from attnlab.ui.errors import ErrorReporter
 from attnlab.ui.inputs import InputBar
@@ -180,6 +181,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             self._give_vocabulary(panel)
             panel.maskCellToggled.connect(self.session.toggle_mask_cell)
             panel.headSelected.connect(lambda h: self.session.set_view(head=h))
+            head_menu.attach(panel, self.session)  # right-click a head: zero / mean / clear its ablation
             if hasattr(panel, "positionChosen"):  # the output bars' position chooser
                 panel.positionChosen.connect(lambda p: self.session.set_view(position=p))
             self.panel_stack.addWidget(panel)

@@ -26,10 +26,10 @@ from attnlab.ui.stages.common import (
     norm_placement,
     note_font,
     residual_on,
+    row_labels,
     sublayer_kind,
     sublayer_output,
     titled_heatmap,
-    tokens,
 )
 
 
@@ -141,7 +141,7 @@ class AddNormPanel(StagePanel):
         self._stack.show_content()
         side = layer_side(layer)
         x_in, x_out = array(trace, entry["in"]), array(trace, entry["out"])  # [T, d] each
-        labels = tokens(trace, side, x_in.shape[0])
+        labels = row_labels(trace, side, x_in.shape[0], self.vocab)  # decoder rows: "<s> → le"
         if rms:  # RMSNorm: the bars show the RMS it divides by, and the mean it leaves in place
             mean, var = x_in.mean(axis=1), array(trace, entry["rms"])  # [T] each
             out_mean, out_var = x_out.mean(axis=1), np.sqrt((x_out**2).mean(axis=1))

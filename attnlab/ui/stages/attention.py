@@ -13,7 +13,7 @@ from PySide6 import QtWidgets
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.explain_imported import gqa_text
-from attnlab.present.facts import predicted_labels, predicts_next, score_levels
+from attnlab.present.facts import row_labels, score_levels
 from attnlab.present.formulas import scaled_title
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.texts import counted
@@ -47,9 +47,7 @@ class SiteView:
         weights = trace.get(weights_name)
         tq = int(weights.shape[1]) if weights is not None else int(q.shape[1])
         tk = int(weights.shape[2]) if weights is not None else tq
-        self.rows = tokens(trace, self.q_side, tq)
-        if self.rows is not None and predicts_next(trace, self.q_side):  # decoder rows: "<s> → le"
-            self.rows = predicted_labels(trace, self.rows, vocab)
+        self.rows = row_labels(trace, self.q_side, tq, vocab)  # decoder rows: "<s> → le"
         self.cols = tokens(trace, self.k_side, tk)
         self.name = site_name(site)
 

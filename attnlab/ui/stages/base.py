@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QPoint, Signal
 from PySide6.QtWidgets import QWidget
 
 from attnlab.engine.trace import Trace
@@ -18,6 +18,7 @@ class StagePanel(QWidget):
 
     maskCellToggled = Signal(str, int, int)  # site, query index, key index: the person clicked a mask cell
     headSelected = Signal(int)  # the person picked a head (e.g. clicked one in the grid)
+    headMenuRequested = Signal(int, QPoint)  # the person right-clicked a head (head, global position)
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         raise NotImplementedError

@@ -17,6 +17,7 @@ from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
     missing_message,
     norm_placement,
     residual_on,
+    row_labels,
     run_temperature,
     scaling_on,
     side_name,

@@ -18,8 +18,8 @@ from attnlab.ui.stages.common import (
     layer_side,
     missing,
     missing_message,
+    row_labels,
     titled_heatmap,
-    tokens,
 )
 
 ACTIVATION_WORDS = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU", "silu": "SiLU"}
@@ -93,7 +93,7 @@ class FFNPanel(StagePanel):
         self._stack.show_content()
         hidden = array(trace, names.ffn_entry(layer, "hidden"))  # [T, d_ff]
         out = array(trace, names.ffn_entry(layer, "out"))  # [T, d]
-        labels = tokens(trace, layer_side(layer), hidden.shape[0])
+        labels = row_labels(trace, layer_side(layer), hidden.shape[0], self.vocab)  # decoder rows: "<s> → le"
         activation = run_activation(trace, hidden)
         gated = self._show_gate_and_up(trace, layer, labels, view)
         zeros = hidden == 0.0

@@ -42,6 +42,7 @@ class HeadsPanel(StagePanel):
         self._cmap: str | None = None
         self._data: dict = {}
         self._grid.headClicked.connect(self._clicked)
+        self._grid.headMenuRequested.connect(self.headMenuRequested)  # right click: the head's ablation menu
 
     def _clicked(self, head: int) -> None:
         self._grid.set_selected(head)

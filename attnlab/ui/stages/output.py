@@ -21,6 +21,7 @@ from attnlab.ui.stages.common import (
     array,
     foreground_color,
     note_font,
+    row_labels,
     run_temperature,
 )
 
@@ -152,13 +153,13 @@ class OutputPanel(StagePanel):
         name = self._namer(trace)
         labels = [name(int(i)) for i in ids]
         self._last_args = (trace, stage, view)
-        self._fill_positions(trace, n_pos, position)
+        self._fill_positions(trace, n_pos, position, name)
         self.fixed_axis.setEnabled(kind == names.PROBS)
         self._draw_bars(values, kind)
         self._set_ticks(labels)
         self._place_values(values, kind)
         temperature = run_temperature(trace)
-        self._title.show_text(self._heading(trace, position, kind))
+        self._title.show_text(self._heading(trace, position, kind, name))
         note = self._explain(kind, len(ids), row.shape[0], temperature, labels[0])
         if names.side_entry("tgt", "tokens") not in trace:  # encoder-only: a fill-in guess, nothing is decoded
             note = note.replace("Greedy decoding picks the orange bar", "The model's best fill-in is the orange bar")
@@ -187,11 +188,11 @@ class OutputPanel(StagePanel):
         last = self.position_combo.count() - 1
         self.positionChosen.emit(-1 if index == last else index)
 
-    def _fill_positions(self, trace: Trace, n_pos: int, position: int) -> None:
-        """One entry per position: 'i: token' (the decoder input, else the source); the shown one current."""
-        side = "tgt" if names.side_entry("tgt", "tokens") in trace else "src"
-        toks = list(trace.get(names.side_entry(side, "tokens")) or [])
-        entries = tuple(f"{i}: {printable_label(toks[i]) if i < len(toks) else '?'}" for i in range(n_pos))
+    def _fill_positions(self, trace: Trace, n_pos: int, position: int, name: Callable[[int], str]) -> None:
+        """One entry per position: 'i: input → predicted' on the decoder side, else 'i: token'; the shown one
+        current."""
+        labels = position_labels(trace, n_pos, name)
+        entries = tuple(f"{i}: {labels[i]}" for i in range(n_pos))
         if entries != self._positions_key:
             self._positions_key = entries
             self.position_combo.blockSignals(True)
@@ -236,15 +237,16 @@ class OutputPanel(StagePanel):
         )
         self._data["ablation"] = change
 
-    def _heading(self, trace: Trace, position: int, kind: str) -> str:
+    def _heading(self, trace: Trace, position: int, kind: str, name: Callable[[int], str]) -> str:
         tgt_tokens = names.side_entry("tgt", "tokens")
         decoder = tgt_tokens in trace
         toks = trace.get(tgt_tokens if decoder else names.side_entry("src", "tokens")) or []
-        here = printable_label(toks[position]) if position < len(toks) else str(position)
+        n_pos = int(trace[kind].shape[0])
+        here = position_labels(trace, n_pos, name)[position]
         what = "logits" if kind == names.LOGITS else "probabilities"
         if decoder:
             context = " ".join(printable_label(t) for t in toks[: position + 1])
-            return f"Next-token {what} after “{elide_label(context, 60)}” (position {position})"
+            return f"Next-token {what} at position {position}: {here} (after “{elide_label(context, 60)}”)"
         return f"Predicted token {what} at position {position} (“{here}”)"
 
     @staticmethod
@@ -308,6 +310,15 @@ class OutputPanel(StagePanel):
 
     def shown_data(self) -> dict:
         return dict(self._data)
+
+
+def position_labels(trace: Trace, n_pos: int, name: Callable[[int], str]) -> list[str]:
+    """A printable label per output position: 'input → predicted' on the decoder side (`row_labels`, the rule
+    every decoder panel uses), else the source token; '?' where the trace has no token for a position."""
+    side = "tgt" if names.side_entry("tgt", "tokens") in trace else "src"
+    toks = list(trace.get(names.side_entry(side, "tokens")) or [])
+    labels = row_labels(trace, side, len(toks), name) or []
+    return [printable_label(labels[i]) if i < len(labels) else "?" for i in range(n_pos)]
 
 
 def mask_position(trace: Trace, default: int) -> int:
