@@ -203,3 +203,28 @@ def test_the_writer_refuses_to_write_nothing_and_digests_the_bytes(tmp_path):
     assert not (tmp_path / "x.snapshots.safetensors").exists()
     a, b = {"w": torch.zeros(2)}, {"w": torch.tensor([0.0, -0.0])}
     assert tensor_digest(a) != tensor_digest(b)  # bytes, not values: the final weights must be these exactly
+
+
+def test_attnlab_trace_runs_a_training_step_and_info_lists_the_steps(trained, tmp_path):
+    import numpy as np
+
+    _, _, checkpoint = trained
+    out = tmp_path / "t.npz"
+    cli = [sys.executable, "-m", "attnlab.cli"]
+    done = subprocess.run(
+        [*cli, "trace", "--checkpoint", str(checkpoint), "--src", "the cat sleeps .", "--tgt", "le chat",
+         "--training-step", "2", "--device", "cpu", "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    expected = load_snapshots(checkpoint).model_at(2).trace("the cat sleeps .", "le chat")["dec.0.cross.weights"]
+    saved = np.load(out, allow_pickle=False)["dec.0.cross.weights"]
+    np.testing.assert_allclose(saved, expected.numpy(), rtol=0, atol=1e-6)  # a thread count apart at most
+    missing = subprocess.run(
+        [*cli, "trace", "--checkpoint", str(checkpoint), "--src", "x", "--training-step", "3", "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "no snapshot at step 3; the steps are 0, 2, 5, 6" in missing.stderr
+    info = subprocess.run([*cli, "info", str(checkpoint), "--json"], capture_output=True, text=True, timeout=120)
+    facts = json.loads(info.stdout)["snapshots"]
+    assert facts["steps"] == [0, 2, 5, 6] and facts["file"].endswith("translation.snapshots.safetensors")
