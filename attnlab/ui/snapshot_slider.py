@@ -10,6 +10,8 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QSlider, QWidget
 from attnlab.present.training_steps import hint_text, step_label
 from attnlab.session import Session
 
+WIDEST_LABEL = "step 88888 of 88888 (trained) · training loss 88.88"
+
 
 class SnapshotSlider(QWidget):
     """ "Training step: [────●──] step 400 of 3000 · training loss 2.73", and what to watch, under it."""
@@ -28,8 +30,9 @@ class SnapshotSlider(QWidget):
         )
         self.slider.setAccessibleName("Training step")
         self.label = QLabel(objectName="trainingStepLabel")
+        # room for the widest text up front: a label that grows and shrinks relays out the stage on every step
+        self.label.setMinimumWidth(self.label.fontMetrics().horizontalAdvance(WIDEST_LABEL) + 8)
         self.hint = QLabel(objectName="trainingStepHint", wordWrap=True)
-        self.hint.setProperty("role", "hint")
         title = QLabel("Training step:")
         title.setBuddy(self.slider)
         grid = QGridLayout(self)
