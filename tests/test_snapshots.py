@@ -228,3 +228,8 @@ def test_attnlab_trace_runs_a_training_step_and_info_lists_the_steps(trained, tm
     info = subprocess.run([*cli, "info", str(checkpoint), "--json"], capture_output=True, text=True, timeout=120)
     facts = json.loads(info.stdout)["snapshots"]
     assert facts["steps"] == [0, 2, 5, 6] and facts["file"].endswith("translation.snapshots.safetensors")
+
+
+def test_opening_the_snapshots_file_as_a_model_points_to_its_checkpoint(trained):
+    with pytest.raises(CheckpointError, match="holds training snapshots .* open translation.safetensors beside it"):
+        load_checkpoint(snapshots_path(trained[2]))

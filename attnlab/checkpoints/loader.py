@@ -53,6 +53,12 @@ def load_checkpoint(
         from attnlab.checkpoints.hf_folder import load_hf_folder
 
         return load_hf_folder(path.parent, device=device)
+    if is_snapshots_file(path):
+        raise CheckpointError(
+            f"Cannot load the checkpoint {str(path)!r}: it holds training snapshots of a model, not a model; "
+            f"open {path.name.removesuffix('.snapshots.safetensors')}.safetensors beside it (its attention "
+            "stages then have a training-step slider)"
+        )
     if not stat.S_ISREG(mode):
         raise CheckpointError(
             f"Cannot load the checkpoint {str(path)!r}: it is not a regular file (a device, "
