@@ -5,6 +5,7 @@ gives LiveModels whose weights are the stored float16 tensors; a damaged or fore
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -233,3 +234,24 @@ def test_attnlab_trace_runs_a_training_step_and_info_lists_the_steps(trained, tm
 def test_opening_the_snapshots_file_as_a_model_points_to_its_checkpoint(trained):
     with pytest.raises(CheckpointError, match="holds training snapshots .* open translation.safetensors beside it"):
         load_checkpoint(snapshots_path(trained[2]))
+
+
+# ---- the bundled translation model's snapshots ----------------------------------------------------------------
+def test_the_bundled_translation_model_finds_its_snapshots():
+    model = attnlab.load_bundled("translation")
+    snaps = attnlab.load_snapshots(model)
+    assert snaps.steps == (0, 300, 400, 600, 3000) and snaps.final is model
+    assert Path(model.metadata["snapshots_file"]).stat().st_size < 15_000_000  # the size budget of issue 12
+    assert snaps.loss_at(0) > 7 > snaps.loss_at(300) > snaps.loss_at(400) > snaps.loss_at(600) > snaps.loss_at(3000)
+
+
+def test_the_bundled_cross_attention_aligns_as_training_goes_on():
+    """The alignment figure of `attnlab eval` (best head, 'predicting' reading) on 40 held-out pairs rises at
+    every kept step: the diagonal forming (docs/model-card.md has the figures on 100 pairs)."""
+    from attnlab.training.evaluate import alignment_accuracy, held_out_pairs
+
+    snaps = attnlab.load_snapshots("translation")
+    pairs = held_out_pairs(snaps.final, 40)
+    best = [alignment_accuracy(snaps.model_at(s), pairs)["predicting"]["best"]["accuracy"] for s in snaps.steps]
+    assert best[0] < 0.3 and best[-1] > 0.9
+    assert all(a < b for a, b in zip(best, best[1:], strict=False)), best

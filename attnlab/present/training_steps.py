@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 CROSS_HINT = (
-    "Move the training-step slider to watch this attention form: at step 0 the weights are random and every "
-    "French position spreads its attention almost evenly over the English words; as the loss falls, each one "
-    "settles on the word it translates, and a diagonal appears (bent where French puts the words in another "
-    "order, as in le chat noir)."
+    "Slide through training: at step 0 each French position spreads its attention evenly over the English "
+    "words; as the loss falls it settles on the word it translates, and a diagonal appears (bent where French "
+    "reorders the words, as in le chat noir)."
 )
 SELF_HINT = (
-    "Move the training-step slider to watch this attention form: at step 0 the weights are random and every "
-    "position attends almost evenly; as the loss falls, the heads pick out the neighbours and words they need."
+    "Slide through training: at step 0 every position attends almost evenly; as the loss falls, the heads "
+    "pick out the neighbours and words they need."
 )
 
 
