@@ -38,6 +38,7 @@ missing = sorted(set(wanted) - shipped)
 if missing:
     sys.exit("the wheel lacks:\n  " + "\n  ".join(missing) + "\n(see [tool.setuptools] in pyproject.toml)")
 must = ["attnlab/resources/translation.safetensors", "attnlab/resources/language.safetensors",
+        "attnlab/resources/translation.snapshots.safetensors",
         "attnlab/resources/style.qss", "attnlab/resources/icons/attnlab.svg"]
 absent = [m for m in must if m not in shipped]
 if absent:
@@ -77,6 +78,8 @@ for name in translation language; do
   head -n 1 "$WORK/info-$name.txt"
 done
 "$ATTNLAB" trace --checkpoint bundled:translation --src "the black cat sees the dog" --out "$WORK/translation.npz"
+"$ATTNLAB" trace --checkpoint bundled:translation --src "the black cat sees the dog" --training-step 0 \
+  --out "$WORK/translation-step0.npz"
 "$ATTNLAB" trace --checkpoint bundled:language --src "le chat noir voit" --generate 3 --out "$WORK/language.npz"
 "$VPY" -c "import numpy as np, sys; [print(f, len(np.load(f).files), 'tensors') for f in sys.argv[1:]]" \
   "$WORK/translation.npz" "$WORK/language.npz"

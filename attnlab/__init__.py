@@ -6,13 +6,15 @@ Python API::
     m = attnlab.load("model.safetensors")        # or attnlab.load_bundled("translation")
     t = m.trace(src="the black cat sees the dog", tgt="le chat noir")
     t["enc.0.self.weights"]                      # [heads, src, src] float32 CPU tensor
+    s = attnlab.load_snapshots("translation")    # the same model at a few training steps
+    s.model_at(s.steps[0]).trace(src="the black cat sees the dog")
 """
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
 
 __version__ = "0.1.0"
-__all__ = ["ModelConfig", "RunOptions", "Trace", "load", "load_bundled", "__version__"]
+__all__ = ["ModelConfig", "RunOptions", "Trace", "load", "load_bundled", "load_snapshots", "__version__"]
 
 
 def load(path, **kwargs):
@@ -35,6 +37,15 @@ def load_bundled(name: str = "translation"):
     if name == BUNDLED_NAME:
         return load_additive()
     return _load_bundled(name)
+
+
+def load_snapshots(source="translation", model=None):
+    """The weights of a model at a few training steps (a `Snapshots`: `.steps`, `.model_at(step)`,
+    `.tensors_at(step)`, `.loss_at(step)`). `source`: a bundled model's name, a checkpoint with a
+    <stem>.snapshots.safetensors beside it, that file itself, or a model loaded from such a checkpoint."""
+    from attnlab.checkpoints.snapshots import load_snapshots as _load_snapshots
+
+    return _load_snapshots(source, model)
 
 
 def __getattr__(name: str):

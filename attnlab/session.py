@@ -32,6 +32,13 @@ if TYPE_CHECKING:
 DEBOUNCE_MS = 150  # typing pause before a re-trace
 
 
+def model_snapshots(model) -> tuple[Any, str]:
+    """(the training snapshots beside `model`'s checkpoint or None, why they could not be read or '')."""
+    from attnlab.checkpoints.snapshots import find_snapshots
+
+    return find_snapshots(model) if hasattr(model, "metadata") else (None, "")
+
+
 @dataclass(frozen=True)
 class _Job:
     kind: str  # "trace" or "load"
@@ -51,6 +58,8 @@ class Session(QObject):
     textsChanged = Signal()  # src/tgt changed from code (generation, reset, a new model)
     notice = Signal(str)  # a transient remark for the status bar
     pinnedChanged = Signal(object)  # Trace or None: the run pinned as A for comparisons (present/compare.py)
+    snapshotsChanged = Signal(object)  # Snapshots or None: the open model's weights at a few training steps
+    trainingStepChanged = Signal(object)  # int or None: the snapshot step the runs use (None: the final weights)
 
     _jobDone = Signal(object)  # (job, value, error) from the worker thread
 
@@ -69,6 +78,8 @@ class Session(QObject):
         self.trace: Trace | None = None
         self.pinned: Trace | None = None  # run A of a comparison; it survives toggles, texts and same-shape models
         self.stages: list[Stage] = []
+        self.snapshots = None  # checkpoints.snapshots.Snapshots of the open model, when its checkpoint has them
+        self.training_step: int | None = None  # a snapshot step the runs use instead of the final weights
         self._generation = {"trace": 0, "load": 0}
         self._running: _Job | None = None
         self._waiting: dict[str, _Job] = {}
@@ -90,19 +101,42 @@ class Session(QObject):
         return next((s for s in self.stages if s.key == self.stage_key), None)
 
     def set_model(
-        self, model: LiveModel, src: str | None = None, tgt: str | None = None, path: str | None = None
+        self,
+        model: LiveModel,
+        src: str | None = None,
+        tgt: str | None = None,
+        path: str | None = None,
+        snapshots=None,
     ) -> None:
-        """Open `model` now; its options go back to the defaults (the trained placement, heads)."""
+        """Open `model` now; its options go back to the defaults (the trained placement, heads), and the runs
+        use its final weights. `snapshots`: its weights at a few training steps (checkpoints.snapshots)."""
         self.model, self.model_path = model, path
+        self.snapshots, self.training_step = snapshots, None
         previous, self.options = self.options, RunOptions(device=self.options.device)
         self.src = example_sentence(model) if src is None else src
         self.tgt = (tgt or "") if self._has_decoder_input() else ""
         self.tgt_ids = None
         self._generate_presses = 0
         self.modelChanged.emit(model)
+        self.snapshotsChanged.emit(snapshots)
+        self.trainingStepChanged.emit(None)
         self.optionsChanged.emit(self.options, previous.changed_fields(self.options))
         self.textsChanged.emit()
         self.request_trace()
+
+    def set_training_step(self, step: int | None) -> None:
+        """Run with the open model's weights at training step `step` (one of `snapshots.steps`); None or the
+        last step: the trained model itself. The new weights are built on the worker thread, like any run."""
+        if self.snapshots is None:
+            return
+        if step == self.snapshots.final_step:
+            step = None
+        if step is not None and step not in self.snapshots.steps:
+            raise ValueError(f"no snapshot at step {step}; the steps are {self.snapshots.steps}")
+        if step != self.training_step:
+            self.training_step = step
+            self.trainingStepChanged.emit(step)
+            self.request_trace()
 
     def set_src(self, text: str, debounce: bool = True) -> None:
         if text != self.src:
@@ -250,11 +284,15 @@ class Session(QObject):
         typed_or_generated = list(self.tgt_ids) if self.tgt_ids is not None else self.tgt
         src, tgt = model.prompt_sides(self.src, typed_or_generated)
         stage_key = self.stage_key
+        snapshots, step = self.snapshots, self.training_step
 
         def run():
             start = time.perf_counter()
-            before = baseline_probs(model, src, tgt, options)  # [T, V] or None: the run without ablations
-            trace = model.trace(src, tgt, options)
+            weights = snapshots.model_at(step) if step is not None else model  # a snapshot: built once, here
+            before = baseline_probs(weights, src, tgt, options)  # [T, V] or None: the run without ablations
+            trace = weights.trace(src, tgt, options)
+            if step is not None:
+                trace.info["training_step"] = step
             warm_up(trace, stage_key)  # derived entries of the shown panel computed here, not on the GUI thread
             if before is not None:
                 trace.info[BASELINE_PROBS] = before
@@ -285,7 +323,7 @@ class Session(QObject):
                 text = remembered[1]
             text = example_sentence(model) if text is None else text
             start = tgt if tgt is not None else (default_prefix(model, text) if prefix else "")
-            return model, text, start, path
+            return model, text, start, path, model_snapshots(model)
 
         self._submit("load", run)
 
@@ -341,8 +379,10 @@ class Session(QObject):
         if error is not None:
             self.modelFailed.emit(error)
             return
-        model, src, tgt, path = value
-        self.set_model(model, src, tgt, path)
+        model, src, tgt, path, (snapshots, problem) = value
+        self.set_model(model, src, tgt, path, snapshots)
+        if problem:
+            self.notice.emit(f"The training snapshots beside this model were not loaded: {problem}")
 
     def _accept_trace(self, trace: Trace | None, error: str | None) -> None:
         if error is not None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.native import load_safetensors
+from attnlab.checkpoints.snapshots_file import is_snapshots_file, snapshots_path
 from attnlab.checkpoints.torch_files import ZIP_MAGIC, load_torch_file
 from attnlab.engine.live import LiveModel
 from attnlab.engine.tokenizer import Tokenizer
@@ -52,6 +53,12 @@ def load_checkpoint(
         from attnlab.checkpoints.hf_folder import load_hf_folder
 
         return load_hf_folder(path.parent, device=device)
+    if is_snapshots_file(path):
+        raise CheckpointError(
+            f"Cannot load the checkpoint {str(path)!r}: it holds training snapshots of a model, not a model; "
+            f"open {path.name.removesuffix('.snapshots.safetensors')}.safetensors beside it (its attention "
+            "stages then have a training-step slider)"
+        )
     if not stat.S_ISREG(mode):
         raise CheckpointError(
             f"Cannot load the checkpoint {str(path)!r}: it is not a regular file (a device, "
@@ -66,7 +73,7 @@ def load_checkpoint(
         if path.suffix.lower() in TORCH_SUFFIXES or head == ZIP_MAGIC:
             settings = ImportSettings(heads=heads, norm=norm, activation=activation)
             return load_torch_file(path, device=device, settings=settings, tokenizer=user_tokenizer(tokenizer, path))
-        return load_safetensors(path, device=device)
+        return with_snapshots_file(load_safetensors(path, device=device), path)
     except CheckpointError:
         raise
     except (RecursionError, MemoryError, RuntimeError, TypeError, ValueError, OSError, EOFError) as e:
@@ -77,6 +84,14 @@ def load_checkpoint(
             else f"it could not be read ({type(e).__name__}: {cut(str(e).splitlines()[0] if str(e) else '', 200)})"
         )
         raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {kind}") from e
+
+
+def with_snapshots_file(model: LiveModel, checkpoint: Path) -> LiveModel:
+    """Note the training snapshots beside `checkpoint` (<stem>.snapshots.safetensors), when there are any, in
+    the model's metadata ("snapshots_file"; read by checkpoints.snapshots.load_snapshots, never saved)."""
+    if not is_snapshots_file(checkpoint) and snapshots_path(checkpoint).is_file():
+        model.metadata["snapshots_file"] = str(snapshots_path(checkpoint))
+    return model
 
 
 def _stat_mode(path: Path) -> int:
@@ -95,7 +110,11 @@ def folder_entry(folder: Path) -> Path:
         return folder
     if (folder / "ckpt.pt").is_file():
         return folder / "ckpt.pt"
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (*TORCH_SUFFIXES, ".safetensors"))
+    files = sorted(
+        p
+        for p in folder.iterdir()
+        if p.suffix.lower() in (*TORCH_SUFFIXES, ".safetensors") and not is_snapshots_file(p)
+    )
     if len(files) == 1:
         return files[0]
     found = (

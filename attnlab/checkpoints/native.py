@@ -21,7 +21,8 @@ from attnlab.checkpoints.header import read_layout, short_reason
 from attnlab.engine.live import LiveModel
 from attnlab.fileio import WriteError, atomic_write
 
-RUN_ONLY_METADATA = ("notices", "notice", "run_notices")  # facts about one loading, never written back
+# facts about one loading (or one snapshot of the training), never written back
+RUN_ONLY_METADATA = ("notices", "notice", "run_notices", "snapshots_file", "training_step")
 
 
 def checkpoint_metadata(model: LiveModel) -> dict[str, str]:

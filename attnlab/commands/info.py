@@ -36,7 +36,18 @@ def describe(model) -> dict:
         "tokenizers": tokenizers,
         "metadata": model.metadata,
         "tensors": {name: list(t.shape) for name, t in tensors.items()},
+        "snapshots": snapshots_facts(model),
     }
+
+
+def snapshots_facts(model) -> dict | None:
+    """The training snapshots beside the checkpoint: file, steps and losses (or why they cannot be read)."""
+    from attnlab.checkpoints.snapshots import SNAPSHOTS_FILE_KEY, find_snapshots
+
+    found, problem = find_snapshots(model)
+    if found is None:
+        return {"file": model.metadata[SNAPSHOTS_FILE_KEY], "error": problem} if problem else None
+    return {"file": str(found.path), "steps": list(found.steps), "losses": {s: found.loss_at(s) for s in found.steps}}
 
 
 def as_text(d: dict) -> str:
@@ -62,6 +73,10 @@ def as_text(d: dict) -> str:
     if d["metadata"]:
         lines.append("metadata:")
         lines += [f"  {k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in d["metadata"].items()]
+    snaps = d["snapshots"]
+    if snaps:
+        kept = ", ".join(map(str, snaps["steps"])) if "steps" in snaps else f"unreadable ({snaps['error']})"
+        lines.append(f"training snapshots: steps {kept}, in {snaps['file']}")
     lines.append(f"tensors ({len(d['tensors'])}):")
     width = max(len(n) for n in d["tensors"])
     lines += [f"  {name:<{width}}  [{', '.join(map(str, shape))}]" for name, shape in d["tensors"].items()]

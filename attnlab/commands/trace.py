@@ -59,6 +59,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ablate a head (0-based) at a site, MODE zero (default) or mean, like enc.0.self:2:zero; "
         "repeat for more heads",
     )
+    parser.add_argument(
+        "--training-step",
+        type=int,
+        metavar="N",
+        default=None,
+        help="run the model's weights at training step N instead of the trained ones (one of the steps kept in "
+        "the <checkpoint stem>.snapshots.safetensors beside it; attnlab info lists them)",
+    )
     parser.add_argument("--temperature", type=float, default=1.0, help="softmax temperature of the output")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--out", required=True, help="where to write the trace (.npz)")
@@ -88,6 +96,13 @@ def options_from(args):
     return opts.with_causal("dec.self", False) if args.no_causal_mask else opts
 
 
+def model_at_step(model, step: int):
+    """The same model with its weights at training step `step` (CheckpointError without snapshots)."""
+    from attnlab.checkpoints.snapshots import load_snapshots
+
+    return load_snapshots(model).model_at(step)
+
+
 def run(args) -> int:
     from attnlab.checkpoints import CheckpointError
     from attnlab.engine.config import ConfigError
@@ -97,8 +112,12 @@ def run(args) -> int:
         return fail(f"--generate needs a positive number of tokens (got {args.generate}).")
     try:
         model = load_any(args.checkpoint, **import_settings(args))
+        if args.training_step is not None:
+            model = model_at_step(model, args.training_step)
     except CheckpointError as e:
         return fail(str(e))
+    except ValueError as e:  # a step the snapshots do not hold
+        return fail(f"--training-step: {e}.")
     try:
         options = options_from(args)
     except ValueError as e:

@@ -50,7 +50,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="CPU threads for PyTorch (default: 2; on a machine shared with other busy "
         "processes, 1 avoids threads waiting on each other)",
     )
+    parser.add_argument(
+        "--snapshots",
+        type=step_list,
+        default=(),
+        metavar="STEPS",
+        help="also keep the weights after these training steps (comma-separated, e.g. 0,200,400,800; 0 is "
+        "the model as initialised; the last step is the checkpoint itself), in float16, in "
+        "<out-dir>/<model>.snapshots.safetensors; the app's "
+        "training-step slider moves through them",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def step_list(text: str) -> tuple[int, ...]:
+    """ "0,200,400" -> (0, 200, 400); argparse turns the ValueError into a usage message."""
+    try:
+        steps = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected whole numbers separated by commas, e.g. 0,200,400 (got {text!r})"
+        ) from None
+    if not steps or steps[0] < 0:
+        raise argparse.ArgumentTypeError(f"expected steps of 0 or more, e.g. 0,200,400 (got {text!r})")
+    return steps
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,10 +104,16 @@ def run(args: argparse.Namespace) -> int:
                 progress=not args.quiet,
                 eval_n=args.eval_n,
                 threads=args.threads,
+                snapshot_steps=args.snapshots,
             )
         except (ValueError, OSError) as e:
             print(f"attnlab train: {e}", file=sys.stderr)
             return 1
         print(f"{name}: written to {args.out_dir}/{name}.safetensors")
+        if args.snapshots:
+            print(
+                f"{name}: snapshots at steps {', '.join(map(str, args.snapshots))} "
+                f"in {args.out_dir}/{name}.snapshots.safetensors"
+            )
         print(summary_text(figures))
     return 0

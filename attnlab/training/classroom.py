@@ -73,6 +73,20 @@ def save_additive_figures(model, checkpoint: Path, figures: dict) -> Path:
     return path
 
 
+def save_training_snapshots(result, checkpoint: Path, final_step: int) -> Path:
+    """<name>.snapshots.safetensors beside `checkpoint`, tied to its final weights."""
+    from attnlab.checkpoints.snapshots_file import save_snapshots, snapshots_path
+    from attnlab.training.train import snapshot_losses
+
+    return save_snapshots(
+        snapshots_path(checkpoint),
+        result.snapshots,
+        final_step,
+        result.model.module.checkpoint_tensors(),
+        snapshot_losses(result.history, result.snapshots),
+    )
+
+
 def build(
     name: str,
     seed: int,
@@ -82,8 +96,10 @@ def build(
     progress: bool = True,
     eval_n: int | None = None,
     threads: int = 2,
+    snapshot_steps: tuple[int, ...] = (),
 ) -> dict:
-    """Train one classroom model and write everything; returns the figures."""
+    """Train one classroom model and write everything; returns the figures. `snapshot_steps`: also keep the
+    weights at these steps, in <out_dir>/<name>.snapshots.safetensors (float16)."""
     from attnlab.checkpoints import save_checkpoint
     from attnlab.training.evaluate import evaluate
     from attnlab.training.plots import plot_loss_png, write_loss_csv
@@ -93,8 +109,10 @@ def build(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     checkpoint = out_dir / f"{name}.safetensors"
-    result = train(recipe, seed, progress=progress, threads=threads)
+    result = train(recipe, seed, progress=progress, threads=threads, snapshot_steps=snapshot_steps)
     save_checkpoint(result.model, checkpoint)  # saved at once: an evaluation failure loses no training
+    if result.snapshots:
+        save_training_snapshots(result, checkpoint, recipe.steps)
     paths = report_paths(checkpoint)
     paths["csv"].parent.mkdir(parents=True, exist_ok=True)
     write_loss_csv(result.history, paths["csv"])

@@ -11,7 +11,7 @@ import functools
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import torch
@@ -102,6 +102,8 @@ class TrainResult:
     history: list[dict] = field(default_factory=list)  # a row per step: step, loss, nll, lr, tokens, ...
     seconds: float = 0.0
     cpu_seconds: float = 0.0
+    # weights kept during training, float16: {step: {tensor name: tensor}}; step 0 is before the first update
+    snapshots: dict[int, dict[str, torch.Tensor]] = field(default_factory=dict)
 
     @property
     def steps_per_second(self) -> float:
@@ -114,11 +116,15 @@ def train(
     progress: bool = True,
     threads: int = THREADS,
     on_step: Callable[[dict], None] | None = None,
+    snapshot_steps: Iterable[int] = (),
 ) -> TrainResult:
     """Generate the corpus, learn the tokenizer, build the model and train it for `recipe.steps` steps.
 
     `threads`: CPU threads for PyTorch. The result is reproducible for a given seed and thread count (other
-    thread counts add up sums in another order, so the last digits, and eventually the weights, differ)."""
+    thread counts add up sums in another order, so the last digits, and eventually the weights, differ).
+    `snapshot_steps`: keep a float16 copy of the weights after these steps (0: as initialised); copying draws
+    no random numbers, so the training itself is the same with or without them."""
+    wanted = checked_snapshot_steps(snapshot_steps, recipe.steps)
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
     train_pairs, test_pairs = split_corpus(
@@ -134,6 +140,7 @@ def train(
     stream = BatchStream(examples, recipe.max_tokens, tokenizer.pad_id, seed)
 
     history: list[dict] = []
+    snapshots = {0: half_copy(module)} if 0 in wanted else {}
     bar = _progress_bar(recipe, progress)
     start, cpu_start = time.perf_counter(), time.process_time()
     for step in range(1, recipe.steps + 1):
@@ -146,6 +153,8 @@ def train(
         loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), CLIP_NORM)
         optimizer.step()
+        if step in wanted:
+            snapshots[step] = half_copy(module)
         row = {
             "step": step,
             "loss": loss.item(),
@@ -182,7 +191,30 @@ def train(
     }
     metadata = _metadata(recipe, seed, run)
     model = LiveModel(module, src_tok, tokenizer, name=recipe.name, metadata=metadata)
-    return TrainResult(model, history, seconds, cpu_seconds)
+    return TrainResult(model, history, seconds, cpu_seconds, snapshots)
+
+
+def checked_snapshot_steps(steps: Iterable[int], total: int) -> frozenset[int]:
+    """The snapshot steps as a set; ValueError for one outside 0..total."""
+    wanted = frozenset(int(s) for s in steps)
+    outside = sorted(s for s in wanted if not 0 <= s <= total)
+    if outside:
+        raise ValueError(
+            f"snapshot steps must lie between 0 and the {total} training steps; {', '.join(map(str, outside))} do not"
+        )
+    return wanted
+
+
+def snapshot_losses(history: list[dict], steps: Iterable[int]) -> dict[int, float]:
+    """For each snapshot step N, the training loss measured on exactly its weights: that of the batch of step
+    N + 1 (the weights after N updates are the ones step N + 1 reads). None is known for the last step."""
+    return {n: history[n]["loss"] for n in steps if 0 <= n < len(history)}
+
+
+def half_copy(module: Transformer) -> dict[str, torch.Tensor]:
+    """A float16 copy of the parameters a checkpoint stores (tied ones once)."""
+    with torch.no_grad():
+        return {name: t.detach().to(torch.float16, copy=True) for name, t in module.checkpoint_tensors().items()}
 
 
 def _metadata(recipe: Recipe, seed: int, run: dict) -> dict:

@@ -35,6 +35,7 @@ from attnlab.ui.errors import ErrorReporter
 from attnlab.ui.inputs import InputBar
 from attnlab.ui.navigator import STEP_KEYS, StageNavigator
 from attnlab.ui.schematic import Schematic
+from attnlab.ui.snapshot_slider import SnapshotSlider
 from attnlab.ui.window_files import CHECKPOINT_FILTER, FIRST_PAINT_WAIT_MS, WindowFiles
 from attnlab.ui.window_menus import SHORTCUTS_HTML, WindowMenus
 from attnlab.ui.window_present import WindowPresent
@@ -101,6 +102,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         box.setContentsMargins(8, 4, 8, 0)
         box.addWidget(self.stage_title)
         box.addWidget(self.stage_shapes)
+        self.snapshot_slider = SnapshotSlider(self.session)  # training steps, when the model keeps snapshots
+        box.addWidget(self.snapshot_slider)
         box.addWidget(self.panel_stack, 1)
         split = QSplitter(Qt.Orientation.Vertical, objectName="centralSplitter", childrenCollapsible=False)
         split.addWidget(stage_area)

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
 
 from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
+from attnlab.present.training_steps import step_banner
 
 RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
 CLASSROOM_NOTE = (
@@ -95,6 +96,9 @@ class WindowStatus:
             if meta.get("classroom_model")
             else []
         )
+        snapshots = self.session.snapshots
+        if snapshots is not None and trace.info.get("training_step") is not None:  # a snapshot's weights
+            lines = [step_banner(trace.info["training_step"], snapshots.final_step), *lines]
         text, level = "\n".join(dict.fromkeys(lines)), "warning" if warnings else "info"
         self.banner.setText(text)
         if self.banner.property("level") != level:  # re-polishing restyles (and repaints) the window

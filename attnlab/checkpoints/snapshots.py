@@ -1,0 +1,219 @@
+"""Read a snapshots file (snapshots_file.py): the weights of one model at a few training steps.
+
+    snaps = load_snapshots("translation")          # the bundled model and its snapshots
+    snaps.steps                                     # (0, 200, …, 3000): the last one is the trained model
+    snaps.model_at(200).trace("the cat sleeps .")   # a LiveModel with the weights after 200 updates
+
+Everything is checked before a tensor is read: the safetensors header (header.py), the format, the steps, and
+every tensor's name, dtype and shape against the model the snapshots belong to; the final weights' digest must
+match that model's. Any problem gives one CheckpointError listing them all.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from attnlab import limits
+from attnlab.checkpoints.assemble import all_finite, shape_text
+from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
+from attnlab.checkpoints.header import read_layout
+from attnlab.checkpoints.native import read_tensors
+from attnlab.checkpoints.snapshots_file import SNAPSHOTS_FORMAT, snapshots_path, step_key, tensor_digest
+from attnlab.engine.build import build_transformer
+from attnlab.engine.live import LiveModel
+
+MAX_SNAPSHOTS = 64  # steps in one file (the bundled model keeps 4)
+FLOAT_DTYPES = ("F16", "BF16", "F32")
+SNAPSHOTS_FILE_KEY = "snapshots_file"  # LiveModel.metadata entry set by the loader when the file exists
+
+
+@dataclass
+class Snapshots:
+    """A model's weights at `steps` (ascending; the last, `final_step`, is `final` itself)."""
+
+    path: Path
+    final: LiveModel  # the trained model the snapshots belong to
+    final_step: int
+    weights: dict[int, dict[str, torch.Tensor]]  # {step: {checkpoint tensor name: float16 tensor}}
+    losses: dict[int, float] = field(default_factory=dict)  # training loss measured on each step's weights
+    _models: dict[int, LiveModel] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def steps(self) -> tuple[int, ...]:
+        return (*sorted(self.weights), self.final_step)
+
+    def loss_at(self, step: int) -> float | None:
+        """The training loss on this step's weights, where the file (or the final model's metadata) says it."""
+        if step == self.final_step:
+            final = self.final.metadata.get("training", {})
+            return final.get("final_loss") if isinstance(final, dict) else None
+        return self.losses.get(step)
+
+    def tensors_at(self, step: int) -> dict[str, torch.Tensor]:
+        """The checkpoint tensors at `step` as float32 (the final step: the model's own, untouched)."""
+        self._check_step(step)
+        if step == self.final_step:
+            return {n: t.detach() for n, t in self.final.module.checkpoint_tensors().items()}
+        return {n: t.to(torch.float32) for n, t in self.weights[step].items()}
+
+    def model_at(self, step: int) -> LiveModel:
+        """A LiveModel with the weights of `step` and the final model's tokenizers (built once, then kept)."""
+        self._check_step(step)
+        if step == self.final_step:
+            return self.final
+        with self._lock:  # the app builds them on its worker thread; a script may use several threads
+            if step not in self._models:
+                self._models[step] = self._build(step)
+            return self._models[step]
+
+    def _build(self, step: int) -> LiveModel:
+        final = self.final
+        module = build_transformer(final.config, initialise=False)  # every parameter is filled below
+        with torch.no_grad():
+            for name, param in module.checkpoint_tensors().items():
+                param.copy_(self.weights[step][name])  # float16 -> float32
+        module.to(next(final.module.parameters()).device)
+        metadata = {k: v for k, v in final.metadata.items() if k not in ("eval", SNAPSHOTS_FILE_KEY)}
+        metadata["training_step"] = step
+        return LiveModel(module, final.src_tokenizer, final.tgt_tokenizer, name=final.name, metadata=metadata)
+
+    def _check_step(self, step: int) -> None:
+        if step not in self.steps:
+            raise ValueError(f"there is no snapshot at step {step}; the steps are {', '.join(map(str, self.steps))}")
+
+
+def load_snapshots(source: str | os.PathLike[str] | LiveModel, model: LiveModel | None = None) -> Snapshots:
+    """The snapshots of a model. `source`: a bundled model's name ("translation"), a snapshots file, a
+    checkpoint (its <stem>.snapshots.safetensors), or a LiveModel loaded from a checkpoint that has one.
+    `model`: the final model they belong to (default: loaded from the checkpoint beside the file)."""
+    from attnlab.checkpoints.bundled import BUNDLED, bundled_path, load_bundled
+    from attnlab.checkpoints.loader import load_checkpoint
+
+    if isinstance(source, LiveModel):
+        model, found = source, source.metadata.get(SNAPSHOTS_FILE_KEY)
+        if not found:
+            raise CheckpointError(f"The model {source.name!r} has no training snapshots beside its checkpoint")
+        path = Path(found)
+    elif isinstance(source, str) and source in BUNDLED and not Path(source).exists():
+        path = snapshots_path(bundled_path(source))
+        model = model if model is not None else (load_bundled(source) if path.is_file() else None)
+    else:
+        path = Path(source).expanduser()
+        if not path.name.endswith(".snapshots.safetensors"):
+            path = snapshots_path(path)
+    if not path.is_file():
+        raise CheckpointError(f"Cannot load the snapshots {str(path)!r}: there is no file at that path")
+    if model is None:
+        checkpoint = path.with_name(path.name.removesuffix(".snapshots.safetensors") + ".safetensors")
+        model = load_checkpoint(checkpoint)
+    return read_snapshots(path, model)
+
+
+def read_snapshots(path: Path, model: LiveModel) -> Snapshots:
+    """Check `path` against `model` (header first, tensors only when it is sound) and read it."""
+    problems = Problems(path)
+    layout = read_layout(path, problems)
+    if layout is None:
+        raise snapshots_error(problems)
+    meta = layout.metadata
+    if meta.get("format") != SNAPSHOTS_FORMAT:
+        problems.add(
+            f"it is not an attnlab snapshots file (format {limits.excerpt(meta.get('format'))}, expected "
+            f"{SNAPSHOTS_FORMAT!r})"
+        )
+        raise snapshots_error(problems)
+    steps, final_step = parse_steps(meta, problems)
+    expected = {name: tuple(t.shape) for name, t in model.module.checkpoint_tensors().items()}
+    if meta.get("weights_sha256") != tensor_digest(model.module.checkpoint_tensors()):
+        problems.add(
+            f"these snapshots belong to another model: their final weights differ from those of {model.name!r} "
+            "(keep each snapshots file beside the checkpoint it was written with)"
+        )
+    check_entries(layout.entries, steps, expected, problems)
+    losses = parse_losses(meta.get("losses"), problems)
+    tensors = None if problems or not layout.complete else read_tensors(path, layout.entries, problems)
+    if tensors is not None:
+        bad = [name for name, t in tensors.items() if not all_finite(t)]
+        if bad:
+            problems.add(f"{len(bad)} tensors hold NaN or infinite values: {name_list(bad)}")
+    if problems or tensors is None:
+        raise snapshots_error(problems)
+    weights = {s: {n: tensors[step_key(s, n)].to(torch.float16) for n in expected} for s in steps}
+    return Snapshots(path, model, final_step, weights, {s: v for s, v in losses.items() if s in weights})
+
+
+def parse_steps(meta: dict[str, str], problems: Problems) -> tuple[list[int], int]:
+    """The kept steps (ascending, each below the final step) and the final step, from the metadata."""
+    try:
+        steps = [int(s) for s in meta.get("steps", "").split(",")]
+        final_step = int(meta.get("final_step", ""))
+    except ValueError:
+        problems.add(
+            f"its steps ({limits.excerpt(meta.get('steps'))}) or final step "
+            f"({limits.excerpt(meta.get('final_step'))}) are not whole numbers"
+        )
+        return [], 0
+    if len(steps) > MAX_SNAPSHOTS:
+        problems.add(f"it lists {len(steps):,} steps; attnlab reads at most {MAX_SNAPSHOTS}")
+        return [], final_step
+    if steps != sorted(set(steps)) or steps[0] < 0 or steps[-1] >= final_step:
+        problems.add(
+            f"its steps {limits.excerpt(meta.get('steps'))} are not distinct, ascending and between 0 and the "
+            f"final step {final_step} (which is the checkpoint itself)"
+        )
+    return steps, final_step
+
+
+def check_entries(entries: dict, steps: list[int], expected: dict[str, tuple[int, ...]], problems: Problems) -> None:
+    """Every step holds exactly the model's checkpoint tensors, each a float of the model's shape."""
+    wanted = {step_key(s, n): shape for s in steps for n, shape in expected.items()}
+    missing = [k for k in wanted if k not in entries]
+    extra = [k for k in entries if k not in wanted]
+    if missing:
+        problems.add(f"{len(missing)} tensors are missing: {name_list(missing)}")
+    if extra:
+        problems.add(f"{len(extra)} tensors belong to no step of this model: {name_list(extra)}")
+    present = [k for k in wanted if k in entries]
+    not_float = [f"{k} ({entries[k]['dtype']})" for k in present if entries[k]["dtype"] not in FLOAT_DTYPES]
+    if not_float:
+        problems.add(f"{len(not_float)} tensors are not floats: {name_list(not_float)}")
+    misshapen = [
+        f"{k} {shape_text(entries[k]['shape'])}, this model's {shape_text(wanted[k])}"
+        for k in present
+        if tuple(entries[k]["shape"]) != wanted[k]
+    ]
+    if misshapen:
+        problems.add(f"{len(misshapen)} tensors have another shape than this model's: {name_list(misshapen, 4)}")
+
+
+def parse_losses(value: str | None, problems: Problems) -> dict[int, float]:
+    if not value:
+        return {}
+    try:
+        raw = limits.loads_bounded(value, "the losses", limits.MAX_CONFIG_CHARS)
+        return {int(k): float(v) for k, v in raw.items()}
+    except (ValueError, TypeError, AttributeError):
+        problems.add(f"its losses entry is not a JSON object of step -> loss ({limits.excerpt(value)})")
+        return {}
+
+
+def find_snapshots(model: LiveModel) -> tuple[Snapshots | None, str]:
+    """(the snapshots of `model`, '') when its checkpoint has a snapshots file beside it; (None, why not) when
+    that file cannot be used; (None, '') when there is none."""
+    if not model.metadata.get(SNAPSHOTS_FILE_KEY):
+        return None, ""
+    try:
+        return load_snapshots(model), ""
+    except CheckpointError as e:
+        return None, str(e)
+
+
+def snapshots_error(problems: Problems) -> CheckpointError:
+    """One error listing every problem, naming the file as snapshots (not as a checkpoint)."""
+    return CheckpointError(problems.message().replace("Cannot load the checkpoint", "Cannot load the snapshots", 1))
