@@ -79,6 +79,34 @@ class Recorder:
         else:
             self._items[name] = Derived(rule, tuple(inputs), tuple(params))
 
+    def rule(self, value: torch.Tensor, rule: Derived) -> torch.Tensor | Derived:
+        """What `add` should record for an entry derivable by `rule`: the rule, or the value when eager."""
+        return value if self.eager else rule
+
+    def add(self, entries: Iterable[tuple[str, torch.Tensor | Derived]]) -> None:
+        """Record several entries in one go, in order: batched tensors (the first sequence is kept, as in
+        `__call__`) and `Derived` rules (pass `rule(value, rule)` so that an eager recorder keeps the value).
+        One call per sub-layer instead of one per entry: recording stays cheap next to the arithmetic."""
+        if not self.enabled:
+            return
+        if self.host:
+            for name, value in entries:
+                self._put(name, value)
+            return
+        items = self._items
+        for name, value in entries:
+            if isinstance(value, Derived):
+                items[name] = value
+            else:
+                t = value[0]
+                items[name] = t.detach() if t.requires_grad else t
+
+    def _put(self, name: str, value: torch.Tensor | Derived) -> None:
+        if isinstance(value, Derived):
+            self._items[name] = value
+        else:
+            self(name, value)
+
     def __contains__(self, name: str) -> bool:
         return name in self._items
 
