@@ -124,14 +124,21 @@ def additive_mask(
     dtype: torch.dtype | None = None,
 ) -> Tensor:
     """build_mask from the RunOptions alone.  -> [B or 1, 1, Tq, Tk]"""
-    blocked = torch.zeros(Tq, Tk, dtype=torch.bool, device=device)  # [Tq, Tk]
-    if opts.is_causal(site):
-        blocked = torch.ones(Tq, Tk, dtype=torch.bool, device=device).triu(1)
+    causal = opts.is_causal(site)
     cells = [(q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk]
+    padded = opts.padding_mask and key_pad is not None and bool(key_pad.any())
+    if not cells and not padded:  # nothing or the causal triangle: one or two kernels instead of four
+        if causal:
+            return torch.full((Tq, Tk), NEG_INF, dtype=dtype, device=device).triu_(1)[None, None]
+        return torch.zeros(1, 1, Tq, Tk, dtype=dtype, device=device)
+    blocked = torch.zeros(Tq, Tk, dtype=torch.bool, device=device)  # [Tq, Tk]
+    if causal:
+        blocked = torch.ones(Tq, Tk, dtype=torch.bool, device=device).triu(1)
     if cells:
         blocked[[q for q, _ in cells], [k for _, k in cells]] = True
     blocked = blocked[None, None]  # [1, 1, Tq, Tk]
-    if opts.padding_mask and key_pad is not None and bool(key_pad.any()):
+    if padded:
+        assert key_pad is not None
         blocked = blocked | key_pad[:, None, None, :]  # [B, 1, Tq, Tk]
     return torch.zeros(blocked.shape, dtype=dtype, device=device).masked_fill(blocked, NEG_INF)
 

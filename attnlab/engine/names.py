@@ -198,8 +198,9 @@ def is_site(name: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=4096)
 def site_kind(site_name: str) -> str:
-    """'dec.2.cross' -> 'dec.cross'."""
+    """'dec.2.cross' -> 'dec.cross' (remembered: every run asks it of every site, more than once)."""
     stack, _index, kind = split_site(site_name)
     return f"{stack}.{kind}"
 
