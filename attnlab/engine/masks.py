@@ -79,7 +79,11 @@ class MaskBuilder:
         """key_pad: bool [B, Tk] True at <pad> keys, or None when no key is padding or padding is off."""
         opts = self.options
         causal = opts.is_causal(site)
-        cells = frozenset((q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk)
+        cells = (
+            frozenset((q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk)
+            if opts.custom_masks
+            else frozenset()
+        )
         key = (causal, cells, Tq, Tk, None if key_pad is None else id(key_pad))
         mask = self._built.get(key)
         if mask is not None:
