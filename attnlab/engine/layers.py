@@ -246,39 +246,51 @@ class MultiHeadAttention(nn.Module):
             q = apply_rotary(q, cos[:Tq], sin[:Tq], self.rotary_layout)
             k = apply_rotary(k, cos[:Tk], sin[:Tk], self.rotary_layout)
         if rec.enabled:
-            assert mask.additive is not None, "a recording run builds every mask (MaskBuilder)"
             n = names.site_entries(prefix)
             rec.add(((n.q, q), (n.k, k), (n.v, v)))
-        if n_kv != n_heads:  # each K/V head serves n_heads / n_kv consecutive Q heads
-            k = k.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
-            v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
-        if rec.enabled:
-            assert mask.additive is not None  # built for every recording run (above)
-            context = attention_steps(
-                q,
-                k,
-                v,
-                mask.additive,
-                scale,
-                rec,
-                prefix,
-                blocked_rows=mask.blocked_rows,
-                mask_is_zero=mask.blocks_nothing,
-                kv_shared=n_kv != n_heads,
-                ablate=ablate,
-            )
-        elif mask.blocks_nothing or mask.causal_only:
-            context = ablate_heads(fused_attention(q, k, v, None, scale, is_causal=mask.causal_only), ablate)
-        else:
-            context = ablate_heads(
-                fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows), ablate
-            )
+        context = attend(q, k, v, mask, scale, rec, prefix, ablate)  # [B, H, Tq, dk]
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
         out = self.w_o(concat) if projections else concat  # [B, Tq, d]
         if rec.enabled:
             by_concat = site_rules(n, scale, dk)[-1]
             rec.add(((n.concat, rec.rule(concat, by_concat)), (n.out, out)))
         return out
+
+
+def attend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: AttentionMask,
+    scale: bool,
+    rec: Recorder,
+    prefix: str,
+    ablate: dict[int, str] | None,
+) -> Tensor:
+    """q [B, H, Tq, dk], k/v [B, H_kv, Tk, dk] -> context [B, H, Tq, dk]: step by step when recording, else
+    through the fused kernel (told `is_causal` instead of given a mask where it can be)."""
+    n_heads, n_kv = q.shape[1], k.shape[1]
+    if n_kv != n_heads:  # each K/V head serves n_heads / n_kv consecutive Q heads
+        k = k.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
+        v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
+    if rec.enabled:
+        assert mask.additive is not None, "a recording run builds every mask (MaskBuilder)"
+        return attention_steps(
+            q,
+            k,
+            v,
+            mask.additive,
+            scale,
+            rec,
+            prefix,
+            blocked_rows=mask.blocked_rows,
+            mask_is_zero=mask.blocks_nothing,
+            kv_shared=n_kv != n_heads,
+            ablate=ablate,
+        )
+    if mask.blocks_nothing or mask.causal_only:
+        return ablate_heads(fused_attention(q, k, v, None, scale, is_causal=mask.causal_only), ablate)
+    return ablate_heads(fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows), ablate)
 
 
 def make_attention(cfg: ModelConfig) -> MultiHeadAttention:
@@ -299,6 +311,7 @@ __all__ = [
     "LayerNorm",
     "MultiHeadAttention",
     "ablate_heads",
+    "attend",
     "attention_steps",
     "fused_attention",
     "make_attention",

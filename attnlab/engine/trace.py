@@ -39,7 +39,7 @@ class Recorder:
     run does when its trace would not fit in GPU memory.
     """
 
-    __slots__ = ("enabled", "eager", "host", "_items", "_copies")
+    __slots__ = ("enabled", "eager", "host", "_items", "_copies", "_direct")
 
     def __init__(self, enabled: bool = True, *, eager: bool = False, host: bool = False):
         self.enabled = enabled
@@ -47,6 +47,9 @@ class Recorder:
         self.host = host
         self._items: OrderedDict[str, Entry] = OrderedDict()
         self._copies: dict[tuple, torch.Tensor] = {}  # host=True: one copy per tensor recorded under 2 names
+        # `add` may store straight into the entries unless every tensor must pass through `__call__`: host
+        # copies, or a subclass that keeps its own selection (training/evaluate.py's cross-attention recorder)
+        self._direct = not host and type(self).__call__ is Recorder.__call__
 
     def __call__(self, name: str, tensor: torch.Tensor, batched: bool = True) -> None:
         if not self.enabled:
@@ -89,7 +92,7 @@ class Recorder:
         One call per sub-layer instead of one per entry: recording stays cheap next to the arithmetic."""
         if not self.enabled:
             return
-        if self.host:
+        if not self._direct:
             for name, value in entries:
                 self._put(name, value)
             return
