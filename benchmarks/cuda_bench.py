@@ -3,7 +3,8 @@
     python benchmarks/cuda_bench.py                  # d512 8 heads 6+6 at 64, 256, 1024 tokens + GPT-2 shape
     python benchmarks/cuda_bench.py --lengths 64,256 --runs 20
 
-Needs a CUDA GPU (exits with a message otherwise). Random weights, batch 1, eval mode, fp32.
+Needs a CUDA GPU: without one it prints why and exits with status 1, measuring nothing (`--device cpu` runs
+the same code on the CPU as a smoke test). Random weights, batch 1, eval mode, fp32.
 Rows for the d512 8-head 6+6 encoder-decoder (S = T = n):
   trace off     forward with RunOptions(record=False) (fused attention), synchronised
   trace on      forward with a recording Recorder and Recorder.finish(), synchronised: the trace stays on
@@ -167,7 +168,12 @@ def main(argv=None) -> int:
     global DEVICE
     DEVICE = args.device
     if DEVICE == "cuda" and not torch.cuda.is_available():
-        print("cuda_bench.py needs a CUDA GPU; none is available here.")
+        print(
+            "cuda_bench.py measures a CUDA GPU and none is available here "
+            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'no'}); nothing was measured. "
+            "`--device cpu` runs the same code as a smoke test.",
+            file=sys.stderr,
+        )
         return 1
     name = torch.cuda.get_device_name() if DEVICE == "cuda" else "CPU (smoke run)"
     print(f"torch {torch.__version__}, {name}, batch 1, fp32, median of {args.runs}")

@@ -104,7 +104,7 @@ def torch_forward(ours: Transformer, ref: nn.Transformer, src_ids, tgt_ids):
     S, T = src_ids.shape[1], tgt_ids.shape[1]
     src = ours.src_embed(src_ids) * math.sqrt(d) + ours.sinusoid[:S]  # [1, S, d]
     tgt = ours.tgt_embed(tgt_ids) * math.sqrt(d) + ours.sinusoid[:T]  # [1, T, d]
-    causal = nn.Transformer.generate_square_subsequent_mask(T)  # [T, T]
+    causal = nn.Transformer.generate_square_subsequent_mask(T, device=src_ids.device)  # [T, T], on the ids' device
     h = ref(src, tgt, tgt_mask=causal, tgt_is_causal=True)  # [1, T, d]
     return F.linear(h, ours.tgt_embed.weight)  # [1, T, V]
 

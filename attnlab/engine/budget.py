@@ -1,6 +1,6 @@
 """How much memory a recorded run's trace will hold, known before the run; whether it fits on the GPU.
 
-The estimate mirrors what the engine stores (see layers.py / model.py and the Derived rules in derived.py):
+The estimate mirrors what the engine stores (see layers.py / blocks.py / model.py and the Derived rules in derived.py):
 per attention site Q, K, V and the output (scores, scaled, masked, weights, context and concat are
 derived); per sub-layer the residual sum and the LayerNorm output (a post-norm LayerNorm's input *is* the
 residual sum, a pre-norm one's is the previous output: no copies); per FFN its pre-activation and output;

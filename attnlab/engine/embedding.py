@@ -16,7 +16,8 @@ from attnlab.engine.norms import make_norm
 from attnlab.engine.trace import Recorder
 
 if TYPE_CHECKING:  # model.py imports this module
-    from attnlab.engine.model import RunContext, Transformer
+    from attnlab.engine.context import RunContext
+    from attnlab.engine.model import Transformer
 
 
 def embed_tokens(model: Transformer, ids: Tensor, side: str, ctx: RunContext) -> Tensor:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
+from attnlab.engine.derived import Derived
 from attnlab.engine.trace import Recorder
 
 ACTIVATION_FUNCTIONS: dict[str, Callable[[Tensor], Tensor]] = {
@@ -36,16 +38,16 @@ class FeedForward(nn.Module):
         hidden = self.act(pre)  # [B, T, d_ff]
         out = self.lin2(hidden)  # [B, T, d]
         if rec.enabled:
-            rec(names.ffn_entry(layer_name, "pre"), pre)
-            rec.derived(
-                names.ffn_entry(layer_name, "hidden"),
-                hidden,
-                "activation",
-                (names.ffn_entry(layer_name, "pre"),),
-                self.activation,
-            )
-            rec(names.ffn_entry(layer_name, "out"), out)
+            pre_name, hidden_name, out_name = names.entries(names.ffn(layer_name), names.FFN_PARTS)
+            by_activation = activation_rule(pre_name, self.activation)
+            rec.add(((pre_name, pre), (hidden_name, rec.rule(hidden, by_activation)), (out_name, out)))
         return out
+
+
+@lru_cache(maxsize=4096)
+def activation_rule(pre_name: str, activation: str) -> Derived:
+    """How an FFN's hidden activations are derived from its pre-activations (engine/derived.py), built once."""
+    return Derived("activation", (pre_name,), (activation,))
 
 
 class GatedFeedForward(nn.Module):
@@ -65,10 +67,8 @@ class GatedFeedForward(nn.Module):
         hidden = self.act(gate) * up  # [B, T, d_ff]
         out = self.down(hidden)  # [B, T, d]
         if rec.enabled:
-            rec(names.ffn_entry(layer_name, "gate"), gate)
-            rec(names.ffn_entry(layer_name, "up"), up)
-            rec(names.ffn_entry(layer_name, "hidden"), hidden)
-            rec(names.ffn_entry(layer_name, "out"), out)
+            gate_name, up_name, hidden_name, out_name = names.entries(names.ffn(layer_name), names.GATED_FFN_PARTS)
+            rec.add(((gate_name, gate), (up_name, up), (hidden_name, hidden), (out_name, out)))
         return out
 
 

@@ -7,6 +7,7 @@ Shapes use B batch, H heads, Tq queries, Tk keys, d = d_model, dk = d/H.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import torch
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlab.engine import names
+from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
 from attnlab.engine.positional import apply_rotary
@@ -64,31 +66,72 @@ def attention_steps(
     from them head by head and are stored. `ablate` {head: "zero"|"mean"}: those heads' context is replaced
     (ablate_heads); the recorded `context` is then the ablated one, stored (weights @ V would not give it).
     """
+    n = names.site_entries(prefix)
+    keeps_steps = rec.enabled and rec.eager  # an eager recorder keeps scaled and masked as values
+    scores_derived = rec.enabled and not kv_shared and n.q in rec and n.k in rec  # Q, K in the trace, head for head
     scores = q @ k.transpose(-2, -1)  # [B, H, Tq, Tk]
-    scaled = scores / math.sqrt(q.shape[-1]) if scale else scores  # [B, H, Tq, Tk]
-    masked = scaled if mask_is_zero else scaled + mask  # [B, H, Tq, Tk]; adding zeros would only copy
+    # a step kept by nobody may be overwritten by the next (the same numbers, one buffer less to fill)
+    scratch = not keeps_steps and (scores_derived or not rec.enabled)
+    if scale:
+        scaled = scores.div_(math.sqrt(q.shape[-1])) if scratch else scores / math.sqrt(q.shape[-1])
+        scratch = not keeps_steps  # a new tensor, derived on read when recorded at all
+    else:
+        scaled = scores  # [B, H, Tq, Tk]
+    if mask_is_zero:  # adding zeros would only copy
+        masked = scaled
+    else:
+        masked = scaled.add_(mask) if scratch else scaled + mask  # [B, H, Tq, Tk]
     weights = torch.softmax(masked, dim=-1)  # [B, H, Tq, Tk]
     if blocked_rows:
-        weights = weights.nan_to_num(0.0)  # rows with no allowed key: NaN -> 0
+        weights = weights.nan_to_num_(0.0)  # rows with no allowed key: NaN -> 0 (the softmax output is no entry)
     context = ablate_heads(weights @ v, ablate)  # [B, H, Tq, dk]
-    if rec.enabled:  # stored: the mask (one tensor shared by the layers that block the same cells); derived on
-        # read (engine/derived.py): scores (from Q, K), scaled, masked, weights, context (from weights, V)
-        entry = names.site_entry
-        q_k = (entry(prefix, "q"), entry(prefix, "k"))
-        if not kv_shared and all(n in rec for n in q_k):  # Q and K are in the trace, head for head
-            rec.derived(entry(prefix, "scores"), scores, "scores", q_k)
-        else:
-            rec(entry(prefix, "scores"), scores)
-        rec.derived(entry(prefix, "scaled"), scaled, "scaled", (entry(prefix, "scores"),), scale, q.shape[-1])
-        rec(entry(prefix, "mask"), mask[0, 0], batched=False)
-        rec.derived(entry(prefix, "masked"), masked, "masked", (entry(prefix, "scaled"), entry(prefix, "mask")))
-        rec.derived(entry(prefix, "weights"), weights, "softmax_rows", (entry(prefix, "masked"),))
-        if not kv_shared and not ablate and entry(prefix, "v") in rec:
-            weights_v = (entry(prefix, "weights"), entry(prefix, "v"))
-            rec.derived(entry(prefix, "context"), context, "weighted_sum", weights_v)
-        else:
-            rec(entry(prefix, "context"), context)
+    if rec.enabled:
+        context_derived = not kv_shared and not ablate and n.v in rec
+        steps = (scores, scaled, masked, weights, context)
+        record_steps(rec, n, steps, mask, scale, q.shape[-1], scores_derived, context_derived)
     return context
+
+
+@lru_cache(maxsize=4096)
+def site_rules(n: names.SiteNames, scale: bool, d_head: int) -> tuple[Derived, ...]:
+    """How a site's scores, scaled, masked, weights, context and concat are derived on read (engine/derived.py),
+    built once per site and setting."""
+    return (
+        Derived("scores", (n.q, n.k)),
+        Derived("scaled", (n.scores,), (scale, d_head)),
+        Derived("masked", (n.scaled, n.mask)),
+        Derived("softmax_rows", (n.masked,)),
+        Derived("weighted_sum", (n.weights, n.v)),
+        Derived("concat", (n.context,)),
+    )
+
+
+def record_steps(
+    rec: Recorder,
+    n: names.SiteNames,
+    steps: tuple[Tensor, Tensor, Tensor, Tensor, Tensor],
+    mask: Tensor,
+    scale: bool,
+    d_head: int,
+    scores_derived: bool,
+    context_derived: bool,
+) -> None:
+    """Record scores … context of one site in one go: the mask [B|1, 1, Tq, Tk] stored (one tensor shared by
+    the layers that block the same cells), the rest derived on read where the trace holds their inputs
+    (scores needs Q and K head for head, context needs V and no ablation), else stored. `steps`: the values
+    of scores, scaled, masked, weights, context; when lazy, the first three may have been overwritten."""
+    scores, scaled, masked, weights, context = steps
+    by_scores, by_scaled, by_masked, by_weights, by_context, _ = site_rules(n, scale, d_head)
+    rec.add(
+        (
+            (n.scores, rec.rule(scores, by_scores) if scores_derived else scores),
+            (n.scaled, rec.rule(scaled, by_scaled)),
+            (n.mask, mask[0]),
+            (n.masked, rec.rule(masked, by_masked)),
+            (n.weights, rec.rule(weights, by_weights)),
+            (n.context, rec.rule(context, by_context) if context_derived else context),
+        )
+    )
 
 
 def fused_attention(
@@ -203,41 +246,51 @@ class MultiHeadAttention(nn.Module):
             q = apply_rotary(q, cos[:Tq], sin[:Tq], self.rotary_layout)
             k = apply_rotary(k, cos[:Tk], sin[:Tk], self.rotary_layout)
         if rec.enabled:
-            assert mask.additive is not None, "a recording run builds every mask (MaskBuilder)"
-            rec(names.site_entry(prefix, "q"), q)
-            rec(names.site_entry(prefix, "k"), k)
-            rec(names.site_entry(prefix, "v"), v)
-        if n_kv != n_heads:  # each K/V head serves n_heads / n_kv consecutive Q heads
-            k = k.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
-            v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
-        if rec.enabled:
-            assert mask.additive is not None  # built for every recording run (above)
-            context = attention_steps(
-                q,
-                k,
-                v,
-                mask.additive,
-                scale,
-                rec,
-                prefix,
-                blocked_rows=mask.blocked_rows,
-                mask_is_zero=mask.blocks_nothing,
-                kv_shared=n_kv != n_heads,
-                ablate=ablate,
-            )
-        elif mask.blocks_nothing or mask.causal_only:
-            context = ablate_heads(fused_attention(q, k, v, None, scale, is_causal=mask.causal_only), ablate)
-        else:
-            context = ablate_heads(
-                fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows), ablate
-            )
+            n = names.site_entries(prefix)
+            rec.add(((n.q, q), (n.k, k), (n.v, v)))
+        context = attend(q, k, v, mask, scale, rec, prefix, ablate)  # [B, H, Tq, dk]
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
         out = self.w_o(concat) if projections else concat  # [B, Tq, d]
         if rec.enabled:
-            context_name = names.site_entry(prefix, "context")
-            rec.derived(names.site_entry(prefix, "concat"), concat, "concat", (context_name,))
-            rec(names.site_entry(prefix, "out"), out)
+            by_concat = site_rules(n, scale, dk)[-1]
+            rec.add(((n.concat, rec.rule(concat, by_concat)), (n.out, out)))
         return out
+
+
+def attend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: AttentionMask,
+    scale: bool,
+    rec: Recorder,
+    prefix: str,
+    ablate: dict[int, str] | None,
+) -> Tensor:
+    """q [B, H, Tq, dk], k/v [B, H_kv, Tk, dk] -> context [B, H, Tq, dk]: step by step when recording, else
+    through the fused kernel (told `is_causal` instead of given a mask where it can be)."""
+    n_heads, n_kv = q.shape[1], k.shape[1]
+    if n_kv != n_heads:  # each K/V head serves n_heads / n_kv consecutive Q heads
+        k = k.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
+        v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
+    if rec.enabled:
+        assert mask.additive is not None, "a recording run builds every mask (MaskBuilder)"
+        return attention_steps(
+            q,
+            k,
+            v,
+            mask.additive,
+            scale,
+            rec,
+            prefix,
+            blocked_rows=mask.blocked_rows,
+            mask_is_zero=mask.blocks_nothing,
+            kv_shared=n_kv != n_heads,
+            ablate=ablate,
+        )
+    if mask.blocks_nothing or mask.causal_only:
+        return ablate_heads(fused_attention(q, k, v, None, scale, is_causal=mask.causal_only), ablate)
+    return ablate_heads(fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows), ablate)
 
 
 def make_attention(cfg: ModelConfig) -> MultiHeadAttention:
@@ -258,6 +311,7 @@ __all__ = [
     "LayerNorm",
     "MultiHeadAttention",
     "ablate_heads",
+    "attend",
     "attention_steps",
     "fused_attention",
     "make_attention",

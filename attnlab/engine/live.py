@@ -97,7 +97,10 @@ class LiveModel:
         self.tgt_tokenizer = tgt_tokenizer
         self.name = name
         self.metadata = dict(metadata or {})
-        self._last_run: tuple[tuple, Trace] | None = None  # (what decided it, the trace): see trace()
+        # the last run of each kind, recorded (True) or fast (False): {record: (what decided it, the trace)}.
+        # Two, so that an ablated trace and its un-ablated baseline (present/ablation.py) both stay reusable
+        # when only the temperature changes; a fast run holds little more than its logits. See trace().
+        self._runs: dict[bool, tuple[tuple, Trace]] = {}
         self._last_inputs: LayerInputs | None = None  # the last recorded run's layer inputs (runcache.py)
         self._checked: RunOptions | None = None  # the last options found runnable on this model
 
@@ -206,20 +209,23 @@ class LiveModel:
         prepended). decoder-only: `tgt` (or `src` when `tgt` is empty) is the prompt. encoder-only: `src`.
         `tgt` may also be a list of token ids. See `prompt_sides`.
 
-        A run that differs from the previous one only in its temperature reuses that run's entries (the
-        output softmax is derived from the logits on read): nothing is recomputed. One that differs only in
-        masks re-runs from the first layer whose mask changed (engine/runcache.py).
+        A run that differs from the last recorded run (or, for a fast run, the last fast one) only in its
+        temperature reuses that run's entries (the output softmax is derived from the logits on read):
+        nothing is recomputed. One that differs only in masks re-runs from the first layer whose mask changed
+        (engine/runcache.py).
         """
         options = self.checked_options(options or RunOptions())
         src, tgt = self.prompt_sides(src, tgt)
         key = self._run_key(src, tgt, options)
-        last = self._last_run
+        last = self._runs.get(options.record)
         if last is not None and last[0] == key:
             return with_temperature(last[1], options, self.config)
+        self._forget_runs_unlike(key)
         device = pick_device(options.device)
-        resume = self._resume_point(key, device)
-        if resume is None:  # new text, weights or model: the previous run's tensors are of no further use here
-            self._last_run = self._last_inputs = None
+        resume = self._resume_point(key, device) if options.record else None
+        if resume is None and options.record:  # the last recorded run's tensors are of no further use here
+            self._runs.pop(True, None)
+            self._last_inputs = None
         inputs = LayerInputs() if options.record else None
         try:
             trace = self._trace_on(device, src, tgt, options, resume, inputs)
@@ -228,13 +234,23 @@ class LiveModel:
             inputs = None  # the previous run's inputs live on the GPU; a CPU run starts afresh
             trace = self._trace_on(torch.device("cpu"), src, tgt, options)
             trace.notices.append("The GPU ran out of memory; this run was computed on the CPU instead.")
-        self._last_run, self._last_inputs = (key, trace), inputs
+        self._runs[options.record] = (key, trace)
+        if options.record:
+            self._last_inputs = inputs
         return trace
+
+    def _forget_runs_unlike(self, key: tuple) -> None:
+        """Drop the kept runs of other text, weights or model than `key`'s: nothing of theirs can be reused."""
+        for record, (kept_key, _trace) in list(self._runs.items()):
+            if kept_key[:2] != key[:2] or kept_key[3:] != key[3:]:
+                del self._runs[record]
+                if record:
+                    self._last_inputs = None
 
     def _resume_point(self, key: tuple, device: torch.device) -> Resume | None:
         """Where a run with `key` may start, given the last one: at the first layer whose mask differs, when
         only masks differ and the last run's tensors are on `device`; None for a full run."""
-        last, previous = self._last_run, self._last_inputs
+        last, previous = self._runs.get(True), self._last_inputs
         if last is None or previous is None or last[0][:2] != key[:2] or last[0][3:] != key[3:]:
             return None
         before, after = last[0][2], key[2]
@@ -295,10 +311,11 @@ class LiveModel:
         sides = self._inputs(src, tgt, options, notices)
         rec = self._recorder(device, options, sides, notices)
         kept: OrderedDict = OrderedDict()
-        if resume is not None and self._last_run is not None:
+        last_recorded = self._runs.get(True)
+        if resume is not None and last_recorded is not None:
             if inputs is not None:
                 inputs.tensors.update(resume.inputs_so_far().tensors)
-            kept = entries_before(self._last_run[1].entries, resume.stack, resume.layer)
+            kept = entries_before(last_recorded[1].entries, resume.stack, resume.layer)
             rec.resume_from(kept)  # re-recording tokens and ids below keeps their places
         ids_of, pad_of = {}, {}
         for side, (pieces, ids, n_real) in sides.items():
@@ -318,8 +335,8 @@ class LiveModel:
             inputs=inputs,
         )
         trace = rec.finish()
-        if kept and self._last_run is not None:  # host copies of the reused entries stay valid
-            old = self._last_run[1]
+        if kept and last_recorded is not None:  # host copies of the reused entries stay valid
+            old = last_recorded[1]
             trace._host.update(
                 {
                     n: v

@@ -1,311 +1,26 @@
-"""Encoder, decoder and the three architectures built from one set of parts.
+"""The Transformer: encoder-decoder, decoder-only or encoder-only, built from one set of parts.
 
+The layers are in blocks.py, the run's context and the residual wiring in context.py, the masks in masks.py.
 Every sub-layer is wired by `residual_block`, so post-norm, pre-norm and "no residual" are one switch each.
 Shapes: B batch, S source length, T target length, d = d_model, V vocabulary size.
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
-import platform
-from collections.abc import Callable
-
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlab.engine import names
+from attnlab.engine.allocator import keep_freed_memory
+from attnlab.engine.blocks import DecoderLayer, EncoderLayer, norm_of
 from attnlab.engine.config import ModelConfig
+from attnlab.engine.context import RunContext, final_norm, residual_block
 from attnlab.engine.embedding import add_ends, embed_tokens, project
-from attnlab.engine.ffn import make_ffn
-from attnlab.engine.layers import NEG_INF, AttentionMask, make_attention
-from attnlab.engine.norms import LayerNorm, RMSNorm, layer_norm, make_norm
+from attnlab.engine.masks import MaskBuilder, additive_mask, build_mask, padded_keys
 from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
-from attnlab.engine.positional import rotary_angles, sinusoidal_table
-from attnlab.engine.runcache import MEMORY, LayerInputs, LayerKey, Resume
+from attnlab.engine.positional import sinusoidal_table
+from attnlab.engine.runcache import MEMORY, LayerInputs, Resume
 from attnlab.engine.trace import Recorder
-
-Device = torch.device | str  # where a run puts its tensors
-
-
-class RunContext:
-    """What every layer needs to know about this run, resolved once from the RunOptions."""
-
-    def __init__(
-        self,
-        config: ModelConfig,
-        options: RunOptions,
-        rec: Recorder,
-        dropout: float,
-        device: Device,
-        dtype: torch.dtype | None = None,
-    ):
-        self.norm_first = options.effective_norm_first(config)
-        self.n_heads = options.effective_heads(config)
-        self.scale = options.scale
-        self.residual = options.residual
-        self.projections = options.projections
-        self.options = options
-        self.eps = config.layer_norm_eps
-        self.rec = rec
-        self.dropout = dropout
-        rotary_on = config.positional == "rotary" and options.positional
-        d_head = config.d_model // self.n_heads
-        self.rotary = (
-            rotary_angles(config.max_len, d_head, device, config.rope_theta)  # 2 x [L, dk/2]
-            if rotary_on
-            else None
-        )
-        self.masks = MaskBuilder(options, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
-        self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
-        self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
-
-    def start(self, stack: str) -> int:
-        """The first layer of `stack` this run computes."""
-        return self.resume.start(stack) if self.resume is not None else 0
-
-    def keep(self, key: LayerKey, x: Tensor) -> None:
-        if self.inputs is not None:
-            self.inputs.keep(key, x)
-
-    def drop(self, x: Tensor) -> Tensor:
-        return F.dropout(x, self.dropout, training=True) if self.dropout > 0 else x
-
-
-def final_norm(trained: LayerNorm | RMSNorm | None, x: Tensor, ctx: RunContext, stack: str) -> Tensor:
-    """x [B, T, d] -> [B, T, d]: the norm after a stack's last layer, recorded as names.stack_norm(stack).
-    RunOptions.final_norm None keeps the trained one (or none); False skips it; True keeps the trained one or,
-    for a model trained without, applies a parameter-free LayerNorm (gamma 1, beta 0)."""
-    wanted = ctx.options.final_norm
-    name = names.stack_norm(stack)
-    if wanted is False or (wanted is None and trained is None):
-        return x
-    if trained is not None:
-        return trained(x, ctx.rec, name)
-    return layer_norm(x, None, None, ctx.eps, ctx.rec, name)
-
-
-def residual_block(
-    x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm | RMSNorm, ctx: RunContext, layer_name: str, n: int
-) -> Tensor:
-    """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x)).  Records names.resid(layer, n)."""
-    if ctx.norm_first:
-        h = ctx.drop(sublayer(norm(x, ctx.rec, names.norm(layer_name, n))))
-        y = x + h if ctx.residual else h
-        ctx.rec(names.resid(layer_name, n), y)
-        return y
-    h = ctx.drop(sublayer(x))
-    y = x + h if ctx.residual else h
-    ctx.rec(names.resid(layer_name, n), y)
-    return norm(y, ctx.rec, names.norm(layer_name, n))
-
-
-def build_mask(
-    site: str,
-    Tq: int,
-    Tk: int,
-    key_pad: Tensor | None,
-    ctx: RunContext,
-    device: Device,
-    dtype: torch.dtype | None = None,
-) -> Tensor:
-    """Additive mask [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not."""
-    return additive_mask(site, Tq, Tk, key_pad, ctx.options, device, dtype)
-
-
-def additive_mask(
-    site: str,
-    Tq: int,
-    Tk: int,
-    key_pad: Tensor | None,
-    opts: RunOptions,
-    device: Device,
-    dtype: torch.dtype | None = None,
-) -> Tensor:
-    """build_mask from the RunOptions alone.  -> [B or 1, 1, Tq, Tk]"""
-    blocked = torch.zeros(Tq, Tk, dtype=torch.bool, device=device)  # [Tq, Tk]
-    if opts.is_causal(site):
-        blocked = torch.ones(Tq, Tk, dtype=torch.bool, device=device).triu(1)
-    cells = [(q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk]
-    if cells:
-        blocked[[q for q, _ in cells], [k for _, k in cells]] = True
-    blocked = blocked[None, None]  # [1, 1, Tq, Tk]
-    if opts.padding_mask and key_pad is not None and bool(key_pad.any()):
-        blocked = blocked | key_pad[:, None, None, :]  # [B, 1, Tq, Tk]
-    return torch.zeros(blocked.shape, dtype=dtype, device=device).masked_fill(blocked, NEG_INF)
-
-
-class MaskBuilder:
-    """Each distinct mask of a run, built once: layers whose sites block the same cells share one mask.
-
-    Without recording, a mask that blocks nothing or only the causal triangle is never built at all: the fused
-    kernel is told `is_causal` instead.
-    """
-
-    def __init__(self, options: RunOptions, record: bool, device: Device, dtype: torch.dtype | None):
-        self.options = options
-        self.record = record
-        self.device = device
-        self.dtype = dtype
-        self._built: dict[tuple, AttentionMask] = {}
-
-    def __call__(self, site: str, Tq: int, Tk: int, key_pad: Tensor | None) -> AttentionMask:
-        """key_pad: bool [B, Tk] True at <pad> keys, or None when no key is padding or padding is off."""
-        opts = self.options
-        causal = opts.is_causal(site)
-        cells = frozenset((q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk)
-        key = (causal, cells, Tq, Tk, None if key_pad is None else id(key_pad))
-        mask = self._built.get(key)
-        if mask is not None:
-            return mask
-        plain = not cells and key_pad is None  # blocks nothing, or exactly the causal triangle
-        if plain and not self.record:
-            mask = AttentionMask(None, causal_only=causal, blocks_nothing=not causal, blocked_rows=False)
-        else:
-            additive = additive_mask(site, Tq, Tk, key_pad, opts, self.device, self.dtype)  # [B|1,1,Tq,Tk]
-            # the causal triangle alone always leaves key 0 open; cells and padding might close a whole row
-            mask = AttentionMask(
-                additive,
-                causal_only=plain and causal,
-                blocks_nothing=plain and not causal,
-                blocked_rows=False if plain else None,
-            )
-        self._built[key] = mask
-        return mask
-
-
-def padded_keys(pad: Tensor | None, options: RunOptions) -> Tensor | None:
-    """pad: bool [B, T] True at <pad>, or None -> the same when the padding mask applies and some key is
-    <pad>, else None (one device sync per side per run, instead of one per layer)."""
-    if pad is None or not options.padding_mask or not bool(pad.any()):
-        return None
-    return pad
-
-
-_freed_memory_kept = False
-
-
-def keep_freed_memory() -> None:
-    """Ask glibc to keep freed memory for reuse instead of returning it to the OS straight away.
-
-    A recorded run keeps every intermediate alive (tens of MB for a 6+6-layer model). With glibc's defaults
-    that memory goes back to the OS when the previous trace is dropped and is faulted back in, page by page,
-    during the next run, which on a small machine costs more than the arithmetic. After this, allocations up
-    to 32 MB come from the heap and up to 256 MB of freed heap stays with the process. Process-wide; once;
-    Linux/glibc only. Set ATTNLAB_MALLOC_TUNING=0 to leave the allocator alone.
-    """
-    global _freed_memory_kept
-    if _freed_memory_kept:
-        return
-    _freed_memory_kept = True
-    if os.environ.get("ATTNLAB_MALLOC_TUNING", "1") == "0" or platform.libc_ver()[0] != "glibc":
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's malloc.h
-    libc.mallopt(m_mmap_threshold, 32 << 20)
-    libc.mallopt(m_trim_threshold, 256 << 20)
-
-
-def norm_of(cfg: ModelConfig) -> LayerNorm | RMSNorm:
-    return make_norm(cfg.norm, cfg.d_model, cfg.layer_norm_eps, cfg.norm_bias)
-
-
-class EncoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.self_attn = make_attention(cfg)
-        self.ffn = make_ffn(cfg)
-        self.norm1 = norm_of(cfg)
-        self.norm2 = norm_of(cfg)
-
-    def forward(self, x: Tensor, mask: AttentionMask, ctx: RunContext, prefix: str) -> Tensor:
-        """x [B, S, d] -> [B, S, d]"""
-
-        def attend(h: Tensor) -> Tensor:
-            site = names.site(prefix, "self")
-            return self.self_attn(
-                h,
-                h,
-                mask,
-                ctx.n_heads,
-                ctx.scale,
-                ctx.rotary,
-                ctx.rec,
-                site,
-                ablate=ctx.options.ablations(site),
-                projections=ctx.projections,
-            )
-
-        x = residual_block(x, attend, self.norm1, ctx, prefix, 1)
-        x = residual_block(x, lambda h: self.ffn(h, ctx.rec, prefix), self.norm2, ctx, prefix, 2)
-        ctx.rec(names.layer_out(prefix), x)
-        return x
-
-
-class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig, cross: bool):
-        super().__init__()
-        self.self_attn = make_attention(cfg)
-        self.cross_attn = make_attention(cfg) if cross else None
-        self.ffn = make_ffn(cfg)
-        self.norm1 = norm_of(cfg)
-        self.norm2 = norm_of(cfg)
-        self.norm3 = norm_of(cfg) if cross else None
-
-    def forward(
-        self,
-        y: Tensor,
-        memory: Tensor | None,
-        self_mask: AttentionMask,
-        cross_mask: AttentionMask | None,
-        ctx: RunContext,
-        prefix: str,
-    ) -> Tensor:
-        """y [B, T, d], memory [B, S, d] or None -> [B, T, d]"""
-
-        def attend_self(h: Tensor) -> Tensor:
-            site = names.site(prefix, "self")
-            return self.self_attn(
-                h,
-                h,
-                self_mask,
-                ctx.n_heads,
-                ctx.scale,
-                ctx.rotary,
-                ctx.rec,
-                site,
-                ablate=ctx.options.ablations(site),
-                projections=ctx.projections,
-            )
-
-        def attend_memory(h: Tensor) -> Tensor:  # queries from the decoder, keys and values from the encoder
-            assert self.cross_attn is not None and memory is not None and cross_mask is not None
-            site = names.site(prefix, "cross")
-            return self.cross_attn(
-                h,
-                memory,
-                cross_mask,
-                ctx.n_heads,
-                ctx.scale,
-                None,
-                ctx.rec,
-                site,
-                ablate=ctx.options.ablations(site),
-                projections=ctx.projections,
-            )
-
-        y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)
-        n, norm = 2, self.norm2
-        if self.cross_attn is not None and self.norm3 is not None:
-            y = residual_block(y, attend_memory, self.norm2, ctx, prefix, 2)
-            n, norm = 3, self.norm3
-        y = residual_block(y, lambda h: self.ffn(h, ctx.rec, prefix), norm, ctx, prefix, n)
-        ctx.rec(names.layer_out(prefix), y)
-        return y
 
 
 class Transformer(nn.Module):
@@ -456,3 +171,19 @@ class Transformer(nn.Module):
                 seen.add(id(p))
                 out[name] = p
         return out
+
+
+__all__ = [  # the run's parts lived here before; importers of these names keep working
+    "DecoderLayer",
+    "EncoderLayer",
+    "MaskBuilder",
+    "RunContext",
+    "Transformer",
+    "additive_mask",
+    "build_mask",
+    "final_norm",
+    "keep_freed_memory",
+    "norm_of",
+    "padded_keys",
+    "residual_block",
+]

@@ -12,13 +12,33 @@ Vocabulary:
 
 from __future__ import annotations
 
+from functools import lru_cache
+from typing import NamedTuple
+
 SIDES = ("src", "tgt")
 STACKS = ("enc", "dec")
 ATTENTION_KINDS = ("self", "cross")
 SITE_KINDS = ("enc.self", "dec.self", "dec.cross")
 
+
+class SiteNames(NamedTuple):
+    """Every entry name of one attention site (site_entries), field by field in the order a run records them."""
+
+    q: str
+    k: str
+    v: str
+    scores: str
+    scaled: str
+    mask: str
+    masked: str
+    weights: str
+    context: str
+    concat: str
+    out: str
+
+
 # What one attention site records, in order ([H, Tq, dk] for q, [H, Tq, Tk] for the matrices, [Tq, d] after).
-SITE_STEPS = ("q", "k", "v", "scores", "scaled", "mask", "masked", "weights", "context", "concat", "out")
+SITE_STEPS: tuple[str, ...] = SiteNames._fields
 # What one input side records, in order.
 INPUT_STEPS = ("tokens", "ids", "embed", "pos", "input")
 # What a LayerNorm records.
@@ -60,6 +80,19 @@ def site(layer_name: str, kind: str) -> str:
 def site_entry(site_name: str, step: str) -> str:
     """'enc.0.self', 'weights' -> 'enc.0.self.weights'."""
     return f"{site_name}.{step}"
+
+
+@lru_cache(maxsize=4096)
+def site_entries(site_name: str) -> SiteNames:
+    """All of a site's entry names at once, built once per site (every recording run asks for them)."""
+    return SiteNames(*(site_entry(site_name, step) for step in SITE_STEPS))
+
+
+@lru_cache(maxsize=4096)
+def entries(base: str, parts: tuple[str, ...]) -> tuple[str, ...]:
+    """f'{base}.{part}' for each part, built once: entries('enc.0.norm1', NORM_STATS) -> ('enc.0.norm1.in', …);
+    entries(ffn('enc.0'), FFN_PARTS) -> ('enc.0.ffn.pre', …)."""
+    return tuple(f"{base}.{part}" for part in parts)
 
 
 def norm(layer_name: str, n: int) -> str:
@@ -165,8 +198,9 @@ def is_site(name: str) -> bool:
     return True
 
 
+@lru_cache(maxsize=4096)
 def site_kind(site_name: str) -> str:
-    """'dec.2.cross' -> 'dec.cross'."""
+    """'dec.2.cross' -> 'dec.cross' (remembered: every run asks it of every site, more than once)."""
     stack, _index, kind = split_site(site_name)
     return f"{stack}.{kind}"
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlab.engine import names
+from attnlab.engine.derived import Derived
 from attnlab.engine.trace import Recorder
 
 
@@ -34,13 +37,22 @@ def layer_norm(
     # one fused pass gives the output [B, T, d] and the statistics it used: mean and 1/sqrt(var + eps),
     # each [B, T, 1]
     out, mean, rstd = torch.native_layer_norm(x, x.shape[-1:], weight, bias, eps)
-    var = rstd.pow(-2).sub_(eps).clamp_min_(0.0).squeeze(-1) if rec.eager else None  # [B, T], biased
-    x_name = names.norm_entry(name, "in")
-    rec(x_name, x)  # the statistics are derived from it on read, by the same kernel
-    rec.derived(names.norm_entry(name, "mean"), mean.squeeze(-1), "norm_mean", (x_name,), eps)
-    rec.derived(names.norm_entry(name, "var"), var, "norm_var", (x_name,), eps)
-    rec(names.norm_entry(name, "out"), out)
+    by_mean, by_var = norm_rules(name, eps)
+    if rec.eager:  # the statistics as the forward computed them, [B, T]; the variance is the biased one
+        mean_value, var_value = mean.squeeze(-1), rstd.pow(-2).sub_(eps).clamp_min_(0.0).squeeze(-1)
+        stats: tuple[Tensor | Derived, Tensor | Derived] = (mean_value, var_value)
+    else:  # derived from the input on read, by the same kernel
+        stats = (by_mean, by_var)
+    x_name, mean_name, var_name, out_name = names.entries(name, names.NORM_STATS)
+    rec.add(((x_name, x), (mean_name, stats[0]), (var_name, stats[1]), (out_name, out)))
     return out
+
+
+@lru_cache(maxsize=4096)
+def norm_rules(name: str, eps: float) -> tuple[Derived, Derived]:
+    """How a LayerNorm's mean and variance are derived from its input (engine/derived.py), built once."""
+    x_name = names.norm_entry(name, "in")
+    return Derived("norm_mean", (x_name,), (eps,)), Derived("norm_var", (x_name,), (eps,))
 
 
 class RMSNorm(nn.Module):
@@ -56,9 +68,8 @@ class RMSNorm(nn.Module):
         rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)  # [B, T, 1]
         out = self.weight * (x * rstd)  # [B, T, d]
         if rec.enabled:
-            rec(names.norm_entry(name, "in"), x)
-            rec(names.norm_entry(name, "rms"), rstd.reciprocal().squeeze(-1))  # [B, T]
-            rec(names.norm_entry(name, "out"), out)
+            x_name, rms_name, out_name = names.entries(name, names.RMS_STATS)
+            rec.add(((x_name, x), (rms_name, rstd.reciprocal().squeeze(-1)), (out_name, out)))  # rms [B, T]
         return out
 
 

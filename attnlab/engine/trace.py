@@ -39,7 +39,7 @@ class Recorder:
     run does when its trace would not fit in GPU memory.
     """
 
-    __slots__ = ("enabled", "eager", "host", "_items", "_copies")
+    __slots__ = ("enabled", "eager", "host", "_items", "_copies", "_direct")
 
     def __init__(self, enabled: bool = True, *, eager: bool = False, host: bool = False):
         self.enabled = enabled
@@ -47,6 +47,9 @@ class Recorder:
         self.host = host
         self._items: OrderedDict[str, Entry] = OrderedDict()
         self._copies: dict[tuple, torch.Tensor] = {}  # host=True: one copy per tensor recorded under 2 names
+        # `add` may store straight into the entries unless every tensor must pass through `__call__`: host
+        # copies, or a subclass that keeps its own selection (training/evaluate.py's cross-attention recorder)
+        self._direct = not host and type(self).__call__ is Recorder.__call__
 
     def __call__(self, name: str, tensor: torch.Tensor, batched: bool = True) -> None:
         if not self.enabled:
@@ -78,6 +81,34 @@ class Recorder:
             self(name, value, batched)
         else:
             self._items[name] = Derived(rule, tuple(inputs), tuple(params))
+
+    def rule(self, value: torch.Tensor, rule: Derived) -> torch.Tensor | Derived:
+        """What `add` should record for an entry derivable by `rule`: the rule, or the value when eager."""
+        return value if self.eager else rule
+
+    def add(self, entries: Iterable[tuple[str, torch.Tensor | Derived]]) -> None:
+        """Record several entries in one go, in order: batched tensors (the first sequence is kept, as in
+        `__call__`) and `Derived` rules (pass `rule(value, rule)` so that an eager recorder keeps the value).
+        One call per sub-layer instead of one per entry: recording stays cheap next to the arithmetic."""
+        if not self.enabled:
+            return
+        if not self._direct:
+            for name, value in entries:
+                self._put(name, value)
+            return
+        items = self._items
+        for name, value in entries:
+            if isinstance(value, Derived):
+                items[name] = value
+            else:
+                t = value[0]
+                items[name] = t.detach() if t.requires_grad else t
+
+    def _put(self, name: str, value: torch.Tensor | Derived) -> None:
+        if isinstance(value, Derived):
+            self._items[name] = value
+        else:
+            self(name, value)
 
     def __contains__(self, name: str) -> bool:
         return name in self._items

@@ -1,0 +1,113 @@
+"""The encoder and decoder layers: attention and feed-forward sub-layers, each wired by `residual_block`.
+
+Shapes: B batch, S source length, T target length, d = d_model.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from attnlab.engine import names
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.context import RunContext, residual_block
+from attnlab.engine.ffn import make_ffn
+from attnlab.engine.layers import AttentionMask, make_attention
+from attnlab.engine.norms import LayerNorm, RMSNorm, make_norm
+
+
+def norm_of(cfg: ModelConfig) -> LayerNorm | RMSNorm:
+    return make_norm(cfg.norm, cfg.d_model, cfg.layer_norm_eps, cfg.norm_bias)
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.self_attn = make_attention(cfg)
+        self.ffn = make_ffn(cfg)
+        self.norm1 = norm_of(cfg)
+        self.norm2 = norm_of(cfg)
+
+    def forward(self, x: Tensor, mask: AttentionMask, ctx: RunContext, prefix: str) -> Tensor:
+        """x [B, S, d] -> [B, S, d]"""
+
+        def attend(h: Tensor) -> Tensor:
+            site = names.site(prefix, "self")
+            return self.self_attn(
+                h,
+                h,
+                mask,
+                ctx.n_heads,
+                ctx.scale,
+                ctx.rotary,
+                ctx.rec,
+                site,
+                ablate=ctx.options.ablations(site),
+                projections=ctx.projections,
+            )
+
+        x = residual_block(x, attend, self.norm1, ctx, prefix, 1)
+        x = residual_block(x, lambda h: self.ffn(h, ctx.rec, prefix), self.norm2, ctx, prefix, 2)
+        ctx.rec(names.layer_out(prefix), x)
+        return x
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig, cross: bool):
+        super().__init__()
+        self.self_attn = make_attention(cfg)
+        self.cross_attn = make_attention(cfg) if cross else None
+        self.ffn = make_ffn(cfg)
+        self.norm1 = norm_of(cfg)
+        self.norm2 = norm_of(cfg)
+        self.norm3 = norm_of(cfg) if cross else None
+
+    def forward(
+        self,
+        y: Tensor,
+        memory: Tensor | None,
+        self_mask: AttentionMask,
+        cross_mask: AttentionMask | None,
+        ctx: RunContext,
+        prefix: str,
+    ) -> Tensor:
+        """y [B, T, d], memory [B, S, d] or None -> [B, T, d]"""
+
+        def attend_self(h: Tensor) -> Tensor:
+            site = names.site(prefix, "self")
+            return self.self_attn(
+                h,
+                h,
+                self_mask,
+                ctx.n_heads,
+                ctx.scale,
+                ctx.rotary,
+                ctx.rec,
+                site,
+                ablate=ctx.options.ablations(site),
+                projections=ctx.projections,
+            )
+
+        def attend_memory(h: Tensor) -> Tensor:  # queries from the decoder, keys and values from the encoder
+            assert self.cross_attn is not None and memory is not None and cross_mask is not None
+            site = names.site(prefix, "cross")
+            return self.cross_attn(
+                h,
+                memory,
+                cross_mask,
+                ctx.n_heads,
+                ctx.scale,
+                None,
+                ctx.rec,
+                site,
+                ablate=ctx.options.ablations(site),
+                projections=ctx.projections,
+            )
+
+        y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)
+        n, norm = 2, self.norm2
+        if self.cross_attn is not None and self.norm3 is not None:
+            y = residual_block(y, attend_memory, self.norm2, ctx, prefix, 2)
+            n, norm = 3, self.norm3
+        y = residual_block(y, lambda h: self.ffn(h, ctx.rec, prefix), norm, ctx, prefix, n)
+        ctx.rec(names.layer_out(prefix), y)
+        return y

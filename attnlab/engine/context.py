@@ -1,0 +1,94 @@
+"""What one run needs at every layer (RunContext) and the two wirings every sub-layer shares: the residual
+block (post-norm, pre-norm, no residual) and a stack's final norm.
+
+Shapes: B batch, T sequence length, d = d_model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from attnlab.engine import names
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.masks import Device, MaskBuilder
+from attnlab.engine.norms import LayerNorm, RMSNorm, layer_norm
+from attnlab.engine.options import RunOptions
+from attnlab.engine.positional import rotary_angles
+from attnlab.engine.runcache import LayerInputs, LayerKey, Resume
+from attnlab.engine.trace import Recorder
+
+
+class RunContext:
+    """What every layer needs to know about this run, resolved once from the RunOptions."""
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        options: RunOptions,
+        rec: Recorder,
+        dropout: float,
+        device: Device,
+        dtype: torch.dtype | None = None,
+    ):
+        self.norm_first = options.effective_norm_first(config)
+        self.n_heads = options.effective_heads(config)
+        self.scale = options.scale
+        self.residual = options.residual
+        self.projections = options.projections
+        self.options = options
+        self.eps = config.layer_norm_eps
+        self.rec = rec
+        self.dropout = dropout
+        rotary_on = config.positional == "rotary" and options.positional
+        d_head = config.d_model // self.n_heads
+        self.rotary = (
+            rotary_angles(config.max_len, d_head, device, config.rope_theta)  # 2 x [L, dk/2]
+            if rotary_on
+            else None
+        )
+        self.masks = MaskBuilder(options, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
+        self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
+        self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
+
+    def start(self, stack: str) -> int:
+        """The first layer of `stack` this run computes."""
+        return self.resume.start(stack) if self.resume is not None else 0
+
+    def keep(self, key: LayerKey, x: Tensor) -> None:
+        if self.inputs is not None:
+            self.inputs.keep(key, x)
+
+    def drop(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.dropout, training=True) if self.dropout > 0 else x
+
+
+def final_norm(trained: LayerNorm | RMSNorm | None, x: Tensor, ctx: RunContext, stack: str) -> Tensor:
+    """x [B, T, d] -> [B, T, d]: the norm after a stack's last layer, recorded as names.stack_norm(stack).
+    RunOptions.final_norm None keeps the trained one (or none); False skips it; True keeps the trained one or,
+    for a model trained without, applies a parameter-free LayerNorm (gamma 1, beta 0)."""
+    wanted = ctx.options.final_norm
+    name = names.stack_norm(stack)
+    if wanted is False or (wanted is None and trained is None):
+        return x
+    if trained is not None:
+        return trained(x, ctx.rec, name)
+    return layer_norm(x, None, None, ctx.eps, ctx.rec, name)
+
+
+def residual_block(
+    x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm | RMSNorm, ctx: RunContext, layer_name: str, n: int
+) -> Tensor:
+    """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x)).  Records names.resid(layer, n)."""
+    if ctx.norm_first:
+        h = ctx.drop(sublayer(norm(x, ctx.rec, names.norm(layer_name, n))))
+        y = x + h if ctx.residual else h
+        ctx.rec(names.resid(layer_name, n), y)
+        return y
+    h = ctx.drop(sublayer(x))
+    y = x + h if ctx.residual else h
+    ctx.rec(names.resid(layer_name, n), y)
+    return norm(y, ctx.rec, names.norm(layer_name, n))

@@ -1,0 +1,112 @@
+"""Attention masks of a run: additive masks built from the RunOptions, once per distinct mask.
+
+A mask is [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not. Qt-free, pure torch.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from attnlab.engine.layers import NEG_INF, AttentionMask
+from attnlab.engine.options import RunOptions
+
+if TYPE_CHECKING:
+    from attnlab.engine.context import RunContext
+
+Device = torch.device | str  # where a run puts its tensors
+
+
+def build_mask(
+    site: str,
+    Tq: int,
+    Tk: int,
+    key_pad: Tensor | None,
+    ctx: RunContext,
+    device: Device,
+    dtype: torch.dtype | None = None,
+) -> Tensor:
+    """Additive mask [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not."""
+    return additive_mask(site, Tq, Tk, key_pad, ctx.options, device, dtype)
+
+
+def additive_mask(
+    site: str,
+    Tq: int,
+    Tk: int,
+    key_pad: Tensor | None,
+    opts: RunOptions,
+    device: Device,
+    dtype: torch.dtype | None = None,
+) -> Tensor:
+    """build_mask from the RunOptions alone.  -> [B or 1, 1, Tq, Tk]"""
+    causal = opts.is_causal(site)
+    cells = [(q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk]
+    padded = opts.padding_mask and key_pad is not None and bool(key_pad.any())
+    if not cells and not padded:  # nothing or the causal triangle: one or two kernels instead of four
+        if causal:
+            return torch.full((Tq, Tk), NEG_INF, dtype=dtype, device=device).triu_(1)[None, None]
+        return torch.zeros(1, 1, Tq, Tk, dtype=dtype, device=device)
+    blocked = torch.zeros(Tq, Tk, dtype=torch.bool, device=device)  # [Tq, Tk]
+    if causal:
+        blocked = torch.ones(Tq, Tk, dtype=torch.bool, device=device).triu(1)
+    if cells:
+        blocked[[q for q, _ in cells], [k for _, k in cells]] = True
+    blocked = blocked[None, None]  # [1, 1, Tq, Tk]
+    if padded:
+        assert key_pad is not None
+        blocked = blocked | key_pad[:, None, None, :]  # [B, 1, Tq, Tk]
+    return torch.zeros(blocked.shape, dtype=dtype, device=device).masked_fill(blocked, NEG_INF)
+
+
+class MaskBuilder:
+    """Each distinct mask of a run, built once: layers whose sites block the same cells share one mask.
+
+    Without recording, a mask that blocks nothing or only the causal triangle is never built at all: the fused
+    kernel is told `is_causal` instead.
+    """
+
+    def __init__(self, options: RunOptions, record: bool, device: Device, dtype: torch.dtype | None):
+        self.options = options
+        self.record = record
+        self.device = device
+        self.dtype = dtype
+        self._built: dict[tuple, AttentionMask] = {}
+
+    def __call__(self, site: str, Tq: int, Tk: int, key_pad: Tensor | None) -> AttentionMask:
+        """key_pad: bool [B, Tk] True at <pad> keys, or None when no key is padding or padding is off."""
+        opts = self.options
+        causal = opts.is_causal(site)
+        cells = (
+            frozenset((q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk)
+            if opts.custom_masks
+            else frozenset()
+        )
+        key = (causal, cells, Tq, Tk, None if key_pad is None else id(key_pad))
+        mask = self._built.get(key)
+        if mask is not None:
+            return mask
+        plain = not cells and key_pad is None  # blocks nothing, or exactly the causal triangle
+        if plain and not self.record:
+            mask = AttentionMask(None, causal_only=causal, blocks_nothing=not causal, blocked_rows=False)
+        else:
+            additive = additive_mask(site, Tq, Tk, key_pad, opts, self.device, self.dtype)  # [B|1,1,Tq,Tk]
+            # the causal triangle alone always leaves key 0 open; cells and padding might close a whole row
+            mask = AttentionMask(
+                additive,
+                causal_only=plain and causal,
+                blocks_nothing=plain and not causal,
+                blocked_rows=False if plain else None,
+            )
+        self._built[key] = mask
+        return mask
+
+
+def padded_keys(pad: Tensor | None, options: RunOptions) -> Tensor | None:
+    """pad: bool [B, T] True at <pad>, or None -> the same when the padding mask applies and some key is
+    <pad>, else None (one device sync per side per run, instead of one per layer)."""
+    if pad is None or not options.padding_mask or not bool(pad.any()):
+        return None
+    return pad
