@@ -11,7 +11,7 @@ text's own height at the new width.
 
 from __future__ import annotations
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 
 class SteadyHeight(QtCore.QObject):
@@ -41,6 +41,6 @@ class SteadyHeight(QtCore.QObject):
             label.setMinimumHeight(need)
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
-        if event.type() == QtCore.QEvent.Type.Resize and self._label.width() != self._fitted_width:
+        if isinstance(event, QtGui.QResizeEvent) and self._label.width() != self._fitted_width:
             self.fit()
         return False
