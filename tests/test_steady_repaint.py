@@ -116,3 +116,29 @@ def test_the_navigator_renames_only_what_changed_and_follows_the_stage(qtbot, mo
             assert nav._items[key].parent().isExpanded()
         for number, stage in enumerate(stages, 1):
             assert nav._items[stage.key].text(0) == f"{number:>2}. {short_title(stage.title)}"
+
+
+def focus_curve_points(panel) -> int:
+    return sum(len(curve.getData()[0] if curve.getData()[0] is not None else []) for curve in panel._focus_buckets)
+
+
+def test_token_lines_focus_curves_are_emptied_and_refilled_across_traces(qtbot, model):
+    """The focus curves are left alone while nothing is isolated: after a hover ends they must be empty, and a
+    hover on the next trace must draw that trace's lines."""
+    from attnlab.ui.stages.heads import LINE_THRESHOLD
+
+    p = panel_class_for("lines")()
+    qtbot.addWidget(p)
+    p.resize(800, 500)
+    p.show()
+    for residual, query in ((True, 2), (False, 1)):
+        trace = model.trace(SRC, TGT, RunOptions(residual=residual))
+        p.show_stage(trace, stage_of(trace, "lines"), ViewState())
+        assert p.shown_data()["focus_lines"] == [] and focus_curve_points(p) == 0
+        p.hover_token("query", query)
+        weights = p.shown_data()["weights"]
+        expected = {(query, k) for k in range(weights.shape[1]) if weights[query, k] >= LINE_THRESHOLD}
+        assert {(q, k) for q, k, _ in p.shown_data()["focus_lines"]} == expected and expected
+        assert focus_curve_points(p) == 2 * len(expected)
+        p.hover_token(None)
+        assert p.shown_data()["focus_lines"] == [] and focus_curve_points(p) == 0
