@@ -43,6 +43,13 @@ def test_a_steady_label_keeps_its_tallest_height_at_a_width_and_refits_at_a_new_
     label.resize(600, tall)  # a new width (the window was resized): start again from this text's height
     qtbot.waitUntil(lambda: label.minimumHeight() < tall)
     assert label.minimumHeight() == label.heightForWidth(600)
+    label.setText(LONG)
+    steady.fit()
+    wide = label.minimumHeight()
+    font = label.font()
+    font.setPointSizeF(font.pointSizeF() / 2)  # zoomed out: the same text needs fewer lines
+    label.setFont(font)
+    assert label.minimumHeight() == label.heightForWidth(600) < wide
 
 
 def test_the_window_title_and_banner_show_the_new_texts_after_a_toggle(qtbot, model):

@@ -6,7 +6,7 @@ plot in the panel is resized and repainted in full: a 5 ms update becomes a 20â€
 the label's minimum height at the tallest text it has shown at the current width (grow-only), so a toggle that
 flips between a short and a long text re-lays out the window once, not on every toggle. When the label's width
 changes (the window or a dock was resized, a relayout is happening anyway) it starts again from the current
-text's own height at the new width.
+text's own height at the new width; so it does when its font changes (zoom).
 """
 
 from __future__ import annotations
@@ -41,6 +41,11 @@ class SteadyHeight(QtCore.QObject):
             label.setMinimumHeight(need)
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
-        if isinstance(event, QtGui.QResizeEvent) and self._label.width() != self._fitted_width:
+        # a class test first: most events here are paints, and reading event.type() makes a Python enum
+        if isinstance(event, QtGui.QResizeEvent):
+            if self._label.width() != self._fitted_width:
+                self.fit()
+        elif type(event) is QtCore.QEvent and event.type() == QtCore.QEvent.Type.FontChange:
+            self._fitted_width = -1  # a new font (zoom, presentation mode): start again from this text's height
             self.fit()
         return False
