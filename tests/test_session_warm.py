@@ -41,7 +41,19 @@ def test_a_new_trace_arrives_with_the_shown_panels_entries_on_the_host(qtbot, se
         torch.testing.assert_close(trace[n], fresh[n], equal_nan=True, msg=n)
 
 
-def test_warm_up_leaves_the_output_steps_alone():
+def test_warm_up_computes_a_small_output_table_on_the_worker():
+    """The bars and the shapes line read the whole [T, V] table: a small one's softmax is done off the GUI thread."""
+    trace = make().trace(SRC, TGT, RunOptions(temperature=2.0))
+    warm_up(trace, "out.probs")
+    assert "probs" in trace._host
+    logits = trace["logits"]  # [T, V]
+    torch.testing.assert_close(trace._host["probs"], torch.softmax(logits / 2.0, dim=-1))
+
+
+def test_warm_up_leaves_a_large_output_table_alone(monkeypatch):
+    import attnlab.present.stages as stages
+
+    monkeypatch.setattr(stages, "OUTPUT_WARM_LIMIT", 10)  # every real [T, V] is larger than this
     trace = make().trace(SRC, TGT, RunOptions())
     warm_up(trace, "out.probs")
     assert "probs" not in trace._host and "logits" not in trace._host

@@ -7,6 +7,7 @@ entries it shows and `shape_text` their live shapes. Every name is built through
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -205,13 +206,29 @@ def warm_entries(stage: Stage) -> list[str]:
     return wanted
 
 
+OUTPUT_WARM_LIMIT = 4_000_000  # elements of the [T, V] output: up to 16 MB of float32 is warmed whole
+
+
+def output_fits(trace: Trace) -> bool:
+    """Whether the [T, V] logits are small enough to compute and copy whole (the classroom models' are a few
+    hundred kB; a large vocabulary times a long input is not)."""
+    shape = getattr(trace.entries.get(names.LOGITS), "shape", None)
+    return shape is not None and math.prod(shape) <= OUTPUT_WARM_LIMIT
+
+
 def warm_up(trace: Trace, stage_key: str | None) -> None:
     """Compute (derived entries) and bring to the host the entries the panel of `stage_key` reads first.
 
-    Called on the session's worker thread right after a run, so the GUI thread only reads cached copies."""
+    Called on the session's worker thread right after a run, so the GUI thread only reads cached copies. The
+    output steps' [T, V] table is warmed whole when it is small: the bars and the shapes line read it, and its
+    softmax on the GUI thread took 20–100 ms there on a busy machine."""
     stage = pick_stage(stages_for(trace), stage_key)
-    if stage is not None:
-        trace.fetch([name for name in warm_entries(stage) if name in trace])
+    if stage is None:
+        return
+    wanted = warm_entries(stage)
+    if stage.kind in (names.LOGITS, names.PROBS) and output_fits(trace):
+        wanted = [stage.kind]
+    trace.fetch([name for name in wanted if name in trace])
 
 
 def shape_text(trace: Trace, stage: Stage) -> str:

@@ -44,8 +44,13 @@ def set_axis_title(axis: pg.AxisItem, text: str) -> None:
 def cache_axis(axis: pg.AxisItem) -> pg.AxisItem:
     """Keep the axis drawn in a device-pixel cache: repainting its view (a new image, a new bar) blits
     the cached pixels instead of replaying every tick and label. Any change to the axis (range, labels,
-    font, size) calls update(), which refreshes the cache."""
+    font, size) calls update(), which refreshes the cache.
+
+    The room for its tick text only grows: a toggle whose labels are a little narrower (the next-token
+    bars' words, "0.5" after "-0.25") would otherwise shrink the axis, resize the view beside it, and make
+    every axis of the plot draw itself again."""
     axis.setCacheMode(QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
+    axis.setStyle(autoReduceTextSpace=False)
     return axis
 
 

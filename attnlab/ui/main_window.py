@@ -36,6 +36,7 @@ from attnlab.ui.inputs import InputBar
 from attnlab.ui.navigator import STEP_KEYS, StageNavigator
 from attnlab.ui.schematic import Schematic
 from attnlab.ui.snapshot_slider import SnapshotSlider
+from attnlab.ui.steady import SteadyHeight
 from attnlab.ui.window_files import CHECKPOINT_FILTER, FIRST_PAINT_WAIT_MS, WindowFiles
 from attnlab.ui.window_menus import SHORTCUTS_HTML, WindowMenus
 from attnlab.ui.window_present import WindowPresent
@@ -83,9 +84,11 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         """Inputs and banner on top; below them the stage (title, shapes, panel) over its explanation."""
         self.inputs = InputBar(self.session)
         self.stage_title = QLabel("Loading the model…", objectName="stageTitle", wordWrap=True)
+        self._title_height = SteadyHeight(self.stage_title)  # "(no add: residual off)" does not move the panel
         self.stage_shapes = QLabel(
             objectName="stageShapes", wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse
         )
+        self._shapes_height = SteadyHeight(self.stage_shapes)
         self.panel_stack = QStackedWidget(objectName="panelStack")
         self.placeholder = QLabel(
             "Loading the model and tracing the first sentence…", alignment=Qt.AlignmentFlag.AlignCenter
@@ -216,7 +219,9 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         return self.panel_stack.currentWidget()
 
     def refresh(self) -> None:
-        """Redraw what depends on the trace, stage and view; records the time it took in last_paint_ms."""
+        """Redraw what depends on the trace, stage and view; records the time it took in last_paint_ms. The
+        widgets paint what changed when the event loop next runs (no forced repaint of the whole panel: its
+        notes, titles and unchanged plots keep their pixels)."""
         s = self.session
         trace, stage = s.trace, s.stage
         if trace is None or stage is None:
@@ -236,14 +241,17 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
                 self._explanation_html = html
                 self.explanation.setHtml(html)
             # people count layers and heads from 1; the trace name (0-based) is shown beside, for the API
-            self.stage_title.setText(
-                f"<b>{stage.group}</b> · {stage.title} <span style='color:gray'>({stage.key})</span>"
-            )
-            self.stage_shapes.setText(shape_text(trace, stage))
+            title = f"<b>{stage.group}</b> · {stage.title} <span style='color:gray'>({stage.key})</span>"
+            for label, steady, text in (
+                (self.stage_title, self._title_height, title),
+                (self.stage_shapes, self._shapes_height, shape_text(trace, stage)),
+            ):
+                if text != label.text():
+                    label.setText(text)
+                    steady.fit()
         self._shown = (id(trace), stage.key)
         self.navigator.select(stage.key)
         self.schematic.set_current(stage.schematic_box)
-        panel.repaint()
         self.last_paint_ms = (time.perf_counter() - start) * 1000.0
         self._show_status(trace)
 

@@ -207,6 +207,8 @@ class MatrixView(QtWidgets.QWidget):
         bar.axis.setTickFont(tick_font())
         bar.axis.setWidth(QtGui.QFontMetrics(tick_font()).horizontalAdvance(COLORBAR_WIDEST_TICK) + 12)
         cache_axis(keep_ticks_apart(bar.axis))
+        for side in ("left", "top", "bottom"):  # the empty axes that frame the bar: blit them, never replay them
+            cache_axis(bar.getAxis(side))
         return bar
 
     @staticmethod

@@ -59,9 +59,11 @@ class StageNavigator(QTreeWidget):
             self.select(current)
             return
         same_rows = [(k, g) for k, _t, g in signature] == [(k, g) for k, _t, g in self._signature]
-        self._signature = signature
+        old, self._signature = self._signature, signature
         if same_rows:
-            for number, stage in enumerate(stages, 1):
+            for number, (stage, (_k, old_title, _g)) in enumerate(zip(stages, old, strict=True), 1):
+                if stage.title == old_title:  # most titles stay the same: no text work for them
+                    continue
                 item = self._items[stage.key]
                 text = f"{number:>2}. {short_title(stage.title)}"
                 if item.text(0) != text:
@@ -93,6 +95,8 @@ class StageNavigator(QTreeWidget):
         item = self._items.get(key or "")
         if item is None:
             return
+        if item is self.currentItem() and all(g.isExpanded() == (g is item.parent()) for g in self._groups.values()):
+            return  # already shown so (a toggle re-selects the same stage twice per trace)
         self.blockSignals(True)
         for group in self._groups.values():
             group.setExpanded(group is item.parent())

@@ -73,6 +73,10 @@ class ClickerFilter(QObject):
         return None
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        # every event of the application passes here: a type test first (reading event.type() makes a Python
+        # enum per event, ~1 ms of each repaint); KeyPress and ShortcutOverride are both QKeyEvents
+        if not isinstance(event, QKeyEvent):
+            return False
         kind = event.type()
         if kind not in (QEvent.Type.KeyPress, QEvent.Type.ShortcutOverride) or not isinstance(obj, QWidget):
             return False

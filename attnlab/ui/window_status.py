@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
 from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
 from attnlab.present.training_steps import step_banner
+from attnlab.ui.steady import SteadyHeight
 
 RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
 CLASSROOM_NOTE = (
@@ -42,6 +43,7 @@ class WindowStatus:
 
     def _build_status_bar(self) -> None:
         self.banner = QLabel(objectName="banner", wordWrap=True, visible=False)
+        self._banner_height = SteadyHeight(self.banner)  # a line more or less does not resize the stage below
         self.device_label = QLabel(objectName="deviceLabel")
         self.timing_label = QLabel(objectName="timingLabel")
         self.tokens_label = QLabel(objectName="tokensLabel")
@@ -100,7 +102,9 @@ class WindowStatus:
         if snapshots is not None and trace.info.get("training_step") is not None:  # a snapshot's weights
             lines = [step_banner(trace.info["training_step"], snapshots.final_step), *lines]
         text, level = "\n".join(dict.fromkeys(lines)), "warning" if warnings else "info"
-        self.banner.setText(text)
+        if text != self.banner.text():
+            self.banner.setText(text)
+            self._banner_height.fit()
         if self.banner.property("level") != level:  # re-polishing restyles (and repaints) the window
             self.banner.setProperty("level", level)
             self.banner.style().unpolish(self.banner)

@@ -29,6 +29,7 @@ from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
 )
 from attnlab.ui import zoom
 from attnlab.ui.heatmap import LabeledHeatmap, elide_label, tick_font
+from attnlab.ui.steady import SteadyHeight
 
 NOTE_POINT_SIZE = 12
 
@@ -61,29 +62,15 @@ class Note(QtWidgets.QLabel):
         self.setFont(note_font(delta, bold))
         self.setTextFormat(Qt.TextFormat.PlainText)
         self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Minimum)
-        self._reserved = QtGui.QFontMetrics(self.font()).lineSpacing() * reserve_lines + 4 if reserve_lines else 0
-        self._fitted_width = -1
+        reserved = QtGui.QFontMetrics(self.font()).lineSpacing() * reserve_lines + 4 if reserve_lines else 0
         # a steady height: texts of different lengths do not re-layout the panel (and repaint its plots)
-        self.setMinimumHeight(self._reserved)
+        self._steady = SteadyHeight(self, reserved)
 
     def show_text(self, text: str) -> None:
         if text != self.text():
             self.setText(text)
-            self._keep_tallest()
+            self._steady.fit()
         self.setVisible(bool(text))
-
-    def _keep_tallest(self) -> None:
-        """Grow-only height at the current width: toggling between a short and a long text re-lays out the
-        panel once, not on every toggle. A new width starts again from the reserved height."""
-        width = self.width()
-        if width <= 1 or not self.text():
-            return
-        if width != self._fitted_width:
-            self._fitted_width = width
-            self.setMinimumHeight(self._reserved)
-        need = self.heightForWidth(width)
-        if need > self.minimumHeight():
-            self.setMinimumHeight(need)
 
 
 class TitleLabel(QtWidgets.QLabel):

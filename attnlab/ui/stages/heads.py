@@ -122,6 +122,7 @@ class LinesPanel(StagePanel):
             self._plot.addItem(curve)
         self._weights: np.ndarray | None = None  # [Tq, Tk] of the head shown
         self._focus: tuple[str, int] | None = None  # ("query" | "key", index) under the mouse
+        self._focus_drawn = False  # whether the focus curves hold any line (they are left alone while empty)
         self._plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self._dots = pg.ScatterPlotItem(size=10, pen=pg.mkPen(foreground_color()), brush=pg.mkBrush("#ff9f1c"))
         self._plot.addItem(self._dots)
@@ -262,12 +263,18 @@ class LinesPanel(StagePanel):
         tq, tk = weights.shape if weights is not None else (0, 0)
         if focus is not None and not 0 <= focus[1] < (tq if focus[0] == "query" else tk):
             focus = self._focus = None
+        opacity = 1.0 if focus is None else FADED_OPACITY
         for curve in self._buckets:
-            curve.setOpacity(1.0 if focus is None else FADED_OPACITY)
+            if curve.opacity() != opacity:
+                curve.setOpacity(opacity)
+        if focus is None and not self._focus_drawn:  # nothing isolated before or now: the focus lines stay empty
+            self._data["focus"], self._data["focus_lines"] = None, []
+            return
         keep = np.zeros((tq, tk), dtype=bool)
         if focus is not None:
             (keep[focus[1], :] if focus[0] == "query" else keep[:, focus[1]]).fill(True)
         isolated = self._draw_lines(weights, keep, self._focus_buckets) if weights is not None else []
+        self._focus_drawn = bool(isolated)
         self._data["focus"] = focus
         self._data["focus_lines"] = isolated
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtWidgets
+from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Signal
 
 from attnlab.engine import names
@@ -92,8 +92,11 @@ class OutputPanel(StagePanel):
             cache_axis(item.getAxis(axis))
         self._x_range: tuple[float, float] | None = None
         self._bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.72)
+        self._bar_brushes: list[QtGui.QBrush] = []
+        self._bar_pens: list[QtGui.QPen] = []
         self._plot.addItem(self._bars)
         self._values: list[pg.TextItem] = []
+        self._value_inside: dict[int, bool] = {}  # value label i: drawn inside its bar (white) or after it
         self._ticks_key: tuple | None = None
         self._note = Note(self)
         self._ablation = Note(self, bold=True)  # before → after when the run ablates heads
@@ -217,8 +220,10 @@ class OutputPanel(StagePanel):
             label = f"{label} " if inside else f" {label}"
             if label != text.toPlainText():
                 text.setText(label)
-            text.setAnchor((1.0, 0.5) if inside else (0.0, 0.5))
-            text.setColor("#ffffff" if inside else foreground_color())
+            if self._value_inside.get(i) != inside:  # anchor and colour re-lay out the text: only on a change
+                self._value_inside[i] = inside
+                text.setAnchor((1.0, 0.5) if inside else (0.0, 0.5))
+                text.setColor("#ffffff" if inside else foreground_color())
             if (text.pos().x(), text.pos().y()) != (max(v, 0.0), i):
                 text.setPos(max(v, 0.0), i)
         self._data_inside = [float(v) > inside_from for v in values]
@@ -266,15 +271,17 @@ class OutputPanel(StagePanel):
 
     def _draw_bars(self, values: np.ndarray, kind: str) -> None:
         n = len(values)
-        brushes = [pg.mkBrush(TOP_COLOR if i == 0 else BAR_COLOR) for i in range(n)]
+        if len(self._bar_brushes) != n:  # the orange top bar, then blue ones; made again only when k changes
+            self._bar_brushes = [pg.mkBrush(TOP_COLOR if i == 0 else BAR_COLOR) for i in range(n)]
+            self._bar_pens = [pg.mkPen(None)] * n
         x0 = np.minimum(values, 0.0)
         self._bars.setOpts(
             x0=x0,
             y=np.arange(n, dtype=float),
             width=np.abs(values),
             height=0.72,
-            brushes=brushes,
-            pens=[pg.mkPen(None)] * n,
+            brushes=self._bar_brushes,
+            pens=self._bar_pens,
         )
         if kind == names.PROBS and self.fixed_axis.isChecked():
             x_range = FIXED_RANGE

@@ -1,0 +1,51 @@
+"""SteadyHeight: a word-wrapped label whose height does not follow every change of its text.
+
+A wrapped QLabel is as tall as its text needs. When a toggle adds or drops a line of it (a residual-off sentence,
+an untrained-run reason in the banner, a longer stage title), the layout moves everything below it, and every
+plot in the panel is resized and repainted in full: a 5 ms update becomes a 20–40 ms one. SteadyHeight keeps
+the label's minimum height at the tallest text it has shown at the current width (grow-only), so a toggle that
+flips between a short and a long text re-lays out the window once, not on every toggle. When the label's width
+changes (the window or a dock was resized, a relayout is happening anyway) it starts again from the current
+text's own height at the new width; so it does when its font changes (zoom).
+"""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+
+class SteadyHeight(QtCore.QObject):
+    """Keeps `label`'s minimum height grow-only at its current width; call `fit()` after each setText."""
+
+    def __init__(self, label: QtWidgets.QLabel, reserved: int = 0):
+        super().__init__(label)
+        self._label = label
+        self.reserved = reserved  # the least height in pixels (e.g. room for 3 lines from the start)
+        self._fitted_width = -1
+        label.setMinimumHeight(reserved)
+        label.installEventFilter(self)
+
+    def fit(self) -> None:
+        """Grow the minimum height to the text's need at the current width (never shrink at the same width)."""
+        label = self._label
+        width = label.width()
+        if width <= 1:
+            return
+        if width != self._fitted_width:  # a new width: start again from this text's own height
+            self._fitted_width = width
+            label.setMinimumHeight(self.reserved)
+        if not label.text():
+            return
+        need = label.heightForWidth(width)
+        if need > label.minimumHeight():
+            label.setMinimumHeight(need)
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
+        # a class test first: most events here are paints, and reading event.type() makes a Python enum
+        if isinstance(event, QtGui.QResizeEvent):
+            if self._label.width() != self._fitted_width:
+                self.fit()
+        elif type(event) is QtCore.QEvent and event.type() == QtCore.QEvent.Type.FontChange:
+            self._fitted_width = -1  # a new font (zoom, presentation mode): start again from this text's height
+            self.fit()
+        return False

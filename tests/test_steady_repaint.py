@@ -1,0 +1,151 @@
+"""What the paint speed-ups keep (issue 10) must never go stale: a label that keeps its tallest height still shows
+the new text, an axis that keeps its text room still shows the new tick labels, the output bars' value labels
+that skip an unchanged anchor still sit where the new value says, and the navigator that skips unchanged titles
+still renames the changed ones. Each test changes the input and asserts on the items' data, never on time."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtWidgets import QLabel
+
+from attnlab.engine.options import RunOptions
+from attnlab.present.stages import ViewState, stages_for
+from attnlab.ui.stages import panel_class_for
+from attnlab.ui.steady import SteadyHeight
+
+SRC, TGT = "the black cat sees the dog", "le chat noir"
+LONG = "A long sentence that wraps over several lines of a narrow label, as the banner's reasons do. " * 3
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model):
+    return tiny_model("encoder-decoder", n_encoder_layers=1)
+
+
+def stage_of(trace, kind):
+    return next(s for s in stages_for(trace) if s.kind == kind)
+
+
+def test_a_steady_label_keeps_its_tallest_height_at_a_width_and_refits_at_a_new_one(qtbot):
+    label = QLabel(wordWrap=True)
+    qtbot.addWidget(label)
+    steady = SteadyHeight(label)
+    label.resize(200, 40)
+    label.show()
+    qtbot.waitExposed(label)
+    label.setText(LONG)
+    steady.fit()
+    tall = label.minimumHeight()
+    assert tall == label.heightForWidth(200) and tall > label.fontMetrics().lineSpacing() * 3
+    label.setText("short")
+    steady.fit()
+    assert label.text() == "short" and label.minimumHeight() == tall  # same width: no shrink, no re-layout
+    label.resize(600, tall)  # a new width (the window was resized): start again from this text's height
+    qtbot.waitUntil(lambda: label.minimumHeight() < tall)
+    assert label.minimumHeight() == label.heightForWidth(600)
+    label.setText(LONG)
+    steady.fit()
+    wide = label.minimumHeight()
+    font = label.font()
+    font.setPointSizeF(font.pointSizeF() / 2)  # zoomed out: the same text needs fewer lines
+    label.setFont(font)
+    assert label.minimumHeight() == label.heightForWidth(600) < wide
+
+
+def test_the_window_title_and_banner_show_the_new_texts_after_a_toggle(qtbot, model):
+    from attnlab.ui.main_window import MainWindow
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    with qtbot.waitSignal(win.session.traceReady, timeout=20000):
+        win.session.set_model(model, SRC, TGT)
+    win.session.set_stage("enc.0.norm1")
+    assert "residual off" not in win.stage_title.text()
+    with qtbot.waitSignal(win.session.traceReady, timeout=20000):
+        win.session.update_options(residual=False)
+    assert "residual off" in win.stage_title.text()
+    assert "residual" in win.banner.text().lower()  # the untrained-run banner names the reason
+    tall = win.stage_title.minimumHeight()
+    with qtbot.waitSignal(win.session.traceReady, timeout=20000):
+        win.session.update_options(residual=True)
+    assert "residual off" not in win.stage_title.text() and "residual" not in win.banner.text().lower()
+    assert win.stage_title.minimumHeight() == tall  # the shorter title did not shrink the row above the panel
+    win.errors.uninstall()
+    win.session.shutdown()
+
+
+def left_tick_labels(panel) -> list[str]:
+    axis = panel._plot.getPlotItem().getAxis("left")
+    return [text for _pos, text in axis._tickLevels[0]]
+
+
+def test_output_bars_new_labels_and_value_anchors_after_the_distribution_changes(qtbot, model):
+    p = panel_class_for("probs")()
+    qtbot.addWidget(p)
+    p.resize(800, 500)
+    p.show()
+    qtbot.waitExposed(p)
+    p.set_vocabulary(lambda i: f"word{i}")
+    p.fixed_axis.setChecked(True)  # a 0–1 axis: a flat distribution's bars end well before its middle
+    seen = []
+    for temperature in (0.05, 5.0, 0.05):  # one bar near 100 % (label inside), then flat (outside), then back
+        trace = model.trace(SRC, TGT, RunOptions(temperature=temperature))
+        p.show_stage(trace, stage_of(trace, "probs"), ViewState(top_k=5))
+        data = p.shown_data()
+        assert left_tick_labels(p) == data["labels"] == [f"word{i}" for i in data["ids"]]
+        for i, text in enumerate(p._values[:5]):
+            inside = data["value_inside"][i]
+            assert tuple(text.anchor) == ((1.0, 0.5) if inside else (0.0, 0.5))
+            assert text.pos().x() == pytest.approx(max(float(data["values"][i]), 0.0))
+            assert text.toPlainText().strip() == f"{float(data['values'][i]):.1%}"
+        seen.append(data["value_inside"][0])
+    assert seen == [True, False, True]
+    width = p._plot.getPlotItem().getAxis("left").width()
+    p.set_vocabulary(lambda i: "w")  # narrower labels: the axis keeps its room, the ticks change
+    p.show_stage(trace, stage_of(trace, "probs"), ViewState(top_k=5))
+    assert left_tick_labels(p) == ["w"] * 5
+    assert p._plot.getPlotItem().getAxis("left").width() == width
+
+
+def test_the_navigator_renames_only_what_changed_and_follows_the_stage(qtbot, model):
+    from attnlab.ui.navigator import StageNavigator, short_title
+
+    nav = StageNavigator()
+    qtbot.addWidget(nav)
+    nav.show()
+    for residual in (True, False, True):
+        trace = model.trace(SRC, TGT, RunOptions(residual=residual))
+        stages = stages_for(trace)
+        for key in ("enc.0.norm1", "dec.0.ffn"):
+            nav.set_stages(stages, key)
+            assert nav.current_key() == key
+            assert nav._items[key].parent().isExpanded()
+        for number, stage in enumerate(stages, 1):
+            assert nav._items[stage.key].text(0) == f"{number:>2}. {short_title(stage.title)}"
+
+
+def focus_curve_points(panel) -> int:
+    return sum(len(curve.getData()[0] if curve.getData()[0] is not None else []) for curve in panel._focus_buckets)
+
+
+def test_token_lines_focus_curves_are_emptied_and_refilled_across_traces(qtbot, model):
+    """The focus curves are left alone while nothing is isolated: after a hover ends they must be empty, and a
+    hover on the next trace must draw that trace's lines."""
+    from attnlab.ui.stages.heads import LINE_THRESHOLD
+
+    p = panel_class_for("lines")()
+    qtbot.addWidget(p)
+    p.resize(800, 500)
+    p.show()
+    for residual, query in ((True, 2), (False, 1)):
+        trace = model.trace(SRC, TGT, RunOptions(residual=residual))
+        p.show_stage(trace, stage_of(trace, "lines"), ViewState())
+        assert p.shown_data()["focus_lines"] == [] and focus_curve_points(p) == 0
+        p.hover_token("query", query)
+        weights = p.shown_data()["weights"]
+        expected = {(query, k) for k in range(weights.shape[1]) if weights[query, k] >= LINE_THRESHOLD}
+        assert {(q, k) for q, k, _ in p.shown_data()["focus_lines"]} == expected and expected
+        assert focus_curve_points(p) == 2 * len(expected)
+        p.hover_token(None)
+        assert p.shown_data()["focus_lines"] == [] and focus_curve_points(p) == 0
