@@ -8,8 +8,8 @@ scaling, causal mask, positional encoding, residuals, temperature), then measure
   compute  model.trace() with every intermediate recorded, then warm_up() of the stage's entries (what the
            session's worker thread runs), and
   paint    what the GUI thread does when that trace arrives: the window's traceReady handler (navigator,
-           stage panel, explanation, schematic, status bar) with a synchronous repaint of the panel, plus
-           processing the pending paint events of everything else on screen.
+           stage panel, explanation, schematic, status bar), then processing the pending events, the paint
+           of the panel and of everything else on screen included.
 Targets (paint of the visible panels, p95): ≤ 16 ms at 16 tokens, ≤ 33 ms at 64 tokens.
 Then (unless --no-gaps) the app is driven through its Session — toggles, typing, generation — with a 5 ms timer
 on the GUI thread, and the longest gap between its ticks is reported (target ≤ 50 ms; see gui_gaps.py).

@@ -4,21 +4,16 @@
 from __future__ import annotations
 
 from attnlab.ui.stages.addnorm import AddNormPanel
-from attnlab.ui.stages.attention import (
-    AttentionMapPanel,
-    AttentionOutputPanel,
-    ConcatPanel,
-    ContextPanel,
-    MaskPanel,
-    QKVPanel,
-)
+from attnlab.ui.stages.attention import AttentionMapPanel, MaskPanel, QKVPanel
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.ffn import FFNPanel
 from attnlab.ui.stages.heads import HeadsPanel, LinesPanel
-from attnlab.ui.stages.inputs import EmbeddingPanel, InputSumPanel, PositionalPanel, TokensPanel
+from attnlab.ui.stages.inputs import EmbeddingPanel, InputSumPanel, TokensPanel
 from attnlab.ui.stages.norm_compare import NormComparePanel
 from attnlab.ui.stages.output import OutputPanel
+from attnlab.ui.stages.positional import PositionalPanel
 from attnlab.ui.stages.scaling import ScaleWhyPanel
+from attnlab.ui.stages.site_vectors import AttentionOutputPanel, ConcatPanel, ContextPanel
 
 PANEL_CLASSES: list[type[StagePanel]] = [
     TokensPanel,
