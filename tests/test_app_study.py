@@ -125,3 +125,21 @@ def test_ablate_combo_works_on_every_stage_of_the_site_including_divide_by_root_
     assert combo.isEnabled() and combo.currentData() is None  # the same head elsewhere is not ablated
     session.set_stage(next(s for s in session.stages if s.kind == "ffn").key)
     assert not combo.isEnabled()  # the feed-forward step has no heads
+
+
+def test_ablate_combo_is_usable_when_the_window_opens_on_an_attention_stage(qtbot, tiny_model):
+    """`attnlab --stage dec.0.cross.weights` asks for the stage before the first trace exists: when that trace
+    arrives and the stage is picked, the Ablate control must follow it (a screenshot showed it greyed)."""
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    try:
+        w.session.stage_key = names.site_entry("dec.0.cross", "weights")  # what window_files does for --stage
+        with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
+            w.session.set_model(tiny_model("encoder-decoder", seed=3), "the black cat sees the dog", "le chat")
+        assert w.session.stage_key == names.site_entry("dec.0.cross", "weights")
+        assert w.controls.ablate.isEnabled()
+    finally:
+        w.errors.uninstall()
+        w.session.shutdown()

@@ -17,7 +17,7 @@ from attnlab.session import Session
 from attnlab.ui.control_rows import ROWS
 
 if TYPE_CHECKING:
-    from attnlab.present.stages import ViewState
+    from attnlab.present.stages import Stage, ViewState
 
 ALL_FIELDS = None  # sync(ALL_FIELDS): re-read every row
 
@@ -33,6 +33,7 @@ class ControlsPanel(QWidget):
         self.setObjectName("controls")
         self.session = session
         self._view: ViewState | None = None  # the view last shown, to tell which of its fields changed
+        self._stage: Stage | None = None  # the stage last shown; a trace can pick one (`--stage`, a lesson step)
         layout = QVBoxLayout(self)
         forms: dict[str, QFormLayout] = {}
         for row in ROWS:
@@ -54,6 +55,7 @@ class ControlsPanel(QWidget):
         session.optionsChanged.connect(lambda _o, changed: self.sync(changed))
         session.viewChanged.connect(self._on_view)
         session.stageChanged.connect(lambda _key: self.sync(frozenset({"stage"})))
+        session.traceReady.connect(self._on_trace)
         session.pinnedChanged.connect(lambda _trace: self.sync(frozenset({"pinned"})))
         self.sync(ALL_FIELDS)
 
@@ -65,12 +67,17 @@ class ControlsPanel(QWidget):
             )
         )
 
+    def _on_trace(self, _trace) -> None:
+        # the first trace (or a lesson step's) picks the stage asked for before it existed, without stageChanged
+        if self.session.stage != self._stage:
+            self.sync(frozenset({"stage"}))
+
     def sync(self, changed: frozenset[str] | None = ALL_FIELDS) -> None:
         """Show the session's state in the rows that show one of the `changed` fields (None: every row).
         Emits nothing."""
         s = self.session
         self.setEnabled(s.model is not None)
-        self._view = s.view
+        self._view, self._stage = s.view, s.stage
         if s.model is None:
             return
         for row in ROWS:
