@@ -123,6 +123,13 @@ def test_elide_label():
     assert elide_label(" ") == "␣"
 
 
+def test_elide_label_keeps_both_tokens_of_an_input_to_predicted_row():
+    """A decoder row reads "input → predicted": a 13-character "petit → chien" was cut to "petit → chi…"."""
+    assert elide_label("petit → chien") == "petit → chien"
+    assert elide_label("<extraordinarily_long> → chien") == "<extraordin… → chien"
+    assert elide_label("le → <extraordinarily_long>", 8) == "le → <extrao…"
+
+
 def test_grid_shape():
     assert grid_shape(1) == (1, 1)
     assert grid_shape(4) == (2, 2)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 SPECIAL_TOKENS = SPECIALS
+PREDICTS = " → "  # joins a decoder row's input token and the token it predicts: "<s> → le"
 
 
 def missing(trace: Trace, wanted: Sequence[str]) -> list[str]:
@@ -248,13 +249,13 @@ def predicted_labels(trace: Trace, labels: list[str], vocab: Callable[[int], str
         real -= 1
     out = list(labels)
     for t in range(real - 1):
-        out[t] = f"{labels[t]} → {labels[t + 1]}"
+        out[t] = f"{labels[t]}{PREDICTS}{labels[t + 1]}"
     if real:
         guess = "?"
         if vocab is not None and names.LOGITS in trace:
             logits = np.asarray(trace.read(names.LOGITS, real - 1))  # [V]: the most likely token, as in probs
             guess = vocab(int(logits.argmax()))
-        out[real - 1] = f"{labels[real - 1]} → {guess}"
+        out[real - 1] = f"{labels[real - 1]}{PREDICTS}{guess}"
     return out
 
 

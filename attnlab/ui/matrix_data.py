@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from attnlab.present.facts import PREDICTS
+
 MAX_LABEL_CHARS = 12
 ValueFormat = str | Callable[[float], str]
 
@@ -26,8 +28,11 @@ def printable_label(label: object) -> str:
 
 
 def elide_label(label: object, max_chars: int = MAX_LABEL_CHARS) -> str:
-    """Printable label shortened to *max_chars* characters with a trailing '…'."""
+    """Printable label shortened to *max_chars* characters with a trailing '…'. A decoder row's
+    "input → predicted" label keeps both tokens, each shortened to *max_chars* on its own."""
     s = printable_label(label)
+    if PREDICTS in s:
+        return PREDICTS.join(elide_label(part, max_chars) for part in s.split(PREDICTS, 1))
     if len(s) > max_chars:
         s = s[: max(1, max_chars - 1)] + "…"
     return s
