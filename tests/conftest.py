@@ -74,3 +74,13 @@ def tiny_model():
 def generating_model():
     """The builder with `never_ends=True`: a model whose Generate always appends a token."""
     return functools.partial(build_tiny_model, never_ends=True)
+
+
+@pytest.fixture
+def isolated_settings(tmp_path, monkeypatch):
+    """Never touch the person's own settings: the app's QSettings and ATTNLAB_SETTINGS point into the test's
+    tmp_path. Qt-using modules ask for it with `pytestmark = pytest.mark.usefixtures("isolated_settings")`."""
+    from PySide6.QtCore import QSettings  # imported here: the Qt-free tests never load Qt through conftest
+
+    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))

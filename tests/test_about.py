@@ -12,7 +12,7 @@ import pyqtgraph
 import PySide6
 import pytest
 import torch
-from PySide6.QtCore import QSettings, qVersion
+from PySide6.QtCore import qVersion
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication
 
@@ -24,11 +24,7 @@ from attnlab.ui.main_window import MainWindow
 sys.path.insert(0, os.path.dirname(__file__))
 from conftest import build_tiny_model as tiny_model
 
-
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 def test_the_installed_metadata_version_is_the_package_version():

@@ -10,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 import torch
-from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QApplication, QDialog, QDialogButtonBox, QMessageBox
 
@@ -24,11 +24,7 @@ from attnlab.ui.stages import panel_class_for
 WAIT = 15000
 
 
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
-    """Never touch the person's own settings."""
-    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings
 
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("attnlab.checkpoints.hf")
@@ -23,10 +22,7 @@ WAIT = 30000
 NOT_SHOWN = ("not in this run", "does not say", "No explanation")
 
 
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 def open_in_app(qtbot, tmp_path, kind: str, text: str) -> MainWindow:

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 import torch
-from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QDialog
 
@@ -25,10 +25,7 @@ from nanogpt_reference import train_py_checkpoint
 WAIT = 15000
 
 
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture

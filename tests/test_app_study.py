@@ -4,7 +4,6 @@ from an attention stage (the output shows before → after), and pinning a run a
 import numpy as np
 import pytest
 import torch
-from PySide6.QtCore import QSettings
 
 from attnlab.engine import names
 from attnlab.present.stages import output_key
@@ -13,10 +12,7 @@ from attnlab.ui.main_window import MainWindow
 WAIT = 15000
 
 
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture

@@ -3,17 +3,12 @@ main stage and both themes), and the check itself finds a label that runs off it
 
 import pyqtgraph as pg
 import pytest
-from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from attnlab.ui.clip_check import clipped_labels, main_stage_keys, shoot_stages
 from attnlab.ui.main_window import MainWindow
 
-
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 def test_the_check_finds_a_label_off_the_view_and_a_squeezed_label(qtbot):

@@ -2,7 +2,7 @@
 bundled model, and the app walking a lesson with the clicker keys."""
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 
 from attnlab.checkpoints import load_bundled
 from attnlab.engine.options import RunOptions
@@ -34,10 +34,7 @@ note = "two"
 """
 
 
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ that head's weights stage, and it redraws for a new head count."""
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 
 from attnlab.present.model_grid import GAP, site_grids, tile
 from attnlab.ui.main_window import MainWindow
@@ -11,10 +11,7 @@ from attnlab.ui.main_window import MainWindow
 WAIT = 15000
 
 
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 def test_tile_places_every_cell_and_leaves_nan_gaps():

@@ -2,7 +2,7 @@
 sub-layer jumps and the stage search, driven through objectNames with key presses as a presenter would."""
 
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDockWidget, QWidget
 
 from attnlab.present.stages import layer_jump, sublayer_jump
@@ -14,10 +14,7 @@ from attnlab.ui.main_window import MainWindow
 WAIT = 15000
 
 
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture

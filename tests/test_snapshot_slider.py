@@ -11,7 +11,6 @@ import sys
 import numpy as np
 import pytest
 import torch
-from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QLabel, QSlider
 
 from attnlab.checkpoints import load_checkpoint, save_checkpoint
@@ -27,10 +26,7 @@ SRC, TGT = "the black cat sees the dog", "le chat noir"
 SITE = "dec.0.cross.weights"
 
 
-@pytest.fixture(autouse=True)
-def isolated_settings(tmp_path, monkeypatch):
-    monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
-    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 def tensors(model):
