@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 Entry = torch.Tensor | list[str] | Derived
 RECENT_DERIVED = 6  # derived entries kept where they were computed (a site's chain: scores … weights)
+_NOTHING = torch.empty(0)  # Recorder._last before anything is recorded: no recorded tensor is this one
 
 
 class Recorder:
@@ -39,7 +40,7 @@ class Recorder:
     run does when its trace would not fit in GPU memory.
     """
 
-    __slots__ = ("enabled", "eager", "host", "_items", "_copies", "_direct")
+    __slots__ = ("enabled", "eager", "host", "_items", "_copies", "_direct", "_last", "_last_first")
 
     def __init__(self, enabled: bool = True, *, eager: bool = False, host: bool = False):
         self.enabled = enabled
@@ -50,11 +51,20 @@ class Recorder:
         # `add` may store straight into the entries unless every tensor must pass through `__call__`: host
         # copies, or a subclass that keeps its own selection (training/evaluate.py's cross-attention recorder)
         self._direct = not host and type(self).__call__ is Recorder.__call__
+        # (batched tensor, its first sequence) of the last tensor recorded: the next entry is often the same
+        # tensor under another name (a residual sum is the next norm's input, a norm's output the layer's),
+        # which then shares that view instead of making its own
+        self._last, self._last_first = _NOTHING, _NOTHING
 
     def __call__(self, name: str, tensor: torch.Tensor, batched: bool = True) -> None:
         if not self.enabled:
             return
-        t = tensor[0] if batched else tensor
+        if not batched:
+            t = tensor
+        else:
+            if tensor is not self._last:
+                self._last, self._last_first = tensor, tensor[0]
+            t = self._last_first
         t = t.detach() if t.requires_grad else t  # detaching costs a dispatch per entry
         if self.host and t.device.type != "cpu":
             key = _storage_key(t)
@@ -97,12 +107,16 @@ class Recorder:
                 self._put(name, value)
             return
         items = self._items
+        last, last_first = self._last, self._last_first
         for name, value in entries:
             if isinstance(value, Derived):
                 items[name] = value
-            else:
-                t = value[0]
-                items[name] = t.detach() if t.requires_grad else t
+                continue
+            if value is not last:
+                last, last_first = value, value[0]
+            t = last_first
+            items[name] = t.detach() if t.requires_grad else t
+        self._last, self._last_first = last, last_first
 
     def _put(self, name: str, value: torch.Tensor | Derived) -> None:
         if isinstance(value, Derived):
@@ -123,6 +137,7 @@ class Recorder:
 
     def finish(self) -> Trace:
         """The recorded entries as a Trace (no copies: they are read, and cross to the host, on demand)."""
+        self._last, self._last_first = _NOTHING, _NOTHING  # the trace needs no batched tensor
         if self._copies:  # host=True: the asynchronous copies must land before anyone reads them
             torch.cuda.synchronize()
             self._copies.clear()
