@@ -24,6 +24,7 @@ from attnlab.ui.stages.common import (
     row_labels,
     run_temperature,
 )
+from attnlab.ui.value_labels import ValueLabel, ValueLabels
 
 MASK_TOKENS = ("[MASK]", "<mask>")  # BERT / DistilBERT, RoBERTa
 SPECIAL_IDS_ORDER = ("<pad>", "<s>", "</s>", "<unk>")  # ids 0..3 in every attnlab tokenizer
@@ -95,8 +96,8 @@ class OutputPanel(StagePanel):
         self._bar_brushes: list[QtGui.QBrush] = []
         self._bar_pens: list[QtGui.QPen] = []
         self._plot.addItem(self._bars)
-        self._values: list[pg.TextItem] = []
-        self._value_inside: dict[int, bool] = {}  # value label i: drawn inside its bar (white) or after it
+        self._values = ValueLabels(note_font(), foreground_color())  # each bar's value, one item for all
+        self._plot.addItem(self._values)
         self._ticks_key: tuple | None = None
         self._note = Note(self)
         self._ablation = Note(self, bold=True)  # before → after when the run ablates heads
@@ -129,14 +130,6 @@ class OutputPanel(StagePanel):
                 ids = (int(i) for i in trace.numpy(ids_name))
                 known.update(zip(ids, trace[tokens_name], strict=False))
         return lambda i: str(known.get(i, f"#{i}"))
-
-    def _value_text(self, i: int) -> pg.TextItem:
-        while len(self._values) <= i:
-            text = pg.TextItem("", anchor=(0.0, 0.5), color=foreground_color())
-            text.setFont(note_font())
-            self._plot.addItem(text)
-            self._values.append(text)
-        return self._values[i]
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         kind = stage.kind
@@ -208,25 +201,14 @@ class OutputPanel(StagePanel):
         """Each bar's value, just right of the bar, or inside its end when a label there would leave the plot."""
         low, high = self._x_range or (0.0, 1.0)
         inside_from = low + INSIDE_FROM * (high - low)
-        for i in range(max(len(self._values), len(values))):
-            text = self._value_text(i)
-            visible = i < len(values)
-            text.setVisible(visible)
-            if not visible:
-                continue
-            v = float(values[i])
+        labels = []
+        for i, value in enumerate(values):
+            v = float(value)
             inside = v > inside_from
-            label = f"{v:.1%}" if kind == names.PROBS else f"{v:.2f}"
-            label = f"{label} " if inside else f" {label}"
-            if label != text.toPlainText():
-                text.setText(label)
-            if self._value_inside.get(i) != inside:  # anchor and colour re-lay out the text: only on a change
-                self._value_inside[i] = inside
-                text.setAnchor((1.0, 0.5) if inside else (0.0, 0.5))
-                text.setColor("#ffffff" if inside else foreground_color())
-            if (text.pos().x(), text.pos().y()) != (max(v, 0.0), i):
-                text.setPos(max(v, 0.0), i)
-        self._data_inside = [float(v) > inside_from for v in values]
+            text = f"{v:.1%}" if kind == names.PROBS else f"{v:.2f}"
+            labels.append(ValueLabel(max(v, 0.0), float(i), f"{text} " if inside else f" {text}", inside))
+        self._values.set_labels(labels)
+        self._data_inside = [label.inside for label in labels]
 
     def _show_ablation(self, trace: Trace, position: int, k: int, name: Callable[[int], str]) -> None:
         """With ablated heads: the next-token probabilities before (no ablation) → after, and the flip."""
