@@ -149,13 +149,14 @@ class OutputPanel(StagePanel):
         name = self._namer(trace)
         labels = [name(int(i)) for i in ids]
         self._last_args = (trace, stage, view)
-        self._fill_positions(trace, n_pos, position, name)
+        positions = position_labels(trace, n_pos, name)  # one label per position, for the chooser and the title
+        self._fill_positions(positions, position)
         self.fixed_axis.setEnabled(kind == names.PROBS)
         self._draw_bars(values, kind)
         self._set_ticks(labels)
         self._place_values(values, kind)
         temperature = run_temperature(trace)
-        self._title.show_text(self._heading(trace, position, kind, name))
+        self._title.show_text(self._heading(trace, position, kind, positions[position]))
         note = self._explain(kind, len(ids), row.shape[0], temperature, labels[0])
         if names.side_entry("tgt", "tokens") not in trace:  # encoder-only: a fill-in guess, nothing is decoded
             note = note.replace("Greedy decoding picks the orange bar", "The model's best fill-in is the orange bar")
@@ -184,11 +185,10 @@ class OutputPanel(StagePanel):
         last = self.position_combo.count() - 1
         self.positionChosen.emit(-1 if index == last else index)
 
-    def _fill_positions(self, trace: Trace, n_pos: int, position: int, name: Callable[[int], str]) -> None:
+    def _fill_positions(self, labels: list[str], position: int) -> None:
         """One entry per position: 'i: input → predicted' on the decoder side, else 'i: token'; the shown one
         current."""
-        labels = position_labels(trace, n_pos, name)
-        entries = tuple(f"{i}: {labels[i]}" for i in range(n_pos))
+        entries = tuple(f"{i}: {label}" for i, label in enumerate(labels))
         if entries != self._positions_key:
             self._positions_key = entries
             self.position_combo.blockSignals(True)
@@ -224,12 +224,11 @@ class OutputPanel(StagePanel):
         )
         self._data["ablation"] = change
 
-    def _heading(self, trace: Trace, position: int, kind: str, name: Callable[[int], str]) -> str:
+    def _heading(self, trace: Trace, position: int, kind: str, here: str) -> str:
+        """The title; `here` is the position's label (`position_labels`)."""
         tgt_tokens = names.side_entry("tgt", "tokens")
         decoder = tgt_tokens in trace
         toks = trace.get(tgt_tokens if decoder else names.side_entry("src", "tokens")) or []
-        n_pos = int(trace[kind].shape[0])
-        here = position_labels(trace, n_pos, name)[position]
         what = "logits" if kind == names.LOGITS else "probabilities"
         if decoder:
             context = " ".join(printable_label(t) for t in toks[: position + 1])
