@@ -95,3 +95,20 @@ def test_the_fixed_size_label_shows_each_text_and_follows_its_font(qtbot):
     label.setFont(font)  # zoom: room for the widest text at the new size
     assert label.width() >= label.fontMetrics().horizontalAdvance(WIDEST_TIMING) > size.width()
     assert label.height() > size.height()
+
+
+def test_colour_bar_axes_follow_new_levels_without_an_si_scale(heatmap):
+    rng = np.random.default_rng(2)
+    values = rng.standard_normal((4, 4)).astype(np.float32)
+    bar = heatmap.colorbar()
+    heatmap.set_colorbar_label("value")
+    for lo, hi in ((-0.002, 0.002), (-5.0, 5.0), (0.0, 0.5)):
+        heatmap.set_data(values * hi, WORDS, WORDS, levels=(lo, hi))
+        assert tuple(bar.axis.range) == pytest.approx((lo, hi))  # the ticks follow the levels
+        for side in ("left", "right", "top", "bottom"):
+            axis = bar.getAxis(side)
+            assert axis.autoSIPrefixScale == 1.0 and "(x" not in axis.labelString()
+    assert "value" in bar.getAxis("left").labelString()
+    plot = heatmap.plot_item()
+    for side in ("top", "right"):  # hidden: they follow the view but show nothing
+        assert not plot.getAxis(side).isVisible() and not plot.getAxis(side).autoSIPrefix

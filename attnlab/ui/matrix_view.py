@@ -221,6 +221,10 @@ class MatrixView(QtWidgets.QWidget):
         cache_axis(keep_ticks_apart(bar.axis))
         for side in ("left", "top", "bottom"):  # the empty axes that frame the bar: blit them, never replay them
             cache_axis(bar.getAxis(side))
+        for side in ("left", "right", "top", "bottom"):
+            # no "(x0.001)" scale on the title; and a new range (new levels every toggle) then only redraws the
+            # axis, instead of also re-setting its label's HTML and re-measuring it
+            bar.getAxis(side).enableAutoSIPrefix(False)
         return bar
 
     @staticmethod

@@ -13,6 +13,7 @@ from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.ablation import BASELINE_PROBS, ablation_words, change_text, distribution_change
 from attnlab.present.stages import Stage, ViewState
+from attnlab.ui.axes import quiet_hidden_axes
 from attnlab.ui.heatmap import cache_axis, elide_label, printable_label, tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -83,6 +84,7 @@ class OutputPanel(StagePanel):
         item = self._plot.getPlotItem()
         item.getViewBox().invertY(True)
         item.showGrid(x=True, alpha=0.15)
+        quiet_hidden_axes(item)
         left = item.getAxis("left")
         font = tick_font()
         font.setPointSizeF(font.pointSizeF() + 2)
