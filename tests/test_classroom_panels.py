@@ -40,12 +40,13 @@ def test_value_labels_stay_inside_the_plot(qtbot, panel, model):
     trace = model.trace(SRC, TGT, RunOptions(temperature=0.1))  # a peaked distribution: one bar near 100 %
     p = panel("probs")
     p.show_stage(trace, stage_of(trace, "probs"), ViewState(top_k=5))
-    qtbot.wait(50)  # text items take their place on the next paint
+    qtbot.wait(50)  # the view takes its range on the next paint
     view = p._plot.getPlotItem().getViewBox()
     view_rect = view.mapRectToScene(view.boundingRect())
-    for text in p._values[:5]:
-        rect = text.mapRectToScene(text.boundingRect())
-        assert view_rect.contains(rect), (text.toPlainText(), rect, view_rect)
+    drawn = p._values.text_rects()
+    assert len(drawn) == 5
+    for text, rect in drawn:
+        assert view_rect.contains(rect), (text, rect, view_rect)
     data = p.shown_data()
     assert data["values"][0] > 0.5 and data["value_inside"][0]  # the long bar carries its label inside
 

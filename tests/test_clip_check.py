@@ -56,3 +56,27 @@ def test_presentation_mode_at_1024x768_clips_no_label(qtbot, generating_model, t
     w.set_presenting(False)
     w.set_dark(False)
     w.close()
+
+
+def test_the_check_finds_an_output_value_label_off_the_view(qtbot):
+    from attnlab.ui.value_labels import ValueLabel, ValueLabels
+
+    box = QWidget()
+    qtbot.addWidget(box)
+    plot = pg.PlotWidget()
+    plot.setXRange(0, 1, padding=0)
+    plot.setYRange(-1, 1, padding=0)
+    for axis in ("left", "bottom"):  # their end ticks are not what this test is about
+        plot.hideAxis(axis)
+    labels = ValueLabels(QLabel().font(), "#000000")
+    plot.addItem(labels)
+    QVBoxLayout(box).addWidget(plot)
+    box.resize(400, 300)
+    box.show()
+    qtbot.waitExposed(box)
+    labels.set_labels([ValueLabel(0.97, 0.0, " 96.0%", inside=False)])  # starts at the right edge: cut off
+    qtbot.wait(20)
+    assert any("96.0%" in line and "outside the view" in line for line in clipped_labels(box))
+    labels.set_labels([ValueLabel(0.97, 0.0, "96.0% ", inside=True)])  # ends there, on its bar: fits
+    qtbot.wait(20)
+    assert clipped_labels(box) == []

@@ -6,6 +6,7 @@ still renames the changed ones. Each test changes the input and asserts on the i
 from __future__ import annotations
 
 import pytest
+from PySide6 import QtCore
 from PySide6.QtWidgets import QLabel
 
 from attnlab.engine.options import RunOptions
@@ -94,11 +95,16 @@ def test_output_bars_new_labels_and_value_anchors_after_the_distribution_changes
         p.show_stage(trace, stage_of(trace, "probs"), ViewState(top_k=5))
         data = p.shown_data()
         assert left_tick_labels(p) == data["labels"] == [f"word{i}" for i in data["ids"]]
-        for i, text in enumerate(p._values[:5]):
-            inside = data["value_inside"][i]
-            assert tuple(text.anchor) == ((1.0, 0.5) if inside else (0.0, 0.5))
-            assert text.pos().x() == pytest.approx(max(float(data["values"][i]), 0.0))
-            assert text.toPlainText().strip() == f"{float(data['values'][i]):.1%}"
+        labels = p._values.labels()
+        assert len(labels) == 5
+        for i, label in enumerate(labels):
+            assert label.inside == data["value_inside"][i]
+            assert (label.x, label.y) == (pytest.approx(max(float(data["values"][i]), 0.0)), i)
+            assert label.text.strip() == f"{float(data['values'][i]):.1%}"
+        # drawn where the labels say: ending at the bar's end when inside, starting there when not
+        for label, (_text, rect) in zip(labels, p._values.text_rects(), strict=True):
+            end = p._values.sceneTransform().map(QtCore.QPointF(label.x, label.y)).x()
+            assert (rect.right() <= end + 1) if label.inside else (rect.left() >= end - 1)
         seen.append(data["value_inside"][0])
     assert seen == [True, False, True]
     width = p._plot.getPlotItem().getAxis("left").width()

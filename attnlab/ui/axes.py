@@ -41,6 +41,16 @@ def set_axis_title(axis: pg.AxisItem, text: str) -> None:
     axis.setLabel(text or None, **style)
 
 
+def quiet_hidden_axes(plot: pg.PlotItem) -> pg.PlotItem:
+    """The hidden top and right axes of a plot follow its view too: with the auto SI prefix on, every range
+    change re-sets their (invisible) label's HTML and re-measures it. They show nothing, so turn it off."""
+    for side in ("top", "right"):
+        axis = plot.getAxis(side)
+        if not axis.isVisible():
+            axis.enableAutoSIPrefix(False)
+    return plot
+
+
 def cache_axis(axis: pg.AxisItem) -> pg.AxisItem:
     """Keep the axis drawn in a device-pixel cache: repainting its view (a new image, a new bar) blits
     the cached pixels instead of replaying every tick and label. Any change to the axis (range, labels,

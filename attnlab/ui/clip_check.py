@@ -7,6 +7,8 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from attnlab.ui.value_labels import ValueLabels
+
 TOLERANCE_PX = 1.0
 
 
@@ -69,6 +71,8 @@ def _scene_texts(scene: QtWidgets.QGraphicsScene) -> list[tuple[str, QtCore.QRec
             inner = item.textItem.document().documentMargin()  # the text, not its padding
             box = item.textItem.boundingRect().adjusted(inner, inner, -inner, -inner)
             found.append((item.toPlainText().strip(), item.textItem.mapRectToScene(box)))
+        elif isinstance(item, ValueLabels):
+            found += [(t, r) for t, r in item.text_rects() if t]
         elif isinstance(item, pg.LabelItem) and item.text:
             found.append(
                 (

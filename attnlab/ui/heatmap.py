@@ -31,6 +31,7 @@ from attnlab.ui.axes import (
     MaskBackground,
     cache_axis,
     choose_modes,
+    quiet_hidden_axes,
     set_axis_title,
     tick_font,
     title_font,
@@ -103,6 +104,7 @@ class LabeledHeatmap(MatrixView):
         self._bottom = CategoryAxis("bottom")
         self._plot = pg.PlotItem(axisItems={"left": self._left, "bottom": self._bottom})
         self._plot.hideButtons()
+        quiet_hidden_axes(self._plot)
         self._plot.setMenuEnabled(False)
         self._view.addItem(self._plot, 0, 0)
         vb = self._vb = self._plot.getViewBox()

@@ -24,6 +24,18 @@ from attnlab.ui.matrix_data import ValueFormat, describe_value, printable_label
 COLORBAR_WIDEST_TICK = "−0.0000"
 
 
+def set_image(image: pg.ImageItem, page: np.ndarray, lo: float, hi: float) -> None:
+    """Show `page` [rows, cols] at levels (lo, hi) in `image`, unless it already shows exactly that: setImage
+    drops the rendered picture, so an unchanged map (a toggle that does not reach this step) would be coloured
+    and drawn again for nothing."""
+    shown = getattr(image, "_attnlab_shown", None)
+    if shown is not None and shown[1] == (lo, hi) and shown[0].shape == page.shape:
+        if np.array_equal(shown[0], page, equal_nan=True):
+            return
+    image.setImage(page, autoLevels=False, levels=(lo, hi))
+    image._attnlab_shown = (page, (lo, hi))  # type: ignore[attr-defined]
+
+
 class MatrixView(QtWidgets.QWidget):
     """The shared state and widgets of a matrix view (see the module docstring)."""
 
@@ -148,10 +160,10 @@ class MatrixView(QtWidgets.QWidget):
     ) -> None:
         """Show `display` at levels (lo, hi): [rows, cols] in one image, or [H, rows, cols], a page per image."""
         if len(images) == 1 and display.ndim == 2:
-            images[0].setImage(display, autoLevels=False, levels=(lo, hi))
+            set_image(images[0], display, lo, hi)
         else:
             for img, page in zip(images, display, strict=True):  # [H, rows, cols]: one image per head
-                img.setImage(page, autoLevels=False, levels=(lo, hi))
+                set_image(img, page, lo, hi)
         if bar is not None and bar.levels() != (lo, hi):
             bar.setLevels((lo, hi), update_items=False)  # the images' levels are already set
 
@@ -209,6 +221,10 @@ class MatrixView(QtWidgets.QWidget):
         cache_axis(keep_ticks_apart(bar.axis))
         for side in ("left", "top", "bottom"):  # the empty axes that frame the bar: blit them, never replay them
             cache_axis(bar.getAxis(side))
+        for side in ("left", "right", "top", "bottom"):
+            # no "(x0.001)" scale on the title; and a new range (new levels every toggle) then only redraws the
+            # axis, instead of also re-setting its label's HTML and re-measuring it
+            bar.getAxis(side).enableAutoSIPrefix(False)
         return bar
 
     @staticmethod

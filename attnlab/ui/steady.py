@@ -49,3 +49,29 @@ class SteadyHeight(QtCore.QObject):
             self._fitted_width = -1  # a new font (zoom, presentation mode): start again from this text's height
             self.fit()
         return False
+
+
+class FixedSizeLabel(QtWidgets.QLabel):
+    """A one-line label with a fixed size, room for `widest` in its font, so a new text repaints this label only.
+
+    A label whose size may change tells its parent's layout on every setText; in a status bar that lays out
+    and repaints the whole bar (every label in it) per toggle. With the minimum size equal to the maximum, Qt
+    does not pass the change on. The size follows the label's font (zoom, presentation mode).
+    """
+
+    def __init__(self, widest: str, object_name: str = ""):
+        super().__init__(objectName=object_name)
+        self._widest = widest
+        self._fit()
+
+    def _fit(self) -> None:
+        metrics = self.fontMetrics()
+        margins = self.contentsMargins()
+        width = metrics.horizontalAdvance(self._widest) + 8 + margins.left() + margins.right()
+        height = metrics.height() + margins.top() + margins.bottom()
+        self.setFixedSize(width, height)
+
+    def changeEvent(self, event: QtCore.QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QtCore.QEvent.Type.FontChange:
+            self._fit()

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
 from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
 from attnlab.present.training_steps import step_banner
-from attnlab.ui.steady import SteadyHeight
+from attnlab.ui.steady import FixedSizeLabel, SteadyHeight
 
 RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
 CLASSROOM_NOTE = (
@@ -45,15 +45,14 @@ class WindowStatus:
         self.banner = QLabel(objectName="banner", wordWrap=True, visible=False)
         self._banner_height = SteadyHeight(self.banner)  # a line more or less does not resize the stage below
         self.device_label = QLabel(objectName="deviceLabel")
-        self.timing_label = QLabel(objectName="timingLabel")
+        # a fixed size, room for the widest timing: a label that may grow and shrink with its digits relays
+        # out and repaints the whole status bar on every toggle
+        self.timing_label = FixedSizeLabel(WIDEST_TIMING, "timingLabel")
         self.tokens_label = QLabel(objectName="tokensLabel")
         self.notice_label = QLabel(objectName="noticeLabel")
         self.busy = QProgressBar(
             objectName="busyIndicator", minimum=0, maximum=0, maximumWidth=120, textVisible=False, visible=False
         )
-        # room for the widest timing up front: a label that grows and shrinks with its digits relays out
-        # the whole status bar on every toggle
-        self.timing_label.setMinimumWidth(self.timing_label.fontMetrics().horizontalAdvance(WIDEST_TIMING) + 8)
         bar = self.statusBar()
         for w in (self.device_label, self.timing_label, self.tokens_label):
             bar.addPermanentWidget(w)
@@ -62,15 +61,21 @@ class WindowStatus:
 
     def _show_status(self, trace) -> None:
         info = trace.info
-        self.device_label.setText(f"Device: {str(info.get('device', '?')).upper()}")
-        self.timing_label.setText(
-            f"compute {info.get('job_ms', info.get('compute_ms', 0.0)):.1f} ms · paint {self.last_paint_ms:.1f} ms"
-        )
         counts = [f"{len(trace[n])} {what}" for n, what in SIDES if n in trace]
-        self.tokens_label.setText("Tokens: " + " + ".join(counts))
         notices = list(trace.notices)
-        self.notice_label.setText(" · ".join(notices))
-        self.notice_label.setToolTip("\n".join(notices))
+        for label, text in (
+            (self.device_label, f"Device: {str(info.get('device', '?')).upper()}"),
+            (
+                self.timing_label,
+                f"compute {info.get('job_ms', info.get('compute_ms', 0.0)):.1f} ms · paint {self.last_paint_ms:.1f} ms",
+            ),
+            (self.tokens_label, "Tokens: " + " + ".join(counts)),
+            (self.notice_label, " · ".join(notices)),
+        ):
+            if label.text() != text:  # setText lays out the status bar even for the same text
+                label.setText(text)
+        if self.notice_label.toolTip() != "\n".join(notices):
+            self.notice_label.setToolTip("\n".join(notices))
 
     def _update_banner(self, trace) -> None:
         """Say when the numbers mean nothing: a random model, a notice from the loader, unknown tokens;

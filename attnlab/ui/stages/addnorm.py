@@ -12,6 +12,7 @@ from attnlab.engine.trace import Trace
 from attnlab.present.formulas import addnorm_texts, norm_word
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui import zoom
+from attnlab.ui.axes import quiet_hidden_axes
 from attnlab.ui.heatmap import cache_axis, tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -54,6 +55,7 @@ def bar_plot(parent: QtWidgets.QWidget, title: str) -> pg.PlotWidget:
         item.getAxis(axis).enableAutoSIPrefix(False)
         cache_axis(item.getAxis(axis))
     item.showGrid(y=True, alpha=0.25)
+    quiet_hidden_axes(item)
     item.getViewBox().disableAutoRange()  # ranges are set from the data (auto-range costs a second paint)
     return plot
 

@@ -13,6 +13,7 @@ from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.ablation import BASELINE_PROBS, ablation_words, change_text, distribution_change
 from attnlab.present.stages import Stage, ViewState
+from attnlab.ui.axes import quiet_hidden_axes
 from attnlab.ui.heatmap import cache_axis, elide_label, printable_label, tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -24,6 +25,7 @@ from attnlab.ui.stages.common import (
     row_labels,
     run_temperature,
 )
+from attnlab.ui.value_labels import ValueLabel, ValueLabels
 
 MASK_TOKENS = ("[MASK]", "<mask>")  # BERT / DistilBERT, RoBERTa
 SPECIAL_IDS_ORDER = ("<pad>", "<s>", "</s>", "<unk>")  # ids 0..3 in every attnlab tokenizer
@@ -82,6 +84,7 @@ class OutputPanel(StagePanel):
         item = self._plot.getPlotItem()
         item.getViewBox().invertY(True)
         item.showGrid(x=True, alpha=0.15)
+        quiet_hidden_axes(item)
         left = item.getAxis("left")
         font = tick_font()
         font.setPointSizeF(font.pointSizeF() + 2)
@@ -95,8 +98,8 @@ class OutputPanel(StagePanel):
         self._bar_brushes: list[QtGui.QBrush] = []
         self._bar_pens: list[QtGui.QPen] = []
         self._plot.addItem(self._bars)
-        self._values: list[pg.TextItem] = []
-        self._value_inside: dict[int, bool] = {}  # value label i: drawn inside its bar (white) or after it
+        self._values = ValueLabels(note_font(), foreground_color())  # each bar's value, one item for all
+        self._plot.addItem(self._values)
         self._ticks_key: tuple | None = None
         self._note = Note(self)
         self._ablation = Note(self, bold=True)  # before → after when the run ablates heads
@@ -130,14 +133,6 @@ class OutputPanel(StagePanel):
                 known.update(zip(ids, trace[tokens_name], strict=False))
         return lambda i: str(known.get(i, f"#{i}"))
 
-    def _value_text(self, i: int) -> pg.TextItem:
-        while len(self._values) <= i:
-            text = pg.TextItem("", anchor=(0.0, 0.5), color=foreground_color())
-            text.setFont(note_font())
-            self._plot.addItem(text)
-            self._values.append(text)
-        return self._values[i]
-
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         kind = stage.kind
         if kind not in trace:
@@ -156,13 +151,14 @@ class OutputPanel(StagePanel):
         name = self._namer(trace)
         labels = [name(int(i)) for i in ids]
         self._last_args = (trace, stage, view)
-        self._fill_positions(trace, n_pos, position, name)
+        positions = position_labels(trace, n_pos, name)  # one label per position, for the chooser and the title
+        self._fill_positions(positions, position)
         self.fixed_axis.setEnabled(kind == names.PROBS)
         self._draw_bars(values, kind)
         self._set_ticks(labels)
         self._place_values(values, kind)
         temperature = run_temperature(trace)
-        self._title.show_text(self._heading(trace, position, kind, name))
+        self._title.show_text(self._heading(trace, position, kind, positions[position]))
         note = self._explain(kind, len(ids), row.shape[0], temperature, labels[0])
         if names.side_entry("tgt", "tokens") not in trace:  # encoder-only: a fill-in guess, nothing is decoded
             note = note.replace("Greedy decoding picks the orange bar", "The model's best fill-in is the orange bar")
@@ -191,11 +187,10 @@ class OutputPanel(StagePanel):
         last = self.position_combo.count() - 1
         self.positionChosen.emit(-1 if index == last else index)
 
-    def _fill_positions(self, trace: Trace, n_pos: int, position: int, name: Callable[[int], str]) -> None:
+    def _fill_positions(self, labels: list[str], position: int) -> None:
         """One entry per position: 'i: input → predicted' on the decoder side, else 'i: token'; the shown one
         current."""
-        labels = position_labels(trace, n_pos, name)
-        entries = tuple(f"{i}: {labels[i]}" for i in range(n_pos))
+        entries = tuple(f"{i}: {label}" for i, label in enumerate(labels))
         if entries != self._positions_key:
             self._positions_key = entries
             self.position_combo.blockSignals(True)
@@ -208,25 +203,14 @@ class OutputPanel(StagePanel):
         """Each bar's value, just right of the bar, or inside its end when a label there would leave the plot."""
         low, high = self._x_range or (0.0, 1.0)
         inside_from = low + INSIDE_FROM * (high - low)
-        for i in range(max(len(self._values), len(values))):
-            text = self._value_text(i)
-            visible = i < len(values)
-            text.setVisible(visible)
-            if not visible:
-                continue
-            v = float(values[i])
+        labels = []
+        for i, value in enumerate(values):
+            v = float(value)
             inside = v > inside_from
-            label = f"{v:.1%}" if kind == names.PROBS else f"{v:.2f}"
-            label = f"{label} " if inside else f" {label}"
-            if label != text.toPlainText():
-                text.setText(label)
-            if self._value_inside.get(i) != inside:  # anchor and colour re-lay out the text: only on a change
-                self._value_inside[i] = inside
-                text.setAnchor((1.0, 0.5) if inside else (0.0, 0.5))
-                text.setColor("#ffffff" if inside else foreground_color())
-            if (text.pos().x(), text.pos().y()) != (max(v, 0.0), i):
-                text.setPos(max(v, 0.0), i)
-        self._data_inside = [float(v) > inside_from for v in values]
+            text = f"{v:.1%}" if kind == names.PROBS else f"{v:.2f}"
+            labels.append(ValueLabel(max(v, 0.0), float(i), f"{text} " if inside else f" {text}", inside))
+        self._values.set_labels(labels)
+        self._data_inside = [label.inside for label in labels]
 
     def _show_ablation(self, trace: Trace, position: int, k: int, name: Callable[[int], str]) -> None:
         """With ablated heads: the next-token probabilities before (no ablation) → after, and the flip."""
@@ -242,12 +226,11 @@ class OutputPanel(StagePanel):
         )
         self._data["ablation"] = change
 
-    def _heading(self, trace: Trace, position: int, kind: str, name: Callable[[int], str]) -> str:
+    def _heading(self, trace: Trace, position: int, kind: str, here: str) -> str:
+        """The title; `here` is the position's label (`position_labels`)."""
         tgt_tokens = names.side_entry("tgt", "tokens")
         decoder = tgt_tokens in trace
         toks = trace.get(tgt_tokens if decoder else names.side_entry("src", "tokens")) or []
-        n_pos = int(trace[kind].shape[0])
-        here = position_labels(trace, n_pos, name)[position]
         what = "logits" if kind == names.LOGITS else "probabilities"
         if decoder:
             context = " ".join(printable_label(t) for t in toks[: position + 1])
