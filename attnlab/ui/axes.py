@@ -284,10 +284,23 @@ def keep_ticks_apart(axis: pg.AxisItem, gap_lines: float = 1.4) -> pg.AxisItem:
         if kept:
             return kept
         step = _nice_at_least(need / px_per_unit)
+        if _ticks_between(step, min_val, max_val) < 3:  # a short ±4.5 bar would read "0" alone: try 3, 4, 6…
+            step = _digit_at_least(need / px_per_unit)
         return [(step, 0.0)]
 
     axis.tickSpacing = spacing
     return axis
+
+
+def _ticks_between(step: float, lo: float, hi: float) -> int:
+    """How many multiples of `step` lie in [lo, hi]."""
+    return math.floor(hi / step + 1e-9) - math.ceil(lo / step - 1e-9) + 1
+
+
+def _digit_at_least(value: float) -> float:
+    """The smallest d × 10ⁿ (d = 1 … 9) that is ≥ value."""
+    exponent = math.floor(math.log10(value))
+    return next(step for d in range(1, 11) if (step := float(f"{d}e{exponent}")) >= value - 1e-12)
 
 
 def _nice_at_least(value: float) -> float:
