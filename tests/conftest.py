@@ -84,3 +84,34 @@ def isolated_settings(tmp_path, monkeypatch):
 
     monkeypatch.setenv("ATTNLAB_SETTINGS", str(tmp_path / "settings.ini"))
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+
+
+WINDOW_WAIT_MS = 20000  # the first trace of a window, on a busy CI machine
+WINDOW_SRC, WINDOW_TGT = "the black cat sees the dog", "le chat"  # the sentence the window tests open with
+
+
+@pytest.fixture
+def open_window(qtbot):
+    """open_window(model=None, size=None): a shown MainWindow (settings isolated by the caller's module), with
+    `model` traced on WINDOW_SRC / WINDOW_TGT when given; every window opened is shut down after the test."""
+    from attnlab.ui.main_window import MainWindow  # here: the Qt-free tests never load Qt through conftest
+
+    opened = []
+
+    def open_(model=None, size: tuple[int, int] | None = None):
+        w = MainWindow()
+        qtbot.addWidget(w)
+        opened.append(w)
+        if size is not None:
+            w.resize(*size)
+        w.show()
+        qtbot.waitExposed(w)
+        if model is not None:
+            with qtbot.waitSignal(w.session.traceReady, timeout=WINDOW_WAIT_MS):
+                w.session.set_model(model, WINDOW_SRC, WINDOW_TGT)
+        return w
+
+    yield open_
+    for w in opened:
+        w.errors.uninstall()
+        w.session.shutdown()

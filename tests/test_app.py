@@ -28,16 +28,8 @@ pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture
-def win(qtbot, generating_model):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(generating_model(), "the black cat sees the dog", "le chat")
-    yield w
-    w.errors.uninstall()
-    w.session.shutdown()
+def win(open_window, generating_model):
+    return open_window(generating_model())
 
 
 def retrace(qtbot, w, action):

@@ -16,7 +16,6 @@ from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QDialog
 
 from attnlab.ui import open_model
-from attnlab.ui.main_window import MainWindow
 
 sys.path.insert(0, os.path.dirname(__file__))
 from conftest import build_tiny_model as tiny_model
@@ -29,16 +28,8 @@ pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture
-def win(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(tiny_model(), "the black cat sees the dog", "le chat")
-    yield w
-    w.errors.uninstall()
-    w.session.shutdown()
+def win(open_window):
+    return open_window(tiny_model())
 
 
 def test_dropping_a_nanogpt_folder_opens_it_with_its_characters(qtbot, win, tmp_path):

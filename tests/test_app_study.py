@@ -7,7 +7,6 @@ import torch
 
 from attnlab.engine import names
 from attnlab.present.stages import output_key
-from attnlab.ui.main_window import MainWindow
 
 WAIT = 15000
 
@@ -16,16 +15,8 @@ pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture
-def win(qtbot, tiny_model):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(tiny_model("encoder-decoder", seed=3), "the black cat sees the dog", "le chat")
-    yield w
-    w.errors.uninstall()
-    w.session.shutdown()
+def win(open_window, tiny_model):
+    return open_window(tiny_model("encoder-decoder", seed=3))
 
 
 def retrace(qtbot, w, action):
@@ -123,19 +114,12 @@ def test_ablate_combo_works_on_every_stage_of_the_site_including_divide_by_root_
     assert not combo.isEnabled()  # the feed-forward step has no heads
 
 
-def test_ablate_combo_is_usable_when_the_window_opens_on_an_attention_stage(qtbot, tiny_model):
+def test_ablate_combo_is_usable_when_the_window_opens_on_an_attention_stage(qtbot, open_window, tiny_model):
     """`attnlab --stage dec.0.cross.weights` asks for the stage before the first trace exists: when that trace
     arrives and the stage is picked, the Ablate control must follow it (a screenshot showed it greyed)."""
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    try:
-        w.session.stage_key = names.site_entry("dec.0.cross", "weights")  # what window_files does for --stage
-        with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-            w.session.set_model(tiny_model("encoder-decoder", seed=3), "the black cat sees the dog", "le chat")
-        assert w.session.stage_key == names.site_entry("dec.0.cross", "weights")
-        assert w.controls.ablate.isEnabled()
-    finally:
-        w.errors.uninstall()
-        w.session.shutdown()
+    w = open_window()
+    w.session.stage_key = names.site_entry("dec.0.cross", "weights")  # what window_files does for --stage
+    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
+        w.session.set_model(tiny_model("encoder-decoder", seed=3), "the black cat sees the dog", "le chat")
+    assert w.session.stage_key == names.site_entry("dec.0.cross", "weights")
+    assert w.controls.ablate.isEnabled()

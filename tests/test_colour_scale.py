@@ -10,24 +10,14 @@ import pytest
 from PySide6.QtWidgets import QComboBox
 
 from attnlab.present.stages import FIXED_SCORE_RANGE
-from attnlab.ui.main_window import MainWindow
 
 WAIT = 20000
 SITE = "enc.0.self"
 
 
 @pytest.fixture
-def win(qtbot, generating_model):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.resize(1200, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(generating_model(), "the black cat sees the dog", "le chat")
-    yield w
-    w.errors.uninstall()
-    w.session.shutdown()
+def win(open_window, generating_model):
+    return open_window(generating_model(), size=(1200, 800))
 
 
 def _show(win, kind: str) -> tuple[dict, np.ndarray]:

@@ -11,7 +11,6 @@ from PySide6.QtWidgets import QApplication, QMenu
 
 from attnlab.engine import names
 from attnlab.ui.heatmap import LabeledHeatmap
-from attnlab.ui.main_window import MainWindow
 
 WAIT = 15000
 SITE = "dec.0.cross"
@@ -21,17 +20,8 @@ pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture
-def win(qtbot, tiny_model):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.resize(1300, 900)
-    w.show()
-    qtbot.waitExposed(w)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(tiny_model("encoder-decoder", seed=3), "the black cat sees the dog", "le chat")
-    yield w
-    w.errors.uninstall()
-    w.session.shutdown()
+def win(open_window, tiny_model):
+    return open_window(tiny_model("encoder-decoder", seed=3), size=(1300, 900))
 
 
 def right_click(view, scene_pos):

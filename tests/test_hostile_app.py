@@ -22,7 +22,6 @@ from attnlab.engine.tokenizer import BPETokenizer, TokenizerError
 from attnlab.limits import MAX_SENTENCE_CHARS
 from attnlab.session import Session
 from attnlab.ui import app as appsettings
-from attnlab.ui.main_window import MainWindow
 
 WAIT = 15000
 
@@ -99,16 +98,8 @@ def test_a_checkpoint_whose_tokenizer_always_panics_fails_to_open_and_the_next_o
 
 
 @pytest.fixture
-def win(qtbot):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(tiny_model(), "the black cat sees the dog", "le chat")
-    yield w
-    w.errors.uninstall()
-    w.session.shutdown()
+def win(open_window):
+    return open_window(tiny_model())
 
 
 def test_a_deep_pickle_opened_in_the_app_is_the_cannot_load_dialog(qtbot, win, tmp_path, monkeypatch):

@@ -8,7 +8,6 @@ import pytest
 from attnlab.engine import names
 from attnlab.engine.options import RunOptions
 from attnlab.present import facts
-from attnlab.ui.main_window import MainWindow
 
 WAIT = 20000
 
@@ -59,15 +58,8 @@ def test_a_trained_pre_norm_model_switched_nowhere_needs_no_remedy(tiny_model):
 
 
 @pytest.fixture
-def win(qtbot, post_norm):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(post_norm, "the black cat sees the dog", "le chat")
-    yield w
-    w.errors.uninstall()
-    w.session.shutdown()
+def win(open_window, post_norm):
+    return open_window(post_norm)
 
 
 def test_banner_and_final_norm_checkbox(qtbot, win):
