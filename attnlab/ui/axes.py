@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from attnlab.ui import zoom
 from attnlab.ui.colormaps import MASK_FILL, MASK_HATCH
 from attnlab.ui.matrix_data import nice_step
+from attnlab.ui.raster import opaque_pen, plot_background
 
 TICK_POINT_SIZE = 10
 TITLE_POINT_SIZE = 12
@@ -62,6 +63,36 @@ def cache_axis(axis: pg.AxisItem) -> pg.AxisItem:
     axis.setCacheMode(QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
     axis.setStyle(autoReduceTextSpace=False)
     return axis
+
+
+class OpaqueGridAxis(pg.AxisItem):
+    """An axis whose grid lines are drawn opaque: pyqtgraph's translucent grid colour, mixed with the plot
+    background beforehand (a translucent line across the plot is a fill Qt hands to its thread pool; see
+    raster.py). Use it through `grid_axes` and `show_grid_behind`, which keep the grid behind the data, where
+    the opaque line looks the same as the translucent one did."""
+
+    def generateDrawSpecs(self, p: QtGui.QPainter) -> tuple | None:
+        specs = super().generateDrawSpecs(p)
+        if specs is None or self.grid is False:
+            return specs
+        axis_spec, tick_specs, text_specs = specs
+        background = plot_background()
+        return axis_spec, [(opaque_pen(pen, background), a, b) for pen, a, b in tick_specs], text_specs
+
+
+def grid_axes() -> dict[str, pg.AxisItem]:
+    """A plot's left and bottom axes that can draw an opaque grid (pass as `axisItems=`)."""
+    return {side: OpaqueGridAxis(side) for side in ("left", "bottom")}
+
+
+def show_grid_behind(plot: pg.PlotItem, *, x: bool = False, y: bool = False, alpha: float) -> None:
+    """Grid lines at `alpha` along x and/or y, drawn behind the plot's data (made with `grid_axes`)."""
+    plot.showGrid(x=x, y=y, alpha=alpha)
+    behind = plot.getViewBox().zValue() - 1
+    for side, on in (("bottom", x), ("left", y)):
+        axis = plot.getAxis(side)
+        if on and isinstance(axis, OpaqueGridAxis):
+            axis.setZValue(behind)
 
 
 class MaskBackground(QtWidgets.QGraphicsRectItem):

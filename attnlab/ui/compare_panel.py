@@ -24,6 +24,7 @@ from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.colormaps import DEFAULT_DIVERGING
 from attnlab.ui.head_grid import HeadGrid
 from attnlab.ui.heatmap import LabeledHeatmap, elide_label
+from attnlab.ui.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note
 
@@ -114,7 +115,7 @@ class _GridRow(QtWidgets.QWidget):
 
 
 def _bar_plot(parent: QtWidgets.QWidget) -> pg.PlotWidget:
-    plot = pg.PlotWidget(parent)
+    plot = rect_updates(pg.PlotWidget(parent))
     plot.setMenuEnabled(False)
     plot.setMouseEnabled(x=False, y=False)
     plot.getPlotItem().getViewBox().invertY(True)

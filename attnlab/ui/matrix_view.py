@@ -20,6 +20,7 @@ from PySide6.QtCore import Qt
 from attnlab.ui.axes import MaskBackground, cache_axis, keep_ticks_apart, tick_font, title_font
 from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL, get_colormap
 from attnlab.ui.matrix_data import ValueFormat, describe_value, printable_label
+from attnlab.ui.raster import MatrixImage, rect_updates
 
 COLORBAR_WIDEST_TICK = "−0.0000"
 
@@ -182,7 +183,7 @@ class MatrixView(QtWidgets.QWidget):
 
     def _new_scene(self) -> pg.GraphicsLayoutWidget:
         """A pyqtgraph scene placed in the stack before the message, its mouse wired to this view."""
-        scene_widget = pg.GraphicsLayoutWidget(self)
+        scene_widget = rect_updates(pg.GraphicsLayoutWidget(self))
         scene_widget.setMinimumSize(160, 120)
         # room above and below for half a tick label: the colour bar's end labels (1.0, 0) sit on its ends
         half_line = QtGui.QFontMetrics(tick_font()).height() // 2 + 1
@@ -199,7 +200,7 @@ class MatrixView(QtWidgets.QWidget):
         background = MaskBackground()
         background.setVisible(False)
         view_box.addItem(background, ignoreBounds=True)
-        image = pg.ImageItem(axisOrder="row-major")
+        image = MatrixImage(axisOrder="row-major")  # coloured for the raster engine's fast path (raster.py)
         image.setPos(-0.5, -0.5)  # pixel (r, c) covers c-0.5..c+0.5, r-0.5..r+0.5
         # Give the item data before a colour bar sets its levels: levels set on an empty ImageItem are deferred
         # and would override the levels of the first real set_data.

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from attnlab.engine import names
 from attnlab.present.model_grid import SiteGrid, site_grids
 from attnlab.ui.colormaps import DEFAULT_SEQUENTIAL, get_colormap
+from attnlab.ui.raster import rect_updates
 
 GRID_LINE = "#bbbbbb"
 HINT = "Each small map is one head of one layer (rows: layers, columns: heads). Click one to open it."
@@ -30,7 +31,7 @@ class ModelView(QWidget):
     def __init__(self, parent: QWidget | None = None, colormap: str = DEFAULT_SEQUENTIAL):
         super().__init__(parent)
         self.setObjectName("modelView")
-        self._scene = pg.GraphicsLayoutWidget()
+        self._scene = rect_updates(pg.GraphicsLayoutWidget())
         self._scene.setObjectName("modelViewScene")
         self._readout = QLabel(HINT, objectName="modelViewReadout", wordWrap=True)
         layout = QVBoxLayout(self)

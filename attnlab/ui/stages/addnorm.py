@@ -12,8 +12,9 @@ from attnlab.engine.trace import Trace
 from attnlab.present.formulas import addnorm_texts, norm_word
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui import zoom
-from attnlab.ui.axes import quiet_hidden_axes
+from attnlab.ui.axes import grid_axes, quiet_hidden_axes, show_grid_behind
 from attnlab.ui.heatmap import cache_axis, tick_font
+from attnlab.ui.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
@@ -44,7 +45,7 @@ AFTER_COLOR = "#ff9f1c"
 
 
 def bar_plot(parent: QtWidgets.QWidget, title: str) -> pg.PlotWidget:
-    plot = pg.PlotWidget(parent)
+    plot = rect_updates(pg.PlotWidget(parent, axisItems=grid_axes()))
     plot.setMenuEnabled(False)
     plot.setMouseEnabled(x=False, y=False)
     plot.hideButtons()
@@ -54,7 +55,7 @@ def bar_plot(parent: QtWidgets.QWidget, title: str) -> pg.PlotWidget:
         item.getAxis(axis).setTickFont(tick_font())
         item.getAxis(axis).enableAutoSIPrefix(False)
         cache_axis(item.getAxis(axis))
-    item.showGrid(y=True, alpha=0.25)
+    show_grid_behind(item, y=True, alpha=0.25)
     quiet_hidden_axes(item)
     item.getViewBox().disableAutoRange()  # ranges are set from the data (auto-range costs a second paint)
     return plot

@@ -13,6 +13,7 @@ from attnlab.present.texts import counted
 from attnlab.ui.colormaps import get_colormap
 from attnlab.ui.head_grid import HeadGrid
 from attnlab.ui.heatmap import elide_label
+from attnlab.ui.raster import opaque_over, plot_background, rect_updates
 from attnlab.ui.stages.attention import SiteView, blocked_cells
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -106,7 +107,7 @@ class LinesPanel(StagePanel):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._title = Note(self, delta=1, bold=True)
-        self._plot = pg.PlotWidget(self)
+        self._plot = rect_updates(pg.PlotWidget(self))
         self._plot.setMenuEnabled(False)
         self._plot.setMouseEnabled(x=False, y=False)
         self._plot.hideButtons()
@@ -219,14 +220,18 @@ class LinesPanel(StagePanel):
         self._dots.setData(np.r_[np.full(len(rows), QUERY_X), np.full(len(cols), KEY_X)], np.r_[y_q, y_k])
 
     def _style_buckets(self, colormap: str) -> None:
-        """Stronger weight = wider, more opaque line. On a dark background the colours come from the top of
-        the colour map; on a light one from its dark end, so the strongest lines always stand out."""
+        """Stronger weight = wider, less faded line. On a dark background the colours come from the top of
+        the colour map; on a light one from its dark end, so the strongest lines always stand out. The fading
+        is mixed into the colour beforehand (opaque pens: a translucent line is a fill Qt hands to its
+        thread pool, see raster.py); the buckets are drawn weakest first, so stronger lines lie on top."""
         cmap = get_colormap(colormap)
-        dark = pg.mkColor(pg.getConfigOption("background")).lightnessF() < 0.5
+        background = plot_background()
+        dark = background.lightnessF() < 0.5
         for b, (curve, focus) in enumerate(zip(self._buckets, self._focus_buckets, strict=True)):
             strength = (b + 1) / N_BUCKETS
             color = cmap.map(0.35 + 0.65 * strength if dark else 0.55 - 0.45 * strength, mode="qcolor")
             color.setAlpha(int(70 + 185 * strength))
+            color = opaque_over(color, background)
             curve.setPen(pg.mkPen(color, width=1.0 + 1.6 * b))
             focus.setPen(pg.mkPen(color, width=1.5 + 1.6 * b))
 

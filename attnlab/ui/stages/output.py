@@ -13,8 +13,9 @@ from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.ablation import BASELINE_PROBS, ablation_words, change_text, distribution_change
 from attnlab.present.stages import Stage, ViewState
-from attnlab.ui.axes import quiet_hidden_axes
+from attnlab.ui.axes import grid_axes, quiet_hidden_axes, show_grid_behind
 from attnlab.ui.heatmap import cache_axis, elide_label, printable_label, tick_font
+from attnlab.ui.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
@@ -77,13 +78,13 @@ class OutputPanel(StagePanel):
         controls.addSpacing(16)
         controls.addWidget(self.fixed_axis)
         controls.addStretch(1)
-        self._plot = pg.PlotWidget(self)
+        self._plot = rect_updates(pg.PlotWidget(self, axisItems=grid_axes()))
         self._plot.setMenuEnabled(False)
         self._plot.setMouseEnabled(x=False, y=False)
         self._plot.hideButtons()
         item = self._plot.getPlotItem()
         item.getViewBox().invertY(True)
-        item.showGrid(x=True, alpha=0.15)
+        show_grid_behind(item, x=True, alpha=0.15)
         quiet_hidden_axes(item)
         left = item.getAxis("left")
         font = tick_font()

@@ -12,7 +12,9 @@ from attnlab.engine.positional import sinusoidal_period
 from attnlab.engine.trace import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui import zoom
+from attnlab.ui.axes import grid_axes, show_grid_behind
 from attnlab.ui.heatmap import tick_font
+from attnlab.ui.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
@@ -48,8 +50,8 @@ class PositionalPanel(StagePanel):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
         self._map = PanelHeatmap(self, rows_title="position", cols_title="model dimension", header=self._header)
-        self._curves_view = pg.GraphicsLayoutWidget(self)
-        self._plot = self._curves_view.addPlot(row=0, col=0)
+        self._curves_view = rect_updates(pg.GraphicsLayoutWidget(self))
+        self._plot = self._curves_view.addPlot(row=0, col=0, axisItems=grid_axes())
         self._plot.setMenuEnabled(False)
         self._plot.setMouseEnabled(x=False, y=False)
         self._plot.hideButtons()
@@ -60,7 +62,7 @@ class PositionalPanel(StagePanel):
         style = {"font-size": f"{zoom.points(11):g}pt", "color": foreground_color().name()}
         item.setLabel("bottom", "position", **style)
         item.setLabel("left", "PE value", **style)
-        item.showGrid(x=True, y=True, alpha=0.2)
+        show_grid_behind(item, x=True, y=True, alpha=0.2)
         self._legend = pg.LegendItem(labelTextSize=f"{zoom.points(11):g}pt", verSpacing=-4)
         self._curves_view.addItem(self._legend, row=0, col=1)
         self._curves: list[pg.PlotDataItem] = []

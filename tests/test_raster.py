@@ -1,0 +1,90 @@
+"""The opaque-colour and pre-coloured image helpers of attnlab/ui/raster.py, checked against pyqtgraph's own
+ImageItem colouring and against plain alpha arithmetic."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6 import QtGui
+
+from attnlab.ui import colormaps
+from attnlab.ui.raster import MatrixImage, opaque_over, opaque_pen
+
+
+def premultiplied_pixels(image: QtGui.QImage) -> np.ndarray:
+    """The image as premultiplied 0xAARRGGBB words, uint32 [rows, cols] (a copy)."""
+    converted = image.convertToFormat(QtGui.QImage.Format.Format_ARGB32_Premultiplied)
+    rows, cols, stride = converted.height(), converted.width(), converted.bytesPerLine() // 4
+    words = np.frombuffer(converted.constBits(), dtype=np.uint32, count=rows * stride)
+    return words.reshape(rows, stride)[:, :cols].copy()
+
+
+def rendered(item: pg.ImageItem, values: np.ndarray, levels: tuple[float, float], lut: np.ndarray) -> QtGui.QImage:
+    item.setLookupTable(lut)
+    item.setImage(values, autoLevels=False, levels=levels)
+    item.render()
+    return item.qimage
+
+
+def awkward_values(seed: int) -> np.ndarray:
+    """[12, 37] float32: normal values, a few far outside any level range, NaN, +inf and -inf."""
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=(12, 37)).astype(np.float32) * 2.0
+    values[0, :5] = [np.nan, np.inf, -np.inf, 1e30, -1e30]
+    values[rng.random(values.shape) < 0.05] = np.nan
+    return values
+
+
+@pytest.mark.parametrize("cmap", ["viridis", "CET-D1", "RdBu_r"])
+@pytest.mark.parametrize("levels", [(-2.0, 2.0), (0.0, 1.0), (-0.3, 3.7), (1.5, 1.5)])
+@pytest.mark.parametrize("alpha", [True, False])
+def test_matrix_image_colours_every_cell_as_pyqtgraph_does(qapp, cmap, levels, alpha):
+    lut = colormaps.get_colormap(cmap).getLookupTable(nPts=256, alpha=alpha)  # uint8 [256, 4 | 3]
+    values = awkward_values(seed=len(cmap))
+    ours = rendered(MatrixImage(axisOrder="row-major"), values, levels, lut)
+    theirs = rendered(pg.ImageItem(axisOrder="row-major"), values, levels, lut)
+    assert ours.format() == QtGui.QImage.Format.Format_ARGB32_Premultiplied  # the format drawn without converting
+    np.testing.assert_array_equal(premultiplied_pixels(ours), premultiplied_pixels(theirs))
+    assert (premultiplied_pixels(ours)[np.isnan(values)] == 0).all()  # NaN cells are transparent
+
+
+def test_matrix_image_follows_a_new_colour_table_and_new_data(qapp):
+    item = MatrixImage(axisOrder="row-major")
+    values = awkward_values(seed=3)
+    first = premultiplied_pixels(rendered(item, values, (-1.0, 1.0), colormaps.lookup_table("viridis")))
+    other_map = premultiplied_pixels(rendered(item, values, (-1.0, 1.0), colormaps.lookup_table("magma")))
+    assert not np.array_equal(first, other_map)
+    other_data = premultiplied_pixels(rendered(item, -values, (-1.0, 1.0), colormaps.lookup_table("viridis")))
+    assert not np.array_equal(first, other_data)
+    again = premultiplied_pixels(rendered(item, values, (-1.0, 1.0), colormaps.lookup_table("viridis")))
+    np.testing.assert_array_equal(first, again)
+
+
+def test_matrix_image_leaves_rgb_data_to_pyqtgraph(qapp):
+    rgb = np.random.default_rng(0).integers(0, 255, size=(5, 6, 3), dtype=np.uint8)
+    ours, theirs = MatrixImage(axisOrder="row-major"), pg.ImageItem(axisOrder="row-major")
+    for item in (ours, theirs):
+        item.setImage(rgb, autoLevels=False, levels=(0, 255))
+        item.render()
+    np.testing.assert_array_equal(premultiplied_pixels(ours.qimage), premultiplied_pixels(theirs.qimage))
+
+
+def test_opaque_over_mixes_by_alpha():
+    white, black = QtGui.QColor(255, 255, 255), QtGui.QColor(0, 0, 0)
+    half_red = QtGui.QColor(255, 0, 0, 128)
+    mixed = opaque_over(half_red, white)
+    assert mixed.alpha() == 255
+    assert mixed.red() == 255 and abs(mixed.green() - 127) <= 1 and abs(mixed.blue() - 127) <= 1
+    on_black = opaque_over(half_red, black)
+    assert abs(on_black.red() - 128) <= 1 and on_black.green() == 0 and on_black.blue() == 0
+    solid = QtGui.QColor(12, 34, 56)
+    assert opaque_over(solid, white).getRgb() == solid.getRgb()
+
+
+def test_opaque_pen_keeps_width_and_cosmetic_and_drops_alpha():
+    pen = pg.mkPen(QtGui.QColor(0, 0, 255, 64), width=3.5)
+    flat = opaque_pen(pen, QtGui.QColor(255, 255, 255))
+    assert flat.color().alpha() == 255 and flat.widthF() == 3.5 and flat.isCosmetic() == pen.isCosmetic()
+    assert flat.color().blue() == 255 and 180 <= flat.color().red() <= 200  # 75% white over blue
+    assert pen.color().alpha() == 64  # the original is left alone
