@@ -101,7 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", default=",".join(STAGES), help="stage keys, comma-separated")
     parser.add_argument("--no-gaps", action="store_true", help="skip the GUI-thread gap measurement")
     parser.add_argument("--gap-tokens", type=int, default=64, help="source tokens for the gap scenarios")
+    parser.add_argument(
+        "--busy", action="store_true", help="run one other busy process (a Python spin loop) the whole time"
+    )
     args = parser.parse_args(argv)
+    if args.busy:  # the condition: a 2-core machine with one other busy process
+        import atexit
+        import subprocess
+
+        spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        atexit.register(spinner.kill)
+        print(f"one other busy process: pid {spinner.pid}")
 
     from PySide6.QtWidgets import QApplication
 

@@ -88,3 +88,48 @@ def test_opaque_pen_keeps_width_and_cosmetic_and_drops_alpha():
     assert flat.color().alpha() == 255 and flat.widthF() == 3.5 and flat.isCosmetic() == pen.isCosmetic()
     assert flat.color().blue() == 255 and 180 <= flat.color().red() <= 200  # 75% white over blue
     assert pen.color().alpha() == 64  # the original is left alone
+
+
+# ----------------------------------------------------------------------------- the lean colour-bar ticks
+
+
+def both_specs(axis: pg.AxisItem) -> tuple[tuple, tuple]:
+    """(the lean specs the axis uses, pyqtgraph's own) for the axis as it stands."""
+    picture = QtGui.QPicture()
+    painter = QtGui.QPainter(picture)
+    try:
+        ours = axis.generateDrawSpecs(painter)
+        theirs = pg.AxisItem.generateDrawSpecs(axis, painter)
+    finally:
+        painter.end()
+    assert ours is not None and theirs is not None
+    return ours, theirs
+
+
+@pytest.mark.parametrize("size", [(420, 330), (300, 160), (900, 700)])
+@pytest.mark.parametrize("scale", [1.0, 0.013, 47.0, -3.0])
+def test_colour_bar_ticks_match_pyqtgraph(qtbot, size, scale):
+    from attnlab.ui.heatmap import LabeledHeatmap
+
+    heatmap = LabeledHeatmap()
+    qtbot.addWidget(heatmap)
+    heatmap.resize(*size)
+    heatmap.show()
+    qtbot.waitExposed(heatmap)
+    values = np.random.default_rng(1).normal(size=(9, 20)).astype(np.float32) * scale
+    heatmap.set_data(values, symmetric=scale < 0)
+    qtbot.wait(10)
+    heatmap.grab()
+    axis = heatmap._bar.axis
+    ours, theirs = both_specs(axis)
+    assert ours[0][0] == theirs[0][0] and ours[0][1:] == theirs[0][1:]  # the axis line
+    assert len(ours[1]) == len(theirs[1])
+    for (pen, a, b), (their_pen, their_a, their_b) in zip(ours[1], theirs[1], strict=True):
+        assert pen.color().rgba() == their_pen.color().rgba()
+        assert (a.x(), a.y(), b.x(), b.y()) == pytest.approx((their_a.x(), their_a.y(), their_b.x(), their_b.y()))
+    assert [text for _r, _f, text in ours[2]] == [text for _r, _f, text in theirs[2]]
+    assert len(ours[2]) >= 2  # the bar is labelled
+    for (rect, flags, _t), (their_rect, their_flags, _tt) in zip(ours[2], theirs[2], strict=True):
+        assert flags == int(their_flags)
+        assert abs(rect.center().y() - their_rect.center().y()) < 1.0
+        assert abs(rect.left() - their_rect.left()) < 1.0 and abs(rect.width() - their_rect.width()) < 1.0

@@ -36,7 +36,7 @@ from attnlab.ui.inputs import InputBar
 from attnlab.ui.navigator import STEP_KEYS, StageNavigator
 from attnlab.ui.schematic import Schematic
 from attnlab.ui.snapshot_slider import SnapshotSlider
-from attnlab.ui.steady import SteadyHeight
+from attnlab.ui.steady import SteadyHeight, settle_views
 from attnlab.ui.window_files import CHECKPOINT_FILTER, FIRST_PAINT_WAIT_MS, WindowFiles
 from attnlab.ui.window_menus import SHORTCUTS_HTML, WindowMenus
 from attnlab.ui.window_present import WindowPresent
@@ -235,6 +235,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             panel = self.panel_for(stage.kind)
             self.panel_stack.setCurrentWidget(panel)
             panel.show_stage(trace, stage, s.view)
+        settle_views(panel)
         if self._shown[:2] != (id(trace), stage.key):
             html = explanation_for(stage, trace)
             if html != self._explanation_html:  # same text after a toggle: keep the laid-out document

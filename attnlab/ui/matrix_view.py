@@ -17,7 +17,14 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.ui.axes import MaskBackground, cache_axis, keep_ticks_apart, tick_font, title_font
+from attnlab.ui.axes import (
+    MaskBackground,
+    cache_axis,
+    keep_ticks_apart,
+    lean_vertical_ticks,
+    tick_font,
+    title_font,
+)
 from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL, get_colormap
 from attnlab.ui.matrix_data import ValueFormat, describe_value, printable_label
 from attnlab.ui.raster import MatrixImage, rect_updates
@@ -219,7 +226,7 @@ class MatrixView(QtWidgets.QWidget):
         )
         bar.axis.setTickFont(tick_font())
         bar.axis.setWidth(QtGui.QFontMetrics(tick_font()).horizontalAdvance(COLORBAR_WIDEST_TICK) + 12)
-        cache_axis(keep_ticks_apart(bar.axis))
+        cache_axis(lean_vertical_ticks(keep_ticks_apart(bar.axis)))
         for side in ("left", "top", "bottom"):  # the empty axes that frame the bar: blit them, never replay them
             cache_axis(bar.getAxis(side))
         for side in ("left", "right", "top", "bottom"):

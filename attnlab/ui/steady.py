@@ -75,3 +75,15 @@ class FixedSizeLabel(QtWidgets.QLabel):
         super().changeEvent(event)
         if event.type() == QtCore.QEvent.Type.FontChange:
             self._fit()
+
+
+def settle_views(panel: QtWidgets.QWidget) -> None:
+    """Apply the deferred changes of `panel`'s pyqtgraph views (a new x or y range) now, before Qt paints.
+
+    pyqtgraph applies a new range when its scene is about to paint; the new transform then asks for a second
+    paint of the same view, so a toggle that moved a plot's range painted that plot twice. Settled here,
+    after the panel has drawn the new trace, the first paint is the only one."""
+    for view in panel.findChildren(QtWidgets.QGraphicsView):
+        prepare = getattr(view.scene(), "prepareForPaint", None)  # pyqtgraph's GraphicsScene
+        if prepare is not None and view.isVisible():
+            prepare()
