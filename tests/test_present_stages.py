@@ -73,3 +73,22 @@ def test_pick_stage_fallbacks():
     assert pick_stage(stages, "enc.7.self.qkv").key == stages[0].key
     assert pick_stage(stages, "tgt.nothing").key == "tgt.tokens"  # first of its group
     assert pick_stage([], "x") is None
+
+
+def test_a_toggle_that_renames_nothing_gets_the_same_stage_list_back():
+    from attnlab.present.stages import _build_stages
+
+    model = make("encoder-decoder")
+    base = model.trace(SRC, TGT, RunOptions())
+    hotter = model.trace(SRC, TGT, RunOptions(temperature=2.0))  # a new trace of the same shape
+    assert stages_for(hotter) is stages_for(base)
+    assert stages_for(base) == _build_stages(base)
+    no_residual = model.trace(SRC, TGT, RunOptions(residual=False))  # renames the add & norm stages
+    renamed = stages_for(no_residual)
+    assert renamed is not stages_for(base) and renamed == _build_stages(no_residual)
+    assert [s.title for s in renamed] != [s.title for s in stages_for(base)]
+    shorter = model.trace("the cat", TGT, RunOptions())  # other tokens, same entries: the same list
+    assert stages_for(shorter) is stages_for(base)
+    encoder_only = run("encoder-only")  # other entries: another list
+    assert [s.key for s in stages_for(encoder_only)] == [s.key for s in _build_stages(encoder_only)]
+    assert "dec.0.self.weights" not in {s.key for s in stages_for(encoder_only)}

@@ -132,8 +132,32 @@ def _layer_stages(trace: Trace, layer: str) -> list[Stage]:
     return stages + [_ffn(layer, group), *_addnorm(trace, layer, names.sublayer_count(stack, has_cross), group)]
 
 
+_STAGES_CACHE: dict[tuple, list[Stage]] = {}
+_STAGES_CACHE_SIZE = 16
+
+
 def stages_for(trace: Trace) -> list[Stage]:
-    """Every stage of this run in computation order."""
+    """Every stage of this run in computation order.
+
+    The list depends only on which entries the trace holds, its config, and the √dₖ and residual switches
+    (they rename stages), so a toggle that changes none of them gets the same list object back: the
+    navigator then sees at once that nothing changed. Stages are frozen; do not modify the list."""
+    options = trace.options
+    key = (
+        tuple(trace),
+        trace.config,
+        options is None or options.scale,
+        options is None or options.residual,
+    )
+    cached = _STAGES_CACHE.get(key)
+    if cached is None:
+        if len(_STAGES_CACHE) >= _STAGES_CACHE_SIZE:
+            _STAGES_CACHE.pop(next(iter(_STAGES_CACHE)))  # the oldest
+        cached = _STAGES_CACHE[key] = _build_stages(trace)
+    return cached
+
+
+def _build_stages(trace: Trace) -> list[Stage]:
     stages: list[Stage] = []
     for side in names.SIDES:
         if names.side_entry(side, "tokens") in trace:

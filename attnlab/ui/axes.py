@@ -71,6 +71,12 @@ class OpaqueGridAxis(pg.AxisItem):
     raster.py). Use it through `grid_axes` and `show_grid_behind`, which keep the grid behind the data, where
     the opaque line looks the same as the translucent one did."""
 
+    def tickSpacing(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:
+        """With the grid on, the major and minor tick levels only: pyqtgraph's third level adds some thirty
+        faint grid lines across the plot that nobody reads, and measures a label for each of them."""
+        levels = super().tickSpacing(minVal, maxVal, size)
+        return levels if self.grid is False else levels[:2]
+
     def generateDrawSpecs(self, p: QtGui.QPainter) -> tuple | None:
         specs = super().generateDrawSpecs(p)
         if specs is None or self.grid is False:

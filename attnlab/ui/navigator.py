@@ -48,14 +48,19 @@ class StageNavigator(QTreeWidget):
         self._items: dict[str, QTreeWidgetItem] = {}
         self._groups: dict[str, QTreeWidgetItem] = {}
         self._signature: tuple = ()
+        self._stages: list[Stage] | None = None  # the list last shown (stages_for returns the same one again)
         self.currentItemChanged.connect(self._on_current_changed)
 
     # ---- content ---------------------------------------------------------------------------------------
     def set_stages(self, stages: list[Stage], current: str | None) -> None:
         """Show these stages (rebuilt only when the keys or groups changed; titles are renamed in place)
         and select `current`."""
+        if stages is self._stages:  # the usual case after a toggle: stages_for gave the same list back
+            self.select(current)
+            return
+        self._stages = stages
         signature = tuple((s.key, s.title, s.group) for s in stages)
-        if signature == self._signature:  # the usual case after a toggle: nothing to do
+        if signature == self._signature:  # an equal list (another trace of the same shape)
             self.select(current)
             return
         same_rows = [(k, g) for k, _t, g in signature] == [(k, g) for k, _t, g in self._signature]
