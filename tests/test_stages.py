@@ -278,7 +278,7 @@ def test_ffn_zero_share_and_colormap(panels, enc_dec):
     assert all(m.colormap_name() == "cividis" for m in panel.findChildren(LabeledHeatmap))
 
 
-def test_positional_encoding_off_shows_a_message_and_never_raises(panels, enc_dec):
+def test_positional_encoding_off_shows_a_message_or_zeros_and_never_raises(panels, enc_dec):
     trace = enc_dec.trace(SRC, TGT, RunOptions(positional=False))
     assert "pos" not in {s.kind for s in stages_for(trace)}
     pos_panel = panels("pos")
@@ -292,6 +292,10 @@ def test_positional_encoding_off_shows_a_message_and_never_raises(panels, enc_de
     data = input_panel.shown_data()
     assert data["pos"] is None
     np.testing.assert_array_equal(data["matrix"], np_(trace, "src.embed"))
+    # the middle box stays a map (no swap to a message and back on the toggle): zeros, titled as such
+    pos_map = input_panel._maps["pos"]
+    assert pos_map.has_data() and "off" in pos_map.record["title"] and "+ 0" in pos_map.record["title"]
+    assert pos_map.levels() is not None and not np.any(pos_map._raw)
 
 
 def test_every_panel_survives_a_trace_without_intermediates(panels, enc_dec):

@@ -194,7 +194,7 @@ class InputSumPanel(StagePanel):
         row.addWidget(self._pos_box, 1)
         row.addWidget(self._equals)
         row.addWidget(boxes["input"][0], 1)
-        self._note = Note(self)
+        self._note = Note(self, reserve_lines=3)  # the PE-off sentence is a line longer: no re-layout
         layout = QtWidgets.QVBoxLayout(self)
         layout.addLayout(row, 1)
         layout.addWidget(self._note)
@@ -227,10 +227,11 @@ class InputSumPanel(StagePanel):
         extras = self._imported_parts(trace, side, parts, titles)
         bound = max(float(np.abs(p).max()) for p in parts.values() if p is not None and p.size) or 1.0
         for part, matrix in parts.items():
+            if matrix is None and part == "pos":  # what is added is zero: show the zeros, and say so above them
+                # (the map stays up: swapping it for a message and back re-laid out and repainted the panel)
+                matrix, titles[part] = np.zeros_like(x), "position off: + 0"
             if matrix is None:  # the box stays in place (no re-layout on the toggle) and says why it is empty
-                self._maps[part].clear(
-                    "positional encoding is off: nothing is added (+ 0)" if part == "pos" else "not in this run"
-                )
+                self._maps[part].clear("not in this run")
                 continue
             self._maps[part].draw(
                 matrix, labels, None, title=titles[part], colormap=view.colormap, levels=(-bound, bound)
