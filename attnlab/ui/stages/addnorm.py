@@ -13,6 +13,7 @@ from attnlab.present.formulas import addnorm_texts, norm_word
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui import zoom
 from attnlab.ui.axes import grid_axes, quiet_hidden_axes, show_grid_behind
+from attnlab.ui.bars import SolidBars
 from attnlab.ui.heatmap import cache_axis, tick_font
 from attnlab.ui.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
@@ -90,11 +91,11 @@ class AddNormPanel(StagePanel):
             maps.addWidget(box, 1)
         self._mean_plot = bar_plot(self, "mean per token")
         self._var_plot = bar_plot(self, "variance per token")
-        self._bars: dict[str, pg.BarGraphItem] = {}
+        self._bars: dict[str, SolidBars] = {}
         self._bar_dx: dict[str, float] = {}
         for stat, plot in (("mean", self._mean_plot), ("var", self._var_plot)):
             for which, color, dx in (("before", BEFORE_COLOR, -0.2), ("after", AFTER_COLOR, 0.2)):
-                bars = pg.BarGraphItem(x=[], height=[], width=0.38, brush=color, pen=None)
+                bars = SolidBars(color, width=0.38)
                 plot.addItem(bars)
                 self._bars[f"{stat}.{which}"] = bars
                 self._bar_dx[f"{stat}.{which}"] = dx
@@ -216,7 +217,7 @@ class AddNormPanel(StagePanel):
         x = np.arange(len(mean), dtype=float)
         values = {"mean.before": mean, "mean.after": out_mean, "var.before": var, "var.after": out_var}
         for key, bars in self._bars.items():
-            bars.setOpts(x=x + self._bar_dx[key], height=values[key], width=0.38)
+            bars.set_bars(x + self._bar_dx[key], values[key])
         for stat, plot, pair in (("mean", self._mean_plot, (mean, out_mean)), ("var", self._var_plot, (var, out_var))):
             y_range = bar_range(*pair)
             old = self._y_ranges.get(stat)

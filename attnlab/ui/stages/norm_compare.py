@@ -13,6 +13,7 @@ from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.norm_compare import batchnorm_by_length, compare_norms
 from attnlab.present.stages import Stage, ViewState
+from attnlab.ui.bars import SolidBars
 from attnlab.ui.stages.addnorm import AFTER_COLOR, BEFORE_COLOR, bar_plot, bar_range
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -32,8 +33,8 @@ LN_COLOR, BN_COLOR = AFTER_COLOR, BEFORE_COLOR
 MEAN_COLOR, VAR_COLOR = "#8e6cc0", "#2a9d8f"  # the statistics bars (not the LN/BN colours of the curves)
 
 
-def _bars(plot: pg.PlotWidget, color: str) -> pg.BarGraphItem:
-    bars = pg.BarGraphItem(x=[], height=[], width=0.38, brush=color, pen=None)
+def _bars(plot: pg.PlotWidget, color: str) -> SolidBars:
+    bars = SolidBars(color, width=0.38)
     plot.addItem(bars)
     return bars
 
@@ -163,8 +164,8 @@ class NormComparePanel(StagePanel):
             ("bn", self._bn_stats, cmp.bn_mean, cmp.bn_var),
         ):
             pos = np.arange(len(mean), dtype=float)
-            self._stat_bars[f"{kind}.mean"].setOpts(x=pos - 0.2, height=mean, width=0.38)
-            self._stat_bars[f"{kind}.var"].setOpts(x=pos + 0.2, height=var, width=0.38)
+            self._stat_bars[f"{kind}.mean"].set_bars(pos - 0.2, mean)
+            self._stat_bars[f"{kind}.var"].set_bars(pos + 0.2, var)
             plot.setXRange(-0.8, len(mean) - 0.2, padding=0)
             plot.setYRange(*bar_range(mean, var), padding=0)
         self._x = x
