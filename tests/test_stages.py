@@ -19,7 +19,7 @@ from attnlab.present.stages import (
     stages_for,
 )
 from attnlab.ui.head_grid import HeadGrid
-from attnlab.ui.heatmap import LabeledHeatmap
+from attnlab.ui.heatmap import LabeledHeatmap, elide_label
 from attnlab.ui.stages import PANEL_CLASSES, panel_class_for
 from attnlab.ui.stages.heads import LINE_THRESHOLD
 
@@ -125,6 +125,13 @@ def check_stage(trace, stage, data, view):
         w = np_(trace, f"{site}.weights")[data["head"]]
         expected = {(int(q), int(k)) for q, k in zip(*np.nonzero(w >= LINE_THRESHOLD), strict=True)}
         assert {(q, k) for q, k, _ in data["lines"]} == expected
+        # every query name ends at its dot on the left, every key name starts at its dot on the right
+        labels = data["token_labels"]
+        queries = [label for label in labels if label.inside]
+        keys = [label for label in labels if not label.inside]
+        assert [label.text for label in queries] == [elide_label(t) for t in data["rows"]]
+        assert [label.text for label in keys] == [elide_label(t) for t in data["cols"]]
+        assert all(label.x < 0.5 for label in queries) and all(label.x > 0.5 for label in keys)
     elif kind == "context":
         np.testing.assert_array_equal(data["matrix"], np_(trace, f"{site}.context")[data["head"]])
     elif kind == "concat":

@@ -1,10 +1,11 @@
-"""ValueLabels: the output bars' value labels ("42.0%") drawn by one graphics item.
+"""ValueLabels: text labels at points of a view drawn by one graphics item: the output bars' value labels
+("42.0%"), the token names beside the attention lines.
 
 Ten pyqtgraph TextItems re-lay out their text and update their transforms whenever the view changes, and each
 is a separate item to paint: a few ms per toggle. This item keeps (x, y, text, inside) per label, draws them in
 one paint in pixel space (the text never scales with the view) and tells the clip check where each one went.
 A label sits just right of the point (x, y) in the view, vertically centred on it; an "inside" label ends at the
-point instead and is drawn white on its bar.
+point instead and is drawn in `inside_color` (white, on its bar, by default).
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ class ValueLabel(NamedTuple):
 class ValueLabels(pg.GraphicsObject):
     """Text labels at points of a ViewBox, painted together; `set_labels` repaints only on a change."""
 
-    def __init__(self, font: QtGui.QFont, color: str):
+    def __init__(self, font: QtGui.QFont, color: str, inside_color: str = INSIDE_COLOR):
         super().__init__()
         self._font = QtGui.QFont(font)
         self._metrics = QtGui.QFontMetricsF(self._font)
-        self._colors = {False: QtGui.QColor(color), True: QtGui.QColor(INSIDE_COLOR)}
+        self._colors = {False: QtGui.QColor(color), True: QtGui.QColor(inside_color)}
         self._labels: tuple[ValueLabel, ...] = ()
 
     def set_labels(self, labels: list[ValueLabel]) -> None:

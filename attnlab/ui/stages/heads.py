@@ -24,6 +24,7 @@ from attnlab.ui.stages.common import (
     missing_message,
     note_font,
 )
+from attnlab.ui.value_labels import ValueLabel, ValueLabels
 
 
 class HeadsPanel(StagePanel):
@@ -127,8 +128,11 @@ class LinesPanel(StagePanel):
         self._plot.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self._dots = pg.ScatterPlotItem(size=10, pen=pg.mkPen(foreground_color()), brush=pg.mkBrush("#ff9f1c"))
         self._plot.addItem(self._dots)
-        self._key_texts: list[pg.TextItem] = []
-        self._query_texts: list[pg.TextItem] = []
+        # every token name in one item (32 TextItems repainted and re-transformed themselves on every toggle);
+        # query names end at their dot ("inside"), key names start at theirs, both in the text colour
+        fg = foreground_color().name()
+        self._token_labels = ValueLabels(note_font(), fg, inside_color=fg)
+        self._plot.addItem(self._token_labels)
         self._headers = [
             pg.TextItem(text, anchor=(0.5, 0.0), color=foreground_color())
             for text in ("queries (attend from)", "keys (attended to)")
@@ -150,16 +154,6 @@ class LinesPanel(StagePanel):
     @staticmethod
     def _ys(n: int) -> np.ndarray:
         return (np.arange(n) + 0.5) / max(n, 1)
-
-    def _texts(self, pool: list[pg.TextItem], n: int, anchor: tuple[float, float]) -> list[pg.TextItem]:
-        while len(pool) < n:
-            text = pg.TextItem("", anchor=anchor, color=foreground_color())
-            text.setFont(note_font())
-            # token labels change only with the sentence: blit them from a pixel cache on every repaint
-            text.textItem.setCacheMode(QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
-            self._plot.addItem(text)
-            pool.append(text)
-        return pool
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site = stage.site or ""
@@ -198,6 +192,7 @@ class LinesPanel(StagePanel):
             "lines": drawn,
             "query_x": QUERY_X,
             "key_x": KEY_X,
+            "token_labels": self._token_labels.labels(),  # as drawn: query names "inside" (ending at their dot)
         }
         self._show_focus()
 
@@ -207,16 +202,10 @@ class LinesPanel(StagePanel):
             return
         self._labels_key = key
         y_k, y_q = self._ys(len(cols)), self._ys(len(rows))
-        for pool, labels, ys, x, anchor in (
-            (self._query_texts, rows, y_q, QUERY_X - 0.04, (1.0, 0.5)),
-            (self._key_texts, cols, y_k, KEY_X + 0.04, (0.0, 0.5)),
-        ):
-            items = self._texts(pool, len(labels), anchor)
-            for i, text in enumerate(items):
-                if i < len(labels):
-                    text.setText(elide_label(labels[i]))
-                    text.setPos(x, ys[i])
-                text.setVisible(i < len(labels))
+        self._token_labels.set_labels(
+            [ValueLabel(QUERY_X - 0.04, float(y), elide_label(t), True) for t, y in zip(rows, y_q, strict=True)]
+            + [ValueLabel(KEY_X + 0.04, float(y), elide_label(t), False) for t, y in zip(cols, y_k, strict=True)]
+        )
         self._dots.setData(np.r_[np.full(len(rows), QUERY_X), np.full(len(cols), KEY_X)], np.r_[y_q, y_k])
 
     def _style_buckets(self, colormap: str) -> None:
