@@ -118,6 +118,9 @@ class MaskBackground(QtWidgets.QGraphicsRectItem):
         self.setBrush(QtGui.QBrush(QtGui.QColor(*MASK_FILL)))
         self.setZValue(-10)
         self._hatch = QtGui.QBrush(QtGui.QColor(*MASK_HATCH), Qt.BrushStyle.BDiagPattern)
+        # a pattern fill is one the raster engine hands to its thread pool (raster.py): paint it once into a
+        # pixel cache and blit that while the view keeps its size, e.g. when a toggle brings new numbers
+        self.setCacheMode(QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
     def paint(self, painter: QtGui.QPainter, option: object, widget: object = None) -> None:
         rect = self.rect()
