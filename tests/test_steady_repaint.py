@@ -155,3 +155,51 @@ def test_token_lines_focus_curves_are_emptied_and_refilled_across_traces(qtbot, 
         assert focus_curve_points(p) == 2 * len(expected)
         p.hover_token(None)
         assert p.shown_data()["focus_lines"] == [] and focus_curve_points(p) == 0
+
+
+class _LayoutRequests(QtCore.QObject):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def eventFilter(self, obj: QtCore.QObject, event: QtCore.QEvent) -> bool:
+        if event.type() == QtCore.QEvent.Type.LayoutRequest:
+            self.count += 1
+        return False
+
+
+def test_a_steady_box_keeps_a_new_text_from_laying_out_the_window_unless_it_needs_more_room(qtbot):
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from attnlab.ui.steady import SteadyBox
+
+    window = QWidget()
+    layout = QVBoxLayout(window)
+    label = QLabel(wordWrap=True)
+    box = SteadyBox(label)
+    layout.addWidget(box)
+    layout.addWidget(QLabel("the stage below"), 1)
+    qtbot.addWidget(window)
+    window.resize(300, 300)
+    window.show()
+    qtbot.waitExposed(window)
+    label.setText(LONG)
+    box.fit()
+    qtbot.waitUntil(lambda: label.height() == box.height() > label.fontMetrics().lineSpacing() * 3)
+    tall = box.height()
+    assert tall == label.heightForWidth(box.width())
+    qtbot.wait(20)  # the growth's own layout pass
+    requests = _LayoutRequests()
+    window.installEventFilter(requests)
+    label.setText("short")  # fits: the box keeps its height and the window lays out nothing
+    box.fit()
+    QtCore.QCoreApplication.processEvents()
+    assert requests.count == 0 and box.height() == tall and label.text() == "short"
+    label.setText(LONG + LONG)  # needs more room: the box grows and the window lays out again
+    box.fit()
+    qtbot.waitUntil(lambda: box.height() == label.heightForWidth(box.width()) > tall)
+    assert label.height() == box.height()
+    window.resize(700, 300)  # a new width: start again from this text's own height there
+    qtbot.waitUntil(lambda: box.width() > 600 and box.height() == label.heightForWidth(box.width()))
+    box.hide()
+    assert not label.isVisible()

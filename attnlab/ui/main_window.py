@@ -119,7 +119,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         box.setContentsMargins(0, 0, 0, 0)
         box.setSpacing(2)
         box.addWidget(self.inputs)
-        box.addWidget(self.banner)
+        box.addWidget(self.banner_box)
         box.addWidget(split, 1)
         self.setCentralWidget(central)
 

@@ -51,6 +51,57 @@ class SteadyHeight(QtCore.QObject):
         return False
 
 
+class SteadyBox(QtWidgets.QWidget):
+    """A word-wrapped label in a box of its own, at the tallest height its texts have needed at the current
+    width (grow-only, as SteadyHeight), with no layout inside the box.
+
+    A label's new text asks its parent to lay out again. With SteadyHeight that parent holds the window's
+    layout, which then lays out everything below the label although no size changes: about 1 ms per toggle
+    for the banner, whose reasons change with most toggles. Here the request reaches this box, which has no
+    layout, and ends; only a text taller than any before at this width, a new width or a new font changes
+    the box's fixed height and lays out the window. Show and hide the box, not the label."""
+
+    def __init__(self, label: QtWidgets.QLabel, reserved: int = 0):
+        super().__init__(label.parentWidget())
+        label.setParent(self)
+        label.show()
+        self.label = label
+        self.reserved = reserved
+        self._fitted_width = -1
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Fixed)
+        self.setFixedHeight(reserved)
+        label.installEventFilter(self)
+
+    def fit(self) -> None:
+        """Grow the box to the label's need at the current width (at a new width, start from that need)."""
+        width = self.width()
+        if width <= 1:
+            return
+        floor = self.height() if width == self._fitted_width else self.reserved
+        self._fitted_width = width
+        need = self.label.heightForWidth(width) if self.label.text() else 0
+        height = max(floor, need, self.reserved)
+        if height != self.height():
+            self.setFixedHeight(height)
+        self.label.setGeometry(0, 0, width, height)
+
+    def sizeHint(self) -> QtCore.QSize:
+        return QtCore.QSize(self.label.sizeHint().width(), self.height())
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != self._fitted_width:
+            self.fit()
+        else:
+            self.label.setGeometry(0, 0, self.width(), self.height())
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
+        if type(event) is QtCore.QEvent and event.type() == QtCore.QEvent.Type.FontChange:
+            self._fitted_width = -1  # zoom, presentation mode: start again from this text's height
+            self.fit()
+        return False
+
+
 class FixedSizeLabel(QtWidgets.QLabel):
     """A one-line label with a fixed size, room for `widest` in its font, so a new text repaints this label only.
 

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
 from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
 from attnlab.present.training_steps import step_banner
-from attnlab.ui.steady import FixedSizeLabel, SteadyHeight
+from attnlab.ui.steady import FixedSizeLabel, SteadyBox
 
 RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
 CLASSROOM_NOTE = (
@@ -42,8 +42,10 @@ class WindowStatus:
     last_paint_ms = 0.0
 
     def _build_status_bar(self) -> None:
-        self.banner = QLabel(objectName="banner", wordWrap=True, visible=False)
-        self._banner_height = SteadyHeight(self.banner)  # a line more or less does not resize the stage below
+        self.banner = QLabel(objectName="banner", wordWrap=True)
+        # a line more or less does not resize the stage below, and a new text lays out nothing (steady.py)
+        self.banner_box = SteadyBox(self.banner)
+        self.banner_box.setVisible(False)
         self.device_label = QLabel(objectName="deviceLabel")
         # a fixed size, room for the widest timing: a label that may grow and shrink with its digits relays
         # out and repaints the whole status bar on every toggle
@@ -109,12 +111,12 @@ class WindowStatus:
         text, level = "\n".join(dict.fromkeys(lines)), "warning" if warnings else "info"
         if text != self.banner.text():
             self.banner.setText(text)
-            self._banner_height.fit()
+            self.banner_box.fit()
         if self.banner.property("level") != level:  # re-polishing restyles (and repaints) the window
             self.banner.setProperty("level", level)
             self.banner.style().unpolish(self.banner)
             self.banner.style().polish(self.banner)
-        self.banner.setVisible(bool(lines))
+        self.banner_box.setVisible(bool(lines))
 
     def _on_model_failed(self, message: str) -> None:
         self.statusBar().showMessage(failed_open_text(getattr(self, "opening", ""), self.session.model))
