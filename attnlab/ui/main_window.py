@@ -36,7 +36,7 @@ from attnlab.ui.inputs import InputBar
 from attnlab.ui.navigator import STEP_KEYS, StageNavigator
 from attnlab.ui.schematic import Schematic
 from attnlab.ui.snapshot_slider import SnapshotSlider
-from attnlab.ui.steady import SteadyHeight, settle_views
+from attnlab.ui.steady import SteadyBox, settle_views
 from attnlab.ui.window_files import CHECKPOINT_FILTER, FIRST_PAINT_WAIT_MS, WindowFiles
 from attnlab.ui.window_menus import SHORTCUTS_HTML, WindowMenus
 from attnlab.ui.window_present import WindowPresent
@@ -84,11 +84,12 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         """Inputs and banner on top; below them the stage (title, shapes, panel) over its explanation."""
         self.inputs = InputBar(self.session)
         self.stage_title = QLabel("Loading the model…", objectName="stageTitle", wordWrap=True)
-        self._title_height = SteadyHeight(self.stage_title)  # "(no add: residual off)" does not move the panel
+        # "(no add: residual off)" neither moves the panel nor lays out the window (steady.py)
+        self._title_box = SteadyBox(self.stage_title)
         self.stage_shapes = QLabel(
             objectName="stageShapes", wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse
         )
-        self._shapes_height = SteadyHeight(self.stage_shapes)
+        self._shapes_box = SteadyBox(self.stage_shapes)
         self.panel_stack = QStackedWidget(objectName="panelStack")
         self.placeholder = QLabel(
             "Loading the model and tracing the first sentence…", alignment=Qt.AlignmentFlag.AlignCenter
@@ -103,8 +104,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         stage_area = QWidget()
         box = QVBoxLayout(stage_area)
         box.setContentsMargins(8, 4, 8, 0)
-        box.addWidget(self.stage_title)
-        box.addWidget(self.stage_shapes)
+        box.addWidget(self._title_box)
+        box.addWidget(self._shapes_box)
         self.snapshot_slider = SnapshotSlider(self.session)  # training steps, when the model keeps snapshots
         box.addWidget(self.snapshot_slider)
         box.addWidget(self.panel_stack, 1)
@@ -244,8 +245,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             # people count layers and heads from 1; the trace name (0-based) is shown beside, for the API
             title = f"<b>{stage.group}</b> · {stage.title} <span style='color:gray'>({stage.key})</span>"
             for label, steady, text in (
-                (self.stage_title, self._title_height, title),
-                (self.stage_shapes, self._shapes_height, shape_text(trace, stage)),
+                (self.stage_title, self._title_box, title),
+                (self.stage_shapes, self._shapes_box, shape_text(trace, stage)),
             ):
                 if text != label.text():
                     label.setText(text)
