@@ -8,6 +8,7 @@ entries it shows and `shape_text` their live shapes. Every name is built through
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -134,6 +135,7 @@ def _layer_stages(trace: Trace, layer: str) -> list[Stage]:
 
 _STAGES_CACHE: dict[tuple, list[Stage]] = {}
 _STAGES_CACHE_SIZE = 16
+_STAGES_LOCK = threading.Lock()
 
 
 def stages_for(trace: Trace) -> list[Stage]:
@@ -149,12 +151,13 @@ def stages_for(trace: Trace) -> list[Stage]:
         options is None or options.scale,
         options is None or options.residual,
     )
-    cached = _STAGES_CACHE.get(key)
-    if cached is None:
-        if len(_STAGES_CACHE) >= _STAGES_CACHE_SIZE:
-            _STAGES_CACHE.pop(next(iter(_STAGES_CACHE)))  # the oldest
-        cached = _STAGES_CACHE[key] = _build_stages(trace)
-    return cached
+    with _STAGES_LOCK:  # the session's worker thread asks too (warm_up)
+        cached = _STAGES_CACHE.get(key)
+        if cached is None:
+            if len(_STAGES_CACHE) >= _STAGES_CACHE_SIZE:
+                _STAGES_CACHE.pop(next(iter(_STAGES_CACHE)))  # the oldest
+            cached = _STAGES_CACHE[key] = _build_stages(trace)
+        return cached
 
 
 def _build_stages(trace: Trace) -> list[Stage]:
