@@ -133,3 +133,36 @@ def test_colour_bar_ticks_match_pyqtgraph(qtbot, size, scale):
         assert flags == int(their_flags)
         assert abs(rect.center().y() - their_rect.center().y()) < 1.0
         assert abs(rect.left() - their_rect.left()) < 1.0 and abs(rect.width() - their_rect.width()) < 1.0
+
+
+def test_colour_bar_ticks_come_back_from_the_cache_only_for_the_same_bar(qtbot):
+    from attnlab.ui.heatmap import LabeledHeatmap
+
+    heatmap = LabeledHeatmap()
+    qtbot.addWidget(heatmap)
+    heatmap.resize(420, 330)
+    heatmap.show()
+    qtbot.waitExposed(heatmap)
+    values = np.random.default_rng(2).normal(size=(9, 20)).astype(np.float32)
+    heatmap.set_data(values, symmetric=True)
+    heatmap.grab()
+    axis = heatmap._bar.axis
+    first, theirs = both_specs(axis)
+    again, _ = both_specs(axis)
+    assert again is first  # the same levels and rectangle: the kept result
+    heatmap.set_data(values * 3.0, symmetric=True)  # other levels: computed afresh, and right
+    heatmap.grab()
+    wider, theirs_wider = both_specs(axis)
+    assert wider is not first
+    assert [t for _r, _f, t in wider[2]] == [t for _r, _f, t in theirs_wider[2]] != [t for _r, _f, t in first[2]]
+    heatmap.set_data(values, symmetric=True)  # back to the first levels: kept
+    heatmap.grab()
+    assert both_specs(axis)[0] is first
+    font = QtGui.QFont(axis.style["tickFont"])
+    font.setPointSizeF(font.pointSizeF() * 2)
+    axis.setTickFont(font)  # another font: computed afresh
+    bigger, theirs_bigger = both_specs(axis)
+    assert bigger is not first
+    assert [r.height() for r, _f, _t in bigger[2]] == pytest.approx(
+        [r.height() for r, _f, _t in theirs_bigger[2]], abs=1.0
+    )

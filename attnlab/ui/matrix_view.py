@@ -21,10 +21,10 @@ from attnlab.ui.axes import (
     MaskBackground,
     cache_axis,
     keep_ticks_apart,
-    lean_vertical_ticks,
     tick_font,
     title_font,
 )
+from attnlab.ui.colorbar_ticks import lean_vertical_ticks
 from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL, get_colormap
 from attnlab.ui.matrix_data import ValueFormat, describe_value, printable_label
 from attnlab.ui.raster import MatrixImage, rect_updates
