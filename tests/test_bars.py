@@ -47,3 +47,13 @@ def test_bars_paint_in_their_colour_where_the_data_is(qtbot):
     assert pixel(0.0, 0.5) == "#ff9f1c"  # inside the first bar
     assert pixel(1.0, 0.5) != "#ff9f1c"  # the second bar is zero high
     assert pixel(0.5, 0.5) != "#ff9f1c"  # between the bars
+
+
+def test_horizontal_bars_run_along_x_from_zero(qapp):
+    bars = SolidBars("#3b7dd8", width=0.5, horizontal=True)
+    bars.set_bars(np.array([0.0, 1.0, 2.0]), np.array([3.0, -1.0, 0.5]))  # rows 0, 1, 2
+    rect = bars.boundingRect()
+    assert (rect.left(), rect.right(), rect.top(), rect.bottom()) == pytest.approx((-1.0, 3.0, -0.25, 2.25))
+    assert [(r.left(), r.width(), r.center().y()) for r in bars._rects] == pytest.approx(
+        [(0.0, 3.0, 0.0), (-1.0, 1.0, 1.0), (0.0, 0.5, 2.0)]
+    )

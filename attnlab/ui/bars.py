@@ -1,4 +1,5 @@
-"""SolidBars: vertical bars of one colour, for the per-token bar plots (add & norm's mean and variance).
+"""SolidBars: bars of one colour, for the per-token bar plots (add & norm's mean and variance, vertical) and the
+output's next-token bars (horizontal; the top bar is a second SolidBars in its own colour).
 
 pyqtgraph's BarGraphItem recomputes its bounding rectangle, pixel padding included, every time the scene
 asks (about twenty times per repaint), and rebuilds its data arrays on every setOpts. Here a change
@@ -16,12 +17,14 @@ from PySide6.QtCore import Qt
 
 
 class SolidBars(pg.GraphicsObject):
-    """Bar i spans x[i] ± width/2 horizontally and 0 … heights[i] vertically (data coordinates)."""
+    """Bar i spans x[i] ± width/2 across and 0 … heights[i] along the value axis (data coordinates): vertical
+    bars by default, or with `horizontal=True` bars along x at rows x[i] (the output's next-token bars)."""
 
-    def __init__(self, color: str, width: float) -> None:
+    def __init__(self, color: str, width: float, *, horizontal: bool = False) -> None:
         super().__init__()
         self._brush = QtGui.QBrush(QtGui.QColor(color))
         self._width = width
+        self._horizontal = horizontal
         self._rects: list[QtCore.QRectF] = []
         self._bounds = QtCore.QRectF()
         self._x = np.zeros(0)
@@ -30,11 +33,11 @@ class SolidBars(pg.GraphicsObject):
     def set_bars(self, x: np.ndarray, heights: np.ndarray) -> None:
         """Show one bar per (x, height); non-finite heights draw no bar."""
         half = self._width / 2.0
-        rects = [
-            QtCore.QRectF(xi - half, min(0.0, h), self._width, abs(h))
-            for xi, h in zip(np.asarray(x, float).tolist(), np.asarray(heights, float).tolist(), strict=True)
-            if math.isfinite(h)
-        ]
+        pairs = zip(np.asarray(x, float).tolist(), np.asarray(heights, float).tolist(), strict=True)
+        if self._horizontal:  # row xi, from 0 to h along x
+            rects = [QtCore.QRectF(min(0.0, h), xi - half, abs(h), self._width) for xi, h in pairs if math.isfinite(h)]
+        else:
+            rects = [QtCore.QRectF(xi - half, min(0.0, h), self._width, abs(h)) for xi, h in pairs if math.isfinite(h)]
         bounds = QtCore.QRectF()
         for rect in rects:
             bounds = bounds.united(rect)

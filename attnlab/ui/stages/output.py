@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtGui, QtWidgets
+from PySide6 import QtWidgets
 from PySide6.QtCore import Signal
 
 from attnlab.engine import names
@@ -14,6 +14,7 @@ from attnlab.engine.trace import Trace
 from attnlab.present.ablation import BASELINE_PROBS, ablation_words, change_text, distribution_change
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.axes import grid_axes, quiet_hidden_axes, show_grid_behind
+from attnlab.ui.bars import SolidBars
 from attnlab.ui.heatmap import cache_axis, elide_label, printable_label, tick_font
 from attnlab.ui.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
@@ -95,10 +96,11 @@ class OutputPanel(StagePanel):
         for axis in ("left", "bottom"):
             cache_axis(item.getAxis(axis))
         self._x_range: tuple[float, float] | None = None
-        self._bars = pg.BarGraphItem(x0=[], y=[], width=[], height=0.72)
-        self._bar_brushes: list[QtGui.QBrush] = []
-        self._bar_pens: list[QtGui.QPen] = []
+        # the top bar in orange, the others in blue: two one-colour items (bars.py)
+        self._top_bar = SolidBars(TOP_COLOR, 0.72, horizontal=True)
+        self._bars = SolidBars(BAR_COLOR, 0.72, horizontal=True)
         self._plot.addItem(self._bars)
+        self._plot.addItem(self._top_bar)
         self._values = ValueLabels(note_font(), foreground_color())  # each bar's value, one item for all
         self._plot.addItem(self._values)
         self._ticks_key: tuple | None = None
@@ -255,18 +257,9 @@ class OutputPanel(StagePanel):
 
     def _draw_bars(self, values: np.ndarray, kind: str) -> None:
         n = len(values)
-        if len(self._bar_brushes) != n:  # the orange top bar, then blue ones; made again only when k changes
-            self._bar_brushes = [pg.mkBrush(TOP_COLOR if i == 0 else BAR_COLOR) for i in range(n)]
-            self._bar_pens = [pg.mkPen(None)] * n
-        x0 = np.minimum(values, 0.0)
-        self._bars.setOpts(
-            x0=x0,
-            y=np.arange(n, dtype=float),
-            width=np.abs(values),
-            height=0.72,
-            brushes=self._bar_brushes,
-            pens=self._bar_pens,
-        )
+        rows = np.arange(n, dtype=float)  # row 0 (the top) is the best token
+        self._top_bar.set_bars(rows[:1], values[:1])
+        self._bars.set_bars(rows[1:], values[1:])
         if kind == names.PROBS and self.fixed_axis.isChecked():
             x_range = FIXED_RANGE
         elif kind == names.PROBS:
