@@ -106,9 +106,8 @@ def both_specs(axis: pg.AxisItem) -> tuple[tuple, tuple]:
     return ours, theirs
 
 
-@pytest.mark.parametrize("size", [(420, 330), (300, 160), (900, 700)])
-@pytest.mark.parametrize("scale", [1.0, 0.013, 47.0, -3.0])
-def test_colour_bar_ticks_match_pyqtgraph(qtbot, size, scale):
+def shown_heatmap(qtbot, size: tuple[int, int]):
+    """A LabeledHeatmap of `size` on screen."""
     from attnlab.ui.heatmap import LabeledHeatmap
 
     heatmap = LabeledHeatmap()
@@ -116,6 +115,13 @@ def test_colour_bar_ticks_match_pyqtgraph(qtbot, size, scale):
     heatmap.resize(*size)
     heatmap.show()
     qtbot.waitExposed(heatmap)
+    return heatmap
+
+
+@pytest.mark.parametrize("size", [(420, 330), (300, 160), (900, 700)])
+@pytest.mark.parametrize("scale", [1.0, 0.013, 47.0, -3.0])
+def test_colour_bar_ticks_match_pyqtgraph(qtbot, size, scale):
+    heatmap = shown_heatmap(qtbot, size)
     values = np.random.default_rng(1).normal(size=(9, 20)).astype(np.float32) * scale
     heatmap.set_data(values, symmetric=scale < 0)
     qtbot.wait(10)
@@ -136,13 +142,7 @@ def test_colour_bar_ticks_match_pyqtgraph(qtbot, size, scale):
 
 
 def test_colour_bar_ticks_come_back_from_the_cache_only_for_the_same_bar(qtbot):
-    from attnlab.ui.heatmap import LabeledHeatmap
-
-    heatmap = LabeledHeatmap()
-    qtbot.addWidget(heatmap)
-    heatmap.resize(420, 330)
-    heatmap.show()
-    qtbot.waitExposed(heatmap)
+    heatmap = shown_heatmap(qtbot, (420, 330))
     values = np.random.default_rng(2).normal(size=(9, 20)).astype(np.float32)
     heatmap.set_data(values, symmetric=True)
     heatmap.grab()

@@ -68,6 +68,7 @@ class LeanTicks:
     def _key(self, font: QtGui.QFont, bounds: QtCore.QRectF, length: float) -> tuple:
         """Everything the specs depend on: range, rectangle, font, pens, style."""
         axis, style = self.axis, self.axis.style
+        tick_pen = axis.tickPen()
         return (
             tuple(axis.range),
             bounds.getRect(),
@@ -75,8 +76,8 @@ class LeanTicks:
             axis.orientation,
             font.key(),
             axis.pen().color().rgba(),
-            axis.tickPen().color().rgba(),
-            axis.tickPen().widthF(),
+            tick_pen.color().rgba(),
+            tick_pen.widthF(),
             style["tickLength"],
             style["tickTextOffset"][0],
             style["tickAlpha"],

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
+from PySide6.QtCore import Qt
 
 
 def rect_updates(view: QtWidgets.QGraphicsView) -> QtWidgets.QGraphicsView:
@@ -52,7 +53,7 @@ def opaque_over(color: QtGui.QColor, background: QtGui.QColor | None = None) -> 
 
 def opaque_pen(pen: QtGui.QPen, background: QtGui.QColor | None = None) -> QtGui.QPen:
     """A copy of `pen` whose colour is mixed with the background (solid pens only; others are returned)."""
-    if pen.color().alpha() == 255 or pen.brush().style() != QtGui.Qt.BrushStyle.SolidPattern:
+    if pen.color().alpha() == 255 or pen.brush().style() != Qt.BrushStyle.SolidPattern:
         return pen
     flat = QtGui.QPen(pen)
     flat.setColor(opaque_over(pen.color(), background))

@@ -14,6 +14,13 @@ from __future__ import annotations
 from PySide6 import QtCore, QtGui, QtWidgets
 
 
+def steady_height(label: QtWidgets.QLabel, width: int, current: int, same_width: bool, reserved: int) -> int:
+    """The rule SteadyHeight and SteadyBox share: the height `label`'s text needs at `width`, at least
+    `reserved`, and at the width fitted last never less than `current` (grow-only; a new width starts again)."""
+    need = label.heightForWidth(width) if label.text() else 0
+    return max(current if same_width else reserved, need, reserved)
+
+
 class SteadyHeight(QtCore.QObject):
     """Keeps `label`'s minimum height grow-only at its current width; call `fit()` after each setText."""
 
@@ -31,14 +38,13 @@ class SteadyHeight(QtCore.QObject):
         width = label.width()
         if width <= 1:
             return
-        if width != self._fitted_width:  # a new width: start again from this text's own height
-            self._fitted_width = width
+        same_width = width == self._fitted_width
+        if not same_width:  # a QLabel measures itself no shorter than its minimum: drop the old one first
             label.setMinimumHeight(self.reserved)
-        if not label.text():
-            return
-        need = label.heightForWidth(width)
-        if need > label.minimumHeight():
-            label.setMinimumHeight(need)
+        height = steady_height(label, width, label.minimumHeight(), same_width, self.reserved)
+        self._fitted_width = width
+        if height != label.minimumHeight():
+            label.setMinimumHeight(height)
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
         # a class test first: most events here are paints, and reading event.type() makes a Python enum
@@ -77,10 +83,8 @@ class SteadyBox(QtWidgets.QWidget):
         width = self.width()
         if width <= 1:
             return
-        floor = self.height() if width == self._fitted_width else self.reserved
+        height = steady_height(self.label, width, self.height(), width == self._fitted_width, self.reserved)
         self._fitted_width = width
-        need = self.label.heightForWidth(width) if self.label.text() else 0
-        height = max(floor, need, self.reserved)
         if height != self.height():
             self.setFixedHeight(height)
         self.label.setGeometry(0, 0, width, height)
