@@ -219,7 +219,10 @@ def test_positional_encoding_off_makes_permuted_sentences_encode_alike(qtbot, wi
     a, b = encodings("dog bites man"), encodings("man bites dog")
     assert not torch.allclose(a["dog"], b["dog"], atol=1e-4)  # with positions: order matters
     retrace(qtbot, win, lambda: win.controls.positional.setChecked(False))
-    assert "src.pos" not in win.session.trace and "src.pos" not in win.navigator.keys()
+    # the positional stage stays (the stage numbers do not move) and says the encoding is switched off
+    assert "src.pos" not in win.session.trace and "src.pos" in win.navigator.keys()
+    go(win, "src.pos")
+    assert "switched off" in shown(win)["message"]
     a, b = encodings("dog bites man"), encodings("man bites dog")
     assert set(a) == set(b)
     for tok in a:

@@ -61,9 +61,12 @@ def test_stage_keys_groups_and_boxes_follow_the_names_module():
     }
 
 
-def test_a_positional_stage_only_when_the_trace_holds_one():
-    assert "src.pos" in {s.key for s in stages_for(run())}
-    assert "src.pos" not in {s.key for s in stages_for(run(options=RunOptions(positional=False)))}
+def test_the_positional_stage_stays_while_the_toggle_is_off_and_is_absent_without_a_table():
+    on, off = stages_for(run()), stages_for(run(options=RunOptions(positional=False)))
+    assert "src.pos" in {s.key for s in on}
+    assert [(s.key, s.title, s.group) for s in off] == [(s.key, s.title, s.group) for s in on]  # numbers stay
+    rotary = make("decoder-only", positional="rotary").trace(None, SRC)
+    assert "tgt.pos" not in rotary and not any(s.kind == "pos" for s in stages_for(rotary))
 
 
 def test_pick_stage_fallbacks():

@@ -1,5 +1,7 @@
 """Every stage panel shows exactly the trace's numbers, reacts to clicks, and explains the live shapes."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -287,11 +289,11 @@ def test_ffn_zero_share_and_colormap(panels, enc_dec):
 
 def test_positional_encoding_off_shows_a_message_or_zeros_and_never_raises(panels, enc_dec):
     trace = enc_dec.trace(SRC, TGT, RunOptions(positional=False))
-    assert "pos" not in {s.kind for s in stages_for(trace)}
+    pos_stage = next(s for s in stages_for(trace) if s.kind == "pos")  # kept in the list, its numbers stay
     pos_panel = panels("pos")
-    pos_panel.show_stage(
-        trace, Stage("src.pos", "pos", "+ positional encoding", "Source input", side="src"), ViewState()
-    )
+    pos_panel.show_stage(trace, pos_stage, ViewState())
+    assert "switched off" in pos_panel.shown_data()["message"]
+    pos_panel.show_stage(dataclasses.replace(trace, options=None), pos_stage, ViewState())  # the general words
     assert "No positional encoding" in pos_panel.shown_data()["message"]
     input_panel = panels("input")
     input_stage = Stage("src.input", "input", "input", "Source input", side="src")

@@ -72,7 +72,7 @@ def estimate_trace_bytes(
     """Bytes a recorded run's trace holds (tensors stored where the model ran), for sources of `src_len`
     and decoder inputs of `tgt_len` tokens (specials and padding included; the unused side is ignored)."""
     d, d_ff = config.d_model, config.d_ff
-    positional = options.positional and config.positional in ("sinusoidal", "learned")
+    positional = options.positional and config.adds_position_table
     S, T = src_len, tgt_len
     floats = mask_floats(config, options, S, T)
     ints = 0

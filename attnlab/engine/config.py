@@ -112,6 +112,12 @@ class ModelConfig:
         return self.bias and not (part == "logits" and self.tie_output)
 
     @property
+    def adds_position_table(self) -> bool:
+        """Whether the inputs get a positional table added (sinusoidal or learned); rotary positions rotate Q
+        and K inside attention instead, and "none" has no positions at all."""
+        return self.positional in ("sinusoidal", "learned")
+
+    @property
     def has_encoder(self) -> bool:
         return self.arch != "decoder-only"
 

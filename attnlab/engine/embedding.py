@@ -35,7 +35,7 @@ def embed_tokens(model: Transformer, ids: Tensor, side: str, ctx: RunContext) ->
         token_type = type_table.weight[0].expand(T, -1)  # [T, d]
         ctx.rec(names.side_entry(side, names.TYPE), token_type, batched=False)
         x = x + token_type
-    if ctx.options.positional and cfg.positional in ("sinusoidal", "learned"):
+    if ctx.options.positional and cfg.adds_position_table:
         if cfg.positional == "sinusoidal":
             pos = model.sinusoid[:T]  # [T, d]
         else:

@@ -106,7 +106,10 @@ def _ffn(layer: str, group: str) -> Stage:
 
 
 def _inputs(trace: Trace, side: str) -> list[Stage]:
-    steps = [s for s in INPUT_STEPS if s[0] != "pos" or names.side_entry(side, "pos") in trace]
+    """The input steps. The positional step stays while the toggle switches positions off (its panel says so):
+    the stage numbers and the stage shown stay put across the toggle."""
+    table = names.side_entry(side, "pos") in trace or (trace.config is not None and trace.config.adds_position_table)
+    steps = [s for s in INPUT_STEPS if s[0] != "pos" or table]
     return [Stage(names.side_entry(side, k), k, t, names.word(side), side=side) for k, t in steps]
 
 

@@ -101,10 +101,19 @@ class PositionalPanel(StagePanel):
         side = stage.side or "src"
         name = names.side_entry(side, "pos")
         if name not in trace:
+            config, options = trace.config, trace.options
+            switched_off = (
+                config is not None and config.adds_position_table and options is not None and not options.positional
+            )
             text = (
-                "No positional encoding is added in this run: it is switched off, or this model has "
-                "none, or it uses rotary encoding (which rotates Q and K inside attention instead of "
-                "adding a table here). Without position, the model sees the tokens as an unordered bag."
+                "Positional encoding is switched off for this run: nothing is added to the token embeddings, "
+                "so the first layer sees the embeddings alone. Without position the model sees the tokens as "
+                "an unordered bag: 'dog bites man' and 'man bites dog' give each word the same encoding. "
+                "Tick 'Positional encoding' to add it again."
+                if switched_off
+                else "No positional encoding is added in this run: this model has none, or it uses rotary "
+                "encoding (which rotates Q and K inside attention instead of adding a table here). Without "
+                "position, the model sees the tokens as an unordered bag."
             )
             self._stack.show_message(text)
             self._data = {"message": text}
