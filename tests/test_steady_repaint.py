@@ -203,3 +203,46 @@ def test_a_steady_box_keeps_a_new_text_from_laying_out_the_window_unless_it_need
     qtbot.waitUntil(lambda: box.width() > 600 and box.height() == label.heightForWidth(box.width()))
     box.hide()
     assert not label.isVisible()
+
+
+def test_alternatives_make_room_for_the_tallest_text_before_it_is_shown(qtbot):
+    """A note given the texts a toggle switches between is as tall as the tallest from the start: the first
+    switch to it moves nothing, and the text shown is still the one asked for."""
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from attnlab.ui.stages.common import Note
+
+    window = QWidget()
+    layout = QVBoxLayout(window)
+    note = Note(window)
+    layout.addWidget(note)
+    layout.addWidget(QLabel("the plots below"), 1)
+    qtbot.addWidget(window)
+    window.resize(300, 300)
+    window.show()
+    qtbot.waitExposed(window)
+    short, long = "short", LONG + LONG
+    note.show_text(short)
+    qtbot.waitUntil(lambda: note.height() < note.fontMetrics().lineSpacing() * 2)  # without: one line
+    note.show_text(short, alternatives=(short, long))
+    twin = QLabel(long, wordWrap=True)
+    twin.setFont(note.font())
+    qtbot.waitUntil(lambda: note.minimumHeight() == twin.heightForWidth(note.width()))
+    qtbot.wait(20)  # the growth's own layout pass
+    height, requests = note.height(), _LayoutRequests()
+    window.installEventFilter(requests)
+    note.show_text(long, alternatives=(short, long))
+    QtCore.QCoreApplication.processEvents()
+    assert note.text() == long and note.height() == height and note.minimumHeight() == height
+
+
+def test_the_stage_title_makes_room_for_the_longest_headings_of_its_stage_list(tiny_model):
+    from attnlab.ui.main_window import longest_headings, stage_heading
+
+    stages = stages_for(tiny_model("encoder-decoder").trace(SRC, TGT))
+    headings = longest_headings(stages, 3)
+    shown_length = {stage_heading(s): len(s.group) + len(s.title) + len(s.key) for s in stages}
+    assert len(set(headings)) == 3 and set(headings) <= set(shown_length)
+    shortest_chosen = min(shown_length[h] for h in headings)
+    assert all(length <= shortest_chosen for h, length in shown_length.items() if h not in headings)
+    assert shortest_chosen > min(shown_length.values())

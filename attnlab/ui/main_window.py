@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from attnlab.limits import MAX_SENTENCE_CHARS
-from attnlab.present.stages import shape_text
+from attnlab.present.stages import Stage, shape_text
 from attnlab.session import Session
 from attnlab.ui import app as appsettings
 from attnlab.ui import head_menu
@@ -242,10 +242,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             if html != self._explanation_html:  # same text after a toggle: keep the laid-out document
                 self._explanation_html = html
                 self.explanation.setHtml(html)
-            # people count layers and heads from 1; the trace name (0-based) is shown beside, for the API
-            title = f"<b>{stage.group}</b> · {stage.title} <span style='color:gray'>({stage.key})</span>"
             for label, steady, text in (
-                (self.stage_title, self._title_box, title),
+                (self.stage_title, self._title_box, stage_heading(stage)),
                 (self.stage_shapes, self._shapes_box, shape_text(trace, stage)),
             ):
                 if text != label.text():
@@ -259,6 +257,9 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
 
     def _on_trace(self, trace) -> None:
         s = self.session
+        if s.stages is not self.navigator.stages():  # a new list: the title makes room for its longest headings
+            self._title_box.alternatives = longest_headings(s.stages)
+            self._title_box.fit()
         self.navigator.set_stages(s.stages, s.stage_key)
         self.refresh()
         self._update_banner(trace)
@@ -325,6 +326,19 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self._remove_clicker()
         self.session.shutdown()
         super().closeEvent(event)
+
+
+def stage_heading(stage: Stage) -> str:
+    """The stage title above the panel: 'Encoder layer 1 · add & LayerNorm 1 (enc.0.norm1)'. People count
+    layers and heads from 1; the trace name (0-based) is shown beside, for the API."""
+    return f"<b>{stage.group}</b> · {stage.title} <span style='color:gray'>({stage.key})</span>"
+
+
+def longest_headings(stages: list[Stage], count: int = 3) -> tuple[str, ...]:
+    """The headings of the `count` stages with the most characters: the ones that wrap first as the window
+    narrows (measuring all ~150 at every width would cost milliseconds)."""
+    longest = sorted(stages, key=lambda s: len(s.group) + len(s.title) + len(s.key), reverse=True)[:count]
+    return tuple(stage_heading(s) for s in longest)
 
 
 def default_size(available) -> tuple[int, int]:

@@ -109,6 +109,10 @@ class StageNavigator(QTreeWidget):
         self.blockSignals(False)
         self.scrollToItem(item, QAbstractItemView.ScrollHint.EnsureVisible)
 
+    def stages(self) -> list[Stage] | None:
+        """The stage list last given to set_stages."""
+        return self._stages
+
     def current_key(self) -> str | None:
         item = self.currentItem()
         return item.data(0, KEY_ROLE) if item is not None else None

@@ -7,6 +7,10 @@ the label's minimum height at the tallest text it has shown at the current width
 flips between a short and a long text re-lays out the window once, not on every toggle. When the label's width
 changes (the window or a dock was resized, a relayout is happening anyway) it starts again from the current
 text's own height at the new width; so it does when its font changes (zoom).
+
+Grow-only still moves the layout once: the first time a toggle shows a longer text (the residual-off sentence,
+a wrapped title). Where the texts a toggle switches between are known, give them as `alternatives`: the height
+is then the tallest of them from the start, and the first toggle moves nothing either.
 """
 
 from __future__ import annotations
@@ -21,6 +25,44 @@ def steady_height(label: QtWidgets.QLabel, width: int, current: int, same_width:
     return max(current if same_width else reserved, need, reserved)
 
 
+class TextHeights:
+    """The height `label` would need for each of some other texts at a width, measured on a hidden twin
+    label of the same font and format (the label itself keeps its text). Cached per width, font and texts:
+    a toggle asks again at the same width and finds the answer."""
+
+    def __init__(self, label: QtWidgets.QLabel):
+        self._label = label
+        self._twin: QtWidgets.QLabel | None = None
+        self._cache: dict[tuple, int] = {}
+
+    def tallest(self, texts: tuple[str, ...], width: int) -> int:
+        if not texts or width <= 1:
+            return 0
+        label = self._label
+        key = (width, texts, label.font().key())
+        height = self._cache.get(key)
+        if height is None:
+            twin = self._twin
+            if twin is None:
+                twin = self._twin = QtWidgets.QLabel(objectName=label.objectName())  # the same style rules
+                twin.ensurePolished()
+                twin.setWordWrap(label.wordWrap())
+                twin.setTextFormat(label.textFormat())
+                twin.setContentsMargins(label.contentsMargins())
+                twin.setMargin(label.margin())
+                twin.setIndent(label.indent())
+            twin.setFont(label.font())
+            heights = []
+            for text in texts:
+                twin.setText(text)
+                heights.append(twin.heightForWidth(width) if text else 0)
+            height = max(heights)
+            if len(self._cache) > 64:  # widths seen while a window is dragged wider: keep the recent ones
+                self._cache.clear()
+            self._cache[key] = height
+        return height
+
+
 class SteadyHeight(QtCore.QObject):
     """Keeps `label`'s minimum height grow-only at its current width; call `fit()` after each setText."""
 
@@ -28,6 +70,8 @@ class SteadyHeight(QtCore.QObject):
         super().__init__(label)
         self._label = label
         self.reserved = reserved  # the least height in pixels (e.g. room for 3 lines from the start)
+        self.alternatives: tuple[str, ...] = ()  # other texts a toggle may show: room for the tallest
+        self._heights = TextHeights(label)
         self._fitted_width = -1
         label.setMinimumHeight(reserved)
         label.installEventFilter(self)
@@ -41,7 +85,8 @@ class SteadyHeight(QtCore.QObject):
         same_width = width == self._fitted_width
         if not same_width:  # a QLabel measures itself no shorter than its minimum: drop the old one first
             label.setMinimumHeight(self.reserved)
-        height = steady_height(label, width, label.minimumHeight(), same_width, self.reserved)
+        least = max(self.reserved, self._heights.tallest(self.alternatives, width))
+        height = steady_height(label, width, label.minimumHeight(), same_width, least)
         self._fitted_width = width
         if height != label.minimumHeight():
             label.setMinimumHeight(height)
@@ -73,6 +118,8 @@ class SteadyBox(QtWidgets.QWidget):
         label.show()
         self.label = label
         self.reserved = reserved
+        self.alternatives: tuple[str, ...] = ()  # other texts the label may show: room for the tallest
+        self._heights = TextHeights(label)
         self._fitted_width = -1
         self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Fixed)
         self.setFixedHeight(reserved)
@@ -83,7 +130,8 @@ class SteadyBox(QtWidgets.QWidget):
         width = self.width()
         if width <= 1:
             return
-        height = steady_height(self.label, width, self.height(), width == self._fitted_width, self.reserved)
+        least = max(self.reserved, self._heights.tallest(self.alternatives, width))
+        height = steady_height(self.label, width, self.height(), width == self._fitted_width, least)
         self._fitted_width = width
         if height != self.height():
             self.setFixedHeight(height)

@@ -156,8 +156,10 @@ class AddNormPanel(StagePanel):
         sub_name = sublayer_output(trace, layer, n)
         sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n), short=True)
         resid_name = names.resid(layer, n)
-        text, titles = addnorm_texts(norm, residual_on(trace), sub, n, layer_name(layer), norm_word(trace.config))
-        self._placement.show_text(text)
+        where, word = layer_name(layer), norm_word(trace.config)
+        text, titles = addnorm_texts(norm, residual_on(trace), sub, n, where, word)
+        toggled = tuple(addnorm_texts(p, r, sub, n, where, word)[0] for p in ("pre", "post") for r in (True, False))
+        self._placement.show_text(text, alternatives=toggled)  # the placement and residual toggles move nothing
         order = (entry["in"], entry["out"], resid_name) if norm == "pre" else (sub_name, entry["in"], entry["out"])
         slots = list(zip(order, titles, strict=True))
         shown: dict[str, dict] = {}
@@ -177,9 +179,8 @@ class AddNormPanel(StagePanel):
             else "Per token: subtract its mean, divide by √(variance + ε), then scale by γ and shift by β. "
             "The output has mean ≈ 0 and variance ≈ 1 per token (up to the learned γ and β)."
         )
-        if residual_off:
-            note = "The residual connection is switched OFF: the sub-layer's output replaces x. " + note
-        self._note.show_text(note)
+        off_note = "The residual connection is switched OFF: the sub-layer's output replaces x. " + note
+        self._note.show_text(off_note if residual_off else note, alternatives=(off_note,))
         self._data = {
             "before": shown[entry["in"]],
             "after": shown[entry["out"]],

@@ -66,7 +66,12 @@ class Note(QtWidgets.QLabel):
         # a steady height: texts of different lengths do not re-layout the panel (and repaint its plots)
         self._steady = SteadyHeight(self, reserved)
 
-    def show_text(self, text: str) -> None:
+    def show_text(self, text: str, alternatives: tuple[str, ...] = ()) -> None:
+        """Show `text`; `alternatives` are the texts a toggle may switch this note to (its height makes room
+        for the tallest from the start, so the first toggle to a longer one moves nothing)."""
+        if alternatives != self._steady.alternatives:
+            self._steady.alternatives = alternatives
+            self._steady.fit()
         if text != self.text():
             self.setText(text)
             self._steady.fit()

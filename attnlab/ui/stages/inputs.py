@@ -194,7 +194,7 @@ class InputSumPanel(StagePanel):
         row.addWidget(self._pos_box, 1)
         row.addWidget(self._equals)
         row.addWidget(boxes["input"][0], 1)
-        self._note = Note(self, reserve_lines=3)  # the PE-off sentence is a line longer: no re-layout
+        self._note = Note(self, reserve_lines=3)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addLayout(row, 1)
         layout.addWidget(self._note)
@@ -251,18 +251,18 @@ class InputSumPanel(StagePanel):
                     else ": this sum is what the first layer reads."
                 )
             )
-        elif has_pos:
-            self._note.show_text(
+        else:  # the positional toggle switches between these two: room for the taller from the start
+            with_pos = (
                 f"Each token's vector is its embedding plus the encoding of its position "
                 f"({x.shape[0]} × {x.shape[1]} each, one shared colour scale). This sum is "
                 f"what the first layer reads."
             )
-        else:
-            self._note.show_text(
+            without_pos = (
                 "No positional table is added here, so the layer input equals the "
                 "embedding: without position information, reordering the words changes "
                 "nothing (unless rotary encoding adds position inside attention)."
             )
+            self._note.show_text(with_pos if has_pos else without_pos, alternatives=(with_pos, without_pos))
 
     def _imported_parts(self, trace: Trace, side: str, parts: dict, titles: dict) -> dict:
         """BERT-like inputs: the token-type embedding joins the middle box, and the embedding LayerNorm turns
