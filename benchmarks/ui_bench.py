@@ -150,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     window = MainWindow()
     window.show()
     app.processEvents()
+    screen = window.screen().availableGeometry()
+    # offscreen, the screen is 800×800: the window opens at its minimum width, and the panels are small
+    print(f"window {window.width()}×{window.height()} on a {screen.width()}×{screen.height()} screen")
     session = window.session
     session.model = model
     session.modelChanged.emit(model)
