@@ -168,21 +168,27 @@ class _LayoutRequests(QtCore.QObject):
         return False
 
 
-def test_a_steady_box_keeps_a_new_text_from_laying_out_the_window_unless_it_needs_more_room(qtbot):
+def shown_above_a_stage(qtbot, widget_of):
+    """A 300 × 300 window: the widget `widget_of(window)` makes, over a label that takes the rest."""
     from PySide6.QtWidgets import QVBoxLayout, QWidget
-
-    from attnlab.ui.steady import SteadyBox
 
     window = QWidget()
     layout = QVBoxLayout(window)
-    label = QLabel(wordWrap=True)
-    box = SteadyBox(label)
-    layout.addWidget(box)
+    widget = widget_of(window)
+    layout.addWidget(widget)
     layout.addWidget(QLabel("the stage below"), 1)
     qtbot.addWidget(window)
     window.resize(300, 300)
     window.show()
     qtbot.waitExposed(window)
+    return window, widget
+
+
+def test_a_steady_box_keeps_a_new_text_from_laying_out_the_window_unless_it_needs_more_room(qtbot):
+    from attnlab.ui.steady import SteadyBox
+
+    label = QLabel(wordWrap=True)
+    window, box = shown_above_a_stage(qtbot, lambda window: SteadyBox(label))
     label.setText(LONG)
     box.fit()
     qtbot.waitUntil(lambda: label.height() == box.height() > label.fontMetrics().lineSpacing() * 3)
@@ -208,19 +214,9 @@ def test_a_steady_box_keeps_a_new_text_from_laying_out_the_window_unless_it_need
 def test_alternatives_make_room_for_the_tallest_text_before_it_is_shown(qtbot):
     """A note given the texts a toggle switches between is as tall as the tallest from the start: the first
     switch to it moves nothing, and the text shown is still the one asked for."""
-    from PySide6.QtWidgets import QVBoxLayout, QWidget
-
     from attnlab.ui.stages.common import Note
 
-    window = QWidget()
-    layout = QVBoxLayout(window)
-    note = Note(window)
-    layout.addWidget(note)
-    layout.addWidget(QLabel("the plots below"), 1)
-    qtbot.addWidget(window)
-    window.resize(300, 300)
-    window.show()
-    qtbot.waitExposed(window)
+    window, note = shown_above_a_stage(qtbot, Note)
     short, long = "short", LONG + LONG
     note.show_text(short)
     qtbot.waitUntil(lambda: note.height() < note.fontMetrics().lineSpacing() * 2)  # without: one line
