@@ -19,6 +19,32 @@ def norm_of(cfg: ModelConfig) -> LayerNorm | RMSNorm:
     return make_norm(cfg.norm, cfg.d_model, cfg.layer_norm_eps, cfg.norm_bias)
 
 
+def attend(
+    attention: nn.Module,
+    h: Tensor,
+    memory: Tensor,
+    mask: AttentionMask,
+    ctx: RunContext,
+    site: str,
+    rotary: tuple[Tensor, Tensor] | None,
+) -> Tensor:
+    """One attention sub-layer with this run's settings: queries from h [B, Tq, d], keys and values from
+    memory [B, Tk, d] (h itself for self-attention); `rotary` is None where no rotary positions apply
+    (cross-attention). -> [B, Tq, d]"""
+    return attention(
+        h,
+        memory,
+        mask,
+        ctx.n_heads,
+        ctx.scale,
+        rotary,
+        ctx.rec,
+        site,
+        ablate=ctx.options.ablations(site),
+        projections=ctx.projections,
+    )
+
+
 class EncoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -29,23 +55,10 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: Tensor, mask: AttentionMask, ctx: RunContext, prefix: str) -> Tensor:
         """x [B, S, d] -> [B, S, d]"""
-
-        def attend(h: Tensor) -> Tensor:
-            site = names.site(prefix, "self")
-            return self.self_attn(
-                h,
-                h,
-                mask,
-                ctx.n_heads,
-                ctx.scale,
-                ctx.rotary,
-                ctx.rec,
-                site,
-                ablate=ctx.options.ablations(site),
-                projections=ctx.projections,
-            )
-
-        x = residual_block(x, attend, self.norm1, ctx, prefix, 1)
+        site = names.site(prefix, "self")
+        x = residual_block(
+            x, lambda h: attend(self.self_attn, h, h, mask, ctx, site, ctx.rotary), self.norm1, ctx, prefix, 1
+        )
         x = residual_block(x, lambda h: self.ffn(h, ctx.rec, prefix), self.norm2, ctx, prefix, 2)
         ctx.rec(names.layer_out(prefix), x)
         return x
@@ -73,35 +86,11 @@ class DecoderLayer(nn.Module):
         """y [B, T, d], memory [B, S, d] or None -> [B, T, d]"""
 
         def attend_self(h: Tensor) -> Tensor:
-            site = names.site(prefix, "self")
-            return self.self_attn(
-                h,
-                h,
-                self_mask,
-                ctx.n_heads,
-                ctx.scale,
-                ctx.rotary,
-                ctx.rec,
-                site,
-                ablate=ctx.options.ablations(site),
-                projections=ctx.projections,
-            )
+            return attend(self.self_attn, h, h, self_mask, ctx, names.site(prefix, "self"), ctx.rotary)
 
         def attend_memory(h: Tensor) -> Tensor:  # queries from the decoder, keys and values from the encoder
             assert self.cross_attn is not None and memory is not None and cross_mask is not None
-            site = names.site(prefix, "cross")
-            return self.cross_attn(
-                h,
-                memory,
-                cross_mask,
-                ctx.n_heads,
-                ctx.scale,
-                None,
-                ctx.rec,
-                site,
-                ablate=ctx.options.ablations(site),
-                projections=ctx.projections,
-            )
+            return attend(self.cross_attn, h, memory, cross_mask, ctx, names.site(prefix, "cross"), None)
 
         y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)
         n, norm = 2, self.norm2

@@ -160,10 +160,8 @@ def map_title(trace: Trace, kind: str) -> str:
     return scaled_title(scaling_on(trace)) if kind == "scaled" else MAP_TEXT[kind][0]
 
 
-class AttentionMapPanel(StagePanel):
-    """[Tq × Tk] map of the selected head: raw scores, scaled scores, masked scores or softmax weights."""
-
-    kinds = ("scores", "scaled", "masked", "weights")
+class MapPanel(StagePanel):
+    """The body of the one-map panels: a bold header, one heatmap under it, and a note below."""
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -175,6 +173,15 @@ class AttentionMapPanel(StagePanel):
         layout.addWidget(self._map, 1)
         layout.addWidget(self._note)
         self._data: dict = {}
+
+    def shown_data(self) -> dict:
+        return dict(self._data)
+
+
+class AttentionMapPanel(MapPanel):
+    """[Tq × Tk] map of the selected head: raw scores, scaled scores, masked scores or softmax weights."""
+
+    kinds = ("scores", "scaled", "masked", "weights")
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         site, kind = stage.site or "", stage.kind
@@ -226,9 +233,6 @@ class AttentionMapPanel(StagePanel):
             text += f" Row sums: {row_sums.min():.3f} … {row_sums.max():.3f}."
             return text
         return text + spread
-
-    def shown_data(self) -> dict:
-        return dict(self._data)
 
 
 class MaskPanel(StagePanel):

@@ -10,32 +10,15 @@ from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.texts import counted
-from attnlab.ui.stages.attention import SiteView, need_entries
-from attnlab.ui.stages.base import StagePanel
+from attnlab.ui.stages.attention import MapPanel, SiteView, need_entries
 from attnlab.ui.stages.common import (
-    Note,
-    PanelHeatmap,
     array,
     axis_title,
 )
 
 
-class _SiteVectorPanel(StagePanel):
+class _SiteVectorPanel(MapPanel):
     """Shared body of the panels that show [Tq × columns] vectors after attention."""
-
-    def __init__(self, parent: QtWidgets.QWidget | None = None):
-        super().__init__(parent)
-        self._header = Note(self, delta=1, bold=True)
-        self._map = PanelHeatmap(self, header=self._header)
-        self._note = Note(self)
-        layout = QtWidgets.QVBoxLayout(self)
-        layout.addWidget(self._header)
-        layout.addWidget(self._map, 1)
-        layout.addWidget(self._note)
-        self._data: dict = {}
-
-    def shown_data(self) -> dict:
-        return dict(self._data)
 
     def _lacks(self, trace: Trace, name: str, what: str) -> bool:
         """True (after showing why) when the trace has no `name` to draw."""
