@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QLabel
 from attnlab.engine.options import RunOptions
 from attnlab.present.stages import ViewState, stages_for
 from attnlab.ui.stages import panel_class_for
-from attnlab.ui.steady import SteadyHeight
+from attnlab.ui.steady import SteadyHeight, TextHeights
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 LONG = "A long sentence that wraps over several lines of a narrow label, as the banner's reasons do. " * 3
@@ -41,16 +41,41 @@ def test_a_steady_label_keeps_its_tallest_height_at_a_width_and_refits_at_a_new_
     label.setText("short")
     steady.fit()
     assert label.text() == "short" and label.minimumHeight() == tall  # same width: no shrink, no re-layout
-    label.resize(600, tall)  # a new width (the window was resized): start again from this text's height
+    label.resize(600, tall)  # a new width (the window was resized): room for the recent texts at that width
     qtbot.waitUntil(lambda: label.minimumHeight() < tall)
+    assert label.text() == "short"
+    assert label.minimumHeight() == height_of(LONG, label, 600) > height_of("short", label, 600)
+    font = label.font()
+    font.setPointSizeF(font.pointSizeF() / 2)  # zoomed out: start again from this text's height, in the new font
+    label.setFont(font)
     assert label.minimumHeight() == label.heightForWidth(600)
     label.setText(LONG)
     steady.fit()
-    wide = label.minimumHeight()
-    font = label.font()
-    font.setPointSizeF(font.pointSizeF() / 2)  # zoomed out: the same text needs fewer lines
-    label.setFont(font)
-    assert label.minimumHeight() == label.heightForWidth(600) < wide
+    assert label.minimumHeight() == label.heightForWidth(600) > height_of("short", label, 600)
+
+
+def height_of(text: str, like: QLabel, width: int) -> int:
+    """The height a label like `like` needs for `text` at `width` (Qt's own measure, on a label of its own)."""
+    other = QLabel(text, wordWrap=True)
+    other.setFont(like.font())
+    return other.heightForWidth(width)
+
+
+def test_a_steady_label_keeps_room_for_its_last_texts_only(qtbot):
+    label = QLabel(wordWrap=True)
+    qtbot.addWidget(label)
+    steady = SteadyHeight(label)
+    label.resize(200, 40)
+    label.show()
+    qtbot.waitExposed(label)
+    label.setText(LONG)
+    steady.fit()
+    for i in range(TextHeights.RECENT):  # as many shorter texts after it: the long one is forgotten
+        label.setText(f"short {i}")
+        steady.fit()
+    label.resize(300, 40)
+    qtbot.waitUntil(lambda: label.width() == 300)
+    assert label.minimumHeight() == height_of("short 7", label, 300) < height_of(LONG, label, 300)
 
 
 def test_the_window_title_and_banner_show_the_new_texts_after_a_toggle(qtbot, model):

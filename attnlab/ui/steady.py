@@ -5,8 +5,9 @@ an untrained-run reason in the banner, a longer stage title), the layout moves e
 plot in the panel is resized and repainted in full: a 5 ms update becomes a 20–40 ms one. SteadyHeight keeps
 the label's minimum height at the tallest text it has shown at the current width (grow-only), so a toggle that
 flips between a short and a long text re-lays out the window once, not on every toggle. When the label's width
-changes (the window or a dock was resized, a relayout is happening anyway) it starts again from the current
-text's own height at the new width; so it does when its font changes (zoom).
+changes (the window or a dock was resized, a relayout is happening anyway) it starts again from the tallest of
+the last few texts it showed, measured at the new width (a toggle flipped back and forth before the resize moves
+nothing after it either); when its font changes (zoom) it starts from the current text's own height.
 
 Grow-only still moves the layout once: the first time a toggle shows a longer text (the residual-off sentence,
 a wrapped title). Where the texts a toggle switches between are known, give them as `alternatives`: the height
@@ -28,12 +29,24 @@ def steady_height(label: QtWidgets.QLabel, width: int, current: int, same_width:
 class TextHeights:
     """The height `label` would need for each of some other texts at a width, measured on a hidden twin
     label of the same font and format (the label itself keeps its text). Cached per width, font and texts:
-    a toggle asks again at the same width and finds the answer."""
+    a toggle asks again at the same width and finds the answer. It also keeps the last RECENT distinct texts
+    the label showed (`shown`), which a new width makes room for."""
+
+    RECENT = 8
 
     def __init__(self, label: QtWidgets.QLabel):
         self._label = label
         self._twin: QtWidgets.QLabel | None = None
         self._cache: dict[tuple, int] = {}
+        self.recent: tuple[str, ...] = ()
+
+    def shown(self, text: str) -> None:
+        """Remember `text` among the last RECENT distinct texts shown (the oldest goes first)."""
+        if text and text not in self.recent:
+            self.recent = (*self.recent, text)[-self.RECENT :]
+
+    def forget(self) -> None:
+        self.recent = ()
 
     def tallest(self, texts: tuple[str, ...], width: int) -> int:
         if not texts or width <= 1:
@@ -63,6 +76,17 @@ class TextHeights:
         return height
 
 
+def least_height(
+    heights: TextHeights, text: str, alternatives: tuple[str, ...], width: int, same_width: bool, reserved: int
+) -> int:
+    """The least height SteadyHeight and SteadyBox give at `width`: room for the tallest alternative and, at a
+    new width, for the tallest of the recent texts too (the current width's grow-only height covers them).
+    Notes `text` as shown."""
+    heights.shown(text)
+    texts = alternatives if same_width else alternatives + heights.recent
+    return max(reserved, heights.tallest(texts, width))
+
+
 class SteadyHeight(QtCore.QObject):
     """Keeps `label`'s minimum height grow-only at its current width; call `fit()` after each setText."""
 
@@ -85,7 +109,7 @@ class SteadyHeight(QtCore.QObject):
         same_width = width == self._fitted_width
         if not same_width:  # a QLabel measures itself no shorter than its minimum: drop the old one first
             label.setMinimumHeight(self.reserved)
-        least = max(self.reserved, self._heights.tallest(self.alternatives, width))
+        least = least_height(self._heights, label.text(), self.alternatives, width, same_width, self.reserved)
         height = steady_height(label, width, label.minimumHeight(), same_width, least)
         self._fitted_width = width
         if height != label.minimumHeight():
@@ -98,6 +122,7 @@ class SteadyHeight(QtCore.QObject):
                 self.fit()
         elif type(event) is QtCore.QEvent and event.type() == QtCore.QEvent.Type.FontChange:
             self._fitted_width = -1  # a new font (zoom, presentation mode): start again from this text's height
+            self._heights.forget()
             self.fit()
         return False
 
@@ -130,8 +155,9 @@ class SteadyBox(QtWidgets.QWidget):
         width = self.width()
         if width <= 1:
             return
-        least = max(self.reserved, self._heights.tallest(self.alternatives, width))
-        height = steady_height(self.label, width, self.height(), width == self._fitted_width, least)
+        same_width = width == self._fitted_width
+        least = least_height(self._heights, self.label.text(), self.alternatives, width, same_width, self.reserved)
+        height = steady_height(self.label, width, self.height(), same_width, least)
         self._fitted_width = width
         if height != self.height():
             self.setFixedHeight(height)
@@ -150,6 +176,7 @@ class SteadyBox(QtWidgets.QWidget):
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
         if type(event) is QtCore.QEvent and event.type() == QtCore.QEvent.Type.FontChange:
             self._fitted_width = -1  # zoom, presentation mode: start again from this text's height
+            self._heights.forget()
             self.fit()
         return False
 
