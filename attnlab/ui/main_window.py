@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QScrollArea,
     QSplitter,
-    QStackedWidget,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
@@ -34,6 +33,7 @@ from attnlab.ui.controls import ControlsPanel
 from attnlab.ui.errors import ErrorReporter
 from attnlab.ui.inputs import InputBar
 from attnlab.ui.navigator import STEP_KEYS, StageNavigator
+from attnlab.ui.panel_area import CurrentPageStack, scrolling
 from attnlab.ui.schematic import Schematic
 from attnlab.ui.snapshot_slider import SnapshotSlider
 from attnlab.ui.steady import SteadyBox, settle_views
@@ -90,7 +90,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             objectName="stageShapes", wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse
         )
         self._shapes_box = SteadyBox(self.stage_shapes)
-        self.panel_stack = QStackedWidget(objectName="panelStack")
+        # sized by the panel shown; a panel wider than the room scrolls instead of widening the window
+        self.panel_stack = CurrentPageStack(objectName="panelStack")
         self.placeholder = QLabel(
             "Loading the model and tracing the first sentence…", alignment=Qt.AlignmentFlag.AlignCenter
         )
@@ -108,7 +109,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         box.addWidget(self._shapes_box)
         self.snapshot_slider = SnapshotSlider(self.session)  # training steps, when the model keeps snapshots
         box.addWidget(self.snapshot_slider)
-        box.addWidget(self.panel_stack, 1)
+        box.addWidget(scrolling(self.panel_stack), 1)
         split = QSplitter(Qt.Orientation.Vertical, objectName="centralSplitter", childrenCollapsible=False)
         split.addWidget(stage_area)
         split.addWidget(self.explanation)

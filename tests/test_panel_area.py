@@ -1,0 +1,56 @@
+"""The stage panels never widen the window (ui/panel_area.py): the stack is sized by the panel shown, and a panel
+wider than its room scrolls. Before, the layer input's three maps (588 px) grew a window at its minimum width
+past a small screen's edge the first time the stage was shown, and it stayed that wide for every stage."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6 import QtWidgets
+
+from attnlab.ui.panel_area import CurrentPageStack
+
+pytestmark = pytest.mark.usefixtures("isolated_settings")
+
+
+def page(min_width: int) -> QtWidgets.QWidget:
+    widget = QtWidgets.QWidget()
+    widget.setMinimumSize(min_width, 50)
+    QtWidgets.QVBoxLayout(widget).addWidget(QtWidgets.QLabel("x"))
+    return widget
+
+
+def test_the_stack_takes_the_size_hints_of_its_current_page_only(qtbot):
+    stack = CurrentPageStack()
+    qtbot.addWidget(stack)
+    narrow, wide = page(100), page(700)
+    for p in (narrow, wide):
+        stack.addWidget(p)
+    plain = QtWidgets.QStackedWidget()
+    qtbot.addWidget(plain)
+    for p in (page(100), page(700)):
+        plain.addWidget(p)
+    stack.setCurrentWidget(wide)
+    assert stack.minimumSizeHint().width() == 700
+    stack.setCurrentWidget(narrow)
+    assert stack.minimumSizeHint().width() == 100 < plain.minimumSizeHint().width()  # Qt's own keeps the widest
+
+
+def test_a_wide_panel_scrolls_instead_of_widening_a_window_at_its_minimum(open_window, tiny_model):
+    window = open_window(tiny_model("encoder-decoder", n_encoder_layers=1))
+    window.resize(window.minimumSizeHint())  # a small screen: the window at its least width
+    window.session.set_stage("src.tokens")
+    QtWidgets.QApplication.processEvents()
+    least, size = window.minimumSizeHint().width(), window.width()
+    window.session.set_stage("src.input")  # embedding + position = input: three maps side by side
+    for _ in range(3):
+        QtWidgets.QApplication.processEvents()
+    panel = window.current_panel()
+    scroll = window.findChild(QtWidgets.QScrollArea, "panelScroll")
+    assert type(panel).__name__ == "InputSumPanel"
+    assert panel.minimumSizeHint().width() > scroll.viewport().width()  # it does not fit ...
+    assert window.minimumSizeHint().width() == least and window.width() == size  # ... and the window stays put
+    assert scroll.horizontalScrollBar().maximum() > 0 and panel.width() >= panel.minimumSizeHint().width()
+    window.session.set_stage("src.tokens")  # back to a narrow panel: it fits again, no scroll bar
+    for _ in range(3):
+        QtWidgets.QApplication.processEvents()
+    assert scroll.horizontalScrollBar().maximum() == 0
