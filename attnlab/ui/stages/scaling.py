@@ -69,12 +69,17 @@ class ScaleWhyPanel(StagePanel):
             left.addWidget(w, stretch)
         self._dk_spin = _spin(self, "scaleDkSpin", 1, MAX_DK, 64, "d_k = ")
         self._seed_spin = _spin(self, "scaleSeedSpin", 0, 9999, 0, "seed ")
-        controls = QtWidgets.QHBoxLayout()
         draw_title = QtWidgets.QLabel("random q, k (unit variance):", self)
         draw_title.setFont(note_font(bold=True))
-        for w in (draw_title, self._dk_spin, self._seed_spin):
-            controls.addWidget(w)
-        controls.addStretch(1)
+        spins = QtWidgets.QHBoxLayout()
+        for w in (self._dk_spin, self._seed_spin):
+            spins.addWidget(w)
+        spins.addStretch(1)
+        # the title above its spin boxes: in one row they made this column ~460 px wide at least, and at the
+        # default window size the left column's plots were squeezed until their titles were cut off
+        controls = QtWidgets.QVBoxLayout()
+        controls.addWidget(draw_title)
+        controls.addLayout(spins)
         self._std_plot = bar_plot(self, "std of q·k vs d_k (log–log)")
         self._max_plot = bar_plot(self, "largest softmax weight vs d_k (32 keys)")
         for plot in (self._std_plot, self._max_plot):
