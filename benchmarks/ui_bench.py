@@ -15,7 +15,7 @@ scaling, causal mask, positional encoding, residuals, temperature), then measure
 Targets (paint of the visible panels, p95): ≤ 16 ms at 16 tokens, ≤ 33 ms at 64 tokens.
 Then (unless --no-gaps) the app is driven through its Session — toggles, typing, generation — with a 5 ms timer
 on the GUI thread, and the longest gap between its ticks is reported (target ≤ 50 ms; see gui_gaps.py).
-Runs offscreen unless QT_QPA_PLATFORM says otherwise, on a --screen of 1600×1000 by default: the window opens
+Runs offscreen unless QT_QPA_PLATFORM names another platform, on a --screen of 1600×1000 by default: the window opens
 at the app's default size, 1400×900, as on a desktop. (Qt's offscreen screen is 800×800 unless told otherwise;
 the window then sits at its minimum width and wide panels scroll, so less is drawn.) Uses
 load_bundled("translation"), which stands in a random model of the same size while the trained one is absent.
@@ -85,8 +85,9 @@ def toggles(config):
 
 
 def offscreen_screen(size: str) -> None:
-    """Run offscreen on a screen of `size` ("1600x1000") unless QT_QPA_PLATFORM names a platform already."""
-    if "QT_QPA_PLATFORM" in os.environ:
+    """Run offscreen on a screen of `size` ("1600x1000"), unless QT_QPA_PLATFORM names another platform (or
+    offscreen options of its own)."""
+    if os.environ.get("QT_QPA_PLATFORM", "offscreen") != "offscreen":
         return
     width, height = (int(v) for v in size.lower().split("x"))
     screen = {"name": "bench", "x": 0, "y": 0, "width": width, "height": height, "logicalDpi": 96, "dpr": 1}
