@@ -54,3 +54,21 @@ def test_a_wide_panel_scrolls_instead_of_widening_a_window_at_its_minimum(open_w
     for _ in range(3):
         QtWidgets.QApplication.processEvents()
     assert scroll.horizontalScrollBar().maximum() == 0
+
+
+def test_the_stage_area_keeps_the_panel_whole_in_height(open_window, tiny_model):
+    """Only sideways scrolling: the splitter gives the panel its least height and the explanation what is left
+    (presentation mode on a 1024×768 screen gives the explanation a large share)."""
+    window = open_window(tiny_model("encoder-decoder", n_encoder_layers=1), size=(1024, 640))
+    scroll = window.findChild(QtWidgets.QScrollArea, "panelScroll")
+    split = window.findChild(QtWidgets.QSplitter, "centralSplitter")
+    window.session.set_stage("src.tokens")  # a short panel first, then the explanation takes most of the room
+    QtWidgets.QApplication.processEvents()
+    split.setSizes([10, sum(split.sizes()) - 10])
+    window.session.set_stage("enc.0.norm1")  # add & norm: three maps over two bar plots and a note
+    for _ in range(3):
+        QtWidgets.QApplication.processEvents()
+    panel = window.current_panel()
+    assert type(panel).__name__ == "AddNormPanel"
+    assert scroll.viewport().height() >= panel.minimumSizeHint().height()
+    assert scroll.verticalScrollBar().maximum() == 0

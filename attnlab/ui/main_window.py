@@ -33,7 +33,7 @@ from attnlab.ui.controls import ControlsPanel
 from attnlab.ui.errors import ErrorReporter
 from attnlab.ui.inputs import InputBar
 from attnlab.ui.navigator import STEP_KEYS, StageNavigator
-from attnlab.ui.panel_area import CurrentPageStack, scrolling
+from attnlab.ui.panel_area import CurrentPageStack, PanelScroll
 from attnlab.ui.schematic import Schematic
 from attnlab.ui.snapshot_slider import SnapshotSlider
 from attnlab.ui.steady import SteadyBox, settle_views
@@ -109,7 +109,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         box.addWidget(self._shapes_box)
         self.snapshot_slider = SnapshotSlider(self.session)  # training steps, when the model keeps snapshots
         box.addWidget(self.snapshot_slider)
-        box.addWidget(scrolling(self.panel_stack), 1)
+        box.addWidget(PanelScroll(self.panel_stack), 1)
         split = QSplitter(Qt.Orientation.Vertical, objectName="centralSplitter", childrenCollapsible=False)
         split.addWidget(stage_area)
         split.addWidget(self.explanation)

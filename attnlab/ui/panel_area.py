@@ -7,8 +7,9 @@ grew past the screen's edge. It never shrank back. The resize also relaid out th
 next event (the banner rewrapped at the new width, then the splitter moved), a 12–23 ms repaint of the stage
 one toggle after the panel appeared.
 
-Here the stack's size hints are those of the panel shown, and a panel larger than the room it is given scrolls
-inside the stage area: the window's size is the user's, whatever panel is shown.
+Here the stack's size hints are those of the panel shown, and a panel wider than the room it is given scrolls
+sideways inside the stage area: the window's width is the user's, whatever panel is shown. Its height is kept
+whole, as before (the stage area's minimum is the panel's).
 """
 
 from __future__ import annotations
@@ -33,9 +34,36 @@ class CurrentPageStack(QtWidgets.QStackedWidget):
         return page.minimumSizeHint().expandedTo(page.minimumSize()) if page is not None else super().minimumSizeHint()
 
 
-def scrolling(stack: QtWidgets.QWidget) -> QtWidgets.QScrollArea:
-    """`stack` in a frameless scroll area that gives it all its room and scrolls only what does not fit."""
-    area = QtWidgets.QScrollArea(objectName="panelScroll", widgetResizable=True)
-    area.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
-    area.setWidget(stack)
-    return area
+class PanelScroll(QtWidgets.QScrollArea):
+    """A frameless scroll area that gives the panel stack all its room and scrolls sideways what does not fit.
+
+    Its minimum height is the panel's own (and a horizontal scroll bar's): the splitter below it keeps the
+    panel whole, as before, and gives the explanation what is left. A scroll area's own minimum is a few pixels,
+    and in presentation mode on a 1024×768 screen the explanation then took the room of the panel's last rows."""
+
+    def __init__(self, stack: QtWidgets.QWidget):
+        super().__init__(objectName="panelScroll", widgetResizable=True)
+        self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        self.setWidget(stack)
+        self._told = QtCore.QSize()  # the minimum the layout above was last told
+        # the stack's geometry changes reach the viewport (its parent), not this widget's layout: pass them on
+        self.viewport().installEventFilter(self)
+
+    def minimumSizeHint(self) -> QtCore.QSize:
+        self._told = self._least()
+        return self._told
+
+    def _least(self) -> QtCore.QSize:
+        hint = super().minimumSizeHint()
+        stack = self.widget()
+        if stack is None:
+            return hint
+        height = stack.minimumSizeHint().height() + self.horizontalScrollBar().sizeHint().height()
+        return QtCore.QSize(hint.width(), max(hint.height(), height))
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
+        # a class test first: most events here are paints, and reading event.type() makes a Python enum
+        if type(event) is QtCore.QEvent and event.type() == QtCore.QEvent.Type.LayoutRequest:
+            if self._least() != self._told:  # a new panel, or one that needs other room
+                self.updateGeometry()  # the layout above asks minimumSizeHint again
+        return super().eventFilter(watched, event)
