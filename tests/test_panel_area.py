@@ -72,3 +72,15 @@ def test_the_stage_area_keeps_the_panel_whole_in_height(open_window, tiny_model)
     assert type(panel).__name__ == "AddNormPanel"
     assert scroll.viewport().height() >= panel.minimumSizeHint().height()
     assert scroll.verticalScrollBar().maximum() == 0
+
+
+def test_a_click_on_a_panel_background_does_not_take_the_focus(open_window, tiny_model, qtbot):
+    from PySide6.QtCore import QPoint, Qt
+
+    window = open_window(tiny_model("encoder-decoder", n_encoder_layers=1))
+    window.session.set_stage("src.tokens")
+    QtWidgets.QApplication.processEvents()
+    scroll = window.findChild(QtWidgets.QScrollArea, "panelScroll")
+    window.navigator.setFocus()
+    qtbot.mouseClick(scroll.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(2, scroll.viewport().height() - 2))
+    assert not scroll.hasFocus()

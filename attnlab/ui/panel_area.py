@@ -44,6 +44,9 @@ class PanelScroll(QtWidgets.QScrollArea):
     def __init__(self, stack: QtWidgets.QWidget):
         super().__init__(objectName="panelScroll", widgetResizable=True)
         self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
+        # a click on a panel's background leaves the focus where it was, as before there was a scroll area (a
+        # focused scroll area would take ↑ / ↓ from the window; its bar scrolls with the mouse)
+        self.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
         self.setWidget(stack)
         self._told = QtCore.QSize()  # the minimum the layout above was last told
         # the stack's geometry changes reach the viewport (its parent), not this widget's layout: pass them on
