@@ -27,7 +27,8 @@ def stage_of(trace, kind):
     return next(s for s in stages_for(trace) if s.kind == kind)
 
 
-def test_a_steady_label_keeps_its_tallest_height_at_a_width_and_refits_at_a_new_one(qtbot):
+def steady_label_showing_long_text(qtbot) -> tuple[QLabel, SteadyHeight]:
+    """A shown 200-px wrapped label under SteadyHeight, fitted to LONG."""
     label = QLabel(wordWrap=True)
     qtbot.addWidget(label)
     steady = SteadyHeight(label)
@@ -36,6 +37,11 @@ def test_a_steady_label_keeps_its_tallest_height_at_a_width_and_refits_at_a_new_
     qtbot.waitExposed(label)
     label.setText(LONG)
     steady.fit()
+    return label, steady
+
+
+def test_a_steady_label_keeps_its_tallest_height_at_a_width_and_refits_at_a_new_one(qtbot):
+    label, steady = steady_label_showing_long_text(qtbot)
     tall = label.minimumHeight()
     assert tall == label.heightForWidth(200) and tall > label.fontMetrics().lineSpacing() * 3
     label.setText("short")
@@ -62,14 +68,7 @@ def height_of(text: str, like: QLabel, width: int) -> int:
 
 
 def test_a_steady_label_keeps_room_for_its_last_texts_only(qtbot):
-    label = QLabel(wordWrap=True)
-    qtbot.addWidget(label)
-    steady = SteadyHeight(label)
-    label.resize(200, 40)
-    label.show()
-    qtbot.waitExposed(label)
-    label.setText(LONG)
-    steady.fit()
+    label, steady = steady_label_showing_long_text(qtbot)
     for i in range(TextHeights.RECENT):  # as many shorter texts after it: the long one is forgotten
         label.setText(f"short {i}")
         steady.fit()
