@@ -86,6 +86,16 @@ def isolated_settings(tmp_path, monkeypatch):
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
 
 
+def shown_widget(qtbot, widget, width: int, height: int):
+    """`widget` handed to qtbot (closed after the test), at width × height, shown and exposed: the start of a
+    test that paints it."""
+    qtbot.addWidget(widget)
+    widget.resize(width, height)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget
+
+
 WINDOW_WAIT_MS = 20000  # the first trace of a window, on a busy CI machine
 WINDOW_SRC, WINDOW_TGT = "the black cat sees the dog", "le chat"  # the sentence the window tests open with
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pyqtgraph as pg
 import pytest
+from conftest import shown_widget
 from PySide6 import QtCore, QtGui
 from PySide6.QtCore import Qt
 
@@ -22,21 +23,13 @@ WORDS = ["the", "black", "cat", "sees", "the", "dog", "."]
 
 @pytest.fixture
 def heatmap(qtbot):
-    w = LabeledHeatmap()
-    qtbot.addWidget(w)
-    w.resize(640, 520)
-    w.show()
-    qtbot.waitExposed(w)
+    w = shown_widget(qtbot, LabeledHeatmap(), 640, 520)
     return w
 
 
 @pytest.fixture
 def grid(qtbot):
-    g = HeadGrid()
-    qtbot.addWidget(g)
-    g.resize(700, 600)
-    g.show()
-    qtbot.waitExposed(g)
+    g = shown_widget(qtbot, HeadGrid(), 700, 600)
     return g
 
 
@@ -621,11 +614,7 @@ def test_head_grid_clear(grid, qtbot):
 
 
 def test_head_grid_small_hides_tick_text(qtbot):
-    g = HeadGrid()
-    qtbot.addWidget(g)
-    g.resize(300, 260)
-    g.show()
-    qtbot.waitExposed(g)
+    g = shown_widget(qtbot, HeadGrid(), 300, 260)
     w, mask = causal_softmax(7, heads=16)
     g.set_heads(w, WORDS, WORDS, mask, "")
     settle(g, qtbot)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 import pytest
+from conftest import shown_widget
 from PySide6 import QtGui
 
 from attnlab.ui import colormaps
@@ -110,11 +111,7 @@ def shown_heatmap(qtbot, size: tuple[int, int]):
     """A LabeledHeatmap of `size` on screen."""
     from attnlab.ui.heatmap import LabeledHeatmap
 
-    heatmap = LabeledHeatmap()
-    qtbot.addWidget(heatmap)
-    heatmap.resize(*size)
-    heatmap.show()
-    qtbot.waitExposed(heatmap)
+    heatmap = shown_widget(qtbot, LabeledHeatmap(), *size)
     return heatmap
 
 

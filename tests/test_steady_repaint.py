@@ -6,6 +6,7 @@ still renames the changed ones. Each test changes the input and asserts on the i
 from __future__ import annotations
 
 import pytest
+from conftest import shown_widget
 from PySide6 import QtCore
 from PySide6.QtWidgets import QLabel
 
@@ -106,11 +107,7 @@ def left_tick_labels(panel) -> list[str]:
 
 
 def test_output_bars_new_labels_and_value_anchors_after_the_distribution_changes(qtbot, model):
-    p = panel_class_for("probs")()
-    qtbot.addWidget(p)
-    p.resize(800, 500)
-    p.show()
-    qtbot.waitExposed(p)
+    p = shown_widget(qtbot, panel_class_for("probs")(), 800, 500)
     p.set_vocabulary(lambda i: f"word{i}")
     p.fixed_axis.setChecked(True)  # a 0–1 axis: a flat distribution's bars end well before its middle
     seen = []

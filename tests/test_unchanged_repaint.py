@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import shown_widget
 from PySide6.QtGui import QFont
 
 from attnlab.ui.head_grid import HeadGrid
@@ -22,11 +23,7 @@ def shown(image) -> np.ndarray:
 
 @pytest.fixture
 def heatmap(qtbot):
-    w = LabeledHeatmap()
-    qtbot.addWidget(w)
-    w.resize(500, 400)
-    w.show()
-    qtbot.waitExposed(w)
+    w = shown_widget(qtbot, LabeledHeatmap(), 500, 400)
     return w
 
 
@@ -59,11 +56,7 @@ def test_the_heatmap_keeps_an_unchanged_image_and_shows_every_change(heatmap):
 
 
 def test_the_head_grid_shows_new_heads_after_unchanged_ones(qtbot):
-    grid = HeadGrid()
-    qtbot.addWidget(grid)
-    grid.resize(600, 500)
-    grid.show()
-    qtbot.waitExposed(grid)
+    grid = shown_widget(qtbot, HeadGrid(), 600, 500)
     rng = np.random.default_rng(1)
     two = rng.random((2, 4, 4)).astype(np.float32)  # [H, Tq, Tk]
     grid.set_heads(two, WORDS, WORDS)
