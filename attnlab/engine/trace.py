@@ -9,6 +9,7 @@ the host copy is cached. Entries that are a cheap function of stored ones are `D
 from __future__ import annotations
 
 import os
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 
 Entry = torch.Tensor | list[str] | Derived
 RECENT_DERIVED = 6  # derived entries kept where they were computed (a site's chain: scores … weights)
+COPY_BATCH_BYTES = 256 << 20  # a read of many entries copies them to the host in batches of about this size
 _NOTHING = torch.empty(0)  # Recorder._last before anything is recorded: no recorded tensor is this one
 
 
@@ -47,7 +49,8 @@ class Recorder:
         self.eager = eager
         self.host = host
         self._items: OrderedDict[str, Entry] = OrderedDict()
-        self._copies: dict[tuple, torch.Tensor] = {}  # host=True: one copy per tensor recorded under 2 names
+        # host=True: storage key -> (the recorded tensor, weakly; its host copy); see _host_copy
+        self._copies: dict[tuple, tuple[weakref.ref, torch.Tensor]] = {}
         # `add` may store straight into the entries unless every tensor must pass through `__call__`: host
         # copies, or a subclass that keeps its own selection (training/evaluate.py's cross-attention recorder)
         self._direct = not host and type(self).__call__ is Recorder.__call__
@@ -66,12 +69,22 @@ class Recorder:
                 self._last, self._last_first = tensor, tensor[0]
             t = self._last_first
         t = t.detach() if t.requires_grad else t  # detaching costs a dispatch per entry
-        if self.host and t.device.type != "cpu":
-            key = _storage_key(t)
-            if key not in self._copies:
-                self._copies[key] = to_host_async(t)
-            t = self._copies[key]
+        if self.host and off_host(t):
+            t = self._host_copy(t)
         self._items[name] = t
+
+    def _host_copy(self, t: torch.Tensor) -> torch.Tensor:
+        """The host copy of device tensor `t`, one per tensor recorded under several names. A copy is reused
+        only while the tensor it was made from is alive: once it is freed, the device allocator hands its
+        address to the next tensor of that size, which must get its own copy."""
+        key = _storage_key(t)
+        kept = self._copies.get(key)
+        if kept is not None and kept[0]() is not None:
+            return kept[1]
+        owner = t._base if t._base is not None else t  # alive => its memory is not anyone else's
+        copy = to_host_async(t)
+        self._copies[key] = (weakref.ref(owner), copy)
+        return copy
 
     def derived(
         self,
@@ -144,6 +157,11 @@ class Recorder:
         return Trace(self._items)
 
 
+def off_host(t: torch.Tensor) -> bool:
+    """Whether `t` lives off the host (on a GPU): reading it means a copy."""
+    return t.device.type != "cpu"
+
+
 def to_host_async(t: torch.Tensor) -> torch.Tensor:
     """A host copy of a device tensor, started without waiting (pinned memory, non_blocking); readers sync."""
     host = torch.empty(t.shape, dtype=t.dtype, pin_memory=torch.cuda.is_available())
@@ -155,24 +173,24 @@ def host_dtype(t: torch.Tensor) -> torch.dtype:
     return torch.float32 if t.is_floating_point() else torch.int64
 
 
-def copy_to_host(values: list[torch.Tensor]) -> list[torch.Tensor]:
+def copy_to_host(values: list[torch.Tensor], keep_pinned: bool = True) -> list[torch.Tensor]:
     """Host float32/int64 copies of `values`; CPU tensors of the right dtype come back as they are.
 
-    Device tensors go through pinned buffers with non-blocking copies and one synchronisation for the batch."""
-    out: list[torch.Tensor] = []
-    waited_on = False
-    for v in values:
-        dtype = host_dtype(v)
-        if v.device.type == "cpu":
-            out.append(v if v.dtype == dtype else v.to(dtype))
-            continue
-        pinned = torch.empty(v.shape, dtype=dtype, pin_memory=True)
-        pinned.copy_(v.to(dtype), non_blocking=True)
-        out.append(pinned)
-        waited_on = True
-    if waited_on:
+    Device tensors go through pinned buffers with non-blocking copies and one synchronisation for the batch;
+    the dtype is changed on the host (no device temporary). `keep_pinned=False` hands back ordinary memory
+    instead (one host copy more), and the pinned buffers go back to PyTorch's pinned cache for the next batch:
+    what a read of everything does, so that a whole trace never sits in pinned memory."""
+    off_device = [v.device.type != "cpu" for v in values]
+    landed = [
+        torch.empty(v.shape, dtype=v.dtype, pin_memory=True).copy_(v, non_blocking=True) if away else v
+        for v, away in zip(values, off_device, strict=True)
+    ]
+    if any(off_device):
         torch.cuda.synchronize()
-    return out
+    return [
+        h.to(host_dtype(h), copy=away and not keep_pinned)  # a pageable copy, or the same tensor when it may be
+        for h, away in zip(landed, off_device, strict=True)
+    ]
 
 
 def _storage_key(t: torch.Tensor) -> tuple:
@@ -202,6 +220,7 @@ class Trace:
     options: RunOptions | None = None
     _host: dict[str, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
     _recent: OrderedDict[str, torch.Tensor] = field(default_factory=OrderedDict, repr=False, compare=False)
+    _home: tuple[torch.device, torch.dtype] | None = field(default=None, repr=False, compare=False)  # stored floats
 
     @property
     def n_heads(self) -> int:
@@ -250,19 +269,35 @@ class Trace:
         return [self.entries[n] if isinstance(self.entries[n], list) else self._host[n] for n in names]
 
     def _materialise(self, names: list[str]) -> None:
-        """Copy these tensor entries to the host; entries sharing storage with a cached one reuse its copy."""
+        """Copy these tensor entries to the host; entries sharing storage with a cached one reuse its copy.
+
+        Derived values are computed on the device and copied in batches of about COPY_BATCH_BYTES, each
+        freed on the device once it has landed: reading a whole trace (`to("cpu")`, `save_npz`) never holds
+        every derived [H, T, T] matrix on the GPU at once. A read of more than one batch lands in ordinary
+        memory (copy_to_host's keep_pinned)."""
         by_storage = {
             _storage_key(entry): self._host[n] for n in self._host if isinstance(entry := self.entries[n], torch.Tensor)
         }
         todo: list[tuple[str, torch.Tensor]] = []
+        todo_bytes, batches = 0, 0
         for name in names:
             value = self.device_value(name)
             key = _storage_key(value) if isinstance(self.entries[name], torch.Tensor) else None
             if key is not None and key in by_storage:
                 self._host[name] = by_storage[key]
-            else:
-                todo.append((name, value))
-        for (name, value), host in zip(todo, copy_to_host([v for _, v in todo]), strict=True):
+                continue
+            todo.append((name, value))
+            todo_bytes += value.numel() * value.element_size()
+            if todo_bytes >= COPY_BATCH_BYTES:
+                self._land(todo, by_storage, keep_pinned=False)
+                todo, todo_bytes, batches = [], 0, batches + 1
+        self._land(todo, by_storage, keep_pinned=batches == 0)
+
+    def _land(
+        self, todo: list[tuple[str, torch.Tensor]], by_storage: dict[tuple, torch.Tensor], keep_pinned: bool
+    ) -> None:
+        """Host copies of `todo`'s (name, device value) pairs into the cache, in one batch."""
+        for (name, value), host in zip(todo, copy_to_host([v for _, v in todo], keep_pinned), strict=True):
             self._host[name] = host
             if isinstance(self.entries[name], torch.Tensor):
                 by_storage[_storage_key(value)] = host
@@ -272,7 +307,7 @@ class Trace:
         one head after another of the same site computes the site once)."""
         entry = self.entries[name]
         if isinstance(entry, Derived):
-            if name in self._host:
+            if name in self._host and self._host_copy_is_device_value(self._host[name]):
                 return self._host[name]
             if name in self._recent:
                 self._recent.move_to_end(name)
@@ -285,6 +320,16 @@ class Trace:
         if isinstance(entry, list):
             raise TypeError(f"{name!r} is a token list, not a tensor")
         return entry
+
+    def _host_copy_is_device_value(self, copy: torch.Tensor) -> bool:
+        """Whether a host copy can stand in for the value where the run left it (a CPU run in the public
+        dtype). A GPU run's derived entries are computed from GPU inputs only: a host copy mixed in would
+        put two devices in one operation."""
+        if self._home is None:
+            stored = (v for v in self.entries.values() if isinstance(v, torch.Tensor) and v.is_floating_point())
+            first = next(stored, None)
+            self._home = (first.device, first.dtype) if first is not None else (copy.device, copy.dtype)
+        return (copy.device, copy.dtype) == self._home
 
     def read(self, name: str, index: int | slice | tuple[int | slice, ...]) -> torch.Tensor:
         """Only `value[index]` of an entry on the host (e.g. one head: `trace.read(site + '.weights', h)`),
