@@ -303,3 +303,16 @@ def test_bad_ablations_exit_2(ckpt, tmp_path, capsys, spec, words):
         capsys,
         words,
     )
+
+
+def test_trace_says_so_when_the_gpu_runs_out_of_memory_while_saving(ckpt, tmp_path, capsys, monkeypatch):
+    from attnlab.engine.trace import Trace
+
+    def full_gpu(self, path):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 1.50 GiB")
+
+    monkeypatch.setattr(Trace, "save_npz", full_gpu)
+    out = tmp_path / "t.npz"
+    code = main(["trace", "--checkpoint", str(ckpt), "--src", "the cat", "--tgt", "le", "--out", str(out)])
+    assert_clean_failure(code, capsys, "GPU ran out of memory", "--device cpu")
+    assert not out.exists()

@@ -106,6 +106,7 @@ def model_at_step(model, step: int):
 def run(args) -> int:
     from attnlab.checkpoints import CheckpointError
     from attnlab.engine.config import ConfigError
+    from attnlab.engine.live import out_of_device_memory
     from attnlab.engine.options import OptionsError
 
     if args.generate is not None and args.generate < 1:
@@ -141,6 +142,13 @@ def run(args) -> int:
         trace.save_npz(out)
     except OSError as e:
         return fail(f"cannot write {out!r}: {e.strerror or e}.")
+    except RuntimeError as e:
+        if not out_of_device_memory(e):
+            raise
+        return fail(
+            f"the GPU ran out of memory while computing the trace's derived steps for {out!r}; nothing was "
+            "written. Run with --device cpu, or with fewer tokens."
+        )
     notices = list(model.metadata.get("notices", [])) + list(trace.notices)
     if generated is not None:
         print(f"Generated: {generated}")

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import gc
 import operator
 import time
 from collections import OrderedDict
@@ -28,11 +29,31 @@ Prompt = str | list[int] | None  # text, or token ids fed back by generation
 
 
 def pick_device(requested: str) -> torch.device:
+    """The device a run with RunOptions.device `requested` uses, with its index ("cuda:0", never a bare
+    "cuda": the parameters' device has one, and the two must compare equal)."""
     if requested == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("CUDA was requested but no CUDA GPU is available; choose 'cpu' or 'auto'")
     if requested == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(requested)
+        requested = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(requested)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def out_of_device_memory(error: BaseException) -> bool:
+    """Whether `error` says the GPU (or the pinned host memory a GPU run copies into) ran out of memory."""
+    if isinstance(error, torch.cuda.OutOfMemoryError):
+        return True
+    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+
+
+def release_device_memory() -> None:
+    """Give the memory of a failed GPU run back: the tensors it left behind are collected first, then the
+    caching allocator returns its unused blocks (for the CPU run that follows, and for other programs)."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 class InputError(ValueError):
@@ -227,10 +248,14 @@ class LiveModel:
             self._runs.pop(True, None)
             self._last_inputs = None
         inputs = LayerInputs() if options.record else None
+        trace: Trace | None = None
         try:
             trace = self._trace_on(device, src, tgt, options, resume, inputs)
-        except torch.cuda.OutOfMemoryError:
-            torch.cuda.empty_cache()
+        except RuntimeError as error:  # torch.cuda.OutOfMemoryError is one
+            if device.type == "cpu" or not out_of_device_memory(error):
+                raise
+        if trace is None:  # out of GPU memory; outside the handler, whose traceback held the run's tensors
+            release_device_memory()
             inputs = None  # the previous run's inputs live on the GPU; a CPU run starts afresh
             trace = self._trace_on(torch.device("cpu"), src, tgt, options)
             trace.notices.append("The GPU ran out of memory; this run was computed on the CPU instead.")
@@ -285,13 +310,15 @@ class LiveModel:
         S, T = lengths.get("src", 0), lengths.get("tgt", 0)
         element = self.module.sinusoid.element_size()
         trace_bytes = estimate_trace_bytes(self.config, options, S, T, element)
-        fits, free = fits_on_device(device, trace_bytes + working_bytes(self.config, options, S, T, element))
+        working = working_bytes(self.config, options, S, T, element)
+        fits, free = fits_on_device(device, trace_bytes + working)
         if fits:
             return Recorder(True)
+        room = f"{free / 2**20:.0f} MiB free" if free >= 0 else "free memory that could not be read"
         notices.append(
-            f"This trace needs about {trace_bytes / 2**20:.0f} MiB, more than the GPU has free "
-            f"({free / 2**20:.0f} MiB): the model ran on the GPU and its steps were copied to the "
-            "computer's memory as they were computed."
+            f"This trace needs about {trace_bytes / 2**20:.0f} MiB on the GPU, and {working / 2**20:.0f} MiB "
+            f"more while it runs; the GPU has {room}. The model ran on the GPU and its steps were copied to "
+            "the computer's memory as they were computed."
         )
         return Recorder(True, host=True)
 

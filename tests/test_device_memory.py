@@ -1,0 +1,69 @@
+"""A GPU that runs out of memory costs a run its speed, never its result: the run is computed on the CPU and
+says so. Simulated on the CPU: the GPU run raises what PyTorch raises when an allocation fails."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import build_tiny_model as make
+
+from attnlab.engine import live
+from attnlab.engine.live import LiveModel, out_of_device_memory
+from attnlab.engine.options import RunOptions
+
+SRC, TGT = "the black cat sees the dog", "le chat noir"
+GPU = torch.device("cuda", 0)  # only a name here: every run "on" it fails before touching CUDA
+
+
+def fail_on_the_gpu(monkeypatch, error: Exception) -> list[torch.device]:
+    """Runs asked of the GPU raise `error`; CPU runs go ahead. Returns the devices asked for, in order."""
+    asked: list[torch.device] = []
+    cpu_run = LiveModel._trace_on
+
+    def trace_on(self, device, *args, **kwargs):
+        asked.append(device)
+        if device.type != "cpu":
+            raise error
+        return cpu_run(self, device, *args, **kwargs)
+
+    monkeypatch.setattr(live, "pick_device", lambda requested: GPU)
+    monkeypatch.setattr(LiveModel, "_trace_on", trace_on)
+    return asked
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"),
+        RuntimeError("CUDA error: out of memory"),  # a pinned host buffer that could not be allocated
+    ],
+)
+def test_a_run_the_gpu_has_no_memory_for_is_computed_on_the_cpu(monkeypatch, error):
+    reference = make().trace(SRC, TGT, RunOptions(device="cpu"))
+    model = make()
+    asked = fail_on_the_gpu(monkeypatch, error)
+    trace = model.trace(SRC, TGT, RunOptions(device="cuda"))
+    assert asked == [GPU, torch.device("cpu")]
+    assert trace.info["device"] == "cpu"
+    assert trace.notices[-1] == "The GPU ran out of memory; this run was computed on the CPU instead."
+    for name in reference.names():
+        a, b = trace[name], reference[name]
+        assert a == b if isinstance(b, list) else torch.equal(a.nan_to_num(), b.nan_to_num()), name
+    # the next toggle that only changes the temperature reuses the CPU run: nothing runs again
+    warmer = model.trace(SRC, TGT, RunOptions(device="cuda", temperature=2.0))
+    assert len(asked) == 2 and warmer.entries["dec.0.self.q"] is trace.entries["dec.0.self.q"]
+
+
+def test_other_gpu_errors_are_not_taken_for_a_full_memory(monkeypatch):
+    model = make()
+    asked = fail_on_the_gpu(monkeypatch, RuntimeError("CUDA error: an illegal memory access was encountered"))
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        model.trace(SRC, TGT, RunOptions(device="cuda"))
+    assert asked == [GPU]
+
+
+def test_what_counts_as_out_of_memory():
+    assert out_of_device_memory(torch.cuda.OutOfMemoryError("CUDA out of memory."))
+    assert out_of_device_memory(RuntimeError("CUDA error: out of memory"))
+    assert not out_of_device_memory(RuntimeError("Expected all tensors to be on the same device"))
+    assert not out_of_device_memory(ValueError("out of memory"))  # not an error torch raises for memory
