@@ -1,13 +1,19 @@
 """How much memory a recorded run's trace will hold, known before the run; whether it fits on the GPU.
 
 The estimate mirrors what the engine stores (see layers.py / blocks.py / model.py and the Derived rules in derived.py):
-per attention site Q, K, V and the output (scores, scaled, masked, weights, context and concat are
-derived); per sub-layer the residual sum and the LayerNorm output (a post-norm LayerNorm's input *is* the
-residual sum, a pre-norm one's is the previous output: no copies); per FFN its pre-activation and output;
-one mask per distinct mask; the logits. tests/test_trace_budget.py checks it against real traces.
+per attention site Q, K, V and the output (scores, scaled, masked, weights, context and concat are derived).
+Under grouped-query attention K and V are H_kv·dk wide, and scores [H, Tq, Tk] and context [H, Tq, dk] are
+stored too: they cannot be derived head by head from K/V heads that several Q heads share. With the
+projections off Q, K and V are views of inputs the trace holds anyway, except the rotated Q and K of a
+self-attention site with rotary positions. Per sub-layer the residual sum and the norm's output (a post-norm
+norm's input *is* the residual sum, a pre-norm one's is the previous output: no copies; an RMSNorm keeps its
+RMS [T] too); per FFN its pre-activation and output (a gated FFN: gate, up, hidden and output); one mask per
+distinct mask; the logits. tests/test_trace_budget.py checks it against real traces.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -20,27 +26,78 @@ WORKING_SITE_MATRICES = 4
 HEADROOM = 0.9  # use at most this share of the free memory
 
 
+@dataclass(frozen=True)
+class SiteLayout:
+    """What every attention site of a run stores (layers.py MultiHeadAttention and attention_steps)."""
+
+    d: int  # Q, the output and a stored context are [Tq, d] (the context as [H, Tq, dk])
+    kv_width: int  # K and V are [Tk, kv_width]: H_kv·dk, d_model without grouped-query attention
+    heads: int  # H of the run (a re-split's count): a stored scores matrix is [H, Tq, Tk]
+    projections: bool  # off: Q = x_q and K = V = x_kv, views of inputs the trace holds anyway
+    rotary: bool  # rotary positions turn Q and K of self-attention sites into new tensors
+    grouped: bool  # fewer K/V heads than Q heads: scores and context are stored, not derived
+
+
+def site_layout(config: ModelConfig, options: RunOptions) -> SiteLayout:
+    """The SiteLayout of a run. A re-split into h heads reads W_K/W_V as h·kv_heads/n_heads heads of
+    d_model/h floats: K and V keep their width kv_heads·d_head, and stay grouped exactly when the model is.
+    Without projections K = V = x has every head: nothing is grouped."""
+    grouped = options.projections and config.kv_heads < config.n_heads
+    return SiteLayout(
+        d=config.d_model,
+        kv_width=config.kv_heads * config.d_head if options.projections else config.d_model,
+        heads=options.effective_heads(config),
+        projections=options.projections,
+        rotary=config.positional == "rotary" and options.positional,
+        grouped=grouped,
+    )
+
+
 def side_floats(T: int, d: int, positional: bool) -> int:
     """Input side: embedding, the positions slice and their sum (the sum is the embedding when PE is off)."""
     return T * d * (3 if positional else 1)
 
 
-def site_floats(Tq: int, Tk: int, d: int) -> int:
-    """Q [Tq, d], K and V [Tk, d], out [Tq, d] (the [H, Tq, Tk] matrices and the context are derived)."""
-    return Tq * d + 2 * Tk * d + Tq * d
+def site_floats(Tq: int, Tk: int, site: SiteLayout, self_attention: bool) -> int:
+    """One site: Q [Tq, d], K and V [Tk, kv_width] (with the projections off only the rotated Q and K of a
+    self-attention site, [Tq, d] and [Tk, d]) and out [Tq, d]; when grouped also scores [H, Tq, Tk] and
+    context [H, Tq, dk]. Scaled, masked, weights and concat are derived."""
+    floats = Tq * site.d  # out
+    if site.projections:
+        floats += Tq * site.d + 2 * Tk * site.kv_width
+    elif site.rotary and self_attention:
+        floats += (Tq + Tk) * site.d
+    if site.grouped:
+        floats += site.heads * Tq * Tk + Tq * site.d
+    return floats
 
 
-def sublayer_floats(T: int, d: int, residual: bool) -> int:
-    """The residual sum (the sub-layer's output itself when the residual is off) and the LayerNorm output."""
-    return T * d * (2 if residual else 1)
+def sublayer_floats(T: int, d: int, residual: bool, rms: bool) -> int:
+    """The residual sum (the sub-layer's output itself when the residual is off), the norm's output and an
+    RMSNorm's RMS [T] (a LayerNorm's mean and variance are derived)."""
+    return T * d * (2 if residual else 1) + (T if rms else 0)
 
 
-def layer_floats(T: int, S: int | None, d: int, d_ff: int, residual: bool) -> int:
+def ffn_floats(T: int, config: ModelConfig) -> int:
+    """One FFN: the pre-activation [T, d_ff] (its activation is derived) and the output [T, d]; a gated FFN
+    stores gate, up and hidden [T, d_ff] each."""
+    return T * config.d_ff * (3 if config.ffn == "gated" else 1) + T * config.d_model
+
+
+def layer_floats(T: int, S: int | None, config: ModelConfig, site: SiteLayout, residual: bool) -> int:
     """One layer: self-attention over T, cross-attention to S (decoder of an encoder-decoder), FFN."""
-    n = site_floats(T, T, d) + sublayer_floats(T, d, residual)
+    sublayer = sublayer_floats(T, config.d_model, residual, config.norm == "rmsnorm")
+    n = site_floats(T, T, site, self_attention=True) + sublayer
     if S is not None:
-        n += site_floats(T, S, d) + sublayer_floats(T, d, residual)
-    return n + T * d_ff + T * d + sublayer_floats(T, d, residual)
+        n += site_floats(T, S, site, self_attention=False) + sublayer
+    return n + ffn_floats(T, config) + sublayer
+
+
+def final_norm_floats(T: int, config: ModelConfig) -> int:
+    """The norm after a stack's last layer: its output [T, d] (its input is the last layer's) and an RMS [T]."""
+    if not config.final_norm:
+        return 0
+    return T * config.d_model + (T if config.norm == "rmsnorm" else 0)
 
 
 def mask_floats(config: ModelConfig, options: RunOptions, S: int, T: int) -> int:
@@ -56,14 +113,13 @@ def mask_floats(config: ModelConfig, options: RunOptions, S: int, T: int) -> int
     return sum(shapes) + len(per_site) * max(shapes)
 
 
-def projection_floats(config: ModelConfig, S: int, T: int) -> int:
-    """Q, K, V of every site (what RunOptions(projections=False) does not store anew)."""
-    floats = config.n_encoder_layers * (3 * S * config.d_model) if config.has_encoder else 0
-    if config.has_decoder:
-        floats += config.n_decoder_layers * 3 * T * config.d_model
-        if config.has_encoder:  # cross-attention: Q from T decoder positions, K and V from S source positions
-            floats += config.n_decoder_layers * (T + 2 * S) * config.d_model
-    return floats
+def ablated_context_floats(options: RunOptions, site: SiteLayout, S: int, T: int) -> int:
+    """An ablated site's context [H, Tq, dk] is stored (weights @ V would not give it); a grouped site's
+    context is stored anyway and counted with the site."""
+    if site.grouped:
+        return 0
+    ablated_sites = {name for name, _head, _mode in options.ablate}
+    return sum((S if name.startswith("enc.") else T) * site.d for name in ablated_sites)
 
 
 def estimate_trace_bytes(
@@ -71,31 +127,27 @@ def estimate_trace_bytes(
 ) -> int:
     """Bytes a recorded run's trace holds (tensors stored where the model ran), for sources of `src_len`
     and decoder inputs of `tgt_len` tokens (specials and padding included; the unused side is ignored)."""
-    d, d_ff = config.d_model, config.d_ff
+    d = config.d_model
     positional = options.positional and config.adds_position_table
+    site = site_layout(config, options)
     S, T = src_len, tgt_len
     floats = mask_floats(config, options, S, T)
     ints = 0
     out_len = S
     if config.has_encoder:
         floats += side_floats(S, d, positional)
-        floats += config.n_encoder_layers * layer_floats(S, None, d, d_ff, options.residual)
-        floats += S * d if config.final_norm else 0
+        floats += config.n_encoder_layers * layer_floats(S, None, config, site, options.residual)
+        floats += final_norm_floats(S, config)
         ints += S
     if config.has_decoder:
         cross = S if config.has_encoder else None
         floats += side_floats(T, d, positional)
-        floats += config.n_decoder_layers * layer_floats(T, cross, d, d_ff, options.residual)
-        floats += T * d if config.final_norm else 0
+        floats += config.n_decoder_layers * layer_floats(T, cross, config, site, options.residual)
+        floats += final_norm_floats(T, config)
         ints += T
         out_len = T
     floats += out_len * config.out_vocab_size  # logits; probs are derived
-    floats += sum(
-        (S if site.startswith("enc.") else T) * d  # an ablated site's context is stored, [H, Tq, dk]
-        for site in {site for site, _head, _mode in options.ablate}
-    )
-    if not options.projections:  # Q, K, V are views of inputs the trace holds anyway: only `out` is new
-        floats -= projection_floats(config, S, T)
+    floats += ablated_context_floats(options, site, S, T)
     return floats * element_size + ints * 8
 
 
@@ -107,8 +159,24 @@ def working_bytes(config: ModelConfig, options: RunOptions, src_len: int, tgt_le
 
 
 def fits_on_device(device: torch.device, needed: int) -> tuple[bool, int]:
-    """(whether `needed` bytes fit in the device's free memory, the free bytes). The CPU always fits."""
+    """(whether `needed` bytes fit in the device's free memory, the free bytes). The CPU always fits.
+
+    Free on a GPU: what the driver reports free plus what PyTorch's caching allocator has reserved but not
+    allocated (this process reuses it). When the device cannot be queried (a CUDA or driver error, which
+    torch raises as a RuntimeError: torch.cuda.CudaError, torch.AcceleratorError), (False, -1): the caller
+    then takes the safe path and copies the trace to the host."""
     if device.type != "cuda":
         return True, -1
-    free, _total = torch.cuda.mem_get_info(device)
+    try:
+        free = cuda_free_bytes(device)
+    except RuntimeError:
+        return False, -1
     return needed <= HEADROOM * free, free
+
+
+def cuda_free_bytes(device: torch.device) -> int:
+    """Bytes this process can still allocate on a CUDA device: the driver's free memory plus the caching
+    allocator's reserved-but-unallocated blocks."""
+    driver_free, _total = torch.cuda.mem_get_info(device)
+    cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    return driver_free + cached
