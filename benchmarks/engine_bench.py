@@ -14,9 +14,9 @@ Three ways to run one encoder-decoder forward pass, all in eval mode under torch
 Fairness: each side runs the WHOLE model: token embedding (x sqrt(d)) + sinusoidal positions, both stacks
 with their final LayerNorms, and the tied output projection. The torch side does the embedding, positions,
 causal-mask construction and projection with the same tensors around nn.Transformer, so the only difference
-is the transformer body. Batch 1 (what the app runs). The three variants run interleaved, round-robin, so a
-burst of load from another process hits all of them alike; each figure is the median of --runs runs after
---warmup warm-up runs.
+is the transformer body. Batch 1 (what the app runs). The three variants run interleaved, round-robin in a
+rotating order, so a burst of load from another process hits all of them alike; each figure is the median of
+--runs runs after --warmup warm-up runs.
 """
 
 from __future__ import annotations
@@ -121,10 +121,14 @@ def trace_off(ours, src_ids, tgt_ids):
 
 
 def time_interleaved(fns: dict, runs: int, warmup: int) -> dict[str, float]:
-    """Median milliseconds per call of each fn, the fns taking turns."""
+    """Median milliseconds per call of each fn, the fns taking turns. The order rotates every round, so each
+    fn follows each other one equally often: a run is slower right after one that left the caches and the
+    allocator in another state (a recording run after a non-recording one: ~0.2 ms at d128, measured)."""
     times: dict[str, list[float]] = {name: [] for name in fns}
+    order = list(fns)
     for i in range(warmup + runs):
-        for name, fn in fns.items():
+        for name in order[i % len(order) :] + order[: i % len(order)]:
+            fn = fns[name]
             start = time.perf_counter()
             fn()
             elapsed = (time.perf_counter() - start) * 1000.0
