@@ -10,8 +10,9 @@ Rows for the d512 8-head 6+6 encoder-decoder (S = T = n):
   trace on      forward with a recording Recorder and Recorder.finish(), synchronised: the trace stays on
                 the GPU, nothing is copied
   torch         nn.Transformer holding the same weights (the engine_bench.py pairing)
-  first panel   after the recorded forward has ended: one head of the last cross-attention site's weights
-                (derived on read) and the last position's output distribution on the host
+  first panel   after the recorded forward has ended: the last cross-attention site's panel data as the
+                app's worker fetches it (warm_up: every head's weights, derived on read) and the last
+                position's logits on the host
   all to host   Trace.to("cpu"): every entry, derived ones included, on the host (what the old finish() did)
 Then, for a GPT-2-small-shaped decoder-only model (d768, 12 layers, 12 heads, vocab 50257) at 1024 tokens:
   toggle → data a temperature change (LiveModel.trace, reused entries) and the output panel's data on the
@@ -41,6 +42,7 @@ from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import WordTokenizer
 from attnlab.engine.trace import Recorder
+from attnlab.present.stages import warm_up
 
 DEVICE = "cuda"
 
@@ -64,22 +66,30 @@ def cuda_ms(fn, runs: int, warmup: int = 3) -> float:
 
 
 def recorded(model, src, tgt):
+    """A recorded run of ids src [1, S], tgt [1, T], with token lists (the app's stage list reads them)."""
     rec = Recorder(True)
+    rec.tokens("src.tokens", [f"s{i}" for i in range(src.shape[1])])
+    rec.tokens("tgt.tokens", [f"t{i}" for i in range(tgt.shape[1])])
     model(src, tgt, options=RunOptions(record=True), rec=rec)
     return rec.finish()
 
 
 def first_panel_ms(model, src, tgt, runs: int) -> float:
-    """From the end of the recorded forward to one head and the last output row on the host."""
+    """From the end of the recorded forward to the data of the last cross-attention site's panel on the host,
+    as the app's worker brings it (present.stages.warm_up: every head's weights, derived on read, whole), and
+    the last output row."""
+    options = RunOptions(record=True).resolved(model.config)
     times = []
     for _ in range(runs):
         trace = recorded(model, src, tgt)
+        trace.config, trace.options = model.config, options
+        stage = f"{trace.sites()[-1]}.weights"
         sync()  # the forward has ended
         start = time.perf_counter()
-        site = trace.sites()[-1]
-        trace.read(f"{site}.weights", 0)
+        warm_up(trace, stage)
         trace.read("logits", -1)
         times.append((time.perf_counter() - start) * 1000.0)
+        assert f"{trace.sites()[-1]}.weights" in trace._host, "warm_up did not bring the panel's data"
     return statistics.median(times)
 
 
