@@ -188,7 +188,7 @@ def copy_to_host(values: list[torch.Tensor], keep_pinned: bool = True) -> list[t
     if any(off_device):
         torch.cuda.synchronize()
     return [
-        h.to(host_dtype(h), copy=away and not keep_pinned)  # a pageable copy, or the same tensor when it may be
+        h if h.dtype == host_dtype(h) and (keep_pinned or not away) else h.to(host_dtype(h), copy=True)
         for h, away in zip(landed, off_device, strict=True)
     ]
 
