@@ -180,7 +180,7 @@ def copy_to_host(values: list[torch.Tensor], keep_pinned: bool = True) -> list[t
     the dtype is changed on the host (no device temporary). `keep_pinned=False` hands back ordinary memory
     instead (one host copy more), and the pinned buffers go back to PyTorch's pinned cache for the next batch:
     what a read of everything does, so that a whole trace never sits in pinned memory."""
-    off_device = [v.device.type != "cpu" for v in values]
+    off_device = [off_host(v) for v in values]
     landed = [
         torch.empty(v.shape, dtype=v.dtype, pin_memory=True).copy_(v, non_blocking=True) if away else v
         for v, away in zip(values, off_device, strict=True)
