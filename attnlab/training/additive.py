@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -17,25 +18,26 @@ import torch.nn.functional as F
 
 from attnlab.checkpoints.additive import AdditiveModel, save_additive
 from attnlab.engine.additive import AdditiveConfig, AdditiveSeq2Seq
-from attnlab.training.data import BatchStream
+from attnlab.engine.tokenizer import Tokenizer
+from attnlab.training.data import Batch, BatchStream
 from attnlab.training.recipes import TRANSLATION
 from attnlab.training.train import make_examples, split_corpus
 
 
-def _batch_loss(module: AdditiveSeq2Seq, batch, pad_id: int) -> torch.Tensor:
+def _batch_loss(module: AdditiveSeq2Seq, batch: Batch, pad_id: int) -> torch.Tensor:
     logits, _ = module(batch.src, batch.src_pad, batch.tgt_in)  # [B, T, V]
     return F.cross_entropy(logits.flatten(0, 1), batch.tgt_out.flatten(), ignore_index=pad_id)
 
 
 def train_additive(
-    tokenizer,
+    tokenizer: Tokenizer,
     steps: int,
     minutes: float,
     seed: int = 0,
     n_pairs: int = TRANSLATION.n_pairs,
     max_tokens: int = 800,
     lr: float = 3e-3,
-    log=print,
+    log: Callable[[str], object] = print,
     cfg: AdditiveConfig | None = None,
     max_source: int = 12,
 ) -> AdditiveModel:
@@ -53,7 +55,8 @@ def train_additive(
     module = AdditiveSeq2Seq(cfg or AdditiveConfig(vocab_size=tokenizer.vocab_size))
     opt = torch.optim.Adam(module.parameters(), lr=lr)
     stream = BatchStream(examples, max_tokens, tokenizer.pad_id, seed)
-    start, losses, step = time.monotonic(), [], 0
+    start, step = time.monotonic(), 0
+    losses: list[float] = []
     while step < steps and time.monotonic() - start < minutes * 60:
         for group in opt.param_groups:
             group["lr"] = lr * min(1.0, (step + 1) / 100)
@@ -96,6 +99,8 @@ def main() -> None:
     from attnlab.checkpoints.bundled import load_bundled
 
     tokenizer = load_bundled("translation").src_tokenizer
+    if tokenizer is None:  # the bundled translation model always has a source tokenizer
+        raise SystemExit("the bundled translation model has no source tokenizer")
     log_file = args.log.open("w") if args.log else None
 
     def log(line: str) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from attnlab.engine.tokenizer import SPECIALS, UNK, BPETokenizer, clean_text
 
@@ -23,7 +24,7 @@ PREFIX = "##"
 ISOLATED_PUNCTUATION = r"[^\w\s'-]"
 
 
-def _pipeline():
+def _pipeline() -> Any:  # a tokenizers.Tokenizer
     """A `tokenizers` Tokenizer with attnlab's normaliser, pre-tokenizer and decoder, and no model yet."""
     from tokenizers import Regex, decoders, normalizers, pre_tokenizers
     from tokenizers import Tokenizer as HF

@@ -8,11 +8,17 @@ figures in the metadata, and write the loss curve (CSV + PNG) and the figures (J
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnlab.engine.live import LiveModel
 from attnlab.fileio import atomic_write_text
 from attnlab.training.recipes import RECIPES, Recipe
+
+if TYPE_CHECKING:
+    from attnlab.checkpoints.additive import AdditiveModel
+    from attnlab.training.train import TrainResult
 
 
 def recipe_for(name: str, steps: int | None = None, n_pairs: int | None = None) -> Recipe:
@@ -64,7 +70,7 @@ def save_with_figures(model: LiveModel, checkpoint: Path, figures: dict) -> Path
     return paths["json"]
 
 
-def save_additive_figures(model, checkpoint: Path, figures: dict) -> Path:
+def save_additive_figures(model: AdditiveModel, checkpoint: Path, figures: dict) -> Path:
     """The additive GRU model's figures in <dir>/training/<stem>-eval.json (its weights file is left as is)."""
     path = report_paths(checkpoint)["json"]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -73,7 +79,7 @@ def save_additive_figures(model, checkpoint: Path, figures: dict) -> Path:
     return path
 
 
-def save_training_snapshots(result, checkpoint: Path, final_step: int) -> Path:
+def save_training_snapshots(result: TrainResult, checkpoint: Path, final_step: int) -> Path:
     """<name>.snapshots.safetensors beside `checkpoint`, tied to its final weights."""
     from attnlab.checkpoints.snapshots_file import save_snapshots, snapshots_path
     from attnlab.training.train import snapshot_losses
@@ -90,7 +96,7 @@ def save_training_snapshots(result, checkpoint: Path, final_step: int) -> Path:
 def build(
     name: str,
     seed: int,
-    out_dir,
+    out_dir: str | os.PathLike[str],
     steps: int | None = None,
     n_pairs: int | None = None,
     progress: bool = True,

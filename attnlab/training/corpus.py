@@ -19,13 +19,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from attnlab.training.grammar import (
     NP,
     Both,
     Links,
     Pron,
+    Sentence,
+    Subject,
     and_it,
     because_it,
     clause,
@@ -77,7 +81,7 @@ class Pair:
 def _teaching_examples() -> list[Pair]:
     N, A, V = NOUNS, ADJECTIVES, VERBS
 
-    def the(noun: str, *adjs: str, **kw) -> NP:
+    def the(noun: str, *adjs: str, **kw: Any) -> NP:
         return NP(N[noun], adjs=tuple(A[a] for a in adjs), **kw)
 
     her = Pron(1, "f")
@@ -127,17 +131,24 @@ def _adjectives(kind: str, pre: bool) -> list[Adj]:
     return [a for a in ADJECTIVES.values() if kind in a.kinds and a.pre == pre]
 
 
-def _kind(s) -> str:
+def _kind(s: Subject) -> str:
     if isinstance(s, Pron):
         return "pers" if s.human else "anim"
     return (s.a if isinstance(s, Both) else s).noun.kind
 
 
-def _verbs(group: list[Verb], subj) -> list[Verb]:
+def _objects(verb: Verb) -> frozenset[str]:
+    """What a transitive verb takes as its object (empty for an intransitive one)."""
+    return verb.obj or frozenset()
+
+
+def _verbs(group: list[Verb], subj: Subject) -> list[Verb]:
     return [v for v in group if _kind(subj) in v.subj]
 
 
-def _rand_np(rng: random.Random, tags, *, obj=False, adj_p=0.45, owner_p=0.06) -> NP:
+def _rand_np(
+    rng: random.Random, tags: Iterable[str], *, obj: bool = False, adj_p: float = 0.45, owner_p: float = 0.06
+) -> NP:
     """obj: may be a bare plural (the cat sees birds → des oiseaux)."""
     noun = rng.choice(_nouns(frozenset(tags)))
     plural = noun.countable and rng.random() < 0.3
@@ -146,7 +157,7 @@ def _rand_np(rng: random.Random, tags, *, obj=False, adj_p=0.45, owner_p=0.06) -
     if det == "a" and ("mass" in noun.tags or (plural and not obj)):
         det = "the"
     pre, post = _adjectives(noun.kind, True), _adjectives(noun.kind, False)
-    r, adjs = rng.random(), ()
+    r, adjs = rng.random(), cast("tuple[Adj, ...]", ())
     if r < adj_p * 0.8:
         adjs = (rng.choice(post if post and (not pre or rng.random() < 0.7) else pre),)
     elif r < adj_p and pre and post:
@@ -157,7 +168,7 @@ def _rand_np(rng: random.Random, tags, *, obj=False, adj_p=0.45, owner_p=0.06) -
     return NP(noun, det, plural, adjs, owner)
 
 
-def _rand_subject(rng: random.Random, tags, *, agreeing=False, both_p=0.0):
+def _rand_subject(rng: random.Random, tags: Iterable[str], *, agreeing: bool = False, both_p: float = 0.0) -> Subject:
     """A noun phrase, two of them, or a pronoun. agreeing: the clause agrees in gender (est allée, est
     fatiguée), so only he/she, whose gender English shows."""
     r = rng.random()
@@ -170,7 +181,7 @@ def _rand_subject(rng: random.Random, tags, *, agreeing=False, both_p=0.0):
     return _rand_np(rng, tags)
 
 
-def _rand_tense(rng: random.Random, subj, *verbs: Verb, neg="") -> str:
+def _rand_tense(rng: random.Random, subj: Subject, *verbs: Verb, neg: str = "") -> str:
     if rng.random() < 0.5:
         return "pres"
     # "the boys read the book": present or past? Only the present then.
@@ -178,25 +189,27 @@ def _rand_tense(rng: random.Random, subj, *verbs: Verb, neg="") -> str:
     return "pres" if ambiguous else "past"
 
 
-def _rand_neg(rng: random.Random, p=0.2) -> str:
+def _rand_neg(rng: random.Random, p: float = 0.2) -> str:
     r = rng.random()
     return "not" if r < p else "never" if r < p * 1.25 else ""
 
 
-def _rand_adv(rng: random.Random, subj, tense: str, kinds=("freq", "manner", "time")) -> Adverb:
+def _rand_adv(
+    rng: random.Random, subj: Subject, tense: str, kinds: tuple[str, ...] = ("freq", "manner", "time")
+) -> Adverb:
     fits = [
         a for a in ADVERBS.values() if a.kind in kinds and a.only in ("", tense, "plural" if subj.plural else tense)
     ]
     return rng.choice(fits)
 
 
-def _rand_pp(rng: random.Random, preps=_LOCATIVE) -> tuple[str, NP]:
+def _rand_pp(rng: random.Random, preps: tuple[str, ...] = _LOCATIVE) -> tuple[str, NP]:
     prep = rng.choice(preps)
     tags = ("pers", "anim") if prep == "with" else (PREPOSITIONS[prep][2],)
     return prep, _rand_np(rng, tags, adj_p=0.25, owner_p=0.03)
 
 
-def _t_transitive(rng, new, subj=None, short=False):
+def _t_transitive(rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False) -> Sentence | None:
     verb = rng.choice(_verbs(_TRANSITIVE, subj) if subj else _TRANSITIVE)
     subj = subj or _rand_subject(rng, verb.subj)
     neg = _rand_neg(rng)
@@ -207,11 +220,13 @@ def _t_transitive(rng, new, subj=None, short=False):
         else _rand_adv(rng, subj, tense, ("time",) if neg else ("freq", "manner", "time"))
     )
     pps = [_rand_pp(rng)] if not short and rng.random() < 0.2 else []
-    obj = _rand_np(rng, verb.obj, obj=True, adj_p=0.3 if short else 0.45)
+    obj = _rand_np(rng, _objects(verb), obj=True, adj_p=0.3 if short else 0.45)
     return clause(new, subj, verb, tense=tense, neg=neg, obj=obj, pps=pps, adv=adv)
 
 
-def _t_intransitive(rng, new, subj=None, short=False):
+def _t_intransitive(
+    rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False
+) -> Sentence | None:
     verb = rng.choice(_verbs(_INTRANSITIVE, subj) if subj else _INTRANSITIVE)
     subj = subj or _rand_subject(rng, verb.subj, both_p=0.1)
     neg = _rand_neg(rng)
@@ -228,7 +243,7 @@ def _t_intransitive(rng, new, subj=None, short=False):
     return clause(new, subj, verb, tense=tense, neg=neg, pps=pps, adv=adv)
 
 
-def _t_motion(rng, new, subj=None, short=False):
+def _t_motion(rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False) -> Sentence | None:
     verb = rng.choice(_verbs(_MOTION, subj) if subj else _MOTION)
     subj = subj or _rand_subject(rng, verb.subj, agreeing=True, both_p=0.1)
     neg = _rand_neg(rng, 0.15)
@@ -238,7 +253,7 @@ def _t_motion(rng, new, subj=None, short=False):
     return clause(new, subj, verb, tense=tense, neg=neg, obj=obj, adv=adv)
 
 
-def _t_copula(rng, new, subj=None, short=False):
+def _t_copula(rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False) -> Sentence | None:
     subj = subj or _rand_subject(rng, _KINDS, agreeing=True, both_p=0.12)
     if isinstance(subj, Pron) and (subj.plural or not subj.human):
         choices = [ADJECTIVES[a] for a in STATES]  # "it was too tired": always the subject's state
@@ -249,22 +264,24 @@ def _t_copula(rng, new, subj=None, short=False):
     return copula(new, subj, tense=rng.choice(("pres", "past")), neg=rng.random() < 0.2, adj=adj, degree=degree)
 
 
-def _t_location(rng, new, subj=None, short=False):
+def _t_location(rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False) -> Sentence | None:
     subj = subj or _rand_subject(rng, ("anim", "pers", "obj", "food", "furn", "veh"))
     return copula(new, subj, tense=rng.choice(("pres", "past")), neg=rng.random() < 0.15, pps=[_rand_pp(rng)])
 
 
-def _t_sit(rng, new, subj=None, short=False):
+def _t_sit(rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False) -> Sentence | None:
     subj = subj or _rand_subject(rng, ("anim", "pers"), agreeing=True, both_p=0.1)
     pp = _rand_pp(rng, ("on", "on", "under", "near", "in front of", "next to", "behind"))
     return copula(new, subj, sit=True, neg=rng.random() < 0.15, pps=[pp])
 
 
-def _t_pronoun_object(rng, new, subj=None, short=False):
+def _t_pronoun_object(
+    rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False
+) -> Sentence | None:
     """the cat sees her → le chat la voit."""
     verb = rng.choice(_verbs(_TRANSITIVE, subj) if subj else _TRANSITIVE)
     subj = subj or _rand_subject(rng, verb.subj)
-    obj = Pron(1, rng.choice("mf")) if "pers" in verb.obj and rng.random() < 0.6 else Pron(4)
+    obj = Pron(1, rng.choice("mf")) if "pers" in _objects(verb) and rng.random() < 0.6 else Pron(4)
     if not obj.plural and vowel_sound(verb.present[subj.person]):
         return None  # l'aime: the pronoun would vanish into the verb
     neg = _rand_neg(rng, 0.25)
@@ -276,12 +293,12 @@ def _t_pronoun_object(rng, new, subj=None, short=False):
     return clause(new, subj, verb, neg=neg, obj=obj, adv=adv)
 
 
-def _t_and_it(rng, new, subj=None, short=False):
+def _t_and_it(rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False) -> Sentence | None:
     """the boy finds the key and takes it → le garçon trouve la clé et la prend."""
     first = rng.choice(_verbs(_TRANSITIVE, subj) if subj else _TRANSITIVE)
     subj = subj or _rand_subject(rng, first.subj)
-    obj = _rand_np(rng, first.obj, obj=True, adj_p=0.3, owner_p=0)
-    seconds = [v for v in _verbs(_TRANSITIVE, subj) if obj.noun.kind in v.obj and v is not first]
+    obj = _rand_np(rng, _objects(first), obj=True, adj_p=0.3, owner_p=0)
+    seconds = [v for v in _verbs(_TRANSITIVE, subj) if obj.noun.kind in _objects(v) and v is not first]
     if not seconds:
         return None
     second = rng.choice(seconds)
@@ -292,7 +309,7 @@ def _t_and_it(rng, new, subj=None, short=False):
     return and_it(new, subj, first, obj, second, tense=tense, neg=neg)
 
 
-def _t_because_it(rng, new, subj=None, short=False):
+def _t_because_it(rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False) -> Sentence | None:
     """the animal did not cross the street because it was too tired / too wide."""
     verb = rng.choice(list(OBSTACLES))
     obj_name, reasons = rng.choice(list(OBSTACLES[verb].items()))
@@ -303,7 +320,7 @@ def _t_because_it(rng, new, subj=None, short=False):
     return because_it(new, subj, VERBS[verb], obj, ADJECTIVES[adj], "too" if rng.random() < 0.75 else "very")
 
 
-def _t_because(rng, new, subj=None, short=False):
+def _t_because(rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False) -> Sentence | None:
     """Two clauses; in most the second one's subject is a pronoun standing for the first one's."""
     s1 = _rand_np(rng, ("anim", "pers"), adj_p=0.2, owner_p=0)
     a = rng.choice((_t_transitive, _t_intransitive, _t_copula, _t_motion, _t_location))(rng, new, s1, True)
@@ -318,8 +335,10 @@ def _t_because(rng, new, subj=None, short=False):
     return a[0] + [("because", None)] + b[0], a[1] + [("parce", None), ("que", None)] + b[1]
 
 
-def _t_relative(rng, new, subj=None, short=False):
+def _t_relative(rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False) -> Sentence | None:
     """the cat that the boy saw is black → le chat que le garçon a vu est noir."""
+    rel: tuple  # ("qui", verb, object or None) or ("que", subject, verb): NP.rel
+    rel_subj: Subject
     if rng.random() < 0.5:
         verb = rng.choice(_TRANSITIVE + _INTRANSITIVE)
         head = _rand_np(rng, verb.subj, adj_p=0.2, owner_p=0)
@@ -327,7 +346,7 @@ def _t_relative(rng, new, subj=None, short=False):
         rel, rel_subj = ("qui", verb, obj), head
     else:
         verb = rng.choice(_TRANSITIVE)
-        head = _rand_np(rng, verb.obj, adj_p=0.2, owner_p=0)
+        head = _rand_np(rng, _objects(verb), adj_p=0.2, owner_p=0)
         rel_subj = _rand_subject(rng, verb.subj)
         rel = ("que", rel_subj, verb)
     head = dataclasses.replace(head, rel=rel, tense=_rand_tense(rng, rel_subj, verb))
@@ -335,12 +354,12 @@ def _t_relative(rng, new, subj=None, short=False):
         if head.noun.kind in ("anim", "pers"):
             return _t_copula(rng, new, head) if rng.random() < 0.5 else _t_intransitive(rng, new, head, True)
         return copula(new, head, adj=rng.choice(_adjectives(head.noun.kind, False)))
-    verb = rng.choice([v for v in _TRANSITIVE if head.noun.kind in v.obj])
+    verb = rng.choice([v for v in _TRANSITIVE if head.noun.kind in _objects(v)])
     subj = _rand_subject(rng, verb.subj)
     return clause(new, subj, verb, tense=_rand_tense(rng, subj, verb), obj=head)
 
 
-def _t_there(rng, new, subj=None, short=False):
+def _t_there(rng: random.Random, new: Links, subj: Subject | None = None, short: bool = False) -> Sentence | None:
     """there is a cat under the table → il y a un chat sous la table."""
     np = _rand_np(rng, ("anim", "pers", "obj", "food", "furn", "veh"), obj=True, owner_p=0)
     if "mass" in np.noun.tags:

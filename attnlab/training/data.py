@@ -8,7 +8,7 @@ Conventions (the same as LiveModel, so training and the app see identical inputs
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -76,7 +76,7 @@ def make_batch(examples: Sequence[tuple[list[int] | None, list[int]]], pad_id: i
     """examples: (source ids or None, decoder ids with <s> and </s>)."""
     src = src_pad = None
     if examples[0][0] is not None:
-        src, src_pad = pad_batch([e[0] for e in examples], pad_id)
+        src, src_pad = pad_batch([e[0] or [] for e in examples], pad_id)  # all have a source here
     tgt_in, tgt_pad = pad_batch([e[1][:-1] for e in examples], pad_id)
     tgt_out, _ = pad_batch([e[1][1:] for e in examples], pad_id)
     return Batch(src, src_pad, tgt_in, tgt_pad, tgt_out)
@@ -89,7 +89,7 @@ def length_batches(
     (counting the longer side of each pair, padded). Sorting uses a little random jitter so batches differ
     from epoch to epoch; the batch order is shuffled. Deterministic given the `rng` state."""
 
-    def size(i):
+    def size(i: int) -> int:
         src, tgt = examples[i]
         return max(len(tgt), len(src) if src is not None else 0)
 
@@ -113,7 +113,9 @@ def length_batches(
 class BatchStream:
     """Endless batches: epoch after epoch over the examples, re-batched and reshuffled each epoch."""
 
-    def __init__(self, examples, max_tokens: int, pad_id: int, seed: int):
+    def __init__(
+        self, examples: Iterable[tuple[list[int] | None, list[int]]], max_tokens: int, pad_id: int, seed: int
+    ) -> None:
         self.examples = list(examples)
         self.max_tokens = max_tokens
         self.pad_id = pad_id
@@ -121,7 +123,7 @@ class BatchStream:
         self.epoch = 0
         self._queue: list[list[int]] = []
 
-    def __iter__(self):
+    def __iter__(self) -> BatchStream:
         return self
 
     def __next__(self) -> Batch:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from attnlab.checkpoints import load_bundled
 from attnlab.engine.tokenizer import WordTokenizer
-from attnlab.fileio import atomic_write
+from attnlab.fileio import atomic_write_text
 from attnlab.training.recipes import RECIPES
 from attnlab.training.train import split_corpus
 
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in RECIPES:
         words = training_words(name)
         path = LEXICON_DIR / f"{name}.txt"
-        atomic_write(path, lambda tmp, w=words: tmp.write_text("\n".join(w) + "\n", encoding="utf-8"))
+        atomic_write_text(path, "\n".join(words) + "\n")
         print(f"{path}: {len(words)} words")
     return 0
 

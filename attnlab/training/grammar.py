@@ -9,7 +9,9 @@ here is only how they are said: agreement, word order, elision.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from attnlab.training.lexicon import (
     ADVERBS,
@@ -32,7 +34,7 @@ Tokens = list[tuple[str, "int | None"]]  # words with the link id they share wit
 class Links:
     """Hands out link ids within one sentence."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.n = 0
 
     def __call__(self) -> int:
@@ -51,9 +53,17 @@ class NP:
     rel: tuple | None = None  # ("qui", verb, object NP or None) or ("que", subject, verb); tense in .tense
     tense: str = "pres"  # of the relative clause
 
-    person = property(lambda self: 4 if self.plural else 1)
-    gender = property(lambda self: self.noun.gender)
-    human = property(lambda self: self.noun.kind == "pers")
+    @property
+    def person(self) -> int:
+        return 4 if self.plural else 1
+
+    @property
+    def gender(self) -> str:
+        return self.noun.gender
+
+    @property
+    def human(self) -> bool:
+        return self.noun.kind == "pers"
 
 
 @dataclass(frozen=True)
@@ -64,8 +74,14 @@ class Both:
     b: NP
     person = 4
     plural = True
-    gender = property(lambda self: "f" if self.a.gender == self.b.gender == "f" else "m")
-    human = property(lambda self: self.a.human and self.b.human)
+
+    @property
+    def gender(self) -> str:
+        return "f" if self.a.gender == self.b.gender == "f" else "m"
+
+    @property
+    def human(self) -> bool:
+        return self.a.human and self.b.human
 
 
 @dataclass(frozen=True)
@@ -73,7 +89,14 @@ class Pron:
     person: int  # 0..4: i, he/she/it, we, you, they
     gender: str = "m"
     human: bool = True
-    plural = property(lambda self: self.person >= 2)
+
+    @property
+    def plural(self) -> bool:
+        return self.person >= 2
+
+
+Subject = NP | Both | Pron  # who does something
+Sentence = tuple[Tokens, Tokens]  # English and French tokens of one sentence (or clause)
 
 
 def noun_phrase(new: Links, np: NP, negated: bool = False) -> tuple[Tokens, Tokens]:
@@ -81,9 +104,9 @@ def noun_phrase(new: Links, np: NP, negated: bool = False) -> tuple[Tokens, Toke
     pl, g = np.plural, np.gender
     link = new()
     adjs = [(a, new()) for a in np.adjs]
-    pre = [(a.form(g, pl), k) for a, k in adjs if a.pre]
-    post = [(a.form(g, pl), k) for a, k in adjs if not a.pre]
-    words = pre + [(np.noun.fr_pl if pl else np.noun.fr, link)] + post
+    pre: Tokens = [(a.form(g, pl), k) for a, k in adjs if a.pre]
+    post: Tokens = [(a.form(g, pl), k) for a, k in adjs if not a.pre]
+    words: Tokens = pre + [(np.noun.fr_pl if pl else np.noun.fr, link)] + post
     if pre and not pl and g == "m" and np.adjs[0].before_vowel and vowel_sound(words[1][0]):
         words[0] = (np.adjs[0].before_vowel, words[0][1])  # le bel oiseau, le vieil homme
     (en_sg, en_pl), fr_forms = DETERMINERS["the" if np.owner else np.det]
@@ -92,8 +115,9 @@ def noun_phrase(new: Links, np: NP, negated: bool = False) -> tuple[Tokens, Toke
         det = "de"  # pas de chat; de grands chats
     elif vowel_sound(words[0][0]):
         det = {"ma": "mon", "sa": "son", "ce": "cet"}.get(det, det)  # mon école, cet arbre
-    fr = [(det, None), *words]
-    en: Tokens = [(a.en, k) for a, k in adjs] + [(np.noun.en_pl if pl else np.noun.en, link)]
+    fr: Tokens = [(det, None), *words]
+    en: Tokens = [(a.en, k) for a, k in adjs]
+    en.append((np.noun.en_pl if pl else np.noun.en, link))
     if np.owner:
         owner_en, owner_fr = noun_phrase(new, np.owner)
         if np.of:  # the mother of the boy → la mère du garçon
@@ -117,7 +141,7 @@ def noun_phrase(new: Links, np: NP, negated: bool = False) -> tuple[Tokens, Toke
     return en, fr
 
 
-def subject(new: Links, s) -> tuple[Tokens, Tokens]:
+def subject(new: Links, s: Subject) -> tuple[Tokens, Tokens]:
     if isinstance(s, Pron):
         k = new()
         masc = s.gender == "m"
@@ -130,9 +154,10 @@ def subject(new: Links, s) -> tuple[Tokens, Tokens]:
     return noun_phrase(new, s)
 
 
-def prep_phrases(new: Links, pps) -> tuple[Tokens, Tokens]:
+def prep_phrases(new: Links, pps: Iterable[tuple[str, NP]]) -> tuple[Tokens, Tokens]:
     """Prepositional phrases (on the mat → sur le tapis), in the same order in both languages."""
-    en, fr = [], []
+    en: Tokens = []
+    fr: Tokens = []
     for prep, np in pps:
         en_words, fr_words, _ = PREPOSITIONS[prep]
         np_en, np_fr = noun_phrase(new, np)
@@ -142,7 +167,17 @@ def prep_phrases(new: Links, pps) -> tuple[Tokens, Tokens]:
 
 
 def verb_phrase(
-    new: Links, verb: Verb, subj, *, tense="pres", neg="", obj=None, pps=(), adv=None, gap: NP | None = None, ask=False
+    new: Links,
+    verb: Verb,
+    subj: Subject,
+    *,
+    tense: str = "pres",
+    neg: str = "",
+    obj: NP | Pron | None = None,
+    pps: Iterable[tuple[str, NP]] = (),
+    adv: Adverb | None = None,
+    gap: NP | None = None,
+    ask: bool = False,
 ) -> tuple[Tokens, Tokens]:
     """A verb phrase agreeing with `subj`. neg: "", "not" or "never". obj: NP, Pron (placed before the French
     verb) or None. gap: the antecedent of a relative "que", which the participle agrees with. ask: the English
@@ -164,7 +199,8 @@ def verb_phrase(
     if verb.particle:
         en.append((verb.particle, None))
     fr: Tokens = [("ne", None)] if neg else []
-    obj_en, obj_fr = [], []
+    obj_en: Tokens = []
+    obj_fr: Tokens = []
     if isinstance(obj, Pron):
         k = new()
         him = ("him" if obj.gender == "m" else "her") if obj.human else "it"
@@ -198,15 +234,15 @@ def verb_phrase(
 
 def copula(
     new: Links,
-    subj,
+    subj: Subject,
     *,
-    tense="pres",
-    neg=False,
+    tense: str = "pres",
+    neg: bool = False,
     adj: Adj | None = None,
     degree: Adverb | None = None,
-    pps=(),
-    sit=False,
-    ask=False,
+    pps: Iterable[tuple[str, NP]] = (),
+    sit: bool = False,
+    ask: bool = False,
 ) -> tuple[Tokens, Tokens]:
     """subj is/was [not] [very] ADJ | subj is [not] on the mat | subj sits on the mat (est assis).
     ask: the English of a yes/no question (is the cat black, does the cat sit …); the French is the statement,
@@ -224,7 +260,7 @@ def copula(
         )
     else:
         en = [(table[0][p], link)] + ([("not", None)] if neg else [])
-    fr = [("ne", None)] if neg else []
+    fr: Tokens = [("ne", None)] if neg else []
     fr += [(table[1][p], link)] + ([("pas", None)] if neg else [])
     if sit:
         fr.append((("assis", "assise", "assis", "assises")[(subj.gender == "f") + 2 * subj.plural], link))
@@ -242,13 +278,13 @@ def copula(
     return s_en + en + t_en, s_fr + fr + t_fr
 
 
-def clause(new: Links, subj, verb: Verb, **kw) -> tuple[Tokens, Tokens]:
+def clause(new: Links, subj: Subject, verb: Verb, **kw: Any) -> tuple[Tokens, Tokens]:
     s_en, s_fr = subject(new, subj)
     v_en, v_fr = verb_phrase(new, verb, subj, **kw)
     return s_en + v_en, s_fr + v_fr
 
 
-def question(new: Links, subj, verb: Verb, **kw) -> tuple[Tokens, Tokens]:
+def question(new: Links, subj: Subject, verb: Verb, **kw: Any) -> tuple[Tokens, Tokens]:
     """does the cat like milk → le chat aime le lait (for `asked`)."""
     s_en, s_fr = subject(new, subj)
     v_en, v_fr = verb_phrase(new, verb, subj, ask=True, **kw)
@@ -262,7 +298,9 @@ def asked(sentence: tuple[Tokens, Tokens]) -> tuple[Tokens, Tokens]:
     return en, [("est-ce", None), ("que", None), *fr]
 
 
-def and_it(new: Links, subj, first: Verb, obj: NP, second: Verb, *, tense="pres", neg="") -> tuple[Tokens, Tokens]:
+def and_it(
+    new: Links, subj: Subject, first: Verb, obj: NP, second: Verb, *, tense: str = "pres", neg: str = ""
+) -> tuple[Tokens, Tokens]:
     """the girl finds the key and takes it → la fille trouve la clé et la prend."""
     a_en, a_fr = clause(new, subj, first, tense=tense, obj=obj)
     it = Pron(obj.person, obj.gender, obj.human)
@@ -280,7 +318,9 @@ def because_it(new: Links, subj: NP, verb: Verb, obj: NP, adj: Adj, degree: str 
     return a_en + [("because", None)] + b_en, a_fr + [("parce", None), ("que", None)] + b_fr
 
 
-def there_is(new: Links, np: NP, pps, tense="pres", ask=False) -> tuple[Tokens, Tokens]:
+def there_is(
+    new: Links, np: NP, pps: Iterable[tuple[str, NP]], tense: str = "pres", ask: bool = False
+) -> tuple[Tokens, Tokens]:
     n_en, n_fr = noun_phrase(new, np)
     t_en, t_fr = prep_phrases(new, pps)
     be = ("were" if np.plural else "was") if tense == "past" else ("are" if np.plural else "is")

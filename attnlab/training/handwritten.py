@@ -13,8 +13,13 @@ import functools
 import json
 import re
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from attnlab.engine.tokenizer import clean_text
+
+if TYPE_CHECKING:
+    from attnlab.checkpoints.additive import AdditiveModel
+    from attnlab.engine.live import LiveModel
 
 HANDWRITTEN_FILE = "training/handwritten-eval.json"  # inside the attnlab.resources package
 _WORD = re.compile(r"[\w'-]+|[^\w\s'-]")  # words (with ' and - inside) and single punctuation marks, as BPE cuts
@@ -72,13 +77,16 @@ def score(outputs: list[str], references: list[str]) -> dict:
     }
 
 
-def handwritten_figures(model) -> dict:
+def handwritten_figures(model: LiveModel | AdditiveModel) -> dict:
     """How a translation model does on the hand-written set: the figures, by feature, and every sentence."""
     from attnlab.training.evaluate import greedy_translate
 
     pairs = handwritten_pairs()
     generated = greedy_translate(model, [en for en, _, _ in pairs])
-    outputs = [model.tgt_tokenizer.decode(g) for g in generated]
+    tok = model.tgt_tokenizer
+    if tok is None:
+        raise ValueError("a model without a target tokenizer cannot translate")
+    outputs = [tok.decode(g) for g in generated]
     figures = score(outputs, [fr for _, fr, _ in pairs])
     by_feature: dict[str, dict] = {}
     for feature in dict.fromkeys(f for _, _, f in pairs):

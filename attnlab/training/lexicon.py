@@ -418,8 +418,10 @@ def _parse_verbs(text: str) -> dict[str, Verb]:
         infinitive, *rest = french
         etre = infinitive.endswith("*")
         infinitive = infinitive.rstrip("*")
+        present: tuple[str, str, str, str, str] | None
         if rest:
-            pp, present = rest[0], tuple(rest[1].split(",")) if len(rest) > 1 else None
+            forms = rest[1].split(",") if len(rest) > 1 else None  # je, il, nous, vous, ils
+            pp, present = rest[0], (forms[0], forms[1], forms[2], forms[3], forms[4]) if forms else None
         else:
             pp, present = infinitive[:-2] + "é", None
         if present is None:  # regular -er verb

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 from attnlab.fileio import atomic_write
@@ -10,8 +11,8 @@ from attnlab.fileio import atomic_write
 COLUMNS = ("step", "loss", "nll", "lr", "tokens", "epoch", "seconds", "cpu_seconds")
 
 
-def write_loss_csv(history: list[dict], path) -> Path:
-    def write(tmp):
+def write_loss_csv(history: list[dict], path: str | os.PathLike[str]) -> Path:
+    def write(tmp: Path) -> None:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow(COLUMNS)
@@ -21,13 +22,14 @@ def write_loss_csv(history: list[dict], path) -> Path:
     return atomic_write(path, write)
 
 
-def _fmt(value) -> str:
+def _fmt(value: object) -> str:
     return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
 def moving_average(values: list[float], window: int) -> list[float]:
     """Mean of the last `window` values at each point (fewer at the start)."""
-    out, total = [], 0.0
+    out: list[float] = []
+    total = 0.0
     for i, v in enumerate(values):
         total += v
         if i >= window:
@@ -36,7 +38,7 @@ def moving_average(values: list[float], window: int) -> list[float]:
     return out
 
 
-def plot_loss_png(history: list[dict], path, title: str) -> Path:
+def plot_loss_png(history: list[dict], path: str | os.PathLike[str], title: str) -> Path:
     """Loss per step (faint), its moving average, the plain cross-entropy when it differs (label smoothing),
     and the learning rate on a second axis."""
     import matplotlib

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from attnlab.engine.config import ModelConfig
 
@@ -38,7 +39,7 @@ class Recipe:
     # stays on 1, the corpus it was trained on, so that its held-out split can still be rebuilt.
     corpus_version: int = 1
 
-    def replace(self, **changes) -> Recipe:
+    def replace(self, **changes: Any) -> Recipe:
         return dataclasses.replace(self, **changes)
 
 

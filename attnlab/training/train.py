@@ -13,6 +13,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
@@ -25,6 +26,9 @@ from attnlab.training.bpe import train_bpe
 from attnlab.training.data import Batch, BatchStream, decoder_ids, source_ids
 from attnlab.training.recipes import Recipe, model_config
 
+if TYPE_CHECKING:
+    from attnlab.training.corpus import Pair
+
 FAST = RunOptions(record=False)
 ADAM_BETAS = (0.9, 0.98)  # as in the 2017 paper
 ADAM_EPS = 1e-9
@@ -33,7 +37,9 @@ THREADS = 2
 
 
 @functools.lru_cache(maxsize=2)
-def split_corpus(n_pairs: int, seed: int, test_fraction: float, split_seed: int, version: int = 1):
+def split_corpus(
+    n_pairs: int, seed: int, test_fraction: float, split_seed: int, version: int = 1
+) -> tuple[tuple[Pair, ...], tuple[Pair, ...]]:
     """(train, test) tuples of corpus Pairs, the same every time for the same numbers (kept for re-use:
     generating tens of thousands of pairs takes seconds). `version`: of the corpus (checkpoints without one
     were trained on version 1). From version 2 on, pairs whose English is one of the hand-written evaluation
@@ -49,7 +55,7 @@ def split_corpus(n_pairs: int, seed: int, test_fraction: float, split_seed: int,
     return tuple(train_pairs), tuple(test_pairs)
 
 
-def side_texts(pairs, side: str) -> list[str]:
+def side_texts(pairs: Iterable[Pair], side: str) -> list[str]:
     """The texts a model reads: both sides (translation) or only the French side ("tgt")."""
     if side == "tgt":
         return [p.tgt for p in pairs]
@@ -62,14 +68,14 @@ def without_period(text: str) -> str:
 
 
 def make_examples(
-    pairs, tokenizer: Tokenizer, side: str, drop_period: float = 0.0, seed: int = 0
+    pairs: Iterable[Pair], tokenizer: Tokenizer, side: str, drop_period: float = 0.0, seed: int = 0
 ) -> list[tuple[list[int] | None, list[int]]]:
     """(source ids or None, decoder ids) per pair; the language model reads the French sentence alone.
     A seeded `drop_period` share of translation pairs lose their final " ." on both sides."""
     if side == "tgt":
         return [(None, decoder_ids(tokenizer, p.tgt)) for p in pairs]
     rng = random.Random(f"drop-period-{seed}")
-    examples = []
+    examples: list[tuple[list[int] | None, list[int]]] = []
     for p in pairs:
         src, tgt = p.src, p.tgt
         if rng.random() < drop_period:
@@ -84,7 +90,9 @@ def learning_rate(step: int, recipe: Recipe) -> float:
     return recipe.peak_lr * min(step / recipe.warmup, math.sqrt(recipe.warmup / step))
 
 
-def batch_loss(module: Transformer, batch: Batch, pad_id: int, label_smoothing: float):
+def batch_loss(
+    module: Transformer, batch: Batch, pad_id: int, label_smoothing: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(loss that is optimised, plain cross-entropy) per real target token; padding is ignored."""
     logits = module(batch.src, batch.tgt_in, options=FAST, src_pad=batch.src_pad, tgt_pad=batch.tgt_pad)  # [B, T, V]
     flat = logits.reshape(-1, logits.shape[-1])  # [B*T, V]
@@ -262,9 +270,9 @@ def _tail_mean(history: list[dict], key: str, n: int = 100) -> float:
     return sum(r[key] for r in tail) / max(len(tail), 1)
 
 
-def _progress_bar(recipe: Recipe, enabled: bool):
+def _progress_bar(recipe: Recipe, enabled: bool) -> Any:  # a tqdm bar, or None
     if not enabled:
         return None
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]
 
     return tqdm(total=recipe.steps, desc=f"training {recipe.name}", unit="step", dynamic_ncols=True)
