@@ -19,6 +19,7 @@ from attnlab.checkpoints.hf import SUPPORTED_MODEL_TYPES, config_from_hf, conver
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
 from attnlab.engine.trace import Recorder
+from recorded import finished
 
 TOL = 1e-4
 
@@ -32,7 +33,7 @@ def attnlab_run(config, state, options: RunOptions = DEFAULT_OPTIONS):
     tgt = torch.tensor([DEC_IDS if config.has_encoder else IDS]) if config.has_decoder else None
     with torch.inference_mode():
         logits = module(src, tgt, options=options, rec=rec)
-    return logits, rec.finish()
+    return logits, finished(rec, config, options)
 
 
 @pytest.fixture(scope="module", params=list(CASES))

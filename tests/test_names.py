@@ -63,7 +63,9 @@ def test_every_recorded_site_parses_and_the_trace_carries_its_run(arch):
         for step in names.SITE_STEPS:
             assert names.site_entry(site, step) in trace
     assert trace.config == model.config
-    assert trace.options.norm == "pre" and trace.options.n_heads == 4 and trace.n_heads == 4 and trace.norm_first
+    assert (
+        trace.options.norm == "pre" and trace.options.n_heads == 4 and trace.n_heads == 4 and trace.options.norm_first
+    )
     trained = model.trace("a b", None if arch != "encoder-decoder" else "a")
     assert trained.options.norm == ("pre" if config.norm_first else "post") and trained.n_heads == 2
 

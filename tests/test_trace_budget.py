@@ -11,6 +11,7 @@ from attnlab.engine.budget import estimate_trace_bytes
 from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions
 from attnlab.engine.trace import Recorder
+from recorded import finished
 
 SRC, TGT = "the black cat sees the small dog and the cat", "le chat noir voit"
 LONG_SRC, LONG_TGT = " ".join([SRC] * 5), " ".join([TGT] * 12)  # 50 and 48 words: [H, T, T] matrices dominate
@@ -125,7 +126,7 @@ def test_a_host_recorder_gives_the_same_trace():
     with torch.inference_mode():
         model.module(src, tgt, rec=plain)
         model.module(src, tgt, rec=host)
-    a, b = plain.finish(), host.finish()
+    a, b = finished(plain, model.config), finished(host, model.config)
     assert a.names() == b.names()
     for name in a.names():
         assert torch.equal(a[name], b[name]), name

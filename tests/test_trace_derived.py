@@ -16,6 +16,7 @@ from attnlab.engine.derived import Derived
 from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions
 from attnlab.engine.trace import Recorder
+from recorded import finished
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 ARCHS = ("encoder-decoder", "decoder-only", "encoder-only")
@@ -48,7 +49,7 @@ def run_both(model: LiveModel, options: RunOptions):
     eager = Recorder(True, eager=True)
     with torch.inference_mode():
         logits = model.module(src_ids, tgt_ids, options=options, rec=eager, **pads)
-    return lazy, eager.finish(), logits[0]
+    return lazy, finished(eager, model.config, options), logits[0]
 
 
 def assert_equal_values(name: str, ours: torch.Tensor, eager: torch.Tensor, tol: float = 1e-6):

@@ -170,9 +170,9 @@ def describe_run(trace: Trace) -> str:
     tokens = trace.get("src.tokens") or []
     sentence = " ".join(str(t) for t in tokens)
     options = trace.options
-    changed = sorted(RunOptions().changed_fields(options) - {"norm", "n_heads", "device", "record"}) if options else []
+    changed = sorted(RunOptions().changed_fields(options) - {"norm", "n_heads", "device", "record"})
     toggles = f"; changed: {', '.join(changed)}" if changed else ""
-    heads = f"{trace.n_heads} heads, {'pre' if trace.norm_first else 'post'}-norm" if options else ""
+    heads = f"{options.heads} heads, {'pre' if options.norm_first else 'post'}-norm"
     return f"“{sentence}” ({heads}{toggles})"
 
 

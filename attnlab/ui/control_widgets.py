@@ -124,7 +124,7 @@ def read_final_norm(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
     """Checked when this run normalises each stack's output; enabled where the toggle means something: a
     pre-norm run of a model trained without a final norm, a model that has one (to skip it), or a choice made."""
     o = s.options
-    pre = o.effective_norm_first(config)
+    pre = o.resolved(config).norm_first
     p.final_norm.setEnabled(config.final_norm or pre or o.final_norm is not None)
     p.final_norm.setChecked(config.final_norm if o.final_norm is None else o.final_norm)
 

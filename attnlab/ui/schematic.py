@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.options import RunOptions
+from attnlab.engine.options import ResolvedOptions, RunOptions
 from attnlab.present.formulas import norm_word, pe_kind
 from attnlab.present.stages import OUTPUT_BOX
 
@@ -70,7 +70,7 @@ class Schematic(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
         self.setAccessibleName("Architecture schematic")
         self.config: ModelConfig | None = None
-        self.options = RunOptions()
+        self.options: ResolvedOptions = RunOptions().resolved(ModelConfig())  # replaced with the model's
         self.current = ""
         self.layer = {"enc": 0, "dec": 0}
         self.items: list[Item] = []
@@ -80,7 +80,13 @@ class Schematic(QWidget):
         self._drawn: tuple | None = None  # the state the current layout was made from
 
     # ---- state -----------------------------------------------------------------------------------------
-    def set_model(self, config: ModelConfig | None, options: RunOptions) -> None:
+    def set_model(self, config: ModelConfig) -> None:
+        """Draw a newly opened model as trained (its first trace then draws the run)."""
+        self.set_run(config, RunOptions().resolved(config))
+
+    def set_run(self, config: ModelConfig, options: ResolvedOptions) -> None:
+        """Draw the model of `config` wired as the run of `options` (a finished trace's, or a newly opened
+        model's trained wiring until its first trace arrives)."""
         self.config, self.options = config, options
         if config is not None:
             self.layer["enc"] = min(self.layer["enc"], max(0, config.n_encoder_layers - 1))
@@ -119,7 +125,7 @@ class Schematic(QWidget):
             self.current,
             self.layer["enc"],
             self.layer["dec"],
-            opts.effective_norm_first(cfg),
+            opts.norm_first,
             opts.residual,
             opts.positional,
             opts.is_causal(FIRST_SITE["enc"]),
@@ -137,7 +143,7 @@ class Schematic(QWidget):
             self.height_ = 60.0
             self.update()
             return
-        pre = self.options.effective_norm_first(cfg)
+        pre = self.options.norm_first
         title = "Pre-norm: Norm → sub-layer → +" if pre else "Post-norm: sub-layer → Add & Norm"
         if not self.options.residual:
             title += " (no residual)"
@@ -221,7 +227,7 @@ class Schematic(QWidget):
         if side == "dec" and cfg.has_encoder:
             subs.append((names.site(here, "cross"), names.word("cross").capitalize(), "attn"))
         subs.append((names.ffn(here), names.word("ffn.box"), "ffn"))
-        pre, residual = opts.effective_norm_first(cfg), opts.residual
+        pre, residual = opts.norm_first, opts.residual
         layer_start = len(column)
         branches = []
         for n, sub in enumerate(subs, 1):

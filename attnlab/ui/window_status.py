@@ -66,7 +66,7 @@ class WindowStatus:
         counts = [f"{len(trace[n])} {what}" for n, what in SIDES if n in trace]
         notices = list(trace.notices)
         for label, text in (
-            (self.device_label, f"Device: {str(info.get('device', '?')).upper()}"),
+            (self.device_label, f"Device: {trace.device.upper()}"),
             (
                 self.timing_label,
                 f"compute {info.get('job_ms', info.get('compute_ms', 0.0)):.1f} ms · paint {self.last_paint_ms:.1f} ms",

@@ -218,7 +218,7 @@ class OutputPanel(StagePanel):
     def _show_ablation(self, trace: Trace, position: int, k: int, name: Callable[[int], str]) -> None:
         """With ablated heads: the next-token probabilities before (no ablation) → after, and the flip."""
         before = trace.info.get(BASELINE_PROBS)
-        ablate = trace.options.ablate if trace.options is not None else ()
+        ablate = trace.options.ablate
         if before is None or not ablate or names.PROBS not in trace:
             self._ablation.show_text("")
             return
