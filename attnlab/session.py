@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
+from attnlab.engine import names
 from attnlab.engine.options import RunOptions
 from attnlab.present.ablation import BASELINE_PROBS, baseline_probs
 from attnlab.present.runtime import configure_torch
@@ -245,7 +246,7 @@ class Session(QObject):
             self._generate_presses = 0
             self.notice.emit("The model predicts </s>: it considers the sentence finished.")
             return
-        if real_length(trace["tgt.tokens"]) + 1 >= model.config.max_len:
+        if real_length(trace[names.side_entry("tgt", "tokens")]) + 1 >= model.config.max_len:
             self._generate_presses = 0
             self.notice.emit(f"The decoder input has reached this model's limit of {model.config.max_len} tokens.")
             return

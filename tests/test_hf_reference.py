@@ -13,13 +13,13 @@ import torch
 pytest.importorskip("transformers")
 
 from hf_tiny import CASES, DEC_IDS, IDS, hf_forward, pairs
+from recorded import finished
 
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.hf import SUPPORTED_MODEL_TYPES, config_from_hf, convert
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
 from attnlab.engine.trace import Recorder
-from recorded import finished
 
 TOL = 1e-4
 

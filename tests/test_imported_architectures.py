@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from recorded import finished
 
 from attnlab.checkpoints import load_checkpoint, save_checkpoint
 from attnlab.checkpoints.assemble import generic_tokenizer
@@ -20,7 +21,6 @@ from attnlab.engine.norms import RMSNorm
 from attnlab.engine.options import RunOptions
 from attnlab.engine.positional import apply_rotary, rotary_angles, sinusoidal_table
 from attnlab.engine.trace import Recorder
-from recorded import finished
 
 LLAMA_LIKE = dict(
     arch="decoder-only",

@@ -5,12 +5,12 @@ values a fresh `value[0]` per name would, bit for bit."""
 from __future__ import annotations
 
 import torch
+from recorded import finished
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.trace import Recorder
-from recorded import finished
 
 
 def test_one_tensor_recorded_twice_in_a_row_is_one_view_of_its_first_sequence():

@@ -13,6 +13,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from recorded import finished
 from torch import nn
 
 from attnlab.engine.config import ModelConfig
@@ -21,7 +22,6 @@ from attnlab.engine.model import RunContext, Transformer, build_mask
 from attnlab.engine.options import RunOptions
 from attnlab.engine.positional import apply_rotary, rotary_angles, sinusoidal_table
 from attnlab.engine.trace import Recorder
-from recorded import finished
 
 TOL = 1e-5
 V, D, H, FF = 40, 32, 4, 64

@@ -9,7 +9,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from attnlab.engine.options import RunOptions
-from attnlab.engine.trace import Trace
 from attnlab.present.explain import explanation_html
 from attnlab.present.stages import (
     ATTENTION_STEPS,

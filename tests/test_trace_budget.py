@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import build_tiny_model
+from recorded import finished
 
 from attnlab.engine import budget
 from attnlab.engine.budget import estimate_trace_bytes
 from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions
 from attnlab.engine.trace import Recorder
-from recorded import finished
 
 SRC, TGT = "the black cat sees the small dog and the cat", "le chat noir voit"
 LONG_SRC, LONG_TGT = " ".join([SRC] * 5), " ".join([TGT] * 12)  # 50 and 48 words: [H, T, T] matrices dominate

@@ -11,12 +11,12 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import build_tiny_model as make
+from recorded import finished
 
 from attnlab.engine.derived import Derived
 from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions
 from attnlab.engine.trace import Recorder
-from recorded import finished
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 ARCHS = ("encoder-decoder", "decoder-only", "encoder-only")

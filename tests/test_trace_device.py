@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 import torch
 from conftest import build_tiny_model as make
+from recorded import finished
 
 from attnlab.engine.derived import Derived
 from attnlab.engine.options import RunOptions
 from attnlab.engine.trace import Recorder, host_dtype
-from recorded import finished
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 

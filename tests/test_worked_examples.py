@@ -11,6 +11,7 @@ import math
 
 import pytest
 import torch
+from recorded import finished
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.layers import LayerNorm, MultiHeadAttention, attention_steps
@@ -18,7 +19,6 @@ from attnlab.engine.model import RunContext, build_mask, residual_block
 from attnlab.engine.options import RunOptions
 from attnlab.engine.positional import sinusoidal_period, sinusoidal_table
 from attnlab.engine.trace import Recorder
-from recorded import finished
 
 INF = float("inf")
 

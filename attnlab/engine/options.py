@@ -267,7 +267,7 @@ def site_problem(site: str, config: ModelConfig) -> str:
     if not isinstance(site, str):
         return f"a mask is set on {excerpt(site)}, which is not a site name"
     if site in SITE_KINDS:
-        stack, kind = site.split(".")
+        stack, kind = names.site_kind_parts(site)
     else:
         try:
             stack, index, kind = names.split_site(site)

@@ -387,7 +387,7 @@ class Trace:
         """Attention sites in run order, e.g. ['enc.0.self', ..., 'dec.0.self', 'dec.0.cross', ...]."""
         from attnlab.engine import names
 
-        return [site for n in self.entries if n.endswith(".weights") and (site := names.site_of(n))]
+        return [site for n in self.entries if names.step_of(n) == "weights" and (site := names.site_of(n))]
 
     # ---- where it lives -------------------------------------------------------------------------------
     def stored_bytes(self) -> int:

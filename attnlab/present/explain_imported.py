@@ -18,7 +18,6 @@ from attnlab.present.facts import layer_name, layer_side, norm_placement, residu
 from attnlab.present.stages import Stage
 
 if TYPE_CHECKING:
-    from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
 
 FORMULAS = {

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions, head_choices
 from attnlab.present.stages import COLOUR_SCALES
@@ -156,7 +157,7 @@ def read_causal(kind: str) -> Reader:
             if present
             else f"Not meaningful for this model: it has no {'decoder' if kind == 'dec' else 'encoder'} ({config.arch})"
         )
-        box.setChecked(present and s.options.is_causal(f"{kind}.0.self"))
+        box.setChecked(present and s.options.is_causal(names.first_site(kind)))
 
     return read
 

@@ -96,9 +96,9 @@ class Schematic(QWidget):
     def set_current(self, box: str) -> None:
         """Highlight `box`; a box inside a layer also shows that layer of its stack."""
         self.current = box
-        parts = box.split(".")
-        if parts[0] in ("enc", "dec") and len(parts) > 1 and parts[1].isdigit():
-            self.layer[parts[0]] = int(parts[1])
+        where = names.layer_position(box)
+        if where is not None:
+            self.layer[where[0]] = where[1]
         self._relayout()
 
     def boxes(self) -> list[str]:
@@ -314,7 +314,7 @@ class Schematic(QWidget):
         if item.kind.startswith("chip"):
             active = item.kind == "chip-on"
             p.setPen(QPen(QColor("#707070"), 1))
-            in_layer = self.current.split(".")[:2] == item.box.split(".")[:2]
+            in_layer = names.layer_of(self.current) == names.layer_of(item.box)
             p.setBrush(QColor(HIGHLIGHT if active and in_layer else ("#c8c8c8" if active else "#f4f4f4")))
             p.drawRoundedRect(item.rect, 4, 4)
             p.setPen(QColor("black"))

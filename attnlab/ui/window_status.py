@@ -7,6 +7,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
 
+from attnlab.engine import names
 from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
 from attnlab.present.training_steps import step_banner
@@ -18,7 +19,7 @@ CLASSROOM_NOTE = (
     "other sentences still run, but then its outputs are meaningless."
 )
 WIDEST_TIMING = "compute 8888.8 ms · paint 8888.8 ms"
-SIDES = (("src.tokens", "source"), ("tgt.tokens", "decoder"))
+SIDES = ((names.side_entry("src", "tokens"), "source"), (names.side_entry("tgt", "tokens"), "decoder"))
 
 
 def classroom_description(name: str) -> str:
