@@ -5,6 +5,7 @@ included) draws from that trace. Nothing writes back into the control that was c
 import functools
 
 import pytest
+from conftest import build_tiny_model
 
 from attnlab import session as session_module
 from attnlab.engine.live import LiveModel
@@ -58,8 +59,6 @@ def hops(monkeypatch):
 
 
 def test_a_toggle_goes_one_way_round_in_at_most_eight_hops(qtbot, open_window, hops):
-    from conftest import build_tiny_model
-
     w = open_window(build_tiny_model("encoder-decoder", norm_first=False))
     qtbot.waitUntil(lambda: not w.session.busy, timeout=WAIT)
     w.session.set_stage("enc.0.norm1")
@@ -86,8 +85,6 @@ def test_a_toggle_goes_one_way_round_in_at_most_eight_hops(qtbot, open_window, h
 def test_the_other_controls_still_follow_a_change(qtbot, open_window):
     """The rows that depend on a change are re-read (the final-norm box follows the placement); a refused
     change snaps the clicked control back."""
-    from conftest import build_tiny_model
-
     w = open_window(build_tiny_model("encoder-decoder", norm_first=False, final_norm=False))
     qtbot.waitUntil(lambda: not w.session.busy, timeout=WAIT)
     final = w.controls.final_norm
