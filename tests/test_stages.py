@@ -292,7 +292,8 @@ def test_positional_encoding_off_shows_a_message_or_zeros_and_never_raises(panel
     pos_panel = panels("pos")
     pos_panel.show_stage(trace, pos_stage, ViewState())
     assert "switched off" in pos_panel.shown_data()["message"]
-    pos_panel.show_stage(dataclasses.replace(trace, options=None), pos_stage, ViewState())  # the general words
+    without_table = dataclasses.replace(trace, config=dataclasses.replace(trace.config, positional="none"))
+    pos_panel.show_stage(without_table, pos_stage, ViewState())  # a model without positions: the general words
     assert "No positional encoding" in pos_panel.shown_data()["message"]
     input_panel = panels("input")
     input_stage = Stage("src.input", "input", "input", "Source input", side="src")

@@ -112,6 +112,11 @@ def with_temperature(trace: Trace, options: RunOptions, config: ModelConfig) -> 
     )
 
 
+def reused_host_copies(old: Trace, kept: OrderedDict, entries: OrderedDict) -> dict[str, torch.Tensor]:
+    """The host copies `old` made of the entries a resumed run `kept` (the same tensors: still valid)."""
+    return {n: v for n, v in list(old._host.items()) if n in kept and entries[n] is kept[n]}  # list(): the GUI adds
+
+
 class LiveModel:
     """A Transformer plus the tokenizers that turn text into its input ids."""
 
@@ -381,14 +386,9 @@ class LiveModel:
         entries[names.PROBS] = output_probs(options.temperature)  # [T, V], softmax on read
         info: dict[str, Any] = {"model": self.name, "compute_ms": (time.perf_counter() - start) * 1000.0}
         host: dict[str, torch.Tensor] = {}
-        if kept and last_recorded is not None:  # host copies of the reused entries stay valid
-            old = last_recorded[1]
-            host = {
-                n: v
-                for n, v in list(old._host.items())  # list(): the GUI may be adding some
-                if n in kept and entries[n] is kept[n]
-            }
-            info["resumed_from"] = names.layer(resume.stack, resume.layer) if resume else None
+        if kept and last_recorded is not None and resume is not None:  # host copies of reused entries stay valid
+            host = reused_host_copies(last_recorded[1], kept, entries)
+            info["resumed_from"] = names.layer(resume.stack, resume.layer)
         return Trace(
             entries,
             config=self.config,
