@@ -88,9 +88,8 @@ class Schematic(QWidget):
         """Draw the model of `config` wired as the run of `options` (a finished trace's, or a newly opened
         model's trained wiring until its first trace arrives)."""
         self.config, self.options = config, options
-        if config is not None:
-            self.layer["enc"] = min(self.layer["enc"], max(0, config.n_encoder_layers - 1))
-            self.layer["dec"] = min(self.layer["dec"], max(0, config.n_decoder_layers - 1))
+        self.layer["enc"] = min(self.layer["enc"], max(0, config.n_encoder_layers - 1))
+        self.layer["dec"] = min(self.layer["dec"], max(0, config.n_decoder_layers - 1))
         self._relayout()
 
     def set_current(self, box: str) -> None:
