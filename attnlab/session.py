@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
+from attnlab.engine import names
 from attnlab.engine.options import RunOptions
 from attnlab.present.ablation import BASELINE_PROBS, baseline_probs
 from attnlab.present.runtime import configure_torch
-from attnlab.present.stages import Stage, ViewState, pick_stage, stages_for, warm_up
+from attnlab.present.stages import Stage, ViewState, pick_stage, warm_up
 from attnlab.present.texts import default_prefix, example_sentence, extended_ids, ids_text, next_token, real_length
 
 if TYPE_CHECKING:
@@ -245,7 +246,7 @@ class Session(QObject):
             self._generate_presses = 0
             self.notice.emit("The model predicts </s>: it considers the sentence finished.")
             return
-        if real_length(trace["tgt.tokens"]) + 1 >= model.config.max_len:
+        if real_length(trace[names.side_entry("tgt", "tokens")]) + 1 >= model.config.max_len:
             self._generate_presses = 0
             self.notice.emit(f"The decoder input has reached this model's limit of {model.config.max_len} tokens.")
             return
@@ -293,11 +294,11 @@ class Session(QObject):
             trace = weights.trace(src, tgt, options)
             if step is not None:
                 trace.info["training_step"] = step
-            warm_up(trace, stage_key)  # derived entries of the shown panel computed here, not on the GUI thread
+            stages = warm_up(trace, stage_key)  # the stage list, and the shown panel's entries on the host
             if before is not None:
                 trace.info[BASELINE_PROBS] = before
             trace.info["job_ms"] = (time.perf_counter() - start) * 1000.0
-            return trace
+            return trace, stages
 
         self._submit("trace", run)
 
@@ -384,13 +385,14 @@ class Session(QObject):
         if problem:
             self.notice.emit(f"The training snapshots beside this model were not loaded: {problem}")
 
-    def _accept_trace(self, trace: Trace | None, error: str | None) -> None:
-        if error is not None:
+    def _accept_trace(self, finished: tuple[Trace, list[Stage]] | None, error: str | None) -> None:
+        """A finished run from the worker: its whole Trace and its stage list (built there, once)."""
+        if error is not None or finished is None:
             self._generate_presses = 0
-            self.failed.emit(error)
+            self.failed.emit(error or "the run returned nothing")
             return
+        trace, self.stages = finished
         self.trace = trace
-        self.stages = stages_for(trace)
         stage = pick_stage(self.stages, self.stage_key)
         self.stage_key = stage.key if stage else None
         heads = trace.n_heads

@@ -70,19 +70,18 @@ def recorded(model, src, tgt):
     rec = Recorder(True)
     rec.tokens("src.tokens", [f"s{i}" for i in range(src.shape[1])])
     rec.tokens("tgt.tokens", [f"t{i}" for i in range(tgt.shape[1])])
-    model(src, tgt, options=RunOptions(record=True), rec=rec)
-    return rec.finish()
+    options = RunOptions(record=True).resolved(model.config)
+    model(src, tgt, options=options, rec=rec)
+    return rec.finish(model.config, options, str(src.device))
 
 
 def first_panel_ms(model, src, tgt, runs: int) -> float:
     """From the end of the recorded forward to the data of the last cross-attention site's panel on the host,
     as the app's worker brings it (present.stages.warm_up: every head's weights, derived on read, whole), and
     the last output row."""
-    options = RunOptions(record=True).resolved(model.config)
     times = []
     for _ in range(runs):
         trace = recorded(model, src, tgt)
-        trace.config, trace.options = model.config, options
         stage = f"{trace.sites()[-1]}.weights"
         sync()  # the forward has ended
         start = time.perf_counter()

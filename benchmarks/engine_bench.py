@@ -7,7 +7,7 @@
 
 Three ways to run one encoder-decoder forward pass, all in eval mode under torch.inference_mode():
   trace on   attnlab Transformer with a recording Recorder (every intermediate kept where it was computed,
-             cheap ones as derivation rules) + Recorder.finish() (no copies: a Trace reads on demand)
+             cheap ones as derivation rules) + Recorder.entries() (no copies: a Trace reads on demand)
   trace off  attnlab Transformer with RunOptions(record=False) (the fast path)
   torch      nn.Transformer holding the same weights
 
@@ -112,7 +112,7 @@ def torch_forward(ours: Transformer, ref: nn.Transformer, src_ids, tgt_ids):
 def trace_on(ours, src_ids, tgt_ids):
     rec = Recorder(True)
     logits = ours(src_ids, tgt_ids, options=RunOptions(record=True), rec=rec)
-    rec.finish()
+    rec.entries()
     return logits
 
 

@@ -6,7 +6,7 @@
 The model: GPT2Config (d 768, 12 layers, 12 heads, vocab 50257, 1024 positions) with random weights, built
 from the config (nothing is downloaded) and converted with attnlab.checkpoints.hf.convert. One batch-1
 forward pass on the CPU, both under torch.inference_mode():
-  attnlab trace   attnlab Transformer with a recording Recorder (every intermediate kept) + Recorder.finish()
+  attnlab trace   attnlab Transformer with a recording Recorder (every intermediate kept) + Recorder.entries()
   attnlab fast    the same with RunOptions(record=False)
   transformers    GPT2LMHeadModel(attn_implementation="eager") with output_attentions=True
 The three run interleaved, round-robin, so a burst of load from another process hits all of them alike; each
@@ -59,7 +59,7 @@ def measure(ours, theirs, n_tokens: int, runs: int) -> dict[str, float]:
     def trace():
         rec = Recorder(True)
         ours(None, ids, rec=rec)
-        rec.finish()
+        rec.entries()
 
     variants = {
         "attnlab trace": trace,

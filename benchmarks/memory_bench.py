@@ -64,6 +64,7 @@ def run_attnlab(tokens: int) -> dict:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.live import output_probs
     from attnlab.engine.model import Transformer
+    from attnlab.engine.options import RunOptions
     from attnlab.engine.trace import Recorder
 
     torch.manual_seed(0)
@@ -89,7 +90,7 @@ def run_attnlab(tokens: int) -> dict:
         rec = Recorder(True)
         rec(("tgt.ids"), ids)
         model(None, ids, rec=rec)
-        trace = rec.finish()
+        trace = rec.finish(cfg, RunOptions().resolved(cfg), str(ids.device))
         trace.entries["probs"] = output_probs(1.0)
     trim()
     held = rss_bytes() - before

@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from attnlab.checkpoints import load_bundled, random_model
     from attnlab.present.runtime import configure_torch
-    from attnlab.present.stages import stages_for, warm_up
+    from attnlab.present.stages import warm_up
     from attnlab.ui.main_window import MainWindow
 
     configure_torch()  # what the app's worker thread does
@@ -183,9 +183,9 @@ def main(argv: list[str] | None = None) -> int:
                 opts = next(options)
                 start = time.perf_counter()
                 trace = model.trace(src, tgt, opts)
-                warm_up(trace, key)  # what the session's worker does after the run (present/stages.py)
+                stages = warm_up(trace, key)  # what the session's worker does after the run (present/stages.py)
                 mid, mid_cpu = time.perf_counter(), time.thread_time()
-                session.options, session.trace, session.stages = opts, trace, stages_for(trace)
+                session.options, session.trace, session.stages = opts, trace, stages
                 known = any(s.key == key for s in session.stages)
                 session.stage_key = key if known else session.stages[0].key
                 window._on_trace(trace)

@@ -163,7 +163,7 @@ def test_post_to_pre_norm_changes_the_norm_outputs(qtbot, win):
     go(win, "enc.0.norm1")
     before = shown(win)["after"]["matrix"].copy()
     trace = retrace(qtbot, win, lambda: choose(win.controls.norm, "pre"))
-    assert trace.options.norm == "pre" and trace.norm_first
+    assert trace.options.norm == "pre" and trace.options.norm_first
     after = shown(win)["after"]["matrix"]
     assert after.shape == before.shape and not np.allclose(after, before, atol=1e-4)
     # pre-norm: norm1 reads the layer input; post-norm: it reads the residual sum

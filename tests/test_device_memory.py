@@ -44,7 +44,7 @@ def test_a_run_the_gpu_has_no_memory_for_is_computed_on_the_cpu(monkeypatch, err
     asked = fail_on_the_gpu(monkeypatch, error)
     trace = model.trace(SRC, TGT, RunOptions(device="cuda"))
     assert asked == [GPU, torch.device("cpu")]
-    assert trace.info["device"] == "cpu"
+    assert trace.device == "cpu"
     assert trace.notices[-1] == "The GPU ran out of memory; this run was computed on the CPU instead."
     for name in reference.names():
         a, b = trace[name], reference[name]

@@ -40,7 +40,7 @@ def test_cuda_trace_equals_cpu_trace(changes, tiny_model):
     model = tiny_model(**changes)
     cpu = model.trace(SRC, TGT, RunOptions(device="cpu"))
     gpu = model.trace(SRC, TGT, RunOptions(device="cuda"))
-    assert gpu.info["device"].startswith("cuda") and cpu.info["device"] == "cpu"
+    assert gpu.device.startswith("cuda") and cpu.device == "cpu"
     assert_same_trace(gpu, cpu)
 
 
@@ -63,5 +63,5 @@ def test_cuda_what_if_toggles_and_fast_path_equal_cpu(tiny_model):
 def test_auto_device_picks_cuda(tiny_model):
     model = tiny_model()
     trace = model.trace(SRC, TGT, RunOptions(device="auto"))
-    assert trace.info["device"].startswith("cuda")
+    assert trace.device.startswith("cuda")
     assert model.device.type == "cuda"

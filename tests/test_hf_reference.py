@@ -13,6 +13,7 @@ import torch
 pytest.importorskip("transformers")
 
 from hf_tiny import CASES, DEC_IDS, IDS, hf_forward, pairs
+from recorded import finished
 
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.hf import SUPPORTED_MODEL_TYPES, config_from_hf, convert
@@ -32,7 +33,7 @@ def attnlab_run(config, state, options: RunOptions = DEFAULT_OPTIONS):
     tgt = torch.tensor([DEC_IDS if config.has_encoder else IDS]) if config.has_decoder else None
     with torch.inference_mode():
         logits = module(src, tgt, options=options, rec=rec)
-    return logits, rec.finish()
+    return logits, finished(rec, config, options)
 
 
 @pytest.fixture(scope="module", params=list(CASES))

@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from recorded import finished
 
 from attnlab.checkpoints import load_checkpoint, save_checkpoint
 from attnlab.checkpoints.assemble import generic_tokenizer
@@ -73,7 +74,7 @@ def test_rmsnorm_is_torchs_rms_norm_and_records_the_rms():
     rec = Recorder(True)
     out = norm(x, rec, "dec.0.norm1")
     torch.testing.assert_close(out, F.rms_norm(x, (16,), norm.weight, eps=1e-6))
-    torch.testing.assert_close(rec.finish()["dec.0.norm1.rms"], x[0].pow(2).mean(-1).add(1e-6).sqrt())
+    torch.testing.assert_close(finished(rec)["dec.0.norm1.rms"], x[0].pow(2).mean(-1).add(1e-6).sqrt())
 
 
 def test_activations_are_the_published_formulas():
@@ -168,7 +169,7 @@ def test_embedding_norm_type_and_offset_positions_are_applied():
     rec = Recorder(True)
     with torch.inference_mode():
         module(ids, options=RunOptions(), rec=rec)
-    trace = rec.finish()
+    trace = finished(rec, config)
     summed = module.src_embed.weight[[4, 9, 11]] + module.src_type_embed.weight[0] + module.src_pos.weight[2:5]
     torch.testing.assert_close(trace["src.embed_norm.in"], summed)
     expected = F.layer_norm(summed, (32,), module.src_embed_norm.weight, module.src_embed_norm.bias, 1e-12)

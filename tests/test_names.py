@@ -63,7 +63,9 @@ def test_every_recorded_site_parses_and_the_trace_carries_its_run(arch):
         for step in names.SITE_STEPS:
             assert names.site_entry(site, step) in trace
     assert trace.config == model.config
-    assert trace.options.norm == "pre" and trace.options.n_heads == 4 and trace.n_heads == 4 and trace.norm_first
+    assert (
+        trace.options.norm == "pre" and trace.options.n_heads == 4 and trace.n_heads == 4 and trace.options.norm_first
+    )
     trained = model.trace("a b", None if arch != "encoder-decoder" else "a")
     assert trained.options.norm == ("pre" if config.norm_first else "post") and trained.n_heads == 2
 
@@ -79,3 +81,13 @@ def test_sublayers_sides_and_words():
     assert names.short_words("masked self-attention · mask") == "masked self-attn · mask"
     assert names.sublayer_kind_words("ffn", short=True) == "FFN"
     assert names.sublayer_kind_words("ffn") == "feed-forward network"
+
+
+def test_the_parsers_the_panels_used_to_spell_by_hand():
+    from attnlab.engine import names
+
+    assert names.layer_position("dec.1.cross.weights") == ("dec", 1) and names.layer_position("src.input") is None
+    assert names.side_of("tgt.tokens") == "tgt" and names.side_of("enc.0.out") is None
+    assert names.step_of("enc.0.self.weights") == "weights"
+    assert names.site_kind_parts("dec.cross") == ("dec", "cross")
+    assert names.first_site("enc") == "enc.0.self" and names.is_site(names.first_site("dec", "cross"))

@@ -1,6 +1,8 @@
 """Explanations and facts (attnlab.present.explain, .facts): live shapes, and how the run was made read from
 the RunOptions the trace carries, never inferred from its numbers. Qt-free: no QApplication here."""
 
+import dataclasses
+
 import pytest
 from conftest import build_tiny_model
 
@@ -53,13 +55,15 @@ def test_norm_placement_is_the_resolved_option(norm_first, asked, placement):
     assert f"{placement.capitalize()}-norm in this run" in explanation_html(by_key["enc.0.norm1"], trace)
 
 
-def test_a_trace_that_does_not_say_gets_no_silent_post_norm(enc_dec):
+def test_a_trace_is_whole_at_birth(enc_dec):
+    """No Trace without its config, resolved options, device and notices: nobody guesses the placement."""
     made = enc_dec.trace(SRC, TGT)
-    bare = Trace(entries=made.entries)  # built by hand: no config, no options
-    assert facts.norm_placement(bare) is None
-    stage = next(s for s in stages_for(made) if s.kind == "addnorm")
-    text = explanation_html(stage, bare)
-    assert "does not say" in text and "in this run: LayerNorm" not in text
+    with pytest.raises(TypeError):
+        Trace(made.entries)  # type: ignore[call-arg]  # built by hand without what made it
+    with pytest.raises(ValueError, match="resolved"):
+        dataclasses.replace(made.options, norm="trained")  # an "as trained" placement is not a run's
+    whole = Trace(made.entries, config=made.config, options=made.options, device="cpu", notices=[])
+    assert facts.norm_placement(whole) == ("pre" if made.config.norm_first else "post")
 
 
 def test_toggles_are_read_from_the_options_not_from_the_numbers(enc_dec):

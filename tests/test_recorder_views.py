@@ -5,6 +5,7 @@ values a fresh `value[0]` per name would, bit for bit."""
 from __future__ import annotations
 
 import torch
+from recorded import finished
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.model import Transformer
@@ -19,7 +20,7 @@ def test_one_tensor_recorded_twice_in_a_row_is_one_view_of_its_first_sequence():
     rec.add((("a", x),))
     rec("b", x)
     rec.add((("c", x), ("d", twin), ("e", x)))
-    entries = rec.finish().entries
+    entries = rec.entries()
     assert entries["a"] is entries["b"] is entries["c"]
     assert entries["d"] is not entries["c"] and entries["e"] is not entries["d"]
     for name in "abcde":
@@ -34,7 +35,7 @@ def test_a_later_in_place_change_shows_in_every_name_as_before():
     rec.add((("a", x),))
     rec("b", x)
     x.add_(1.0)
-    entries = rec.finish().entries
+    entries = rec.entries()
     assert torch.equal(entries["a"], torch.ones(2, 2)) and torch.equal(entries["b"], torch.ones(2, 2))
 
 
@@ -47,7 +48,7 @@ def _run(eager: bool, norm_first: bool) -> dict[str, torch.Tensor]:
     rec = Recorder(True, eager=eager)
     with torch.inference_mode():
         model(src, tgt, options=RunOptions(record=True), rec=rec)
-    trace = rec.finish()
+    trace = finished(rec, cfg)
     return {n: trace.device_value(n) for n in trace.entries if not isinstance(trace.entries[n], list)}
 
 

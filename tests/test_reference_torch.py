@@ -13,6 +13,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from recorded import finished
 from torch import nn
 
 from attnlab.engine.config import ModelConfig
@@ -67,7 +68,7 @@ def record(model, src_ids, tgt_ids, options: RunOptions | None = None, **pads) -
     rec = Recorder(True)
     with torch.inference_mode():
         model(src_ids, tgt_ids, options=options, rec=rec, **pads)
-    return rec.finish()
+    return finished(rec, model.config, options)
 
 
 @torch.no_grad()
@@ -325,7 +326,7 @@ def test_recorded_attention_equals_sdpa(name, scale):
         q, k, v, attn_mask=allowed_cells(name, 5, 7, key_pad), scale=None if scale else 1.0
     )
     close(ours, ref)
-    steps = rec.finish()
+    steps = finished(rec)
     assert torch.equal(steps["a.mask"] == 0, allowed_cells(name, 5, 7, key_pad)[0, 0])
     factor = 1 / math.sqrt(8) if scale else 1.0
     close(steps["a.scaled"], steps["a.scores"] * factor)
@@ -395,7 +396,7 @@ def test_head_resplit_equals_torch_mha_with_that_many_heads(heads):
         ref, ref_w = theirs(x, y, y, attn_mask=causal[0, 0], need_weights=True, average_attn_weights=False)
     close(out, ref)
     close(fast, ref)
-    close(rec.finish()["s.weights"], ref_w[0])
+    close(finished(rec)["s.weights"], ref_w[0])
 
 
 # ---- LayerNorm and positional encodings --------------------------------------------------------------
@@ -412,7 +413,7 @@ def test_layer_norm_equals_functional_layer_norm(dtype):
     with torch.no_grad():
         out = norm(x, rec, "n")
     close(out, F.layer_norm(x, (16,), norm.weight, norm.bias, 1e-5))
-    t = rec.finish()
+    t = finished(rec)
     close(t["n.mean"], x[0].mean(-1))
     close(t["n.var"], x[0].var(-1, unbiased=False), tol=1e-5 * float(x[0].var(-1, unbiased=False).max()))
     assert t["n.var"][1] == pytest.approx(0.0, abs=1e-6)

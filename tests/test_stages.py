@@ -9,7 +9,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from attnlab.engine.options import RunOptions
-from attnlab.engine.trace import Trace
 from attnlab.present.explain import explanation_html
 from attnlab.present.stages import (
     ATTENTION_STEPS,
@@ -293,7 +292,8 @@ def test_positional_encoding_off_shows_a_message_or_zeros_and_never_raises(panel
     pos_panel = panels("pos")
     pos_panel.show_stage(trace, pos_stage, ViewState())
     assert "switched off" in pos_panel.shown_data()["message"]
-    pos_panel.show_stage(dataclasses.replace(trace, options=None), pos_stage, ViewState())  # the general words
+    without_table = dataclasses.replace(trace, config=dataclasses.replace(trace.config, positional="none"))
+    pos_panel.show_stage(without_table, pos_stage, ViewState())  # a model without positions: the general words
     assert "No positional encoding" in pos_panel.shown_data()["message"]
     input_panel = panels("input")
     input_stage = Stage("src.input", "input", "input", "Source input", side="src")
@@ -335,13 +335,13 @@ def test_residual_off_and_gelu_are_recognised(panels, tiny_model):
     assert not addnorm.shown_data()["residual_off"]
 
 
-def test_add_and_norm_never_guesses_the_placement(panels, enc_dec):
-    """A trace that carries no run options (built by hand) gets a message, not a silent "post"."""
+def test_add_and_norm_shows_the_placement_the_trace_carries(panels, enc_dec):
+    """The placement drawn is the run's (its resolved options), whatever the model was trained with."""
     made = enc_dec.trace(SRC, TGT, RunOptions(norm="pre"))
     stage = next(s for s in stages_for(made) if s.kind == "addnorm")
     addnorm = panels("addnorm")
     addnorm.show_stage(made, stage, ViewState())
     assert addnorm.shown_data()["norm"] == "pre"
-    addnorm.show_stage(Trace(entries=made.entries), stage, ViewState())
-    data = addnorm.shown_data()
-    assert "norm" not in data and "does not say where its LayerNorms sit" in data["message"]
+    post = enc_dec.trace(SRC, TGT, RunOptions(norm="post"))
+    addnorm.show_stage(post, stage, ViewState())
+    assert addnorm.shown_data()["norm"] == "post"

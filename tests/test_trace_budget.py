@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import build_tiny_model
+from recorded import finished
 
 from attnlab.engine import budget
 from attnlab.engine.budget import estimate_trace_bytes
@@ -125,7 +126,7 @@ def test_a_host_recorder_gives_the_same_trace():
     with torch.inference_mode():
         model.module(src, tgt, rec=plain)
         model.module(src, tgt, rec=host)
-    a, b = plain.finish(), host.finish()
+    a, b = finished(plain, model.config), finished(host, model.config)
     assert a.names() == b.names()
     for name in a.names():
         assert torch.equal(a[name], b[name]), name

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import build_tiny_model as make
+from recorded import finished
 
 from attnlab.engine.derived import Derived
 from attnlab.engine.live import LiveModel
@@ -48,7 +49,7 @@ def run_both(model: LiveModel, options: RunOptions):
     eager = Recorder(True, eager=True)
     with torch.inference_mode():
         logits = model.module(src_ids, tgt_ids, options=options, rec=eager, **pads)
-    return lazy, eager.finish(), logits[0]
+    return lazy, finished(eager, model.config, options), logits[0]
 
 
 def assert_equal_values(name: str, ours: torch.Tensor, eager: torch.Tensor, tol: float = 1e-6):

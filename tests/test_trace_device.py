@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import build_tiny_model as make
+from recorded import finished
 
 from attnlab.engine.derived import Derived
 from attnlab.engine.options import RunOptions
@@ -114,7 +115,7 @@ def test_a_host_recorder_gives_each_entry_its_own_numbers(monkeypatch, width):
     copied = Recorder(True, host=True)
     with torch.inference_mode():
         model.module(src, tgt, rec=copied)
-    device_trace, host_trace = kept_on_device.finish(), copied.finish()
+    device_trace, host_trace = finished(kept_on_device, model.config), finished(copied, model.config)
     monkeypatch.undo()  # reading: the copies are host tensors again
     for name in device_trace.names():
         if isinstance(device_trace.entries[name], torch.Tensor):

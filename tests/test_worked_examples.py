@@ -11,6 +11,7 @@ import math
 
 import pytest
 import torch
+from recorded import finished
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.layers import LayerNorm, MultiHeadAttention, attention_steps
@@ -33,7 +34,7 @@ def steps(scores: torch.Tensor, values: torch.Tensor, mask=None, scale=False) ->
     mask = torch.zeros(1, 1, Tq, Tk) if mask is None else mask
     rec = Recorder(True)
     attention_steps(scores[None, None], torch.eye(Tk)[None, None], values[None, None], mask, scale, rec, "a")
-    return rec.finish()
+    return finished(rec)
 
 
 def assert_close(ours, printed, tol, what=""):
@@ -90,7 +91,7 @@ def add_and_norm(x, sublayer_out, norm):
 
     ctx = context(norm)
     out = residual_block(torch.tensor(x)[None, None], sublayer, LayerNorm(3), ctx, "enc.0", 1)
-    return out[0, 0], ctx.rec.finish(), seen[0]
+    return out[0, 0], finished(ctx.rec), seen[0]
 
 
 def test_post_norm_self_attention_sublayer_example():
@@ -148,7 +149,7 @@ def test_cat_attention_example():
     q_cat = torch.tensor([[1.0, 0.0, 1.0]])
     rec = Recorder(True)
     attention_steps(q_cat[None, None], keys[None, None], values[None, None], torch.zeros(1, 1, 1, 6), False, rec, "a")
-    t = rec.finish()
+    t = finished(rec)
     assert_close(t["a.scores"][0, 0], [1.0, 1.0, 1.0, 0.5, 1.0, 0.5], 1e-6, "scores")
     # The text's weights [0.217 x4, 0.132 x2] have the right ratio (e^-0.5) but sum to 1.132, not 1; its
     # weighted sum [0.391, 0.349, 0.499] is built from them. Normalised, both agree with ours.
@@ -171,7 +172,7 @@ def test_three_token_projection_example():
     rec = Recorder(True)
     with torch.no_grad():
         mha(X[None], X[None], torch.zeros(1, 1, 3, 3), 1, False, None, rec, "s")
-    t = rec.finish()
+    t = finished(rec)
     # The text's Q (= K = V) for "The" is [0.3, 0.7, 1.1, 1.5], and every row starts 0.3, 0.7, 1.1. Its other
     # entries of rows 2 and 3 and its scores [3.74, 8.74, 13.74] carry arithmetic slips: even from its own
     # printed vectors, 0.3^2 + 0.7^2 + 1.1^2 + 1.5^2 = 4.04, not 3.74.
@@ -216,7 +217,7 @@ def test_plain_dot_product_attention_example(sentence):
     rec = Recorder(True)
     x = sentence[None, None]
     attention_steps(x, x, x, torch.zeros(1, 1, 8, 8), False, rec, "a")  # q = k = v = the embeddings
-    t = rec.finish()
+    t = finished(rec)
     omega = [
         [9.7601, 1.7326, 4.7543, -1.3587, 0.4752, -1.6717, 1.0227, -0.1286],
         [1.7326, 16.0787, 9.0642, -0.3370, 1.1368, 1.1972, 1.6485, -1.2789],
@@ -336,7 +337,7 @@ def test_scaled_dot_product_with_projections_example(sentence):
     rec = Recorder(True)
     with torch.no_grad():  # one head, so d_k = 16 and the scores are divided by 4, as in the text
         mha(sentence[None], sentence[None], torch.zeros(1, 1, 8, 8), 1, True, None, rec, "s")
-    t = rec.finish()
+    t = finished(rec)
     q_2 = [
         -4.0813,
         -1.6130,
@@ -431,7 +432,7 @@ def test_dot_products_of_unit_variance_vectors_have_variance_d_k(d_k):
     k = torch.randn(1, 1, 400, d_k, generator=g, dtype=torch.float64)
     rec = Recorder(True)
     attention_steps(q, k, k, torch.zeros(1, 1, 1000, 400, dtype=torch.float64), True, rec, "a")
-    t = rec.finish()
+    t = finished(rec)
     assert t["a.scores"].var().item() == pytest.approx(d_k, rel=0.1)
     assert t["a.scaled"].var().item() == pytest.approx(1.0, rel=0.1)
 

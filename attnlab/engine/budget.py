@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
 
@@ -119,7 +120,7 @@ def ablated_context_floats(options: RunOptions, site: SiteLayout, S: int, T: int
     if site.grouped:
         return 0
     ablated_sites = {name for name, _head, _mode in options.ablate}
-    return sum((S if name.startswith("enc.") else T) * site.d for name in ablated_sites)
+    return sum((S if names.stack_of(name) == "enc" else T) * site.d for name in ablated_sites)
 
 
 def estimate_trace_bytes(

@@ -16,14 +16,15 @@ from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.masks import Device, MaskBuilder
 from attnlab.engine.norms import LayerNorm, RMSNorm, layer_norm
-from attnlab.engine.options import RunOptions
+from attnlab.engine.options import ResolvedOptions, RunOptions
 from attnlab.engine.positional import rotary_angles
 from attnlab.engine.runcache import LayerInputs, LayerKey, Resume
 from attnlab.engine.trace import Recorder
 
 
 class RunContext:
-    """What every layer needs to know about this run, resolved once from the RunOptions."""
+    """What every layer needs to know about this run, read off the ResolvedOptions (resolved here when the
+    caller passed plain RunOptions; LiveModel passes the ones its Trace will carry)."""
 
     def __init__(
         self,
@@ -34,12 +35,13 @@ class RunContext:
         device: Device,
         dtype: torch.dtype | None = None,
     ):
-        self.norm_first = options.effective_norm_first(config)
-        self.n_heads = options.effective_heads(config)
-        self.scale = options.scale
-        self.residual = options.residual
-        self.projections = options.projections
-        self.options = options
+        run = options if isinstance(options, ResolvedOptions) else options.resolved(config)
+        self.norm_first = run.norm_first
+        self.n_heads = run.heads
+        self.scale = run.scale
+        self.residual = run.residual
+        self.projections = run.projections
+        self.options = run
         self.eps = config.layer_norm_eps
         self.rec = rec
         self.dropout = dropout
@@ -50,7 +52,7 @@ class RunContext:
             if rotary_on
             else None
         )
-        self.masks = MaskBuilder(options, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
+        self.masks = MaskBuilder(run, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
         self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
 

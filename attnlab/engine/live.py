@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import operator
 import time
@@ -99,7 +100,21 @@ def with_temperature(trace: Trace, options: RunOptions, config: ModelConfig) -> 
     # host copies already made stay valid; list(): the GUI thread may be adding copies to that trace meanwhile
     host = {n: v for n, v in list(trace._host.items()) if n != names.PROBS}
     info = dict(trace.info, compute_ms=0.0, reused="the previous run's entries (at most the temperature differs)")
-    return Trace(entries, list(trace.notices), info, config, options.resolved(config), host)
+    resolved = dataclasses.replace(trace.options, temperature=options.temperature)  # the one field that differs
+    return Trace(
+        entries,
+        config=config,
+        options=resolved,
+        device=trace.device,
+        notices=list(trace.notices),
+        info=info,
+        _host=host,
+    )
+
+
+def reused_host_copies(old: Trace, kept: OrderedDict, entries: OrderedDict) -> dict[str, torch.Tensor]:
+    """The host copies `old` made of the entries a resumed run `kept` (the same tensors: still valid)."""
+    return {n: v for n, v in list(old._host.items()) if n in kept and entries[n] is kept[n]}  # list(): the GUI adds
 
 
 class LiveModel:
@@ -257,8 +272,8 @@ class LiveModel:
         if trace is None:  # out of GPU memory; outside the handler, whose traceback held the run's tensors
             release_device_memory()
             inputs = None  # the previous run's inputs live on the GPU; a CPU run starts afresh
-            trace = self._trace_on(torch.device("cpu"), src, tgt, options)
-            trace.notices.append("The GPU ran out of memory; this run was computed on the CPU instead.")
+            fallback = "The GPU ran out of memory; this run was computed on the CPU instead."
+            trace = self._trace_on(torch.device("cpu"), src, tgt, options, after=[fallback])
         self._runs[options.record] = (key, trace)
         if options.record:
             self._last_inputs = inputs
@@ -279,7 +294,7 @@ class LiveModel:
         if last is None or previous is None or last[0][:2] != key[:2] or last[0][3:] != key[3:]:
             return None
         before, after = last[0][2], key[2]
-        if not (before.record and after.record) or last[1].info.get("device") != str(device):
+        if not (before.record and after.record) or last[1].device != str(device):
             return None
         where = first_changed_layer(self.config, before, after)
         if where is None or where == ("enc", 0):  # the first encoder layer: nothing to reuse
@@ -331,7 +346,10 @@ class LiveModel:
         options: RunOptions,
         resume: Resume | None = None,
         inputs: LayerInputs | None = None,
+        after: list[str] | None = None,
     ) -> Trace:
+        """One run on `device`, whole: its entries, config, resolved options, device and notices (`after`:
+        remarks about how the run came about, said after the run's own)."""
         if self.device != device:
             self.module.to(device)
         notices: list[str] = list(self.metadata.get("run_notices", []))  # e.g. settings a loader assumed
@@ -350,35 +368,40 @@ class LiveModel:
             ids_of[side] = torch.tensor([ids], device=device)  # [1, S] or [1, T]
             pad_of[side] = (torch.arange(len(ids), device=device) >= n_real)[None]  # [1, S] or [1, T]
             rec(names.side_entry(side, "ids"), ids_of[side])
+        resolved = options.resolved(self.config, dtype=self._dtype_name())  # what the run and its Trace read
         start = time.perf_counter()
         logits = self.module(
             ids_of.get("src"),
             ids_of.get("tgt"),
-            options=options,
+            options=resolved,
             rec=rec,
             src_pad=pad_of.get("src"),
             tgt_pad=pad_of.get("tgt"),
             resume=resume,
             inputs=inputs,
         )
-        trace = rec.finish()
-        if kept and last_recorded is not None:  # host copies of the reused entries stay valid
-            old = last_recorded[1]
-            trace._host.update(
-                {
-                    n: v
-                    for n, v in list(old._host.items())  # list(): the GUI may be adding some
-                    if n in kept and trace.entries[n] is kept[n]
-                }
-            )
-            trace.info["resumed_from"] = names.layer(resume.stack, resume.layer) if resume else None
+        entries = rec.entries()
         if not options.record:  # the fast path still returns what the output panel needs
-            trace.entries[names.LOGITS] = logits[0]  # [T, V]
-        trace.entries[names.PROBS] = output_probs(options.temperature)  # [T, V], softmax on read
-        trace.notices[:0] = notices
-        trace.info.update(device=str(device), model=self.name, compute_ms=(time.perf_counter() - start) * 1000.0)
-        trace.config, trace.options = self.config, options.resolved(self.config)
-        return trace
+            entries[names.LOGITS] = logits[0]  # [T, V]
+        entries[names.PROBS] = output_probs(options.temperature)  # [T, V], softmax on read
+        info: dict[str, Any] = {"model": self.name, "compute_ms": (time.perf_counter() - start) * 1000.0}
+        host: dict[str, torch.Tensor] = {}
+        if kept and last_recorded is not None and resume is not None:  # host copies of reused entries stay valid
+            host = reused_host_copies(last_recorded[1], kept, entries)
+            info["resumed_from"] = names.layer(resume.stack, resume.layer)
+        return Trace(
+            entries,
+            config=self.config,
+            options=resolved,
+            device=str(device),
+            notices=notices + list(after or []),
+            info=info,
+            _host=host,
+        )
+
+    def _dtype_name(self) -> str:
+        """The precision the weights run in: 'float32', 'bfloat16', ..."""
+        return str(self.module.sinusoid.dtype).removeprefix("torch.")
 
     def next_token(self, trace: Trace) -> tuple[int, str]:
         """The most probable next token after the last decoder position."""

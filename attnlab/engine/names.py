@@ -232,6 +232,38 @@ def layer_of(name: str) -> str | None:
     return ".".join(parts[:2]) if len(parts) >= 2 and parts[0] in STACKS and parts[1].isdigit() else None
 
 
+def layer_position(name: str) -> tuple[str, int] | None:
+    """'dec.1.cross.weights' -> ('dec', 1): the stack and 0-based index of the layer a name lies in; None
+    outside the layers."""
+    found = layer_of(name)
+    if found is None:
+        return None
+    stack, index = found.split(".")
+    return stack, int(index)
+
+
+def side_of(name: str) -> str | None:
+    """'src.embed' / 'tgt.tokens' -> 'src' / 'tgt': the token side of an input entry; None for the rest."""
+    first = name.split(".", 1)[0]
+    return first if first in SIDES else None
+
+
+def step_of(name: str) -> str:
+    """'enc.0.self.weights' -> 'weights': the last part of a dotted name (a site's step, a stat, a part)."""
+    return name.rpartition(".")[2]
+
+
+def site_kind_parts(kind: str) -> tuple[str, str]:
+    """'dec.cross' -> ('dec', 'cross'): the stack and attention kind of a site kind (SITE_KINDS)."""
+    stack, _, attention = kind.partition(".")
+    return stack, attention
+
+
+def first_site(stack: str, kind: str = "self") -> str:
+    """'enc' -> 'enc.0.self': the `kind` attention of a stack's first layer (what a per-kind toggle shows)."""
+    return site(layer(stack, 0), kind)
+
+
 # ---- words people read ----------------------------------------------------------------------------------
 WORDS = {
     "self": "self-attention",

@@ -86,7 +86,9 @@ class RunOptions:
 
     def changed_fields(self, other: RunOptions) -> frozenset[str]:
         """The names of the fields whose values differ in `other` (what a toggle click changed)."""
-        return frozenset(f.name for f in dataclasses.fields(self) if getattr(self, f.name) != getattr(other, f.name))
+        return frozenset(
+            f.name for f in dataclasses.fields(RunOptions) if getattr(self, f.name) != getattr(other, f.name)
+        )
 
     # ---- queries used by the model --------------------------------------------------------------
     def is_causal(self, site: str) -> bool:
@@ -105,15 +107,14 @@ class RunOptions:
                 cells |= v
         return frozenset(cells)
 
-    def resolved(self, config: ModelConfig) -> RunOptions:
-        """These options with every "as trained" default made explicit for `config`: the norm placement
-        ("pre"/"post") and the head count. What a Trace carries, so nobody infers them again."""
-        return self.replace(
-            norm="pre" if self.effective_norm_first(config) else "post", n_heads=self.effective_heads(config)
-        )
-
-    def effective_norm_first(self, config: ModelConfig) -> bool:
-        return config.norm_first if self.norm == "trained" else self.norm == "pre"
+    def resolved(self, config: ModelConfig, dtype: str = "float32") -> ResolvedOptions:
+        """These options with every "as trained" default made explicit for `config` (the norm placement
+        "pre"/"post", the head count) and the model's head layout and precision: what a Trace carries, and
+        the one place each fact about a run is answered (ResolvedOptions' properties)."""
+        norm = self.norm if self.norm in ("pre", "post") else ("pre" if config.norm_first else "post")
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(RunOptions)}
+        values.update(norm=norm, n_heads=self.effective_heads(config))
+        return ResolvedOptions(**values, trained_heads=config.n_heads, trained_kv_heads=config.kv_heads, dtype=dtype)
 
     def effective_heads(self, config: ModelConfig) -> int:
         return config.n_heads if self.n_heads is None else self.n_heads
@@ -179,6 +180,46 @@ class RunOptions:
         return self
 
 
+@dataclass(frozen=True)
+class ResolvedOptions(RunOptions):
+    """The options one run was made with, every "as trained" default made explicit for its model
+    (`RunOptions.resolved(config)`): `norm` is "pre" or "post" and `n_heads` is set. Each fact about the run
+    is answered here, by one property, and read everywhere (the engine's RunContext, the panels, the
+    schematic, the banner): nobody works it out again from the config or the numbers."""
+
+    trained_heads: int = 1  # the model's own Q heads (config.n_heads)
+    trained_kv_heads: int = 1  # the model's own K/V heads (config.kv_heads; fewer in grouped-query attention)
+    dtype: str = "float32"  # the precision the weights ran in ("float32", "bfloat16", ...)
+
+    def __post_init__(self) -> None:
+        if self.norm not in ("pre", "post") or self.n_heads is None:
+            raise ValueError("ResolvedOptions are made by RunOptions.resolved(config): norm 'pre'/'post', heads set")
+
+    def request(self) -> RunOptions:
+        """The plain RunOptions with these values (what a new run is asked for with)."""
+        return RunOptions(**{f.name: getattr(self, f.name) for f in dataclasses.fields(RunOptions)})
+
+    @property
+    def norm_first(self) -> bool:
+        """Whether each norm sits before its sub-layer (pre-norm) in this run."""
+        return self.norm == "pre"
+
+    @property
+    def heads(self) -> int:
+        """The Q heads of this run (the re-split count when the head toggle is set)."""
+        assert self.n_heads is not None  # __post_init__
+        return self.n_heads
+
+    @property
+    def n_kv_heads(self) -> int:
+        """K/V heads of this run: as many as Q heads, except in grouped-query attention, where a re-split into
+        h heads reads W_K/W_V as h * kv_heads / n_heads heads. With the projections off K = V = x, which has
+        every head."""
+        if not self.projections:
+            return self.heads
+        return self.heads * self.trained_kv_heads // self.trained_heads
+
+
 def head_choices(config: ModelConfig) -> list[int]:
     """Head counts the same weights can be re-split into: divisors of d_model, with an even head size for
     rotary encoding, and for grouped-query attention only counts that keep the Q heads a multiple of the K/V
@@ -226,7 +267,7 @@ def site_problem(site: str, config: ModelConfig) -> str:
     if not isinstance(site, str):
         return f"a mask is set on {excerpt(site)}, which is not a site name"
     if site in SITE_KINDS:
-        stack, kind = site.split(".")
+        stack, kind = names.site_kind_parts(site)
     else:
         try:
             stack, index, kind = names.split_site(site)

@@ -12,7 +12,7 @@ import os
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ from attnlab.fileio import atomic_write
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
-    from attnlab.engine.options import RunOptions
+    from attnlab.engine.options import ResolvedOptions
 
 Entry = torch.Tensor | list[str] | Derived
 RECENT_DERIVED = 6  # derived entries kept where they were computed (a site's chain: scores … weights)
@@ -148,13 +148,20 @@ class Recorder:
         if self.enabled:
             self._items[name] = list(tokens)
 
-    def finish(self) -> Trace:
-        """The recorded entries as a Trace (no copies: they are read, and cross to the host, on demand)."""
+    def entries(self) -> OrderedDict[str, Entry]:
+        """The recorded entries, ready to be read (no copies: they cross to the host on demand). What a Trace
+        is made of: `finish` builds it here, LiveModel after adding the output entries."""
         self._last, self._last_first = _NOTHING, _NOTHING  # the trace needs no batched tensor
         if self._copies:  # host=True: the asynchronous copies must land before anyone reads them
             torch.cuda.synchronize()
             self._copies.clear()
-        return Trace(self._items)
+        return self._items
+
+    def finish(
+        self, config: ModelConfig, options: ResolvedOptions, device: str, notices: list[str] | None = None
+    ) -> Trace:
+        """The recorded entries as a Trace of the run made with `config` and `options` on `device`."""
+        return Trace(self.entries(), config=config, options=options, device=device, notices=list(notices or []))
 
 
 def off_host(t: torch.Tensor) -> bool:
@@ -203,47 +210,37 @@ class Trace:
     """What one run computed. `trace["enc.0.self.weights"]` is a [heads, tgt, src] float32 CPU tensor.
 
     Token lists (`src.tokens`, `tgt.tokens`) are lists of str; `*.ids` are int64; everything else float32.
-    `config` is the model's ModelConfig and `options` the RunOptions that made this run, resolved (the norm
-    placement is "pre" or "post", `n_heads` is set): read facts about the run there, never infer them from the
-    numbers. `notices` holds human-readable remarks about the run (truncation, fallbacks); `info` holds facts
-    about where and how fast it ran (device, timings) and what generation added (next token, text so far).
+    A Trace is whole when it is made: `config` is the model's ModelConfig, `options` the ResolvedOptions that
+    made this run (RunOptions.resolved: the norm placement is "pre" or "post", the heads are set; read every
+    fact about the run there, never infer it from the numbers), `device` where it ran ("cpu", "cuda:0") and
+    `notices` the human-readable remarks about the run (truncation, fallbacks). `info` holds what was
+    measured or added later (timings, what generation added: next token, text so far).
 
     `entries` holds what was stored: tensors on the run's device, token lists, and `Derived` rules. Reading
     (`trace[name]`, `read`, `fetch`) gives host tensors, cached; `device_value(name)` gives the value where
     it lives.
     """
 
-    entries: OrderedDict[str, Entry] = field(default_factory=OrderedDict)
-    notices: list[str] = field(default_factory=list)
+    entries: OrderedDict[str, Entry]
+    _: KW_ONLY
+    config: ModelConfig
+    options: ResolvedOptions
+    device: str
+    notices: list[str]
     info: dict = field(default_factory=dict)
-    config: ModelConfig | None = None
-    options: RunOptions | None = None
     _host: dict[str, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
     _recent: OrderedDict[str, torch.Tensor] = field(default_factory=OrderedDict, repr=False, compare=False)
     _home: tuple[torch.device, torch.dtype] | None = field(default=None, repr=False, compare=False)  # stored floats
 
     @property
     def n_heads(self) -> int:
-        """Heads of this run (the re-split count when the head toggle is set)."""
-        if self.options is not None and self.options.n_heads:
-            return self.options.n_heads
-        return self.config.n_heads if self.config is not None else 1
-
-    @property
-    def norm_first(self) -> bool:
-        """Whether this run placed each LayerNorm before its sub-layer (pre-norm)."""
-        if self.options is not None and self.options.norm in ("pre", "post"):
-            return self.options.norm == "pre"
-        return bool(self.config is not None and self.config.norm_first)
+        """Heads of this run (the re-split count when the head toggle is set): `options.heads`."""
+        return self.options.heads
 
     @property
     def n_kv_heads(self) -> int:
-        """K/V heads of this run: as many as Q heads, except in grouped-query attention, where a re-split into
-        h heads reads W_K/W_V as h * kv_heads / n_heads heads (`.k` and `.v` entries are [H_kv, T, d_k]). With
-        the projections off K = V = x, which has every head."""
-        if self.config is None or (self.options is not None and not self.options.projections):
-            return self.n_heads
-        return self.n_heads * self.config.kv_heads // self.config.n_heads
+        """K/V heads of this run (`.k` and `.v` entries are [H_kv, T, d_k]): `options.n_kv_heads`."""
+        return self.options.n_kv_heads
 
     @property
     def kv_head_map(self) -> list[int]:
@@ -390,7 +387,7 @@ class Trace:
         """Attention sites in run order, e.g. ['enc.0.self', ..., 'dec.0.self', 'dec.0.cross', ...]."""
         from attnlab.engine import names
 
-        return [site for n in self.entries if n.endswith(".weights") and (site := names.site_of(n))]
+        return [site for n in self.entries if names.step_of(n) == "weights" and (site := names.site_of(n))]
 
     # ---- where it lives -------------------------------------------------------------------------------
     def stored_bytes(self) -> int:
@@ -413,7 +410,14 @@ class Trace:
             entries = OrderedDict(
                 (n, v if isinstance(v, list) else self.device_value(n).to(device)) for n, v in self.entries.items()
             )
-        return Trace(entries, list(self.notices), dict(self.info), self.config, self.options)
+        return Trace(
+            entries,
+            config=self.config,
+            options=self.options,
+            device=str(device),
+            notices=list(self.notices),
+            info=dict(self.info),
+        )
 
     def save_npz(self, path: str | os.PathLike[str]) -> None:
         """Every entry under its dotted name; token lists as unicode arrays (loadable without pickle).

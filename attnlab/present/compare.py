@@ -140,7 +140,7 @@ def shape_message(name: str, shape_a: tuple, shape_b: tuple, a: Trace | None = N
 
 
 def _token_counts(trace: Trace) -> tuple[int, ...]:
-    return tuple(len(trace.get(f"{side}.tokens") or []) for side in ("src", "tgt"))
+    return tuple(len(trace.get(names.side_entry(side, "tokens")) or []) for side in names.SIDES)
 
 
 def shared_range(a: np.ndarray | None, b: np.ndarray | None) -> tuple[float, float]:
@@ -167,12 +167,12 @@ def describe_run(trace: Trace) -> str:
     defaults."""
     from attnlab.engine.options import RunOptions
 
-    tokens = trace.get("src.tokens") or []
+    tokens = trace.get(names.side_entry("src", "tokens")) or []
     sentence = " ".join(str(t) for t in tokens)
     options = trace.options
-    changed = sorted(RunOptions().changed_fields(options) - {"norm", "n_heads", "device", "record"}) if options else []
+    changed = sorted(RunOptions().changed_fields(options) - {"norm", "n_heads", "device", "record"})
     toggles = f"; changed: {', '.join(changed)}" if changed else ""
-    heads = f"{trace.n_heads} heads, {'pre' if trace.norm_first else 'post'}-norm" if options else ""
+    heads = f"{options.heads} heads, {'pre' if options.norm_first else 'post'}-norm"
     return f"“{sentence}” ({heads}{toggles})"
 
 
@@ -185,14 +185,14 @@ def axis_labels(trace: Trace, name: str, shape: tuple[int, ...]) -> tuple[list[s
     from attnlab.engine import names
 
     side = names.stack_side(names.stack_of(name)) if names.stack_of(name) in ("enc", "dec") else None
-    tokens = {s: list(trace.get(f"{s}.tokens") or []) for s in ("src", "tgt")}
-    if side is None and name.split(".")[0] in tokens:
-        side = name.split(".")[0]
+    tokens = {s: list(trace.get(names.side_entry(s, "tokens")) or []) for s in names.SIDES}
+    if side is None:
+        side = names.side_of(name)
     rows = tokens.get(side or "", [])
     rows_out = [str(t) for t in rows] if len(rows) == shape[0] else None
     cols_out = None
     site = names.site_of(name)
-    if site is not None and name.rsplit(".", 1)[1] in _KEY_STEPS:
+    if site is not None and names.step_of(name) in _KEY_STEPS:
         keys = tokens["src"] if names.site_kind(site) == "dec.cross" else rows
         cols_out = [str(t) for t in keys] if len(keys) == shape[1] else None
     return rows_out, cols_out

@@ -18,7 +18,6 @@ from attnlab.present.facts import layer_name, layer_side, norm_placement, residu
 from attnlab.present.stages import Stage
 
 if TYPE_CHECKING:
-    from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
 
 FORMULAS = {
@@ -36,10 +35,6 @@ FORMULAS = {
     "mlm_head": "h′ = LayerNorm(act(h W<sub>dense</sub> + b)), &nbsp; logits = h′ W<sub>out</sub> + b<sub>logits</sub>",
 }
 ACTIVATION_WORDS = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh approximation)", "silu": "SiLU"}
-
-
-def _config(trace: Trace) -> ModelConfig | None:
-    return getattr(trace, "config", None)
 
 
 # ---- grouped-query attention -------------------------------------------------------------------------------
@@ -61,7 +56,7 @@ def gqa_text(n_heads: int, n_kv_heads: int) -> str:
 
 
 def is_grouped(trace: Trace) -> bool:
-    return _config(trace) is not None and trace.n_kv_heads < trace.n_heads
+    return trace.n_kv_heads < trace.n_heads
 
 
 def _qkv_grouped(stage: Stage, trace: Trace) -> str:
@@ -82,8 +77,8 @@ def _qkv_grouped(stage: Stage, trace: Trace) -> str:
 
 
 def _rotary_sentence(trace: Trace) -> str:
-    cfg = _config(trace)
-    if cfg is None or cfg.positional != "rotary" or (trace.options is not None and not trace.options.positional):
+    cfg = trace.config
+    if cfg.positional != "rotary" or not trace.options.positional:
         return ""
     layout = (
         "half-split: dimension i pairs with i + d<sub>k</sub>/2, as in Hugging Face Llama"
@@ -111,8 +106,8 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
     )
     out = trace.get(names.norm_entry(names.norm(layer, n), "out"))
     t, d = (int(out.shape[0]), int(out.shape[1])) if out is not None else (0, 0)
-    title = fm.addnorm_title(_config(trace), residual_on(trace), n)  # the norm formulas live in formulas.py
-    formula = fm.norm_formula(_config(trace)) + "<br>" + fm.block_formula(placement, residual_on(trace), "RMSNorm")
+    title = fm.addnorm_title(trace.config, residual_on(trace), n)  # the norm formulas live in formulas.py
+    formula = fm.norm_formula(trace.config) + "<br>" + fm.block_formula(placement, residual_on(trace), "RMSNorm")
     return page(
         f"{title[0].upper()}{title[1:]} · {layer_name(layer)}",
         formula,
@@ -130,11 +125,11 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
 # ---- gated feed-forward ----------------------------------------------------------------------------------
 def _gated_ffn(stage: Stage, trace: Trace) -> str:
     layer = stage.layer or ""
-    cfg = _config(trace)
-    act = ACTIVATION_WORDS.get(cfg.activation if cfg else "silu", "SiLU")
+    cfg = trace.config
+    act = ACTIVATION_WORDS.get(cfg.activation, "SiLU")
     gate = trace.get(names.ffn_entry(layer, "gate"))
     t, d_ff = (int(gate.shape[0]), int(gate.shape[1])) if gate is not None else (0, 0)
-    d = cfg.d_model if cfg else 0
+    d = cfg.d_model
     formula = fm.ffn_formula(cfg) + "<br>" + fm.activation(cfg)[1]
     return page(
         f"Gated feed-forward (SwiGLU) · {layer_name(layer)}",
@@ -153,9 +148,7 @@ def _gated_ffn(stage: Stage, trace: Trace) -> str:
 # ---- inputs and output ------------------------------------------------------------------------------------
 def input_sentences(trace: Trace, side: str) -> list[str]:
     """What an imported model adds around its embeddings, one sentence each (empty for the classroom ones)."""
-    cfg = _config(trace)
-    if cfg is None:
-        return []
+    cfg = trace.config
     out = []
     if cfg.scale_embedding:
         out.append(
@@ -183,9 +176,7 @@ def input_sentences(trace: Trace, side: str) -> list[str]:
 
 
 def output_sentences(trace: Trace) -> list[str]:
-    cfg = _config(trace)
-    if cfg is None:
-        return []
+    cfg = trace.config
     out = []
     if names.head_entry("pre") in trace or cfg.output_head:
         out.append(
@@ -215,9 +206,7 @@ def extra_notes(stage: Stage, trace: Trace) -> str:
 
 def imported_explanation(stage: Stage, trace: Trace) -> str | None:
     """The page for a stage an imported architecture computes differently, or None (explain.py writes it)."""
-    cfg = _config(trace)
-    if cfg is None:
-        return None
+    cfg = trace.config
     if stage.kind == "addnorm" and cfg.norm == "rmsnorm":
         return _rmsnorm(stage, trace)
     if stage.kind == "ffn" and cfg.ffn == "gated":

@@ -58,7 +58,7 @@ def _tokens_page(trace: Trace, side: str, toks: list[str]) -> str:
 
 
 def _embed_page(trace: Trace, n: int, d: int) -> str:
-    scaled = trace.config is None or trace.config.scale_embedding
+    scaled = trace.config.scale_embedding
     return page(
         "Token embedding",
         fm.embed_formula(trace.config),
@@ -111,7 +111,7 @@ def _positions(trace: Trace, pos: tuple[int, ...] | None) -> str:
             ],
         )
     if kind == "none" or pos is None:
-        off = trace.options is not None and not trace.options.positional
+        off = not trace.options.positional
         return page(
             "Positional encoding (not added)",
             "",

@@ -46,11 +46,9 @@ def _placement(trace: Trace, sub: str, word: str) -> str:
             if add
             else f"{sub}({word}(x))."
         )
-    if placement == "post":
-        return f"Post-norm in this run: {word} comes AFTER the {'sum' if add else 'sub-layer'}: " + (
-            f"{word}(x + {sub}(x)), as in the original Transformer." if add else f"{word}({sub}(x))."
-        )
-    return f"This trace does not say where its {word}s sit (it carries no run options)."
+    return f"Post-norm in this run: {word} comes AFTER the {'sum' if add else 'sub-layer'}: " + (
+        f"{word}(x + {sub}(x)), as in the original Transformer." if add else f"{word}({sub}(x))."
+    )
 
 
 def addnorm_page(stage: Stage, trace: Trace) -> str:
@@ -72,7 +70,7 @@ def addnorm_page(stage: Stage, trace: Trace) -> str:
         if rms
         else "LayerNorm works on each token separately: it removes that token's mean and divides by its "
         "standard deviation, then the learned γ"
-        + (" and β rescale and shift." if trace.config is None or trace.config.norm_bias else " rescales (no β).")
+        + (" and β rescale and shift." if trace.config.norm_bias else " rescales (no β).")
     )
     title = fm.addnorm_title(trace.config, residual_on(trace), n)
     return page(
@@ -96,14 +94,14 @@ def ffn_page(stage: Stage, trace: Trace) -> str:
     hidden = trace.get(names.ffn_entry(layer, "hidden"))
     t, d_ff = (int(hidden.shape[0]), int(hidden.shape[1])) if hidden is not None else (0, 0)
     d = (shape_of(trace, names.ffn_entry(layer, "out")) or (0, 0))[1]
-    relu = trace.config is None or trace.config.activation == "relu"
+    relu = trace.config.activation == "relu"
     zeros = (
         f" In this run {float((hidden == 0).float().mean()):.0%} of the hidden units are exactly 0."
         if relu and hidden is not None
         else ""
     )
     act, act_formula = fm.activation(trace.config)
-    gated = trace.config is not None and trace.config.ffn == "gated"
+    gated = trace.config.ffn == "gated"
     shape = (
         f"A gate projection passed through {act} multiplies an up projection element by element, and a "
         "down projection maps the result back"

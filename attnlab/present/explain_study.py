@@ -15,8 +15,6 @@ if TYPE_CHECKING:
 def study_notes(site: str, trace: Trace) -> str:
     """HTML paragraphs ('' when neither toggle touches this site)."""
     options = trace.options
-    if options is None:
-        return ""
     parts = []
     if not options.projections:
         cross = names.site_kind(site) == "dec.cross"

@@ -114,29 +114,24 @@ def score_levels(trace: Trace, site: str, head: int, mode: str) -> tuple[float, 
 
 
 # ---- how the run was made: read from trace.options (resolved by the engine) ---------------------------------
-def norm_placement(trace: Trace) -> str | None:
-    """'pre' or 'post': where this run placed its LayerNorms; None when the trace does not say (no options
-    and no config: a trace built by hand)."""
-    if trace.options is not None and trace.options.norm in ("pre", "post"):
-        return trace.options.norm
-    if trace.config is not None:
-        return "pre" if trace.config.norm_first else "post"
-    return None
+def norm_placement(trace: Trace) -> str:
+    """'pre' or 'post': where this run placed its LayerNorms (`options.norm_first`)."""
+    return "pre" if trace.options.norm_first else "post"
 
 
 def residual_on(trace: Trace) -> bool:
-    """Whether this run kept the x + sublayer(x) connections (True when the trace does not say)."""
-    return trace.options is None or trace.options.residual
+    """Whether this run kept the x + sublayer(x) connections."""
+    return trace.options.residual
 
 
 def scaling_on(trace: Trace) -> bool:
-    """Whether this run divided QKᵀ by √dₖ (True when the trace does not say)."""
-    return trace.options is None or trace.options.scale
+    """Whether this run divided QKᵀ by √dₖ."""
+    return trace.options.scale
 
 
-def run_temperature(trace: Trace) -> float | None:
-    """The output softmax temperature of this run; None when the trace does not say."""
-    return None if trace.options is None else float(trace.options.temperature)
+def run_temperature(trace: Trace) -> float:
+    """The output softmax temperature of this run."""
+    return float(trace.options.temperature)
 
 
 # ---- how far the run is from how the model was trained ------------------------------------------------------
@@ -151,9 +146,9 @@ RESET_REMEDY = "“Reset all toggles” returns to the trained model."
 def final_norm_on(trace: Trace) -> bool:
     """Whether this run normalised each stack's output (a trained final norm or the parameter-free one)."""
     options, config = trace.options, trace.config
-    if options is not None and options.final_norm is not None:
+    if options.final_norm is not None:
         return bool(options.final_norm)
-    return bool(config is not None and config.final_norm)
+    return bool(config.final_norm)
 
 
 def _peak_logit(trace: Trace) -> float | None:
@@ -189,12 +184,10 @@ def untrained_reasons(trace: Trace) -> list[str]:
     """Why this run's outputs are not the trained model's (empty when they are): each toggle that moves the
     computation away from the one the weights were fitted to, in words a person reads on the banner."""
     config, options = trace.config, trace.options
-    if config is None or options is None:
-        return []
     reasons = _norm_reasons(trace, config, options)
-    if options.n_heads is not None and options.n_heads != config.n_heads:
+    if options.heads != config.n_heads:
         reasons.append(
-            f"{options.n_heads} heads instead of the trained {config.n_heads}: each head now mixes "
+            f"{options.heads} heads instead of the trained {config.n_heads}: each head now mixes "
             "slices that belonged to different trained heads"
         )
     if not options.positional and config.positional != "none":
@@ -216,7 +209,6 @@ def untrained_remedies(trace: Trace) -> list[str]:
     if not untrained_reasons(trace):
         return []
     config = trace.config
-    assert config is not None  # untrained_reasons is empty without one
     remedies = []
     if norm_placement(trace) == "pre" and not config.norm_first and not final_norm_on(trace):
         remedies.append(FINAL_NORM_REMEDY)

@@ -44,19 +44,17 @@ ROTARY = (
 )
 
 
-def pe_kind(config: ModelConfig | None, options: RunOptions | None) -> str:
+def pe_kind(config: ModelConfig, options: RunOptions) -> str:
     """What this run does about positions: 'sinusoidal', 'learned', 'rotary' or 'none' (off or absent)."""
-    if config is None:
-        return "sinusoidal"
-    if options is not None and not options.positional:
+    if not options.positional:
         return "none"
     return config.positional
 
 
-def pe_formula(config: ModelConfig | None, options: RunOptions | None) -> str:
+def pe_formula(config: ModelConfig, options: RunOptions) -> str:
     kind = pe_kind(config, options)
     if kind == "sinusoidal":
-        return SINUSOIDAL.get(config.sinusoidal_layout if config else "interleaved", SINUSOIDAL["interleaved"])
+        return SINUSOIDAL.get(config.sinusoidal_layout, SINUSOIDAL["interleaved"])
     if kind == "learned":
         return LEARNED.format(dm=DM)
     if kind == "rotary":
@@ -64,12 +62,12 @@ def pe_formula(config: ModelConfig | None, options: RunOptions | None) -> str:
     return ""
 
 
-def embed_formula(config: ModelConfig | None) -> str:
-    scaled = config is None or config.scale_embedding
+def embed_formula(config: ModelConfig) -> str:
+    scaled = config.scale_embedding
     return f"x<sub>t</sub> = E[id<sub>t</sub>]{' · √' + DM if scaled else ''} &nbsp; (E: vocabulary × {DM})"
 
 
-def input_formula(config: ModelConfig | None, options: RunOptions | None) -> str:
+def input_formula(config: ModelConfig, options: RunOptions) -> str:
     kind = pe_kind(config, options)
     if kind in ("sinusoidal", "learned"):
         return f"X = Embedding + {'PE' if kind == 'sinusoidal' else 'P (learned positions)'}"
@@ -105,55 +103,55 @@ def qkv_formula(rotary: bool) -> str:
 
 
 # ---- norms and feed-forward -----------------------------------------------------------------------------
-def norm_word(config: ModelConfig | None) -> str:
+def norm_word(config: ModelConfig) -> str:
     """'LayerNorm' or 'RMSNorm'."""
-    return names.word("rmsnorm") if config is not None and config.norm == "rmsnorm" else names.word("norm")
+    return names.word("rmsnorm") if config.norm == "rmsnorm" else names.word("norm")
 
 
-def norm_formula(config: ModelConfig | None) -> str:
-    if config is not None and config.norm == "rmsnorm":
+def norm_formula(config: ModelConfig) -> str:
+    if config.norm == "rmsnorm":
         return f"RMSNorm(x) = γ ⊙ x / √(mean(x²) + ε), &nbsp; over the {DM} features of one token (no centring)"
-    beta = " + β" if config is None or config.norm_bias else ""
+    beta = " + β" if config.norm_bias else ""
     return f"LN(x) = γ ⊙ (x − μ) / √(σ² + ε){beta}, &nbsp; μ, σ² over the {DM} features of one token"
 
 
-def block_formula(placement: str | None, residual: bool, norm: str = "LN") -> str:
+def block_formula(placement: str, residual: bool, norm: str = "LN") -> str:
     """Where the norm and the add sit: 'y = LN(x + F(x))', 'y = x + F(LN(x))', without the add when off."""
     if placement == "pre":
         return f"y = x + F({norm}(x))" if residual else f"y = F({norm}(x)) &nbsp; (residual off: no + x)"
     return f"y = {norm}(x + F(x))" if residual else f"y = {norm}(F(x)) &nbsp; (residual off: no + x)"
 
 
-def addnorm_title(config: ModelConfig | None, residual: bool, n: int) -> str:
+def addnorm_title(config: ModelConfig, residual: bool, n: int) -> str:
     """'add & LayerNorm 1', 'add & RMSNorm 1', or 'LayerNorm 1 (no add: residual off)' when the residual is off."""
     word = norm_word(config)
     return f"add & {word} {n}" if residual else f"{word} {n} (no add: residual off)"
 
 
-def activation(config: ModelConfig | None) -> tuple[str, str]:
+def activation(config: ModelConfig) -> tuple[str, str]:
     """(name, formula) of the FFN's non-linearity."""
-    return ACTIVATIONS.get(config.activation if config else "relu", ACTIVATIONS["relu"])
+    return ACTIVATIONS.get(config.activation, ACTIVATIONS["relu"])
 
 
-def ffn_formula(config: ModelConfig | None) -> str:
-    kind = config.activation if config else "relu"
+def ffn_formula(config: ModelConfig) -> str:
+    kind = config.activation
     act = ACT_SYMBOL.get(kind, kind)
-    b = config is None or config.has_bias("ffn")
+    b = config.has_bias("ffn")
     b1, b2 = (" + b<sub>1</sub>", " + b<sub>2</sub>") if b else ("", "")
-    if config is not None and config.ffn == "gated":
+    if config.ffn == "gated":
         return f"FFN(x) = ({act}(x W<sub>gate</sub>) ⊙ x W<sub>up</sub>) W<sub>down</sub>{' + b' if b else ''}"
     inner = f"x W<sub>1</sub>{b1}"
     return f"FFN(x) = {'max(0, ' + inner + ')' if kind == 'relu' else act + '(' + inner + ')'} W<sub>2</sub>{b2}"
 
 
-def logits_formula(config: ModelConfig | None) -> str:
-    tied = config is not None and config.tie_output
+def logits_formula(config: ModelConfig) -> str:
+    tied = config.tie_output
     w = "E<sup>T</sup>" if tied else "W<sub>out</sub>"
-    bias = " + b" if config is None or config.has_bias("logits") else ""
+    bias = " + b" if config.has_bias("logits") else ""
     return f"logits = h {w}{bias}"
 
 
-def of_trace(trace: Trace) -> tuple[ModelConfig | None, RunOptions | None]:
+def of_trace(trace: Trace) -> tuple[ModelConfig, RunOptions]:
     return trace.config, trace.options
 
 

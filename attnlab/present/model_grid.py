@@ -85,7 +85,7 @@ def tile(weights: np.ndarray) -> np.ndarray:
 
 def _kind_title(kind: str) -> str:
     """'dec.cross' -> 'decoder cross-attention'."""
-    stack, attention = kind.split(".")
+    stack, attention = names.site_kind_parts(kind)
     return f"{names.word(stack).lower()} {names.word(attention)}"
 
 

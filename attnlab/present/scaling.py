@@ -94,7 +94,6 @@ def site_scaling(trace: Trace, site: str, bins: int = HISTOGRAM_BINS) -> SiteSca
     if q_name in trace:
         d_k = int(trace[q_name].shape[-1])
     else:
-        assert trace.config is not None, "a trace without Q entries carries its config"
         d_k = trace.config.d_model // trace.n_heads
     mask = _mask_for(trace, site, scores.shape)  # [Tq, Tk]
     scaled = scores / math.sqrt(d_k)  # [H, Tq, Tk]

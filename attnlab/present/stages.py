@@ -8,7 +8,6 @@ entries it shows and `shape_text` their live shapes. Every name is built through
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -84,7 +83,7 @@ class Stage:
 
 def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) -> list[Stage]:
     kind_name = names.site_words(site, causal=masked_self)
-    scale = trace.options is None or trace.options.scale
+    scale = trace.options.scale
     titles = {k: (t if k != "scaled" or scale else formulas.scaled_title(False)) for k, t in ATTENTION_STEPS}
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in titles.items()]
 
@@ -92,7 +91,7 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
 def _addnorm(trace: Trace, layer: str, n: int, group: str) -> list[Stage]:
     """Add & norm n of `layer` (its title follows the residual toggle and the norm kind), then LayerNorm vs
     BatchNorm on the same activations."""
-    residual = trace.options is None or trace.options.residual
+    residual = trace.options.residual
     title = formulas.addnorm_title(trace.config, residual, n)
     key = names.norm(layer, n)
     return [
@@ -108,7 +107,7 @@ def _ffn(layer: str, group: str) -> Stage:
 def _inputs(trace: Trace, side: str) -> list[Stage]:
     """The input steps. The positional step stays while the toggle switches positions off (its panel says so):
     the stage numbers and the stage shown stay put across the toggle."""
-    table = names.side_entry(side, "pos") in trace or (trace.config is not None and trace.config.adds_position_table)
+    table = names.side_entry(side, "pos") in trace or trace.config.adds_position_table
     steps = [s for s in INPUT_STEPS if s[0] != "pos" or table]
     return [Stage(names.side_entry(side, k), k, t, names.word(side), side=side) for k, t in steps]
 
@@ -138,7 +137,6 @@ def _layer_stages(trace: Trace, layer: str) -> list[Stage]:
 
 _STAGES_CACHE: dict[tuple, list[Stage]] = {}
 _STAGES_CACHE_SIZE = 16
-_STAGES_LOCK = threading.Lock()
 
 
 def stages_for(trace: Trace) -> list[Stage]:
@@ -146,21 +144,23 @@ def stages_for(trace: Trace) -> list[Stage]:
 
     The list depends only on which entries the trace holds, its config, and the √dₖ and residual switches
     (they rename stages), so a toggle that changes none of them gets the same list object back: the
-    navigator then sees at once that nothing changed. Stages are frozen; do not modify the list."""
+    navigator then sees at once that nothing changed. Stages are frozen; do not modify the list.
+
+    The app builds it once per trace, on the session's worker thread (`warm_up` returns it with the trace):
+    the GUI thread only reads it, so the cache needs no lock."""
     options = trace.options
     key = (
         tuple(trace),
         trace.config,
-        options is None or options.scale,
-        options is None or options.residual,
+        options.scale,
+        options.residual,
     )
-    with _STAGES_LOCK:  # the session's worker thread asks too (warm_up)
-        cached = _STAGES_CACHE.get(key)
-        if cached is None:
-            if len(_STAGES_CACHE) >= _STAGES_CACHE_SIZE:
-                _STAGES_CACHE.pop(next(iter(_STAGES_CACHE)))  # the oldest
-            cached = _STAGES_CACHE[key] = _build_stages(trace)
-        return cached
+    cached = _STAGES_CACHE.get(key)
+    if cached is None:
+        if len(_STAGES_CACHE) >= _STAGES_CACHE_SIZE:
+            _STAGES_CACHE.pop(next(iter(_STAGES_CACHE)))  # the oldest
+        cached = _STAGES_CACHE[key] = _build_stages(trace)
+    return cached
 
 
 def _build_stages(trace: Trace) -> list[Stage]:
@@ -246,19 +246,22 @@ def output_fits(trace: Trace) -> bool:
     return shape is not None and math.prod(shape) <= OUTPUT_WARM_LIMIT
 
 
-def warm_up(trace: Trace, stage_key: str | None) -> None:
-    """Compute (derived entries) and bring to the host the entries the panel of `stage_key` reads first.
+def warm_up(trace: Trace, stage_key: str | None) -> list[Stage]:
+    """The trace's stage list (built here, once per trace), after computing (derived entries) and bringing
+    to the host the entries the panel of `stage_key` reads first.
 
-    Called on the session's worker thread right after a run, so the GUI thread only reads cached copies. The
-    output steps' [T, V] table is warmed whole when it is small: the bars and the shapes line read it, and its
-    softmax on the GUI thread took 20–100 ms there on a busy machine."""
-    stage = pick_stage(stages_for(trace), stage_key)
+    Called on the session's worker thread right after a run, so the GUI thread only reads cached copies and
+    the list. The output steps' [T, V] table is warmed whole when it is small: the bars and the shapes line
+    read it, and its softmax on the GUI thread took 20–100 ms there on a busy machine."""
+    stages = stages_for(trace)
+    stage = pick_stage(stages, stage_key)
     if stage is None:
-        return
+        return stages
     wanted = warm_entries(stage)
     if stage.kind in (names.LOGITS, names.PROBS) and output_fits(trace):
         wanted = [stage.kind]
     trace.fetch([name for name in wanted if name in trace])
+    return stages
 
 
 def shape_text(trace: Trace, stage: Stage) -> str:

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions, head_choices
 from attnlab.present.stages import COLOUR_SCALES
@@ -124,7 +125,7 @@ def read_final_norm(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
     """Checked when this run normalises each stack's output; enabled where the toggle means something: a
     pre-norm run of a model trained without a final norm, a model that has one (to skip it), or a choice made."""
     o = s.options
-    pre = o.effective_norm_first(config)
+    pre = o.resolved(config).norm_first
     p.final_norm.setEnabled(config.final_norm or pre or o.final_norm is not None)
     p.final_norm.setChecked(config.final_norm if o.final_norm is None else o.final_norm)
 
@@ -156,7 +157,7 @@ def read_causal(kind: str) -> Reader:
             if present
             else f"Not meaningful for this model: it has no {'decoder' if kind == 'dec' else 'encoder'} ({config.arch})"
         )
-        box.setChecked(present and s.options.is_causal(f"{kind}.0.self"))
+        box.setChecked(present and s.options.is_causal(names.first_site(kind)))
 
     return read
 

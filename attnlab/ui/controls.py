@@ -2,24 +2,53 @@
 
 ROWS is the table: each row says how its widget is built, wired, read back and which fields re-read it.
 Widgets write to the session; the session's signals write back into the widgets of the changed fields only,
-with their signals blocked, so syncing never triggers another change.
+with their signals blocked, so syncing never triggers another change, and never into the one control that
+made the change (it already shows it): only other rows whose values or enabled state depend on the change
+are re-read. A change the session refuses re-reads every changed row, the clicked one included, so it snaps
+back.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSignalBlocker
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QPushButton, QVBoxLayout, QWidget
 
 from attnlab.session import Session
-from attnlab.ui.control_rows import ROWS
+from attnlab.ui.control_rows import ROWS, Row
 
 if TYPE_CHECKING:
     from attnlab.present.stages import Stage, ViewState
 
 ALL_FIELDS = None  # sync(ALL_FIELDS): re-read every row
+
+
+class _FromRow:
+    """The session as one row's widgets see it: a call they make (update_options, set_view, ...) is marked
+    as coming from that row while it runs, so the sync it causes leaves that row's widget alone."""
+
+    def __init__(self, session: Session, row: Row, panel: ControlsPanel):
+        self._session, self._row, self._panel = session, row, panel
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._session, name)
+        if not callable(value) or hasattr(value, "connect"):  # state and signals: the session's own
+            return value
+        return self._marked(value)
+
+    def _marked(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        def from_row(*args: Any, **kwargs: Any) -> Any:
+            outer = self._panel._source
+            self._panel._source = (self._row, self._session.options, self._session.view)
+            try:
+                return call(*args, **kwargs)
+            finally:
+                self._panel._source = outer
+
+        return from_row
 
 
 class ControlsPanel(QWidget):
@@ -34,6 +63,8 @@ class ControlsPanel(QWidget):
         self.session = session
         self._view: ViewState | None = None  # the view last shown, to tell which of its fields changed
         self._stage: Stage | None = None  # the stage last shown; a trace can pick one (`--stage`, a lesson step)
+        # (row, options, view before its call) while a row's own widget is changing the session
+        self._source: tuple[Row, Any, Any] | None = None
         layout = QVBoxLayout(self)
         forms: dict[str, QFormLayout] = {}
         for row in ROWS:
@@ -46,7 +77,7 @@ class ControlsPanel(QWidget):
                 forms[row.group].addRow(item)
             else:
                 forms[row.group].addRow(row.label, item)
-            row.connect(self, session)
+            row.connect(self, _FromRow(session, row, self))  # type: ignore[arg-type]  # a Session to the row
         self.reset = QPushButton("Reset all toggles", objectName="resetOptionsButton")
         self.reset.clicked.connect(session.reset_options)
         layout.addWidget(self.reset)
@@ -81,9 +112,22 @@ class ControlsPanel(QWidget):
         if s.model is None:
             return
         for row in ROWS:
+            if row is self._emitter():
+                continue  # the control that made the change already shows it
             if changed is None or row.fields & changed:
                 blockers = [QSignalBlocker(getattr(self, name)) for name in row.widgets]
                 try:
                     row.read(self, s, s.model.config)
                 finally:
                     del blockers
+
+    def _emitter(self) -> Row | None:
+        """The row whose single widget is making the change being shown, when the session took it (a refused
+        change snaps that row back too). Rows of several widgets (a slider beside its spin box, the compare
+        choice beside its pin button) are re-read: the others show what the one that moved chose."""
+        if self._source is None:
+            return None
+        row, options, view = self._source
+        s = self.session
+        accepted = s.options is not options or s.view is not view
+        return row if accepted and len(row.widgets) == 1 else None

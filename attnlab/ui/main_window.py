@@ -161,9 +161,6 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         s.traceReady.connect(self._on_trace)
         s.stageChanged.connect(lambda _k: self.refresh())
         s.viewChanged.connect(lambda _v: self.refresh())
-        s.optionsChanged.connect(
-            lambda options, _changed: self.schematic.set_model(s.model.config if s.model else None, options)
-        )
         s.modelChanged.connect(self._on_model)
         s.modelFailed.connect(self._on_model_failed)
         s.failed.connect(self._on_failed)
@@ -258,6 +255,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
 
     def _on_trace(self, trace) -> None:
         s = self.session
+        self.schematic.set_run(trace.config, trace.options)  # the run the panels show, never the request
         if s.stages is not self.navigator.stages():  # a new list: the title makes room for its longest headings
             self._title_box.alternatives = longest_headings(s.stages)
             self._title_box.fit()
@@ -283,7 +281,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
     # ---- model and navigation ------------------------------------------------------------------------------
     def _on_model(self, model) -> None:
         s = self.session
-        self.schematic.set_model(model.config, s.options)
+        self.schematic.set_model(model.config)  # its trained wiring, until its first trace arrives
         self.setWindowTitle(f"attnlab — {model.name}")
         for panel in self._panels.values():
             self._give_vocabulary(panel)

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.options import RunOptions
+from attnlab.engine.options import ResolvedOptions, RunOptions
 from attnlab.present.formulas import norm_word, pe_kind
 from attnlab.present.stages import OUTPUT_BOX
 
@@ -70,7 +70,7 @@ class Schematic(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
         self.setAccessibleName("Architecture schematic")
         self.config: ModelConfig | None = None
-        self.options = RunOptions()
+        self.options: ResolvedOptions = RunOptions().resolved(ModelConfig())  # replaced with the model's
         self.current = ""
         self.layer = {"enc": 0, "dec": 0}
         self.items: list[Item] = []
@@ -80,19 +80,24 @@ class Schematic(QWidget):
         self._drawn: tuple | None = None  # the state the current layout was made from
 
     # ---- state -----------------------------------------------------------------------------------------
-    def set_model(self, config: ModelConfig | None, options: RunOptions) -> None:
+    def set_model(self, config: ModelConfig) -> None:
+        """Draw a newly opened model as trained (its first trace then draws the run)."""
+        self.set_run(config, RunOptions().resolved(config))
+
+    def set_run(self, config: ModelConfig, options: ResolvedOptions) -> None:
+        """Draw the model of `config` wired as the run of `options` (a finished trace's, or a newly opened
+        model's trained wiring until its first trace arrives)."""
         self.config, self.options = config, options
-        if config is not None:
-            self.layer["enc"] = min(self.layer["enc"], max(0, config.n_encoder_layers - 1))
-            self.layer["dec"] = min(self.layer["dec"], max(0, config.n_decoder_layers - 1))
+        self.layer["enc"] = min(self.layer["enc"], max(0, config.n_encoder_layers - 1))
+        self.layer["dec"] = min(self.layer["dec"], max(0, config.n_decoder_layers - 1))
         self._relayout()
 
     def set_current(self, box: str) -> None:
         """Highlight `box`; a box inside a layer also shows that layer of its stack."""
         self.current = box
-        parts = box.split(".")
-        if parts[0] in ("enc", "dec") and len(parts) > 1 and parts[1].isdigit():
-            self.layer[parts[0]] = int(parts[1])
+        where = names.layer_position(box)
+        if where is not None:
+            self.layer[where[0]] = where[1]
         self._relayout()
 
     def boxes(self) -> list[str]:
@@ -119,7 +124,7 @@ class Schematic(QWidget):
             self.current,
             self.layer["enc"],
             self.layer["dec"],
-            opts.effective_norm_first(cfg),
+            opts.norm_first,
             opts.residual,
             opts.positional,
             opts.is_causal(FIRST_SITE["enc"]),
@@ -137,7 +142,7 @@ class Schematic(QWidget):
             self.height_ = 60.0
             self.update()
             return
-        pre = self.options.effective_norm_first(cfg)
+        pre = self.options.norm_first
         title = "Pre-norm: Norm → sub-layer → +" if pre else "Post-norm: sub-layer → Add & Norm"
         if not self.options.residual:
             title += " (no residual)"
@@ -221,7 +226,7 @@ class Schematic(QWidget):
         if side == "dec" and cfg.has_encoder:
             subs.append((names.site(here, "cross"), names.word("cross").capitalize(), "attn"))
         subs.append((names.ffn(here), names.word("ffn.box"), "ffn"))
-        pre, residual = opts.effective_norm_first(cfg), opts.residual
+        pre, residual = opts.norm_first, opts.residual
         layer_start = len(column)
         branches = []
         for n, sub in enumerate(subs, 1):
@@ -308,7 +313,7 @@ class Schematic(QWidget):
         if item.kind.startswith("chip"):
             active = item.kind == "chip-on"
             p.setPen(QPen(QColor("#707070"), 1))
-            in_layer = self.current.split(".")[:2] == item.box.split(".")[:2]
+            in_layer = names.layer_of(self.current) == names.layer_of(item.box)
             p.setBrush(QColor(HIGHLIGHT if active and in_layer else ("#c8c8c8" if active else "#f4f4f4")))
             p.drawRoundedRect(item.rect, 4, 4)
             p.setPen(QColor("black"))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
 
+from attnlab.engine import names
 from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
 from attnlab.present.training_steps import step_banner
@@ -18,7 +19,7 @@ CLASSROOM_NOTE = (
     "other sentences still run, but then its outputs are meaningless."
 )
 WIDEST_TIMING = "compute 8888.8 ms · paint 8888.8 ms"
-SIDES = (("src.tokens", "source"), ("tgt.tokens", "decoder"))
+SIDES = ((names.side_entry("src", "tokens"), "source"), (names.side_entry("tgt", "tokens"), "decoder"))
 
 
 def classroom_description(name: str) -> str:
@@ -66,7 +67,7 @@ class WindowStatus:
         counts = [f"{len(trace[n])} {what}" for n, what in SIDES if n in trace]
         notices = list(trace.notices)
         for label, text in (
-            (self.device_label, f"Device: {str(info.get('device', '?')).upper()}"),
+            (self.device_label, f"Device: {trace.device.upper()}"),
             (
                 self.timing_label,
                 f"compute {info.get('job_ms', info.get('compute_ms', 0.0)):.1f} ms · paint {self.last_paint_ms:.1f} ms",

@@ -38,7 +38,7 @@ from attnlab.ui.stages.common import (
 
 def is_rmsnorm(trace: Trace) -> bool:
     """Whether this run's layer norms are RMSNorms (Llama, Qwen2): they record the RMS, not mean and variance."""
-    return trace.config is not None and trace.config.norm == "rmsnorm"
+    return trace.config.norm == "rmsnorm"
 
 
 BEFORE_COLOR = "#3b7dd8"
@@ -134,12 +134,8 @@ class AddNormPanel(StagePanel):
         entry = {stat: names.norm_entry(prefix, stat) for stat in kind_stats}
         lost = missing(trace, list(entry.values()))
         norm = norm_placement(trace)
-        if lost or norm is None:
-            self._data = {
-                "message": missing_message("This add & norm step", lost)
-                if lost
-                else "This trace does not say where its LayerNorms sit (it carries no run options)."
-            }
+        if lost:
+            self._data = {"message": missing_message("This add & norm step", lost)}
             self._stack.show_message(self._data["message"])
             return
         self._stack.show_content()

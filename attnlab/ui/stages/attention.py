@@ -102,8 +102,8 @@ class QKVPanel(StagePanel):
             self._data = {"message": message}
             return
         sv = SiteView(trace, site, view, self.vocab)
-        kv_head = trace.kv_head_map[sv.head] if trace.config is not None else sv.head  # GQA: a shared K/V head
-        grouped = trace.config is not None and trace.n_kv_heads < trace.n_heads
+        kv_head = trace.kv_head_map[sv.head]  # GQA: a shared K/V head
+        grouped = trace.n_kv_heads < trace.n_heads
         titles = {
             "q": "Q (queries)",
             "k": f"K (keys, K/V head {kv_head + 1})" if grouped else "K (keys)",

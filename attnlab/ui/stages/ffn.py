@@ -27,7 +27,7 @@ ACTIVATION_WORDS = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU", "silu":
 
 def run_activation(trace: Trace, hidden: np.ndarray) -> str:
     """The FFN's activation: the config's, or for a trace without one, 'relu' when no unit is negative."""
-    if trace.config is not None and trace.config.activation in ACTIVATION_WORDS:
+    if trace.config.activation in ACTIVATION_WORDS:
         return trace.config.activation
     return "relu" if not bool((hidden < 0).any()) else "gelu"
 

@@ -218,7 +218,7 @@ class OutputPanel(StagePanel):
     def _show_ablation(self, trace: Trace, position: int, k: int, name: Callable[[int], str]) -> None:
         """With ablated heads: the next-token probabilities before (no ablation) → after, and the flip."""
         before = trace.info.get(BASELINE_PROBS)
-        ablate = trace.options.ablate if trace.options is not None else ()
+        ablate = trace.options.ablate
         if before is None or not ablate or names.PROBS not in trace:
             self._ablation.show_text("")
             return
@@ -307,7 +307,7 @@ def position_labels(trace: Trace, n_pos: int, name: Callable[[int], str]) -> lis
 
 def mask_position(trace: Trace, default: int) -> int:
     """Where a masked-LM's prediction is worth showing: the first [MASK] of an encoder-only input."""
-    if "tgt.tokens" in trace or "src.tokens" not in trace:
+    if names.side_entry("tgt", "tokens") in trace or names.side_entry("src", "tokens") not in trace:
         return default
-    tokens = list(trace["src.tokens"])
+    tokens = list(trace[names.side_entry("src", "tokens")])
     return next((i for i, t in enumerate(tokens) if t in MASK_TOKENS), default)

@@ -102,9 +102,7 @@ class PositionalPanel(StagePanel):
         name = names.side_entry(side, "pos")
         if name not in trace:
             config, options = trace.config, trace.options
-            switched_off = (
-                config is not None and config.adds_position_table and options is not None and not options.positional
-            )
+            switched_off = config.adds_position_table and not options.positional
             text = (
                 "Positional encoding is switched off for this run: nothing is added to the token embeddings, "
                 "so the first layer sees the embeddings alone. Without position the model sees the tokens as "

@@ -1,0 +1,103 @@
+"""One way round (CONTRIBUTING.md, "From a click to the repaint"): a toggle changes the options, the session
+asks for a run, the worker returns the finished trace with its stage list, and every view (the schematic
+included) draws from that trace. Nothing writes back into the control that was clicked."""
+
+import functools
+
+import pytest
+from conftest import build_tiny_model
+
+from attnlab import session as session_module
+from attnlab.engine.live import LiveModel
+from attnlab.session import Session
+from attnlab.ui.main_window import MainWindow
+from attnlab.ui.schematic import Schematic
+
+WAIT = 15000
+# CONTRIBUTING.md's path from the click to the repaint: (hop, the steps this test sees it take, in order)
+HOPS = (
+    ("ui/control_rows.py: the row's activated connector", ["Session.update_options"]),
+    ("session.py: Session.set_options", ["Session.set_options"]),
+    ("session.py: Session.request_trace", ["Session.request_trace"]),
+    ("engine/live.py: LiveModel.trace (worker)", ["LiveModel.trace"]),
+    ("present/stages.py: warm_up (worker)", ["warm_up"]),
+    ("session.py: Session._accept_trace", ["Session._accept_trace"]),
+    ("ui/main_window.py: MainWindow._on_trace", ["MainWindow._on_trace", "Schematic.set_run"]),
+    ("ui/main_window.py: MainWindow.refresh", ["MainWindow.refresh", "panel.show_stage"]),
+)
+
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
+
+
+def _logged(log: list[str], name: str, call):
+    @functools.wraps(call)
+    def logged(*args, **kwargs):
+        log.append(name)
+        return call(*args, **kwargs)
+
+    return logged
+
+
+@pytest.fixture
+def hops(monkeypatch):
+    """The named steps, in the order they ran (installed before the window is made: its signals connect to
+    the methods as they are then)."""
+    log: list[str] = []
+    for owner, name in (
+        (Session, "update_options"),
+        (Session, "set_options"),
+        (Session, "request_trace"),
+        (Session, "_accept_trace"),
+        (LiveModel, "trace"),
+        (MainWindow, "_on_trace"),
+        (MainWindow, "refresh"),
+        (Schematic, "set_run"),
+    ):
+        monkeypatch.setattr(owner, name, _logged(log, f"{owner.__name__}.{name}", getattr(owner, name)))
+    monkeypatch.setattr(session_module, "warm_up", _logged(log, "warm_up", session_module.warm_up))
+    return log
+
+
+def test_a_toggle_goes_one_way_round_in_at_most_eight_hops(qtbot, open_window, hops):
+    w = open_window(build_tiny_model("encoder-decoder", norm_first=False))
+    qtbot.waitUntil(lambda: not w.session.busy, timeout=WAIT)
+    w.session.set_stage("enc.0.norm1")
+    panel = w.current_panel()
+    panel.show_stage = _logged(hops, "panel.show_stage", panel.show_stage)
+    combo = w.controls.norm
+    clicked = combo.findData("pre")
+    combo.setCurrentIndex(clicked)  # what the person's click does to the combo itself
+    combo.setCurrentIndex = _logged(hops, "combo.setCurrentIndex", combo.setCurrentIndex)  # a write-back
+    hops.clear()
+    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
+        combo.activated.emit(clicked)
+    qtbot.waitUntil(lambda: "panel.show_stage" in hops, timeout=WAIT)
+
+    steps = [step for _hop, seen in HOPS for step in seen]
+    assert len(HOPS) <= 8
+    assert hops[: len(steps)] == steps, hops  # in this order, and nothing else named between them
+    assert "combo.setCurrentIndex" not in hops  # the combo that was clicked is never re-set
+    trace = w.session.trace
+    assert trace.options.norm_first and w.schematic.options is trace.options  # drawn from the finished trace
+    assert combo.currentData() == "pre"
+
+
+def test_the_other_controls_still_follow_a_change(qtbot, open_window):
+    """The rows that depend on a change are re-read (the final-norm box follows the placement); a refused
+    change snaps the clicked control back."""
+    w = open_window(build_tiny_model("encoder-decoder", norm_first=False, final_norm=False))
+    qtbot.waitUntil(lambda: not w.session.busy, timeout=WAIT)
+    final = w.controls.final_norm
+    assert not final.isEnabled()  # post-norm without a trained final norm: nothing to switch
+    combo = w.controls.norm
+    clicked = combo.findData("pre")
+    combo.setCurrentIndex(clicked)
+    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
+        combo.activated.emit(clicked)
+    assert final.isEnabled()  # pre-norm: the parameter-free final norm may be added
+    w.session.model.options_problems = lambda options: ["refused"]  # the next change cannot run
+    heads = w.controls.heads
+    before = heads.currentIndex()
+    heads.setCurrentIndex((before + 1) % heads.count())
+    heads.activated.emit(heads.currentIndex())
+    assert heads.currentIndex() == before
