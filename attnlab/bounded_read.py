@@ -14,6 +14,7 @@ from pathlib import Path
 from attnlab import limits
 
 CHUNK = 1 << 20  # bytes read at a time (the cap is re-checked after each)
+MAX_SMALL_JSON_BYTES = 4_000_000  # config.json, tokenizer_config.json, special_tokens_map.json
 MAX_INDEX_BYTES = 16_000_000  # a shard index (a 10,000-tensor model's is ~1 MB)
 MAX_VOCAB_BYTES = 64_000_000  # vocab.json / vocab.txt / merges.txt / a SentencePiece model
 MAX_LESSON_DEPTH = 16  # a lesson is at most 3 deep ([[step]] with a toggles table)
