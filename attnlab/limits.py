@@ -103,9 +103,7 @@ def json_depth(text: str) -> int:
     return json_shape(text)[0]
 
 
-def loads_bounded(
-    text, what: str, max_chars: int, max_depth: int = MAX_JSON_DEPTH, max_items: int = MAX_JSON_ITEMS
-):
+def loads_bounded(text, what: str, max_chars: int, max_depth: int = MAX_JSON_DEPTH, max_items: int = MAX_JSON_ITEMS):
     """json.loads with caps on size, nesting and values, all checked BEFORE parsing; every failure is a
     ValueError (LimitError or json.JSONDecodeError) whose message starts with `what`."""
     if isinstance(text, (bytes, bytearray)):
