@@ -93,8 +93,10 @@ def tensor_layout_problems(tensors: dict[str, torch.Tensor]) -> list[str]:
         if overlapping or t.storage_offset() + span > storage_cells:
             bad.append(name)
     out = []
-    shared = _shared_storage_problem(tensors)
-    if shared:
+    refused = set(bad)
+    plain = {n: t for n, t in tensors.items() if n not in refused and t.numel() <= limits.MAX_PARAMETERS}
+    shared = _shared_storage_problem(plain)
+    if shared:  # each tensor a plain array, but many of them the same bytes
         out.append(shared)
     if huge:
         out.append(
@@ -120,8 +122,6 @@ def _shared_storage_problem(tensors: dict[str, torch.Tensor]) -> str:
     storages: dict[int, int] = {}
     claimed = 0
     for t in tensors.values():
-        if t.numel() > limits.MAX_PARAMETERS:
-            continue  # reported on its own
         storage = t.untyped_storage()
         storages[storage.data_ptr()] = storage.nbytes()
         claimed += t.numel() * t.element_size()
