@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attnlab.bounded_read import FileRefused
+from attnlab.bounded_read import FileRefused, confined
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.native import load_safetensors
 from attnlab.checkpoints.snapshots_file import is_snapshots_file, snapshots_path
@@ -102,9 +102,19 @@ def _load_path(
 def with_snapshots_file(model: LiveModel, checkpoint: Path) -> LiveModel:
     """Note the training snapshots beside `checkpoint` (<stem>.snapshots.safetensors), when there are any, in
     the model's metadata ("snapshots_file"; read by checkpoints.snapshots.load_snapshots, never saved)."""
-    if not is_snapshots_file(checkpoint) and snapshots_path(checkpoint).is_file():
-        model.metadata["snapshots_file"] = str(snapshots_path(checkpoint))
+    beside = snapshots_path(checkpoint)
+    if not is_snapshots_file(checkpoint) and beside.is_file() and _inside(checkpoint.parent, beside.name):
+        model.metadata["snapshots_file"] = str(beside)
     return model
+
+
+def _inside(folder: Path, name: str) -> bool:
+    """Whether `name` in `folder` stays inside it (a snapshots file linked from elsewhere is not read)."""
+    try:
+        confined(folder, name, "the snapshots file")
+    except FileRefused:
+        return False
+    return True
 
 
 def _stat_mode(path: Path) -> int:
