@@ -1,5 +1,5 @@
 """What attnlab refuses, in one place: size caps checked BEFORE anything is allocated or parsed, short
-excerpts for messages, and JSON parsing with a nesting limit. Plain Python (no torch, no Qt), so the engine,
+excerpts for messages, and JSON parsing with a nesting limit. Plain Python and numpy (no torch, no Qt), so the engine,
 the checkpoint readers, the CLI and the app all use the same numbers.
 
 The caps are far above any model attnlab is for (the classroom models are ~1 M parameters, GPT-2 small is
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+
+import numpy as np
 
 # ---- model sizes (ModelConfig.problems) -------------------------------------------------------------------
 MAX_VOCAB = 1_048_576  # tokens per vocabulary
@@ -69,34 +71,54 @@ def size_word(n: int) -> str:
 
 
 # ---- JSON -------------------------------------------------------------------------------------------------
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # unrolled: no per-character backtracking state
-_BRACKET = re.compile(r"[\[\]{}]")
+MAX_JSON_ITEMS = 4_000_000  # values in one JSON text (a 128,000-token tokenizer with its merges: ~1 M)
+# a string, or an unterminated one running to the end: every match consumes, so a scan never restarts at a
+# quote it has passed (possessive quantifiers: no backtracking), and stripping strings is linear
+_STRING = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?:"|\\?\Z)', re.DOTALL)
+_BRACKET_BYTES = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # +1 / -1 as signed bytes
+_NOT_BRACKET_BYTES = bytes(c for c in range(256) if c not in b"[{]}")
+
+
+def json_shape(text: str, max_depth: int = MAX_JSON_DEPTH, max_items: int = MAX_JSON_ITEMS) -> tuple[int, int]:
+    """(nesting depth, an upper bound on the values) of JSON text, strings skipped: linear in the text, at C
+    speed, never recursing. Returns early (with a count over the caps) when the quotes alone or a run of
+    opening brackets already exceed them."""
+    strings = text.count('"') // 2
+    if strings > max_items:
+        return 0, strings
+    bare = _STRING.sub('""', text)  # strings hold no structure
+    items = bare.count(",") + bare.count(":") + 1
+    steps = bare.encode("utf-8", "surrogatepass").translate(_BRACKET_BYTES, _NOT_BRACKET_BYTES)
+    if b"\x01" * (max_depth + 1) in steps:  # a run of openers is already too deep
+        return max_depth + 1, items
+    if not steps:
+        return 0, items
+    depth = int(np.frombuffer(steps, dtype=np.int8).cumsum(dtype=np.int64).max())  # the deepest prefix sum
+    return max(depth, 0), items
 
 
 def json_depth(text: str) -> int:
-    """The deepest nesting of [ ] and { } in JSON text (strings skipped), without recursing."""
-    depth = deepest = 0
-    for m in _BRACKET.finditer(_STRING.sub("", text)):
-        if m.group() in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
+    """The deepest nesting of [ ] and { } in JSON text (strings skipped), in linear time (MAX_JSON_DEPTH + 1
+    stands for anything deeper)."""
+    return json_shape(text)[0]
 
 
-def loads_bounded(text, what: str, max_chars: int, max_depth: int = MAX_JSON_DEPTH):
-    """json.loads with caps on size and nesting; every failure is a ValueError (LimitError or
-    json.JSONDecodeError) whose message starts with `what`."""
+def loads_bounded(text, what: str, max_chars: int, max_depth: int = MAX_JSON_DEPTH, max_items: int = MAX_JSON_ITEMS):
+    """json.loads with caps on size, nesting and values, all checked BEFORE parsing; every failure is a
+    ValueError (LimitError or json.JSONDecodeError) whose message starts with `what`."""
     if isinstance(text, (bytes, bytearray)):
+        if len(text) > max_chars:
+            raise LimitError(f"{what} is {len(text):,} bytes long; attnlab reads at most {max_chars:,}")
         text = bytes(text).decode("utf-8", errors="replace")
     if not isinstance(text, str):
         raise LimitError(f"{what} must be JSON text, not {type(text).__name__}")
     if len(text) > max_chars:
         raise LimitError(f"{what} is {len(text):,} characters long; attnlab reads at most {max_chars:,}")
-    depth = json_depth(text)
+    depth, items = json_shape(text, max_depth, max_items)
     if depth > max_depth:
-        raise LimitError(f"{what} nests {depth} levels deep; attnlab reads at most {max_depth}")
+        raise LimitError(f"{what} nests more than {max_depth} levels deep; attnlab reads at most {max_depth}")
+    if items > max_items:
+        raise LimitError(f"{what} holds about {items:,} values; attnlab reads at most {max_items:,}")
     try:
         return json.loads(text)
     except RecursionError as e:  # a safety net: the depth scan above should have refused it

@@ -163,3 +163,95 @@ def assert_refused_in_bounds(outcome: dict, *phrases: str) -> str:
     assert len(message) < 2000
     assert outcome["seconds"] < SECONDS and outcome["peak_mb"] < PEAK_RSS_MB, outcome
     return message
+
+
+# ---- the file side of issue 27: folders, pickles that overflow the C stack, sparse files ----------------
+GPT2_CONFIG = {"model_type": "gpt2", "n_embd": 16, "n_head": 2, "n_layer": 1, "vocab_size": 11, "n_positions": 16}
+
+
+def gpt2_state(d: int = 16, vocab: int = 11, positions: int = 16) -> dict:
+    """A one-layer GPT-2 state dict under Hugging Face's names (Conv1D weights are [in, out])."""
+    g = torch.Generator().manual_seed(0)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g) * 0.1
+
+    block = {
+        "ln_1.weight": torch.ones(d),
+        "ln_1.bias": r(d),
+        "attn.c_attn.weight": r(d, 3 * d),
+        "attn.c_attn.bias": r(3 * d),
+        "attn.c_proj.weight": r(d, d),
+        "attn.c_proj.bias": r(d),
+        "ln_2.weight": torch.ones(d),
+        "ln_2.bias": r(d),
+        "mlp.c_fc.weight": r(d, 4 * d),
+        "mlp.c_fc.bias": r(4 * d),
+        "mlp.c_proj.weight": r(4 * d, d),
+        "mlp.c_proj.bias": r(d),
+    }
+    state = {f"transformer.h.0.{k}": v for k, v in block.items()}
+    state |= {"transformer.wte.weight": r(vocab, d), "transformer.wpe.weight": r(positions, d)}
+    return state | {"transformer.ln_f.weight": torch.ones(d), "transformer.ln_f.bias": r(d)}
+
+
+def gpt2_folder(folder: Path, state: dict | None = None, **config) -> Path:
+    """A Hugging Face folder: config.json + model.safetensors (or nothing, when `state` is {})."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(GPT2_CONFIG | config))
+    state = gpt2_state() if state is None else state
+    if state:
+        save_file(state, str(folder / "model.safetensors"))
+    return folder
+
+
+def deep_tuple_key_pickle(depth: int) -> bytes:
+    """{((((…),),),): 1}: hashing the key recurses in C once per level, with no guard (SIGSEGV when deep)."""
+    return b"\x80\x02}" + b")" + b"\x85" * depth + b"K\x01s."
+
+
+def stale_memo_pickle(depth: int) -> bytes:
+    """(((L,),),) `depth` tuples around a stored list L, which is filled LATER (through the memo) with a list
+    nested `depth` deep: the value is ~2·depth deep though no single step builds more than `depth`."""
+    return (
+        b"\x80\x02]q\x00"  # L = [] (memo 0)
+        + b"\x85" * depth  # wrapped in `depth` tuples
+        + b"h\x00"  # L again
+        + b"]" * depth
+        + b"a" * (depth - 1)  # a list `depth` deep
+        + b"a0."  # L.append(it); POP L; STOP
+    )
+
+
+def decoy_archive(path: Path, pickle_bytes: bytes) -> Path:
+    """A torch.save-style archive whose first .pkl is a harmless decoy (archive/xdata.pkl) and whose
+    archive/data.pkl, the one torch.load reads, is `pickle_bytes`."""
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("archive/xdata.pkl", b"\x80\x02}.")
+        z.writestr("archive/data.pkl", pickle_bytes)
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/version", "3\n")
+    return path
+
+
+def sparse_file(path: Path, size: int = 3 << 30, head: bytes = b"{") -> Path:
+    """A file of `size` bytes that takes no disk space (a hole after `head`)."""
+    with open(path, "wb") as f:
+        f.write(head)
+        f.truncate(size)
+    return path
+
+
+def cli_in_child(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`attnlab ARGS` in a fresh, memory-limited Python (a crash is a signal in returncode, not a test crash)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTNLAB_TORCH_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    code = "import sys; from attnlab.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_limit_memory,
+        env=env,
+        cwd=ROOT,
+    )

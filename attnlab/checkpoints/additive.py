@@ -17,7 +17,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from attnlab.checkpoints.errors import CheckpointError
+from attnlab import limits
+from attnlab.checkpoints.errors import CheckpointError, Problems
+from attnlab.checkpoints.header import read_layout
 from attnlab.engine import names
 from attnlab.engine.additive import AdditiveConfig, AdditiveSeq2Seq
 from attnlab.engine.tokenizer import Tokenizer, tokenizer_from_json
@@ -84,26 +86,64 @@ def is_additive_file(path: Path | str) -> bool:
 
 
 def load_additive(path: Path | str | None = None) -> AdditiveModel:
-    """Load an additive-attention model (default: the bundled resources/bahdanau.safetensors)."""
+    """Load an additive-attention model (default: the bundled resources/bahdanau.safetensors). Its config is
+    checked against the caps and against the tensor shapes in the header BEFORE any tensor is allocated."""
     path = Path(path) if path is not None else bundled_additive_path()
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            meta = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}
-    except Exception as exc:
-        raise CheckpointError(f"{path}: not a readable safetensors file ({exc})") from None
+    problems = Problems(path)
+    layout = read_layout(path, problems) if path.is_file() else None
+    if layout is None:
+        reason = problems.items[0] if problems.items else "there is no file at that path"
+        raise CheckpointError(f"{path}: not a readable safetensors file ({reason})")
+    meta = layout.metadata
     if meta.get("format") != FORMAT:
         raise CheckpointError(
-            f"{path}: not an additive-attention model (format {meta.get('format')!r}, expected {FORMAT!r})"
+            f"{path}: not an additive-attention model (format {limits.excerpt(meta.get('format'))}, "
+            f"expected {FORMAT!r})"
         )
     try:
-        cfg = AdditiveConfig(**json.loads(meta["config"]))
+        cfg = additive_config(meta.get("config"))
+        with torch.device("meta"):  # shapes only: nothing allocated
+            expected = {k: tuple(v.shape) for k, v in AdditiveSeq2Seq(cfg).state_dict().items()}
+        found = {k: tuple(e["shape"]) for k, e in layout.entries.items()}
+        if expected != found or not layout.complete:
+            raise ValueError(f"its tensors are not the ones its config describes ({shape_difference(expected, found)})")
+        with safe_open(str(path), framework="pt") as f:
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
         module = AdditiveSeq2Seq(cfg)
         module.load_state_dict(tensors, strict=True)
         tokenizer = tokenizer_from_json(meta["tokenizer"])
+        extra = limits.loads_bounded(meta.get("metadata") or "{}", "the 'metadata' entry", limits.MAX_METADATA_CHARS)
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-        raise CheckpointError(f"{path}: the additive-attention model does not fit its config ({exc})") from None
-    return AdditiveModel(module, tokenizer, json.loads(meta.get("metadata") or "{}"))
+        reason = limits.cut(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 300)
+        raise CheckpointError(f"{path}: the additive-attention model does not fit its config ({reason})") from None
+    return AdditiveModel(module, tokenizer, extra if isinstance(extra, dict) else {})
+
+
+def additive_config(text: object) -> AdditiveConfig:
+    """The AdditiveConfig in the metadata's JSON, every size a whole number within attnlab's caps."""
+    raw = limits.loads_bounded(text if isinstance(text, str) else "", "the config", limits.MAX_CONFIG_CHARS)
+    if not isinstance(raw, dict):
+        raise ValueError("the config is not a JSON object")
+    caps = {"vocab_size": limits.MAX_VOCAB, "max_len": limits.MAX_LEN}
+    for name, value in raw.items():
+        cap = caps.get(name, limits.MAX_D_MODEL)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= cap:
+            raise ValueError(f"the config's {limits.excerpt(name, 40)} is {limits.excerpt(value)}: not 1 … {cap:,}")
+    return AdditiveConfig(**raw)
+
+
+def shape_difference(expected: dict[str, tuple], found: dict[str, tuple]) -> str:
+    missing = sorted(set(expected) - set(found))
+    if missing:
+        return f"missing {limits.excerpt(missing[0])}"
+    for name, shape in expected.items():
+        if found[name] != shape:
+            return f"{limits.excerpt(name)} is {list(found[name])}, the config needs {list(shape)}"
+    return (
+        f"unexpected {limits.excerpt(sorted(set(found) - set(expected))[0])}"
+        if set(found) - set(expected)
+        else "damaged"
+    )
 
 
 def bundled_additive_path() -> Path:

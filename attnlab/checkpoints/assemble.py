@@ -285,7 +285,11 @@ def build_live_model(
     """Check every tensor against the config (names, shapes, values), then build; shared by every reader.
     `config` None or `tensors` None mean they could not be read (already reported). `module`: one already
     built from `config`, to fill."""
-    usable = config if config is not None and not config.problems() else None  # None: nothing to build from
+    config_problems = config.problems() if config is not None else []
+    for p in config_problems:  # a reader that did not report them (nanoGPT's model_args, an HF config)
+        if not any(item.endswith(limits.cut(p)) for item in problems.items):
+            problems.add(f"config: {p}")
+    usable = config if config is not None and not config_problems else None  # None: nothing to build from
     if usable is not None and tensors is not None:  # every size checked against the file BEFORE allocating
         size_problems = check_config_sizes(usable, {n: tuple(t.shape) for n, t in tensors.items()})
         for p in size_problems:
@@ -296,7 +300,10 @@ def build_live_model(
     if tensors is not None:
         check_tensors(tensors, config if module is not None else None, problems, module)
     problems.raise_if_any()
-    assert module is not None and tensors is not None  # any None above was reported as a problem
+    if module is None or tensors is None:  # a reader left its reason unsaid: still one line, no assertion
+        problems.add("the checkpoint describes no model that can be built")
+        problems.raise_if_any()
+    assert module is not None and tensors is not None  # for the type checker: raised just above
     with torch.no_grad():
         for key, param in module.checkpoint_tensors().items():
             param.copy_(tensors[key])

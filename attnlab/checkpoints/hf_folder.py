@@ -11,14 +11,18 @@ CheckpointError listing them all.
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
 
+from attnlab import limits
+from attnlab.bounded_read import MAX_INDEX_BYTES, FileRefused, confined
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
 from attnlab.checkpoints.header import read_layout, short_reason
+from attnlab.checkpoints.limits import UNCHECKED_PARAMETERS, check_config_sizes, tensor_layout_problems
 from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_file
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.hf_tokenizer import NumberTokenizer
@@ -68,19 +72,35 @@ def hf_api() -> ModuleType:
 # ---- weights -----------------------------------------------------------------------------------------
 def shard_files(folder: Path, index_name: str, problems: Problems) -> dict[str, list[str]] | None:
     """file -> the tensor names the index puts in it; None when there is no index."""
-    if not (folder / index_name).is_file():
+    if not os.path.lexists(folder / index_name):
         return None
-    index = read_json_file(folder / index_name, problems)
+    index = read_json_file(folder / index_name, problems, MAX_INDEX_BYTES)
     weight_map = index.get("weight_map")
     if not isinstance(weight_map, dict) or not weight_map:
-        problems.add(f"{index_name} has no weight_map of tensor names to shard files")
+        if not problems:
+            problems.add(f"{index_name} has no weight_map of tensor names to shard files")
+        return {}
+    if len(weight_map) > limits.MAX_TENSORS:  # refused before a single shard is looked for
+        problems.add(
+            f"{index_name} lists {len(weight_map):,} tensors; attnlab reads checkpoints of at most "
+            f"{limits.MAX_TENSORS:,} tensors"
+        )
         return {}
     files: dict[str, list[str]] = {}
     for name, file in weight_map.items():
         files.setdefault(str(file), []).append(str(name))
-    missing = [f for f in files if not (folder / f).is_file()]
+    outside, missing = [], set()
+    for file in files:  # each shard name once: linear in the index
+        try:
+            if not confined(folder, file, f"{index_name} names the shard").is_file():
+                missing.add(file)
+        except FileRefused as e:
+            outside.append(str(e))
+    if outside:
+        problems.add(outside[0] + (f" (and {len(outside) - 1:,} more such shards)" if len(outside) > 1 else ""))
+        return {}
     if missing:
-        problems.add(f"{index_name} names shard files that are not in the folder: {name_list(missing)}")
+        problems.add(f"{index_name} names shard files that are not in the folder: {name_list(sorted(missing))}")
     return {f: names for f, names in files.items() if f not in missing}
 
 
@@ -154,7 +174,12 @@ def read_torch_shards(folder: Path, files: list[str], problems: Problems) -> dic
         if not isinstance(obj, dict):
             problems.add(f"{file} holds a {type(obj).__name__}, not a dict of tensors")
             continue
-        tensors.update({str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)})
+        held = {str(k): v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+        odd = tensor_layout_problems(held)  # before any conversion copies or casts them
+        if odd:
+            problems.add(f"{file}: {odd[0]}")
+            continue
+        tensors.update(held)
     return tensors
 
 
@@ -244,6 +269,13 @@ def load_hf_folder(folder: Path, device: str = "cpu") -> LiveModel:
     }
     if NO_TOKENIZER_NOTICE in notices:
         metadata["notice"] = NO_TOKENIZER_NOTICE  # the app's banner
+    shapes = {n: tuple(t.shape) for n, t in tensors.items()}
+    big = not config.problems() and config.parameter_count() > UNCHECKED_PARAMETERS  # a small one is cheap
+    too_big = check_config_sizes(config, shapes) if big else []
+    for p in too_big:  # the config against the tensors, before anything big is built
+        problems.add(p)
+    if too_big:
+        problems.raise_if_any()
     module = build_module(config) if not config.problems() else None
     if module is not None:
         tensors = drop_tied_duplicates(tensors, module, problems)

@@ -93,6 +93,11 @@ def tensor_layout_problems(tensors: dict[str, torch.Tensor]) -> list[str]:
         if overlapping or t.storage_offset() + span > storage_cells:
             bad.append(name)
     out = []
+    refused = set(bad)
+    plain = {n: t for n, t in tensors.items() if n not in refused and t.numel() <= limits.MAX_PARAMETERS}
+    shared = _shared_storage_problem(plain)
+    if shared:  # each tensor a plain array, but many of them the same bytes
+        out.append(shared)
     if huge:
         out.append(
             f"these tensors claim more than {limits.MAX_PARAMETERS:,} values: "
@@ -106,3 +111,24 @@ def tensor_layout_problems(tensors: dict[str, torch.Tensor]) -> list[str]:
             + (f", … and {len(bad) - 5} more" if len(bad) > 5 else "")
         )
     return out
+
+
+SHARED_STORAGE_FACTOR = 4  # tied weights share storage (an output tied to its embedding: ~1.3 x); far more is forged
+
+
+def _shared_storage_problem(tensors: dict[str, torch.Tensor]) -> str:
+    """Many tensors viewing the same few bytes (a 20 kB file posing as a gigabyte model): the values the
+    tensors claim against the bytes their storages hold, counted before anything copies them."""
+    storages: dict[int, int] = {}
+    claimed = 0
+    for t in tensors.values():
+        storage = t.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        claimed += t.numel() * t.element_size()
+    held = sum(storages.values())
+    if claimed > SHARED_STORAGE_FACTOR * held + (1 << 20):
+        return (
+            f"its tensors claim {claimed:,} bytes but their storages hold only {held:,}: they overlap, "
+            "reusing the same memory for many weights, which a saved checkpoint never does"
+        )
+    return ""

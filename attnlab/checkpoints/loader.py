@@ -6,14 +6,19 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from attnlab.bounded_read import FileRefused, confined
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.native import load_safetensors
 from attnlab.checkpoints.snapshots_file import is_snapshots_file, snapshots_path
 from attnlab.checkpoints.torch_files import ZIP_MAGIC, load_torch_file
 from attnlab.engine.live import LiveModel
 from attnlab.engine.tokenizer import Tokenizer
-from attnlab.limits import cut, excerpt
+from attnlab.limits import LimitError, cut, excerpt
+
+if TYPE_CHECKING:
+    from attnlab.checkpoints.bare import ImportSettings
 
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 
@@ -41,6 +46,26 @@ def load_checkpoint(
             ".pt file, or of a model folder"
         )
     path = Path(path).expanduser()
+    try:
+        return _load_path(path, device, ImportSettings(heads=heads, norm=norm, activation=activation), tokenizer)
+    except CheckpointError:
+        raise
+    except (FileRefused, LimitError) as e:  # a bounded reader's one line, naming the file
+        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {e}") from e
+    except (RecursionError, MemoryError, RuntimeError, TypeError, ValueError, OSError, EOFError) as e:
+        # the readers check everything they know of; anything else still becomes one readable message
+        kind = (
+            "it needs more memory than is available"
+            if isinstance(e, MemoryError) or "alloc" in str(e)
+            else f"it could not be read ({type(e).__name__}: {cut(str(e).splitlines()[0] if str(e) else '', 200)})"
+        )
+        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {kind}") from e
+
+
+def _load_path(
+    path: Path, device: str, settings: ImportSettings, tokenizer: str | Path | Tokenizer | None
+) -> LiveModel:
+    """load_checkpoint's dispatch on what `path` is."""
     mode = _stat_mode(path)
     if stat.S_ISDIR(mode):
         path = folder_entry(path)
@@ -69,29 +94,27 @@ def load_checkpoint(
             head = f.read(4)
     except OSError as e:
         raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {e.strerror or e}") from e
-    try:
-        if path.suffix.lower() in TORCH_SUFFIXES or head == ZIP_MAGIC:
-            settings = ImportSettings(heads=heads, norm=norm, activation=activation)
-            return load_torch_file(path, device=device, settings=settings, tokenizer=user_tokenizer(tokenizer, path))
-        return with_snapshots_file(load_safetensors(path, device=device), path)
-    except CheckpointError:
-        raise
-    except (RecursionError, MemoryError, RuntimeError, TypeError, ValueError, OSError, EOFError) as e:
-        # the readers check everything they know of; anything else still becomes one readable message
-        kind = (
-            "it needs more memory than is available"
-            if isinstance(e, MemoryError) or "alloc" in str(e)
-            else f"it could not be read ({type(e).__name__}: {cut(str(e).splitlines()[0] if str(e) else '', 200)})"
-        )
-        raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {kind}") from e
+    if path.suffix.lower() in TORCH_SUFFIXES or head == ZIP_MAGIC:
+        return load_torch_file(path, device=device, settings=settings, tokenizer=user_tokenizer(tokenizer, path))
+    return with_snapshots_file(load_safetensors(path, device=device), path)
 
 
 def with_snapshots_file(model: LiveModel, checkpoint: Path) -> LiveModel:
     """Note the training snapshots beside `checkpoint` (<stem>.snapshots.safetensors), when there are any, in
     the model's metadata ("snapshots_file"; read by checkpoints.snapshots.load_snapshots, never saved)."""
-    if not is_snapshots_file(checkpoint) and snapshots_path(checkpoint).is_file():
-        model.metadata["snapshots_file"] = str(snapshots_path(checkpoint))
+    beside = snapshots_path(checkpoint)
+    if not is_snapshots_file(checkpoint) and beside.is_file() and _inside(checkpoint.parent, beside.name):
+        model.metadata["snapshots_file"] = str(beside)
     return model
+
+
+def _inside(folder: Path, name: str) -> bool:
+    """Whether `name` in `folder` stays inside it (a snapshots file linked from elsewhere is not read)."""
+    try:
+        confined(folder, name, "the snapshots file")
+    except FileRefused:
+        return False
+    return True
 
 
 def _stat_mode(path: Path) -> int:

@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
+from attnlab.bounded_read import FileRefused, confined, read_bytes
 from attnlab.checkpoints.errors import Problems
-from attnlab.checkpoints.plain_pickle import load_plain_pickle
+from attnlab.checkpoints.plain_pickle import MAX_BYTES, load_plain_pickle
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.hf_tokenizer import CharVocabTokenizer, NumberTokenizer
 from attnlab.engine.tokenizer import Tokenizer
@@ -48,8 +49,12 @@ def nanogpt_config(args: dict, problems: Problems) -> ModelConfig | None:
     if missing:
         problems.add("model_args lacks whole-number " + ", ".join(missing))
         return None
+    below = [f"{k} {args[k]:,}" for k in ARGS if args[k] < 1]
+    if below:
+        problems.add("model_args sizes must be at least 1, not " + ", ".join(below))
+        return None
     d = args["n_embd"]
-    return ModelConfig(
+    config = ModelConfig(
         arch="decoder-only",
         src_vocab_size=args["vocab_size"],
         tgt_vocab_size=args["vocab_size"],
@@ -69,6 +74,10 @@ def nanogpt_config(args: dict, problems: Problems) -> ModelConfig | None:
         bias=bool(args.get("bias", True)),
         max_len=args["block_size"],
     )
+    refused = config.problems()  # sizes over attnlab's caps: refused before anything is allocated
+    for reason in refused:
+        problems.add(f"model_args: {reason}")
+    return None if refused else config
 
 
 def convert_state(state: dict, config: ModelConfig, problems: Problems) -> dict[str, torch.Tensor]:
@@ -111,7 +120,11 @@ def convert_state(state: dict, config: ModelConfig, problems: Problems) -> dict[
 def read_meta_pkl(path: Path, problems: Problems) -> CharVocabTokenizer | None:
     """nanoGPT's prepare.py writes {"vocab_size", "itos": {id: char}, "stoi": {char: id}}."""
     try:
-        meta = load_plain_pickle(path.read_bytes())
+        confined(path.parent, path.name, "the vocabulary file")
+        meta = load_plain_pickle(read_bytes(path, "the vocabulary file", MAX_BYTES))
+    except FileRefused as e:
+        problems.add(str(e))
+        return None
     except (OSError, ValueError) as e:
         problems.add(f"the vocabulary beside it, {path.name}, cannot be used: {e}")
         return None

@@ -11,6 +11,7 @@ match that model's. Any problem gives one CheckpointError listing them all.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from dataclasses import dataclass, field
@@ -195,12 +196,23 @@ def check_entries(entries: dict, steps: list[int], expected: dict[str, tuple[int
 def parse_losses(value: str | None, problems: Problems) -> dict[int, float]:
     if not value:
         return {}
+    """step -> loss; a loss that is not a finite float (1e999, a 400-digit number, text) is left out: the
+    slider shows that step without its loss rather than refusing the snapshots, or the model beside them."""
     try:
         raw = limits.loads_bounded(value, "the losses", limits.MAX_CONFIG_CHARS)
-        return {int(k): float(v) for k, v in raw.items()}
+        pairs = list(raw.items())
     except (ValueError, TypeError, AttributeError):
         problems.add(f"its losses entry is not a JSON object of step -> loss ({limits.excerpt(value)})")
         return {}
+    losses = {}
+    for step, loss in pairs:
+        try:
+            number = float(loss)
+            if math.isfinite(number) and not isinstance(loss, bool):
+                losses[int(step)] = number
+        except (ValueError, TypeError, OverflowError):
+            continue  # an unreadable loss: that step is shown without one
+    return losses
 
 
 def find_snapshots(model: LiveModel) -> tuple[Snapshots | None, str]:

@@ -13,12 +13,21 @@ GPT-2 nothing, BERT [CLS] … [SEP], RoBERTa <s> … </s>, Marian source … </s
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from attnlab import limits
+from attnlab.bounded_read import (
+    MAX_SMALL_JSON_BYTES,
+    MAX_VOCAB_BYTES,
+    FileRefused,
+    confined,
+    read_bytes,
+    read_json,
+    regular_file_size,
+)
 from attnlab.checkpoints.errors import Problems
 from attnlab.engine.hf_tokenizer import LibraryTokenizer, SentencePieceTokenizer
 from attnlab.engine.specials import Specials
@@ -45,15 +54,25 @@ FAMILY_TOKENS["distilbert"] = FAMILY_TOKENS["bert"]
 FAMILY_TOKENS["nanogpt"] = {}
 
 
-def read_json_file(path: Path, problems: Problems) -> dict:
-    if not path.is_file():
+def read_json_file(path: Path, problems: Problems, max_bytes: int = MAX_SMALL_JSON_BYTES) -> dict:
+    """The JSON object in a file of the model folder ({} when there is none): through the bounded reader,
+    which refuses a file outside the folder, a pipe or device, one over `max_bytes`, or one nested too deeply."""
+    if not os.path.lexists(path):
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        problems.add(f"{path.name} is not readable JSON ({e})")
+        data = read_json(confined(path.parent, path.name, path.name), path.name, max_bytes)
+    except FileRefused as e:
+        problems.add(str(e))
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def library_file(folder: Path, name: str) -> str:
+    """The path of a tokenizer file the `tokenizers` library may open itself: inside the folder, a regular
+    file, under the size cap (checked from stat, so a 3 GB sparse file is refused unread)."""
+    path = confined(folder, name, name)
+    regular_file_size(path, name, MAX_VOCAB_BYTES)
+    return str(path)
 
 
 def token_text(value: object) -> str | None:
@@ -108,15 +127,15 @@ def library_tokenizer(folder: Path, tok_config: dict[str, Any]) -> tuple[Any, st
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
     if (folder / "tokenizer.json").is_file():
-        return Tokenizer.from_file(str(folder / "tokenizer.json")), "tokenizer.json"
+        return Tokenizer.from_file(library_file(folder, "tokenizer.json")), "tokenizer.json"
     if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
-        tok = Tokenizer(models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt")))
+        tok = Tokenizer(models.BPE.from_file(library_file(folder, "vocab.json"), library_file(folder, "merges.txt")))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=bool(tok_config.get("add_prefix_space")))
         tok.decoder = decoders.ByteLevel()
         return tok, "vocab.json + merges.txt (byte-level BPE)"
     if (folder / "vocab.txt").is_file():
         unk = token_text(tok_config.get("unk_token")) or "[UNK]"
-        tok = Tokenizer(models.WordPiece.from_file(str(folder / "vocab.txt"), unk_token=unk))
+        tok = Tokenizer(models.WordPiece.from_file(library_file(folder, "vocab.txt"), unk_token=unk))
         lower = bool(tok_config.get("do_lower_case", True))
         tok.normalizer = normalizers.BertNormalizer(
             clean_text=True,
@@ -133,15 +152,23 @@ def library_tokenizer(folder: Path, tok_config: dict[str, Any]) -> tuple[Any, st
 def marian_tokenizers(
     folder: Path, model_type: str, hf_config: dict[str, Any], problems: Problems
 ) -> tuple[Tokenizer | None, Tokenizer | None, str]:
-    vocab = read_json_file(folder / "vocab.json", problems)
-    pieces = {str(k): int(v) for k, v in vocab.items() if isinstance(v, int)}
+    vocab = read_json_file(folder / "vocab.json", problems, MAX_VOCAB_BYTES)
+    pieces = {str(k): v for k, v in vocab.items() if isinstance(v, int) and not isinstance(v, bool)}
+    refused = marian_id_problem(pieces, hf_config)
+    if refused:
+        problems.add(refused)
+        return None, None, ""
     tok_config = read_json_file(folder / "tokenizer_config.json", problems)
     ids = special_ids(folder, model_type, pieces.get, problems)
     specials = family_specials(model_type, ids, hf_config, tok_config)
     out = []
     for name in ("source.spm", "target.spm"):
         try:
-            out.append(SentencePieceTokenizer((folder / name).read_bytes(), pieces, specials))
+            model_bytes = read_bytes(confined(folder, name, name), name, MAX_VOCAB_BYTES)
+            out.append(SentencePieceTokenizer(model_bytes, pieces, specials))
+        except FileRefused as e:
+            problems.add(str(e))
+            return None, None, ""
         except ImportError as e:
             problems.add(str(e))
             return None, None, ""
@@ -149,6 +176,27 @@ def marian_tokenizers(
             problems.add(f"{name} cannot be read as a SentencePiece model ({e})")
             return None, None, ""
     return out[0], out[1], "source.spm / target.spm (SentencePiece) + vocab.json"
+
+
+def marian_id_problem(pieces: dict[str, int], hf_config: dict[str, Any]) -> str:
+    """Why Marian's vocab.json numbering cannot be used ('' when it can): every id must be a distinct number
+    below the model's vocab_size, checked before any table of that size is built; so must the id the decoder
+    starts from."""
+    size = hf_config.get("vocab_size")
+    size = size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else limits.MAX_VOCAB
+    outside = [f"{limits.excerpt(k, 30)}: {v:,}" for k, v in pieces.items() if not 0 <= v < size]
+    if outside:
+        return (
+            f"vocab.json numbers pieces outside 0 … {size - 1:,} (the model's vocab_size): "
+            + ", ".join(outside[:4])
+            + (f", … and {len(outside) - 4:,} more" if len(outside) > 4 else "")
+        )
+    if len(set(pieces.values())) != len(pieces):
+        return "vocab.json gives the same id to two pieces; each piece needs its own"
+    start = hf_config.get("decoder_start_token_id")
+    if start is not None and (not isinstance(start, int) or isinstance(start, bool) or not 0 <= start < size):
+        return f"config.json's decoder_start_token_id {limits.excerpt(start)} is not a token id below {size:,}"
+    return ""
 
 
 def folder_tokenizers(
@@ -161,8 +209,13 @@ def folder_tokenizers(
     tok_config = read_json_file(folder / "tokenizer_config.json", problems)
     try:
         hf_tok, desc = library_tokenizer(folder, tok_config)
-    except Exception as e:  # the tokenizers library raises its own exception type
-        problems.add(f"the tokenizer files cannot be read ({str(e).splitlines()[0] if str(e) else e})")
+    except FileRefused as e:
+        problems.add(str(e))
+        return None, None, ""
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # the tokenizers library's own errors, and its Rust panics (a BaseException)
+        problems.add(f"the tokenizer files cannot be read ({limits.cut(library_reason(e), 200)})")
         return None, None, ""
     if hf_tok is None:
         return None, None, ""
@@ -186,11 +239,17 @@ def tokenizer_at(path: str | os.PathLike[str], problems: Problems, model_type: s
         try:  # any file the tokenizers library wrote; its special tokens are not wrapped around the input
             from tokenizers import Tokenizer
 
+            regular_file_size(path, "--tokenizer", MAX_VOCAB_BYTES)
             return LibraryTokenizer(Tokenizer.from_file(str(path)), Specials(description="no special tokens added"))
-        except Exception as e:  # the tokenizers library raises its own exception type
+        except FileRefused as e:
+            problems.add(str(e))
+            return None
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # the tokenizers library's own errors, and its Rust panics
             problems.add(
                 f"--tokenizer {str(path)!r} is not a tokenizer.json file or a folder with tokenizer "
-                f"files ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+                f"files ({limits.cut(library_reason(e), 200)})"
             )
             return None
     if not path.exists():
@@ -202,3 +261,11 @@ def tokenizer_at(path: str | os.PathLike[str], problems: Problems, model_type: s
     if src is None and not problems:
         problems.add(f"--tokenizer {str(path)!r}: no tokenizer.json, vocab.json + merges.txt or vocab.txt there")
     return src
+
+
+def library_reason(error: BaseException) -> str:
+    """The first line of a tokenizers error; a Rust panic's text is not for a teacher."""
+    if type(error).__name__ == "PanicException":
+        return "the tokenizers library could not parse them"
+    text = str(error)
+    return text.splitlines()[0] if text else type(error).__name__

@@ -202,9 +202,9 @@ def load_torch_file(
             problems, config, tensors, tok, tok, name=name, metadata=metadata, device=device, notices=notices
         )
 
-    if is_nanogpt(obj):
+    if is_nanogpt(obj):  # its tensors are checked before the conversion splits or compares any of them
+        refuse_odd_tensors({str(k): v for k, v in obj["model"].items() if isinstance(v, torch.Tensor)}, problems)
         parts = nanogpt_parts(obj, path, problems, notices, tokenizer)
-        refuse_odd_tensors(parts[1] or {}, problems)
         return build(parts, path.parent.name or path.stem)
     if not isinstance(obj, dict):
         problems.add(

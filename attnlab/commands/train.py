@@ -87,12 +87,18 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     from attnlab.commands.eval import summary_text
-    from attnlab.training.classroom import build
+    from attnlab.training.classroom import build, recipe_for
 
     if args.threads < 1:
         print(f"attnlab train: --threads must be at least 1 (got {args.threads})", file=sys.stderr)
         return 2
     names = MODEL_NAMES if args.model == "all" else (args.model,)
+    try:  # every setting checked before the first model trains
+        for name in names:
+            recipe_for(name, args.steps, args.pairs)
+    except ValueError as e:
+        print(f"attnlab train: {e}", file=sys.stderr)
+        return 2
     for name in names:
         try:
             figures = build(
@@ -106,7 +112,10 @@ def run(args: argparse.Namespace) -> int:
                 threads=args.threads,
                 snapshot_steps=args.snapshots,
             )
-        except (ValueError, OSError) as e:
+        except ValueError as e:  # bad input (--steps 0, --pairs 5, …): exit 2 as every command does
+            print(f"attnlab train: {e}", file=sys.stderr)
+            return 2
+        except OSError as e:  # the output could not be written
             print(f"attnlab train: {e}", file=sys.stderr)
             return 1
         print(f"{name}: written to {args.out_dir}/{name}.safetensors")

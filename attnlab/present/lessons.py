@@ -18,19 +18,14 @@ file (format: docs/lessons.md). Qt-free: reading, checking, writing. A bad file 
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attnlab.bounded_read import FileRefused, loads_toml, read_text, regular_file_size
 from attnlab.engine import names
 from attnlab.engine.options import RunOptions
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 reads TOML with the tomli backport
-    import tomli as tomllib  # type: ignore[import-not-found]  # only on 3.10, not installed here
 
 MAX_BYTES = 256 * 1024
 MAX_STEPS = 200
@@ -196,9 +191,9 @@ def parse_lesson(text: str, origin: str = "lesson") -> Lesson:
     if len(text.encode("utf-8")) > MAX_BYTES:
         raise LessonError(f"{origin}: a lesson file may be at most {MAX_BYTES // 1024} KB")
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise LessonError(f"{origin}: not valid TOML ({e})") from None
+        data = loads_toml(text, origin)  # nesting bounded: no RecursionError from a deep inline array
+    except FileRefused as e:
+        raise LessonError(str(e).replace(f"{origin} is not valid", f"{origin}: not valid", 1)) from None
     _unknown_keys(data, LESSON_KEYS, origin)
     steps = data.get("step")
     if not isinstance(steps, list) or not steps:
@@ -218,12 +213,16 @@ def parse_lesson(text: str, origin: str = "lesson") -> Lesson:
 
 def read_lesson(path: str | Path) -> Lesson:
     path = Path(path)
+    try:  # a regular file only (a FIFO is refused without being opened), its size checked from stat first
+        regular_file_size(path, "the lesson", MAX_BYTES)
+    except FileRefused as e:
+        if "bytes; attnlab reads at most" in str(e):
+            raise LessonError(f"{path}: a lesson file may be at most {MAX_BYTES // 1024} KB") from None
+        raise LessonError(str(e)) from None
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise LessonError(f"{path}: a lesson file may be at most {MAX_BYTES // 1024} KB")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise LessonError(f"cannot read the lesson {str(path)!r}: {getattr(e, 'strerror', None) or e}") from None
+        text = read_text(path, "the lesson", MAX_BYTES)
+    except FileRefused as e:
+        raise LessonError(str(e)) from None
     lesson = parse_lesson(text, path.name)
     if not lesson.model.startswith("bundled:") and not Path(lesson.model).is_absolute():
         lesson = Lesson(**{**lesson.__dict__, "model": str(path.parent / lesson.model)})

@@ -120,7 +120,13 @@ class Tensors:
     def __call__(self, name: str) -> torch.Tensor:
         key = self.key(name)
         self.taken.add(key)
-        return self.state[key].to(torch.float32)
+        value = self.state[key]
+        if not value.is_floating_point():  # int8 / quantized weights: a cast would silently change the model
+            raise CheckpointError(
+                f"the weights' tensor {key!r} holds {str(value.dtype).removeprefix('torch.')} values; attnlab "
+                "reads floating-point weights only (quantized or integer checkpoints are not supported)"
+            )
+        return value.to(torch.float32)
 
     def optional(self, name: str) -> torch.Tensor | None:
         return self(name) if self.has(name) else None

@@ -1,0 +1,150 @@
+"""The one way attnlab reads a structured file it did not write itself (config.json, shard indexes, tokenizer
+files, vocabularies, meta.pkl, lessons): regular files only, the size checked from stat BEFORE anything is
+read (and again while reading), JSON and TOML parsed with caps on nesting and values, and every path a
+checkpoint folder names kept inside that folder. Every refusal is a FileRefused (a ValueError) of one line
+that names the file. Plain Python (no torch, no Qt).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from attnlab import limits
+
+CHUNK = 1 << 20  # bytes read at a time (the cap is re-checked after each)
+MAX_SMALL_JSON_BYTES = 4_000_000  # config.json, tokenizer_config.json, special_tokens_map.json
+MAX_INDEX_BYTES = 16_000_000  # a shard index (a 10,000-tensor model's is ~1 MB)
+MAX_VOCAB_BYTES = 64_000_000  # vocab.json / vocab.txt / merges.txt / a SentencePiece model
+MAX_LESSON_DEPTH = 16  # a lesson is at most 3 deep ([[step]] with a toggles table)
+
+
+class FileRefused(ValueError):
+    """A file attnlab will not read: not a regular file, over a cap, outside its folder, or not parseable."""
+
+
+def _name(path: Path) -> str:
+    return limits.cut(str(path), 300)
+
+
+def regular_file_size(path: str | os.PathLike[str], what: str, max_bytes: int) -> int:
+    """The size of the regular file at `path` (symlinks followed), checked from stat without opening it:
+    a folder, a FIFO, a device or a socket is refused, and so is a file over `max_bytes` (a sparse 3 GB file
+    costs nothing to refuse)."""
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise FileRefused(f"{what} {_name(path)!r}: there is no file at that path") from None
+    except OSError as e:
+        raise FileRefused(f"{what} {_name(path)!r} cannot be read ({e.strerror or e})") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe, device or socket"
+        raise FileRefused(f"{what} {_name(path)!r} is {kind}, not a regular file")
+    if info.st_size > max_bytes:
+        raise FileRefused(f"{what} {_name(path)!r} is {info.st_size:,} bytes; attnlab reads at most {max_bytes:,}")
+    return info.st_size
+
+
+def read_bytes(path: str | os.PathLike[str], what: str, max_bytes: int) -> bytes:
+    """The whole content of a regular file of at most `max_bytes` (see regular_file_size). Opened without
+    blocking (a FIFO swapped in after the check cannot hang the read) and re-checked as it is read."""
+    path = Path(path)
+    regular_file_size(path, what, max_bytes)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise FileRefused(f"{what} {_name(path)!r} cannot be read ({e.strerror or e})") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between the stat and the open
+            raise FileRefused(f"{what} {_name(path)!r} is not a regular file")
+        parts, total = [], 0
+        while chunk := os.read(fd, CHUNK):
+            total += len(chunk)
+            if total > max_bytes:  # it grew after the stat
+                raise FileRefused(f"{what} {_name(path)!r} is larger than {max_bytes:,} bytes; attnlab reads no more")
+            parts.append(chunk)
+    except OSError as e:
+        raise FileRefused(f"{what} {_name(path)!r} cannot be read ({e.strerror or e})") from None
+    except MemoryError:
+        raise FileRefused(f"{what} {_name(path)!r} needs more memory to read than is available") from None
+    finally:
+        os.close(fd)
+    return b"".join(parts)
+
+
+def read_text(path: str | os.PathLike[str], what: str, max_bytes: int) -> str:
+    """read_bytes decoded as UTF-8 (a file that is not UTF-8 is refused, naming it)."""
+    data = read_bytes(path, what, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FileRefused(f"{what} {_name(Path(path))!r} is not UTF-8 text (byte {e.start:,})") from None
+
+
+def read_json(
+    path: str | os.PathLike[str],
+    what: str,
+    max_bytes: int,
+    max_depth: int = limits.MAX_JSON_DEPTH,
+    max_items: int = limits.MAX_JSON_ITEMS,
+):
+    """The JSON value in a regular file, with size, nesting and value count checked before parsing."""
+    text = read_text(path, what, max_bytes)
+    try:
+        return limits.loads_bounded(text, f"{what} {_name(Path(path))!r}", max_bytes, max_depth, max_items)
+    except ValueError as e:
+        raise FileRefused(str(e)) from None
+
+
+def read_toml(path: str | os.PathLike[str], what: str, max_bytes: int, max_depth: int = MAX_LESSON_DEPTH) -> dict:
+    """The TOML table in a regular file; parse errors, and nesting deeper than `max_depth`, refused."""
+    return loads_toml(read_text(path, what, max_bytes), f"{what} {_name(Path(path))!r}", max_depth)
+
+
+def loads_toml(text: str, what: str, max_depth: int = MAX_LESSON_DEPTH) -> dict:
+    """tomllib.loads, its nesting bounded: tomllib recurses per level of inline arrays and tables, so a deep
+    one is refused from a bracket count before parsing (and a RecursionError never escapes)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found,no-redef]
+
+    if _toml_depth_bound(text) > max_depth:
+        raise FileRefused(f"{what} nests more than {max_depth} levels deep; attnlab reads at most {max_depth}")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise FileRefused(f"{what} is not valid TOML ({limits.cut(str(e), 200)})") from None
+    except RecursionError:
+        raise FileRefused(f"{what} nests too deeply to read") from None
+
+
+def _toml_depth_bound(text: str) -> int:
+    """An upper bound on the nesting of TOML's inline arrays and tables: the deepest running count of
+    brackets, quotes ignored (a bracket inside a string only ever raises the bound, never hides depth)."""
+    return limits.json_shape(text.replace('"', " ").replace("'", " "))[0]
+
+
+def confined(folder: str | os.PathLike[str], name: str, what: str) -> Path:
+    """`folder / name` when it stays inside `folder`: no absolute path, no '..', and no symlink (of the file
+    or of a folder on the way) that resolves outside. Refused with one line otherwise, before it is opened."""
+    folder = Path(folder)
+    text = str(name)
+    relative = Path(text)
+    if not text or "\0" in text or relative.is_absolute() or relative.anchor or ".." in relative.parts:
+        raise FileRefused(
+            f"{what} {limits.excerpt(text)} points outside the model folder; attnlab reads only files inside it"
+        )
+    target = folder / relative
+    try:
+        inside = target.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a symlink loop
+        inside = False
+    if not inside:
+        raise FileRefused(
+            f"{what} {limits.excerpt(text)} is a link to a file outside the model folder; attnlab reads only "
+            "files inside it"
+        )
+    return target
