@@ -28,6 +28,8 @@ import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
+from attnlab.ui.errors import guarded_paint
+
 
 def rect_updates(view: QtWidgets.QGraphicsView) -> QtWidgets.QGraphicsView:
     """Repaint `view` through the one rectangle that bounds everything that changed (see the module docstring)."""
@@ -92,7 +94,10 @@ def colour_indices(values: np.ndarray, levels: tuple[float, float], n_colours: i
 
 
 class QtReadyImage(pg.ImageItem):
-    """An ImageItem whose data is always `qt_ready`: every image attnlab shows is one of these."""
+    """An ImageItem whose data is always `qt_ready` and whose paint never raises: every image attnlab shows is
+    one of these."""
+
+    paint = guarded_paint(pg.ImageItem.paint)
 
     def setImage(self, image: np.ndarray | None = None, autoLevels: bool | None = None, **kargs: object) -> None:
         super().setImage(None if image is None else qt_ready(image), autoLevels, **kargs)
