@@ -41,6 +41,18 @@ def model_snapshots(model) -> tuple[Any, str]:
 
 
 @dataclass(frozen=True)
+class LoadDetour:
+    """What a load job returns instead of a model when the GUI must act before (or instead of) opening one:
+    `kind` "settings": a bare state dict whose settings the user is asked for (`value`: the cheap probe);
+    "additive": an additive-attention model for its own window (`value`: the loaded model). The file was
+    read on the worker either way."""
+
+    kind: str
+    value: Any
+    path: str | None = None
+
+
+@dataclass(frozen=True)
 class _Job:
     kind: str  # "trace" or "load"
     generation: int
@@ -53,6 +65,8 @@ class Session(QObject):
     busyChanged = Signal(bool)
     modelChanged = Signal(object)  # LiveModel: a new model is open (its first trace follows)
     modelFailed = Signal(str)  # a model could not be opened; the open one stays
+    loadDetoured = Signal(object)  # LoadDetour: the file was read on the worker; the GUI takes it from here
+    loadingChanged = Signal(bool)  # whether a load (open a file, build a model) is under way: it can be cancelled
     optionsChanged = Signal(object, object)  # (RunOptions, frozenset of the RunOptions field names that changed)
     viewChanged = Signal(object)  # ViewState
     stageChanged = Signal(str)  # stage key
@@ -86,6 +100,7 @@ class Session(QObject):
         self._waiting: dict[str, _Job] = {}
         self._generate_presses = 0
         self._last_busy = False
+        self._last_loading = False
         self._torch_ready = False
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnlab-run")
         self._debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
@@ -319,6 +334,8 @@ class Session(QObject):
 
         def run():
             model = factory()
+            if isinstance(model, LoadDetour):
+                return model
             text = src
             if text is None and remembered and remembered[0] == model.name:
                 text = remembered[1]
@@ -327,6 +344,23 @@ class Session(QObject):
             return model, text, start, path, model_snapshots(model)
 
         self._submit("load", run)
+
+    @property
+    def loading(self) -> bool:
+        """Whether a load is running or waiting (its result not yet accepted or dropped)."""
+        running = self._running is not None and self._running.kind == "load"
+        return (running and self._running.generation == self._generation["load"]) or "load" in self._waiting
+
+    def cancel_load(self) -> bool:
+        """Drop the load under way: the open model stays. A file being read cannot be interrupted; its result
+        is dropped when it comes (latest request wins). False when no load was under way."""
+        if not self.loading:
+            return False
+        self._generation["load"] += 1
+        self._waiting.pop("load", None)
+        self.request_trace()  # submitting the load dropped any waiting trace of the model that stays
+        self._set_busy()
+        return True
 
     def _submit(self, kind: str, run) -> None:
         self._generation[kind] += 1
@@ -380,6 +414,10 @@ class Session(QObject):
         if error is not None:
             self.modelFailed.emit(error)
             return
+        if isinstance(value, LoadDetour):
+            self.request_trace()  # submitting the load dropped any waiting trace of the model that stays
+            self.loadDetoured.emit(value)
+            return
         model, src, tgt, path, (snapshots, problem) = value
         self.set_model(model, src, tgt, path, snapshots)
         if problem:
@@ -404,10 +442,13 @@ class Session(QObject):
             self._generate_one()
 
     def _set_busy(self) -> None:
-        busy = self.busy
+        busy, loading = self.busy, self.loading
         if busy != self._last_busy:
             self._last_busy = busy
             self.busyChanged.emit(busy)
+        if loading != self._last_loading:
+            self._last_loading = loading
+            self.loadingChanged.emit(loading)
 
     def shutdown(self) -> None:
         """Drop waiting work and let the running job finish in the background."""

@@ -65,9 +65,16 @@ def test_bare_state_dict_asks_for_settings_and_cancel_keeps_the_model(qtbot, win
     path = tmp_path / "bare.pt"
     torch.save(reference.state_dict(), path)
     before = win.session.model
-    monkeypatch.setattr(open_model.ImportSettingsDialog, "exec", lambda self: QDialog.DialogCode.Rejected)
-    win.open_checkpoint(str(path))
-    assert win.session.model is before and not win.session.busy
+    asked = []
+
+    def reject(self):
+        asked.append(self)
+        return QDialog.DialogCode.Rejected
+
+    monkeypatch.setattr(open_model.ImportSettingsDialog, "exec", reject)
+    win.open_checkpoint(str(path))  # the file is read on the worker, which then asks for the settings
+    qtbot.waitUntil(lambda: bool(asked) and not win.session.busy, timeout=WAIT)
+    assert win.session.model is before
 
     def accept_with_three_heads(self):
         assert self.heads.currentText() == "4"  # the default offered: the largest of 8, 4, 2, 1 dividing 12

@@ -10,7 +10,7 @@ from conftest import shown_widget
 from PySide6 import QtGui
 
 from attnlab.ui import colormaps
-from attnlab.ui.raster import MatrixImage, opaque_over, opaque_pen
+from attnlab.ui.raster import MatrixImage, opaque_over, opaque_pen, qt_ready
 
 
 def premultiplied_pixels(image: QtGui.QImage) -> np.ndarray:
@@ -163,3 +163,24 @@ def test_colour_bar_ticks_come_back_from_the_cache_only_for_the_same_bar(qtbot):
     assert [r.height() for r, _f, _t in bigger[2]] == pytest.approx(
         [r.height() for r, _f, _t in theirs_bigger[2]], abs=1.0
     )
+
+
+def test_images_are_handed_to_qt_row_major_float32_whatever_their_layout(qapp):
+    """A column-major or strided float64 matrix (the concat of 128 one-wide heads was one) colours the same as
+    its row-major float32 copy; QImage never sees a strided buffer (issue 27: it raised inside paint)."""
+    lut = colormaps.lookup_table("viridis")
+    values = awkward_values(seed=5)  # [12, 37] float32, C order
+    expected = premultiplied_pixels(rendered(MatrixImage(axisOrder="row-major"), values, (-2.0, 2.0), lut))
+    layouts = {
+        "column-major": np.asfortranarray(values),
+        "float64 column-major": np.asfortranarray(values.astype(np.float64)),
+        "every other column": np.repeat(values, 2, axis=1)[:, ::2],
+    }
+    for label, strided in layouts.items():
+        assert not strided.flags.c_contiguous or strided.dtype != np.float32, label
+        item = MatrixImage(axisOrder="row-major")
+        pixels = premultiplied_pixels(rendered(item, strided, (-2.0, 2.0), lut))
+        np.testing.assert_array_equal(pixels, expected, err_msg=label)
+        assert item.image.flags.c_contiguous and item.image.dtype == np.float32, label
+    ready = qt_ready(values)
+    assert ready is values  # already fine: no copy

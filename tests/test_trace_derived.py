@@ -119,3 +119,15 @@ def test_masks_shared_by_layers_are_stored_once():
     assert ptr["enc.0.self.mask"] == ptr["enc.1.self.mask"]
     assert ptr["dec.0.self.mask"] == ptr["dec.1.self.mask"]
     assert trace["enc.0.self.mask"] is trace["enc.1.self.mask"]  # one host copy too
+
+
+def test_every_derived_entry_is_contiguous_even_with_one_wide_heads():
+    """d_k = 1 (as many heads as d_model): the concat's reshape is a column-major view, which crashed the app
+    once handed on to Qt (issue 27); every derived entry comes back row-major."""
+    model = make("encoder-decoder")
+    trace = model.trace(SRC, TGT, RunOptions(n_heads=model.config.d_model))
+    derived = [n for n, e in trace.entries.items() if isinstance(e, Derived)]
+    assert "dec.1.cross.concat" in derived
+    for name in derived:
+        assert trace.device_value(name).is_contiguous(), name
+        assert trace[name].is_contiguous(), name

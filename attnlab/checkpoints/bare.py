@@ -19,7 +19,7 @@ from typing import Any, TypedDict
 
 import torch
 
-from attnlab.checkpoints.errors import Problems, name_list
+from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
 from attnlab.engine.config import ACTIVATIONS, Activation, Architecture, ModelConfig, is_activation
 from attnlab.engine.tokenizer import Tokenizer
 
@@ -260,6 +260,10 @@ def probe_bare_state_dict(path: str | os.PathLike[str]) -> dict[str, Any] | None
         return None
     tensors, extras = torch_files.split_contents(obj, problems)
     if extras["config"] is not None:
+        return None
+    try:  # the CLI's own check, before any tensor is touched: a refused file is left to the real load to explain
+        torch_files.refuse_odd_tensors(tensors, problems)
+    except CheckpointError:
         return None
     tensors = torch_files.convert_nn_transformer(torch_files.encoder_alone(tensors), problems, [])
     enc, dec = layer_indices(tensors, "encoder"), layer_indices(tensors, "decoder")

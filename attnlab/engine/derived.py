@@ -56,9 +56,10 @@ def _weighted_sum(weights: Tensor, v: Tensor) -> Tensor:
 
 
 def _concat(context: Tensor) -> Tensor:
-    """context [H, Tq, dk] -> [Tq, H·dk]: the heads side by side."""
+    """context [H, Tq, dk] -> [Tq, H·dk]: the heads side by side. With dk = 1 the reshape is a view with
+    column-major strides; `compute` hands it on row-major."""
     H, Tq, dk = context.shape
-    return context.transpose(0, 1).reshape(Tq, H * dk)
+    return context.transpose(0, 1).reshape(Tq, H * dk)  # [Tq, H·dk]
 
 
 def _norm_stats(x: Tensor, eps: float) -> tuple[Tensor, Tensor]:
@@ -125,5 +126,6 @@ SLICEABLE: dict[str, tuple[bool, ...]] = {
 
 
 def compute(entry: Derived, inputs: list[torch.Tensor]) -> torch.Tensor:
-    """The value of a derived entry from the values of its inputs (on their device, their dtype)."""
-    return RULES[entry.rule](*inputs, *entry.params)
+    """The value of a derived entry from the values of its inputs (on their device, their dtype), always
+    contiguous: a strided view handed on to numpy and Qt has crashed the app (issue 27)."""
+    return RULES[entry.rule](*inputs, *entry.params).contiguous()

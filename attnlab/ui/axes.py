@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 
 from attnlab.ui import zoom
 from attnlab.ui.colormaps import MASK_FILL, MASK_HATCH
+from attnlab.ui.errors import guarded_paint
 from attnlab.ui.matrix_data import nice_step
 from attnlab.ui.raster import opaque_pen, plot_background
 
@@ -71,6 +72,8 @@ class OpaqueGridAxis(pg.AxisItem):
     raster.py). Use it through `grid_axes` and `show_grid_behind`, which keep the grid behind the data, where
     the opaque line looks the same as the translucent one did."""
 
+    paint = guarded_paint(pg.AxisItem.paint)
+
     def tickSpacing(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:
         """With the grid on, the major and minor tick levels only: pyqtgraph's third level adds some thirty
         faint grid lines across the plot that nobody reads, and measures a label for each of them."""
@@ -122,6 +125,7 @@ class MaskBackground(QtWidgets.QGraphicsRectItem):
         # pixel cache and blit that while the view keeps its size, e.g. when a toggle brings new numbers
         self.setCacheMode(QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
+    @guarded_paint
     def paint(self, painter: QtGui.QPainter, option: object, widget: object = None) -> None:
         rect = self.rect()
         painter.setPen(Qt.PenStyle.NoPen)
@@ -145,6 +149,8 @@ class CategoryAxis(pg.AxisItem):
     """
 
     MODES = ("labels", "rotated", "numeric", "none")
+
+    paint = guarded_paint(pg.AxisItem.paint)
 
     def __init__(self, orientation: str, **kwargs: object) -> None:
         super().__init__(orientation, **kwargs)

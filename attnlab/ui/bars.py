@@ -15,6 +15,8 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 from PySide6.QtCore import Qt
 
+from attnlab.ui.errors import guarded_paint
+
 
 class SolidBars(pg.GraphicsObject):
     """Bar i spans x[i] ± width/2 across and 0 … heights[i] along the value axis (data coordinates): vertical
@@ -61,6 +63,7 @@ class SolidBars(pg.GraphicsObject):
             return self._bounds.left(), self._bounds.right()
         return self._bounds.top(), self._bounds.bottom()
 
+    @guarded_paint
     def paint(self, painter: QtGui.QPainter, *args: object) -> None:
         if self._rects:
             painter.setPen(Qt.PenStyle.NoPen)

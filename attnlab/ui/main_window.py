@@ -163,6 +163,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         s.viewChanged.connect(lambda _v: self.refresh())
         s.modelChanged.connect(self._on_model)
         s.modelFailed.connect(self._on_model_failed)
+        s.loadDetoured.connect(self._on_load_detour)
+        s.loadingChanged.connect(self.cancel_load_button.setVisible)
         s.failed.connect(self._on_failed)
         s.busyChanged.connect(self._on_busy)
         s.notice.connect(lambda text: self.statusBar().showMessage(text, 6000))

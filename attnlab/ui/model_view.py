@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from attnlab.engine import names
 from attnlab.present.model_grid import SiteGrid, site_grids
 from attnlab.ui.colormaps import DEFAULT_SEQUENTIAL, get_colormap
-from attnlab.ui.raster import rect_updates
+from attnlab.ui.raster import QtReadyImage, rect_updates
 
 GRID_LINE = "#bbbbbb"
 HINT = "Each small map is one head of one layer (rows: layers, columns: heads). Click one to open it."
@@ -77,7 +77,7 @@ class ModelView(QWidget):
             view.invertY(True)
             view.setAspectLocked(False)
             view.setMouseEnabled(False, False)
-            image = pg.ImageItem(axisOrder="row-major")
+            image = QtReadyImage(axisOrder="row-major")
             image.setLookupTable(self._colormap.getLookupTable(nPts=256, alpha=False))
             plot.addItem(image)
             xs, ys = grid.gap_lines()  # one item draws every grid line (a 1-pixel NaN gap can vanish when shrunk)

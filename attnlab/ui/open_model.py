@@ -1,7 +1,9 @@
 """Opening models attnlab did not write: File → Open folder…, File → Model info…, and the dialog that asks
 for what a bare nn.Transformer state dict cannot say (heads, norm placement, activation, tokenizer).
 
-main_window.py only calls `add_file_actions(window, menu)` and `checkpoint_loader(window, path)`."""
+main_window.py only calls `add_file_actions(window, menu)`; window_files.py opens a file with `file_job(path)`
+on the worker and comes back through `ask_settings` for a bare state dict. Nothing here reads a file on the GUI
+thread: what a file is (additive, bare, anything else) is found out by the job, on the worker (issue 27)."""
 
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ class ImportSettingsDialog(QDialog):
             wordWrap=True,
         )
         self.heads = QComboBox(objectName="importHeads")
-        self.heads.addItems([str(h) for h in range(1, d + 1) if d % h == 0 and h <= 64])
+        self.heads.addItems([str(h) for h in heads_offered(d)])
         self.heads.setCurrentText(str(default_heads(d)))
         self.norm = QComboBox(objectName="importNorm")
         self.norm.addItems(["post", "pre"])
@@ -83,24 +85,42 @@ class ImportSettingsDialog(QDialog):
         }
 
 
-def checkpoint_loader(window, path: str):
-    """A zero-argument loader for `path`, or None when the user cancelled the settings dialog."""
-    from attnlab.checkpoints.bare import probe_bare_state_dict
+MAX_HEADS_OFFERED = 64
 
-    settings: dict = {}
-    probe = probe_bare_state_dict(path)
-    if probe is not None:
-        dialog = ImportSettingsDialog(path, probe, window)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
-            return None
-        settings = dialog.settings()
+
+def heads_offered(d_model: int) -> list[int]:
+    """The head counts the settings dialog offers: divisors of d_model up to 64 (64 tries, whatever d_model)."""
+    return [h for h in range(1, MAX_HEADS_OFFERED + 1) if d_model % h == 0]
+
+
+def file_job(path: str, settings: dict | None = None):
+    """A zero-argument job for the session's worker that opens `path`: the model, or a LoadDetour when the
+    file is an additive-attention model (its own window) or a bare state dict and no `settings` were given
+    (the GUI asks for them, then runs `file_job(path, settings)`)."""
 
     def load():
         from attnlab.checkpoints import load_checkpoint
+        from attnlab.checkpoints.additive import is_additive_file, load_additive
+        from attnlab.checkpoints.bare import probe_bare_state_dict
+        from attnlab.session import LoadDetour
 
-        return load_checkpoint(path, **settings)
+        if settings is None:
+            if is_additive_file(path):
+                return LoadDetour("additive", load_additive(path), path)
+            probe = probe_bare_state_dict(path)  # validates the tensors' layout before touching them
+            if probe is not None:
+                return LoadDetour("settings", probe, path)
+        return load_checkpoint(path, **(settings or {}))
 
     return load
+
+
+def ask_settings(window, path: str, probe: dict) -> dict | None:
+    """The settings of the bare state dict at `path` (the dialog), or None when the user cancelled."""
+    dialog = ImportSettingsDialog(path, probe, window)
+    if dialog.exec() != QDialog.DialogCode.Accepted:
+        return None
+    return dialog.settings()
 
 
 def open_folder_dialog(window) -> None:

@@ -12,6 +12,9 @@ translucent grid lines took 1.2 ms and 60 thread switches where the same lines d
   the grid behind the data, where an opaque line looks like a translucent one;
 - hand the raster engine heatmaps already coloured as 32-bit premultiplied ARGB (`MatrixImage`), the one
   format it scales and blits without converting;
+- hand Qt nothing but C-contiguous float32 arrays (`qt_ready`, the one place every image's data passes):
+  QImage reads a buffer row by row, and a strided view (the concat of 128 one-wide heads is column-major)
+  raised inside pyqtgraph's paint and crashed the app (issue 27);
 - repaint a view through one rectangle (`rect_updates`): pyqtgraph asks for the exact union of what
   changed, and under a clip of several rectangles the raster engine cannot blit an item's cached pixels,
   so it fills them through the pool too;
@@ -24,6 +27,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
+
+from attnlab.ui.errors import guarded_paint
 
 
 def rect_updates(view: QtWidgets.QGraphicsView) -> QtWidgets.QGraphicsView:
@@ -68,12 +73,19 @@ def premultiplied_lut(lut: np.ndarray) -> np.ndarray:
     return (alpha << 24) | (r << 16) | (g << 8) | b
 
 
+def qt_ready(values: np.ndarray) -> np.ndarray:
+    """`values` as Qt and pyqtgraph may read them: C-contiguous, float32 for float data (no copy when already so)."""
+    array = np.asarray(values)
+    dtype = np.float32 if array.dtype.kind == "f" else None
+    return np.ascontiguousarray(array, dtype=dtype)
+
+
 def colour_indices(values: np.ndarray, levels: tuple[float, float], n_colours: int) -> np.ndarray:
     """The colour-table index of each value, as pyqtgraph's ImageItem picks it: (v - lo) · n / (hi - lo) in
     float32, clipped to 0…n-1 and truncated. NaN gets index 0 (the caller makes it transparent)."""
     lo, hi = float(levels[0]), float(levels[1])
     span = (hi - lo) or 1.0
-    work = values.astype(np.float32, copy=True)  # [rows, cols]
+    work = values.astype(np.float32, order="C", copy=True)  # [rows, cols], row-major whatever `values` is
     work -= lo
     work *= n_colours / span
     np.clip(work, 0, n_colours - 1, out=work)
@@ -81,7 +93,17 @@ def colour_indices(values: np.ndarray, levels: tuple[float, float], n_colours: i
     return work.astype(np.intp)  # [rows, cols]
 
 
-class MatrixImage(pg.ImageItem):
+class QtReadyImage(pg.ImageItem):
+    """An ImageItem whose data is always `qt_ready` and whose paint never raises: every image attnlab shows is
+    one of these."""
+
+    paint = guarded_paint(pg.ImageItem.paint)
+
+    def setImage(self, image: np.ndarray | None = None, autoLevels: bool | None = None, **kargs: object) -> None:
+        super().setImage(None if image is None else qt_ready(image), autoLevels, **kargs)
+
+
+class MatrixImage(QtReadyImage):
     """An ImageItem for 2-D float data with levels and a colour table, coloured straight into 32-bit
     premultiplied ARGB (NaN cells transparent): drawn without a conversion and without the thread
     pool (see the module docstring). Anything else (RGB data, a callable table) goes through pyqtgraph."""
@@ -111,7 +133,7 @@ class MatrixImage(pg.ImageItem):
         if self._table is None or self._table[0] is not lut:
             self._table = (lut, premultiplied_lut(lut))
         table = self._table[1]
-        pixels = table[colour_indices(image, (levels[0], levels[1]), len(table))]  # uint32 [rows, cols]
+        pixels = table[colour_indices(image, (levels[0], levels[1]), len(table))]  # uint32 [rows, cols], C order
         pixels[np.isnan(image)] = 0  # transparent: the mask background shows through (±inf clip to the ends)
         self._pixels = pixels
         rows, cols = pixels.shape

@@ -20,6 +20,7 @@ from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import ResolvedOptions, RunOptions
 from attnlab.present.formulas import norm_word, pe_kind
 from attnlab.present.stages import OUTPUT_BOX
+from attnlab.ui.errors import guarded_paint
 
 WIDTH = 300.0  # logical width; the drawing scales to the widget
 BOX_H, GAP, CIRCLE, CHIP = 24.0, 13.0, 18.0, 18.0
@@ -279,6 +280,7 @@ class Schematic(QWidget):
         scale = max(0.5, min(self.width() / WIDTH, self.height() / max(self.height_, 1.0), 1.5))
         return scale, (self.width() - WIDTH * scale) / 2
 
+    @guarded_paint
     def paintEvent(self, _event) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)

@@ -15,6 +15,8 @@ from typing import NamedTuple
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
+from attnlab.ui.errors import guarded_paint
+
 INSIDE_COLOR = "#ffffff"
 
 
@@ -72,6 +74,7 @@ class ValueLabels(pg.GraphicsObject):
     def viewRangeChanged(self) -> None:
         self.prepareGeometryChange()  # the bounding rect is the visible range
 
+    @guarded_paint
     def paint(self, painter: QtGui.QPainter, *_args) -> None:
         if not self._labels:
             return

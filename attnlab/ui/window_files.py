@@ -8,8 +8,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
-from PySide6.QtWidgets import QDialog, QFileDialog, QMessageBox
+from PySide6.QtWidgets import QDialog, QFileDialog
 
+from attnlab.session import LoadDetour
 from attnlab.ui import app as appsettings
 from attnlab.ui import open_model
 from attnlab.ui.random_dialog import RandomModelDialog
@@ -24,19 +25,25 @@ class WindowFiles:
     _pending_start: Callable[[], None] | None = None  # the start-up load, run after the first paint
     opening = ""  # what the last open asked for (a path, or "the bundled … model"): named if it fails
 
-    def open_checkpoint(self, path: str) -> None:
+    def open_checkpoint(self, path: str, settings: dict | None = None) -> None:
+        """Open `path` on the worker (nothing is read here); an additive model comes back for its own window and
+        a bare state dict for its settings (`_on_load_detour`). Cancel (status bar) keeps the open model."""
         path = str(Path(path).expanduser())
-        from attnlab.checkpoints.additive import is_additive_file
-
-        if is_additive_file(path):  # the GRU model is no Transformer: it opens in its own comparison window
-            self.open_additive(path)
-            return
-        loader = open_model.checkpoint_loader(self, path)  # a bare state dict asks for its settings first
-        if loader is None:
-            return
         self.statusBar().showMessage(f"Opening {path}…")
         self.opening = path
-        self.session.load_async(loader, path=path, src=self.session.src or None, prefix=True)
+        job = open_model.file_job(path, settings)
+        self.session.load_async(job, path=path, src=self.session.src or None, prefix=True)
+
+    def _on_load_detour(self, detour: LoadDetour) -> None:
+        """A file read on the worker that is not opened as the window's model (see Session.LoadDetour)."""
+        if detour.kind == "additive":  # the GRU model is no Transformer: it opens in its own comparison window
+            self.statusBar().clearMessage()
+            self._show_additive(detour.value)
+        elif detour.kind == "settings" and detour.path is not None:
+            self.statusBar().clearMessage()
+            settings = open_model.ask_settings(self, detour.path, detour.value)
+            if settings is not None:
+                self.open_checkpoint(detour.path, settings)
 
     def open_bundled(self, name: str) -> None:
         from attnlab.checkpoints import load_bundled
@@ -45,16 +52,20 @@ class WindowFiles:
         self.session.load_async(lambda: load_bundled(name), prefix=True)
 
     def open_additive(self, path: str | None = None) -> None:
-        """The additive-attention (GRU) model's alignments beside the open model's cross-attention."""
-        from attnlab.checkpoints.additive import load_additive
-        from attnlab.checkpoints.errors import CheckpointError
+        """The additive-attention (GRU) model's alignments beside the open model's cross-attention (read on
+        the worker; the bundled one without `path`)."""
+
+        def job():
+            from attnlab.checkpoints.additive import load_additive
+
+            return LoadDetour("additive", load_additive(path), path)
+
+        self.opening = path or "the bundled additive-attention model"
+        self.session.load_async(job)
+
+    def _show_additive(self, additive) -> None:
         from attnlab.ui.additive_view import AdditiveCompareWindow
 
-        try:
-            additive = load_additive(path)
-        except CheckpointError as exc:
-            QMessageBox.warning(self, "Cannot open the additive-attention model", str(exc))
-            return
         sentence = self.session.src or "the black cat sees the small dog ."
         window = AdditiveCompareWindow(additive, self.session.model, str(sentence), self)
         window.setWindowFlag(Qt.WindowType.Window)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar
+from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QPushButton
 
 from attnlab.engine import names
 from attnlab.present.facts import untrained_banner
@@ -61,6 +61,11 @@ class WindowStatus:
             bar.addPermanentWidget(w)
         bar.addWidget(self.notice_label, 1)
         bar.addPermanentWidget(self.busy)
+        # opening a file runs on the worker and may take long (a huge or hostile file): it can be cancelled
+        self.cancel_load_button = QPushButton("Cancel", objectName="cancelLoadButton", visible=False)
+        self.cancel_load_button.setToolTip("Stop opening this model and keep the one shown")
+        self.cancel_load_button.clicked.connect(self._cancel_load)
+        bar.addPermanentWidget(self.cancel_load_button)
 
     def _show_status(self, trace) -> None:
         info = trace.info
@@ -122,6 +127,14 @@ class WindowStatus:
     def _on_model_failed(self, message: str) -> None:
         self.statusBar().showMessage(failed_open_text(getattr(self, "opening", ""), self.session.model))
         QMessageBox.warning(self, "Could not open the model", message)
+
+    def _cancel_load(self) -> None:
+        if self.session.cancel_load():
+            what = getattr(self, "opening", "") or "the model"
+            name = Path(what).name if not what.startswith("the bundled") else what
+            model = self.session.model
+            still = f"still showing {model.name}" if model is not None else "no model is open"
+            self.statusBar().showMessage(f"Stopped opening {name} — {still}", 10000)
 
     def _on_failed(self, message: str) -> None:
         self.statusBar().showMessage("Not run: " + message.replace("\n", " "), 10000)
