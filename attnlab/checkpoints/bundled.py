@@ -51,6 +51,12 @@ def bundled_path(name: str) -> Path:
     return Path(str(resources.files("attnlab.resources").joinpath(f"{name}.safetensors")))
 
 
+def stand_in_config(name: str) -> ModelConfig:
+    """The config of the random model that stands in for bundled model `name` while its file is absent."""
+    arch: Architecture = "decoder-only" if name == "language" else "encoder-decoder"
+    return ModelConfig(arch=arch, **SMALL)
+
+
 def load_bundled(name: str = "translation", device: str = "cpu") -> LiveModel:
     """A classroom model from resources/<name>.safetensors. While the file is absent, a small random model
     of the matching architecture stands in (metadata: random, notice); a file that exists but is broken
@@ -63,8 +69,7 @@ def load_bundled(name: str = "translation", device: str = "cpu") -> LiveModel:
     path = bundled_path(name)
     if path.is_file():
         return load_checkpoint(path, device=device)
-    arch: Architecture = "decoder-only" if name == "language" else "encoder-decoder"
-    model = random_model(ModelConfig(arch=arch, **SMALL))
+    model = random_model(stand_in_config(name))
     model.name = f"{name} (random stand-in)"
     model.metadata.update(notice=NO_BUNDLED_NOTICE, notices=[NO_BUNDLED_NOTICE])
     return model

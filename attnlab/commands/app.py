@@ -1,6 +1,8 @@
-"""`attnlab [CHECKPOINT] [--src TEXT] [--tgt TEXT] [--stage KEY]`: the desktop app.
+"""`attnlab [CHECKPOINT] [--src TEXT] [--tgt TEXT] [--stage KEY] [--present] [--view model] [--compare]`: the
+desktop app.
 
-The window paints first; the model loads and the first sentence is traced on a worker thread meanwhile.
+The window paints first; the model loads and the first sentence is traced on a worker thread meanwhile. A
+`--stage` name is checked against the model's config before anything loads (checkpoints/config_only.py).
 """
 
 from __future__ import annotations
@@ -54,6 +56,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="translation",
         help="which bundled model opens when no CHECKPOINT is given (default: translation)",
     )
+    parser.add_argument(
+        "--present",
+        action="store_true",
+        help="start in presentation mode (F5: full screen, docks folded, large text; Esc leaves)",
+    )
+    parser.add_argument(
+        "--view",
+        choices=("model",),
+        help="also open a view: 'model' is the whole-model attention view (View → Whole-model attention)",
+    )
+    parser.add_argument(
+        "--compare",
+        action="store_true",
+        help="pin the first run as A (Pin as A), so every change after it is compared with it (A | B | B − A)",
+    )
     parser.add_argument("--dark", action="store_true", default=None, help="use the dark theme")
     parser.add_argument("--light", dest="dark", action="store_false", help="use the light theme")
     parser.add_argument(
@@ -87,6 +104,10 @@ def run(args: argparse.Namespace) -> int:
         except LessonError as e:
             print(f"attnlab: {e}", file=sys.stderr)
             return 2
+    problem = (early_stage_problem(args) if lesson is None else "") or display_problem()
+    if problem:
+        print(f"attnlab: error: {problem}", file=sys.stderr)
+        return 2
     from PySide6.QtCore import QEvent, QObject
 
     from attnlab.limits import MAX_SENTENCE_CHARS
@@ -117,6 +138,10 @@ def run(args: argparse.Namespace) -> int:
         )
 
     window.show()
+    if args.present:
+        window.set_presenting(True)
+    if args.view == "model":
+        window.model_view_dock.show()
     src = args.src
     last = str(settings.value(appsettings.LAST_SENTENCE) or "")[:MAX_SENTENCE_CHARS] or None  # a hand-edited file
     remembered = (str(settings.value(appsettings.LAST_SENTENCE_MODEL) or ""), str(last)) if last else None
@@ -147,9 +172,54 @@ def run(args: argparse.Namespace) -> int:
     window.session.modelFailed.connect(lambda _m: window.session.model is None and _fallback(window))
     if args.stage:
         _check_stage_on_first_trace(app, window, args.stage)
+    if args.compare:
+        _pin_first_trace(window)
     if args.quit_after_trace:
         _quit_after_first_trace(app, window)
     return app.exec()
+
+
+NO_DISPLAY = "no display: set DISPLAY, or use QT_QPA_PLATFORM=offscreen for `attnlab render`"
+
+
+def display_problem(environ=None) -> str:
+    """Why the window cannot open here ('' when it can): on Linux and the BSDs Qt needs an X or Wayland
+    display, or a platform named in QT_QPA_PLATFORM; without one it aborts the process (exit 134)."""
+    environ = os.environ if environ is None else environ
+    if sys.platform in ("darwin", "win32") or sys.platform.startswith("cygwin"):
+        return ""
+    wanted = ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
+    return "" if any(environ.get(name) for name in wanted) else NO_DISPLAY
+
+
+def early_stage_problem(args: argparse.Namespace) -> str:
+    """`--stage` checked against the stage names of the model's architecture, read from its config without
+    the weights: '' when it is one of them (or when the config cannot be told before loading: then the
+    first trace checks it), else the one-line error."""
+    if not args.stage:
+        return ""
+    from attnlab.checkpoints.config_only import bundled_config, config_without_weights
+    from attnlab.present.stages import stage_keys_for_config
+
+    config = config_without_weights(args.checkpoint) if args.checkpoint else bundled_config(args.bundled)
+    if config is None:
+        return ""
+    keys = stage_keys_for_config(config)
+    return "" if args.stage in keys else unknown_stage(args.stage, keys)
+
+
+def unknown_stage(key: str, keys: list[str]) -> str:
+    return f"unknown stage {key[:80]!r}; this model's stages are: {', '.join(keys)}"
+
+
+def _pin_first_trace(window) -> None:
+    """`--compare`: the first run becomes A (Compare / Pin as A); every later run is B."""
+
+    def pin(_trace) -> None:
+        window.session.traceReady.disconnect(pin)
+        window.session.pin()
+
+    window.session.traceReady.connect(pin)
 
 
 def _check_stage_on_first_trace(app, window, key: str) -> None:
@@ -161,10 +231,7 @@ def _check_stage_on_first_trace(app, window, key: str) -> None:
         window.session.traceReady.disconnect(check)
         keys = [stage.key for stage in stages_for(trace)]
         if key not in keys:
-            print(
-                f"attnlab: error: unknown stage {key[:80]!r}; this model's stages are: {', '.join(keys)}",
-                file=sys.stderr,
-            )
+            print(f"attnlab: error: {unknown_stage(key, keys)}", file=sys.stderr)
             app.exit(2)
 
     window.session.traceReady.connect(check)

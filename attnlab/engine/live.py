@@ -24,6 +24,7 @@ from attnlab.engine.options import RunOptions
 from attnlab.engine.runcache import LayerInputs, Resume, entries_before, first_changed_layer
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Recorder, Trace
+from attnlab.engine.typed import UNSURE_BELOW, classroom_language, typed_form, unsure_notice
 from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 
 Prompt = str | list[int] | None  # text, or token ids fed back by generation
@@ -191,6 +192,14 @@ class LiveModel:
             raise ValueError(f"this model has no {'source' if side == 'src' else 'target'} tokenizer")
         return tok
 
+    def typed_form(self, text: str, side: str) -> str:
+        """What the model reads of `text` typed on `side`: for a classroom model the corpus form of the
+        sentence (engine/typed.py: lower case, "dog." -> "dog .", "don't" -> "do not", the final "." of an
+        encoder's sentence); any other model reads `text` as it is."""
+        role = self.role(side)
+        language = classroom_language(self.metadata, "decoder" if role == "decoder" else "encoder")
+        return text if language is None else typed_form(text, language, sentence=role != "decoder")
+
     @property
     def output_tokenizer(self) -> Tokenizer:
         """The tokenizer whose ids the output distribution ranges over."""
@@ -212,7 +221,7 @@ class LiveModel:
                     f"The text has {len(text):,} characters; only the first {MAX_SENTENCE_CHARS:,} were read."
                 )
                 text = text[:MAX_SENTENCE_CHARS]
-            ids = tok.encode(text)[1]
+            ids = tok.encode(self.typed_form(text, side))[1]
         else:
             raise InputError(
                 f"the {'source' if side == 'src' else 'decoder input'} must be text or a list of "
@@ -428,14 +437,21 @@ class LiveModel:
         if isinstance(prompt, list):
             ids = checked_ids(prompt, tok.vocab_size, "tgt")
         else:
-            ids = list(tok.encode((prompt or "")[:MAX_SENTENCE_CHARS])[1])
-        for _ in range(max_new_tokens):
+            ids = list(tok.encode(self.typed_form((prompt or "")[:MAX_SENTENCE_CHARS], "tgt"))[1])
+        unsure: list[tuple[str, float]] = []  # the chosen tokens whose probability was below UNSURE_BELOW
+        for step in range(max_new_tokens):
             trace = self.trace(src=src, tgt=list(ids), options=options)
             next_id, piece = self.next_token(trace)
+            prob = float(trace.read(names.PROBS, -1)[next_id])
+            if prob < UNSURE_BELOW:
+                unsure.append((piece, prob))
             done = next_id == tok.specials.eos or len(ids) + 2 >= self.config.max_len
             if not done:
                 ids.append(next_id)
             trace.info.update(next_token=piece, next_id=next_id, generated=tok.decode(ids), finished=done)
+            trace.info.update(next_prob=prob, unsure=list(unsure))
+            if unsure and (done or step == max_new_tokens - 1):
+                trace.notices.append(unsure_notice(unsure))
             yield trace
             if done:
                 return

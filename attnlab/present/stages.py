@@ -16,6 +16,7 @@ from attnlab.engine import names
 from attnlab.present import formulas
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
+    from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
 
 # Attention steps in order: (kind, title). Each is one stage per attention site.
@@ -172,6 +173,35 @@ def _build_stages(trace: Trace) -> list[Stage]:
                 stages += _layer_stages(trace, layer)
     stages += [Stage(output_key(k), k, t, names.word("output")) for k, t in OUTPUT_STEPS]
     return stages
+
+
+class _Outline(set):
+    """The entry names a run of a config records, as far as the stage list looks at them (no tensors)."""
+
+    def __init__(self, entries: list[str], config: ModelConfig):
+        super().__init__(entries)
+        self.config, self.options = config, None
+
+
+def stage_keys_for_config(config: ModelConfig) -> list[str]:
+    """The stage keys every run of a model with `config` has, known before the model is built or run (the
+    command line checks `--stage` against them before loading the weights). The same list `stages_for` makes
+    from a trace: it is built from an outline of the entries such a trace holds."""
+    entries: list[str] = []
+    for side in names.SIDES:
+        stack = names.side_stack(side)
+        if not (config.has_encoder if stack == "enc" else config.has_decoder):
+            continue
+        entries.append(names.side_entry(side, "tokens"))
+        if config.adds_position_table:
+            entries.append(names.side_entry(side, "pos"))
+        count = config.n_encoder_layers if stack == "enc" else config.n_decoder_layers
+        for index in range(count):
+            layer = names.layer(stack, index)
+            entries.append(names.site_entry(names.site(layer, "self"), "weights"))
+            if stack == "dec" and config.has_encoder:
+                entries.append(names.site_entry(names.site(layer, "cross"), "weights"))
+    return [stage.key for stage in _build_stages(_Outline(entries, config))]  # type: ignore[arg-type]
 
 
 def pick_stage(stages: list[Stage], key: str | None) -> Stage | None:
