@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attnlab.engine import names
+from attnlab.engine import names, option_rules
 from attnlab.present import formulas
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
@@ -144,16 +144,11 @@ _STAGES_LOCK = threading.Lock()
 def stages_for(trace: Trace) -> list[Stage]:
     """Every stage of this run in computation order.
 
-    The list depends only on which entries the trace holds, its config, and the √dₖ and residual switches
-    (they rename stages), so a toggle that changes none of them gets the same list object back: the
-    navigator then sees at once that nothing changed. Stages are frozen; do not modify the list."""
-    options = trace.options
-    key = (
-        tuple(trace),
-        trace.config,
-        options is None or options.scale,
-        options is None or options.residual,
-    )
+    The list depends only on which entries the trace holds, its config, and the switches that rename stages
+    (√dₖ and residual: `renames_stages` in the option table), so a toggle that changes none of them gets the
+    same list object back: the navigator then sees at once that nothing changed. Stages are frozen; do not
+    modify the list."""
+    key = (tuple(trace), trace.config, *option_rules.stage_key(trace.options))
     with _STAGES_LOCK:  # the session's worker thread asks too (warm_up)
         cached = _STAGES_CACHE.get(key)
         if cached is None:
