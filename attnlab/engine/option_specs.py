@@ -178,6 +178,7 @@ CUSTOM_MASKS = OptionSpec(
             shown=part.masked_cells_text,
             unavailable=lambda _c, o: None if o.custom_masks else "No cell is blocked by hand",
             written=lambda o, _c, _v: o.replace(custom_masks=()),
+            settings={"info": "mask_info"},
         ),
     ),
 )
@@ -275,7 +276,15 @@ TEMPERATURE = OptionSpec(
             "Temperature",
             "softmax(logits / T): low T sharpens, high T flattens",
             written=lambda o, _c, t: o.replace(temperature=round(t, 2)),
-            settings={"minimum": 0.1, "maximum": 5.0, "singleStep": 0.1, "decimals": 2, "value": 1.0, "scale": 100},
+            settings={
+                "minimum": 0.1,
+                "maximum": 5.0,
+                "singleStep": 0.1,
+                "decimals": 2,
+                "value": 1.0,
+                "scale": 100,
+                "slider": "temperatureSlider",
+            },
         ),
     ),
     cli=(
