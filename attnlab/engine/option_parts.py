@@ -4,6 +4,7 @@ offers and why it is unavailable, and why a value departs from training (Qt-free
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
@@ -184,7 +185,7 @@ def off_reason(name: str, reason: str) -> Callable[[ModelConfig, RunOptions, Pea
     return lambda _config, options, _peak: [] if getattr(options, name) else [reason]
 
 
-def check(attr: str, name: str, group: str, text: str, tip: str, **more) -> Control:
+def check(attr: str, name: str, group: str, text: str, tip: str, **more: Any) -> Control:
     return Control(attr, name, "check", group, None, tip, text=text, **more)
 
 

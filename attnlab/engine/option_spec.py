@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.options import RunOptions
 
 # What a change of the field makes stale in the last run (engine/live.py, engine/runcache.py):
-NOTHING = "nothing"  # no tensor: the last run is reused as it is
-OUTPUT = "output"  # only the output softmax (derived from the logits on read): the last run's entries are reused
-FROM_SITE = "from_site"  # everything from the first attention site whose mask it changes: the run resumes there
-EVERYTHING = "everything"  # every tensor: a full run
+NOTHING: Final = "nothing"  # no tensor: the last run is reused as it is
+OUTPUT: Final = "output"  # only the output softmax (derived from the logits on read): the last run's entries are reused
+FROM_SITE: Final = "from_site"  # everything from the first attention site whose mask it changes: the run resumes there
+EVERYTHING: Final = "everything"  # every tensor: a full run
 Invalidates = Literal["nothing", "output", "from_site", "everything"]
 
 # The widget a control is drawn with (ui/control_widgets.py builds each kind).
