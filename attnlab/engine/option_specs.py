@@ -174,7 +174,6 @@ CUSTOM_MASKS = OptionSpec(
             None,
             "Unblock every cell you clicked on a mask panel",
             text="Clear custom mask",
-            text_for=None,
             shown=part.masked_cells_text,
             unavailable=lambda _c, o: None if o.custom_masks else "No cell is blocked by hand",
             written=lambda o, _c, _v: o.replace(custom_masks=()),

@@ -10,7 +10,7 @@ written here (control_widgets, controls_study), each placed after the row it fol
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QLayout, QWidget
@@ -59,13 +59,13 @@ def _option_row(spec: OptionSpec, control: Control) -> Row:
     )
 
 
-SHAPE, OUTPUT = "Shape of the computation", "Output and display"
+FOLLOWED = ""  # a placed row's group: the group of the row it follows
 # (the row it follows, the row): view choices and the study rows that read the stage or the pinned run
 PLACED_ROWS: tuple[tuple[str, Row], ...] = (
     (
         "heads",
         Row(
-            SHAPE,
+            FOLLOWED,
             "Show",
             ("head",),
             widget.build_head,
@@ -77,7 +77,7 @@ PLACED_ROWS: tuple[tuple[str, Row], ...] = (
     (
         "final_norm",
         Row(
-            SHAPE,
+            FOLLOWED,
             "Ablate head",
             ("ablate",),
             study.build_ablate,
@@ -89,7 +89,7 @@ PLACED_ROWS: tuple[tuple[str, Row], ...] = (
     (
         "device",
         Row(
-            OUTPUT,
+            FOLLOWED,
             "Score colours",
             ("colour_scale",),
             widget.build_colour_scale,
@@ -103,7 +103,7 @@ PLACED_ROWS: tuple[tuple[str, Row], ...] = (
     (
         "colour_scale",
         Row(
-            OUTPUT,
+            FOLLOWED,
             "Colours",
             ("colormap",),
             widget.build_colormap,
@@ -115,7 +115,7 @@ PLACED_ROWS: tuple[tuple[str, Row], ...] = (
     (
         "colormap",
         Row(
-            OUTPUT,
+            FOLLOWED,
             "Compare",
             ("compare", "pin"),
             study.build_compare,
@@ -129,9 +129,9 @@ PLACED_ROWS: tuple[tuple[str, Row], ...] = (
 
 def rows() -> tuple[Row, ...]:
     """Every row of the panel: the option table's controls in its order, each placed row after the one it
-    follows (at the end when that one is gone)."""
+    follows and in its group (at the end when that one is gone)."""
     table = [_option_row(spec, control) for spec, control in option_controls()]
     for after, row in PLACED_ROWS:
         at = next((i for i, r in enumerate(table) if r.widgets[0] == after), len(table) - 1)
-        table.insert(at + 1, row)
+        table.insert(at + 1, replace(row, group=table[at].group))
     return tuple(table)
