@@ -299,14 +299,12 @@ def test_reset_puts_every_toggle_back(qtbot, win):
 
 
 def test_a_toggle_rereads_only_the_controls_of_the_fields_it_changed(qtbot, win, monkeypatch):
-    from attnlab.ui import controls
-
     reads = []
 
     def counted(row):
         return dataclasses.replace(row, read=lambda p, s, c: (reads.append(row.widgets), row.read(p, s, c)))
 
-    monkeypatch.setattr(controls, "ROWS", tuple(counted(row) for row in controls.ROWS))
+    monkeypatch.setattr(win.controls, "rows", tuple(counted(row) for row in win.controls.rows))
     retrace(qtbot, win, lambda: win.controls.scale.setChecked(False))
     assert reads == [("scale",)]  # once, and no other row (the trace's arrival re-reads nothing)
     reads.clear()

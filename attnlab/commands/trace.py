@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
+from attnlab.engine import option_rules
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,36 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="decode up to N tokens greedily; the trace of the LAST step is saved",
     )
-    parser.add_argument(
-        "--norm",
-        choices=("pre", "post"),
-        default=None,
-        help="re-wire the LayerNorms (default: the placement the model was trained with); for a "
-        "bare nn.Transformer state dict: its placement",
-    )
-    parser.add_argument(
-        "--heads",
-        type=int,
-        default=None,
-        help="re-split attention into H heads; for a bare nn.Transformer state dict: its head count",
-    )
-    parser.add_argument("--no-causal-mask", action="store_true", help="let the decoder look ahead")
-    parser.add_argument("--no-scale", action="store_true", help="skip the division by sqrt(d_k)")
-    parser.add_argument("--no-pos", action="store_true", help="leave out the positional encoding")
-    parser.add_argument("--no-residual", action="store_true", help="remove the residual connections")
-    parser.add_argument(
-        "--no-projections",
-        action="store_true",
-        help="plain dot-product attention: Q = K = V = x, no W_Q, W_K, W_V, W_O",
-    )
-    parser.add_argument(
-        "--ablate",
-        action="append",
-        default=[],
-        metavar="SITE:HEAD[:MODE]",
-        help="ablate a head (0-based) at a site, MODE zero (default) or mean, like enc.0.self:2:zero; "
-        "repeat for more heads",
-    )
+    option_rules.add_option_arguments(parser)  # --norm --heads --no-scale ... --device: the option table
     parser.add_argument(
         "--training-step",
         type=int,
@@ -67,8 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run the model's weights at training step N instead of the trained ones (one of the steps kept in "
         "the <checkpoint stem>.snapshots.safetensors beside it; attnlab info lists them)",
     )
-    parser.add_argument("--temperature", type=float, default=1.0, help="softmax temperature of the output")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--out", required=True, help="where to write the trace (.npz)")
     add_import_arguments(parser, run_options=True)
 
@@ -79,21 +49,9 @@ def fail(message: str) -> int:
 
 
 def options_from(args):
-    """The RunOptions the flags ask for (ValueError for an ablation written in another form)."""
-    from attnlab.engine.options import RunOptions, parse_ablation
-
-    opts = RunOptions(
-        norm=args.norm or "trained",
-        n_heads=args.heads,
-        scale=not args.no_scale,
-        positional=not args.no_pos,
-        residual=not args.no_residual,
-        temperature=args.temperature,
-        device=args.device,
-        projections=not args.no_projections,
-        ablate=tuple(parse_ablation(text) for text in args.ablate),
-    )
-    return opts.with_causal("dec.self", False) if args.no_causal_mask else opts
+    """The RunOptions the flags ask for (ValueError naming the flag for a value it cannot read, like an
+    ablation written in another form)."""
+    return option_rules.options_from_args(args)
 
 
 def model_at_step(model, step: int):
@@ -122,7 +80,7 @@ def run(args) -> int:
     try:
         options = options_from(args)
     except ValueError as e:
-        return fail(f"--ablate: {e}.")
+        return fail(f"{e}.")
     generated = None
     try:
         options.validate(model.config)

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from attnlab.engine import names
+from attnlab.engine import names, option_rules
 from attnlab.engine.budget import estimate_trace_bytes, fits_on_device, working_bytes
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
@@ -311,11 +311,12 @@ class LiveModel:
         return Resume(where[0], where[1], previous)
 
     def _run_key(self, src: Prompt, tgt: Prompt, options: RunOptions) -> tuple:
-        """What decides every entry of a run but the output softmax: inputs, options but the temperature,
-        and the weights (their in-place version counters change when anything writes to them)."""
+        """What decides every entry of a run but the output softmax: inputs, options but those whose change
+        invalidates at most the output (the temperature; option_rules.reuse_key), and the weights (their
+        in-place version counters change when anything writes to them)."""
         weights_version = sum(p._version for p in self.module.parameters())
         src_key, tgt_key = (tuple(x) if isinstance(x, list) else x for x in (src, tgt))  # hashable
-        return (src_key, tgt_key, options.replace(temperature=1.0), id(self.module), weights_version)
+        return (src_key, tgt_key, option_rules.reuse_key(options), id(self.module), weights_version)
 
     def _inputs(self, src: Prompt, tgt: Prompt, options: RunOptions, notices: list[str]) -> dict:
         """side -> (token strings, ids, real length) for each side this model reads."""

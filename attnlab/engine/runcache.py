@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attnlab.engine import names
+from attnlab.engine import names, option_rules
 from attnlab.engine.config import ModelConfig
+from attnlab.engine.option_spec import FROM_SITE, NOTHING, OUTPUT
 from attnlab.engine.options import RunOptions
 
-MASK_FIELDS = frozenset({"custom_masks", "causal"})  # options whose effect starts at a known site
 MEMORY = "memory"  # LayerInputs key of the encoder's output, the decoder's cross-attention memory
 LayerKey = tuple[str, int] | str  # ("enc", 2), ("dec", 0) or MEMORY
 
@@ -81,15 +81,14 @@ def sites_in_run_order(config: ModelConfig) -> list[str]:
 
 
 def first_changed_layer(config: ModelConfig, before: RunOptions, after: RunOptions) -> tuple[str, int] | None:
-    """(stack, layer) of the first site whose mask differs between two options that differ only in mask
-    fields (and temperature); None when some other field differs or no mask does."""
-    changed = before.changed_fields(after) - {"temperature"}
-    if not changed or not changed <= MASK_FIELDS:
+    """(stack, layer) of the first site changed between two options that differ only in fields whose effect
+    starts at a known site (FROM_SITE in the option table: the masks) and fields that invalidate at most the
+    output; None when some other field differs or no site changed."""
+    changed = before.changed_fields(after) - option_rules.fields_invalidating(NOTHING, OUTPUT)
+    if not changed or not changed <= option_rules.fields_invalidating(FROM_SITE):
         return None
     for site_name in sites_in_run_order(config):
-        if before.is_causal(site_name) != after.is_causal(site_name) or before.custom_cells(
-            site_name
-        ) != after.custom_cells(site_name):
+        if option_rules.site_changed(before, after, site_name, changed):
             stack, index, _kind = names.split_site(site_name)
             return stack, index
     return None

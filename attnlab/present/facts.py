@@ -11,12 +11,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnlab.engine import names
+from attnlab.engine import names, option_rules
 from attnlab.engine.tokenizer import SPECIALS
 
 if TYPE_CHECKING:
-    from attnlab.engine.config import ModelConfig
-    from attnlab.engine.options import RunOptions
     from attnlab.engine.trace import Trace
 
 SPECIAL_TOKENS = SPECIALS
@@ -156,52 +154,12 @@ def _peak_logit(trace: Trace) -> float | None:
     return None if logits is None else float(np.abs(np.asarray(trace.numpy(names.LOGITS))).max())
 
 
-def _norm_reasons(trace: Trace, config: ModelConfig, options: RunOptions) -> list[str]:
-    placement = norm_placement(trace)
-    trained = "pre" if config.norm_first else "post"
-    reasons = []
-    if placement != trained:
-        if placement == "pre" and not final_norm_on(trace):
-            peak = _peak_logit(trace)
-            size = f", logits reach ~{peak:.0f}" if peak is not None else ""
-            reasons.append(
-                f"pre-norm without a final LayerNorm: the residual stream is never normalised before the output{size}"
-            )
-        else:
-            reasons.append(
-                f"{placement}-norm on a model trained {trained}-norm: each LayerNorm now sees vectors "
-                "its γ and β were never fitted to"
-            )
-    wanted = options.final_norm
-    if wanted is False and config.final_norm:
-        reasons.append("the trained final LayerNorm is skipped")
-    elif wanted and not config.final_norm and placement == trained:
-        reasons.append("a final LayerNorm the model was trained without is added")
-    return reasons
-
-
 def untrained_reasons(trace: Trace) -> list[str]:
     """Why this run's outputs are not the trained model's (empty when they are): each toggle that moves the
-    computation away from the one the weights were fitted to, in words a person reads on the banner."""
+    computation away from the one the weights were fitted to, in words a person reads on the banner (the
+    `departs` of each spec in the option table)."""
     config, options = trace.config, trace.options
-    reasons = _norm_reasons(trace, config, options)
-    if options.heads != config.n_heads:
-        reasons.append(
-            f"{options.heads} heads instead of the trained {config.n_heads}: each head now mixes "
-            "slices that belonged to different trained heads"
-        )
-    if not options.positional and config.positional != "none":
-        reasons.append(
-            f"positional encoding is off, but the model was trained with {config.positional} "
-            "positions: it now reads the sentence as a bag of words"
-        )
-    if not options.residual:
-        reasons.append(
-            "residual connections are off: every sub-layer replaces its input instead of adding a correction to it"
-        )
-    if not options.scale:
-        reasons.append("scores are not divided by √dₖ: every softmax is sharper than in training")
-    return reasons
+    return option_rules.departures(config, options, lambda: _peak_logit(trace))
 
 
 def untrained_remedies(trace: Trace) -> list[str]:

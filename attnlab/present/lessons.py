@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from attnlab.bounded_read import FileRefused, loads_toml, read_text, regular_file_size
-from attnlab.engine import names
+from attnlab.engine import option_rules
 from attnlab.engine.options import RunOptions
 
 MAX_BYTES = 256 * 1024
@@ -33,19 +33,8 @@ MAX_NOTE = 4000
 MAX_TEXT = 2000
 SUFFIX = ".toml"
 
-# The RunOptions fields a lesson may set, and the TOML type each takes.
-TOGGLES: dict[str, tuple[type, ...]] = {
-    "norm": (str,),
-    "n_heads": (int,),
-    "scale": (bool,),
-    "positional": (bool,),
-    "residual": (bool,),
-    "padding_mask": (bool,),
-    "pad_to": (int,),
-    "temperature": (float, int),
-    "causal": (dict,),
-}
-NORM_CHOICES = ("trained", "pre", "post")
+# The toggles a lesson may set are the option table's lesson keys (engine/option_specs.py): their TOML types,
+# what values they refuse and how they set RunOptions come from there.
 LESSON_KEYS = {"title", "model", "src", "tgt", "toggles", "step", "description"}
 STEP_KEYS = {"stage", "note", "toggles", "head", "src", "tgt"}
 
@@ -86,23 +75,19 @@ class Lesson:
 
 def options_with(options: RunOptions, toggles: Mapping[str, Any]) -> RunOptions:
     """`options` with the lesson toggles applied (already checked by `_toggles`)."""
-    changes = {k: v for k, v in toggles.items() if k != "causal"}
-    if "temperature" in changes:
-        changes["temperature"] = float(changes["temperature"])
-    result = options.replace(**changes)
-    for kind, on in dict(toggles.get("causal", {})).items():
-        result = result.with_causal(kind, on)
-    return result
+    keys = option_rules.lesson_keys()
+    for key, value in toggles.items():
+        spec, lesson_key = keys[key]
+        options = spec.applied(lesson_key, options, value)
+    return options
 
 
 def toggles_of(options: RunOptions) -> dict[str, Any]:
     """The lesson toggles that differ from the defaults (what Save lesson… writes)."""
     default, found = RunOptions(), {}
-    for key in TOGGLES:
-        if key != "causal" and getattr(options, key) != getattr(default, key):
-            found[key] = getattr(options, key)
-    if options.causal:
-        found["causal"] = dict(options.causal)
+    for key, (spec, lesson_key) in option_rules.lesson_keys().items():
+        if getattr(options, spec.field) != getattr(default, spec.field):
+            found[key] = lesson_key.saved(getattr(options, spec.field))
     return found
 
 
@@ -146,24 +131,16 @@ def _toggles(value: Any, where: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise LessonError(f"{where}: 'toggles' must be a table like {{ positional = false }}")
-    _unknown_keys(value, TOGGLES, f"{where} toggles")
+    keys = option_rules.lesson_keys()
+    _unknown_keys(value, keys, f"{where} toggles")
     for key, item in value.items():
-        types = TOGGLES[key]
+        types = keys[key][1].types
         if not isinstance(item, types) or (bool not in types and isinstance(item, bool)):
             raise LessonError(f"{where}: toggle '{key}' must be {_type_name(types)}, not {item!r}")
-    if "norm" in value and value["norm"] not in NORM_CHOICES:
-        raise LessonError(f"{where}: toggle 'norm' must be one of {', '.join(NORM_CHOICES)}, not {value['norm']!r}")
-    for key in ("n_heads", "pad_to"):
-        if key in value and value[key] < (1 if key == "n_heads" else 0):
-            raise LessonError(f"{where}: toggle '{key}' cannot be {value[key]}")
-    if "temperature" in value and not 0 < value["temperature"] <= 100:
-        raise LessonError(f"{where}: toggle 'temperature' must be above 0 and at most 100")
-    for kind, on in dict(value.get("causal", {})).items():
-        if kind not in names.SITE_KINDS or not isinstance(on, bool):
-            raise LessonError(
-                f"{where}: toggle 'causal' maps a site kind ({', '.join(names.SITE_KINDS)}) to "
-                f"true or false, not {kind!r} = {on!r}"
-            )
+    for key, item in value.items():
+        problem = keys[key][1].problem(item)
+        if problem:
+            raise LessonError(f"{where}: {problem}")
     return dict(value)
 
 

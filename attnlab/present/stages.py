@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attnlab.engine import names
+from attnlab.engine import names, option_rules
 from attnlab.present import formulas
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
@@ -143,19 +143,14 @@ _STAGES_CACHE_SIZE = 16
 def stages_for(trace: Trace) -> list[Stage]:
     """Every stage of this run in computation order.
 
-    The list depends only on which entries the trace holds, its config, and the √dₖ and residual switches
-    (they rename stages), so a toggle that changes none of them gets the same list object back: the
-    navigator then sees at once that nothing changed. Stages are frozen; do not modify the list.
+    The list depends only on which entries the trace holds, its config, and the switches that rename stages
+    (√dₖ and residual: `renames_stages` in the option table), so a toggle that changes none of them gets the
+    same list object back: the navigator then sees at once that nothing changed. Stages are frozen; do not
+    modify the list.
 
     The app builds it once per trace, on the session's worker thread (`warm_up` returns it with the trace):
     the GUI thread only reads it, so the cache needs no lock."""
-    options = trace.options
-    key = (
-        tuple(trace),
-        trace.config,
-        options.scale,
-        options.residual,
-    )
+    key = (tuple(trace), trace.config, *option_rules.stage_key(trace.options))
     cached = _STAGES_CACHE.get(key)
     if cached is None:
         if len(_STAGES_CACHE) >= _STAGES_CACHE_SIZE:

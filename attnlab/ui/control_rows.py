@@ -1,19 +1,22 @@
-"""The rows of the toggles panel: one per RunOptions field (and per view choice), bound two-way to the session.
+"""The rows of the toggles panel: one per control of the option table (engine/option_specs.py), plus the
+view choices and the study rows that depend on the stage shown, bound two-way to the session.
 
-ROWS is the table: each row says how its widget is built, wired, read back and which fields re-read it
-(ControlsPanel in controls.py lays the rows out and re-reads them). The functions each row is made of live in
-control_widgets (the re-wiring toggles) and controls_study (the study toggles).
+`rows()` makes the table from the option table as it stands: each row says how its widget is built, wired,
+read back and which fields re-read it (ControlsPanel in controls.py lays the rows out and re-reads them). The
+option rows are generated (control_widgets: one builder per widget kind); the view and study rows are
+written here (control_widgets, controls_study), each placed after the row it follows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QCheckBox, QLayout, QWidget
+from PySide6.QtWidgets import QLayout, QWidget
 
 from attnlab.engine.config import ModelConfig
+from attnlab.present.option_controls import Control, OptionSpec, option_controls
 from attnlab.session import Session
 from attnlab.ui import control_widgets as widget
 from attnlab.ui import controls_study as study
@@ -42,204 +45,93 @@ class Row:
     fields: frozenset[str]
 
 
-def _check(name: str, text: str, tip: str) -> QCheckBox:
-    return QCheckBox(text, objectName=name, toolTip=tip)
-
-
-def _checkbox_row(
-    group: str,
-    attr: str,
-    name: str,
-    text: str,
-    tip: str,
-    field: str | tuple[str, ...],
-    read: Reader,
-    write: Callable[[Session, bool], object],
-) -> Row:
-    """A checkbox for one boolean option: `write(session, on)` sends a click, `read` shows the option."""
-
-    def build(p: ControlsPanel) -> QWidget:
-        setattr(p, attr, _check(name, text, tip))
-        return getattr(p, attr)
-
-    def connect(p: ControlsPanel, s: Session) -> None:
-        getattr(p, attr).toggled.connect(lambda on: write(s, on))
-
-    return Row(group, None, (attr,), build, connect, read, frozenset((field,) if isinstance(field, str) else field))
-
-
-def _option_checkbox(
-    group: str, attr: str, name: str, text: str, tip: str, field: str = "", read: Reader | None = None
-) -> Row:
-    """A checkbox for one boolean RunOptions `field` (default: `attr`) that a click sets and that shows its value
-    (or what `read` shows)."""
-    field = field or attr
-
-    def read_option(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
-        getattr(p, attr).setChecked(getattr(s.options, field))
-
-    return _checkbox_row(
-        group, attr, name, text, tip, field, read or read_option, lambda s, on: s.update_options(**{field: on})
+def _option_row(spec: OptionSpec, control: Control) -> Row:
+    """The row of one control of the option table."""
+    widgets = (control.attr, widget.slider_attr(control)) if control.kind == "slider" else (control.attr,)
+    return Row(
+        control.group,
+        control.label,
+        widgets,
+        widget.build_control(control),
+        widget.connect_control(spec, control),
+        widget.read_control(spec, control),
+        frozenset({spec.field, *control.reads}),
     )
 
 
-def _activated(attr: str, write: Callable[[ControlsPanel, Session], object]) -> Connector:
-    return lambda p, s: getattr(p, attr).activated.connect(lambda _i: write(p, s))
-
-
-SHAPE, MASKS, PARTS, OUTPUT = "Shape of the computation", "Masks", "Switch parts off", "Output and display"
-ROWS: tuple[Row, ...] = (
-    Row(
-        SHAPE,
-        "LayerNorm",
-        ("norm",),
-        widget.build_norm,
-        _activated("norm", lambda p, s: s.update_options(norm=p.norm.currentData())),
-        widget.read_norm,
-        frozenset({"norm"}),
+FOLLOWED = ""  # a placed row's group: the group of the row it follows
+# (the row it follows, the row): view choices and the study rows that read the stage or the pinned run
+PLACED_ROWS: tuple[tuple[str, Row], ...] = (
+    (
+        "heads",
+        Row(
+            FOLLOWED,
+            "Show",
+            ("head",),
+            widget.build_head,
+            lambda p, s: p.head.valueChanged.connect(lambda v: s.set_view(head=v - 1)),
+            widget.read_head,
+            frozenset({"n_heads", "view.head"}),
+        ),
     ),
-    Row(
-        SHAPE,
-        "Heads",
-        ("heads",),
-        widget.build_heads,
-        _activated("heads", widget.write_heads),
-        widget.read_heads,
-        frozenset({"n_heads"}),
-    ),
-    Row(
-        SHAPE,
-        "Show",
-        ("head",),
-        widget.build_head,
-        lambda p, s: p.head.valueChanged.connect(lambda v: s.set_view(head=v - 1)),
-        widget.read_head,
-        frozenset({"n_heads", "view.head"}),
-    ),
-    _checkbox_row(
-        SHAPE,
+    (
         "final_norm",
-        "finalNormCheck",
-        "Final LayerNorm",
-        "A LayerNorm after each stack's last layer: pre-norm models need one (a post-norm model switched "
-        "to pre-norm gets a parameter-free one, γ = 1, β = 0)",
-        ("final_norm", "norm"),
-        widget.read_final_norm,
-        widget.write_final_norm,
+        Row(
+            FOLLOWED,
+            "Ablate head",
+            ("ablate",),
+            study.build_ablate,
+            study.connect_ablate,
+            study.read_ablate,
+            frozenset({"ablate", "view.head", "stage"}),
+        ),
     ),
-    Row(
-        SHAPE,
-        "Ablate head",
-        ("ablate",),
-        study.build_ablate,
-        study.connect_ablate,
-        study.read_ablate,
-        frozenset({"ablate", "view.head", "stage"}),
+    (
+        "device",
+        Row(
+            FOLLOWED,
+            "Score colours",
+            ("colour_scale",),
+            widget.build_colour_scale,
+            lambda p, s: p.colour_scale.activated.connect(
+                lambda _i: s.set_view(colour_scale=p.colour_scale.currentData())
+            ),
+            widget.read_colour_scale,
+            frozenset({"view.colour_scale"}),
+        ),
     ),
-    _checkbox_row(
-        MASKS,
-        "causal",
-        "causalCheck",
-        "Causal mask (decoder)",
-        widget.CAUSAL_TIPS["dec"],
-        "causal",
-        widget.read_causal("dec"),
-        lambda s, on: s.set_options(s.options.with_causal("dec.self", on)),
+    (
+        "colour_scale",
+        Row(
+            FOLLOWED,
+            "Colours",
+            ("colormap",),
+            widget.build_colormap,
+            lambda p, s: p.colormap.currentTextChanged.connect(lambda name: s.set_view(colormap=name)),
+            widget.read_colormap,
+            frozenset({"view.colormap"}),
+        ),
     ),
-    _checkbox_row(
-        MASKS,
-        "enc_causal",
-        "encCausalCheck",
-        "Causal mask (encoder)",
-        widget.CAUSAL_TIPS["enc"],
-        "causal",
-        widget.read_causal("enc"),
-        lambda s, on: s.set_options(s.options.with_causal("enc.self", on)),
-    ),
-    _option_checkbox(
-        MASKS, "padding", "paddingCheck", "Padding mask", "Block attention to <pad> tokens", "padding_mask"
-    ),
-    Row(
-        MASKS,
-        "Pad to",
-        ("pad_to",),
-        widget.build_pad_to,
-        lambda p, s: p.pad_to.valueChanged.connect(lambda v: s.update_options(pad_to=v)),
-        widget.read_pad_to,
-        frozenset({"pad_to"}),
-    ),
-    Row(
-        MASKS,
-        None,
-        ("clear_mask",),
-        widget.build_custom_mask,
-        lambda p, s: p.clear_mask.clicked.connect(s.clear_custom_masks),
-        widget.read_custom_mask,
-        frozenset({"custom_masks"}),
-    ),
-    _option_checkbox(PARTS, "scale", "scaleCheck", "Divide scores by √dₖ", "Scale QKᵀ by 1/√dₖ before the softmax"),
-    _option_checkbox(
-        PARTS,
-        "positional",
-        "positionalCheck",
-        "Positional encoding",
-        "Add the position to each token",
-        read=widget.read_positional,
-    ),
-    _option_checkbox(PARTS, "residual", "residualCheck", "Residual connections", "The x + sublayer(x) skip paths"),
-    _checkbox_row(
-        PARTS,
-        "projections",
-        "projectionsCheck",
-        "Projections W_Q, W_K, W_V, W_O",
-        "Off: plain dot-product attention, Q = K = V = x (cross-attention: K = V = the encoder output), and no W_O",
-        "projections",
-        study.read_projections,
-        study.write_projections,
-    ),
-    Row(
-        OUTPUT,
-        "Temperature",
-        ("temperature", "temperature_slider"),
-        widget.build_temperature,
-        widget.connect_temperature,
-        widget.read_temperature,
-        frozenset({"temperature"}),
-    ),
-    Row(
-        OUTPUT,
-        "Device",
-        ("device",),
-        widget.build_device,
-        _activated("device", lambda p, s: s.update_options(device=p.device.currentData())),
-        widget.read_device,
-        frozenset({"device"}),
-    ),
-    Row(
-        OUTPUT,
-        "Score colours",
-        ("colour_scale",),
-        widget.build_colour_scale,
-        lambda p, s: p.colour_scale.activated.connect(lambda _i: s.set_view(colour_scale=p.colour_scale.currentData())),
-        widget.read_colour_scale,
-        frozenset({"view.colour_scale"}),
-    ),
-    Row(
-        OUTPUT,
-        "Colours",
-        ("colormap",),
-        widget.build_colormap,
-        lambda p, s: p.colormap.currentTextChanged.connect(lambda name: s.set_view(colormap=name)),
-        widget.read_colormap,
-        frozenset({"view.colormap"}),
-    ),
-    Row(
-        OUTPUT,
-        "Compare",
-        ("compare", "pin"),
-        study.build_compare,
-        study.connect_compare,
-        study.read_compare,
-        frozenset({"view.compare", "pinned"}),
+    (
+        "colormap",
+        Row(
+            FOLLOWED,
+            "Compare",
+            ("compare", "pin"),
+            study.build_compare,
+            study.connect_compare,
+            study.read_compare,
+            frozenset({"view.compare", "pinned"}),
+        ),
     ),
 )
+
+
+def rows() -> tuple[Row, ...]:
+    """Every row of the panel: the option table's controls in its order, each placed row after the one it
+    follows and in its group (at the end when that one is gone)."""
+    table = [_option_row(spec, control) for spec, control in option_controls()]
+    for after, row in PLACED_ROWS:
+        at = next((i for i, r in enumerate(table) if r.widgets[0] == after), len(table) - 1)
+        table.insert(at + 1, replace(row, group=table[at].group))
+    return tuple(table)

@@ -1,6 +1,7 @@
 """The toggles panel: one row per RunOptions field (and per view choice), bound two-way to the session.
 
-ROWS is the table: each row says how its widget is built, wired, read back and which fields re-read it.
+control_rows.rows() makes the table (from the option table as it stands when the panel is built): each row
+says how its widget is built, wired, read back and which fields re-read it.
 Widgets write to the session; the session's signals write back into the widgets of the changed fields only,
 with their signals blocked, so syncing never triggers another change, and never into the one control that
 made the change (it already shows it): only other rows whose values or enabled state depend on the change
@@ -18,7 +19,7 @@ from PySide6.QtCore import QSignalBlocker
 from PySide6.QtWidgets import QFormLayout, QGroupBox, QPushButton, QVBoxLayout, QWidget
 
 from attnlab.session import Session
-from attnlab.ui.control_rows import ROWS, Row
+from attnlab.ui.control_rows import Row, rows
 
 if TYPE_CHECKING:
     from attnlab.present.stages import Stage, ViewState
@@ -52,7 +53,7 @@ class _FromRow:
 
 
 class ControlsPanel(QWidget):
-    """Every what-if toggle of RunOptions plus the view choices (head, colour map), built from ROWS.
+    """Every what-if toggle of RunOptions plus the view choices (head, colour map), built from control_rows.rows().
 
     Widgets write to the session; the session's signals re-read only the rows whose fields changed, with those
     widgets' signals blocked, so showing a state never triggers another change."""
@@ -65,9 +66,10 @@ class ControlsPanel(QWidget):
         self._stage: Stage | None = None  # the stage last shown; a trace can pick one (`--stage`, a lesson step)
         # (row, options, view before its call) while a row's own widget is changing the session
         self._source: tuple[Row, Any, Any] | None = None
+        self.rows = rows()
         layout = QVBoxLayout(self)
         forms: dict[str, QFormLayout] = {}
-        for row in ROWS:
+        for row in self.rows:
             if row.group not in forms:
                 group = QGroupBox(row.group)
                 forms[row.group] = QFormLayout(group)
@@ -111,7 +113,7 @@ class ControlsPanel(QWidget):
         self._view, self._stage = s.view, s.stage
         if s.model is None:
             return
-        for row in ROWS:
+        for row in self.rows:
             if row is self._emitter():
                 continue  # the control that made the change already shows it
             if changed is None or row.fields & changed:

@@ -1,7 +1,7 @@
-"""The toggles-table rows for studying a model rather than re-wiring it: plain dot-product attention
-(projections off), head ablation at the current site, and comparing with a pinned run A.
+"""The toggles-table rows for studying a model that depend on more than the options: head ablation at the
+current site, and comparing with a pinned run A (plain dot-product attention is a row of the option table).
 
-They are rows of control_rows.ROWS (built, wired and re-read the same way); "stage" and "pinned" in their
+They are rows of control_rows.rows() (built, wired and re-read the same way); "stage" and "pinned" in their
 fields mean: re-read when the session's stage or its pinned run changes (ControlsPanel connects those).
 """
 
@@ -22,15 +22,6 @@ if TYPE_CHECKING:
 
 ABLATE_CHOICES = ((None, "off"), ("zero", "zero it"), ("mean", "mean over positions"))
 assert tuple(m for m, _ in ABLATE_CHOICES[1:]) == ABLATION_MODES
-
-
-# projections ------------------------------------------------------------------------------------------------
-def write_projections(s: Session, on: bool) -> None:
-    s.update_options(projections=on)
-
-
-def read_projections(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
-    p.projections.setChecked(s.options.projections)
 
 
 # ablation -----------------------------------------------------------------------------------------------------

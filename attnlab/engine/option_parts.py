@@ -1,0 +1,209 @@
+"""The parts the option table (engine/option_specs.py) is made of: for a given model, the values a control
+offers and why it is unavailable, and why a value departs from training (Qt-free)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from attnlab.engine import names
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.option_spec import Choice, Control, LessonKey
+from attnlab.engine.options import RunOptions, head_choices, parse_ablation
+
+SHAPE, MASKS, PARTS, OUTPUT_GROUP = "Shape of the computation", "Masks", "Switch parts off", "Output and display"
+NORM_CHOICES = (("trained", "As trained"), ("pre", "Pre-norm"), ("post", "Post-norm"))  # RunOptions.norm values
+PeakLogit = Callable[[], "float | None"]
+
+
+def cuda_available() -> bool:
+    import torch  # late: the option table is read by `attnlab trace --help` too
+
+    return torch.cuda.is_available()
+
+
+def switch_off(name: str) -> Callable[[RunOptions, bool], RunOptions]:
+    """A --no-X flag: when given, the boolean field `name` is False."""
+    return lambda options, given: options.replace(**{name: False}) if given else options
+
+
+def unless_none(name: str) -> Callable[[RunOptions, object], RunOptions]:
+    """A flag whose absence (None) keeps the field as trained."""
+    return lambda options, value: options if value is None else options.replace(**{name: value})
+
+
+# ---- norm placement and the final norm ------------------------------------------------------------------------
+def _trained_norm(config: ModelConfig) -> str:
+    return "pre" if config.norm_first else "post"
+
+
+def norm_choices(config: ModelConfig) -> tuple[Choice, ...]:
+    trained = dict(NORM_CHOICES)[_trained_norm(config)].lower()
+    return (Choice("trained", f"As trained ({trained})"), *(Choice(v, t) for v, t in NORM_CHOICES[1:]))
+
+
+def norm_tip(config: ModelConfig) -> str:
+    kind = "RMSNorm" if config.norm == "rmsnorm" else "LayerNorm"
+    return f"Where {kind} sits around each sub-layer (the same trained norms, moved)"
+
+
+def final_norm_on(config: ModelConfig, options: RunOptions) -> bool:
+    """Whether a run with these options normalises each stack's output (trained or parameter-free norm)."""
+    return config.final_norm if options.final_norm is None else bool(options.final_norm)
+
+
+def norm_departs(config: ModelConfig, options: RunOptions, peak_logit: PeakLogit) -> list[str]:
+    placement, trained = options.norm, _trained_norm(config)
+    if placement == trained:
+        return []
+    if placement == "pre" and not final_norm_on(config, options):
+        peak = peak_logit()
+        size = f", logits reach ~{peak:.0f}" if peak is not None else ""
+        return [f"pre-norm without a final LayerNorm: the residual stream is never normalised before the output{size}"]
+    return [
+        f"{placement}-norm on a model trained {trained}-norm: each LayerNorm now sees vectors "
+        "its γ and β were never fitted to"
+    ]
+
+
+def final_norm_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
+    if options.final_norm is False and config.final_norm:
+        return ["the trained final LayerNorm is skipped"]
+    if options.final_norm and not config.final_norm and options.norm == _trained_norm(config):
+        return ["a final LayerNorm the model was trained without is added"]
+    return []
+
+
+def final_norm_unavailable(config: ModelConfig, options: RunOptions) -> str | None:
+    """The toggle means something for a pre-norm run of a model trained without a final norm, for a model that
+    has one (to skip it), or once a choice was made."""
+    if config.final_norm or options.effective_norm_first(config) or options.final_norm is not None:
+        return None
+    return "Not needed here: this post-norm run normalises every sub-layer's output; a pre-norm run can add one"
+
+
+# ---- heads ----------------------------------------------------------------------------------------------------
+def heads_tip(config: ModelConfig) -> str:
+    """Why the Heads list holds the counts it holds (grouped-query attention allows fewer)."""
+    tip = "Re-split the same W_Q, W_K, W_V, W_O into this many heads"
+    if config.kv_heads < config.n_heads:
+        tip += (
+            f". Grouped-query attention ({config.n_heads} Q heads share {config.kv_heads} K/V heads): only "
+            "counts that keep the Q heads a whole multiple of the K/V heads are listed, so no K/V head is "
+            "cut apart"
+        )
+    if config.positional == "rotary":
+        tip += "; rotary positions need an even head size"
+    return tip
+
+
+def head_choice_items(config: ModelConfig) -> tuple[Choice, ...]:
+    return tuple(Choice(h, f"{h} (trained)" if h == config.n_heads else str(h)) for h in head_choices(config))
+
+
+def heads_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
+    if options.n_heads is None or options.n_heads == config.n_heads:
+        return []
+    return [
+        f"{options.n_heads} heads instead of the trained {config.n_heads}: each head now mixes "
+        "slices that belonged to different trained heads"
+    ]
+
+
+# ---- masks ----------------------------------------------------------------------------------------------------
+CAUSAL_TIPS = {
+    "dec": "Decoder self-attention may not look at later tokens",
+    "enc": "Also hide later tokens from the encoder (it normally sees them all)",
+}
+
+
+def causal_control(stack: str, attr: str, name: str, text: str) -> Control:
+    def has_stack(config: ModelConfig) -> bool:
+        return config.has_decoder if stack == "dec" else config.has_encoder
+
+    def unavailable(config: ModelConfig, _options: RunOptions) -> str | None:
+        return (
+            None
+            if has_stack(config)
+            else f"Not meaningful for this model: it has no {names.word(stack).lower()} ({config.arch})"
+        )
+
+    return Control(
+        attr,
+        name,
+        "check",
+        MASKS,
+        None,
+        CAUSAL_TIPS[stack],
+        text=text,
+        unavailable=unavailable,
+        shown=lambda o, c: has_stack(c) and o.is_causal(f"{stack}.0.self"),
+        written=lambda o, _c, on: o.with_causal(f"{stack}.self", bool(on)),
+    )
+
+
+def causal_problem(value: dict) -> str | None:
+    for kind, on in value.items():
+        if kind not in names.SITE_KINDS or not isinstance(on, bool):
+            return (
+                f"toggle 'causal' maps a site kind ({', '.join(names.SITE_KINDS)}) to true or false, "
+                f"not {kind!r} = {on!r}"
+            )
+    return None
+
+
+def with_causal_table(options: RunOptions, table: dict) -> RunOptions:
+    for kind, on in dict(table).items():
+        options = options.with_causal(kind, on)
+    return options
+
+
+def masked_cells_text(options: RunOptions, _config: ModelConfig) -> str:
+    cells = sum(len(c) for _, c in options.custom_masks)
+    return f"{cells} cell(s) blocked by hand" if cells else "Click cells on a 'mask' stage to block them by hand."
+
+
+# ---- parts switched off ---------------------------------------------------------------------------------------
+POSITIONAL_TIPS = {
+    "sinusoidal": "Add the position to each token",
+    "learned": "Add the learned position vector to each token",
+    "rotary": "Rotate Q and K by each token's position inside every attention (rotary encoding)",
+    "none": "Not meaningful for this model: it has no positional encoding",
+}
+
+
+def positional_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
+    if options.positional or config.positional == "none":
+        return []
+    return [
+        f"positional encoding is off, but the model was trained with {config.positional} "
+        "positions: it now reads the sentence as a bag of words"
+    ]
+
+
+def off_reason(name: str, reason: str) -> Callable[[ModelConfig, RunOptions, PeakLogit], list[str]]:
+    return lambda _config, options, _peak: [] if getattr(options, name) else [reason]
+
+
+def check(attr: str, name: str, group: str, text: str, tip: str, **more: Any) -> Control:
+    return Control(attr, name, "check", group, None, tip, text=text, **more)
+
+
+def bool_key(key: str) -> LessonKey:
+    return LessonKey(key, (bool,))
+
+
+def at_least(key: str, low: int) -> Callable[[int], str | None]:
+    return lambda value: f"toggle '{key}' cannot be {value}" if value < low else None
+
+
+def device_choices(_config: ModelConfig) -> tuple[Choice, ...]:
+    return (Choice("cpu", "CPU"), Choice("cuda", "GPU (CUDA)", cuda_available()))
+
+
+def device_shown(options: RunOptions, _config: ModelConfig) -> str:
+    return options.device if options.device != "auto" else ("cuda" if cuda_available() else "cpu")
+
+
+def parsed_ablations(options: RunOptions, texts: list[str]) -> RunOptions:
+    return options.replace(ablate=tuple(parse_ablation(text) for text in texts))
