@@ -16,8 +16,7 @@ from attnlab.ui.schematic import Schematic
 WAIT = 15000
 # CONTRIBUTING.md's path from the click to the repaint: (hop, the steps this test sees it take, in order)
 HOPS = (
-    ("ui/control_rows.py: the row's activated connector", ["Session.update_options"]),
-    ("session.py: Session.set_options", ["Session.set_options"]),
+    ("ui/control_widgets.py: the generated row's connector -> Session.set_options", ["Session.set_options"]),
     ("session.py: Session.request_trace", ["Session.request_trace"]),
     ("engine/live.py: LiveModel.trace (worker)", ["LiveModel.trace"]),
     ("present/stages.py: warm_up (worker)", ["warm_up"]),

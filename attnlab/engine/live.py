@@ -101,7 +101,9 @@ def with_temperature(trace: Trace, options: RunOptions, config: ModelConfig) -> 
     # host copies already made stay valid; list(): the GUI thread may be adding copies to that trace meanwhile
     host = {n: v for n, v in list(trace._host.items()) if n != names.PROBS}
     info = dict(trace.info, compute_ms=0.0, reused="the previous run's entries (at most the temperature differs)")
-    resolved = dataclasses.replace(trace.options, temperature=options.temperature)  # the one field that differs
+    # the options asked for (they differ from the last run's only in fields whose change invalidates nothing
+    # but the output: the option table's `invalidates`), in the precision the entries were computed in
+    resolved = options.resolved(config, dtype=trace.options.dtype)
     return Trace(
         entries,
         config=config,

@@ -77,7 +77,7 @@ def final_norm_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogi
 def final_norm_unavailable(config: ModelConfig, options: RunOptions) -> str | None:
     """The toggle means something for a pre-norm run of a model trained without a final norm, for a model that
     has one (to skip it), or once a choice was made."""
-    if config.final_norm or options.effective_norm_first(config) or options.final_norm is not None:
+    if config.final_norm or options.resolved(config).norm_first or options.final_norm is not None:
         return None
     return "Not needed here: this post-norm run normalises every sub-layer's output; a pre-norm run can add one"
 
