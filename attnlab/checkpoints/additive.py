@@ -18,14 +18,13 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from attnlab.checkpoints.errors import CheckpointError
-from attnlab.engine import names
 from attnlab.engine.additive import AdditiveConfig, AdditiveSeq2Seq
 from attnlab.engine.tokenizer import Tokenizer, tokenizer_from_json
 from attnlab.fileio import atomic_write
 
 FORMAT = "attnlab-additive-1"
 BUNDLED_NAME = "bahdanau"
-TITLE = names.word("additive")
+TITLE = "Additive attention (GRU)"  # the Bahdanau model (engine/additive.py) in menus and titles
 
 
 @dataclass(frozen=True)

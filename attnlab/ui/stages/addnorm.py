@@ -9,6 +9,7 @@ from PySide6 import QtWidgets
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present import words
 from attnlab.present.formulas import addnorm_texts, norm_word
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui import zoom
@@ -154,7 +155,7 @@ class AddNormPanel(StagePanel):
             out_mean, out_var = x_out.mean(axis=1), x_out.var(axis=1)
         self._title_bars(rms)
         sub_name = sublayer_output(trace, layer, n)
-        sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n), short=True)
+        sub = words.sublayer_kind_words(sublayer_kind(trace, layer, n), short=True)
         resid_name = names.resid(layer, n)
         where, word = layer_name(layer), norm_word(trace.config)
         text, titles = addnorm_texts(norm, residual_on(trace), sub, n, where, word)
@@ -208,7 +209,7 @@ class AddNormPanel(StagePanel):
             "mean per token (not subtracted)" if rms else "mean per token", size="11pt"
         )
         self._var_plot.getPlotItem().setTitle("RMS per token" if rms else "variance per token", size="11pt")
-        word = names.word("rmsnorm" if rms else "norm")
+        word = words.word("rmsnorm" if rms else "norm")
         self._key.setText(
             f"<span style='color:{BEFORE_COLOR}'>■</span> {word} input &nbsp;&nbsp; "
             f"<span style='color:{AFTER_COLOR}'>■</span> {word} output"

@@ -11,6 +11,7 @@ from PySide6 import QtWidgets
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present import words
 from attnlab.present.explain_imported import gqa_text
 from attnlab.present.facts import row_labels, score_levels
 from attnlab.present.formulas import scaled_title
@@ -51,7 +52,7 @@ class SiteView:
 
     @property
     def head_text(self) -> str:
-        return f"{names.head_words(self.head)} of {self.n_heads}"
+        return f"{words.head_words(self.head)} of {self.n_heads}"
 
 
 def blocked_cells(trace: Trace, site: str) -> np.ndarray | None:
@@ -127,10 +128,10 @@ class QKVPanel(StagePanel):
         self._data["kv_head"], self._data["sharing"] = kv_head, sharing
         self._note.show_text(
             f"{sv.name}: every token's vector is multiplied by W_Q, W_K and W_V ({source}). "
-            f"Shown: {names.head_words(sv.head)}'s slice, d_k = {dk} numbers per token."
+            f"Shown: {words.head_words(sv.head)}'s slice, d_k = {dk} numbers per token."
             + (
                 f" Grouped-query attention: {trace.n_kv_heads} K/V heads for {trace.n_heads} Q "
-                f"heads — {sharing} ({names.head_words(sv.head)} reads K/V head {kv_head + 1})."
+                f"heads — {sharing} ({words.head_words(sv.head)} reads K/V head {kv_head + 1})."
                 if grouped
                 else ""
             )

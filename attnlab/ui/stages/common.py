@@ -8,6 +8,7 @@ from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
 from attnlab.engine import names
+from attnlab.present import words
 from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
     SPECIAL_TOKENS,
     array,
@@ -36,7 +37,7 @@ NOTE_POINT_SIZE = 12
 
 def axis_title(side: str, role: str) -> str:
     """'query · decoder token' style axis titles."""
-    return f"{role} ({names.word(names.side_stack(side)).lower()} tokens)"
+    return f"{role} ({words.word(names.side_stack(side)).lower()} tokens)"
 
 
 def clamp_head(head: int, n_heads: int) -> int:

@@ -8,6 +8,7 @@ from PySide6 import QtWidgets
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present import words
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -110,7 +111,7 @@ class FFNPanel(StagePanel):
             title=f"{ACTIVATION_WORDS[activation]}(gate) ⊙ up" if gated else f"hidden units (d_ff = {d_ff})",
         )
         self._out.draw(
-            out, labels, None, colormap=view.colormap, symmetric=True, title=f"{names.word('ffn.short')} output"
+            out, labels, None, colormap=view.colormap, symmetric=True, title=f"{words.word('ffn.short')} output"
         )
         self._share.show_text(activation_summary(activation, hidden, gated))
         shape = "gate it, multiply by the up projection" if gated else "apply the non-linearity"

@@ -9,6 +9,7 @@ from PySide6 import QtWidgets
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present import words
 from attnlab.present.scaling import MAX_DK, random_scaling, scaling_sweep, site_scaling
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.stages.addnorm import AFTER_COLOR, BEFORE_COLOR, bar_plot, bar_range
@@ -154,7 +155,7 @@ class ScaleWhyPanel(StagePanel):
         self._entropy.setYRange(
             *bar_range(stats.entropy_raw, stats.entropy_scaled, np.array([stats.entropy_uniform])), padding=0
         )
-        self._entropy.getPlotItem().getAxis("bottom").setTicks([[(i, names.head_words(i)) for i in range(len(x))]])
+        self._entropy.getPlotItem().getAxis("bottom").setTicks([[(i, words.head_words(i)) for i in range(len(x))]])
         self._site_note.show_text(
             f"std of the scores: {stats.std_raw:.2f} raw, {stats.std_scaled:.2f} after ÷√dₖ. Mean entropy "
             f"{stats.entropy_raw.mean():.2f} → {stats.entropy_scaled.mean():.2f} nats (an even spread over the "
