@@ -16,10 +16,9 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
 from attnlab.present import compare, words
 from attnlab.present.ablation import distribution_change
+from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.colormaps import DEFAULT_DIVERGING
 from attnlab.ui.head_grid import HeadGrid

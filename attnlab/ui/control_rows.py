@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QCheckBox, QLayout, QWidget
 
-from attnlab.engine.config import ModelConfig
+from attnlab.present.engine_api import ModelConfig
 from attnlab.session import Session
 from attnlab.ui import control_widgets as widget
 from attnlab.ui import controls_study as study

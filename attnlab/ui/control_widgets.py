@@ -23,8 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnlab.engine.config import ModelConfig
-from attnlab.engine.options import RunOptions, head_choices
+from attnlab.present.engine_api import ModelConfig, RunOptions, head_choices
 from attnlab.present.stages import COLOUR_SCALES
 from attnlab.session import Session
 

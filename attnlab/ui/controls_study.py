@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLayout, QPushButton
 
-from attnlab.engine.config import ModelConfig
-from attnlab.engine.options import ABLATION_MODES
 from attnlab.present import words
+from attnlab.present.engine_api import ABLATION_MODES, ModelConfig
 from attnlab.present.stages import COMPARE_MODES
 from attnlab.session import Session
 

@@ -14,8 +14,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from attnlab.engine import names
 from attnlab.present import words
+from attnlab.present.engine_api import names
 from attnlab.present.model_grid import SiteGrid, site_grids
 from attnlab.ui.colormaps import DEFAULT_SEQUENTIAL, get_colormap
 from attnlab.ui.raster import rect_updates

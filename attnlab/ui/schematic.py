@@ -15,10 +15,8 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from attnlab.engine import names
-from attnlab.engine.config import ModelConfig
-from attnlab.engine.options import RunOptions
 from attnlab.present import words
+from attnlab.present.engine_api import ModelConfig, RunOptions, names
 from attnlab.present.formulas import norm_word, pe_kind
 from attnlab.present.stages import OUTPUT_BOX
 

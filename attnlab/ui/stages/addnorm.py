@@ -7,9 +7,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
 from attnlab.present import words
+from attnlab.present.engine_api import Trace, names
 from attnlab.present.formulas import addnorm_texts, norm_word
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui import zoom

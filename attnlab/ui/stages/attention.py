@@ -9,9 +9,8 @@ from collections.abc import Callable
 import numpy as np
 from PySide6 import QtWidgets
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
 from attnlab.present import words
+from attnlab.present.engine_api import Trace, names
 from attnlab.present.explain_imported import gqa_text
 from attnlab.present.facts import row_labels, score_levels
 from attnlab.present.formulas import scaled_title

@@ -7,8 +7,8 @@ import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.engine import names
 from attnlab.present import words
+from attnlab.present.engine_api import names
 from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
     SPECIAL_TOKENS,
     array,

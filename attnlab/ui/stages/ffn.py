@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtWidgets
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
 from attnlab.present import words
+from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (

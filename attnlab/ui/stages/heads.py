@@ -6,8 +6,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
+from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.texts import counted
 from attnlab.ui.colormaps import get_colormap

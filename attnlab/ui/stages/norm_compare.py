@@ -9,8 +9,7 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
+from attnlab.present.engine_api import Trace, names
 from attnlab.present.norm_compare import batchnorm_by_length, compare_norms
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.bars import SolidBars

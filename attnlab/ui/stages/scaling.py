@@ -7,9 +7,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
 from attnlab.present import words
+from attnlab.present.engine_api import Trace, names
 from attnlab.present.scaling import MAX_DK, random_scaling, scaling_sweep, site_scaling
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.stages.addnorm import AFTER_COLOR, BEFORE_COLOR, bar_plot, bar_range
