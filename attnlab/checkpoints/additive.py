@@ -24,7 +24,7 @@ from attnlab.fileio import atomic_write
 
 FORMAT = "attnlab-additive-1"
 BUNDLED_NAME = "bahdanau"
-TITLE = "Additive attention (GRU)"  # the Bahdanau model (engine/additive.py) in menus and titles
+TITLE = "Additive attention (GRU)"  # the model's name (present/words.py WORDS["additive"] says the same)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ WORDS: dict[str, str] = {
     "gate": "gate projection",
     "up": "up projection",
     "addnorm": "add & LayerNorm",
+    "additive": "Additive attention (GRU)",  # the Bahdanau model (engine/additive.py) in menus and titles
 }
 
 

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLineEdit, QMenu, QMessageBox
 
-from attnlab.checkpoints.additive import TITLE as ADDITIVE_TITLE
+from attnlab.present.words import word
 from attnlab.ui import app as appsettings
 from attnlab.ui import open_model, zoom
 from attnlab.ui.about import show_about
@@ -74,7 +74,7 @@ class WindowMenus:
         bundled = m.addMenu("Open &bundled model")
         for name, text in BUNDLED_MENU:
             self._action(bundled, text, lambda _=False, n=name: self.open_bundled(n))
-        self._action(bundled, ADDITIVE_TITLE, lambda _=False: self.open_additive(), name="additiveAction")
+        self._action(bundled, word("additive"), lambda _=False: self.open_additive(), name="additiveAction")
         self._action(m, "&New random model…", self.new_random_model, ["Ctrl+N"], "randomAction")
         m.addSeparator()
         add_export_menu(self, m)  # Export ▸ PNG / SVG / CSV / .npz

@@ -4,7 +4,6 @@ after attention (weights·V per head, the concatenation, the W_O output) are in 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 from PySide6 import QtWidgets
@@ -12,55 +11,21 @@ from PySide6 import QtWidgets
 from attnlab.present import words
 from attnlab.present.engine_api import Trace, names
 from attnlab.present.explain_imported import gqa_text
-from attnlab.present.facts import row_labels, score_levels
+from attnlab.present.facts import score_levels
 from attnlab.present.formulas import scaled_title
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.views.site import SiteView, blocked_cells
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     Note,
     PanelHeatmap,
     array,
     axis_title,
-    clamp_head,
     missing,
     missing_message,
     scaling_on,
-    site_name,
-    site_sides,
     titled_heatmap,
-    tokens,
 )
-
-
-class SiteView:
-    """What every attention panel needs to know about a site: heads, the chosen head, token labels."""
-
-    def __init__(self, trace: Trace, site: str, view: ViewState, vocab: Callable[[int], str] | None = None):
-        self.site = site
-        self.q_side, self.k_side = site_sides(site)
-        q_name, weights_name = names.site_entry(site, "q"), names.site_entry(site, "weights")
-        q = trace[q_name] if q_name in trace else trace[weights_name]
-        self.n_heads = int(q.shape[0])
-        self.head = clamp_head(view.head, self.n_heads)
-        weights = trace.get(weights_name)
-        tq = int(weights.shape[1]) if weights is not None else int(q.shape[1])
-        tk = int(weights.shape[2]) if weights is not None else tq
-        self.rows = row_labels(trace, self.q_side, tq, vocab)  # decoder rows: "<s> → le"
-        self.cols = tokens(trace, self.k_side, tk)
-        self.name = site_name(site)
-
-    @property
-    def head_text(self) -> str:
-        return f"{words.head_words(self.head)} of {self.n_heads}"
-
-
-def blocked_cells(trace: Trace, site: str) -> np.ndarray | None:
-    """bool [Tq, Tk]: True where the additive mask is −inf (the query may not look at that key)."""
-    name = names.site_entry(site, "mask")
-    if name not in trace:
-        return None
-    blocked = np.isneginf(array(trace, name))
-    return blocked if blocked.any() else None
 
 
 def need_entries(panel_map: PanelHeatmap, trace: Trace, names: list[str], what: str) -> bool:
