@@ -9,11 +9,11 @@ from PySide6 import QtWidgets
 from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.texts import counted
+from attnlab.present.views.site import SiteView, blocked_cells
 from attnlab.ui.colormaps import get_colormap
 from attnlab.ui.head_grid import HeadGrid
 from attnlab.ui.heatmap import elide_label
 from attnlab.ui.raster import opaque_over, plot_background, rect_updates
-from attnlab.ui.stages.attention import SiteView, blocked_cells
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
