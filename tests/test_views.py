@@ -180,3 +180,16 @@ def test_a_kind_without_a_view_model_is_named():
 
 def test_the_additive_models_name_and_its_menu_words_agree():
     assert words.word("additive") == ADDITIVE_TITLE
+
+
+def test_layernorm_vs_batchnorm_are_torchs_norms(enc_dec):
+    from attnlab.present.norm_compare import EPS
+
+    for stage, view in views_of(enc_dec, "norm_vs_batch"):
+        x = enc_dec[f"{stage.layer}.norm{stage.norm}.in"].float()  # [T, d]
+        ln = torch.nn.functional.layer_norm(x, (x.shape[1],), eps=EPS)
+        bn = torch.nn.functional.batch_norm(x, None, None, training=True, eps=EPS)  # statistics over the T tokens
+        np.testing.assert_allclose(view.ln.matrix, ln.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(view.bn.matrix, bn.numpy(), rtol=1e-4, atol=1e-5)
+        assert view.ln.matrix.dtype == np.float32 and view.ln.matrix.flags.c_contiguous
+        assert f"add & norm {stage.norm}" in view.heading

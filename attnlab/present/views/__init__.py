@@ -1,19 +1,20 @@
 """View-models: for a stage kind, the plain data its panel draws (matrices with labels and colour scales,
 bars, titles, notes), built Qt-free from (trace, stage, display settings). `view_for` picks the builder.
 
-Kinds with a view-model here: Q/K/V, the score maps, the mask, weights·V, concat, W_O, add & norm, FFN. The
-other panels (inputs, positional, heads grid and lines, output, √dₖ explainer, LayerNorm vs BatchNorm) still
-compute in ui/stages/ and move here one by one."""
+Kinds with a view-model here: Q/K/V, the score maps, the mask, weights·V, concat, W_O, add & norm, FFN,
+LayerNorm vs BatchNorm. The other panels (inputs, positional, heads grid and lines, output, √dₖ explainer)
+still compute in ui/stages/ and move here one by one."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from attnlab.present.stages import Stage, ViewState
+from attnlab.present.stages import NORM_COMPARE, Stage, ViewState
 from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.attention import map_view, mask_view, qkv_view
 from attnlab.present.views.ffn import ffn_view
+from attnlab.present.views.norm_compare import norm_compare_view
 from attnlab.present.views.site_vectors import site_vector_view
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ BUILDERS: dict[str, Builder] = {
     "attn_out": site_vector_view,
     "addnorm": addnorm_view,
     "ffn": ffn_view,
+    NORM_COMPARE: norm_compare_view,
 }
 
 
