@@ -136,3 +136,6 @@ class MaskPanel(StagePanel):
         self._data = {**self._map.record, "matrix": shown.additive, "blocked": shown.blocked, "site": self._site}
         self._hint.show_text(shown.hint)
         self._note.show_text(shown.note)
+
+    def shown_data(self) -> dict:
+        return dict(self._data)
