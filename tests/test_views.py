@@ -193,3 +193,13 @@ def test_layernorm_vs_batchnorm_are_torchs_norms(enc_dec):
         np.testing.assert_allclose(view.bn.matrix, bn.numpy(), rtol=1e-4, atol=1e-5)
         assert view.ln.matrix.dtype == np.float32 and view.ln.matrix.flags.c_contiguous
         assert f"add & norm {stage.norm}" in view.heading
+
+
+def test_scaling_explainer_reads_the_sites_scores(enc_dec):
+    stage, view = next((s, v) for s, v in views_of(enc_dec, "scale_why") if s.site == "enc.0.self")
+    scores = entry(enc_dec, "enc.0.self.scores")  # [H, Tq, Tk], no mask on the encoder
+    assert view.stats.d_k == 8 and "dₖ = 8, √dₖ ≈ 2.83" in view.heading
+    np.testing.assert_allclose(np.sort(view.stats.raw), np.sort(scores.ravel()), rtol=1e-6)
+    np.testing.assert_allclose(np.sort(view.stats.scaled), np.sort(scores.ravel()) / np.sqrt(8), rtol=1e-5)
+    assert view.head_ticks == [(0, "head 1"), (1, "head 2"), (2, "head 3"), (3, "head 4")]
+    assert f"{view.stats.std_raw:.2f} raw" in view.note

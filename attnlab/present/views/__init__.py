@@ -2,7 +2,7 @@
 bars, titles, notes), built Qt-free from (trace, stage, display settings). `view_for` picks the builder.
 
 Kinds with a view-model here: Q/K/V, the score maps, the mask, weights·V, concat, W_O, add & norm, FFN,
-LayerNorm vs BatchNorm. The other panels (inputs, positional, heads grid and lines, output, √dₖ explainer)
+LayerNorm vs BatchNorm, the √dₖ explainer. The other panels (inputs, positional, heads grid and lines, output)
 still compute in ui/stages/ and move here one by one."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.attention import map_view, mask_view, qkv_view
 from attnlab.present.views.ffn import ffn_view
 from attnlab.present.views.norm_compare import norm_compare_view
+from attnlab.present.views.scaling import scale_why_view
 from attnlab.present.views.site_vectors import site_vector_view
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ BUILDERS: dict[str, Builder] = {
     "addnorm": addnorm_view,
     "ffn": ffn_view,
     NORM_COMPARE: norm_compare_view,
+    "scale_why": scale_why_view,
 }
 
 
