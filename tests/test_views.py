@@ -203,3 +203,16 @@ def test_scaling_explainer_reads_the_sites_scores(enc_dec):
     np.testing.assert_allclose(np.sort(view.stats.scaled), np.sort(scores.ravel()) / np.sqrt(8), rtol=1e-5)
     assert view.head_ticks == [(0, "head 1"), (1, "head 2"), (2, "head 3"), (3, "head 4")]
     assert f"{view.stats.std_raw:.2f} raw" in view.note
+
+
+def test_heads_grid_holds_every_heads_weights(enc_dec):
+    for stage, view in views_of(enc_dec, "heads", ViewState(head=2)):
+        weights = entry(enc_dec, f"{stage.site}.weights")  # [H, Tq, Tk]
+        np.testing.assert_array_equal(view.weights, weights)
+        assert view.weights.dtype == np.float32 and view.weights.flags.c_contiguous
+        assert view.head == 2 and view.n_heads == 4 and view.title.startswith("all 4 heads")
+        blocked = np.isneginf(entry(enc_dec, f"{stage.site}.mask"))
+        if blocked.any():
+            np.testing.assert_array_equal(view.masked, blocked)
+        else:
+            assert view.masked is None

@@ -1,9 +1,9 @@
 """View-models: for a stage kind, the plain data its panel draws (matrices with labels and colour scales,
 bars, titles, notes), built Qt-free from (trace, stage, display settings). `view_for` picks the builder.
 
-Kinds with a view-model here: Q/K/V, the score maps, the mask, weights·V, concat, W_O, add & norm, FFN,
-LayerNorm vs BatchNorm, the √dₖ explainer. The other panels (inputs, positional, heads grid and lines, output)
-still compute in ui/stages/ and move here one by one."""
+Kinds with a view-model here: Q/K/V, the score maps, the mask, the heads grid, weights·V, concat, W_O,
+add & norm, FFN, LayerNorm vs BatchNorm, the √dₖ explainer. The other panels (inputs, positional, token lines,
+output) still compute in ui/stages/ and move here one by one."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from attnlab.present.stages import NORM_COMPARE, Stage, ViewState
 from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.attention import map_view, mask_view, qkv_view
 from attnlab.present.views.ffn import ffn_view
+from attnlab.present.views.heads import heads_view
 from attnlab.present.views.norm_compare import norm_compare_view
 from attnlab.present.views.scaling import scale_why_view
 from attnlab.present.views.site_vectors import site_vector_view
@@ -30,6 +31,7 @@ BUILDERS: dict[str, Builder] = {
     "masked": map_view,
     "weights": map_view,
     "mask": mask_view,
+    "heads": heads_view,
     "context": site_vector_view,
     "concat": site_vector_view,
     "attn_out": site_vector_view,
