@@ -8,6 +8,7 @@ from attnlab.checkpoints.bundled import random_model
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
+from attnlab.present import words
 
 
 def test_builders_spell_the_golden_scheme():
@@ -36,10 +37,10 @@ def test_readers_invert_the_builders():
 
 
 def test_words_people_read():
-    assert names.layer_words("enc.0") == "Encoder layer 1"
-    assert names.site_words("dec.0.self", causal=True) == "masked self-attention"
-    assert names.sublayer_words("dec", 2, has_cross=True) == "cross-attention"
-    assert names.sublayer_words("dec", 2, has_cross=False) == names.word("ffn")
+    assert words.layer_words("enc.0") == "Encoder layer 1"
+    assert words.site_words("dec.0.self", causal=True) == "masked self-attention"
+    assert words.sublayer_words("dec", 2, has_cross=True) == "cross-attention"
+    assert words.sublayer_words("dec", 2, has_cross=False) == words.word("ffn")
 
 
 @pytest.mark.parametrize("arch", ["encoder-decoder", "decoder-only", "encoder-only"])
@@ -77,10 +78,10 @@ def test_sublayers_sides_and_words():
     assert names.sublayer_out("dec.1", 2, has_cross=False) == "dec.1.ffn.out"
     assert [names.stack_side(s) for s in names.STACKS] == ["src", "tgt"]
     assert [names.side_stack(s) for s in names.SIDES] == ["enc", "dec"]
-    assert names.site_full_words("dec.1.cross") == "decoder layer 2 cross-attention"
-    assert names.short_words("masked self-attention · mask") == "masked self-attn · mask"
-    assert names.sublayer_kind_words("ffn", short=True) == "FFN"
-    assert names.sublayer_kind_words("ffn") == "feed-forward network"
+    assert words.site_full_words("dec.1.cross") == "decoder layer 2 cross-attention"
+    assert words.short_words("masked self-attention · mask") == "masked self-attn · mask"
+    assert words.sublayer_kind_words("ffn", short=True) == "FFN"
+    assert words.sublayer_kind_words("ffn") == "feed-forward network"
 
 
 def test_the_parsers_the_panels_used_to_spell_by_hand():

@@ -6,6 +6,7 @@ from conftest import build_tiny_model as make
 
 from attnlab.engine import names
 from attnlab.engine.options import RunOptions
+from attnlab.present import words
 from attnlab.present.stages import OUTPUT_BOX, output_key, pick_stage, shape_text, stage_tensors, stages_for
 
 SRC, TGT = "the black cat sees the dog", "le chat"
@@ -45,7 +46,7 @@ def test_stage_keys_groups_and_boxes_follow_the_names_module():
     by_key = {s.key: s for s in stages}
     assert by_key["dec.0.self.mask"].title == "masked self-attention · mask"
     assert by_key["dec.0.cross.mask"].title == "cross-attention · mask"
-    assert by_key["enc.1.ffn"].title == names.word("ffn") == "feed-forward network"
+    assert by_key["enc.1.ffn"].title == words.word("ffn") == "feed-forward network"
     assert by_key["enc.0.norm2"].title == "add & LayerNorm 2"
     assert [
         by_key[k].schematic_box for k in ("tgt.embed", "enc.0.self.weights", "enc.1.ffn", "dec.1.norm3", "out.probs")

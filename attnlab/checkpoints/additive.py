@@ -20,14 +20,13 @@ from safetensors.torch import save_file
 from attnlab import limits
 from attnlab.checkpoints.errors import CheckpointError, Problems
 from attnlab.checkpoints.header import read_layout
-from attnlab.engine import names
 from attnlab.engine.additive import AdditiveConfig, AdditiveSeq2Seq
 from attnlab.engine.tokenizer import Tokenizer, tokenizer_from_json
 from attnlab.fileio import atomic_write
 
 FORMAT = "attnlab-additive-1"
 BUNDLED_NAME = "bahdanau"
-TITLE = names.word("additive")
+TITLE = "Additive attention (GRU)"  # the model's name (present/words.py WORDS["additive"] says the same)
 
 
 @dataclass(frozen=True)

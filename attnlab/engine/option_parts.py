@@ -125,7 +125,7 @@ def causal_control(stack: str, attr: str, name: str, text: str) -> Control:
         return (
             None
             if has_stack(config)
-            else f"Not meaningful for this model: it has no {names.word(stack).lower()} ({config.arch})"
+            else f"Not meaningful for this model: it has no {names.STACK_NAMES[stack]} ({config.arch})"
         )
 
     return Control(

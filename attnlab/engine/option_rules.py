@@ -43,10 +43,8 @@ def site_changed(before: RunOptions, after: RunOptions, site: str, fields: froze
     return False
 
 
-def stage_key(options: RunOptions | None) -> tuple:
+def stage_key(options: RunOptions) -> tuple:
     """The values of the fields that rename stages (present/stages.py caches a stage list under them)."""
-    if options is None:
-        return ()
     return tuple(getattr(options, s.field) for s in specs() if s.renames_stages)
 
 

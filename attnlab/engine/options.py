@@ -278,7 +278,7 @@ def site_problem(site: str, config: ModelConfig) -> str:
             )
         layers = config.n_encoder_layers if stack == "enc" else config.n_decoder_layers
         if index >= layers:
-            return f"a mask is set on {site!r}, but this model's {names.word(stack).lower()} has {layers} layers"
+            return f"a mask is set on {site!r}, but this model's {names.STACK_NAMES[stack]} has {layers} layers"
     has_stack = config.has_encoder if stack == "enc" else config.has_decoder
     if not has_stack or (kind == "cross" and (stack == "enc" or config.arch != "encoder-decoder")):
         return f"a mask is set on {excerpt(site)}, but this {config.arch} model has no such attention"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attnlab.engine import names
+from attnlab.present import words
 
 if TYPE_CHECKING:
     from attnlab.engine.live import LiveModel, Prompt
@@ -68,7 +69,7 @@ def ablation_words(ablate: Iterable[tuple[str, int, str]]) -> str:
     parts = []
     for site, head, mode in ablate:
         what = "zeroed" if mode == "zero" else "replaced by its mean over positions"
-        parts.append(f"{names.head_words(head)} of {names.site_full_words(site)} {what}")
+        parts.append(f"{words.head_words(head)} of {words.site_full_words(site)} {what}")
     return "; ".join(parts)
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnlab.engine import names
+from attnlab.present import words
 from attnlab.present.stages import COMPARE_MODES as COMPARE_MODES  # re-exported: the view's choices
 from attnlab.present.stages import NORM_COMPARE, Stage, stage_tensors
 
@@ -121,7 +122,7 @@ def _missing_message(a: Trace, b: Trace, name: str, head: int, a_missing: bool, 
     heads = [heads_of(t, name) for t in (a, b)]
     if any(h is not None and head >= h for h in heads):
         counts = ", ".join(f"{label} has {h}" for label, h in zip("AB", heads, strict=True) if h is not None)
-        return f"{name}: {names.head_words(head)} is not in {which} ({counts} heads); pick a head both have."
+        return f"{name}: {words.head_words(head)} is not in {which} ({counts} heads); pick a head both have."
     return f"{name} is not in run {which}: the two runs do not share this step, so there is nothing to subtract."
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names
 from attnlab.present import formulas as fm
+from attnlab.present import words
 from attnlab.present.explain_page import DM, page
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
 from attnlab.present.stages import Stage
@@ -62,7 +63,7 @@ def is_grouped(trace: Trace) -> bool:
 def _qkv_grouped(stage: Stage, trace: Trace) -> str:
     h, h_kv = trace.n_heads, trace.n_kv_heads
     return page(
-        f"Q, K, V with grouped-query attention · {names.site_full_words(stage.site or '')}",
+        f"Q, K, V with grouped-query attention · {words.site_full_words(stage.site or '')}",
         FORMULAS["gqa"],
         [
             f"This model has {h} query heads but only {h_kv} key/value heads: W<sub>K</sub> and "
@@ -94,7 +95,7 @@ def _rotary_sentence(trace: Trace) -> str:
 # ---- RMSNorm ---------------------------------------------------------------------------------------------
 def _rmsnorm(stage: Stage, trace: Trace) -> str:
     layer, n = stage.layer or "", stage.norm or 1
-    sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n))
+    sub = words.sublayer_kind_words(sublayer_kind(trace, layer, n))
     placement = norm_placement(trace)
     where = (
         f"Pre-norm in this run: RMSNorm comes BEFORE the {sub}, x + {sub}(RMSNorm(x))."
@@ -118,7 +119,7 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
             "No mean is subtracted and there is no shift β: it rescales the vector's length, it does not centre it.",
             "It is cheaper than LayerNorm and works as well in practice (Llama, Qwen2, T5).",
         ],
-        f"{t} {names.word(layer_side(layer) + '.short')} tokens × {d}; one RMS per token.",
+        f"{t} {words.word(layer_side(layer) + '.short')} tokens × {d}; one RMS per token.",
     )
 
 

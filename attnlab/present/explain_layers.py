@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names
 from attnlab.present import formulas as fm
+from attnlab.present import words
 from attnlab.present.explain_page import DFF, DM, page, shape_of, token_word
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
 from attnlab.present.stages import Stage
@@ -53,10 +54,10 @@ def _placement(trace: Trace, sub: str, word: str) -> str:
 
 def addnorm_page(stage: Stage, trace: Trace) -> str:
     layer, n = stage.layer or "", stage.norm or 1
-    sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n))
+    sub = words.sublayer_kind_words(sublayer_kind(trace, layer, n))
     shape = shape_of(trace, names.norm_entry(names.norm(layer, n), "out")) or (0, 0)
     word = fm.norm_word(trace.config)
-    rms = word != names.word("norm")
+    rms = word != words.word("norm")
     placement = _placement(trace, sub, word)
     residual = (
         "The residual connection is switched OFF, so the sub-layer's output replaces x instead of being added to it."
@@ -109,7 +110,7 @@ def ffn_page(stage: Stage, trace: Trace) -> str:
         else f"Two linear layers with {act} between them"
     )
     return page(
-        f"{names.word('ffn').capitalize()} · {layer_name(layer)}",
+        f"{words.word('ffn').capitalize()} · {layer_name(layer)}",
         fm.ffn_formula(trace.config) + "<br>" + act_formula,
         [
             f"{shape}, applied to every position on its own with the same weights: no information "

@@ -10,6 +10,7 @@ import html
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
+from attnlab.present import words
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -19,7 +20,7 @@ DM, DK, DFF = "d<sub>model</sub>", "d<sub>k</sub>", "d<sub>ff</sub>"
 
 def token_word(side: str) -> str:
     """'src' -> 'source' (as in "7 source tokens")."""
-    return names.word(f"{side}.short")
+    return words.word(f"{side}.short")
 
 
 def _formula(text: str) -> str:

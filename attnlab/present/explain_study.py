@@ -7,6 +7,7 @@ import html
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
+from attnlab.present import words
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -29,7 +30,7 @@ def study_notes(site: str, trace: Trace) -> str:
     ablated = options.ablations(site)
     if ablated:
         what = ", ".join(
-            f"{names.head_words(h)} {'zeroed' if m == 'zero' else 'replaced by its mean over positions'}"
+            f"{words.head_words(h)} {'zeroed' if m == 'zero' else 'replaced by its mean over positions'}"
             for h, m in sorted(ablated.items())
         )
         parts.append(

@@ -13,6 +13,7 @@ import numpy as np
 
 from attnlab.engine import names, option_rules
 from attnlab.engine.tokenizer import SPECIALS
+from attnlab.present import words
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -58,17 +59,17 @@ def site_sides(site: str) -> tuple[str, str]:
 
 def site_name(site: str) -> str:
     """'dec.1.cross' -> 'decoder layer 2 cross-attention'."""
-    return names.site_full_words(site)
+    return words.site_full_words(site)
 
 
 def layer_name(layer: str) -> str:
     """'enc.0' -> 'encoder layer 1'."""
-    return names.layer_words_inline(layer)
+    return words.layer_words_inline(layer)
 
 
 def side_name(side: str) -> str:
     """'src' -> 'source', 'tgt' -> 'decoder input'."""
-    return names.word(f"{side}.side")
+    return words.word(f"{side}.side")
 
 
 def layer_side(layer: str) -> str:

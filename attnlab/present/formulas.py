@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from attnlab.engine import names
+from attnlab.present import words
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
@@ -105,7 +105,7 @@ def qkv_formula(rotary: bool) -> str:
 # ---- norms and feed-forward -----------------------------------------------------------------------------
 def norm_word(config: ModelConfig) -> str:
     """'LayerNorm' or 'RMSNorm'."""
-    return names.word("rmsnorm") if config.norm == "rmsnorm" else names.word("norm")
+    return words.word("rmsnorm") if config.norm == "rmsnorm" else words.word("norm")
 
 
 def norm_formula(config: ModelConfig) -> str:

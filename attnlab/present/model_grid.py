@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnlab.engine import names
+from attnlab.present import words
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -86,7 +87,7 @@ def tile(weights: np.ndarray) -> np.ndarray:
 def _kind_title(kind: str) -> str:
     """'dec.cross' -> 'decoder cross-attention'."""
     stack, attention = names.site_kind_parts(kind)
-    return f"{names.word(stack).lower()} {names.word(attention)}"
+    return f"{words.word(stack).lower()} {words.word(attention)}"
 
 
 def site_grids(trace: Trace) -> dict[str, SiteGrid]:

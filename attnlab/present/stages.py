@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names, option_rules
-from attnlab.present import formulas
+from attnlab.present import formulas, words
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
     from attnlab.engine.config import ModelConfig
@@ -83,7 +83,7 @@ class Stage:
 
 
 def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) -> list[Stage]:
-    kind_name = names.site_words(site, causal=masked_self)
+    kind_name = words.site_words(site, causal=masked_self)
     scale = trace.options.scale
     titles = {k: (t if k != "scaled" or scale else formulas.scaled_title(False)) for k, t in ATTENTION_STEPS}
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in titles.items()]
@@ -102,7 +102,7 @@ def _addnorm(trace: Trace, layer: str, n: int, group: str) -> list[Stage]:
 
 
 def _ffn(layer: str, group: str) -> Stage:
-    return Stage(names.ffn(layer), "ffn", names.word("ffn"), group, layer=layer)
+    return Stage(names.ffn(layer), "ffn", words.word("ffn"), group, layer=layer)
 
 
 def _inputs(trace: Trace, side: str) -> list[Stage]:
@@ -110,7 +110,7 @@ def _inputs(trace: Trace, side: str) -> list[Stage]:
     the stage numbers and the stage shown stay put across the toggle."""
     table = names.side_entry(side, "pos") in trace or trace.config.adds_position_table
     steps = [s for s in INPUT_STEPS if s[0] != "pos" or table]
-    return [Stage(names.side_entry(side, k), k, t, names.word(side), side=side) for k, t in steps]
+    return [Stage(names.side_entry(side, k), k, t, words.word(side), side=side) for k, t in steps]
 
 
 def _layers(trace: Trace, stack: str) -> list[str]:
@@ -124,7 +124,7 @@ def _layers(trace: Trace, stack: str) -> list[str]:
 
 def _layer_stages(trace: Trace, layer: str) -> list[Stage]:
     """One layer in computation order: self-attention, add & norm, [cross-attention, add & norm,] FFN, add & norm."""
-    group = names.layer_words(layer)
+    group = words.layer_words(layer)
     stack = names.stack_of(layer)
     cross = names.site(layer, "cross")
     has_cross = names.site_entry(cross, "weights") in trace
@@ -166,7 +166,7 @@ def _build_stages(trace: Trace) -> list[Stage]:
             stages += _inputs(trace, side)
             for layer in _layers(trace, names.side_stack(side)):
                 stages += _layer_stages(trace, layer)
-    stages += [Stage(output_key(k), k, t, names.word("output")) for k, t in OUTPUT_STEPS]
+    stages += [Stage(output_key(k), k, t, words.word("output")) for k, t in OUTPUT_STEPS]
     return stages
 
 

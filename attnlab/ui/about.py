@@ -46,7 +46,7 @@ def version_facts(device: torch.device) -> list[tuple[str, str]]:
 
 def session_device(session) -> torch.device:
     """The device the open model runs on, or the one the run options would pick when none is open yet."""
-    from attnlab.engine.live import pick_device
+    from attnlab.present.engine_api import pick_device
 
     if session.model is not None:
         return session.model.device

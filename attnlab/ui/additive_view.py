@@ -7,8 +7,8 @@ from __future__ import annotations
 from PySide6 import QtWidgets
 
 from attnlab.checkpoints.additive import TITLE, AdditiveModel
-from attnlab.engine.live import LiveModel
 from attnlab.present.additive_compare import additive_alignment, cross_attention_alignment
+from attnlab.present.engine_api import LiveModel
 from attnlab.ui.stages.common import note_font, titled_heatmap
 
 INTRO = (

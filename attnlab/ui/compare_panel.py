@@ -16,10 +16,9 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
-from attnlab.present import compare
+from attnlab.present import compare, words
 from attnlab.present.ablation import distribution_change
+from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.colormaps import DEFAULT_DIVERGING
 from attnlab.ui.head_grid import HeadGrid
@@ -53,7 +52,7 @@ class _EntryRow(QtWidgets.QWidget):
 
     def show_entry(self, entry: compare.ComparedEntry, a: Trace, b: Trace, view: ViewState) -> None:
         per_head = any(compare.heads_of(t, entry.name) is not None for t in (a, b))
-        self.title.setText(f"<b>{entry.name}</b>" + (f" · {names.head_words(view.head)}" if per_head else ""))
+        self.title.setText(f"<b>{entry.name}</b>" + (f" · {words.head_words(view.head)}" if per_head else ""))
         levels = compare.shared_range(entry.a, entry.b)
         for label, heatmap, matrix, trace in (("A", self.a, entry.a, a), ("B", self.b, entry.b, b)):
             heatmap.set_colormap(view.colormap)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QLayout, QWidget
 
-from attnlab.engine.config import ModelConfig
+from attnlab.present.engine_api import ModelConfig
 from attnlab.present.option_controls import Control, OptionSpec, option_controls
 from attnlab.session import Session
 from attnlab.ui import control_widgets as widget

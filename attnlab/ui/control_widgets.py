@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnlab.engine.config import ModelConfig
+from attnlab.present.engine_api import ModelConfig
 from attnlab.present.option_controls import Control, ControlState, OptionSpec, control_state, written
 from attnlab.present.stages import COLOUR_SCALES
 from attnlab.session import Session

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLayout, QPushButton
 
-from attnlab.engine import names
-from attnlab.engine.config import ModelConfig
-from attnlab.engine.options import ABLATION_MODES
+from attnlab.present import words
+from attnlab.present.engine_api import ABLATION_MODES, ModelConfig
 from attnlab.present.stages import COMPARE_MODES
 from attnlab.session import Session
 
@@ -55,7 +54,7 @@ def read_ablate(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
     mode = s.options.ablation_of(site, s.view.head) if site else None
     p.ablate.setCurrentIndex(max(0, p.ablate.findData(mode)))
     count = len(s.options.ablate)
-    where = f"{names.head_words(s.view.head)} of {names.site_full_words(site)}" if site else "pick an attention stage"
+    where = f"{words.head_words(s.view.head)} of {words.site_full_words(site)}" if site else "pick an attention stage"
     p.ablate.setToolTip(f"Ablate {where}. Heads ablated in this run: {count}.")
 
 

@@ -16,7 +16,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 from PySide6.QtCore import Qt, Signal
 
-from attnlab.engine import names
+from attnlab.present import words
 from attnlab.ui import zoom
 from attnlab.ui.axes import TICK_POINT_SIZE, CategoryAxis, MaskBackground, choose_modes
 from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
@@ -173,7 +173,7 @@ class HeadGrid(MatrixView):
         if raw is None or not (0 <= head < raw.shape[0] and 0 <= r < raw.shape[1] and 0 <= c < raw.shape[2]):
             return ""
         explicitly = self._mask is not None and bool(self._mask[head, r, c])
-        return f"{names.head_words(head)}: {self._cell_text(float(raw[head, r, c]), explicitly, r, c)}"
+        return f"{words.head_words(head)}: {self._cell_text(float(raw[head, r, c]), explicitly, r, c)}"
 
     def head_at_scene_pos(self, pos: QtCore.QPointF) -> int | None:
         """Head whose plot or title is under scene position *pos*."""
@@ -268,7 +268,7 @@ class HeadGrid(MatrixView):
         ci = self._glw.ci
         for h in range(n_heads):
             i, j = divmod(h, ncols)
-            lab = pg.LabelItem(names.head_words(h), size=f"{zoom.points(TICK_POINT_SIZE):g}pt")
+            lab = pg.LabelItem(words.head_words(h), size=f"{zoom.points(TICK_POINT_SIZE):g}pt")
             lab.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Fixed)
             ci.addItem(lab, row=2 * i, col=j + 1)
             vb = pg.ViewBox(enableMouse=False, enableMenu=False, invertY=True, defaultPadding=0.0)
@@ -320,7 +320,7 @@ class HeadGrid(MatrixView):
             self._styled = None
         self._views[h].setBorder(pg.mkPen(SELECTED_COLOR, width=3) if sel else None)
         self._head_titles[h].setText(
-            names.head_words(h),
+            words.head_words(h),
             bold=sel,
             color=SELECTED_COLOR if sel else None,
             size=f"{zoom.points(TICK_POINT_SIZE):g}pt",

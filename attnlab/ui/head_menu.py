@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QMenu, QWidget
 
-from attnlab.engine import names
+from attnlab.present import words
 
 if TYPE_CHECKING:
     from attnlab.session import Session
@@ -27,7 +27,7 @@ def head_menu(parent: QWidget, site: str, head: int, current: str | None) -> QMe
     """The menu for trace head `head` of `site`; `current`: how it is ablated now ("zero", "mean" or None).
     Each action's data is its mode (None clears); the current mode is checked, "Clear" greyed when none."""
     menu = QMenu(parent, objectName="headAblationMenu")
-    menu.addSection(f"{names.head_words(head)} of {names.site_full_words(site)}")
+    menu.addSection(f"{words.head_words(head)} of {words.site_full_words(site)}")
     for mode, text in MENU_CHOICES:
         action = menu.addAction(text)
         action.setData(mode)

@@ -12,7 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMenu, QMessageBox
 
-from attnlab.engine.options import RunOptions
+from attnlab.present.engine_api import RunOptions
 from attnlab.present.export import write_text
 from attnlab.present.lessons import (
     Lesson,

@@ -14,7 +14,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from attnlab.engine import names
+from attnlab.present import words
+from attnlab.present.engine_api import names
 from attnlab.present.model_grid import SiteGrid, site_grids
 from attnlab.ui.colormaps import DEFAULT_SEQUENTIAL, get_colormap
 from attnlab.ui.raster import QtReadyImage, rect_updates
@@ -128,7 +129,7 @@ class ModelView(QWidget):
         grid = self._grids[names.site_kind(site)]
         value = float(grid.image[grid.row_of(_layer, q), grid.col_of(head, k)])
         self._readout.setText(
-            f"{names.site_full_words(site)} · head {head + 1} · query {q} → key {k}: "
+            f"{words.site_full_words(site)} · head {head + 1} · query {q} → key {k}: "
             f"{value:.3f}   (click to open this head)"
         )
 

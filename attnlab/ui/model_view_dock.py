@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMenu
 
-from attnlab.engine import names
+from attnlab.present.engine_api import names
 
 
 class ModelViewDock(QDockWidget):

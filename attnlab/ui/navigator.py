@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QTreeWidget, QTreeWidgetItem
 
-from attnlab.engine import names
+from attnlab.present import words
 
 if TYPE_CHECKING:
     from attnlab.present.stages import Stage
@@ -29,7 +29,7 @@ STEP_KEYS = {
 
 def short_title(title: str) -> str:
     """Rows sit in a narrow dock: 'masked self-attention · mask' -> 'masked self-attn · mask'."""
-    return names.short_words(title)
+    return words.short_words(title)
 
 
 class StageNavigator(QTreeWidget):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QSpinBox, QWidget
 
-from attnlab.engine.config import ARCHITECTURES, POSITIONALS, ModelConfig
+from attnlab.present.engine_api import ARCHITECTURES, POSITIONALS, ModelConfig
 
 
 class RandomModelDialog(QDialog):

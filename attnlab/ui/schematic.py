@@ -15,9 +15,8 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from attnlab.engine import names
-from attnlab.engine.config import ModelConfig
-from attnlab.engine.options import ResolvedOptions, RunOptions
+from attnlab.present import words
+from attnlab.present.engine_api import ModelConfig, ResolvedOptions, RunOptions, names
 from attnlab.present.formulas import norm_word, pe_kind
 from attnlab.present.stages import OUTPUT_BOX
 from attnlab.ui.errors import guarded_paint
@@ -40,13 +39,13 @@ INPUT_LABELS = {
     "none": "Embedding",
 }
 SHORT = {
-    names.word("masked self").capitalize(): "Masked self-attn.",
+    words.word("masked self").capitalize(): "Masked self-attn.",
     "Embedding (+ rotary)": "Emb. (+ rotary)",
     "Embedding + sinusoidal PE": "Emb. + sin. PE",
     "Embedding + learned positions": "Emb. + learned pos.",
     "Final LayerNorm (γ=1, β=0)": "Final LN (γ=1, β=0)",
-    names.word("cross").capitalize(): "Cross-attn.",
-    names.word("self").capitalize(): "Self-attn.",
+    words.word("cross").capitalize(): "Cross-attn.",
+    words.word("self").capitalize(): "Self-attn.",
 }
 FIRST_SITE = {stack: names.site(names.layer(stack, 0), "self") for stack in names.STACKS}  # "enc.0.self", …
 HIGHLIGHT = "#ff9f1c"
@@ -208,7 +207,7 @@ class Schematic(QWidget):
     def _header(self, side: str, x0: float, w: float, y: float, n_layers: int) -> float:
         """The stack's name and its layer chips (click one to show that layer); returns the y below them."""
         left = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
-        self.texts.append((QRectF(x0, y, w, 18), f"{names.word(side)} ×{n_layers}", left))
+        self.texts.append((QRectF(x0, y, w, 18), f"{words.word(side)} ×{n_layers}", left))
         for i in range(n_layers):  # layer chips, right-aligned in the header
             r = QRectF(x0 + w - (n_layers - i) * (CHIP + 2), y, CHIP, CHIP)
             chip = "chip-on" if i == self.layer[side] else "chip"
@@ -222,11 +221,11 @@ class Schematic(QWidget):
         cfg, opts = self.config, self.options
         column = [(names.side_entry(names.stack_side(side), "input"), INPUT_LABELS[pe_kind(cfg, opts)], "input")]
         norm = norm_word(cfg)
-        attn = names.site_words(FIRST_SITE[side], causal=opts.is_causal(FIRST_SITE[side])).capitalize()
+        attn = words.site_words(FIRST_SITE[side], causal=opts.is_causal(FIRST_SITE[side])).capitalize()
         subs = [(names.site(here, "self"), attn, "attn")]
         if side == "dec" and cfg.has_encoder:
-            subs.append((names.site(here, "cross"), names.word("cross").capitalize(), "attn"))
-        subs.append((names.ffn(here), names.word("ffn.box"), "ffn"))
+            subs.append((names.site(here, "cross"), words.word("cross").capitalize(), "attn"))
+        subs.append((names.ffn(here), words.word("ffn.box"), "ffn"))
         pre, residual = opts.norm_first, opts.residual
         layer_start = len(column)
         branches = []

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLineEdit, QMenu, QMessageBox
 
-from attnlab.engine.names import word
+from attnlab.present.words import word
 from attnlab.ui import app as appsettings
 from attnlab.ui import open_model, zoom
 from attnlab.ui.about import show_about

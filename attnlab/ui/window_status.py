@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QPushButton
 
-from attnlab.engine import names
+from attnlab.present.engine_api import names
 from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
 from attnlab.present.training_steps import step_banner

@@ -7,39 +7,17 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
-from attnlab.present.formulas import addnorm_texts, norm_word
+from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.views.addnorm import addnorm_view
+from attnlab.present.views.model import BarsView, MessageView
 from attnlab.ui import zoom
 from attnlab.ui.axes import grid_axes, quiet_hidden_axes, show_grid_behind
 from attnlab.ui.bars import SolidBars
 from attnlab.ui.heatmap import cache_axis, tick_font
 from attnlab.ui.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import (
-    MessageStack,
-    Note,
-    TokenTicks,
-    array,
-    layer_name,
-    layer_side,
-    missing,
-    missing_message,
-    norm_placement,
-    note_font,
-    residual_on,
-    row_labels,
-    sublayer_kind,
-    sublayer_output,
-    titled_heatmap,
-)
-
-
-def is_rmsnorm(trace: Trace) -> bool:
-    """Whether this run's layer norms are RMSNorms (Llama, Qwen2): they record the RMS, not mean and variance."""
-    return trace.config.norm == "rmsnorm"
-
+from attnlab.ui.stages.common import MessageStack, Note, TokenTicks, draw_matrix, note_font, titled_heatmap
 
 BEFORE_COLOR = "#3b7dd8"
 AFTER_COLOR = "#ff9f1c"
@@ -89,8 +67,8 @@ class AddNormPanel(StagePanel):
         maps = QtWidgets.QHBoxLayout()
         for box, _ in boxes:
             maps.addWidget(box, 1)
-        self._mean_plot = bar_plot(self, "mean per token")
-        self._var_plot = bar_plot(self, "variance per token")
+        self._mean_plot = bar_plot(self, "")
+        self._var_plot = bar_plot(self, "")
         self._bars: dict[str, SolidBars] = {}
         self._bar_dx: dict[str, float] = {}
         for stat, plot in (("mean", self._mean_plot), ("var", self._var_plot)):
@@ -99,13 +77,9 @@ class AddNormPanel(StagePanel):
                 plot.addItem(bars)
                 self._bars[f"{stat}.{which}"] = bars
                 self._bar_dx[f"{stat}.{which}"] = dx
-        key = self._key = QtWidgets.QLabel(
-            f"<span style='color:{BEFORE_COLOR}'>■</span> LayerNorm input &nbsp;&nbsp; "
-            f"<span style='color:{AFTER_COLOR}'>■</span> LayerNorm output",
-            self,
-        )
+        key = self._key = QtWidgets.QLabel(self)  # the colour key of the bars
         key.setFont(note_font())
-        self._rms_titles = False  # whether the bar titles and key name RMSNorm
+        self._bar_titles: tuple[str, ...] = ()  # the titles and key now shown (set from the view-model)
         bars_row = QtWidgets.QHBoxLayout()
         bars_row.addWidget(self._mean_plot, 1)
         bars_row.addWidget(self._var_plot, 1)
@@ -127,87 +101,58 @@ class AddNormPanel(StagePanel):
         self._data: dict = {}
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        layer, n = stage.layer or "", stage.norm or 1
-        prefix = names.norm(layer, n)
-        rms = is_rmsnorm(trace)
-        kind_stats = names.norm_stats("rmsnorm" if rms else "layernorm")  # in, rms, out / in, mean, var, out
-        entry = {stat: names.norm_entry(prefix, stat) for stat in kind_stats}
-        lost = missing(trace, list(entry.values()))
-        norm = norm_placement(trace)
-        if lost:
-            self._data = {"message": missing_message("This add & norm step", lost)}
-            self._stack.show_message(self._data["message"])
+        shown_view = addnorm_view(trace, stage, view, self.vocab)
+        if isinstance(shown_view, MessageView):
+            self._data = {"message": shown_view.message}
+            self._stack.show_message(shown_view.message)
             return
         self._stack.show_content()
-        side = layer_side(layer)
-        x_in, x_out = array(trace, entry["in"]), array(trace, entry["out"])  # [T, d] each
-        labels = row_labels(trace, side, x_in.shape[0], self.vocab)  # decoder rows: "<s> → le"
-        if rms:  # RMSNorm: the bars show the RMS it divides by, and the mean it leaves in place
-            mean, var = x_in.mean(axis=1), array(trace, entry["rms"])  # [T] each
-            out_mean, out_var = x_out.mean(axis=1), np.sqrt((x_out**2).mean(axis=1))
-        else:
-            mean, var = array(trace, entry["mean"]), array(trace, entry["var"])  # [T] each
-            out_mean, out_var = x_out.mean(axis=1), x_out.var(axis=1)
-        self._title_bars(rms)
-        sub_name = sublayer_output(trace, layer, n)
-        sub = names.sublayer_kind_words(sublayer_kind(trace, layer, n), short=True)
-        resid_name = names.resid(layer, n)
-        where, word = layer_name(layer), norm_word(trace.config)
-        text, titles = addnorm_texts(norm, residual_on(trace), sub, n, where, word)
-        toggled = tuple(addnorm_texts(p, r, sub, n, where, word)[0] for p in ("pre", "post") for r in (True, False))
-        self._placement.show_text(text, alternatives=toggled)  # the placement and residual toggles move nothing
-        order = (entry["in"], entry["out"], resid_name) if norm == "pre" else (sub_name, entry["in"], entry["out"])
-        slots = list(zip(order, titles, strict=True))
+        self._placement.show_text(shown_view.heading.text, alternatives=shown_view.heading.alternatives)
         shown: dict[str, dict] = {}
-        for panel_map, (name, title) in zip(self._maps, slots, strict=True):
-            if name in trace:
-                panel_map.draw(array(trace, name), labels, None, title=title, colormap=view.colormap, symmetric=True)
+        for panel_map, slot in zip(self._maps, shown_view.slots, strict=True):
+            if slot.message:
+                panel_map.clear(slot.message)
             else:
-                panel_map.clear(missing_message(title, [name]))
-            shown[name] = dict(panel_map.record)
+                draw_matrix(panel_map, slot, view.colormap)
+            shown[slot.name] = dict(panel_map.record)
+        self._title_bars(shown_view.mean, shown_view.spread)
+        mean, out_mean = (series.values for series in shown_view.mean.series)
+        var, out_var = (series.values for series in shown_view.spread.series)
         self._set_bars(mean, var, out_mean, out_var)
-        self._set_ticks(labels, x_in.shape[0])
-        residual_off = not residual_on(trace)
-        note = (
-            "Per token: divide by its RMS √(mean(x²) + ε), then scale by the learned gain g. No mean is "
-            "subtracted (compare the mean bars before and after) and there is no shift."
-            if rms
-            else "Per token: subtract its mean, divide by √(variance + ε), then scale by γ and shift by β. "
-            "The output has mean ≈ 0 and variance ≈ 1 per token (up to the learned γ and β)."
-        )
-        off_note = "The residual connection is switched OFF: the sub-layer's output replaces x. " + note
-        self._note.show_text(off_note if residual_off else note, alternatives=(off_note,))
+        labels = shown_view.tokens
+        self._set_ticks(labels, mean.shape[0])
+        self._note.show_text(shown_view.note.text, alternatives=shown_view.note.alternatives)
+        entry = shown_view.entries
         self._data = {
             "before": shown[entry["in"]],
             "after": shown[entry["out"]],
-            "resid": shown.get(resid_name) or shown[entry["in"]],
-            "sublayer": shown.get(sub_name),
-            "slots": [name for name, _ in slots],
+            "resid": shown.get(shown_view.resid) or shown[entry["in"]],
+            "sublayer": shown.get(shown_view.sublayer),
+            "slots": [slot.name for slot in shown_view.slots],
             "mean": mean,
             "var": var,
             "out_mean": out_mean,
             "out_var": out_var,
-            "norm": norm,
+            "norm": shown_view.placement,
             "tokens": labels,
-            "residual_off": residual_off,
-            "kind": "rmsnorm" if rms else "layernorm",
+            "residual_off": shown_view.residual_off,
+            "kind": shown_view.norm_kind,
         }
-        if rms:
+        if shown_view.norm_kind == "rmsnorm":
             self._data.update({"rms": var, "out_rms": out_var})
 
-    def _title_bars(self, rms: bool) -> None:
-        """RMSNorm's bars: the mean it does NOT subtract, and the RMS it divides by; LayerNorm's: mean, var."""
-        if rms == self._rms_titles:
+    def _title_bars(self, mean: BarsView, spread: BarsView) -> None:
+        """The bar charts' titles and the colour key (RMSNorm's name the mean it does NOT subtract, and the RMS)."""
+        titles = (mean.title, spread.title, *(series.label for series in mean.series))
+        if titles == self._bar_titles:
             return
-        self._rms_titles = rms
-        self._mean_plot.getPlotItem().setTitle(
-            "mean per token (not subtracted)" if rms else "mean per token", size="11pt"
-        )
-        self._var_plot.getPlotItem().setTitle("RMS per token" if rms else "variance per token", size="11pt")
-        word = names.word("rmsnorm" if rms else "norm")
+        self._bar_titles = titles
+        self._mean_plot.getPlotItem().setTitle(mean.title, size=f"{zoom.points(11):g}pt")
+        self._var_plot.getPlotItem().setTitle(spread.title, size=f"{zoom.points(11):g}pt")
+        before, after = (series.label for series in mean.series)
         self._key.setText(
-            f"<span style='color:{BEFORE_COLOR}'>■</span> {word} input &nbsp;&nbsp; "
-            f"<span style='color:{AFTER_COLOR}'>■</span> {word} output"
+            f"<span style='color:{BEFORE_COLOR}'>■</span> {before} &nbsp;&nbsp; "
+            f"<span style='color:{AFTER_COLOR}'>■</span> {after}"
         )
 
     def _set_bars(self, mean, var, out_mean, out_var) -> None:

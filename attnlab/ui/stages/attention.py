@@ -3,72 +3,19 @@ after attention (weights·V per head, the concatenation, the W_O output) are in 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-
-import numpy as np
 from PySide6 import QtWidgets
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
-from attnlab.present.explain_imported import gqa_text
-from attnlab.present.facts import row_labels, score_levels
-from attnlab.present.formulas import scaled_title
+from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.views.attention import map_view, mask_view, qkv_view
+from attnlab.present.views.model import MessageView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     Note,
     PanelHeatmap,
-    array,
-    axis_title,
-    clamp_head,
-    missing,
-    missing_message,
-    scaling_on,
-    site_name,
-    site_sides,
+    draw_matrix,
     titled_heatmap,
-    tokens,
 )
-
-
-class SiteView:
-    """What every attention panel needs to know about a site: heads, the chosen head, token labels."""
-
-    def __init__(self, trace: Trace, site: str, view: ViewState, vocab: Callable[[int], str] | None = None):
-        self.site = site
-        self.q_side, self.k_side = site_sides(site)
-        q_name, weights_name = names.site_entry(site, "q"), names.site_entry(site, "weights")
-        q = trace[q_name] if q_name in trace else trace[weights_name]
-        self.n_heads = int(q.shape[0])
-        self.head = clamp_head(view.head, self.n_heads)
-        weights = trace.get(weights_name)
-        tq = int(weights.shape[1]) if weights is not None else int(q.shape[1])
-        tk = int(weights.shape[2]) if weights is not None else tq
-        self.rows = row_labels(trace, self.q_side, tq, vocab)  # decoder rows: "<s> → le"
-        self.cols = tokens(trace, self.k_side, tk)
-        self.name = site_name(site)
-
-    @property
-    def head_text(self) -> str:
-        return f"{names.head_words(self.head)} of {self.n_heads}"
-
-
-def blocked_cells(trace: Trace, site: str) -> np.ndarray | None:
-    """bool [Tq, Tk]: True where the additive mask is −inf (the query may not look at that key)."""
-    name = names.site_entry(site, "mask")
-    if name not in trace:
-        return None
-    blocked = np.isneginf(array(trace, name))
-    return blocked if blocked.any() else None
-
-
-def need_entries(panel_map: PanelHeatmap, trace: Trace, names: list[str], what: str) -> bool:
-    """Clear the map with a message when a name is missing; True when everything is there."""
-    lost = missing(trace, names)
-    if lost:
-        panel_map.clear(missing_message(what, lost))
-    return not lost
 
 
 class QKVPanel(StagePanel):
@@ -92,72 +39,26 @@ class QKVPanel(StagePanel):
         self._data: dict = {}
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        site = stage.site or ""
-        lost = missing(trace, [names.site_entry(site, p) for p in ("q", "k", "v")])
-        if lost:
-            message = missing_message("Q, K and V", lost)
+        shown = qkv_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
             for m in self._maps.values():
-                m.clear(message)
+                m.clear(shown.message)
             self._note.show_text("")
-            self._data = {"message": message}
+            self._data = {"message": shown.message}
             return
-        sv = SiteView(trace, site, view, self.vocab)
-        kv_head = trace.kv_head_map[sv.head]  # GQA: a shared K/V head
-        grouped = trace.n_kv_heads < trace.n_heads
-        titles = {
-            "q": "Q (queries)",
-            "k": f"K (keys, K/V head {kv_head + 1})" if grouped else "K (keys)",
-            "v": f"V (values, K/V head {kv_head + 1})" if grouped else "V (values)",
+        for p, matrix in (("q", shown.q), ("k", shown.k), ("v", shown.v)):
+            draw_matrix(self._maps[p], matrix, view.colormap)
+        self._header.show_text(shown.heading)
+        self._data = {
+            "head": shown.head,
+            "n_heads": shown.n_heads,
+            **{p: dict(m.record) for p, m in self._maps.items()},
         }
-        for p, panel_map in self._maps.items():
-            matrix = array(trace, names.site_entry(site, p))[sv.head if p == "q" else kv_head]  # [T, d_k]
-            side = sv.q_side if p == "q" else sv.k_side
-            labels = sv.rows if p == "q" else sv.cols
-            panel_map.titles(axis_title(side, "token"), "d_k dimension")
-            panel_map.draw(matrix, labels, None, title=titles[p], colormap=view.colormap, symmetric=True)
-        self._header.show_text(f"Q, K, V · {sv.name} · {sv.head_text}")
-        self._data = {"head": sv.head, "n_heads": sv.n_heads, **{p: dict(m.record) for p, m in self._maps.items()}}
-        source = (
-            "Q from the decoder, K and V from the encoder output"
-            if sv.q_side != sv.k_side
-            else "all three from the same tokens"
-        )
-        dk = self._maps["q"].record["matrix"].shape[1]
-        sharing = gqa_text(trace.n_heads, trace.n_kv_heads) if grouped else ""
-        self._data["kv_head"], self._data["sharing"] = kv_head, sharing
-        self._note.show_text(
-            f"{sv.name}: every token's vector is multiplied by W_Q, W_K and W_V ({source}). "
-            f"Shown: {names.head_words(sv.head)}'s slice, d_k = {dk} numbers per token."
-            + (
-                f" Grouped-query attention: {trace.n_kv_heads} K/V heads for {trace.n_heads} Q "
-                f"heads — {sharing} ({names.head_words(sv.head)} reads K/V head {kv_head + 1})."
-                if grouped
-                else ""
-            )
-        )
+        self._data["kv_head"], self._data["sharing"] = shown.kv_head, shown.sharing
+        self._note.show_text(shown.note)
 
     def shown_data(self) -> dict:
         return dict(self._data)
-
-
-MAP_TEXT = {
-    "scores": (
-        "QKᵀ scores",
-        "Cell (i, j) = qᵢ · kⱼ, the dot product of query i with key j: large when they point the same way.",
-    ),
-    "scaled": ("QKᵀ / √dₖ", ""),
-    "masked": ("masked scores", "The mask adds 0 where a query may look and −∞ where it may not (hatched)."),
-    "weights": (
-        "attention weights",
-        "softmax turns each row into weights between 0 and 1 that sum to 1: how "
-        "much each query token takes from each key token.",
-    ),
-}
-
-
-def map_title(trace: Trace, kind: str) -> str:
-    """The map's title; the ÷√dₖ map says when scaling is switched off instead of claiming QKᵀ/√dₖ."""
-    return scaled_title(scaling_on(trace)) if kind == "scaled" else MAP_TEXT[kind][0]
 
 
 class MapPanel(StagePanel):
@@ -184,55 +85,15 @@ class AttentionMapPanel(MapPanel):
     kinds = ("scores", "scaled", "masked", "weights")
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        site, kind = stage.site or "", stage.kind
-        self._data = {}
-        wanted = [names.site_entry(site, kind), names.site_entry(site, "weights")]
-        if not need_entries(self._map, trace, wanted, MAP_TEXT[kind][0]):
+        shown = map_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
+            self._map.clear(shown.message)
             self._note.show_text("")
             self._data = dict(self._map.record)
             return
-        sv = SiteView(trace, site, view, self.vocab)
-        matrix = array(trace, names.site_entry(site, kind))[sv.head]  # [Tq, Tk]
-        blocked = blocked_cells(trace, site)
-        levels = (0.0, 1.0) if kind == "weights" else score_levels(trace, site, sv.head, view.colour_scale)
-        self._map.titles(axis_title(sv.q_side, "query"), axis_title(sv.k_side, "key"))
-        self._map.draw(
-            matrix,
-            sv.rows,
-            sv.cols,
-            masked=blocked,
-            levels=levels,
-            colormap=view.colormap,
-            symmetric=None if kind == "weights" else True,
-            title=f"{map_title(trace, kind)} · {sv.name} · {sv.head_text}",
-        )
-        self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads, "kind": kind}
-        self._note.show_text(self._explain(trace, site, kind, matrix, blocked))
-
-    def _explain(self, trace: Trace, site: str, kind: str, matrix: np.ndarray, blocked) -> str:
-        valid = matrix[~blocked] if blocked is not None else matrix.ravel()
-        valid = valid[np.isfinite(valid)]
-        spread = f" Allowed values range from {valid.min():.2f} to {valid.max():.2f}." if valid.size else ""
-        text = MAP_TEXT[kind][1]
-        if kind == "scores" and blocked is not None:
-            text += " Hatched cells will be blocked by the mask two steps later."
-        if kind == "scaled":
-            dk = int(trace[names.site_entry(site, "q")].shape[-1]) if names.site_entry(site, "q") in trace else 0
-            if not scaling_on(trace):
-                text = (
-                    "Scaling is switched OFF: these are the raw scores. With large dₖ the softmax then "
-                    "tends to put almost all weight on one key."
-                )
-            else:
-                text = (
-                    f"Every score is divided by √dₖ = √{dk} ≈ {math.sqrt(dk):.2f}, so the spread of the "
-                    f"scores does not grow with the head size and the softmax stays soft."
-                )
-        if kind == "weights":
-            row_sums = np.nansum(matrix, axis=1)
-            text += f" Row sums: {row_sums.min():.3f} … {row_sums.max():.3f}."
-            return text
-        return text + spread
+        draw_matrix(self._map, shown.matrix, view.colormap)
+        self._data = {**self._map.record, "head": shown.head, "n_heads": shown.n_heads, "kind": shown.kind}
+        self._note.show_text(shown.note)
 
 
 class MaskPanel(StagePanel):
@@ -262,41 +123,19 @@ class MaskPanel(StagePanel):
             self.maskCellToggled.emit(self._site, q, k)
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        site = stage.site or ""
-        if not need_entries(self._map, trace, [names.site_entry(site, "mask")], "The mask"):
+        shown = mask_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
+            self._map.clear(shown.message)
             self._site = ""
             self._data = dict(self._map.record)
             self._hint.show_text("")
             self._note.show_text("")
             return
-        self._site = site
-        sv = SiteView(trace, site, view, self.vocab)
-        additive = array(trace, names.site_entry(site, "mask"))  # [Tq, Tk], 0 or -inf
-        blocked = np.isneginf(additive)
-        allowed = np.ones_like(additive)
-        self._map.titles(axis_title(sv.q_side, "query"), axis_title(sv.k_side, "key"))
-        self._map.draw(
-            allowed,
-            sv.rows,
-            sv.cols,
-            masked=blocked,
-            levels=(0.0, 1.0),
-            colormap=view.colormap,
-            title=f"mask · {sv.name}",
-        )
-        self._data = {**self._map.record, "matrix": additive, "blocked": blocked, "site": site}
-        self._hint.show_text("Click a cell to block or unblock that query → key pair; the model runs again.")
-        n_blocked, total = int(blocked.sum()), blocked.size
-        causal = (
-            sv.q_side == sv.k_side and bool(np.all(blocked[np.triu_indices_from(blocked, 1)]))
-            if blocked.shape[0] == blocked.shape[1] and blocked.shape[0] > 1
-            else False
-        )
-        what = " The upper triangle is blocked: the causal (look-ahead) mask." if causal else ""
-        self._note.show_text(
-            f"Coloured = allowed (adds 0 to the score); hatched = blocked (adds −∞, so its "
-            f"weight becomes exactly 0). {n_blocked} of {total} cells blocked.{what}"
-        )
+        self._site = stage.site or ""
+        draw_matrix(self._map, shown.matrix, view.colormap)
+        self._data = {**self._map.record, "matrix": shown.additive, "blocked": shown.blocked, "site": self._site}
+        self._hint.show_text(shown.hint)
+        self._note.show_text(shown.note)
 
     def shown_data(self) -> dict:
         return dict(self._data)

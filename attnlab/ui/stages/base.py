@@ -8,7 +8,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QPoint, Signal
 from PySide6.QtWidgets import QWidget
 
-from attnlab.engine.trace import Trace
+from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 
 

@@ -7,7 +7,6 @@ import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.engine import names
 from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
     SPECIAL_TOKENS,
     array,
@@ -27,20 +26,13 @@ from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
     sublayer_output,
     tokens,
 )
+from attnlab.present.views.model import MatrixView
+from attnlab.present.views.site import axis_title, clamp_head  # noqa: F401 (re-exported for the panels)
 from attnlab.ui import zoom
 from attnlab.ui.heatmap import LabeledHeatmap, elide_label, tick_font
 from attnlab.ui.steady import SteadyHeight
 
 NOTE_POINT_SIZE = 12
-
-
-def axis_title(side: str, role: str) -> str:
-    """'query · decoder token' style axis titles."""
-    return f"{role} ({names.word(names.side_stack(side)).lower()} tokens)"
-
-
-def clamp_head(head: int, n_heads: int) -> int:
-    return min(max(int(head), 0), max(n_heads - 1, 0))
 
 
 # ---------------------------------------------------------------------------------------- widgets
@@ -254,6 +246,22 @@ class PanelHeatmap(LabeledHeatmap):
         self.record = {"message": message}
         if self._header is not None:
             self._header.show_text("")
+
+
+def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> None:
+    """Draw a view-model's matrix: its numbers, axis labels, title and colour scale, in the chosen colour map."""
+    if matrix.axes is not None:
+        panel_map.titles(*matrix.axes)
+    panel_map.draw(
+        matrix.matrix,
+        matrix.rows,
+        matrix.cols,
+        title=matrix.title,
+        colormap=colormap,
+        masked=matrix.masked,
+        levels=matrix.levels,
+        symmetric=matrix.symmetric,
+    )
 
 
 def titled_heatmap(parent: QtWidgets.QWidget, **kwargs) -> tuple[QtWidgets.QWidget, PanelHeatmap]:

@@ -6,15 +6,15 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
+from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.texts import counted
+from attnlab.present.views.heads import heads_view
+from attnlab.present.views.model import MessageView
+from attnlab.present.views.site import SiteView
 from attnlab.ui.colormaps import get_colormap
 from attnlab.ui.head_grid import HeadGrid
 from attnlab.ui.heatmap import elide_label
 from attnlab.ui.raster import opaque_over, plot_background, rect_updates
-from attnlab.ui.stages.attention import SiteView, blocked_cells
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
@@ -52,39 +52,29 @@ class HeadsPanel(StagePanel):
         self.headSelected.emit(head)
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        site = stage.site or ""
-        name = names.site_entry(site, "weights")
-        if name not in trace:
-            message = missing_message("The attention weights", [name])
-            self._grid.clear(message)
+        shown = heads_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
+            self._grid.clear(shown.message)
             self._header.show_text("")
             self._note.show_text("")
-            self._data = {"message": message}
+            self._data = {"message": shown.message}
             return
-        sv = SiteView(trace, site, view, self.vocab)
-        weights = array(trace, name)  # [H, Tq, Tk]
-        blocked = blocked_cells(trace, site)
         if view.colormap != self._cmap:
             self._cmap = view.colormap
             self._grid.set_colormap(view.colormap)
-        heads = f"all {sv.n_heads} heads" if sv.n_heads > 1 else counted(sv.n_heads, "head")
-        title = f"{heads} · {sv.name} · query rows, key columns"
-        self._grid.set_heads(weights, sv.rows, sv.cols, blocked, "", levels=(0.0, 1.0))
-        self._header.show_text(title)
-        self._grid.set_selected(sv.head)
+        self._grid.set_heads(shown.weights, shown.rows, shown.cols, shown.masked, "", levels=shown.levels)
+        self._header.show_text(shown.title)
+        self._grid.set_selected(shown.head)
         self._data = {
-            "weights": weights,
-            "rows": sv.rows,
-            "cols": sv.cols,
-            "masked": blocked,
-            "head": sv.head,
-            "n_heads": sv.n_heads,
-            "title": title,
+            "weights": shown.weights,
+            "rows": shown.rows,
+            "cols": shown.cols,
+            "masked": shown.masked,
+            "head": shown.head,
+            "n_heads": shown.n_heads,
+            "title": shown.title,
         }
-        self._note.show_text(
-            "Each head has its own W_Q, W_K, W_V slice and so its own pattern. "
-            "Click a head to select it for the other steps (orange frame)."
-        )
+        self._note.show_text(shown.note)
 
     def shown_data(self) -> dict:
         return dict(self._data)

@@ -7,8 +7,7 @@ import numpy as np
 from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
+from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.heatmap import printable_label
 from attnlab.ui.stages.base import StagePanel

@@ -9,25 +9,15 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
-from attnlab.present.norm_compare import batchnorm_by_length, compare_norms
+from attnlab.present.engine_api import Trace
+from attnlab.present.norm_compare import batchnorm_by_length
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.views.model import MessageView
+from attnlab.present.views.norm_compare import norm_compare_view, sweep_note
 from attnlab.ui.bars import SolidBars
 from attnlab.ui.stages.addnorm import AFTER_COLOR, BEFORE_COLOR, bar_plot, bar_range
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import (
-    MessageStack,
-    Note,
-    array,
-    layer_name,
-    layer_side,
-    missing,
-    missing_message,
-    note_font,
-    titled_heatmap,
-    tokens,
-)
+from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, note_font, titled_heatmap
 
 LN_COLOR, BN_COLOR = AFTER_COLOR, BEFORE_COLOR
 MEAN_COLOR, VAR_COLOR = "#8e6cc0", "#2a9d8f"  # the statistics bars (not the LN/BN colours of the curves)
@@ -129,36 +119,17 @@ class NormComparePanel(StagePanel):
         self._length_slider.valueChanged.connect(self._redraw_sweep)
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        layer, n = stage.layer or "", stage.norm or 1
-        name = names.norm_entry(names.norm(layer, n), "in")
-        lost = missing(trace, [name])
-        if lost:
-            self._data = {"message": missing_message("The input of this add & norm step", lost)}
-            self._stack.show_message(self._data["message"])
+        shown = norm_compare_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
+            self._data = {"message": shown.message}
+            self._stack.show_message(shown.message)
             return
         self._stack.show_content()
-        x = array(trace, name)  # [T, d]
-        cmp = compare_norms(x)
-        self._labels = tokens(trace, layer_side(layer), x.shape[0])
-        self._header.show_text(
-            f"LayerNorm vs BatchNorm on the input of add & norm {n} · {layer_name(layer)} (without γ, β)"
-        )
-        self._ln_map.draw(
-            cmp.ln_out,
-            self._labels,
-            None,
-            title="LayerNorm(x): each row (token) normalised",
-            colormap=view.colormap,
-            symmetric=True,
-        )
-        self._bn_map.draw(
-            cmp.bn_out,
-            self._labels,
-            None,
-            title="BatchNorm(x): each column (feature) normalised",
-            colormap=view.colormap,
-            symmetric=True,
-        )
+        cmp, x = shown.comparison, shown.comparison.x  # x: [T, d]
+        self._labels = shown.tokens
+        self._header.show_text(shown.heading)
+        draw_matrix(self._ln_map, shown.ln, view.colormap)
+        draw_matrix(self._bn_map, shown.bn, view.colormap)
         for kind, plot, mean, var in (
             ("ln", self._ln_stats, cmp.ln_mean, cmp.ln_var),
             ("bn", self._bn_stats, cmp.bn_mean, cmp.bn_var),
@@ -205,14 +176,8 @@ class NormComparePanel(StagePanel):
         self._curves["ln_change"].setData(sweep.lengths.astype(float), sweep.ln_change)
         self._curves["bn_change"].setData(sweep.lengths.astype(float), sweep.bn_change)
         self._length_line.setValue(length)
-        word = f" ({self._labels[token]})" if self._labels else ""
         self._length_label.setText(f"{length} of {t} tokens")
-        self._note.show_text(
-            f"Token {token}{word} with a batch of the first {length} tokens: its LayerNorm output changed by at "
-            f"most {sweep.ln_change[i]:.3g} against the whole sentence's, its BatchNorm output by "
-            f"{sweep.bn_change[i]:.3g}. BatchNorm's statistics come from the neighbours; LayerNorm's from the "
-            "token alone."
-        )
+        self._note.show_text(sweep_note(sweep, length, self._labels))
         self._data.update(
             {
                 "token": token,

@@ -9,9 +9,8 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 from PySide6.QtCore import Signal
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
 from attnlab.present.ablation import BASELINE_PROBS, ablation_words, change_text, distribution_change
+from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.axes import grid_axes, quiet_hidden_axes, show_grid_behind
 from attnlab.ui.bars import SolidBars

@@ -7,9 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.engine import names
-from attnlab.engine.positional import sinusoidal_period
-from attnlab.engine.trace import Trace
+from attnlab.present.engine_api import Trace, names, sinusoidal_period
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui import zoom
 from attnlab.ui.axes import grid_axes, show_grid_behind

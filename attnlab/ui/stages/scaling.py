@@ -7,13 +7,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
-from attnlab.present.scaling import MAX_DK, random_scaling, scaling_sweep, site_scaling
+from attnlab.present.engine_api import Trace
+from attnlab.present.scaling import MAX_DK, random_scaling, scaling_sweep
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.views.model import MessageView
+from attnlab.present.views.scaling import random_draw_note, scale_why_view
 from attnlab.ui.stages.addnorm import AFTER_COLOR, BEFORE_COLOR, bar_plot, bar_range
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import MessageStack, Note, missing, missing_message, note_font, site_name
+from attnlab.ui.stages.common import MessageStack, Note, note_font
 
 RAW_COLOR, SCALED_COLOR = BEFORE_COLOR, AFTER_COLOR
 
@@ -133,15 +134,14 @@ class ScaleWhyPanel(StagePanel):
         self._redraw_random()
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        site = stage.site or ""
-        lost = missing(trace, [names.site_entry(site, "scores")])
-        if lost:
-            self._site = {"message": missing_message("The raw scores of this site", lost)}
-            self._stack.show_message(self._site["message"])
+        shown = scale_why_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
+            self._site = {"message": shown.message}
+            self._stack.show_message(shown.message)
             return
         self._stack.show_content()
-        stats = site_scaling(trace, site)
-        self._header.show_text(f"Why ÷ √dₖ? · {site_name(site)} · dₖ = {stats.d_k}, √dₖ ≈ {stats.d_k**0.5:.2f}")
+        stats = shown.stats
+        self._header.show_text(shown.heading)
         self._hist_curves["raw"].setData(stats.edges, stats.raw_counts)
         self._hist_curves["scaled"].setData(stats.edges, stats.scaled_counts)
         self._hist.setXRange(float(stats.edges[0]), float(stats.edges[-1]))
@@ -154,14 +154,10 @@ class ScaleWhyPanel(StagePanel):
         self._entropy.setYRange(
             *bar_range(stats.entropy_raw, stats.entropy_scaled, np.array([stats.entropy_uniform])), padding=0
         )
-        self._entropy.getPlotItem().getAxis("bottom").setTicks([[(i, names.head_words(i)) for i in range(len(x))]])
-        self._site_note.show_text(
-            f"std of the scores: {stats.std_raw:.2f} raw, {stats.std_scaled:.2f} after ÷√dₖ. Mean entropy "
-            f"{stats.entropy_raw.mean():.2f} → {stats.entropy_scaled.mean():.2f} nats (an even spread over the "
-            f"allowed keys: {stats.entropy_uniform:.2f}, dashed)."
-        )
+        self._entropy.getPlotItem().getAxis("bottom").setTicks([shown.head_ticks])
+        self._site_note.show_text(shown.note)
         self._site = {
-            "site": site,
+            "site": stage.site or "",
             "d_k": stats.d_k,
             "edges": stats.edges,
             "raw_counts": stats.raw_counts,
@@ -185,11 +181,7 @@ class ScaleWhyPanel(StagePanel):
         draw = random_scaling(d_k, seed)
         for line in self._chosen.values():
             line.setValue(np.log10(d_k))
-        self._draw_note.show_text(
-            f"d_k = {d_k}: std of q·k = {draw.std_raw:.2f} (√d_k = {d_k**0.5:.2f}), after ÷√d_k "
-            f"{draw.std_scaled:.2f}. Largest softmax weight: {draw.max_raw:.2f} without the division, "
-            f"{draw.max_scaled:.2f} with it. Dashed: √d_k."
-        )
+        self._draw_note.show_text(random_draw_note(draw))
         self._random.update({"d_k": d_k, "seed": seed, "draw": draw})
 
     def shown_data(self) -> dict:

@@ -6,27 +6,28 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.engine import names
-from attnlab.engine.trace import Trace
+from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.texts import counted
-from attnlab.ui.stages.attention import MapPanel, SiteView, need_entries
-from attnlab.ui.stages.common import (
-    array,
-    axis_title,
-)
+from attnlab.present.views.model import MessageView
+from attnlab.present.views.site_vectors import SiteVectorView, site_vector_view
+from attnlab.ui.stages.attention import MapPanel
+from attnlab.ui.stages.common import draw_matrix
 
 
 class _SiteVectorPanel(MapPanel):
     """Shared body of the panels that show [Tq × columns] vectors after attention."""
 
-    def _lacks(self, trace: Trace, name: str, what: str) -> bool:
-        """True (after showing why) when the trace has no `name` to draw."""
-        if need_entries(self._map, trace, [name], what):
-            return False
-        self._note.show_text("")
-        self._data = dict(self._map.record)
-        return True
+    def _draw(self, trace: Trace, stage: Stage, view: ViewState) -> SiteVectorView | None:
+        """Draw the stage's view-model and its note; None (after showing why) when the run lacks its entry."""
+        shown = site_vector_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
+            self._map.clear(shown.message)
+            self._note.show_text("")
+            self._data = dict(self._map.record)
+            return None
+        draw_matrix(self._map, shown.matrix, view.colormap)
+        self._note.show_text(shown.note)
+        return shown
 
 
 class ContextPanel(_SiteVectorPanel):
@@ -35,25 +36,9 @@ class ContextPanel(_SiteVectorPanel):
     kinds = ("context",)
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        site = stage.site or ""
-        if self._lacks(trace, names.site_entry(site, "context"), "The context (weights · V)"):
-            return
-        sv = SiteView(trace, site, view, self.vocab)
-        ctx = array(trace, names.site_entry(site, "context"))[sv.head]  # [Tq, d_k]
-        self._map.titles(axis_title(sv.q_side, "query"), "d_k dimension")
-        self._map.draw(
-            ctx,
-            sv.rows,
-            None,
-            colormap=view.colormap,
-            symmetric=True,
-            title=f"weights · V · {sv.name} · {sv.head_text}",
-        )
-        self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads}
-        self._note.show_text(
-            f"Row i is a weighted average of the value vectors, weighted by row i of the "
-            f"attention weights: {ctx.shape[0]} queries × d_k = {ctx.shape[1]}."
-        )
+        shown = self._draw(trace, stage, view)
+        if shown is not None:
+            self._data = {**self._map.record, "head": shown.head, "n_heads": shown.n_heads}
 
 
 class ConcatPanel(_SiteVectorPanel):
@@ -71,31 +56,18 @@ class ConcatPanel(_SiteVectorPanel):
         self._bounds_key: tuple | None = None
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        site = stage.site or ""
-        if self._lacks(trace, names.site_entry(site, "concat"), "The concatenated heads"):
+        shown = self._draw(trace, stage, view)
+        if shown is None:
             return
-        sv = SiteView(trace, site, view, self.vocab)
-        concat = array(trace, names.site_entry(site, "concat"))  # [Tq, d]
-        tq, d = concat.shape
-        dk = d // max(sv.n_heads, 1)
-        self._map.titles(axis_title(sv.q_side, "query"), f"model dimension ({counted(sv.n_heads, 'head')} × {dk})")
-        self._map.draw(
-            concat,
-            sv.rows,
-            None,
-            colormap=view.colormap,
-            symmetric=True,
-            title=f"concat(head 1 … head {sv.n_heads}) · {sv.name}",
-        )
-        self._place_bounds(sv.n_heads, dk, tq)
-        self._box.setRect(sv.head * dk - 0.5, -0.5, dk, tq)
-        boundaries = [h * dk - 0.5 for h in range(1, sv.n_heads)]
-        self._data = {**self._map.record, "head": sv.head, "n_heads": sv.n_heads, "boundaries": boundaries}
-        outputs = "The one head's output" if sv.n_heads == 1 else f"The {sv.n_heads} heads' outputs"
-        self._note.show_text(
-            f"{outputs} (d_k = {dk} each) side by side give back "
-            f"d_model = {d} numbers per token; the orange box is {sv.head_text}."
-        )
+        dk, tq = shown.head_width, shown.matrix.matrix.shape[0]
+        self._place_bounds(shown.n_heads, dk, tq)
+        self._box.setRect(shown.head * dk - 0.5, -0.5, dk, tq)
+        self._data = {
+            **self._map.record,
+            "head": shown.head,
+            "n_heads": shown.n_heads,
+            "boundaries": list(shown.boundaries),
+        }
 
     def _place_bounds(self, n_heads: int, dk: int, tq: int) -> None:
         key = (n_heads, dk)
@@ -121,15 +93,6 @@ class AttentionOutputPanel(_SiteVectorPanel):
     kinds = ("attn_out",)
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        site = stage.site or ""
-        if self._lacks(trace, names.site_entry(site, "out"), "The attention output"):
-            return
-        sv = SiteView(trace, site, view, self.vocab)
-        out = array(trace, names.site_entry(site, "out"))  # [Tq, d]
-        self._map.titles(axis_title(sv.q_side, "query"), "model dimension")
-        self._map.draw(out, sv.rows, None, colormap=view.colormap, symmetric=True, title=f"concat · W_O · {sv.name}")
-        self._data = {**self._map.record, "n_heads": sv.n_heads}
-        self._note.show_text(
-            f"W_O ({out.shape[1]} × {out.shape[1]}) mixes the heads' results into one "
-            f"vector per token; then it is added to the layer input (residual)."
-        )
+        shown = self._draw(trace, stage, view)
+        if shown is not None:
+            self._data = {**self._map.record, "n_heads": shown.n_heads}

@@ -1,0 +1,50 @@
+"""View-models: for a stage kind, the plain data its panel draws (matrices with labels and colour scales,
+bars, titles, notes), built Qt-free from (trace, stage, display settings). `view_for` picks the builder.
+
+Kinds with a view-model here: Q/K/V, the score maps, the mask, the heads grid, weights·V, concat, W_O,
+add & norm, FFN, LayerNorm vs BatchNorm, the √dₖ explainer. The other panels (inputs, positional, token lines,
+output) still compute in ui/stages/ and move here one by one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from attnlab.present.stages import NORM_COMPARE, Stage, ViewState
+from attnlab.present.views.addnorm import addnorm_view
+from attnlab.present.views.attention import map_view, mask_view, qkv_view
+from attnlab.present.views.ffn import ffn_view
+from attnlab.present.views.heads import heads_view
+from attnlab.present.views.norm_compare import norm_compare_view
+from attnlab.present.views.scaling import scale_why_view
+from attnlab.present.views.site_vectors import site_vector_view
+
+if TYPE_CHECKING:
+    from attnlab.engine.trace import Trace
+
+Builder = Callable[..., Any]
+
+BUILDERS: dict[str, Builder] = {
+    "qkv": qkv_view,
+    "scores": map_view,
+    "scaled": map_view,
+    "masked": map_view,
+    "weights": map_view,
+    "mask": mask_view,
+    "heads": heads_view,
+    "context": site_vector_view,
+    "concat": site_vector_view,
+    "attn_out": site_vector_view,
+    "addnorm": addnorm_view,
+    "ffn": ffn_view,
+    NORM_COMPARE: norm_compare_view,
+    "scale_why": scale_why_view,
+}
+
+
+def view_for(trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None) -> Any:
+    """The view-model of `stage` (a MessageView when the run cannot show it); ValueError for a kind without one."""
+    builder = BUILDERS.get(stage.kind)
+    if builder is None:
+        raise ValueError(f"no view-model for stage kind {stage.kind!r} yet; known: {', '.join(sorted(BUILDERS))}")
+    return builder(trace, stage, display, vocab)
