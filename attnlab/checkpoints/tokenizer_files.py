@@ -9,8 +9,9 @@
 The special tokens' strings come from tokenizer_config.json / special_tokens_map.json (else the family's
 usual ones, FAMILY_TOKENS); which ones are put around the input is the tokenizer's post-processor, chosen as
 transformers chooses it (tokenizer_wrapping.py): tokenizer.json's own, else the family's (BERT [CLS] … [SEP],
-RoBERTa <s> … </s>, Marian / T5 … </s> with the decoder starting at <pad>), and add_bos_token / add_eos_token
-in tokenizer_config.json rule over both. Stored padding and truncation are never applied.
+RoBERTa <s> … </s>, Marian / T5 … </s> with the decoder starting at <pad>), add_bos_token / add_eos_token
+in tokenizer_config.json ruling over the family's (not over tokenizer.json's). Stored padding and truncation
+are never applied.
 """
 
 from __future__ import annotations
@@ -188,7 +189,7 @@ def folder_tokenizers(
     if added and desc != "tokenizer.json":
         hf_tok.add_special_tokens(sorted(set(added)))  # typed "[MASK]" stays one token, as in transformers
     token_of = hf_tok.id_to_token
-    if desc == "tokenizer.json" and hf_tok.post_processor is not None and not flags_given(tok_config):
+    if desc == "tokenizer.json":  # its post-processor (or none): transformers 5 drops add_bos/add_eos_token
         start = decoder_start(model_type, ids, hf_config)
         specials = wrapping(model_type, hf_tok.post_processor, ids, start, token_of)
     else:

@@ -4,12 +4,14 @@ The wrapping is the tokenizer's *post-processor* (a `tokenizers` TemplateProcess
 RobertaProcessing, ByteLevel, …); attnlab reads it off by running it on two sentinel ids, so the ids before,
 between and after the sentences and each part's token type are exactly the library's. Which post-processor:
 
-  tokenizer.json                the one stored in the file;
+  tokenizer.json                the one stored in the file, or none when it is null (transformers 5 drops
+                                tokenizer_config's add_bos_token / add_eos_token when there is a tokenizer.json:
+                                tokenization_utils_base._from_pretrained);
   vocab.txt, vocab.json+merges, the one the family's transformers tokenizer class builds (FAMILY_TEMPLATES:
-  *.model (SentencePiece)       BERT [CLS] $A [SEP], RoBERTa / XLM-R <s> $A </s>, T5 $A </s>; none for the rest);
-  and in every case             when tokenizer_config.json says add_bos_token or add_eos_token, or there is no
-                                post-processor at all: "<bos>? $A <eos>?" with those flags (absent = false),
-                                as TokenizersBackend.update_post_processor does.
+  *.model (SentencePiece)       BERT [CLS] $A [SEP], RoBERTa / XLM-R <s> $A </s>, T5 $A </s>; none for the rest),
+                                but when tokenizer_config.json says add_bos_token or add_eos_token, or the family
+                                builds none: "<bos>? $A <eos>?" with those flags (absent = false), as
+                                TokenizersBackend.update_post_processor does.
 
 Stored padding and truncation in tokenizer.json are switched off: transformers applies neither unless a call
 asks for it (`set_truncation_and_padding`), and attnlab never asks.
