@@ -219,7 +219,8 @@ def sentencepiece_model(
 
 
 def tokenizer_at(path: str | os.PathLike[str], problems: Problems, model_type: str = "") -> Tokenizer | None:
-    """A tokenizer the user points at: a tokenizer.json file or a folder holding tokenizer files."""
+    """A tokenizer the user points at: a tokenizer.json file or a folder holding tokenizer files, read as
+    `model_type`'s family reads them (else as the folder's config.json says)."""
     path = Path(path).expanduser()
     folder = path if path.is_dir() else path.parent
     if path.is_file() and path.name != "tokenizer.json":
@@ -237,7 +238,8 @@ def tokenizer_at(path: str | os.PathLike[str], problems: Problems, model_type: s
         problems.add(f"--tokenizer {str(path)!r}: there is nothing at that path")
         return None
     hf_config = read_json_file(folder / "config.json", problems)
-    hf_config.setdefault("model_type", model_type)
+    if model_type or "model_type" not in hf_config:  # the model's family decides how its input is wrapped
+        hf_config["model_type"] = model_type
     src, _tgt, _desc = folder_tokenizers(folder, hf_config, problems)
     if src is None and not problems:
         problems.add(

@@ -25,7 +25,7 @@ from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Recorder, Trace
 from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 
-Prompt = str | list[int] | None  # text, or token ids fed back by generation
+Prompt = str | tuple[str, str] | list[int] | None  # text, a sentence pair, or token ids fed back by generation
 
 
 def pick_device(requested: str) -> torch.device:
@@ -181,13 +181,54 @@ class LiveModel:
         """The tokenizer whose ids the output distribution ranges over."""
         return self.tokenizer("tgt" if self.config.has_decoder else "src")
 
-    def _side(self, text: Prompt, side: str, pad_to: int, notices: list[str]) -> tuple[list[str], list[int], int]:
+    def sentence_pair(self, text: Any) -> tuple[str, str] | None:
+        """(A, B) when `text` is a sentence pair this model reads: a tuple of two strings, or one string with
+        the separator token between them ("A [SEP] B"); None for one sentence. Only models whose tokenizer
+        has a pair template (BERT, RoBERTa: Specials.pair) read pairs."""
+        tok = self.src_tokenizer
+        reads = tok is not None and self.role("src") == "encoder-only" and tok.specials.reads_pairs
+        if isinstance(text, tuple) and len(text) == 2 and all(isinstance(t, str) for t in text):
+            if not reads:
+                raise InputError("this model reads one sentence at a time, not a pair of sentences")
+            return text[0], text[1]
+        sep = tok.specials.sep if tok is not None else None
+        if reads and isinstance(text, str) and sep is not None and tok.id_to_token(sep) in text:
+            a, _, b = text.partition(tok.id_to_token(sep))
+            return a.strip(), b.strip()
+        return None
+
+    def _pair_ids(self, pair: tuple[str, str], notices: list[str]) -> tuple[list[int], list[int]]:
+        """(ids, token types) of a sentence pair, wrapped as the tokenizer's pair template says."""
+        tok = self.tokenizer("src")
+        a, b = (text[:MAX_SENTENCE_CHARS] for text in pair)
+        if max(map(len, pair)) > MAX_SENTENCE_CHARS:
+            notices.append(f"A sentence has more than {MAX_SENTENCE_CHARS:,} characters; only the first were read.")
+        return tok.specials.wrap_pair(tok.encode(a)[1], tok.encode(b)[1])
+
+    def _side(
+        self, text: Prompt, side: str, pad_to: int, notices: list[str], types: dict | None = None
+    ) -> tuple[list[str], list[int], int]:
         """Token strings and ids of one side wrapped in the tokenizer's specials (engine/specials.py; attnlab's
         own: source = pieces + </s>, target = <s> + pieces).
 
-        `text` is a string, or a list of token ids (what generation feeds back, so no text round trip)."""
+        `text` is a string, a sentence pair (`sentence_pair`; its token types go into `types[side]`), or a
+        list of token ids (what generation feeds back, so no text round trip)."""
         tok = self.tokenizer(side)
         specials, role = tok.specials, self.role(side)
+        pair = self.sentence_pair(text)
+        if pair is not None:
+            ids, type_ids = self._pair_ids(pair, notices)
+            if len(ids) > self.config.max_len:
+                notices.append(
+                    f"The sentence pair has {len(ids)} tokens but this model reads at most {self.config.max_len}; "
+                    f"the first {self.config.max_len} are used."
+                )
+                ids, type_ids = ids[: self.config.max_len], type_ids[: self.config.max_len]
+            n_real = len(ids)
+            if types is not None:
+                types[side] = type_ids + [0] * max(0, pad_to - n_real)
+            ids = ids + [specials.pad_id] * max(0, pad_to - n_real)
+            return [tok.id_to_token(i) for i in ids], ids, n_real
         if isinstance(text, (list, tuple)):
             ids = checked_ids(text, tok.vocab_size, side)
         elif text is None or isinstance(text, str):
@@ -227,7 +268,8 @@ class LiveModel:
         """Run once and record every step.
 
         encoder-decoder: `src` is the sentence to encode, `tgt` the decoder input (teacher forcing; <s> is
-        prepended). decoder-only: `tgt` (or `src` when `tgt` is empty) is the prompt. encoder-only: `src`.
+        prepended). decoder-only: `tgt` (or `src` when `tgt` is empty) is the prompt. encoder-only: `src`, or a
+        sentence pair `("A", "B")` / "A [SEP] B" for a model whose tokenizer reads pairs (`sentence_pair`).
         `tgt` may also be a list of token ids. See `prompt_sides`.
 
         A run that differs from the last recorded run (or, for a fast run, the last fast one) only in its
@@ -293,11 +335,14 @@ class LiveModel:
         src_key, tgt_key = (tuple(x) if isinstance(x, list) else x for x in (src, tgt))  # hashable
         return (src_key, tgt_key, options.replace(temperature=1.0), id(self.module), weights_version)
 
-    def _inputs(self, src: Prompt, tgt: Prompt, options: RunOptions, notices: list[str]) -> dict:
-        """side -> (token strings, ids, real length) for each side this model reads."""
+    def _inputs(
+        self, src: Prompt, tgt: Prompt, options: RunOptions, notices: list[str], types: dict | None = None
+    ) -> dict:
+        """side -> (token strings, ids, real length) for each side this model reads (a sentence pair's token
+        types go into `types`)."""
         sides = {}
         if self.config.has_encoder:
-            sides["src"] = self._side(src, "src", options.pad_to, notices)
+            sides["src"] = self._side(src, "src", options.pad_to, notices, types)
         if self.config.has_decoder:
             sides["tgt"] = self._side(tgt, "tgt", options.pad_to, notices)
         return sides
@@ -335,7 +380,8 @@ class LiveModel:
         if self.device != device:
             self.module.to(device)
         notices: list[str] = list(self.metadata.get("run_notices", []))  # e.g. settings a loader assumed
-        sides = self._inputs(src, tgt, options, notices)
+        types: dict[str, list[int]] = {}
+        sides = self._inputs(src, tgt, options, notices, types)
         rec = self._recorder(device, options, sides, notices)
         kept: OrderedDict = OrderedDict()
         last_recorded = self._runs.get(True)
@@ -360,6 +406,7 @@ class LiveModel:
             tgt_pad=pad_of.get("tgt"),
             resume=resume,
             inputs=inputs,
+            src_types=torch.tensor([types["src"]], device=device) if "src" in types else None,  # [1, S]
         )
         trace = rec.finish()
         if kept and last_recorded is not None:  # host copies of the reused entries stay valid
