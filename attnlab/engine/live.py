@@ -131,11 +131,12 @@ class LiveModel:
 
         The one place that maps texts onto the stacks: encoder-decoder reads both as given; decoder-only has
         no encoder, and its prompt is `tgt`, or `src` when `tgt` is empty (a prompt typed in the source box);
-        encoder-only has no decoder input."""
+        encoder-only has no decoder input: its second text, if any, is sentence B of a pair (`reads_pairs`)."""
         if not self.config.has_encoder:
             return None, (tgt if tgt else src)
         if not self.config.has_decoder:
-            return src, None
+            pair = self.reads_pairs and isinstance(src, str) and isinstance(tgt, str) and tgt.strip()
+            return ((src, tgt) if pair else src), None
         return src, tgt
 
     def options_problems(self, options: RunOptions) -> list[str]:
@@ -181,18 +182,24 @@ class LiveModel:
         """The tokenizer whose ids the output distribution ranges over."""
         return self.tokenizer("tgt" if self.config.has_decoder else "src")
 
+    @property
+    def reads_pairs(self) -> bool:
+        """Whether this model reads a sentence pair (an encoder-only model whose tokenizer has a pair template,
+        BERT and RoBERTa; BERT's segments also get their own token-type embedding)."""
+        tok = self.src_tokenizer
+        return tok is not None and self.role("src") == "encoder-only" and tok.specials.reads_pairs
+
     def sentence_pair(self, text: Any) -> tuple[str, str] | None:
         """(A, B) when `text` is a sentence pair this model reads: a tuple of two strings, or one string with
         the separator token between them ("A [SEP] B"); None for one sentence. Only models whose tokenizer
         has a pair template (BERT, RoBERTa: Specials.pair) read pairs."""
-        tok = self.src_tokenizer
-        reads = tok is not None and self.role("src") == "encoder-only" and tok.specials.reads_pairs
+        tok, reads = self.src_tokenizer, self.reads_pairs
         if isinstance(text, tuple) and len(text) == 2 and all(isinstance(t, str) for t in text):
             if not reads:
                 raise InputError("this model reads one sentence at a time, not a pair of sentences")
             return text[0], text[1]
         sep = tok.specials.sep if tok is not None else None
-        if reads and isinstance(text, str) and sep is not None and tok.id_to_token(sep) in text:
+        if reads and tok is not None and isinstance(text, str) and sep is not None and tok.id_to_token(sep) in text:
             a, _, b = text.partition(tok.id_to_token(sep))
             return a.strip(), b.strip()
         return None
