@@ -174,7 +174,11 @@ class Session(QObject):
         or sentence B of a model that reads sentence pairs (a decoder-only model's prompt is the source box,
         see LiveModel.prompt_sides)."""
         config = self.model.config if self.model is not None else None
-        return config is None or (config.has_encoder and config.has_decoder) or bool(getattr(self.model, "reads_pairs", False))
+        return (
+            config is None
+            or (config.has_encoder and config.has_decoder)
+            or bool(getattr(self.model, "reads_pairs", False))
+        )
 
     def update_options(self, **changes) -> bool:
         return self.set_options(self.options.replace(**changes))

@@ -128,7 +128,12 @@ def test_ids_equal_autotokenizers(layout, sources, tmp_path):
     assert len(auto(L.LONG)["input_ids"]) > 200  # nothing was cut, by either
 
 
-PAIRS = ["bert vocab.txt lower-cased", "bert tokenizer.json", "roberta vocab.json + merges.txt", "roberta tokenizer.json"]
+PAIRS = [
+    "bert vocab.txt lower-cased",
+    "bert tokenizer.json",
+    "roberta vocab.json + merges.txt",
+    "roberta tokenizer.json",
+]
 
 
 @pytest.mark.parametrize("layout", PAIRS)

@@ -34,7 +34,11 @@ def write_json(path: Path, data: dict) -> None:
 def config(folder: Path, model_type: str, **tok_config) -> Path:
     write_json(folder / "config.json", {"model_type": model_type})
     if tok_config:
-        old = json.loads((folder / "tokenizer_config.json").read_text()) if (folder / "tokenizer_config.json").is_file() else {}
+        old = (
+            json.loads((folder / "tokenizer_config.json").read_text())
+            if (folder / "tokenizer_config.json").is_file()
+            else {}
+        )
         write_json(folder / "tokenizer_config.json", {**old, **tok_config})
     return folder
 

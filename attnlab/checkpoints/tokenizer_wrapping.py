@@ -112,7 +112,11 @@ def read_processor(processor: Any | None) -> tuple[list[int], list[int], dict[st
         "suffix": both.ids[j + 1 :],
         "a_type": [types[i]],
         "b_type": [types[j]],
-        **{f"{part}_type": [types[k]] for part, k in (("prefix", 0), ("middle", i + 1), ("suffix", j + 1)) if k < len(types)},
+        **{
+            f"{part}_type": [types[k]]
+            for part, k in (("prefix", 0), ("middle", i + 1), ("suffix", j + 1))
+            if k < len(types)
+        },
     }
     return single[:at], single[at + 1 :], pair if pair["middle"] else {}
 

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--src",
         required=True,
-        help="source sentence (a decoder-only model's prompt); a sentence pair as \"A [SEP] B\" for BERT-like models",
+        help='source sentence (a decoder-only model\'s prompt); a sentence pair as "A [SEP] B" for BERT-like models',
     )
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--tgt", default=None, help="decoder input for teacher forcing (<s> is prepended)")

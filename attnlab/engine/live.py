@@ -20,6 +20,7 @@ from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
+from attnlab.engine.pairs import pair_side
 from attnlab.engine.runcache import LayerInputs, Resume, entries_before, first_changed_layer
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Recorder, Trace
@@ -135,8 +136,9 @@ class LiveModel:
         if not self.config.has_encoder:
             return None, (tgt if tgt else src)
         if not self.config.has_decoder:
-            pair = self.reads_pairs and isinstance(src, str) and isinstance(tgt, str) and tgt.strip()
-            return ((src, tgt) if pair else src), None
+            if self.reads_pairs and isinstance(src, str) and isinstance(tgt, str) and tgt.strip():
+                return (src, tgt), None
+            return src, None
         return src, tgt
 
     def options_problems(self, options: RunOptions) -> list[str]:
@@ -204,14 +206,6 @@ class LiveModel:
             return a.strip(), b.strip()
         return None
 
-    def _pair_ids(self, pair: tuple[str, str], notices: list[str]) -> tuple[list[int], list[int]]:
-        """(ids, token types) of a sentence pair, wrapped as the tokenizer's pair template says."""
-        tok = self.tokenizer("src")
-        a, b = (text[:MAX_SENTENCE_CHARS] for text in pair)
-        if max(map(len, pair)) > MAX_SENTENCE_CHARS:
-            notices.append(f"A sentence has more than {MAX_SENTENCE_CHARS:,} characters; only the first were read.")
-        return tok.specials.wrap_pair(tok.encode(a)[1], tok.encode(b)[1])
-
     def _side(
         self, text: Prompt, side: str, pad_to: int, notices: list[str], types: dict | None = None
     ) -> tuple[list[str], list[int], int]:
@@ -224,18 +218,10 @@ class LiveModel:
         specials, role = tok.specials, self.role(side)
         pair = self.sentence_pair(text)
         if pair is not None:
-            ids, type_ids = self._pair_ids(pair, notices)
-            if len(ids) > self.config.max_len:
-                notices.append(
-                    f"The sentence pair has {len(ids)} tokens but this model reads at most {self.config.max_len}; "
-                    f"the first {self.config.max_len} are used."
-                )
-                ids, type_ids = ids[: self.config.max_len], type_ids[: self.config.max_len]
-            n_real = len(ids)
+            pieces, ids, n_real, type_ids = pair_side(tok, pair, self.config.max_len, pad_to, notices)
             if types is not None:
-                types[side] = type_ids + [0] * max(0, pad_to - n_real)
-            ids = ids + [specials.pad_id] * max(0, pad_to - n_real)
-            return [tok.id_to_token(i) for i in ids], ids, n_real
+                types[side] = type_ids
+            return pieces, ids, n_real
         if isinstance(text, (list, tuple)):
             ids = checked_ids(text, tok.vocab_size, side)
         elif text is None or isinstance(text, str):
@@ -458,6 +444,8 @@ class LiveModel:
         src, prompt = self.prompt_sides(src, prefix)  # a decoder-only model's prompt is its prefix
         if isinstance(prompt, list):
             ids = checked_ids(prompt, tok.vocab_size, "tgt")
+        elif isinstance(prompt, tuple):  # a decoder's prompt is never a pair (prompt_sides)
+            raise InputError("generate() takes one prompt, not a pair of sentences")
         else:
             ids = list(tok.encode((prompt or "")[:MAX_SENTENCE_CHARS])[1])
         for _ in range(max_new_tokens):
