@@ -179,3 +179,31 @@ def test_stored_padding_and_truncation_are_not_applied(sources, tmp_path):
     assert len(tok.specials.wrap(role, tok.encode("Hello, world!")[1])) < 10
     assert len(tok.encode(L.LONG)[1]) > 128
     assert tok.specials.pad not in tok.encode("Hello, world!")[1]
+
+
+def test_a_sentencepiece_folder_without_sentencepiece_says_how_to_install_it(sources, tmp_path, monkeypatch):
+    import builtins
+
+    folder = LAYOUTS["llama tokenizer.model only"](sources, tmp_path)
+    real_import = builtins.__import__
+
+    def no_sentencepiece(name, *args, **kwargs):
+        if name == "sentencepiece":
+            raise ImportError("No module named 'sentencepiece'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_sentencepiece)
+    problems = Problems(folder)
+    tok, _tgt, _desc = folder_tokenizers(folder, {"model_type": "llama"}, problems)
+    assert tok is None and len(problems.items) == 1
+    assert 'pip install "attnlab[hf]"' in problems.items[0] and "\n" not in problems.items[0]
+
+
+def test_a_sentencepiece_tokenizer_survives_its_json(sources, tmp_path):
+    from attnlab.engine.tokenizer import tokenizer_from_json
+
+    tok, role = ours(LAYOUTS["xlm-roberta sentencepiece.bpe.model"](sources, tmp_path))
+    again = tokenizer_from_json(tok.to_json())
+    for text in L.SENTENCES:
+        assert again.specials.wrap(role, again.encode(text)[1]) == tok.specials.wrap(role, tok.encode(text)[1])
+    assert again.specials.pair == tok.specials.pair and again.specials.reads_pairs
