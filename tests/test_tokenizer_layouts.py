@@ -207,3 +207,18 @@ def test_a_sentencepiece_tokenizer_survives_its_json(sources, tmp_path):
     for text in L.SENTENCES:
         assert again.specials.wrap(role, again.encode(text)[1]) == tok.specials.wrap(role, tok.encode(text)[1])
     assert again.specials.pair == tok.specials.pair and again.specials.reads_pairs
+
+
+def test_a_post_processor_that_cannot_be_run_is_one_problem(sources, tmp_path):
+    folder = LAYOUTS["bert tokenizer.json"](sources, tmp_path)
+    data = L.json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    data["post_processor"] = {  # a template naming a special token with no id: the library refuses to run it
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "[NOPE]", "type_id": 0}}],
+        "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {},
+    }
+    L.write_json(folder / "tokenizer.json", data)
+    problems = Problems(folder)
+    tok, _tgt, _desc = folder_tokenizers(folder, {"model_type": "bert"}, problems)
+    assert tok is None and len(problems.items) == 1 and "\n" not in problems.items[0]

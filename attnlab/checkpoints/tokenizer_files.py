@@ -189,11 +189,15 @@ def folder_tokenizers(
     if added and desc != "tokenizer.json":
         hf_tok.add_special_tokens(sorted(set(added)))  # typed "[MASK]" stays one token, as in transformers
     token_of = hf_tok.id_to_token
-    if desc == "tokenizer.json":  # its post-processor (or none): transformers 5 drops add_bos/add_eos_token
-        start = decoder_start(model_type, ids, hf_config)
-        specials = wrapping(model_type, hf_tok.post_processor, ids, start, token_of)
-    else:
-        specials = family_specials(model_type, ids, hf_config, tok_config, token_of)
+    try:
+        if desc == "tokenizer.json":  # its post-processor (or none): transformers 5 drops add_bos/add_eos_token
+            start = decoder_start(model_type, ids, hf_config)
+            specials = wrapping(model_type, hf_tok.post_processor, ids, start, token_of)
+        else:
+            specials = family_specials(model_type, ids, hf_config, tok_config, token_of)
+    except ValueError as e:
+        problems.add(f"{desc}: {e}")
+        return None, None, ""
     tok = LibraryTokenizer(hf_tok, specials)
     return tok, tok, desc
 

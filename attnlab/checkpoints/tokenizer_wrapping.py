@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from attnlab.engine.specials import Specials
+from attnlab.engine.tokenizer import guarded
 
 # model_type -> (single, pair) templates over the family's token names (NAMES in tokenizer_files.py)
 FAMILY_TEMPLATES: dict[str, tuple[str, str]] = {
@@ -93,7 +94,8 @@ def _template(single: str, pair: str, ids: dict[str, int], token_of: Callable[[i
 
 def read_processor(processor: Any | None) -> tuple[list[int], list[int], dict[str, list[int]]]:
     """(prefix, suffix, pair) of a post-processor: run it on sentinel ids and see where they land.
-    `pair` is empty when the processor puts nothing between two sentences (it reads no pairs)."""
+    `pair` is empty when the processor puts nothing between two sentences (it reads no pairs). ValueError
+    when the processor cannot be run."""
     if processor is None:
         return [], [], {}
     from tokenizers import Tokenizer, models, pre_tokenizers
@@ -101,9 +103,12 @@ def read_processor(processor: Any | None) -> tuple[list[int], list[int], dict[st
     probe = Tokenizer(models.WordLevel({"A": SENTINEL_A, "B": SENTINEL_B, "?": 0}, unk_token="?"))
     probe.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     a, b = (probe.encode(x, add_special_tokens=False) for x in ("A", "B"))
-    single = processor.process(a, None, True).ids
+    doing = "wrap a sentence in its special tokens (its post-processor)"
+    single = guarded(lambda: processor.process(a, None, True), doing).ids  # even a Rust panic: TokenizerError
+    both = guarded(lambda: processor.process(a, b, True), doing)
+    if SENTINEL_A not in single or not {SENTINEL_A, SENTINEL_B} <= set(both.ids):
+        raise ValueError("its post-processor leaves out the sentence it wraps")
     at = single.index(SENTINEL_A)
-    both = processor.process(a, b, True)
     i, j = both.ids.index(SENTINEL_A), both.ids.index(SENTINEL_B)
     types = both.type_ids
     pair = {
