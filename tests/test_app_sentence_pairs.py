@@ -41,3 +41,13 @@ def test_a_decoder_only_model_has_no_second_box(qtbot, tmp_path):
     w = open_in_app(qtbot, tmp_path, "gpt2", "the cat sat.")
     assert not w.inputs.tgt.isVisible()
     assert w.inputs.src_label.text() == "&Prompt:"
+
+
+def test_an_input_longer_than_the_model_reads_is_named_in_the_banner(qtbot, tmp_path):
+    w = open_in_app(qtbot, tmp_path, "bert", "the cat sat.")
+    assert "reads at most" not in w.banner.text()
+    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
+        w.session.set_src(" ".join(["the cat sat on the mat."] * 30), debounce=False)
+    qtbot.waitUntil(lambda: not w.session.busy, timeout=WAIT)
+    assert len(w.session.trace["src.ids"]) == 64
+    assert "reads at most 62" in w.banner.text() and w.banner_box.isVisible()

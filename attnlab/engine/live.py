@@ -20,7 +20,7 @@ from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.pairs import pair_side
+from attnlab.engine.pairs import INPUT_CUT, pair_side
 from attnlab.engine.runcache import LayerInputs, Resume, entries_before, first_changed_layer
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Recorder, Trace
@@ -243,7 +243,7 @@ class LiveModel:
             what = "source" if side == "src" else "decoder input"
             extra = f" (+{n_specials} special)" if n_specials else ""
             notices.append(
-                f"The {what} has {len(ids)} tokens but this model reads at most {room}{extra}; "
+                f"The {what} has {len(ids)} tokens but {INPUT_CUT} {room}{extra}; "
                 f"the last {len(ids) - room} were dropped."
             )
             ids = ids[:room]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.limits import MAX_SENTENCE_CHARS
 
+INPUT_CUT = "this model reads at most"  # in every notice of an input cut to the model's length (the app's banner)
+
 
 def pair_side(
     tok: Tokenizer, pair: tuple[str, str], max_len: int, pad_to: int, notices: list[str]
@@ -18,8 +20,7 @@ def pair_side(
     ids, types = tok.specials.wrap_pair(a, b)
     if len(ids) > max_len:
         notices.append(
-            f"The sentence pair has {len(ids)} tokens but this model reads at most {max_len}; "
-            f"the first {max_len} are used."
+            f"The sentence pair has {len(ids)} tokens but {INPUT_CUT} {max_len}; the first {max_len} are used."
         )
         ids, types = ids[:max_len], types[:max_len]
     n_real = len(ids)
