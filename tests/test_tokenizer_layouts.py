@@ -133,6 +133,8 @@ PAIRS = [
     "bert tokenizer.json",
     "roberta vocab.json + merges.txt",
     "roberta tokenizer.json",
+    "xlm-roberta sentencepiece.bpe.model",
+    "bert tokenizer.json with stored padding and truncation",
 ]
 
 
