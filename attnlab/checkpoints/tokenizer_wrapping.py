@@ -59,11 +59,11 @@ def family_processor(model_type: str, ids: dict[str, int], token_of: Callable[[i
 
 def flag_processor(tok_config: dict[str, Any], ids: dict[str, int], token_of: Callable[[int], str]) -> Any:
     """TokenizersBackend.update_post_processor: <bos> and <eos> by tokenizer_config's add_bos/add_eos_token."""
-    bos = "bos" if tok_config.get("add_bos_token") is True and "bos" in ids else ""
-    eos = "eos" if tok_config.get("add_eos_token") is True and "eos" in ids else ""
-    single = f"{bos} $A:0 {eos}:0".replace(" :0", "")
-    pair = f"{single} {bos}{':1' if bos else ''} $B:1 {eos}{':1' if eos else ''}"
-    return _template(single.strip(), " ".join(pair.split()), ids, token_of)
+    bos = bool(tok_config.get("add_bos_token")) and "bos" in ids  # no such token: not added (as there)
+    eos = bool(tok_config.get("add_eos_token")) and "eos" in ids
+    single = " ".join(p for p, on in (("bos:0", bos), ("$A:0", True), ("eos:0", eos)) if on)
+    pair = " ".join(p for p, on in ((single, True), ("bos:1", bos), ("$B:1", True), ("eos:1", eos)) if on)
+    return _template(single, pair, ids, token_of)
 
 
 def flags_given(tok_config: dict[str, Any]) -> bool:
