@@ -186,10 +186,15 @@ class Session(QObject):
         return True
 
     def _has_decoder_input(self) -> bool:
-        """Whether the open model reads a decoder input besides the source (only an encoder-decoder does: a
-        decoder-only model's prompt is the source box, see LiveModel.prompt_sides)."""
+        """Whether the open model reads a second text besides the source: an encoder-decoder's decoder input,
+        or sentence B of a model that reads sentence pairs (a decoder-only model's prompt is the source box,
+        see LiveModel.prompt_sides)."""
         config = self.model.config if self.model is not None else None
-        return config is None or (config.has_encoder and config.has_decoder)
+        return (
+            config is None
+            or (config.has_encoder and config.has_decoder)
+            or bool(getattr(self.model, "reads_pairs", False))
+        )
 
     def update_options(self, **changes) -> bool:
         return self.set_options(self.options.replace(**changes))

@@ -23,7 +23,7 @@ from attnlab.bounded_read import MAX_INDEX_BYTES, FileRefused, confined
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
 from attnlab.checkpoints.header import read_layout, short_reason
 from attnlab.checkpoints.limits import UNCHECKED_PARAMETERS, check_config_sizes, tensor_layout_problems
-from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_file
+from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_file, tokenizer_at
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.hf_tokenizer import NumberTokenizer
 from attnlab.engine.live import LiveModel
@@ -225,8 +225,30 @@ def setting_sources(hf_config: dict[str, Any], config: ModelConfig, notes: list[
     return out
 
 
+# ---- refusals and tokenizers ------------------------------------------------------------------------
+def refusal(error: BaseException) -> str:
+    """A converter's refusal of a config.json option as one line that names config.json once."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    while text.startswith("config.json: "):
+        text = text.removeprefix("config.json: ")
+    return text if text.startswith("config.json") else f"config.json: {text}"
+
+
+def chosen_tokenizers(
+    folder: Path, hf_config: dict[str, Any], tokenizer: Any, problems: Problems
+) -> tuple[Any, Any, str]:
+    """(source, target, description): the folder's own tokenizer files, or the one the user named."""
+    if tokenizer is None:
+        return folder_tokenizers(folder, hf_config, problems)
+    if isinstance(tokenizer, (str, Path)):
+        tokenizer = tokenizer_at(tokenizer, problems, str(hf_config.get("model_type", "")))
+    return tokenizer, tokenizer, f"--tokenizer {getattr(tokenizer, 'kind', '?')}"
+
+
 # ---- the whole folder --------------------------------------------------------------------------------
-def load_hf_folder(folder: Path, device: str = "cpu") -> LiveModel:
+def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None) -> LiveModel:
+    """`tokenizer`: a path (tokenizer.json or a folder of tokenizer files, read as this model's family reads
+    them) or a built Tokenizer, used instead of the folder's own."""
     from attnlab.checkpoints.assemble import build_live_model, build_module, drop_tied_duplicates
 
     problems = Problems(folder)
@@ -243,7 +265,7 @@ def load_hf_folder(folder: Path, device: str = "cpu") -> LiveModel:
     try:
         hf.config_from_hf(hf_config)  # refuses unsupported options before any weight is read
     except Exception as e:  # the converters raise ValueError / ConfigError / CheckpointError with the reason
-        problems.add(f"config.json: {e}")
+        problems.add(refusal(e))
         problems.raise_if_any()
     state = read_folder_weights(folder, problems)
     problems.raise_if_any()
@@ -252,7 +274,7 @@ def load_hf_folder(folder: Path, device: str = "cpu") -> LiveModel:
     except Exception as e:  # a tensor the converter cannot place or split: its message says which
         problems.add(f"the weights do not fit config.json: {e}")
         problems.raise_if_any()
-    src, tgt, tok_desc = folder_tokenizers(folder, hf_config, problems)
+    src, tgt, tok_desc = chosen_tokenizers(folder, hf_config, tokenizer, problems)
     notices = list(notes)
     if src is None and not problems:
         src = tgt = NumberTokenizer(config.out_vocab_size)

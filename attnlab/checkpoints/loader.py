@@ -37,7 +37,8 @@ def load_checkpoint(
     `path`: an attnlab .safetensors/.pt file, a Hugging Face model folder (config.json + weights), a nanoGPT
     ckpt.pt (or its folder), or a bare nn.Transformer state dict. `heads`, `norm` ("pre"/"post") and
     `activation` ("relu"/"gelu") are used only where the weights cannot say them (a bare state dict);
-    `tokenizer` (a tokenizer.json or a folder) only where the file has none (nanoGPT, bare state dicts)."""
+    `tokenizer` (a tokenizer.json or a folder) where the file has none (nanoGPT, bare state dicts), and for a
+    Hugging Face folder instead of its own tokenizer files (read as the folder's model family reads them)."""
     from attnlab.checkpoints.bare import ImportSettings
 
     if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes) or not str(path):
@@ -72,12 +73,12 @@ def _load_path(
         if path.is_dir():
             from attnlab.checkpoints.hf_folder import load_hf_folder
 
-            return load_hf_folder(path, device=device)
+            return load_hf_folder(path, device=device, tokenizer=tokenizer)
         mode = _stat_mode(path)
     elif path.name == "config.json" or (path.suffix == ".safetensors" and plain_safetensors_in_hf_folder(path)):
         from attnlab.checkpoints.hf_folder import load_hf_folder
 
-        return load_hf_folder(path.parent, device=device)
+        return load_hf_folder(path.parent, device=device, tokenizer=tokenizer)
     if is_snapshots_file(path):
         raise CheckpointError(
             f"Cannot load the checkpoint {str(path)!r}: it holds training snapshots of a model, not a model; "

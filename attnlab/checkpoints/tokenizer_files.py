@@ -4,11 +4,14 @@
   vocab.json + merges.txt             GPT-2 / RoBERTa byte-level BPE
   vocab.txt                           BERT WordPiece (lower-casing per tokenizer_config.json's do_lower_case)
   source.spm + target.spm + vocab.json  Marian (SentencePiece; the optional extra attnlab[hf])
+  tokenizer.model / spiece.model / sentencepiece.bpe.model  a SentencePiece model alone (Llama, T5, XLM-R)
 
 The special tokens' strings come from tokenizer_config.json / special_tokens_map.json (else the family's
-usual ones); how each side is wrapped follows the family (engine/specials.py):
-GPT-2 nothing, BERT [CLS] … [SEP], RoBERTa <s> … </s>, Marian source … </s> with the decoder starting at
-<pad>, Llama <s> … (when add_bos_token), Qwen2 nothing.
+usual ones, FAMILY_TOKENS); which ones are put around the input is the tokenizer's post-processor, chosen as
+transformers chooses it (tokenizer_wrapping.py): tokenizer.json's own, else the family's (BERT [CLS] … [SEP],
+RoBERTa <s> … </s>, Marian / T5 … </s> with the decoder starting at <pad>), add_bos_token / add_eos_token
+in tokenizer_config.json ruling over the family's (not over tokenizer.json's). Stored padding and truncation
+are never applied.
 """
 
 from __future__ import annotations
@@ -29,10 +32,20 @@ from attnlab.bounded_read import (
     regular_file_size,
 )
 from attnlab.checkpoints.errors import Problems
-from attnlab.engine.hf_tokenizer import LibraryTokenizer, SentencePieceTokenizer
+from attnlab.checkpoints.header import short_reason
+from attnlab.checkpoints.tokenizer_wrapping import (
+    FAMILY_ROLES,
+    family_processor,
+    flag_processor,
+    flags_given,
+    wrapping,
+)
+from attnlab.engine.hf_tokenizer import LibraryTokenizer, SentencePieceModelTokenizer, SentencePieceTokenizer
 from attnlab.engine.specials import Specials
 from attnlab.engine.tokenizer import Tokenizer
 
+SPM_FILES = ("tokenizer.model", "spiece.model", "sentencepiece.bpe.model")  # what transformers looks for
+FAIRSEQ_SPM = "sentencepiece.bpe.model"  # XLM-R / CamemBERT: numbered the fairseq way (engine/hf_tokenizer.py)
 NAMES = ("pad", "bos", "eos", "unk", "cls", "sep", "mask")
 FAMILY_TOKENS = {
     "gpt2": {"bos": "<|endoftext|>", "eos": "<|endoftext|>", "unk": "<|endoftext|>"},
@@ -49,8 +62,10 @@ FAMILY_TOKENS = {
     "marian": {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"},
     "llama": {"bos": "<s>", "eos": "</s>", "unk": "<unk>"},
     "qwen2": {"eos": "<|endoftext|>", "pad": "<|endoftext|>"},
+    "t5": {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"},
 }
 FAMILY_TOKENS["distilbert"] = FAMILY_TOKENS["bert"]
+FAMILY_TOKENS["xlm-roberta"] = FAMILY_TOKENS["camembert"] = FAMILY_TOKENS["roberta"]
 FAMILY_TOKENS["nanogpt"] = {}
 
 
@@ -99,26 +114,22 @@ def special_ids(
     return found
 
 
-def family_specials(model_type: str, ids: dict[str, int], hf_config: dict, tok_config: dict) -> Specials:
-    """The wrapping rule of a model family (module docstring) over the ids found."""
-    prefix: dict[str, list[int]] = {}
-    suffix: dict[str, list[int]] = {}
-    desc = "no special tokens added"
-    if model_type in ("bert", "distilbert", "roberta"):
-        cls, sep = ids.get("cls", ids.get("bos")), ids.get("sep", ids.get("eos"))
-        prefix["encoder-only"] = [cls] if cls is not None else []
-        suffix["encoder-only"] = [sep] if sep is not None else []
-        desc = "[CLS] … [SEP]" if model_type != "roberta" else "<s> … </s>"
-    elif model_type == "marian":
-        suffix["encoder"] = [ids["eos"]] if "eos" in ids else []
-        start = hf_config.get("decoder_start_token_id", ids.get("pad"))
-        prefix["decoder"] = [int(start)] if isinstance(start, int) else []
-        desc = "source: … </s>; decoder starts from <pad>"
-    elif model_type == "llama" and tok_config.get("add_bos_token", True) and "bos" in ids:
-        prefix["decoder"] = [ids["bos"]]
-        desc = "<s> …"
-    fields = {k: ids.get(k) for k in NAMES}
-    return Specials(**fields, prefix=prefix, suffix=suffix, description=desc)
+def decoder_start(model_type: str, ids: dict[str, int], hf_config: dict) -> int | None:
+    """The token an encoder-decoder's decoder starts from (Marian, T5: <pad>); None for other families."""
+    if FAMILY_ROLES.get(model_type) != "encoder":
+        return None
+    start = hf_config.get("decoder_start_token_id", ids.get("pad"))
+    return int(start) if isinstance(start, int) else None
+
+
+def family_specials(
+    model_type: str, ids: dict[str, int], hf_config: dict, tok_config: dict, token_of: Callable[[int], str]
+) -> Specials:
+    """The wrapping of a tokenizer that stores no post-processor (tokenizer_wrapping.py): the family's."""
+    processor = family_processor(model_type, ids, token_of)
+    if processor is None or flags_given(tok_config):
+        processor = flag_processor(tok_config, ids, token_of)
+    return wrapping(model_type, processor, ids, decoder_start(model_type, ids, hf_config), token_of)
 
 
 def library_tokenizer(folder: Path, tok_config: dict[str, Any]) -> tuple[Any, str]:
@@ -160,7 +171,8 @@ def marian_tokenizers(
         return None, None, ""
     tok_config = read_json_file(folder / "tokenizer_config.json", problems)
     ids = special_ids(folder, model_type, pieces.get, problems)
-    specials = family_specials(model_type, ids, hf_config, tok_config)
+    numbered = {i: p for p, i in pieces.items()}
+    specials = family_specials(model_type, ids, hf_config, tok_config, lambda i: numbered.get(i, f"#{i}"))
     out = []
     for name in ("source.spm", "target.spm"):
         try:
@@ -218,7 +230,9 @@ def folder_tokenizers(
         problems.add(f"the tokenizer files cannot be read ({limits.cut(library_reason(e), 200)})")
         return None, None, ""
     if hf_tok is None:
-        return None, None, ""
+        return sentencepiece_model(folder, model_type, hf_config, tok_config, problems)
+    hf_tok.no_padding()  # stored padding / truncation: transformers applies neither unless a call asks
+    hf_tok.no_truncation()
     ids = special_ids(folder, model_type, hf_tok.token_to_id, problems)
     added = [
         t
@@ -227,12 +241,43 @@ def folder_tokenizers(
     ]
     if added and desc != "tokenizer.json":
         hf_tok.add_special_tokens(sorted(set(added)))  # typed "[MASK]" stays one token, as in transformers
-    tok = LibraryTokenizer(hf_tok, family_specials(model_type, ids, hf_config, tok_config))
+    token_of = hf_tok.id_to_token
+    try:
+        if desc == "tokenizer.json":  # its post-processor (or none): transformers 5 drops add_bos/add_eos_token
+            start = decoder_start(model_type, ids, hf_config)
+            specials = wrapping(model_type, hf_tok.post_processor, ids, start, token_of)
+        else:
+            specials = family_specials(model_type, ids, hf_config, tok_config, token_of)
+    except ValueError as e:
+        problems.add(f"{desc}: {e}")
+        return None, None, ""
+    tok = LibraryTokenizer(hf_tok, specials)
     return tok, tok, desc
 
 
+def sentencepiece_model(
+    folder: Path, model_type: str, hf_config: dict[str, Any], tok_config: dict[str, Any], problems: Problems
+) -> tuple[Tokenizer | None, Tokenizer | None, str]:
+    """A folder whose only tokenizer file is a SentencePiece model (SPM_FILES)."""
+    name = next((n for n in SPM_FILES if (folder / n).is_file()), None)
+    if name is None:
+        return None, None, ""
+    try:
+        tok = SentencePieceModelTokenizer((folder / name).read_bytes(), Specials(), name == FAIRSEQ_SPM)
+    except ImportError as e:
+        problems.add(str(e))
+        return None, None, ""
+    except (OSError, RuntimeError) as e:
+        problems.add(f"{name} cannot be read as a SentencePiece model ({short_reason(e)})")
+        return None, None, ""
+    ids = special_ids(folder, model_type, tok.token_id, problems)
+    tok.specials = family_specials(model_type, ids, hf_config, tok_config, tok.id_to_token)
+    return tok, tok, f"{name} (SentencePiece)"
+
+
 def tokenizer_at(path: str | os.PathLike[str], problems: Problems, model_type: str = "") -> Tokenizer | None:
-    """A tokenizer the user points at: a tokenizer.json file or a folder holding tokenizer files."""
+    """A tokenizer the user points at: a tokenizer.json file or a folder holding tokenizer files, read as
+    `model_type`'s family reads them (else as the folder's config.json says)."""
     path = Path(path).expanduser()
     folder = path if path.is_dir() else path.parent
     if path.is_file() and path.name != "tokenizer.json":
@@ -256,10 +301,14 @@ def tokenizer_at(path: str | os.PathLike[str], problems: Problems, model_type: s
         problems.add(f"--tokenizer {str(path)!r}: there is nothing at that path")
         return None
     hf_config = read_json_file(folder / "config.json", problems)
-    hf_config.setdefault("model_type", model_type)
+    if model_type or "model_type" not in hf_config:  # the model's family decides how its input is wrapped
+        hf_config["model_type"] = model_type
     src, _tgt, _desc = folder_tokenizers(folder, hf_config, problems)
     if src is None and not problems:
-        problems.add(f"--tokenizer {str(path)!r}: no tokenizer.json, vocab.json + merges.txt or vocab.txt there")
+        problems.add(
+            f"--tokenizer {str(path)!r}: no tokenizer.json, vocab.json + merges.txt, vocab.txt or "
+            f"SentencePiece model ({', '.join(SPM_FILES)}) there"
+        )
     return src
 
 

@@ -28,7 +28,8 @@ def add_import_arguments(parser: argparse.ArgumentParser, run_options: bool = Fa
         "--tokenizer",
         metavar="PATH",
         default=None,
-        help="a tokenizer.json or a folder with tokenizer files, for a nanoGPT checkpoint or a bare state dict",
+        help="a tokenizer.json or a folder with tokenizer files, for a nanoGPT checkpoint or a bare state dict, "
+        "or instead of a Hugging Face folder's own",
     )
 
 

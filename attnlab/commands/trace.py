@@ -20,7 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a .safetensors/.pt checkpoint, a Hugging Face folder, a nanoGPT ckpt.pt, or "
         "bundled:NAME (default: bundled:translation)",
     )
-    parser.add_argument("--src", required=True, help="source sentence (a decoder-only model's prompt)")
+    parser.add_argument(
+        "--src",
+        required=True,
+        help='source sentence (a decoder-only model\'s prompt); a sentence pair as "A [SEP] B" for BERT-like models',
+    )
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--tgt", default=None, help="decoder input for teacher forcing (<s> is prepended)")
     what.add_argument(

@@ -55,6 +55,7 @@ class RunContext:
         self.masks = MaskBuilder(run, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
         self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
+        self.token_types: dict[str, Tensor] = {}  # side -> token type ids [B, T] (absent: every token type 0)
 
     def start(self, stack: str) -> int:
         """The first layer of `stack` this run computes."""

@@ -21,8 +21,9 @@ if TYPE_CHECKING:  # model.py imports this module
 
 
 def embed_tokens(model: Transformer, ids: Tensor, side: str, ctx: RunContext) -> Tensor:
-    """ids [B, T] -> input [B, T, d]: token embedding (x sqrt(d) if configured) + token type 0 + positional
-    encoding, then the embedding norm if the model has one. `model` is the Transformer (its tables)."""
+    """ids [B, T] -> input [B, T, d]: token embedding (x sqrt(d) if configured) + token type (0, or the
+    segments in ctx.token_types) + positional encoding, then the embedding norm if the model has one. `model`
+    is the Transformer (its tables)."""
     cfg: ModelConfig = model.config
     table = model.src_embed if side == "src" else model.tgt_embed
     x = table(ids)  # [B, T, d]
@@ -31,9 +32,13 @@ def embed_tokens(model: Transformer, ids: Tensor, side: str, ctx: RunContext) ->
     ctx.rec(names.side_entry(side, "embed"), x)
     T = ids.shape[1]
     type_table = getattr(model, f"{side}_type_embed", None)
-    if type_table is not None:  # one sentence: every token has type 0
-        token_type = type_table.weight[0].expand(T, -1)  # [T, d]
-        ctx.rec(names.side_entry(side, names.TYPE), token_type, batched=False)
+    if type_table is not None:
+        types = ctx.token_types.get(side)  # [B, T]: a sentence pair's segments; absent: one sentence, type 0
+        if types is None:
+            token_type = type_table.weight[0].expand(T, -1)  # [T, d]
+        else:
+            token_type = type_table(types)  # [B, T, d]
+        ctx.rec(names.side_entry(side, names.TYPE), token_type, batched=types is not None)
         x = x + token_type
     if ctx.options.positional and cfg.adds_position_table:
         if cfg.positional == "sinusoidal":

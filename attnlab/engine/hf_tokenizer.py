@@ -7,6 +7,8 @@ model's) and the special tokens are wherever the model keeps them (`specials`, e
   LibraryTokenizer   anything the `tokenizers` library runs: tokenizer.json, GPT-2 vocab.json + merges.txt,
                      BERT vocab.txt (the builders are in checkpoints/tokenizer_files.py)
   SentencePieceTokenizer  Marian's source.spm / target.spm with the shared vocab.json (needs `sentencepiece`)
+  SentencePieceModelTokenizer  a folder's only tokenizer file is a SentencePiece model: tokenizer.model
+                     (Llama), spiece.model (T5), sentencepiece.bpe.model (XLM-R, numbered the fairseq way)
   CharVocabTokenizer one token per character from a nanoGPT meta.pkl (stoi / itos)
   NumberTokenizer    no vocabulary at all: tokens are shown as #0, #1, …; typing "#17 #4" feeds those ids
 """
@@ -56,6 +58,9 @@ class ForeignTokenizer(Tokenizer):
 
     def id_to_token(self, i: int) -> str:
         return self.vocab[i] if 0 <= i < len(self.vocab) else f"#{i}"
+
+    def token_id(self, token: str) -> int | None:
+        return self._index.get(token)
 
     def decode(self, ids: Iterable[int]) -> str:
         hidden = self.specials.hidden_ids()
@@ -148,6 +153,50 @@ class SentencePieceTokenizer(ForeignTokenizer):
         )
 
 
+FAIRSEQ_FIRST = ("<s>", "<pad>", "</s>", "<unk>")  # XLM-R / CamemBERT ids 0-3; the model's pieces follow, +1
+
+
+class SentencePieceModelTokenizer(ForeignTokenizer):
+    """A SentencePiece model read as transformers reads it: the model's own ids (or, `fairseq`, XLM-R's: ids
+    0-3 are <s> <pad> </s> <unk>, every other piece one higher than in the model, <mask> last); special tokens
+    typed in the text stay one token each, as the library's added tokens do."""
+
+    kind = "spm-model"
+
+    def __init__(self, model_bytes: bytes, specials: Specials, fairseq: bool = False):
+        self.sp = load_sentencepiece(model_bytes)
+        self.model_bytes, self.fairseq = model_bytes, fairseq
+        pieces = [self.sp.id_to_piece(i) for i in range(self.sp.get_piece_size())]
+        super().__init__([*FAIRSEQ_FIRST, *pieces[3:], "<mask>"] if fairseq else pieces, specials)
+        self._typed: re.Pattern[str] | None = None
+
+    def _model_id(self, sp_id: int) -> int:
+        if not self.fairseq:
+            return sp_id
+        return sp_id + 1 if sp_id >= 3 else self._index.get(self.sp.id_to_piece(sp_id), FAIRSEQ_FIRST.index("<unk>"))
+
+    def encode(self, text: str) -> tuple[list[str], list[int]]:
+        if self._typed is None:  # the special tokens' texts, longest first
+            typed = sorted({self.id_to_token(i) for i in self.specials.to_ids()}, key=len, reverse=True)
+            self._typed = re.compile("(" + "|".join(map(re.escape, typed)) + ")") if typed else re.compile("(?!)")
+        ids: list[int] = []
+        for i, part in enumerate(self._typed.split(str(text))):
+            if i % 2:
+                ids.append(self._index[part])
+            elif part:
+                ids += [self._model_id(j) for j in self.sp.encode(part)]
+        return [self.id_to_token(i) for i in ids], ids
+
+    def decode(self, ids: Iterable[int]) -> str:
+        hidden = self.specials.hidden_ids()
+        return self.sp.decode_pieces([self.id_to_token(int(i)) for i in ids if int(i) not in hidden])
+
+    def to_json(self) -> str:
+        model = base64.b64encode(self.model_bytes).decode("ascii")
+        data = {"kind": self.kind, "model": model, "fairseq": self.fairseq, "specials": self.specials.to_dict()}
+        return json.dumps(data, ensure_ascii=False)
+
+
 class CharVocabTokenizer(ForeignTokenizer):
     """One token per character (nanoGPT's shakespeare_char meta.pkl). Characters outside the vocabulary are
     left out (the model has no <unk>); `last_dropped` says which."""
@@ -199,6 +248,10 @@ def foreign_tokenizer_from_json(data: dict[str, Any]) -> Tokenizer:
         return SentencePieceTokenizer(
             base64.b64decode(data["model"]), data["vocab"], specials_from_dict(data["specials"])
         )
+    if kind == "spm-model":
+        return SentencePieceModelTokenizer(
+            base64.b64decode(data["model"]), specials_from_dict(data["specials"]), bool(data.get("fairseq"))
+        )
     if kind == "char-vocab":
         return CharVocabTokenizer(list(data["vocab"]))
     if kind == "numbers":
@@ -206,4 +259,4 @@ def foreign_tokenizer_from_json(data: dict[str, Any]) -> Tokenizer:
     raise ValueError(f"unknown tokenizer kind {kind!r}")
 
 
-FOREIGN_KINDS = ("hf", "spm", "char-vocab", "numbers")
+FOREIGN_KINDS = ("hf", "spm", "spm-model", "char-vocab", "numbers")

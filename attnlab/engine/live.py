@@ -20,13 +20,14 @@ from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
+from attnlab.engine.pairs import INPUT_CUT, pair_side
 from attnlab.engine.runcache import LayerInputs, Resume, entries_before, first_changed_layer
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Recorder, Trace
 from attnlab.engine.typed import UNSURE_BELOW, classroom_language, typed_form, unsure_notice
 from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 
-Prompt = str | list[int] | None  # text, or token ids fed back by generation
+Prompt = str | tuple[str, str] | list[int] | None  # text, a sentence pair, or token ids fed back by generation
 
 
 def pick_device(requested: str) -> torch.device:
@@ -148,10 +149,12 @@ class LiveModel:
 
         The one place that maps texts onto the stacks: encoder-decoder reads both as given; decoder-only has
         no encoder, and its prompt is `tgt`, or `src` when `tgt` is empty (a prompt typed in the source box);
-        encoder-only has no decoder input."""
+        encoder-only has no decoder input: its second text, if any, is sentence B of a pair (`reads_pairs`)."""
         if not self.config.has_encoder:
             return None, (tgt if tgt else src)
         if not self.config.has_decoder:
+            if self.reads_pairs and isinstance(src, str) and isinstance(tgt, str) and tgt.strip():
+                return (src, tgt), None
             return src, None
         return src, tgt
 
@@ -206,13 +209,44 @@ class LiveModel:
         """The tokenizer whose ids the output distribution ranges over."""
         return self.tokenizer("tgt" if self.config.has_decoder else "src")
 
-    def _side(self, text: Prompt, side: str, pad_to: int, notices: list[str]) -> tuple[list[str], list[int], int]:
+    @property
+    def reads_pairs(self) -> bool:
+        """Whether this model reads a sentence pair (an encoder-only model whose tokenizer has a pair template,
+        BERT and RoBERTa; BERT's segments also get their own token-type embedding)."""
+        tok = self.src_tokenizer
+        return tok is not None and self.role("src") == "encoder-only" and tok.specials.reads_pairs
+
+    def sentence_pair(self, text: Any) -> tuple[str, str] | None:
+        """(A, B) when `text` is a sentence pair this model reads: a tuple of two strings, or one string with
+        the separator token between them ("A [SEP] B"); None for one sentence. Only models whose tokenizer
+        has a pair template (BERT, RoBERTa: Specials.pair) read pairs."""
+        tok, reads = self.src_tokenizer, self.reads_pairs
+        if isinstance(text, tuple) and len(text) == 2 and all(isinstance(t, str) for t in text):
+            if not reads:
+                raise InputError("this model reads one sentence at a time, not a pair of sentences")
+            return text[0], text[1]
+        sep = tok.specials.sep if tok is not None else None
+        if reads and tok is not None and isinstance(text, str) and sep is not None and tok.id_to_token(sep) in text:
+            a, _, b = text.partition(tok.id_to_token(sep))
+            return a.strip(), b.strip()
+        return None
+
+    def _side(
+        self, text: Prompt, side: str, pad_to: int, notices: list[str], types: dict | None = None
+    ) -> tuple[list[str], list[int], int]:
         """Token strings and ids of one side wrapped in the tokenizer's specials (engine/specials.py; attnlab's
         own: source = pieces + </s>, target = <s> + pieces).
 
-        `text` is a string, or a list of token ids (what generation feeds back, so no text round trip)."""
+        `text` is a string, a sentence pair (`sentence_pair`; its token types go into `types[side]`), or a
+        list of token ids (what generation feeds back, so no text round trip)."""
         tok = self.tokenizer(side)
         specials, role = tok.specials, self.role(side)
+        pair = self.sentence_pair(text)
+        if pair is not None:
+            pieces, ids, n_real, type_ids = pair_side(tok, pair, self.config.max_len, pad_to, notices)
+            if types is not None:
+                types[side] = type_ids
+            return pieces, ids, n_real
         if isinstance(text, (list, tuple)):
             ids = checked_ids(text, tok.vocab_size, side)
         elif text is None or isinstance(text, str):
@@ -234,7 +268,7 @@ class LiveModel:
             what = "source" if side == "src" else "decoder input"
             extra = f" (+{n_specials} special)" if n_specials else ""
             notices.append(
-                f"The {what} has {len(ids)} tokens but this model reads at most {room}{extra}; "
+                f"The {what} has {len(ids)} tokens but {INPUT_CUT} {room}{extra}; "
                 f"the last {len(ids) - room} were dropped."
             )
             ids = ids[:room]
@@ -252,7 +286,8 @@ class LiveModel:
         """Run once and record every step.
 
         encoder-decoder: `src` is the sentence to encode, `tgt` the decoder input (teacher forcing; <s> is
-        prepended). decoder-only: `tgt` (or `src` when `tgt` is empty) is the prompt. encoder-only: `src`.
+        prepended). decoder-only: `tgt` (or `src` when `tgt` is empty) is the prompt. encoder-only: `src`, or a
+        sentence pair `("A", "B")` / "A [SEP] B" for a model whose tokenizer reads pairs (`sentence_pair`).
         `tgt` may also be a list of token ids. See `prompt_sides`.
 
         A run that differs from the last recorded run (or, for a fast run, the last fast one) only in its
@@ -319,11 +354,14 @@ class LiveModel:
         src_key, tgt_key = (tuple(x) if isinstance(x, list) else x for x in (src, tgt))  # hashable
         return (src_key, tgt_key, option_rules.reuse_key(options), id(self.module), weights_version)
 
-    def _inputs(self, src: Prompt, tgt: Prompt, options: RunOptions, notices: list[str]) -> dict:
-        """side -> (token strings, ids, real length) for each side this model reads."""
+    def _inputs(
+        self, src: Prompt, tgt: Prompt, options: RunOptions, notices: list[str], types: dict | None = None
+    ) -> dict:
+        """side -> (token strings, ids, real length) for each side this model reads (a sentence pair's token
+        types go into `types`)."""
         sides = {}
         if self.config.has_encoder:
-            sides["src"] = self._side(src, "src", options.pad_to, notices)
+            sides["src"] = self._side(src, "src", options.pad_to, notices, types)
         if self.config.has_decoder:
             sides["tgt"] = self._side(tgt, "tgt", options.pad_to, notices)
         return sides
@@ -364,7 +402,8 @@ class LiveModel:
         if self.device != device:
             self.module.to(device)
         notices: list[str] = list(self.metadata.get("run_notices", []))  # e.g. settings a loader assumed
-        sides = self._inputs(src, tgt, options, notices)
+        types: dict[str, list[int]] = {}
+        sides = self._inputs(src, tgt, options, notices, types)
         rec = self._recorder(device, options, sides, notices)
         kept: OrderedDict = OrderedDict()
         last_recorded = self._runs.get(True)
@@ -390,6 +429,7 @@ class LiveModel:
             tgt_pad=pad_of.get("tgt"),
             resume=resume,
             inputs=inputs,
+            src_types=torch.tensor([types["src"]], device=device) if "src" in types else None,  # [1, S]
         )
         entries = rec.entries()
         if not options.record:  # the fast path still returns what the output panel needs
@@ -438,6 +478,8 @@ class LiveModel:
         src, prompt = self.prompt_sides(src, prefix)  # a decoder-only model's prompt is its prefix
         if isinstance(prompt, list):
             ids = checked_ids(prompt, tok.vocab_size, "tgt")
+        elif isinstance(prompt, tuple):  # a decoder's prompt is never a pair (prompt_sides)
+            raise InputError("generate() takes one prompt, not a pair of sentences")
         else:
             ids = list(tok.encode(self.typed_form((prompt or "")[:MAX_SENTENCE_CHARS], "tgt"))[1])
         unsure: list[tuple[str, float]] = []  # the chosen tokens whose probability was below UNSURE_BELOW

@@ -129,9 +129,12 @@ class Transformer(nn.Module):
         tgt_pad: Tensor | None = None,
         resume: Resume | None = None,
         inputs: LayerInputs | None = None,
+        src_types: Tensor | None = None,
     ) -> Tensor:
         """Returns logits [B, T, V] (decoder architectures) or [B, S, V] (encoder-only).
 
+        src_types: long [B, S], the token type (segment) of each source token, for models with a token-type
+        table (BERT: 0 for sentence A, 1 for sentence B); None: every token has type 0.
         src_pad / tgt_pad: bool [B, S] / [B, T], True at <pad> positions (used by the padding mask).
         resume: start at a later layer from the previous run's layer inputs (its earlier entries must already
         be in `rec`); inputs: where to keep this run's layer inputs (see engine/runcache.py).
@@ -151,6 +154,8 @@ class Transformer(nn.Module):
         assert ids is not None
         ctx = RunContext(cfg, options, rec, self.dropout if self.training else 0.0, ids.device, self.sinusoid.dtype)
         ctx.resume, ctx.inputs = resume, inputs
+        if src_types is not None:
+            ctx.token_types["src"] = src_types
         memory: Tensor | None
         if resume is not None and resume.skips_encoder() and cfg.has_encoder:
             memory = resume.previous.get(MEMORY)  # [B, S, d], the encoder's output is unchanged

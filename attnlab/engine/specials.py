@@ -7,6 +7,10 @@ necessarily 0-3) and the wrapping rule for each role a token sequence can play:
   "encoder-only"  the input of an encoder-only model        attnlab: <s> pieces </s>  BERT: [CLS] pieces [SEP]
   "decoder"       a decoder's input (or a decoder-only       attnlab: <s> pieces       GPT-2: pieces
                   model's prompt)                                                      Marian: <pad> pieces
+
+A tokenizer that reads sentence pairs (BERT, RoBERTa) also has `pair`: the ids around and between the two
+sentences, and the token type (segment) of each part, as its post-processor's "pair" template says
+(BERT: [CLS]:0 A:0 [SEP]:0 B:1 [SEP]:1).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 ROLES = ("encoder", "encoder-only", "decoder")
+PAIR_PARTS = ("prefix", "a", "middle", "b", "suffix")  # the order of a sentence pair's parts
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,8 @@ class Specials:
     prefix: dict[str, list[int]] = field(default_factory=dict)
     suffix: dict[str, list[int]] = field(default_factory=dict)
     description: str = ""  # e.g. "[CLS] … [SEP]", shown in the model-info view
+    # the encoder-only role's sentence-pair template: PAIR_PARTS -> ids, and each part's token type
+    pair: dict[str, list[int]] = field(default_factory=dict)
 
     def wrap(self, role: str, ids: list[int]) -> list[int]:
         if role not in ROLES:
@@ -40,6 +47,22 @@ class Specials:
 
     def n_added(self, role: str) -> int:
         return len(self.prefix.get(role, [])) + len(self.suffix.get(role, []))
+
+    @property
+    def reads_pairs(self) -> bool:
+        return bool(self.pair)
+
+    def wrap_pair(self, a: list[int], b: list[int]) -> tuple[list[int], list[int]]:
+        """(ids, token type ids) of the sentence pair (a, b) in the encoder-only role."""
+        if not self.pair:
+            raise ValueError("this tokenizer reads one sentence at a time, not a pair")
+        ids: list[int] = []
+        types: list[int] = []
+        for part in PAIR_PARTS:
+            piece = a if part == "a" else b if part == "b" else self.pair.get(part, [])
+            ids += piece
+            types += [self.pair.get(f"{part}_type", [0])[0]] * len(piece)
+        return ids, types
 
     @property
     def pad_id(self) -> int:
@@ -54,6 +77,10 @@ class Specials:
         """The token a prompt that is empty (and gets no prefix) starts from: GPT-2's <|endoftext|>."""
         return self.bos if self.bos is not None else self.eos
 
+    def to_ids(self) -> set[int]:
+        """Every special token's id."""
+        return {i for i in (self.pad, self.bos, self.eos, self.unk, self.cls, self.sep, self.mask) if i is not None}
+
     def hidden_ids(self) -> set[int]:
         """Ids that decoding text leaves out (pad, bos, eos, cls, sep)."""
         return {i for i in (self.pad, self.bos, self.eos, self.cls, self.sep) if i is not None}
@@ -65,6 +92,7 @@ class Specials:
             "prefix": self.prefix,
             "suffix": self.suffix,
             "description": self.description,
+            **({"pair": self.pair} if self.pair else {}),
         }
 
 
@@ -93,4 +121,5 @@ def specials_from_dict(data: dict) -> Specials:
         prefix={k: [int(i) for i in v] for k, v in dict(data.get("prefix", {})).items()},
         suffix={k: [int(i) for i in v] for k, v in dict(data.get("suffix", {})).items()},
         description=str(data.get("description", "")),
+        pair={k: [int(i) for i in v] for k, v in dict(data.get("pair", {})).items()},
     )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from attnlab.engine import names
 from attnlab.engine.config import ARCHITECTURES, POSITIONALS, ModelConfig
 from attnlab.engine.options import ABLATION_MODES, ResolvedOptions, RunOptions, head_choices
+from attnlab.engine.pairs import INPUT_CUT
 
 if TYPE_CHECKING:
     from attnlab.engine.live import LiveModel, pick_device
@@ -37,6 +38,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ABLATION_MODES",
     "ARCHITECTURES",
+    "INPUT_CUT",
     "POSITIONALS",
     "LiveModel",
     "ModelConfig",

@@ -56,8 +56,16 @@ class InputBar(QWidget):
             if edit.text() != text:
                 edit.setText(text)
         arch = s.model.config.arch if s.model else "encoder-decoder"
-        self.src_label.setText("&Prompt:" if arch == "decoder-only" else "&Source:")
-        show_tgt = arch == "encoder-decoder"
+        pairs = s.model is not None and s.model.reads_pairs  # BERT, RoBERTa: the second box is sentence B
+        self.src_label.setText("&Prompt:" if arch == "decoder-only" else "Sentence &A:" if pairs else "&Source:")
+        self.tgt_label.setText("Sentence &B:" if pairs else "&Decoder input:")
+        self.tgt.setPlaceholderText(
+            "Second sentence (optional): its tokens get token type 1"
+            if pairs
+            else "Decoder input (teacher forcing) — empty, or Generate"
+        )
+        self.clear.setToolTip("Empty sentence B" if pairs else "Empty the decoder input")
+        show_tgt = arch == "encoder-decoder" or pairs
         for w in (self.tgt_label, self.tgt, self.clear):
             w.setVisible(show_tgt)
         self.generate.setVisible(arch != "encoder-only")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QPushButton
 
-from attnlab.present.engine_api import names
+from attnlab.present.engine_api import INPUT_CUT, names
 from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
 from attnlab.present.training_steps import step_banner
@@ -96,6 +96,7 @@ class WindowStatus:
         if meta.get("classroom_model") and not meta.get("random"):
             typed = self.session.src if model.config.has_encoder else (self.session.tgt or self.session.src)
             warnings.append(out_of_domain_text(str(meta["classroom_model"]), typed))
+        warnings += [n for n in trace.notices if INPUT_CUT in n]  # an input longer than the model reads
         untrained = untrained_banner(trace)
         if untrained and not meta.get("random"):
             warnings.append(untrained)

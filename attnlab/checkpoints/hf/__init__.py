@@ -34,7 +34,7 @@ def _family(hf_config: Mapping) -> ModuleType:
     model_type = hf_config.get("model_type")
     if model_type not in FAMILIES:
         what = "is missing" if model_type is None else f"{model_type!r} is not a model type attnlab can open"
-        raise refuse("model_type", what)
+        raise refuse("model_type", what, list_types=True)
     return importlib.import_module(f"attnlab.checkpoints.hf.{FAMILIES[model_type]}")
 
 

@@ -42,12 +42,11 @@ def supported_text() -> str:
     return "supported model types: " + ", ".join(SUPPORTED_MODEL_TYPES)
 
 
-def refuse(field: str, why: str) -> CheckpointError:
-    """The one error for a config.json attnlab cannot represent: names the field, lists what is supported."""
-    return CheckpointError(
-        f"config.json field {field!r}: {why}. attnlab opens these Hugging Face models "
-        f"without guessing: {supported_text()}"
-    )
+def refuse(field: str, why: str, *, list_types: bool = False) -> CheckpointError:
+    """The one error for a config.json attnlab cannot represent, in one line: names the field and why; the
+    supported model types only where the type itself is what is refused (`list_types`)."""
+    listed = f"; attnlab opens these Hugging Face models: {', '.join(SUPPORTED_MODEL_TYPES)}" if list_types else ""
+    return CheckpointError(f"config.json field {field!r}: {why}{listed}")
 
 
 def field(hf: HFConfig, key: str, default: Any = None, *, required: bool = False) -> Any:

@@ -240,7 +240,7 @@ class InputSumPanel(StagePanel):
         if extras:
             self._note.show_text(
                 (
-                    "Token embedding + position + token type (0 for every token of one sentence)"
+                    "Token embedding + position + token type (segment: 0 for sentence A, 1 for sentence B)"
                     if "type" in extras
                     else "Token embedding + position"
                 )
