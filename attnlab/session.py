@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 DEBOUNCE_MS = 150  # typing pause before a re-trace
+TOKENIZE_TIMEOUT_S = 10.0  # the app stops a Hugging Face tokenizer that takes longer on one text (issue 27)
 
 
 def model_snapshots(model) -> tuple[Any, str]:
