@@ -351,6 +351,15 @@ class Session(QObject):
         running = self._running is not None and self._running.kind == "load"
         return (running and self._running.generation == self._generation["load"]) or "load" in self._waiting
 
+    def cancel(self) -> bool:
+        """Cancel (the status bar's button): stop a tokenizer running in its child process (the app's time
+        limit) at once, so the run waiting on it fails with a message, and drop a load under way. False when
+        there was no load to drop."""
+        from attnlab.engine.tokenizer_process import stop_all
+
+        stop_all()
+        return self.cancel_load()
+
     def cancel_load(self) -> bool:
         """Drop the load under way: the open model stays. A file being read cannot be interrupted; its result
         is dropped when it comes (latest request wins). False when no load was under way."""

@@ -90,3 +90,19 @@ def test_without_the_limit_nothing_runs_in_a_child(monkeypatch):
     monkeypatch.setattr(tokenizer_process, "_Child", lambda *a: started.append(a))
     assert slow_tokenizer().encode("the cat")[1] == [5, 6] and not started
     assert sys.executable  # the child runs this interpreter
+
+
+def test_cancel_stops_a_tokenizer_at_once(qtbot, time_limit, monkeypatch):
+    monkeypatch.setattr(tokenizer_process, "_timeout_s", 60.0)  # only Cancel can end it soon
+    session = Session()
+    with qtbot.waitSignal(session.traceReady, timeout=WAIT):
+        session.load_async(lambda: random_model(TINY, tokenizer=slow_tokenizer()), src="the cat")
+    session.set_src(SLOW_TEXT, debounce=False)
+    qtbot.waitUntil(lambda: any(c.proc.poll() is None for c in tokenizer_process._children.values()), timeout=WAIT)
+    qtbot.wait(200)  # the child is busy with the slow text
+    start = time.perf_counter()
+    with qtbot.waitSignal(session.failed, timeout=WAIT) as failed:
+        assert not session.cancel()  # no load to drop; the tokenizer is stopped
+    assert time.perf_counter() - start < 5
+    assert "stopped by Cancel" in failed.args[0] and "\n" not in failed.args[0]
+    session.shutdown()

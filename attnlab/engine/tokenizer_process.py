@@ -70,6 +70,7 @@ class _Child:
             text=True,
             encoding="utf-8",
         )
+        self.cancelled = False  # stopped by stop_all (a Cancel), not by its own failure
         assert self.proc.stdin is not None
         self.proc.stdin.write(hf_json.replace("\n", " ") + "\n")
         self.proc.stdin.flush()
@@ -83,9 +84,9 @@ class _Child:
             self.stop()
             raise EncodeTimeout
         line = self.proc.stdout.readline()
-        if not line:  # the child died (a crash in the Rust code)
+        if not line:  # the child died: a Cancel, or a crash in the Rust code
             self.stop()
-            return {"error": "the tokenizer process ended unexpectedly"}
+            return {"error": "stopped by Cancel" if self.cancelled else "the tokenizer process ended unexpectedly"}
         return json.loads(line)
 
     def stop(self) -> None:
@@ -95,6 +96,14 @@ class _Child:
     def __del__(self) -> None:  # its tokenizer is gone
         if self.proc.poll() is None:
             self.proc.kill()
+
+
+def stop_all() -> None:
+    """Stop every tokenizer child now (a Cancel): an encode waiting on one fails at once; the next starts anew."""
+    for child in list(_children.values()):
+        if child.proc.poll() is None:
+            child.cancelled = True
+            child.proc.kill()
 
 
 def encode_isolated(owner: Any, text: str) -> tuple[list[str], list[int]]:
