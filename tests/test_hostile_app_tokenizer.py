@@ -7,7 +7,6 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import sys
 import time
 
 import pytest
@@ -89,7 +88,6 @@ def test_without_the_limit_nothing_runs_in_a_child(monkeypatch):
     started = []
     monkeypatch.setattr(tokenizer_process, "_Child", lambda *a: started.append(a))
     assert slow_tokenizer().encode("the cat")[1] == [5, 6] and not started
-    assert sys.executable  # the child runs this interpreter
 
 
 def test_cancel_stops_a_tokenizer_at_once(qtbot, time_limit, monkeypatch):
