@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 DEBOUNCE_MS = 150  # typing pause before a re-trace
+TOKENIZE_TIMEOUT_S = 10.0  # the app stops a Hugging Face tokenizer that takes longer on one text (issue 27)
 
 
 def model_snapshots(model) -> tuple[Any, str]:
@@ -355,6 +356,15 @@ class Session(QObject):
         """Whether a load is running or waiting (its result not yet accepted or dropped)."""
         running = self._running is not None and self._running.kind == "load"
         return (running and self._running.generation == self._generation["load"]) or "load" in self._waiting
+
+    def cancel(self) -> bool:
+        """Cancel (the status bar's button): stop a tokenizer running in its child process (the app's time
+        limit) at once, so the run waiting on it fails with a message, and drop a load under way. False when
+        there was no load to drop."""
+        from attnlab.engine.tokenizer_process import stop_all
+
+        stop_all()
+        return self.cancel_load()
 
     def cancel_load(self) -> bool:
         """Drop the load under way: the open model stays. A file being read cannot be interrupted; its result

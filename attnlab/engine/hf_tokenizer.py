@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from attnlab.engine.specials import Specials, specials_from_dict
-from attnlab.engine.tokenizer import Tokenizer, guarded
+from attnlab.engine.tokenizer import Tokenizer, encode_hf, guarded
 
 SENTENCEPIECE_MISSING = (
     'This model\'s tokenizer needs the sentencepiece package. Install it with: pip install "attnlab[hf]"'
@@ -85,8 +85,7 @@ class LibraryTokenizer(ForeignTokenizer):
         super().__init__(vocab, specials)
 
     def encode(self, text: str) -> tuple[list[str], list[int]]:
-        enc = guarded(lambda: self.hf.encode(str(text), add_special_tokens=False), "split this text")
-        return list(enc.tokens), list(enc.ids)
+        return encode_hf(self, str(text))
 
     def decode(self, ids: Iterable[int]) -> str:
         hidden = self.specials.hidden_ids()

@@ -143,8 +143,7 @@ class BPETokenizer(Tokenizer):
         super().__init__(vocab)
 
     def encode(self, text: str) -> tuple[list[str], list[int]]:
-        enc = guarded(lambda: self.hf.encode(clean_text(text), add_special_tokens=False), "split this text")
-        return list(enc.tokens), list(enc.ids)
+        return encode_hf(self, clean_text(text))
 
     def decode(self, ids: Iterable[int]) -> str:
         keep = [int(i) for i in ids if int(i) not in (self.pad_id, self.bos_id, self.eos_id)]
@@ -186,6 +185,29 @@ def guarded(call: Callable[[], T], doing: str) -> T:
         raise TokenizerError(
             f"the tokenizer failed to {doing} ({reason}); this checkpoint's tokenizer is broken for such input"
         ) from e
+
+
+def encode_hf(owner: Any, text: str) -> tuple[list[str], list[int]]:
+    """(tokens, ids) of `owner.hf.encode(text)` without special tokens (owner: a tokenizer around a Hugging Face
+    one): in-process, or in a child process stopped after a time limit once the app set one
+    (engine/tokenizer_process.py). Any failure is a one-line TokenizerError."""
+    from attnlab.engine import tokenizer_process
+
+    limit = tokenizer_process.encode_timeout()
+    if limit is None:
+        enc = guarded(lambda: owner.hf.encode(text, add_special_tokens=False), "split this text")
+        return list(enc.tokens), list(enc.ids)
+    try:
+        return tokenizer_process.encode_isolated(owner, text)
+    except tokenizer_process.EncodeTimeout:
+        raise TokenizerError(
+            f"the tokenizer took longer than {limit:g} s to split this text and was stopped; this checkpoint's "
+            "tokenizer is too slow for such input"
+        ) from None
+    except RuntimeError as e:
+        raise TokenizerError(
+            f"the tokenizer failed to split this text ({e}); this checkpoint's tokenizer is broken for such input"
+        ) from None
 
 
 def tokenizer_from_json(text: str) -> Tokenizer:

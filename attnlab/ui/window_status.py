@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QPushButton
 
 from attnlab.present.engine_api import INPUT_CUT, names
@@ -18,6 +19,7 @@ CLASSROOM_NOTE = (
     "Classroom model ({what}), trained on short generated sentences with a small vocabulary: "
     "other sentences still run, but then its outputs are meaningless."
 )
+CANCEL_AFTER_MS = 1000  # a run still going after this long gets the Cancel button (a load gets it at once)
 WIDEST_TIMING = "compute 8888.8 ms · paint 8888.8 ms"
 SIDES = ((names.side_entry("src", "tokens"), "source"), (names.side_entry("tgt", "tokens"), "decoder"))
 
@@ -129,8 +131,11 @@ class WindowStatus:
         self.statusBar().showMessage(failed_open_text(getattr(self, "opening", ""), self.session.model))
         QMessageBox.warning(self, "Could not open the model", message)
 
+    def _offer_cancel(self) -> None:
+        self.cancel_load_button.setVisible(self.session.busy)
+
     def _cancel_load(self) -> None:
-        if self.session.cancel_load():
+        if self.session.cancel():
             what = getattr(self, "opening", "") or "the model"
             name = Path(what).name if not what.startswith("the bundled") else what
             model = self.session.model
@@ -142,3 +147,7 @@ class WindowStatus:
 
     def _on_busy(self, busy: bool) -> None:
         self.busy.setVisible(busy)
+        if busy:  # a run that takes long (a slow tokenizer, a big model) can be cancelled too
+            QTimer.singleShot(CANCEL_AFTER_MS, self.cancel_load_button, self._offer_cancel)
+        elif not self.session.loading:
+            self.cancel_load_button.setVisible(False)
