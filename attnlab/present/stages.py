@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names, option_rules
+from attnlab.engine.options import RunOptions
 from attnlab.present import formulas, words
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
@@ -175,7 +176,7 @@ class _Outline(set):
 
     def __init__(self, entries: list[str], config: ModelConfig):
         super().__init__(entries)
-        self.config, self.options = config, None
+        self.config, self.options = config, RunOptions().resolved(config)  # as trained: the keys every run has
 
 
 def stage_keys_for_config(config: ModelConfig) -> list[str]:
