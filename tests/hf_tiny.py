@@ -60,8 +60,7 @@ def llama(n_kv=2, **changes):
         num_attention_heads=4,
         num_key_value_heads=n_kv,
         max_position_embeddings=32,
-        rope_parameters={"rope_type": "default", "rope_theta": 500.0},
-        **changes,
+        **{"rope_parameters": {"rope_type": "default", "rope_theta": 500.0}, **changes},
     )
     return _model(transformers.LlamaForCausalLM, cfg)
 
@@ -78,6 +77,59 @@ def qwen2():
         tie_word_embeddings=True,
     )
     return _model(transformers.Qwen2ForCausalLM, cfg)
+
+
+def llama_rope(kind: str):
+    """Llama with a long-context rope scaling (Llama-3.1/3.2 style llama3; linear; dynamic; yarn). The
+    original length and factors are chosen so every branch of the scaling (kept, blended, slowed) is taken
+    by some pair of the 8-wide heads."""
+    extra = {
+        "linear": {"factor": 4.0},
+        "dynamic": {"factor": 2.0},
+        "llama3": {
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+        "yarn": {"factor": 4.0, "original_max_position_embeddings": 16, "beta_fast": 4.0, "beta_slow": 1.0},
+    }[kind]
+    return llama(rope_parameters={"rope_type": kind, "rope_theta": 500.0, **extra})
+
+
+def qwen2_yarn():
+    """Qwen2.5's long-context setting: yarn, factor 4, with the attention factor 0.1 ln(4) + 1 on cos and sin."""
+    cfg = transformers.Qwen2Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        rope_parameters={
+            "rope_type": "yarn",
+            "rope_theta": 10000.0,
+            "factor": 4.0,
+            "original_max_position_embeddings": 8,
+        },
+    )
+    return _model(transformers.Qwen2ForCausalLM, cfg)
+
+
+def gpt2_inverse_layer(upcast: bool = False):
+    """GPT-2 with scale_attn_by_inverse_layer_idx (layer l's scores also divided by l + 1); 3 layers so the
+    divisors 1, 2, 3 are all seen; `upcast`: reorder_and_upcast_attn (float32 arithmetic, the same numbers)."""
+    cfg = transformers.GPT2Config(
+        vocab_size=VOCAB,
+        n_positions=32,
+        n_embd=32,
+        n_layer=3,
+        n_head=4,
+        scale_attn_by_inverse_layer_idx=True,
+        reorder_and_upcast_attn=upcast,
+    )
+    return _model(transformers.GPT2LMHeadModel, cfg)
 
 
 def bert(head=True):
@@ -146,6 +198,37 @@ CASES = {
 }
 
 
+# decoder families and mechanisms beyond the first seven (tests/test_hf_families.py, benchmarks/family_matrix.py):
+# name -> (case, the mechanisms it exercises)
+FAMILY_CASES = {
+    "llama-rope-linear": (
+        Case("llama-rope-linear", lambda: llama_rope("linear"), "decoder-only", final_norm_in_hidden=True),
+        "rope_scaling linear",
+    ),
+    "llama-rope-dynamic": (
+        Case("llama-rope-dynamic", lambda: llama_rope("dynamic"), "decoder-only", final_norm_in_hidden=True),
+        "rope_scaling dynamic",
+    ),
+    "llama-rope-llama3": (
+        Case("llama-rope-llama3", lambda: llama_rope("llama3"), "decoder-only", final_norm_in_hidden=True),
+        "rope_scaling llama3 (Llama-3.1/3.2)",
+    ),
+    "llama-rope-yarn": (
+        Case("llama-rope-yarn", lambda: llama_rope("yarn"), "decoder-only", final_norm_in_hidden=True),
+        "rope_scaling yarn + attention factor",
+    ),
+    "qwen2-yarn": (Case("qwen2-yarn", qwen2_yarn, "decoder-only", final_norm_in_hidden=True), "Qwen2.5 yarn, tied"),
+    "gpt2-inverse-layer": (
+        Case("gpt2-inverse-layer", gpt2_inverse_layer, "decoder-only", final_norm_in_hidden=True),
+        "scale_attn_by_inverse_layer_idx",
+    ),
+    "gpt2-upcast": (
+        Case("gpt2-upcast", lambda: gpt2_inverse_layer(upcast=True), "decoder-only", final_norm_in_hidden=True),
+        "+ reorder_and_upcast_attn",
+    ),
+}
+
+
 def hf_forward(case: Case, model):
     """Run the HF model eagerly on IDS (and DEC_IDS) with every attention and hidden state."""
     ids = torch.tensor([IDS])
@@ -181,3 +264,30 @@ def pairs(case: Case, out, n_layers: int):
         yield from stack("enc", "src", out.attentions, out.hidden_states)
     else:
         yield from stack("dec", "tgt", out.attentions, out.hidden_states, final_norm=case.final_norm_in_hidden)
+
+
+def compare_with_hf(case: Case, model, config, state) -> dict[str, float]:
+    """{what: max |attnlab - transformers|} over every attention map, hidden state and the logits of one case,
+    attnlab's engine run on the converted state (tests/test_hf_families.py, benchmarks/family_matrix.py)."""
+    from attnlab.engine.model import Transformer
+    from attnlab.engine.trace import Recorder
+
+    out = hf_forward(case, model)
+    module = Transformer(config)
+    module.load_state_dict(state)  # strict: every tensor the engine needs, nothing else
+    module.eval()
+    rec = Recorder(True)
+    src = torch.tensor([IDS]) if config.has_encoder else None
+    tgt = torch.tensor([DEC_IDS if config.has_encoder else IDS]) if config.has_decoder else None
+    with torch.inference_mode():
+        logits = module(src, tgt, rec=rec)
+    trace = rec.finish()
+    n_layers = config.n_decoder_layers if config.has_decoder else config.n_encoder_layers
+    errors = {}
+    for what, theirs, name in pairs(case, out, n_layers):
+        ours = trace[name]
+        assert ours.shape == theirs.shape, f"{case.name} {what}: {name} {tuple(ours.shape)} vs {tuple(theirs.shape)}"
+        errors[what] = float((ours - theirs).abs().max())
+    if case.has_logits:
+        errors["logits"] = float((logits[0] - out.logits[0]).abs().max())
+    return errors

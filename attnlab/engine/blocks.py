@@ -65,9 +65,9 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig, cross: bool):
+    def __init__(self, cfg: ModelConfig, cross: bool, index: int = 0):
         super().__init__()
-        self.self_attn = make_attention(cfg)
+        self.self_attn = make_attention(cfg, index)  # index: this layer's place in the stack
         self.cross_attn = make_attention(cfg) if cross else None
         self.ffn = make_ffn(cfg)
         self.norm1 = norm_of(cfg)
