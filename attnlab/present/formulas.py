@@ -60,8 +60,38 @@ def pe_formula(config: ModelConfig | None, options: RunOptions | None) -> str:
     if kind == "learned":
         return LEARNED.format(dm=DM)
     if kind == "rotary":
-        return ROTARY
+        return ROTARY + rope_scaling_formula(config)
     return ""
+
+
+def rope_scaling_formula(config: ModelConfig | None) -> str:
+    """How the config's rope_scaling changes the rotation speeds ω<sub>i</sub> = θ<sup>−2i/dₖ</sup> (the
+    arithmetic of engine/positional.rotary_inv_freq, with this model's numbers); '' for plain rotary."""
+    kind = "none" if config is None else config.rope_scaling
+    if config is None or kind == "none":
+        return ""
+    s, n = f"{config.rope_factor:g}", config.rope_original_max_len
+    w = "ω<sub>i</sub>"
+    if kind == "linear":
+        return f"<br>linear scaling, s = {s}: {w} = θ<sup>−2i/d<sub>k</sub></sup> / s (position p read as p / s)"
+    if kind == "dynamic":
+        return (
+            f"<br>dynamic NTK scaling, s = {s}: θ grows only past max_position_embeddings = {config.max_len} "
+            f"positions, which no input here reaches, so {w} = θ<sup>−2i/d<sub>k</sub></sup> unchanged"
+        )
+    if kind == "llama3":
+        lo, hi = config.rope_low_freq_factor, config.rope_high_freq_factor
+        return (
+            f"<br>Llama 3 scaling, s = {s}, N = {n}: λ<sub>i</sub> = 2π / {w}; &nbsp; {w} kept where "
+            f"λ<sub>i</sub> &lt; N / {hi:g}, {w} / s where λ<sub>i</sub> &gt; N / {lo:g}, between: "
+            f"(1 − a) {w} / s + a {w}, a = (N / λ<sub>i</sub> − {lo:g}) / ({hi:g} − {lo:g})"
+        )
+    return (
+        f"<br>YaRN scaling, s = {s}, N = {n}: {w} = r<sub>i</sub> {w} + (1 − r<sub>i</sub>) {w} / s, r<sub>i</sub> "
+        f"= 1 for pairs turning more than β<sub>fast</sub> = {config.rope_beta_fast:g} times in N positions, 0 "
+        f"below β<sub>slow</sub> = {config.rope_beta_slow:g}, a linear ramp between; cos and sin × "
+        f"{config.rope_attention_factor:.4g}"
+    )
 
 
 def embed_formula(config: ModelConfig | None) -> str:
@@ -82,8 +112,23 @@ def scores_over(scale: bool) -> str:
     return f"Q Kᵀ / √{DK}" if scale else "Q Kᵀ"
 
 
-def scaled_formula(scale: bool) -> str:
-    return f"S′ = Q Kᵀ / √{DK}" if scale else "S′ = S = Q Kᵀ &nbsp; (÷√d<sub>k</sub> switched off)"
+def scaled_formula(scale: bool, layer_divisor: int | None = None) -> str:
+    """S′ = Q Kᵀ / √dₖ; with `layer_divisor` (GPT-2's scale_attn_by_inverse_layer_idx) layer l is divided by
+    l + 1 too."""
+    if not scale:
+        return "S′ = S = Q Kᵀ &nbsp; (÷√d<sub>k</sub> switched off)"
+    if layer_divisor is not None:
+        return f"S′ = Q Kᵀ / (√{DK} · (l + 1)) = Q Kᵀ / (√{DK} · {layer_divisor}) &nbsp; (inverse layer scaling)"
+    return f"S′ = Q Kᵀ / √{DK}"
+
+
+def layer_divisor(config: ModelConfig | None, site: str) -> int | None:
+    """l + 1 for a decoder self-attention site of a model with GPT-2's scale_attn_by_inverse_layer_idx, else
+    None (engine/layers.make_attention gives layer l the same divisor)."""
+    if config is None or not config.attn_scale_inverse_layer or not names.is_site(site):
+        return None
+    stack, index, kind = names.split_site(site)
+    return index + 1 if stack == "dec" and kind == "self" else None
 
 
 def masked_formula(scale: bool) -> str:
@@ -94,14 +139,17 @@ def weights_formula(scale: bool) -> str:
     return f"A = softmax({scores_over(scale)} + M), row by row"
 
 
-def scaled_title(scale: bool) -> str:
-    """The plain-text title of the ÷√dₖ stage and map."""
-    return "QKᵀ / √dₖ" if scale else "÷ √dₖ switched off (= QKᵀ)"
+def scaled_title(scale: bool, layer_divisor: int | None = None) -> str:
+    """The plain-text title of the ÷√dₖ stage and map (÷ √dₖ · (l+1) under inverse layer scaling)."""
+    if not scale:
+        return "÷ √dₖ switched off (= QKᵀ)"
+    return "QKᵀ / √dₖ" if layer_divisor is None else f"QKᵀ / (√dₖ · {layer_divisor})"
 
 
-def qkv_formula(rotary: bool) -> str:
+def qkv_formula(rotary: bool, config: ModelConfig | None = None) -> str:
+    """Q, K, V from X; with `rotary`, the rotation of Q and K, and the config's rope scaling when it has one."""
     base = "Q = X W<sub>Q</sub> &nbsp; K = X<sub>kv</sub> W<sub>K</sub> &nbsp; V = X<sub>kv</sub> W<sub>V</sub>"
-    return base + (" &nbsp; then Q, K rotated by position (RoPE)" if rotary else "")
+    return base + (" &nbsp; then Q, K rotated by position (RoPE)" + rope_scaling_formula(config) if rotary else "")
 
 
 # ---- norms and feed-forward -----------------------------------------------------------------------------

@@ -1,0 +1,81 @@
+"""The pages of the decoder-family mechanisms state the arithmetic the engine ran (Qt-free): rope scaling in
+the Q, K, V page's formula with the model's own numbers, GPT-2's inverse layer scaling in the ÷√dₖ stage."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import WordTokenizer
+from attnlab.present.explain import explanation_html
+from attnlab.present.stages import stages_for
+
+ROTARY = dict(positional="rotary", rotary_layout="half", n_kv_heads=2, scale_embedding=False)
+
+
+def trace_of(options: RunOptions | None = None, **changes):
+    torch.manual_seed(0)
+    tok = WordTokenizer.train(["the black cat sees the small dog"])
+    cfg = ModelConfig(
+        arch="decoder-only",
+        src_vocab_size=tok.vocab_size,
+        tgt_vocab_size=tok.vocab_size,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_encoder_layers=0,
+        n_decoder_layers=3,
+        max_len=32,
+        norm_first=True,
+        **changes,
+    )
+    trace = LiveModel(Transformer(cfg), tok, tok).trace(None, "the black cat", options or RunOptions())
+    return trace, {s.key: s for s in stages_for(trace)}
+
+
+@pytest.mark.parametrize(
+    ("scaling", "said"),
+    [
+        ({"rope_scaling": "linear", "rope_factor": 4.0}, ["linear scaling, s = 4", "/ s"]),
+        ({"rope_scaling": "dynamic", "rope_factor": 2.0}, ["dynamic NTK scaling, s = 2", "= 32"]),
+        (
+            {"rope_scaling": "llama3", "rope_factor": 8.0, "rope_original_max_len": 64},
+            ["Llama 3 scaling, s = 8, N = 64", "N / 4", "N / 1"],
+        ),
+        (
+            {"rope_scaling": "yarn", "rope_factor": 4.0, "rope_original_max_len": 16, "rope_attention_factor": 1.1386},
+            ["YaRN scaling, s = 4, N = 16", "× 1.139", "β<sub>fast</sub> = 32"],
+        ),
+    ],
+)
+def test_the_qkv_page_states_the_rope_scaling_with_the_models_numbers(scaling, said):
+    trace, stages = trace_of(**ROTARY, **scaling)
+    page = explanation_html(stages["dec.0.self.qkv"], trace)
+    assert all(s in page for s in said), page
+    plain, plain_stages = trace_of(**ROTARY)
+    assert "scaling" not in explanation_html(plain_stages["dec.0.self.qkv"], plain)
+
+
+def test_positions_switched_off_drop_the_scaling_formula():
+    trace, stages = trace_of(RunOptions(positional=False), **ROTARY, rope_scaling="linear", rope_factor=4.0)
+    assert "linear scaling" not in explanation_html(stages["dec.0.self.qkv"], trace)
+
+
+def test_inverse_layer_scaling_is_in_each_layers_scaled_stage():
+    trace, stages = trace_of(attn_scale_inverse_layer=True)
+    for layer in range(3):
+        stage = stages[f"dec.{layer}.self.scaled"]
+        assert stage.title.endswith(f"QKᵀ / (√dₖ · {layer + 1})"), stage.title
+        page = explanation_html(stage, trace)
+        assert f"Q Kᵀ / (√d<sub>k</sub> · {layer + 1})" in page and f"here by {layer + 1}" in page
+        scores, scaled = trace[f"dec.{layer}.self.scores"], trace[f"dec.{layer}.self.scaled"]
+        assert torch.allclose(scaled, scores / (8**0.5 * (layer + 1)))  # d_k = 32 / 4 = 8
+    off, off_stages = trace_of(RunOptions(scale=False), attn_scale_inverse_layer=True)
+    assert "switched off" in off_stages["dec.1.self.scaled"].title
+    assert torch.equal(off["dec.1.self.scaled"], off["dec.1.self.scores"])
+    plain, plain_stages = trace_of()
+    assert "(l + 1)" not in explanation_html(plain_stages["dec.1.self.scaled"], plain)
