@@ -117,6 +117,39 @@ def qwen2_yarn():
     return _model(transformers.Qwen2ForCausalLM, cfg)
 
 
+def mistral(window: int | None = 3):
+    """Mistral: Llama's layout with sliding-window attention (query i reads keys j with i - j < W); W = 3
+    over 8 tokens, so the band cuts most of the causal triangle."""
+    cfg = transformers.MistralConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        sliding_window=window,
+    )
+    return _model(transformers.MistralForCausalLM, cfg)
+
+
+def qwen2_sliding():
+    """Qwen2 with use_sliding_window on every layer (max_window_layers 0): layer_types all sliding."""
+    cfg = transformers.Qwen2Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        use_sliding_window=True,
+        sliding_window=4,
+        max_window_layers=0,
+    )
+    return _model(transformers.Qwen2ForCausalLM, cfg)
+
+
 def gpt2_inverse_layer(upcast: bool = False):
     """GPT-2 with scale_attn_by_inverse_layer_idx (layer l's scores also divided by l + 1); 3 layers so the
     divisors 1, 2, 3 are all seen; `upcast`: reorder_and_upcast_attn (float32 arithmetic, the same numbers)."""
@@ -225,6 +258,14 @@ FAMILY_CASES = {
     "gpt2-upcast": (
         Case("gpt2-upcast", lambda: gpt2_inverse_layer(upcast=True), "decoder-only", final_norm_in_hidden=True),
         "+ reorder_and_upcast_attn",
+    ),
+    "mistral": (
+        Case("mistral", mistral, "decoder-only", final_norm_in_hidden=True),
+        "sliding-window attention (W = 3), GQA",
+    ),
+    "qwen2-sliding": (
+        Case("qwen2-sliding", qwen2_sliding, "decoder-only", final_norm_in_hidden=True),
+        "sliding window on every layer (W = 4)",
     ),
 }
 

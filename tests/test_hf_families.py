@@ -135,3 +135,43 @@ def test_old_style_rope_scaling_reads_the_same():
     old = {k: v for k, v in hf_config.items() if k != "rope_parameters"}
     old.update(rope_theta=500.0, rope_scaling={"type": "linear", "factor": 4.0})
     assert config_from_hf(old) == config_from_hf(hf_config)
+
+
+def test_sliding_window_masks_a_band_and_the_fused_run_agrees():
+    case, _ = FAMILY_CASES["mistral"]
+    model, hf_config = case.build()
+    config, state, _ = convert(hf_config, model.state_dict())
+    assert config.sliding_window == 3
+    _, trace = run(config, state)
+    T = len(IDS)
+    i, j = torch.meshgrid(torch.arange(T), torch.arange(T), indexing="ij")
+    allowed = (j <= i) & (i - j < 3)  # [T, T]
+    for layer in range(config.n_decoder_layers):
+        mask = trace[f"dec.{layer}.self.mask"]  # [T, T]
+        assert torch.equal(mask == 0, allowed) and torch.isneginf(mask[~allowed]).all()
+        assert (trace[f"dec.{layer}.self.weights"][:, ~allowed] == 0).all()
+    module = Transformer(config)
+    module.load_state_dict(state)
+    with torch.inference_mode():
+        fused = module(None, torch.tensor([IDS]))  # no recording: the fused kernel, given the band
+    recorded, _ = run(config, state)
+    assert torch.allclose(fused, recorded, atol=1e-5)
+    # without the window the logits differ: the band changed what the model computed
+    full = config.__class__(**{**config.__dict__, "sliding_window": 0})
+    assert not torch.allclose(run(full, state)[0], recorded, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"layer_types": ["full_attention", "sliding_attention"]}, "layer_types"),
+        ({"layer_types": ["chunked_attention", "chunked_attention"]}, "layer_types"),
+        ({"sliding_window": 0}, "sliding_window"),
+    ],
+)
+def test_window_settings_attnlab_cannot_represent_are_refused(changes, field):
+    case, _ = FAMILY_CASES["mistral"]
+    _model, hf_config = case.build()
+    with pytest.raises(CheckpointError) as err:
+        config_from_hf({**hf_config, **changes})
+    assert repr(field) in str(err.value)

@@ -79,3 +79,13 @@ def test_inverse_layer_scaling_is_in_each_layers_scaled_stage():
     assert torch.equal(off["dec.1.self.scaled"], off["dec.1.self.scores"])
     plain, plain_stages = trace_of()
     assert "(l + 1)" not in explanation_html(plain_stages["dec.1.self.scaled"], plain)
+
+
+def test_the_mask_stage_states_the_sliding_window_band():
+    trace, stages = trace_of(sliding_window=2)
+    page = explanation_html(stages["dec.0.self.mask"], trace)
+    assert "j ≤ i and i − j &lt; W (sliding window W = 2)" in page and "band of width 2" in page
+    mask = trace["dec.0.self.mask"]  # [T, T]: 3 tokens and the start token at least
+    assert torch.isneginf(mask[2, 0]) and mask[2, 1] == 0 and mask[1, 0] == 0
+    plain, plain_stages = trace_of()
+    assert "sliding window" not in explanation_html(plain_stages["dec.0.self.mask"], plain)

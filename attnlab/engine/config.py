@@ -110,6 +110,7 @@ class ModelConfig:
     rope_attention_factor: float = 1.0  # yarn: cos and sin multiplied by it (so q·k by its square)
     # GPT-2's scale_attn_by_inverse_layer_idx: layer l's scores are also divided by l + 1
     attn_scale_inverse_layer: bool = False
+    sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
 
     @property
     def d_head(self) -> int:
@@ -161,7 +162,7 @@ class ModelConfig:
         for name in ("d_model", "n_heads", "d_ff", "max_len", "src_vocab_size", "tgt_vocab_size"):
             if int(getattr(self, name)) < 1:
                 p.append(f"{name} must be at least 1 (got {getattr(self, name)})")
-        for name in ("n_kv_heads", "type_vocab_size", "pos_offset"):
+        for name in ("n_kv_heads", "type_vocab_size", "pos_offset", "sliding_window"):
             if getattr(self, name) < 0:
                 p.append(f"{name} must be 0 or more (got {getattr(self, name)})")
         too_big = self.size_problems()

@@ -50,7 +50,8 @@ class RunContext:
             if rotary_on
             else None
         )
-        self.masks = MaskBuilder(options, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
+        # holds no ctx: no reference cycle
+        self.masks = MaskBuilder(options, rec.enabled, device, dtype, config.sliding_window)
         self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
 

@@ -243,10 +243,17 @@ def _mask(trace: Trace, site: str, kind: str, where: str, h: int, tq: int, tk: i
     )
     if pads:
         state.append(f"{pads} &lt;pad&gt; key(s) are blocked by the padding mask.")
+    window = fm.sliding_window(trace.config, site)
+    if window:
+        state.append(
+            f"This model uses sliding-window attention: query i reads only the {window} latest keys (itself "
+            f"and the {window - 1} before it), so the allowed cells form a band of width {window} along the "
+            "diagonal; what lies further back reaches it only through earlier layers."
+        )
     if kind == "mask":
         return page(
             f"The mask · {where}",
-            "M<sub>ij</sub> = 0 (allowed) or −∞ (blocked), added before the softmax",
+            fm.mask_formula(window, causal),
             [
                 "Adding −∞ makes e<sup>score</sup> exactly 0, so a blocked key gets no weight "
                 "at all "

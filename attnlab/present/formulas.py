@@ -131,6 +131,22 @@ def layer_divisor(config: ModelConfig | None, site: str) -> int | None:
     return index + 1 if stack == "dec" and kind == "self" else None
 
 
+def sliding_window(config: ModelConfig | None, site: str) -> int:
+    """The sliding window W of a site (Mistral's decoder self-attention), 0 for none (engine/masks.MaskBuilder
+    applies the same)."""
+    if config is None or not config.sliding_window:
+        return 0
+    return config.sliding_window if site.startswith("dec.") and site.endswith(".self") else 0
+
+
+def mask_formula(window: int = 0, causal: bool = True) -> str:
+    """The mask stage's formula: 0 or −∞; with a sliding window W, the band it allows."""
+    if not window:
+        return "M<sub>ij</sub> = 0 (allowed) or −∞ (blocked), added before the softmax"
+    allowed = "j ≤ i and i − j &lt; W" if causal else "i − j &lt; W"
+    return f"M<sub>ij</sub> = 0 if {allowed} (sliding window W = {window}), else −∞; added before the softmax"
+
+
 def masked_formula(scale: bool) -> str:
     return f"S″ = {scores_over(scale)} + M"
 

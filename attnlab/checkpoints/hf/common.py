@@ -24,6 +24,7 @@ FAMILIES = {
     "marian": "marian",
     "llama": "llama",
     "qwen2": "llama",
+    "mistral": "llama",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 

@@ -1,6 +1,7 @@
-"""Llama (also SmolLM, TinyLlama) and Qwen2: decoder-only, pre-norm RMSNorm with a final norm, SwiGLU
-feed-forward, half-split rotary positions with the folder's rope_theta, grouped-query attention. Qwen2 has
-biases on Q, K and V only; Llama has none unless attention_bias / mlp_bias say so."""
+"""Llama (also SmolLM, TinyLlama), Qwen2 and Mistral: decoder-only, pre-norm RMSNorm with a final norm, SwiGLU
+feed-forward, half-split rotary positions with the folder's rope_theta and rope scaling, grouped-query
+attention. Qwen2 has biases on Q, K and V only; Llama has none unless attention_bias / mlp_bias say so;
+Mistral's sliding_window limits each query to the W latest keys."""
 
 from __future__ import annotations
 
@@ -90,17 +91,29 @@ def _yarn_attention_factor(key: str, params: dict[str, Any], factor: float) -> f
     return float(mscale(factor, m) / mscale(factor, m_all)) if m and m_all else mscale(factor)
 
 
-def check_full_attention(hf: HFConfig) -> None:
-    """Sliding-window attention (Qwen2's use_sliding_window, layer_types) has no attnlab equivalent."""
-    if field(hf, "use_sliding_window", False):
-        raise refuse("use_sliding_window", "sliding-window attention is not supported")
+def sliding_window(hf: HFConfig) -> int:
+    """The window W every layer's attention uses (0: full attention). Mistral: sliding_window (null: none);
+    Qwen2 and others: layer_types, which must be all full or all sliding (attnlab gives every layer one mask)."""
     kinds = set(field(hf, "layer_types", []) or [])
-    if kinds - {"full_attention"}:
-        raise refuse("layer_types", f"only full attention is supported, not {sorted(kinds - {'full_attention'})}")
+    if kinds - {"full_attention", "sliding_attention"}:
+        raise refuse("layer_types", f"only full or sliding attention is supported, not {sorted(kinds)}")
+    if len(kinds) > 1:
+        raise refuse("layer_types", "mixes full and sliding-window layers; attnlab gives every layer the same mask")
+    if kinds:
+        sliding = kinds == {"sliding_attention"}
+    elif field(hf, "use_sliding_window", False):
+        raise refuse("use_sliding_window", "without layer_types it is not said which layers use the window")
+    else:
+        sliding = hf["model_type"] == "mistral" and field(hf, "sliding_window") is not None
+    if not sliding:
+        return 0
+    window = int_field(hf, "sliding_window", required=True)
+    if window < 1:
+        raise refuse("sliding_window", f"must be at least 1, not {window}")
+    return window
 
 
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
-    check_full_attention(hf)
     d_model = int_field(hf, "hidden_size", required=True)
     n_heads = int_field(hf, "num_attention_heads", required=True)
     head_dim = int_field(hf, "head_dim", None)
@@ -139,6 +152,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         attn_out_bias=attention_bias,
         ffn_bias=bool(field(hf, "mlp_bias", False)),
         logits_bias=False,
+        sliding_window=sliding_window(hf),
     )
     return config, notes
 
