@@ -150,6 +150,43 @@ def qwen2_sliding():
     return _model(transformers.Qwen2ForCausalLM, cfg)
 
 
+def phi3():
+    """Phi-3: fused qkv_proj and gate_up_proj, grouped-query attention."""
+    cfg = transformers.Phi3Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        pad_token_id=0,
+        eos_token_id=2,
+    )
+    return _model(transformers.Phi3ForCausalLM, cfg)
+
+
+def gemma():
+    """Gemma: embeddings × √d, RMSNorm (1 + w), tanh-GELU gated feed-forward, tied output."""
+    cfg = transformers.GemmaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=32,
+        pad_token_id=0,
+    )
+    model, config = _model(transformers.GemmaForCausalLM, cfg)
+    with torch.no_grad():  # w near 0, as trained Gemma norms are (γ = 1 + w near 1)
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.normal_(0.0, 0.3)
+    return model, config
+
+
 def gpt2_inverse_layer(upcast: bool = False):
     """GPT-2 with scale_attn_by_inverse_layer_idx (layer l's scores also divided by l + 1); 3 layers so the
     divisors 1, 2, 3 are all seen; `upcast`: reorder_and_upcast_attn (float32 arithmetic, the same numbers)."""
@@ -266,6 +303,11 @@ FAMILY_CASES = {
     "qwen2-sliding": (
         Case("qwen2-sliding", qwen2_sliding, "decoder-only", final_norm_in_hidden=True),
         "sliding window on every layer (W = 4)",
+    ),
+    "phi3": (Case("phi3", phi3, "decoder-only", final_norm_in_hidden=True), "fused qkv_proj, gate_up_proj"),
+    "gemma": (
+        Case("gemma", gemma, "decoder-only", final_norm_in_hidden=True),
+        "embeddings × √d, RMSNorm (1 + w), tanh-GELU gated FFN",
     ),
 }
 

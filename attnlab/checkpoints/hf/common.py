@@ -25,6 +25,8 @@ FAMILIES = {
     "llama": "llama",
     "qwen2": "llama",
     "mistral": "llama",
+    "phi3": "phi3",
+    "gemma": "gemma",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 

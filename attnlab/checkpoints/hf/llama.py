@@ -46,6 +46,9 @@ def rope_settings(hf: HFConfig) -> dict[str, Any]:
     theta = params.get("rope_theta", field(hf, "rope_theta", 10000.0))
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
         raise refuse("rope_theta", f"must be a positive number, not {theta!r}")
+    partial = params.get("partial_rotary_factor", field(hf, "partial_rotary_factor", 1.0))
+    if partial != 1.0:
+        raise refuse("partial_rotary_factor", f"{partial!r}: attnlab rotates every dimension of a head")
     settings: dict[str, Any] = {"rope_theta": float(theta)}
     if kind == "default":
         return settings
