@@ -187,6 +187,22 @@ def gemma():
     return model, config
 
 
+def stablelm():
+    """StableLM: LayerNorm with biases, partial rotary (half of each 8-wide head turns), Q/K/V biases, GQA."""
+    cfg = transformers.StableLmConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        use_qkv_bias=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 500.0, "partial_rotary_factor": 0.5},
+    )
+    return _model(transformers.StableLmForCausalLM, cfg)
+
+
 def gpt2_inverse_layer(upcast: bool = False):
     """GPT-2 with scale_attn_by_inverse_layer_idx (layer l's scores also divided by l + 1); 3 layers so the
     divisors 1, 2, 3 are all seen; `upcast`: reorder_and_upcast_attn (float32 arithmetic, the same numbers)."""
@@ -308,6 +324,10 @@ FAMILY_CASES = {
     "gemma": (
         Case("gemma", gemma, "decoder-only", final_norm_in_hidden=True),
         "embeddings × √d, RMSNorm (1 + w), tanh-GELU gated FFN",
+    ),
+    "stablelm": (
+        Case("stablelm", stablelm, "decoder-only", final_norm_in_hidden=True),
+        "LayerNorm, partial rotary (½ of each head), Q/K/V biases",
     ),
 }
 

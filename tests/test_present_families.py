@@ -89,3 +89,12 @@ def test_the_mask_stage_states_the_sliding_window_band():
     assert torch.isneginf(mask[2, 0]) and mask[2, 1] == 0 and mask[1, 0] == 0
     plain, plain_stages = trace_of()
     assert "sliding window" not in explanation_html(plain_stages["dec.0.self.mask"], plain)
+
+
+def test_partial_rotary_is_in_the_formula_and_only_the_first_dimensions_turn():
+    trace, stages = trace_of(**ROTARY, rotary_fraction=0.5)
+    page = explanation_html(stages["dec.0.self.qkv"], trace)
+    assert "only the first r = 0.5 · d<sub>k</sub> dimensions" in page
+    off, _ = trace_of(RunOptions(positional=False), **ROTARY, rotary_fraction=0.5)
+    q, unturned = trace["dec.0.self.q"], off["dec.0.self.q"]  # [H, T, 8]: dims 4 … 7 never turn
+    assert torch.equal(q[..., 4:], unturned[..., 4:]) and not torch.allclose(q[..., :4], unturned[..., :4])

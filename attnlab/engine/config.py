@@ -110,11 +110,16 @@ class ModelConfig:
     rope_attention_factor: float = 1.0  # yarn: cos and sin multiplied by it (so q·k by its square)
     # GPT-2's scale_attn_by_inverse_layer_idx: layer l's scores are also divided by l + 1
     attn_scale_inverse_layer: bool = False
+    rotary_fraction: float = 1.0  # partial rotary (StableLM): only the first int(fraction · dk) dims turn
     sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
 
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    def rotary_dims(self, d_head: int) -> int:
+        """How many dimensions of a head of `d_head` rotary positions turn (the first ones; all but partial)."""
+        return int(d_head * self.rotary_fraction)
 
     @property
     def kv_heads(self) -> int:
@@ -181,8 +186,13 @@ class ModelConfig:
         p += self.rope_problems()
         if self.n_heads >= 1 and self.d_model % self.n_heads:
             p.append(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
-        if self.positional == "rotary" and self.n_heads >= 1 and (self.d_model // self.n_heads) % 2:
-            p.append(f"rotary encoding needs an even head size; d_model/n_heads = {self.d_model // self.n_heads}")
+        if not 0 < self.rotary_fraction <= 1:
+            p.append(f"rotary_fraction must be more than 0 and at most 1 (got {self.rotary_fraction})")
+        elif self.positional == "rotary" and self.n_heads >= 1 and self.rotary_dims(self.d_model // self.n_heads) % 2:
+            p.append(
+                f"rotary encoding needs an even number of rotated dimensions; "
+                f"{self.rotary_dims(self.d_model // self.n_heads)} of a head of {self.d_model // self.n_heads} turn"
+            )
         if self.has_encoder and self.n_encoder_layers < 1:
             p.append(f"{self.arch} needs at least one encoder layer")
         if self.has_decoder and self.n_decoder_layers < 1:

@@ -46,7 +46,7 @@ class RunContext:
         rotary_on = config.positional == "rotary" and options.positional
         d_head = config.d_model // self.n_heads
         self.rotary = (
-            rotary_angles(config.max_len, d_head, device, config.rope_theta, config)  # 2 x [L, dk/2]
+            rotary_angles(config.max_len, config.rotary_dims(d_head), device, config.rope_theta, config)  # 2 x [L, r/2]
             if rotary_on
             else None
         )

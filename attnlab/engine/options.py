@@ -129,8 +129,13 @@ class RunOptions:
         if h > config.d_model or config.d_model % h:
             divisors = [d for d in range(1, config.d_model + 1) if config.d_model % d == 0]
             p.append(f"{h} heads do not divide d_model {config.d_model}; choose one of {divisors}")
-        elif config.positional == "rotary" and (config.d_model // h) % 2:
-            p.append(f"rotary encoding needs an even head size, and {config.d_model}/{h} is odd")
+        elif config.positional == "rotary" and config.rotary_dims(config.d_model // h) % 2:
+            p.append(
+                f"rotary encoding needs an even number of rotated dimensions, and {config.d_model}/{h} heads "
+                f"turn {config.rotary_dims(config.d_model // h)}"
+                if config.rotary_fraction < 1
+                else f"rotary encoding needs an even head size, and {config.d_model}/{h} is odd"
+            )
         elif (h * config.kv_heads) % config.n_heads:
             p.append(
                 f"this model shares each K/V head among {config.n_heads // config.kv_heads} Q heads "

@@ -96,7 +96,12 @@ def _yarn_inv_freq(d_head: int, theta: float, cfg: ModelConfig) -> torch.Tensor:
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, layout: str = "interleaved") -> torch.Tensor:
     """Rotate pair i of x [..., T, d_head] by its position's angle i. "interleaved": pairs (x[2i], x[2i+1]);
-    "half" (Hugging Face's rotate_half): pairs (x[i], x[i + d_head/2])."""
+    "half" (Hugging Face's rotate_half): pairs (x[i], x[i + d_head/2]). Tables [T, r/2] narrower than the head
+    (partial rotary, r < d_head) turn the first r dimensions and pass the rest through."""
+    rotated = 2 * cos.shape[-1]
+    if rotated < x.shape[-1]:
+        turned = apply_rotary(x[..., :rotated], cos, sin, layout)  # [..., T, r]
+        return torch.cat((turned, x[..., rotated:]), dim=-1)  # [..., T, d_head]
     if layout == "half":
         first, second = x.chunk(2, dim=-1)  # [..., T, d_head/2] each
         return torch.cat((first * cos - second * sin, second * cos + first * sin), dim=-1)  # [..., T, d_head]

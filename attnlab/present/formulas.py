@@ -67,6 +67,19 @@ def pe_formula(config: ModelConfig | None, options: RunOptions | None) -> str:
 def rope_scaling_formula(config: ModelConfig | None) -> str:
     """How the config's rope_scaling changes the rotation speeds ω<sub>i</sub> = θ<sup>−2i/dₖ</sup> (the
     arithmetic of engine/positional.rotary_inv_freq, with this model's numbers); '' for plain rotary."""
+    return _partial_rotary(config) + _rope_scaling(config)
+
+
+def _partial_rotary(config: ModelConfig | None) -> str:
+    if config is None or config.rotary_fraction >= 1:
+        return ""
+    return (
+        f"<br>partial rotary: only the first r = {config.rotary_fraction:g} · d<sub>k</sub> dimensions of each head "
+        f"turn; dimensions r … d<sub>k</sub> − 1 pass unchanged"
+    )
+
+
+def _rope_scaling(config: ModelConfig | None) -> str:
     kind = "none" if config is None else config.rope_scaling
     if config is None or kind == "none":
         return ""

@@ -27,6 +27,7 @@ FAMILIES = {
     "mistral": "llama",
     "phi3": "phi3",
     "gemma": "gemma",
+    "stablelm": "stablelm",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 

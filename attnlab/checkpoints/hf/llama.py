@@ -33,9 +33,10 @@ NORM_SOURCES = {"norm1": "input_layernorm", "norm2": "post_attention_layernorm"}
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")  # transformers' rope_type values attnlab computes
 
 
-def rope_settings(hf: HFConfig) -> dict[str, Any]:
+def rope_settings(hf: HFConfig, partial: bool = False) -> dict[str, Any]:
     """The ModelConfig's rotary fields from config.json: rope_theta and the rope scaling (old style: rope_theta +
-    rope_scaling {type | rope_type, factor, …}; new style: rope_parameters {rope_type, rope_theta, …})."""
+    rope_scaling {type | rope_type, factor, …}; new style: rope_parameters {rope_type, rope_theta, …}).
+    `partial`: the family turns only partial_rotary_factor of each head (StableLM); others refuse it."""
     key = "rope_parameters" if field(hf, "rope_parameters") else "rope_scaling"
     params = {**(field(hf, "rope_scaling") or {}), **(field(hf, "rope_parameters") or {})}
     if not isinstance(params, dict):
@@ -46,10 +47,12 @@ def rope_settings(hf: HFConfig) -> dict[str, Any]:
     theta = params.get("rope_theta", field(hf, "rope_theta", 10000.0))
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
         raise refuse("rope_theta", f"must be a positive number, not {theta!r}")
-    partial = params.get("partial_rotary_factor", field(hf, "partial_rotary_factor", 1.0))
-    if partial != 1.0:
-        raise refuse("partial_rotary_factor", f"{partial!r}: attnlab rotates every dimension of a head")
-    settings: dict[str, Any] = {"rope_theta": float(theta)}
+    fraction = params.get("partial_rotary_factor", field(hf, "partial_rotary_factor", 1.0))
+    if fraction != 1.0 and not partial:
+        raise refuse("partial_rotary_factor", f"{fraction!r}: this family rotates every dimension of a head")
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise refuse("partial_rotary_factor", f"must be more than 0 and at most 1, not {fraction!r}")
+    settings: dict[str, Any] = {"rope_theta": float(theta), "rotary_fraction": float(fraction)}
     if kind == "default":
         return settings
     max_len = int_field(hf, "max_position_embeddings", 2048)
