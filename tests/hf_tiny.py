@@ -203,6 +203,22 @@ def stablelm():
     return _model(transformers.StableLmForCausalLM, cfg)
 
 
+def olmo():
+    """OLMo: non-parametric LayerNorms (no weights at all), SwiGLU, rotary, GQA."""
+    cfg = transformers.OlmoConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
+    return _model(transformers.OlmoForCausalLM, cfg)
+
+
 def gpt2_inverse_layer(upcast: bool = False):
     """GPT-2 with scale_attn_by_inverse_layer_idx (layer l's scores also divided by l + 1); 3 layers so the
     divisors 1, 2, 3 are all seen; `upcast`: reorder_and_upcast_attn (float32 arithmetic, the same numbers)."""
@@ -329,6 +345,7 @@ FAMILY_CASES = {
         Case("stablelm", stablelm, "decoder-only", final_norm_in_hidden=True),
         "LayerNorm, partial rotary (½ of each head), Q/K/V biases",
     ),
+    "olmo": (Case("olmo", olmo, "decoder-only", final_norm_in_hidden=True), "non-parametric LayerNorm"),
 }
 
 

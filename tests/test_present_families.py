@@ -30,8 +30,7 @@ def trace_of(options: RunOptions | None = None, **changes):
         n_encoder_layers=0,
         n_decoder_layers=3,
         max_len=32,
-        norm_first=True,
-        **changes,
+        **{"norm_first": True, **changes},
     )
     trace = LiveModel(Transformer(cfg), tok, tok).trace(None, "the black cat", options or RunOptions())
     return trace, {s.key: s for s in stages_for(trace)}
@@ -98,3 +97,9 @@ def test_partial_rotary_is_in_the_formula_and_only_the_first_dimensions_turn():
     off, _ = trace_of(RunOptions(positional=False), **ROTARY, rotary_fraction=0.5)
     q, unturned = trace["dec.0.self.q"], off["dec.0.self.q"]  # [H, T, 8]: dims 4 … 7 never turn
     assert torch.equal(q[..., 4:], unturned[..., 4:]) and not torch.allclose(q[..., :4], unturned[..., :4])
+
+
+def test_a_non_parametric_layernorm_says_it_learns_nothing():
+    trace, stages = trace_of(norm_affine=False, norm_bias=False, norm_first=True)
+    page = explanation_html(stages["dec.0.norm1"], trace)
+    assert "(x − μ) / √(σ² + ε)" in page and "no γ, no β" in page and "γ ⊙" not in page.split("</p>")[0]

@@ -84,6 +84,7 @@ class ModelConfig:
     # ---- what imported architectures add; the defaults keep the models above exactly as they were ----------
     norm: NormKind = "layernorm"  # "rmsnorm": x / sqrt(mean(x^2) + eps) * gamma (Llama, Qwen2)
     norm_bias: bool = True  # LayerNorms have a bias beta (RMSNorm never has one)
+    norm_affine: bool = True  # False: the norms learn no gamma (OLMo's non-parametric LayerNorm; gamma stays 1)
     ffn: FFNKind = "plain"  # "gated": down(act(gate(x)) * up(x)) (SwiGLU with silu)
     n_kv_heads: int = 0  # grouped-query attention: K/V heads (0 = as many as Q heads)
     rotary_layout: RotaryLayout = "interleaved"  # pairs (2i, 2i+1), or "half": (i, i + dk/2) as HF Llama

@@ -191,6 +191,11 @@ def norm_formula(config: ModelConfig | None) -> str:
     if config is not None and config.norm == "rmsnorm":
         return f"RMSNorm(x) = γ ⊙ x / √(mean(x²) + ε), &nbsp; over the {DM} features of one token (no centring)"
     beta = " + β" if config is None or config.norm_bias else ""
+    if config is not None and not config.norm_affine:
+        return (
+            f"LN(x) = (x − μ) / √(σ² + ε), &nbsp; μ, σ² over the {DM} features of one token "
+            "(non-parametric: no γ, no β is learned)"
+        )
     return f"LN(x) = γ ⊙ (x − μ) / √(σ² + ε){beta}, &nbsp; μ, σ² over the {DM} features of one token"
 
 

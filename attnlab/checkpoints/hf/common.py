@@ -28,6 +28,7 @@ FAMILIES = {
     "phi3": "phi3",
     "gemma": "gemma",
     "stablelm": "stablelm",
+    "olmo": "olmo",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
