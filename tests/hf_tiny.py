@@ -219,6 +219,21 @@ def olmo():
     return _model(transformers.OlmoForCausalLM, cfg)
 
 
+def gpt_neox(parallel: bool = True):
+    """GPT-NeoX / Pythia: parallel residual, partial rotary (rotary_pct ½), fused query_key_value per head."""
+    cfg = transformers.GPTNeoXConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=32,
+        rotary_pct=0.5,
+        use_parallel_residual=parallel,
+    )
+    return _model(transformers.GPTNeoXForCausalLM, cfg)
+
+
 def gpt2_inverse_layer(upcast: bool = False):
     """GPT-2 with scale_attn_by_inverse_layer_idx (layer l's scores also divided by l + 1); 3 layers so the
     divisors 1, 2, 3 are all seen; `upcast`: reorder_and_upcast_attn (float32 arithmetic, the same numbers)."""
@@ -346,6 +361,14 @@ FAMILY_CASES = {
         "LayerNorm, partial rotary (½ of each head), Q/K/V biases",
     ),
     "olmo": (Case("olmo", olmo, "decoder-only", final_norm_in_hidden=True), "non-parametric LayerNorm"),
+    "gpt_neox": (
+        Case("gpt_neox", gpt_neox, "decoder-only", final_norm_in_hidden=True),
+        "parallel residual, partial rotary (rotary_pct ½), fused QKV per head",
+    ),
+    "gpt_neox-sequential": (
+        Case("gpt_neox-sequential", lambda: gpt_neox(parallel=False), "decoder-only", final_norm_in_hidden=True),
+        "use_parallel_residual false",
+    ),
 }
 
 

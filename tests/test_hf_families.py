@@ -57,8 +57,11 @@ def test_config_from_hf_needs_no_weights(family):
 def test_toggles_still_run(family):
     _case, _model, _hf, config, state = family
     base, _ = run(config, state)
+    post = RunOptions(norm="post")
+    if config.parallel_residual:  # no post-norm form of a parallel block: refused with its reason
+        assert any("parallel residual" in p for p in post.problems(config))
     for options in (
-        RunOptions(norm="post"),
+        *([] if config.parallel_residual else [post]),
         RunOptions(scale=False),
         RunOptions(positional=False),
         RunOptions(n_heads=config.n_heads // 2),

@@ -103,3 +103,18 @@ def test_a_non_parametric_layernorm_says_it_learns_nothing():
     trace, stages = trace_of(norm_affine=False, norm_bias=False, norm_first=True)
     page = explanation_html(stages["dec.0.norm1"], trace)
     assert "(x − μ) / √(σ² + ε)" in page and "no γ, no β" in page and "γ ⊙" not in page.split("</p>")[0]
+
+
+def test_a_parallel_residual_layer_reads_one_input_and_its_formula_says_so():
+    from attnlab.engine import names
+
+    trace, stages = trace_of(parallel_residual=True)
+    x = trace[names.side_entry("tgt", "input")]  # [T, d]: layer 0's input
+    assert torch.equal(trace[names.norm_entry(names.norm("dec.0", 2), "in")], x)  # the FFN's norm reads x too
+    ffn_out = trace[names.ffn_entry("dec.0", "out")]
+    resid1, resid2 = trace[names.resid("dec.0", 1)], trace[names.resid("dec.0", 2)]
+    assert torch.allclose(resid2, resid1 + ffn_out) and torch.equal(trace[names.layer_out("dec.0")], resid2)
+    page = explanation_html(stages["dec.0.norm2"], trace)
+    assert "y = x + Attn(LN<sub>1</sub>(x)) + FFN(LN<sub>2</sub>(x))" in page
+    plain, plain_stages = trace_of()
+    assert "parallel" not in explanation_html(plain_stages["dec.0.norm2"], plain)

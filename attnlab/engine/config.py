@@ -112,6 +112,7 @@ class ModelConfig:
     # GPT-2's scale_attn_by_inverse_layer_idx: layer l's scores are also divided by l + 1
     attn_scale_inverse_layer: bool = False
     rotary_fraction: float = 1.0  # partial rotary (StableLM): only the first int(fraction · dk) dims turn
+    parallel_residual: bool = False  # GPT-NeoX: y = x + Attn(norm1(x)) + FFN(norm2(x)), both from the same x
     sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
 
     @property
@@ -194,6 +195,8 @@ class ModelConfig:
                 f"rotary encoding needs an even number of rotated dimensions; "
                 f"{self.rotary_dims(self.d_model // self.n_heads)} of a head of {self.d_model // self.n_heads} turn"
             )
+        if self.parallel_residual and not self.norm_first:
+            p.append("parallel_residual needs norm_first (both sub-layers read the normed layer input)")
         if self.has_encoder and self.n_encoder_layers < 1:
             p.append(f"{self.arch} needs at least one encoder layer")
         if self.has_decoder and self.n_decoder_layers < 1:

@@ -80,6 +80,23 @@ def final_norm(trained: LayerNorm | RMSNorm | None, x: Tensor, ctx: RunContext, 
     return layer_norm(x, None, None, ctx.eps, ctx.rec, name)
 
 
+def parallel_block(
+    x: Tensor,
+    attention: Callable[[Tensor], Tensor],
+    ffn: Callable[[Tensor], Tensor],
+    norms: tuple[LayerNorm | RMSNorm, LayerNorm | RMSNorm],
+    ctx: RunContext,
+    layer_name: str,
+) -> Tensor:
+    """GPT-NeoX's parallel residual (pre-norm only): y = x + Attn(norm1(x)) + FFN(norm2(x)), both branches
+    reading the same x. Records resid 1 = x + Attn(…) and resid 2 = y (without the residual: no + x)."""
+    y = residual_block(x, attention, norms[0], ctx, layer_name, 1)  # [B, T, d]
+    h = ctx.drop(ffn(norms[1](x, ctx.rec, names.norm(layer_name, 2))))  # [B, T, d], from x, not from y
+    y = y + h
+    ctx.rec(names.resid(layer_name, 2), y)
+    return y
+
+
 def residual_block(
     x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm | RMSNorm, ctx: RunContext, layer_name: str, n: int
 ) -> Tensor:

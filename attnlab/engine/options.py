@@ -149,6 +149,11 @@ class RunOptions:
         if self.norm not in ("trained", "pre", "post"):
             p.append(f"norm must be 'trained', 'pre' or 'post', not {self.norm!r}")
         p += temperature_problems(self.temperature)
+        if config.parallel_residual and self.norm == "post":
+            p.append(
+                "this model runs attention and the feed-forward network side by side on the same input "
+                "(parallel residual), so there is no post-norm form of it; keep the trained pre-norm"
+            )
         if not (self.final_norm is None or isinstance(self.final_norm, bool)):
             p.append(f"final_norm must be None (as trained), True or False (got {excerpt(self.final_norm)})")
         if self.device not in ("auto", "cpu", "cuda"):

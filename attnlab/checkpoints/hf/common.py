@@ -29,6 +29,7 @@ FAMILIES = {
     "gemma": "gemma",
     "stablelm": "stablelm",
     "olmo": "olmo",
+    "gpt_neox": "gpt_neox",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
