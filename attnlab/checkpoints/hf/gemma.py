@@ -14,13 +14,14 @@ from attnlab.checkpoints.hf.common import (
     field,
     require_value,
 )
-from attnlab.engine.config import ModelConfig
+from attnlab.engine.config import Activation, ModelConfig
 
 
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     require_value(hf, "use_bidirectional_attention", (None, False), None, "Gemma as a causal language model only")
     config, notes = llama.config_from_hf(hf)
     key = "hidden_activation" if field(hf, "hidden_activation") else "hidden_act"
+    act: Activation
     if field(hf, key, "gelu_pytorch_tanh") == "gelu":  # a legacy value: transformers reads it as the tanh GELU
         act = "gelu_tanh"
         notes.append(f'{key} "gelu" is Gemma\'s legacy name for the tanh approximation, as transformers reads it')
