@@ -234,6 +234,19 @@ def gpt_neox(parallel: bool = True):
     return _model(transformers.GPTNeoXForCausalLM, cfg)
 
 
+def phi():
+    """Phi-1/1.5/2: parallel attention + MLP on one shared LayerNorm, partial rotary ½, biases, logits bias."""
+    cfg = transformers.PhiConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=32,
+    )
+    return _model(transformers.PhiForCausalLM, cfg)
+
+
 def gpt2_inverse_layer(upcast: bool = False):
     """GPT-2 with scale_attn_by_inverse_layer_idx (layer l's scores also divided by l + 1); 3 layers so the
     divisors 1, 2, 3 are all seen; `upcast`: reorder_and_upcast_attn (float32 arithmetic, the same numbers)."""
@@ -368,6 +381,10 @@ FAMILY_CASES = {
     "gpt_neox-sequential": (
         Case("gpt_neox-sequential", lambda: gpt_neox(parallel=False), "decoder-only", final_norm_in_hidden=True),
         "use_parallel_residual false",
+    ),
+    "phi": (
+        Case("phi", phi, "decoder-only", final_norm_in_hidden=True),
+        "parallel attention + MLP on one LayerNorm, partial rotary ½, logits bias",
     ),
 }
 

@@ -118,3 +118,13 @@ def test_a_parallel_residual_layer_reads_one_input_and_its_formula_says_so():
     assert "y = x + Attn(LN<sub>1</sub>(x)) + FFN(LN<sub>2</sub>(x))" in page
     plain, plain_stages = trace_of()
     assert "parallel" not in explanation_html(plain_stages["dec.0.norm2"], plain)
+
+
+def test_phi_shares_one_norm_between_the_parallel_branches():
+    from attnlab.engine import names
+
+    trace, stages = trace_of(parallel_residual=True, shared_norm=True)
+    page = explanation_html(stages["dec.0.norm2"], trace)
+    assert "y = x + Attn(LN(x)) + FFN(LN(x))" in page and "one LN shared by both" in page
+    norm1, norm2 = (trace[names.norm_entry(names.norm("dec.0", n), "out")] for n in (1, 2))
+    assert torch.equal(norm1, norm2)  # the FFN reads the very output the attention read

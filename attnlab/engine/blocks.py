@@ -74,6 +74,7 @@ class DecoderLayer(nn.Module):
         self.norm2 = norm_of(cfg)
         self.norm3 = norm_of(cfg) if cross else None
         self.parallel = cfg.parallel_residual and not cross  # GPT-NeoX's use_parallel_residual
+        self.shared_norm = cfg.shared_norm  # Phi: norm 1 feeds both branches (norm2 holds a copy of it)
 
     def forward(
         self,
@@ -95,7 +96,8 @@ class DecoderLayer(nn.Module):
 
         if self.parallel and ctx.norm_first:
             ffn = lambda h: self.ffn(h, ctx.rec, prefix)  # noqa: E731
-            y = parallel_block(y, attend_self, ffn, (self.norm1, self.norm2), ctx, prefix)
+            second = self.norm1 if self.shared_norm else self.norm2
+            y = parallel_block(y, attend_self, ffn, (self.norm1, second), ctx, prefix)
             ctx.rec(names.layer_out(prefix), y)
             return y
         y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)

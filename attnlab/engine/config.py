@@ -113,6 +113,7 @@ class ModelConfig:
     attn_scale_inverse_layer: bool = False
     rotary_fraction: float = 1.0  # partial rotary (StableLM): only the first int(fraction · dk) dims turn
     parallel_residual: bool = False  # GPT-NeoX: y = x + Attn(norm1(x)) + FFN(norm2(x)), both from the same x
+    shared_norm: bool = False  # Phi: norm 2 holds the same weights as norm 1 (one LayerNorm feeds both branches)
     sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
 
     @property

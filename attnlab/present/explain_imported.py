@@ -125,7 +125,7 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
     out = trace.get(names.norm_entry(names.norm(layer, n), "out"))
     t, d = (int(out.shape[0]), int(out.shape[1])) if out is not None else (0, 0)
     title = fm.addnorm_title(_config(trace), residual_on(trace), n)  # the norm formulas live in formulas.py
-    block = fm.block_formula(placement, residual_on(trace), "RMSNorm", fm.parallel(_config(trace)))
+    block = fm.block_formula(placement, residual_on(trace), "RMSNorm", *fm.parallel(_config(trace)))
     formula = fm.norm_formula(_config(trace)) + "<br>" + block
     return page(
         f"{title[0].upper()}{title[1:]} · {layer_name(layer)}",

@@ -80,7 +80,7 @@ def addnorm_page(stage: Stage, trace: Trace) -> str:
         fm.norm_formula(trace.config)
         + "<br>"
         + fm.block_formula(
-            norm_placement(trace), residual_on(trace), "RMSNorm" if rms else "LN", fm.parallel(trace.config)
+            norm_placement(trace), residual_on(trace), "RMSNorm" if rms else "LN", *fm.parallel(trace.config)
         ),
         [
             placement,

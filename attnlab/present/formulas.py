@@ -199,11 +199,18 @@ def norm_formula(config: ModelConfig | None) -> str:
     return f"LN(x) = γ ⊙ (x − μ) / √(σ² + ε){beta}, &nbsp; μ, σ² over the {DM} features of one token"
 
 
-def block_formula(placement: str | None, residual: bool, norm: str = "LN", parallel: bool = False) -> str:
+def block_formula(
+    placement: str | None, residual: bool, norm: str = "LN", parallel: bool = False, shared: bool = False
+) -> str:
     """Where the norm and the add sit: 'y = LN(x + F(x))', 'y = x + F(LN(x))', without the add when off;
-    `parallel` (GPT-NeoX's parallel residual): both sub-layers read the same x."""
+    `parallel` (GPT-NeoX's parallel residual): both sub-layers read the same x; `shared` (Phi): through one norm."""
     if parallel and placement == "pre":
         x = "x + " if residual else ""
+        if shared:
+            return (
+                f"y = {x}Attn({norm}(x)) + FFN({norm}(x)) &nbsp; (parallel, one {norm} shared by both; add & norm "
+                "1 shows x + Attn, 2 adds the FFN)"
+            )
         return (
             f"y = {x}Attn({norm}<sub>1</sub>(x)) + FFN({norm}<sub>2</sub>(x)) &nbsp; (parallel residual: both "
             "read the same x; add & norm 1 shows x + Attn, 2 adds the FFN)"
@@ -213,9 +220,9 @@ def block_formula(placement: str | None, residual: bool, norm: str = "LN", paral
     return f"y = {norm}(x + F(x))" if residual else f"y = {norm}(F(x)) &nbsp; (residual off: no + x)"
 
 
-def parallel(config: ModelConfig | None) -> bool:
-    """Whether the layers run attention and the FFN side by side (GPT-NeoX's use_parallel_residual)."""
-    return config is not None and config.parallel_residual
+def parallel(config: ModelConfig | None) -> tuple[bool, bool]:
+    """(attention and FFN side by side: GPT-NeoX's use_parallel_residual, through one shared norm: Phi)."""
+    return (config is not None and config.parallel_residual, config is not None and config.shared_norm)
 
 
 def addnorm_title(config: ModelConfig | None, residual: bool, n: int) -> str:

@@ -30,6 +30,7 @@ FAMILIES = {
     "stablelm": "stablelm",
     "olmo": "olmo",
     "gpt_neox": "gpt_neox",
+    "phi": "phi",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
