@@ -247,6 +247,12 @@ def phi():
     return _model(transformers.PhiForCausalLM, cfg)
 
 
+def gptj():
+    """GPT-J: parallel attention + MLP on one LayerNorm, interleaved rotary on the first 4 of 8 dims per head."""
+    cfg = transformers.GPTJConfig(vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, n_positions=32, rotary_dim=4)
+    return _model(transformers.GPTJForCausalLM, cfg)
+
+
 def gpt2_inverse_layer(upcast: bool = False):
     """GPT-2 with scale_attn_by_inverse_layer_idx (layer l's scores also divided by l + 1); 3 layers so the
     divisors 1, 2, 3 are all seen; `upcast`: reorder_and_upcast_attn (float32 arithmetic, the same numbers)."""
@@ -385,6 +391,10 @@ FAMILY_CASES = {
     "phi": (
         Case("phi", phi, "decoder-only", final_norm_in_hidden=True),
         "parallel attention + MLP on one LayerNorm, partial rotary ½, logits bias",
+    ),
+    "gptj": (
+        Case("gptj", gptj, "decoder-only", final_norm_in_hidden=True),
+        "parallel on one LayerNorm, interleaved partial rotary (rotary_dim 4 of 8)",
     ),
 }
 

@@ -31,6 +31,7 @@ FAMILIES = {
     "olmo": "olmo",
     "gpt_neox": "gpt_neox",
     "phi": "phi",
+    "gptj": "gptj",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
