@@ -253,6 +253,22 @@ def gptj():
     return _model(transformers.GPTJForCausalLM, cfg)
 
 
+def opt(pre: bool = True):
+    """OPT: learned positions from row 2, ReLU, biases; pre-norm + final LayerNorm, or post-norm (OPT-350m)."""
+    cfg = transformers.OPTConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        ffn_dim=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=32,
+        word_embed_proj_dim=32,
+        pad_token_id=1,
+        do_layer_norm_before=pre,
+    )
+    return _model(transformers.OPTForCausalLM, cfg)
+
+
 def gpt2_inverse_layer(upcast: bool = False):
     """GPT-2 with scale_attn_by_inverse_layer_idx (layer l's scores also divided by l + 1); 3 layers so the
     divisors 1, 2, 3 are all seen; `upcast`: reorder_and_upcast_attn (float32 arithmetic, the same numbers)."""
@@ -395,6 +411,14 @@ FAMILY_CASES = {
     "gptj": (
         Case("gptj", gptj, "decoder-only", final_norm_in_hidden=True),
         "parallel on one LayerNorm, interleaved partial rotary (rotary_dim 4 of 8)",
+    ),
+    "opt": (
+        Case("opt", opt, "decoder-only", final_norm_in_hidden=True),
+        "learned positions offset 2, ReLU, pre-norm + final LayerNorm",
+    ),
+    "opt-post-norm": (
+        Case("opt-post-norm", lambda: opt(pre=False), "decoder-only"),
+        "do_layer_norm_before false: post-norm, no final norm",
     ),
 }
 

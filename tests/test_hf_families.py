@@ -57,7 +57,7 @@ def test_config_from_hf_needs_no_weights(family):
 def test_toggles_still_run(family):
     _case, _model, _hf, config, state = family
     base, _ = run(config, state)
-    post = RunOptions(norm="post")
+    post = RunOptions(norm="post" if config.norm_first else "pre")  # the other placement
     if config.parallel_residual:  # no post-norm form of a parallel block: refused with its reason
         assert any("parallel residual" in p for p in post.problems(config))
     for options in (

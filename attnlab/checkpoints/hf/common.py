@@ -32,6 +32,7 @@ FAMILIES = {
     "gpt_neox": "gpt_neox",
     "phi": "phi",
     "gptj": "gptj",
+    "opt": "opt",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
