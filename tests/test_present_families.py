@@ -128,3 +128,25 @@ def test_phi_shares_one_norm_between_the_parallel_branches():
     assert "y = x + Attn(LN(x)) + FFN(LN(x))" in page and "one LN shared by both" in page
     norm1, norm2 = (trace[names.norm_entry(names.norm("dec.0", n), "out")] for n in (1, 2))
     assert torch.equal(norm1, norm2)  # the FFN reads the very output the attention read
+
+
+@pytest.mark.parametrize("family", ["mistral", "gpt_neox", "phi", "gemma", "opt-post-norm", "llama-rope-yarn"])
+def test_every_stage_of_an_imported_family_has_its_page(family):
+    """The families' converted models run through LiveModel and every stage's page renders from the trace."""
+    pytest.importorskip("transformers")
+    from hf_tiny import FAMILY_CASES
+
+    from attnlab.checkpoints.hf import convert
+
+    case, _ = FAMILY_CASES[family]
+    model, hf_config = case.build()
+    config, state, _ = convert(hf_config, model.state_dict())
+    module = Transformer(config)
+    module.load_state_dict(state)
+    tok = WordTokenizer.train(["the black cat sees the small dog and the big bird"])
+    trace = LiveModel(module.eval(), tok, tok).trace(None, "the black cat sees the small dog", RunOptions())
+    stages = stages_for(trace)
+    assert len(stages) > 20
+    for stage in stages:
+        page = explanation_html(stage, trace)
+        assert page.startswith("<h3>") and "No explanation" not in page and "not in this run" not in page, stage.key
