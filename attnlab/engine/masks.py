@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from attnlab.engine import names
 from attnlab.engine.layers import NEG_INF, AttentionMask
 from attnlab.engine.options import RunOptions
 
@@ -119,7 +120,7 @@ class MaskBuilder:
 
     def window_of(self, site: str) -> int:
         """The sliding window W of a site: the model's, for decoder self-attention only; 0 (none) elsewhere."""
-        return self.sliding_window if self.sliding_window and site.startswith("dec.") and site.endswith(".self") else 0
+        return self.sliding_window if names.takes_window(site) else 0
 
 
 def padded_keys(pad: Tensor | None, options: RunOptions) -> Tensor | None:

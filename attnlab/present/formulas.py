@@ -149,7 +149,7 @@ def sliding_window(config: ModelConfig | None, site: str) -> int:
     applies the same)."""
     if config is None or not config.sliding_window:
         return 0
-    return config.sliding_window if site.startswith("dec.") and site.endswith(".self") else 0
+    return config.sliding_window if names.takes_window(site) else 0
 
 
 def mask_formula(window: int = 0, causal: bool = True) -> str:
