@@ -106,8 +106,8 @@ def test_config_from_hf_needs_no_weights(case_run):
     [
         ({"model_type": "t5"}, "model_type"),
         ({"model_type": None}, "model_type"),
-        ({"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, "rope_scaling"),
-        ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0}}, "rope_parameters"),
+        ({"rope_parameters": None, "rope_scaling": {"rope_type": "longrope", "factor": 2.0}}, "rope_scaling"),
+        ({"rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "factor": 4.0}}, "rope_parameters"),
         ({"model_type": "qwen2", "use_sliding_window": True}, "use_sliding_window"),
         ({"hidden_act": "gelu_fast"}, "hidden_act"),
         ({"head_dim": 4}, "head_dim"),

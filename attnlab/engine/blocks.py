@@ -9,7 +9,7 @@ from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.context import RunContext, residual_block
+from attnlab.engine.context import RunContext, parallel_block, residual_block
 from attnlab.engine.ffn import make_ffn
 from attnlab.engine.layers import AttentionMask, make_attention
 from attnlab.engine.norms import LayerNorm, RMSNorm, make_norm
@@ -65,14 +65,16 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig, cross: bool):
+    def __init__(self, cfg: ModelConfig, cross: bool, index: int = 0):
         super().__init__()
-        self.self_attn = make_attention(cfg)
+        self.self_attn = make_attention(cfg, index)  # index: this layer's place in the stack
         self.cross_attn = make_attention(cfg) if cross else None
         self.ffn = make_ffn(cfg)
         self.norm1 = norm_of(cfg)
         self.norm2 = norm_of(cfg)
         self.norm3 = norm_of(cfg) if cross else None
+        self.parallel = cfg.parallel_residual and not cross  # GPT-NeoX's use_parallel_residual
+        self.shared_norm = cfg.shared_norm  # Phi: norm 1 feeds both branches (norm2 holds a copy of it)
 
     def forward(
         self,
@@ -92,6 +94,12 @@ class DecoderLayer(nn.Module):
             assert self.cross_attn is not None and memory is not None and cross_mask is not None
             return attend(self.cross_attn, h, memory, cross_mask, ctx, names.site(prefix, "cross"), None)
 
+        if self.parallel and ctx.norm_first:
+            ffn = lambda h: self.ffn(h, ctx.rec, prefix)  # noqa: E731
+            second = self.norm1 if self.shared_norm else self.norm2
+            y = parallel_block(y, attend_self, ffn, (self.norm1, second), ctx, prefix)
+            ctx.rec(names.layer_out(prefix), y)
+            return y
         y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)
         n, norm = 2, self.norm2
         if self.cross_attn is not None and self.norm3 is not None:

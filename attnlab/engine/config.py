@@ -16,6 +16,7 @@ NormKind = Literal["layernorm", "rmsnorm"]
 FFNKind = Literal["plain", "gated"]
 RotaryLayout = Literal["interleaved", "half"]
 SinusoidalLayout = Literal["interleaved", "marian"]
+RopeScaling = Literal["none", "linear", "dynamic", "yarn", "llama3"]
 
 ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -24,6 +25,7 @@ NORM_KINDS = ("layernorm", "rmsnorm")
 FFN_KINDS = ("plain", "gated")
 ROTARY_LAYOUTS = ("interleaved", "half")
 SINUSOIDAL_LAYOUTS = ("interleaved", "marian")
+ROPE_SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3")
 # (field, allowed values) for every string field with a fixed set of values
 CHOICES = (
     ("arch", ARCHITECTURES),
@@ -33,6 +35,7 @@ CHOICES = (
     ("ffn", FFN_KINDS),
     ("rotary_layout", ROTARY_LAYOUTS),
     ("sinusoidal_layout", SINUSOIDAL_LAYOUTS),
+    ("rope_scaling", ROPE_SCALINGS),
 )
 
 
@@ -81,6 +84,7 @@ class ModelConfig:
     # ---- what imported architectures add; the defaults keep the models above exactly as they were ----------
     norm: NormKind = "layernorm"  # "rmsnorm": x / sqrt(mean(x^2) + eps) * gamma (Llama, Qwen2)
     norm_bias: bool = True  # LayerNorms have a bias beta (RMSNorm never has one)
+    norm_affine: bool = True  # False: the norms learn no gamma (OLMo's non-parametric LayerNorm; gamma stays 1)
     ffn: FFNKind = "plain"  # "gated": down(act(gate(x)) * up(x)) (SwiGLU with silu)
     n_kv_heads: int = 0  # grouped-query attention: K/V heads (0 = as many as Q heads)
     rotary_layout: RotaryLayout = "interleaved"  # pairs (2i, 2i+1), or "half": (i, i + dk/2) as HF Llama
@@ -94,10 +98,31 @@ class ModelConfig:
     type_vocab_size: int = 0  # token-type (segment) embeddings; every token of one sentence has type 0
     pos_offset: int = 0  # learned positions start at this row of the table (RoBERTa: padding_idx + 1 = 2)
     output_head: bool = False  # dense + activation + LayerNorm before the output projection (BERT's MLM head)
+    # rotary scaling for long contexts (Llama-3.1/3.2, Qwen2.5): how the inverse frequencies theta^(-2i/dk) are
+    # changed (positional.rotary_inv_freq has the arithmetic, as transformers' modeling_rope_utils computes it)
+    rope_scaling: RopeScaling = "none"
+    rope_factor: float = 1.0  # s: the context stretch
+    rope_original_max_len: int = 0  # N: the pre-training length (llama3, yarn)
+    rope_low_freq_factor: float = 1.0  # llama3
+    rope_high_freq_factor: float = 4.0  # llama3
+    rope_beta_fast: float = 32.0  # yarn's ramp, in rotations
+    rope_beta_slow: float = 1.0
+    rope_truncate: bool = True  # yarn: the ramp's ends rounded to whole dimensions
+    rope_attention_factor: float = 1.0  # yarn: cos and sin multiplied by it (so q·k by its square)
+    # GPT-2's scale_attn_by_inverse_layer_idx: layer l's scores are also divided by l + 1
+    attn_scale_inverse_layer: bool = False
+    rotary_fraction: float = 1.0  # partial rotary (StableLM): only the first int(fraction · dk) dims turn
+    parallel_residual: bool = False  # GPT-NeoX: y = x + Attn(norm1(x)) + FFN(norm2(x)), both from the same x
+    shared_norm: bool = False  # Phi: norm 2 holds the same weights as norm 1 (one LayerNorm feeds both branches)
+    sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
 
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    def rotary_dims(self, d_head: int) -> int:
+        """How many dimensions of a head of `d_head` rotary positions turn (the first ones; all but partial)."""
+        return int(d_head * self.rotary_fraction)
 
     @property
     def kv_heads(self) -> int:
@@ -145,7 +170,7 @@ class ModelConfig:
         for name in ("d_model", "n_heads", "d_ff", "max_len", "src_vocab_size", "tgt_vocab_size"):
             if int(getattr(self, name)) < 1:
                 p.append(f"{name} must be at least 1 (got {getattr(self, name)})")
-        for name in ("n_kv_heads", "type_vocab_size", "pos_offset"):
+        for name in ("n_kv_heads", "type_vocab_size", "pos_offset", "sliding_window"):
             if getattr(self, name) < 0:
                 p.append(f"{name} must be 0 or more (got {getattr(self, name)})")
         too_big = self.size_problems()
@@ -161,10 +186,18 @@ class ModelConfig:
             p.append(f"n_heads {self.n_heads} is not a multiple of n_kv_heads {self.n_kv_heads}")
         if not (self.rope_theta > 0) or self.rope_theta == float("inf"):
             p.append(f"rope_theta must be a positive number (got {self.rope_theta})")
+        p += self.rope_problems()
         if self.n_heads >= 1 and self.d_model % self.n_heads:
             p.append(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
-        if self.positional == "rotary" and self.n_heads >= 1 and (self.d_model // self.n_heads) % 2:
-            p.append(f"rotary encoding needs an even head size; d_model/n_heads = {self.d_model // self.n_heads}")
+        if not 0 < self.rotary_fraction <= 1:
+            p.append(f"rotary_fraction must be more than 0 and at most 1 (got {self.rotary_fraction})")
+        elif self.positional == "rotary" and self.n_heads >= 1 and self.rotary_dims(self.d_model // self.n_heads) % 2:
+            p.append(
+                f"rotary encoding needs an even number of rotated dimensions; "
+                f"{self.rotary_dims(self.d_model // self.n_heads)} of a head of {self.d_model // self.n_heads} turn"
+            )
+        if self.parallel_residual and not self.norm_first:
+            p.append("parallel_residual needs norm_first (both sub-layers read the normed layer input)")
         if self.has_encoder and self.n_encoder_layers < 1:
             p.append(f"{self.arch} needs at least one encoder layer")
         if self.has_decoder and self.n_decoder_layers < 1:
@@ -173,6 +206,22 @@ class ModelConfig:
             p.append("share_embeddings needs src_vocab_size == tgt_vocab_size")
         if not (0 < self.layer_norm_eps < 1):
             p.append(f"layer_norm_eps must be a small positive number (got {self.layer_norm_eps})")
+        return p
+
+    def rope_problems(self) -> list[str]:
+        """What is wrong with the rotary scaling fields (empty when nothing)."""
+        if self.rope_scaling == "none":
+            return []
+        p: list[str] = []
+        finite = ("rope_factor", "rope_low_freq_factor", "rope_high_freq_factor", "rope_attention_factor")
+        for name in (*finite, "rope_beta_fast", "rope_beta_slow"):
+            value = getattr(self, name)
+            if not (0 < value < float("inf")):
+                p.append(f"{name} must be a positive number (got {value})")
+        if self.rope_scaling in ("llama3", "yarn") and self.rope_original_max_len < 1:
+            p.append(f"rope_scaling {self.rope_scaling!r} needs rope_original_max_len of at least 1")
+        if self.rope_scaling == "llama3" and not self.rope_high_freq_factor > self.rope_low_freq_factor:
+            p.append("rope_high_freq_factor must be more than rope_low_freq_factor")
         return p
 
     def size_problems(self) -> list[str]:

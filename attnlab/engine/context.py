@@ -48,11 +48,12 @@ class RunContext:
         rotary_on = config.positional == "rotary" and options.positional
         d_head = config.d_model // self.n_heads
         self.rotary = (
-            rotary_angles(config.max_len, d_head, device, config.rope_theta)  # 2 x [L, dk/2]
+            rotary_angles(config.max_len, config.rotary_dims(d_head), device, config.rope_theta, config)  # 2 x [L, r/2]
             if rotary_on
             else None
         )
-        self.masks = MaskBuilder(run, rec.enabled, device, dtype)  # holds no ctx: no reference cycle
+        # holds no ctx: no reference cycle
+        self.masks = MaskBuilder(run, rec.enabled, device, dtype, config.sliding_window)
         self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
         self.token_types: dict[str, Tensor] = {}  # side -> token type ids [B, T] (absent: every token type 0)
@@ -80,6 +81,23 @@ def final_norm(trained: LayerNorm | RMSNorm | None, x: Tensor, ctx: RunContext, 
     if trained is not None:
         return trained(x, ctx.rec, name)
     return layer_norm(x, None, None, ctx.eps, ctx.rec, name)
+
+
+def parallel_block(
+    x: Tensor,
+    attention: Callable[[Tensor], Tensor],
+    ffn: Callable[[Tensor], Tensor],
+    norms: tuple[LayerNorm | RMSNorm, LayerNorm | RMSNorm],
+    ctx: RunContext,
+    layer_name: str,
+) -> Tensor:
+    """GPT-NeoX's parallel residual (pre-norm only): y = x + Attn(norm1(x)) + FFN(norm2(x)), both branches
+    reading the same x. Records resid 1 = x + Attn(…) and resid 2 = y (without the residual: no + x)."""
+    y = residual_block(x, attention, norms[0], ctx, layer_name, 1)  # [B, T, d]
+    h = ctx.drop(ffn(norms[1](x, ctx.rec, names.norm(layer_name, 2))))  # [B, T, d], from x, not from y
+    y = y + h
+    ctx.rec(names.resid(layer_name, 2), y)
+    return y
 
 
 def residual_block(

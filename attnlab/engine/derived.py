@@ -34,9 +34,9 @@ def _scores(q: Tensor, k: Tensor) -> Tensor:
     return q @ k.transpose(-2, -1)
 
 
-def _scaled_by(scores: Tensor, scale: bool, d_head: int) -> Tensor:
-    """scores [H, Tq, Tk] -> scores / √d_head when scaling is on."""
-    return scores / math.sqrt(d_head) if scale else scores
+def _scaled_by(scores: Tensor, scale: bool, d_head: int, divisor: float = 1.0) -> Tensor:
+    """scores [H, Tq, Tk] -> scores / (√d_head · divisor) when scaling is on (divisor: GPT-2's layer index + 1)."""
+    return scores / (math.sqrt(d_head) * divisor) if scale else scores
 
 
 def _masked(scaled: Tensor, mask: Tensor) -> Tensor:

@@ -55,6 +55,7 @@ def attention_steps(
     mask_is_zero: bool = False,
     kv_shared: bool = False,
     ablate: dict[int, str] | None = None,
+    divisor: float = 1.0,
 ) -> Tensor:
     """Scaled dot-product attention computed step by step, each step recorded under `prefix`.
 
@@ -65,6 +66,8 @@ def attention_steps(
     recorded K/V have fewer heads than Q (grouped-query attention), so scores and context cannot be derived
     from them head by head and are stored. `ablate` {head: "zero"|"mean"}: those heads' context is replaced
     (ablate_heads); the recorded `context` is then the ablated one, stored (weights @ V would not give it).
+    `divisor`: the scores are divided by √dk · divisor when scaling (GPT-2's scale_attn_by_inverse_layer_idx:
+    layer l's divisor is l + 1).
     """
     n = names.site_entries(prefix)
     keeps_steps = rec.enabled and rec.eager  # an eager recorder keeps scaled and masked as values
@@ -73,7 +76,8 @@ def attention_steps(
     # a step kept by nobody may be overwritten by the next (the same numbers, one buffer less to fill)
     scratch = not keeps_steps and (scores_derived or not rec.enabled)
     if scale:
-        scaled = scores.div_(math.sqrt(q.shape[-1])) if scratch else scores / math.sqrt(q.shape[-1])
+        denominator = math.sqrt(q.shape[-1]) * divisor
+        scaled = scores.div_(denominator) if scratch else scores / denominator
         scratch = not keeps_steps  # a new tensor, derived on read when recorded at all
     else:
         scaled = scores  # [B, H, Tq, Tk]
@@ -88,17 +92,17 @@ def attention_steps(
     if rec.enabled:
         context_derived = not kv_shared and not ablate and n.v in rec
         steps = (scores, scaled, masked, weights, context)
-        record_steps(rec, n, steps, mask, scale, q.shape[-1], scores_derived, context_derived)
+        record_steps(rec, n, steps, mask, (scale, q.shape[-1], divisor), scores_derived, context_derived)
     return context
 
 
 @lru_cache(maxsize=4096)
-def site_rules(n: names.SiteNames, scale: bool, d_head: int) -> tuple[Derived, ...]:
+def site_rules(n: names.SiteNames, scale: bool, d_head: int, divisor: float = 1.0) -> tuple[Derived, ...]:
     """How a site's scores, scaled, masked, weights, context and concat are derived on read (engine/derived.py),
     built once per site and setting."""
     return (
         Derived("scores", (n.q, n.k)),
-        Derived("scaled", (n.scores,), (scale, d_head)),
+        Derived("scaled", (n.scores,), (scale, d_head, divisor)),
         Derived("masked", (n.scaled, n.mask)),
         Derived("softmax_rows", (n.masked,)),
         Derived("weighted_sum", (n.weights, n.v)),
@@ -111,17 +115,17 @@ def record_steps(
     n: names.SiteNames,
     steps: tuple[Tensor, Tensor, Tensor, Tensor, Tensor],
     mask: Tensor,
-    scale: bool,
-    d_head: int,
+    scaling: tuple[bool, int, float],
     scores_derived: bool,
     context_derived: bool,
 ) -> None:
     """Record scores … context of one site in one go: the mask [B|1, 1, Tq, Tk] stored (one tensor shared by
     the layers that block the same cells), the rest derived on read where the trace holds their inputs
     (scores needs Q and K head for head, context needs V and no ablation), else stored. `steps`: the values
-    of scores, scaled, masked, weights, context; when lazy, the first three may have been overwritten."""
+    of scores, scaled, masked, weights, context; when lazy, the first three may have been overwritten.
+    `scaling`: (scale on, d_head, divisor) as attention_steps had them."""
     scores, scaled, masked, weights, context = steps
-    by_scores, by_scaled, by_masked, by_weights, by_context, _ = site_rules(n, scale, d_head)
+    by_scores, by_scaled, by_masked, by_weights, by_context, _ = site_rules(n, *scaling)
     rec.add(
         (
             (n.scores, rec.rule(scores, by_scores) if scores_derived else scores),
@@ -143,19 +147,22 @@ def fused_attention(
     *,
     is_causal: bool = False,
     blocked_rows: bool | None = None,
+    divisor: float = 1.0,
 ) -> Tensor:
     """The same result through PyTorch's fused kernel (no intermediates). Shapes as attention_steps.
 
     `mask` may be None (nothing blocked, or only the causal triangle when `is_causal`). `blocked_rows`:
     whether some query has every key blocked (None: find out, at the cost of a device sync). Such rows go
-    through attention_steps, which gives them zero weights; fused kernels are not guaranteed to."""
+    through attention_steps, which gives them zero weights; fused kernels are not guaranteed to. `divisor` as
+    attention_steps."""
+    factor = (None if divisor == 1.0 else 1.0 / (math.sqrt(q.shape[-1]) * divisor)) if scale else 1.0
     if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=None if scale else 1.0)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=factor)
     if blocked_rows is None:
         blocked_rows = bool(torch.isinf(mask).all(dim=-1).any())
     if blocked_rows:
-        return attention_steps(q, k, v, mask, scale, Recorder(False), "")
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=None if scale else 1.0)
+        return attention_steps(q, k, v, mask, scale, Recorder(False), "", divisor=divisor)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=factor)
 
 
 class AttentionMask:
@@ -203,6 +210,7 @@ class MultiHeadAttention(nn.Module):
         kv_dim: int | None = None,
         out_bias: bool | None = None,
         rotary_layout: str = "interleaved",
+        score_divisor: float = 1.0,
     ):
         super().__init__()
         kv_dim = kv_dim or d_model
@@ -211,6 +219,7 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, kv_dim, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias if out_bias is None else out_bias)
         self.rotary_layout = rotary_layout
+        self.score_divisor = score_divisor  # scores / (√dk · this) when scaling (GPT-2's inverse layer index)
 
     def forward(
         self,
@@ -248,11 +257,11 @@ class MultiHeadAttention(nn.Module):
         if rec.enabled:
             n = names.site_entries(prefix)
             rec.add(((n.q, q), (n.k, k), (n.v, v)))
-        context = attend(q, k, v, mask, scale, rec, prefix, ablate)  # [B, H, Tq, dk]
+        context = attend(q, k, v, mask, scale, rec, prefix, ablate, self.score_divisor)  # [B, H, Tq, dk]
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
         out = self.w_o(concat) if projections else concat  # [B, Tq, d]
         if rec.enabled:
-            by_concat = site_rules(n, scale, dk)[-1]
+            by_concat = site_rules(n, scale, dk, self.score_divisor)[-1]
             rec.add(((n.concat, rec.rule(concat, by_concat)), (n.out, out)))
         return out
 
@@ -266,6 +275,7 @@ def attend(
     rec: Recorder,
     prefix: str,
     ablate: dict[int, str] | None,
+    divisor: float = 1.0,
 ) -> Tensor:
     """q [B, H, Tq, dk], k/v [B, H_kv, Tk, dk] -> context [B, H, Tq, dk]: step by step when recording, else
     through the fused kernel (told `is_causal` instead of given a mask where it can be)."""
@@ -287,20 +297,25 @@ def attend(
             mask_is_zero=mask.blocks_nothing,
             kv_shared=n_kv != n_heads,
             ablate=ablate,
+            divisor=divisor,
         )
     if mask.blocks_nothing or mask.causal_only:
-        return ablate_heads(fused_attention(q, k, v, None, scale, is_causal=mask.causal_only), ablate)
-    return ablate_heads(fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows), ablate)
+        fused = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only, divisor=divisor)
+        return ablate_heads(fused, ablate)
+    fused = fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows, divisor=divisor)
+    return ablate_heads(fused, ablate)
 
 
-def make_attention(cfg: ModelConfig) -> MultiHeadAttention:
-    """The attention sub-layer a ModelConfig asks for (its K/V width, biases and rotary layout)."""
+def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention:
+    """The attention sub-layer a ModelConfig asks for (its K/V width, biases and rotary layout) in the layer
+    `layer_index` of its stack (GPT-2's scale_attn_by_inverse_layer_idx divides that layer's scores by index + 1)."""
     return MultiHeadAttention(
         cfg.d_model,
         cfg.has_bias("qkv"),
         kv_dim=cfg.kv_heads * cfg.d_head,
         out_bias=cfg.has_bias("attn_out"),
         rotary_layout=cfg.rotary_layout,
+        score_divisor=float(layer_index + 1) if cfg.attn_scale_inverse_layer else 1.0,
     )
 
 

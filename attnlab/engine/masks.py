@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from attnlab.engine import names
 from attnlab.engine.layers import NEG_INF, AttentionMask
 from attnlab.engine.options import RunOptions
 
@@ -29,7 +30,7 @@ def build_mask(
     dtype: torch.dtype | None = None,
 ) -> Tensor:
     """Additive mask [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not."""
-    return additive_mask(site, Tq, Tk, key_pad, ctx.options, device, dtype)
+    return additive_mask(site, Tq, Tk, key_pad, ctx.options, device, dtype, ctx.masks.window_of(site))
 
 
 def additive_mask(
@@ -40,12 +41,14 @@ def additive_mask(
     opts: RunOptions,
     device: Device,
     dtype: torch.dtype | None = None,
+    window: int = 0,
 ) -> Tensor:
-    """build_mask from the RunOptions alone.  -> [B or 1, 1, Tq, Tk]"""
+    """build_mask from the RunOptions (and the model's sliding `window`: 0 for none).  -> [B or 1, 1, Tq, Tk]"""
     causal = opts.is_causal(site)
     cells = [(q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk]
     padded = opts.padding_mask and key_pad is not None and bool(key_pad.any())
-    if not cells and not padded:  # nothing or the causal triangle: one or two kernels instead of four
+    banded = 0 < window < Tq  # sliding-window attention (Mistral): query i reads no key j with i - j >= W
+    if not cells and not padded and not banded:  # nothing or the causal triangle: one or two kernels instead of four
         if causal:
             return torch.full((Tq, Tk), NEG_INF, dtype=dtype, device=device).triu_(1)[None, None]
         return torch.zeros(1, 1, Tq, Tk, dtype=dtype, device=device)
@@ -54,6 +57,8 @@ def additive_mask(
         blocked = torch.ones(Tq, Tk, dtype=torch.bool, device=device).triu(1)
     if cells:
         blocked[[q for q, _ in cells], [k for _, k in cells]] = True
+    if banded:
+        blocked |= torch.ones(Tq, Tk, dtype=torch.bool, device=device).tril_(-window)  # [Tq, Tk]: i - j >= W
     blocked = blocked[None, None]  # [1, 1, Tq, Tk]
     if padded:
         assert key_pad is not None
@@ -68,8 +73,16 @@ class MaskBuilder:
     kernel is told `is_causal` instead.
     """
 
-    def __init__(self, options: RunOptions, record: bool, device: Device, dtype: torch.dtype | None):
+    def __init__(
+        self,
+        options: RunOptions,
+        record: bool,
+        device: Device,
+        dtype: torch.dtype | None,
+        sliding_window: int = 0,
+    ):
         self.options = options
+        self.sliding_window = sliding_window  # the model's window for its decoder self-attention (0: none)
         self.record = record
         self.device = device
         self.dtype = dtype
@@ -79,20 +92,22 @@ class MaskBuilder:
         """key_pad: bool [B, Tk] True at <pad> keys, or None when no key is padding or padding is off."""
         opts = self.options
         causal = opts.is_causal(site)
+        window = self.window_of(site)
+        window = window if window < Tq else 0  # a window no query reaches past blocks nothing
         cells = (
             frozenset((q, k) for q, k in opts.custom_cells(site) if q < Tq and k < Tk)
             if opts.custom_masks
             else frozenset()
         )
-        key = (causal, cells, Tq, Tk, None if key_pad is None else id(key_pad))
+        key = (causal, cells, Tq, Tk, None if key_pad is None else id(key_pad), window)
         mask = self._built.get(key)
         if mask is not None:
             return mask
-        plain = not cells and key_pad is None  # blocks nothing, or exactly the causal triangle
+        plain = not cells and key_pad is None and not window  # blocks nothing, or exactly the causal triangle
         if plain and not self.record:
             mask = AttentionMask(None, causal_only=causal, blocks_nothing=not causal, blocked_rows=False)
         else:
-            additive = additive_mask(site, Tq, Tk, key_pad, opts, self.device, self.dtype)  # [B|1,1,Tq,Tk]
+            additive = additive_mask(site, Tq, Tk, key_pad, opts, self.device, self.dtype, window)  # [B|1,1,Tq,Tk]
             # the causal triangle alone always leaves key 0 open; cells and padding might close a whole row
             mask = AttentionMask(
                 additive,
@@ -102,6 +117,10 @@ class MaskBuilder:
             )
         self._built[key] = mask
         return mask
+
+    def window_of(self, site: str) -> int:
+        """The sliding window W of a site: the model's, for decoder self-attention only; 0 (none) elsewhere."""
+        return self.sliding_window if names.takes_window(site) else 0
 
 
 def padded_keys(pad: Tensor | None, options: RunOptions) -> Tensor | None:

@@ -42,7 +42,7 @@ class Transformer(nn.Module):
             shared = cfg.share_embeddings and cfg.has_encoder
             self.tgt_embed = self.src_embed if shared else nn.Embedding(cfg.tgt_vocab_size, d)
             cross = cfg.has_encoder
-            self.decoder = nn.ModuleList(DecoderLayer(cfg, cross) for _ in range(cfg.n_decoder_layers))
+            self.decoder = nn.ModuleList(DecoderLayer(cfg, cross, i) for i in range(cfg.n_decoder_layers))
             self.dec_norm = norm_of(cfg) if cfg.final_norm else None
         if cfg.positional == "learned":  # rows pos_offset … pos_offset + max_len - 1 are used
             if cfg.has_encoder:

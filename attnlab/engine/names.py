@@ -193,6 +193,11 @@ def split_site(site_name: str) -> tuple[str, int, str]:
     return parts[0], int(parts[1]), parts[2]
 
 
+def takes_window(site_name: str) -> bool:
+    """Whether a site uses the model's sliding window (Mistral): decoder self-attention only."""
+    return site_name.startswith("dec.") and site_name.endswith(".self")
+
+
 def is_site(name: str) -> bool:
     try:
         split_site(name)

@@ -130,8 +130,13 @@ class RunOptions:
         if h > config.d_model or config.d_model % h:
             divisors = [d for d in range(1, config.d_model + 1) if config.d_model % d == 0]
             p.append(f"{h} heads do not divide d_model {config.d_model}; choose one of {divisors}")
-        elif config.positional == "rotary" and (config.d_model // h) % 2:
-            p.append(f"rotary encoding needs an even head size, and {config.d_model}/{h} is odd")
+        elif config.positional == "rotary" and config.rotary_dims(config.d_model // h) % 2:
+            p.append(
+                f"rotary encoding needs an even number of rotated dimensions, and {config.d_model}/{h} heads "
+                f"turn {config.rotary_dims(config.d_model // h)}"
+                if config.rotary_fraction < 1
+                else f"rotary encoding needs an even head size, and {config.d_model}/{h} is odd"
+            )
         elif (h * config.kv_heads) % config.n_heads:
             p.append(
                 f"this model shares each K/V head among {config.n_heads // config.kv_heads} Q heads "
@@ -145,6 +150,11 @@ class RunOptions:
         if self.norm not in ("trained", "pre", "post"):
             p.append(f"norm must be 'trained', 'pre' or 'post', not {self.norm!r}")
         p += temperature_problems(self.temperature)
+        if config.parallel_residual and self.norm == "post":
+            p.append(
+                "this model runs attention and the feed-forward network side by side on the same input "
+                "(parallel residual), so there is no post-norm form of it; keep the trained pre-norm"
+            )
         if not (self.final_norm is None or isinstance(self.final_norm, bool)):
             p.append(f"final_norm must be None (as trained), True or False (got {excerpt(self.final_norm)})")
         if self.device not in ("auto", "cpu", "cuda"):

@@ -63,7 +63,7 @@ def attention_page(stage: Stage, trace: Trace) -> str:
     if kind == "scores":
         return _scores_page(s)
     if kind == "scaled":
-        return _scaled_page(trace, s)
+        return _scaled_page(trace, s, fm.layer_divisor(trace.config, site))
     if kind == "scale_why":
         return _scale_why(s.where, s.dk)
     if kind in ("mask", "masked"):
@@ -83,7 +83,7 @@ def _qkv_page(trace: Trace, s: SiteShapes) -> str:
     rotary = not s.cross and fm.pe_kind(trace.config, trace.options) == "rotary"
     return page(
         f"Q, K, V · {s.where}",
-        fm.qkv_formula(rotary),
+        fm.qkv_formula(rotary, trace.config),
         [
             "Three learned d × d matrices turn every token vector into a query (what it looks "
             "for), a key (what it can be matched on) and a value (what it hands over).",
@@ -111,7 +111,8 @@ def _scores_page(s: SiteShapes) -> str:
     )
 
 
-def _scaled_page(trace: Trace, s: SiteShapes) -> str:
+def _scaled_page(trace: Trace, s: SiteShapes, layer_divisor: int | None = None) -> str:
+    """The ÷√dₖ page; `layer_divisor` l + 1 where GPT-2's scale_attn_by_inverse_layer_idx also divides by it."""
     off = not scaling_on(trace)
     state = (
         f"Scaling is switched OFF in this run, so these are the raw scores: with large {DK} "
@@ -119,9 +120,14 @@ def _scaled_page(trace: Trace, s: SiteShapes) -> str:
         if off
         else f"Here √{DK} = √{s.dk} ≈ {math.sqrt(s.dk) if s.dk else 0:.2f}."
     )
+    if layer_divisor is not None and not off:
+        state += (
+            f" This model was trained with scale_attn_by_inverse_layer_idx: the scores of layer l are also "
+            f"divided by l + 1, here by {layer_divisor}, so deeper layers start with flatter attention."
+        )
     return page(
         f"{'Divide by √dₖ' if not off else 'Divide by √dₖ — switched off'} · {s.where}",
-        fm.scaled_formula(not off),
+        fm.scaled_formula(not off, layer_divisor),
         [
             f"If the numbers of q and k have mean 0 and variance 1, their dot product is a sum of {DK} "
             f"such products: its mean stays 0 but its variance grows to {DK}, its spread to "
@@ -237,10 +243,17 @@ def _mask(trace: Trace, site: str, kind: str, where: str, h: int, tq: int, tk: i
     )
     if pads:
         state.append(f"{pads} &lt;pad&gt; key(s) are blocked by the padding mask.")
+    window = fm.sliding_window(trace.config, site)
+    if window:
+        state.append(
+            f"This model uses sliding-window attention: query i reads only the {window} latest keys (itself "
+            f"and the {window - 1} before it), so the allowed cells form a band of width {window} along the "
+            "diagonal; what lies further back reaches it only through earlier layers."
+        )
     if kind == "mask":
         return page(
             f"The mask · {where}",
-            "M<sub>ij</sub> = 0 (allowed) or −∞ (blocked), added before the softmax",
+            fm.mask_formula(window, causal),
             [
                 "Adding −∞ makes e<sup>score</sup> exactly 0, so a blocked key gets no weight "
                 "at all "

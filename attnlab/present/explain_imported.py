@@ -64,7 +64,7 @@ def _qkv_grouped(stage: Stage, trace: Trace) -> str:
     h, h_kv = trace.n_heads, trace.n_kv_heads
     return page(
         f"Q, K, V with grouped-query attention · {words.site_full_words(stage.site or '')}",
-        FORMULAS["gqa"],
+        FORMULAS["gqa"] + fm.rope_scaling_formula(trace.config if _rotary_sentence(trace) else None),
         [
             f"This model has {h} query heads but only {h_kv} key/value heads: W<sub>K</sub> and "
             f"W<sub>V</sub> are {h // h_kv}× narrower than W<sub>Q</sub>, and each K/V head is shared by "
@@ -89,7 +89,20 @@ def _rotary_sentence(trace: Trace) -> str:
     return (
         f"Positions enter here, not at the input: Q and K are rotated by rotary position encoding (RoPE, "
         f"{layout}; base {cfg.rope_theta:g}), so q·k depends on how far apart two tokens are."
+        + ROPE_SCALING_WORDS.get(cfg.rope_scaling, "")
     )
+
+
+ROPE_SCALING_WORDS = {  # what each rope_scaling does, for people (the formula line has the arithmetic)
+    "linear": " The rotations are slowed by the scaling factor s, so s times more positions fit the angles "
+    "the model was trained on.",
+    "dynamic": " Its dynamic NTK scaling would raise the base only for inputs longer than the model's maximum, "
+    "which attnlab never feeds it: the rotations are the plain ones.",
+    "llama3": " Llama 3's scaling slows the slow-turning pairs (long wavelengths) by s, keeps the fast ones and "
+    "blends those between, so long contexts reuse the angles seen in training without blurring nearby words.",
+    "yarn": " YaRN slows the slow-turning pairs by s, keeps the fast ones, ramps between them, and multiplies "
+    "cos and sin by an attention factor, which sharpens every score q·k by its square.",
+}
 
 
 # ---- RMSNorm ---------------------------------------------------------------------------------------------
@@ -108,7 +121,8 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
     out = trace.get(names.norm_entry(names.norm(layer, n), "out"))
     t, d = (int(out.shape[0]), int(out.shape[1])) if out is not None else (0, 0)
     title = fm.addnorm_title(trace.config, residual_on(trace), n)  # the norm formulas live in formulas.py
-    formula = fm.norm_formula(trace.config) + "<br>" + fm.block_formula(placement, residual_on(trace), "RMSNorm")
+    block = fm.block_formula(placement, residual_on(trace), "RMSNorm", *fm.parallel(trace.config))
+    formula = fm.norm_formula(trace.config) + "<br>" + block
     return page(
         f"{title[0].upper()}{title[1:]} · {layer_name(layer)}",
         formula,

@@ -78,7 +78,9 @@ def addnorm_page(stage: Stage, trace: Trace) -> str:
         f"{title[0].upper()}{title[1:]} · {layer_name(layer)}",
         fm.norm_formula(trace.config)
         + "<br>"
-        + fm.block_formula(norm_placement(trace), residual_on(trace), "RMSNorm" if rms else "LN"),
+        + fm.block_formula(
+            norm_placement(trace), residual_on(trace), "RMSNorm" if rms else "LN", *fm.parallel(trace.config)
+        ),
         [
             placement,
             residual,

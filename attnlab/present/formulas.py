@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from attnlab.engine import names
 from attnlab.present import words
 
 if TYPE_CHECKING:
@@ -58,8 +59,51 @@ def pe_formula(config: ModelConfig, options: RunOptions) -> str:
     if kind == "learned":
         return LEARNED.format(dm=DM)
     if kind == "rotary":
-        return ROTARY
+        return ROTARY + rope_scaling_formula(config)
     return ""
+
+
+def rope_scaling_formula(config: ModelConfig | None) -> str:
+    """How the config's rope_scaling changes the rotation speeds ω<sub>i</sub> = θ<sup>−2i/dₖ</sup> (the
+    arithmetic of engine/positional.rotary_inv_freq, with this model's numbers); '' for plain rotary."""
+    return _partial_rotary(config) + _rope_scaling(config)
+
+
+def _partial_rotary(config: ModelConfig | None) -> str:
+    if config is None or config.rotary_fraction >= 1:
+        return ""
+    return (
+        f"<br>partial rotary: only the first r = {config.rotary_fraction:g} · d<sub>k</sub> dimensions of each head "
+        f"turn; dimensions r … d<sub>k</sub> − 1 pass unchanged"
+    )
+
+
+def _rope_scaling(config: ModelConfig | None) -> str:
+    kind = "none" if config is None else config.rope_scaling
+    if config is None or kind == "none":
+        return ""
+    s, n = f"{config.rope_factor:g}", config.rope_original_max_len
+    w = "ω<sub>i</sub>"
+    if kind == "linear":
+        return f"<br>linear scaling, s = {s}: {w} = θ<sup>−2i/d<sub>k</sub></sup> / s (position p read as p / s)"
+    if kind == "dynamic":
+        return (
+            f"<br>dynamic NTK scaling, s = {s}: θ grows only past max_position_embeddings = {config.max_len} "
+            f"positions, which no input here reaches, so {w} = θ<sup>−2i/d<sub>k</sub></sup> unchanged"
+        )
+    if kind == "llama3":
+        lo, hi = config.rope_low_freq_factor, config.rope_high_freq_factor
+        return (
+            f"<br>Llama 3 scaling, s = {s}, N = {n}: λ<sub>i</sub> = 2π / {w}; &nbsp; {w} kept where "
+            f"λ<sub>i</sub> &lt; N / {hi:g}, {w} / s where λ<sub>i</sub> &gt; N / {lo:g}, between: "
+            f"(1 − a) {w} / s + a {w}, a = (N / λ<sub>i</sub> − {lo:g}) / ({hi:g} − {lo:g})"
+        )
+    return (
+        f"<br>YaRN scaling, s = {s}, N = {n}: {w} = r<sub>i</sub> {w} + (1 − r<sub>i</sub>) {w} / s, r<sub>i</sub> "
+        f"= 1 for pairs turning more than β<sub>fast</sub> = {config.rope_beta_fast:g} times in N positions, 0 "
+        f"below β<sub>slow</sub> = {config.rope_beta_slow:g}, a linear ramp between; cos and sin × "
+        f"{config.rope_attention_factor:.4g}"
+    )
 
 
 def embed_formula(config: ModelConfig) -> str:
@@ -80,8 +124,39 @@ def scores_over(scale: bool) -> str:
     return f"Q Kᵀ / √{DK}" if scale else "Q Kᵀ"
 
 
-def scaled_formula(scale: bool) -> str:
-    return f"S′ = Q Kᵀ / √{DK}" if scale else "S′ = S = Q Kᵀ &nbsp; (÷√d<sub>k</sub> switched off)"
+def scaled_formula(scale: bool, layer_divisor: int | None = None) -> str:
+    """S′ = Q Kᵀ / √dₖ; with `layer_divisor` (GPT-2's scale_attn_by_inverse_layer_idx) layer l is divided by
+    l + 1 too."""
+    if not scale:
+        return "S′ = S = Q Kᵀ &nbsp; (÷√d<sub>k</sub> switched off)"
+    if layer_divisor is not None:
+        return f"S′ = Q Kᵀ / (√{DK} · (l + 1)) = Q Kᵀ / (√{DK} · {layer_divisor}) &nbsp; (inverse layer scaling)"
+    return f"S′ = Q Kᵀ / √{DK}"
+
+
+def layer_divisor(config: ModelConfig, site: str) -> int | None:
+    """l + 1 for a decoder self-attention site of a model with GPT-2's scale_attn_by_inverse_layer_idx, else
+    None (engine/layers.make_attention gives layer l the same divisor)."""
+    if not config.attn_scale_inverse_layer or not names.is_site(site):
+        return None
+    stack, index, kind = names.split_site(site)
+    return index + 1 if stack == "dec" and kind == "self" else None
+
+
+def sliding_window(config: ModelConfig, site: str) -> int:
+    """The sliding window W of a site (Mistral's decoder self-attention), 0 for none (engine/masks.MaskBuilder
+    applies the same)."""
+    if not config.sliding_window:
+        return 0
+    return config.sliding_window if names.takes_window(site) else 0
+
+
+def mask_formula(window: int = 0, causal: bool = True) -> str:
+    """The mask stage's formula: 0 or −∞; with a sliding window W, the band it allows."""
+    if not window:
+        return "M<sub>ij</sub> = 0 (allowed) or −∞ (blocked), added before the softmax"
+    allowed = "j ≤ i and i − j &lt; W" if causal else "i − j &lt; W"
+    return f"M<sub>ij</sub> = 0 if {allowed} (sliding window W = {window}), else −∞; added before the softmax"
 
 
 def masked_formula(scale: bool) -> str:
@@ -92,14 +167,17 @@ def weights_formula(scale: bool) -> str:
     return f"A = softmax({scores_over(scale)} + M), row by row"
 
 
-def scaled_title(scale: bool) -> str:
-    """The plain-text title of the ÷√dₖ stage and map."""
-    return "QKᵀ / √dₖ" if scale else "÷ √dₖ switched off (= QKᵀ)"
+def scaled_title(scale: bool, layer_divisor: int | None = None) -> str:
+    """The plain-text title of the ÷√dₖ stage and map (÷ √dₖ · (l+1) under inverse layer scaling)."""
+    if not scale:
+        return "÷ √dₖ switched off (= QKᵀ)"
+    return "QKᵀ / √dₖ" if layer_divisor is None else f"QKᵀ / (√dₖ · {layer_divisor})"
 
 
-def qkv_formula(rotary: bool) -> str:
+def qkv_formula(rotary: bool, config: ModelConfig | None = None) -> str:
+    """Q, K, V from X; with `rotary`, the rotation of Q and K, and the config's rope scaling when it has one."""
     base = "Q = X W<sub>Q</sub> &nbsp; K = X<sub>kv</sub> W<sub>K</sub> &nbsp; V = X<sub>kv</sub> W<sub>V</sub>"
-    return base + (" &nbsp; then Q, K rotated by position (RoPE)" if rotary else "")
+    return base + (" &nbsp; then Q, K rotated by position (RoPE)" + rope_scaling_formula(config) if rotary else "")
 
 
 # ---- norms and feed-forward -----------------------------------------------------------------------------
@@ -112,14 +190,38 @@ def norm_formula(config: ModelConfig) -> str:
     if config.norm == "rmsnorm":
         return f"RMSNorm(x) = γ ⊙ x / √(mean(x²) + ε), &nbsp; over the {DM} features of one token (no centring)"
     beta = " + β" if config.norm_bias else ""
+    if not config.norm_affine:
+        return (
+            f"LN(x) = (x − μ) / √(σ² + ε), &nbsp; μ, σ² over the {DM} features of one token "
+            "(non-parametric: no γ, no β is learned)"
+        )
     return f"LN(x) = γ ⊙ (x − μ) / √(σ² + ε){beta}, &nbsp; μ, σ² over the {DM} features of one token"
 
 
-def block_formula(placement: str, residual: bool, norm: str = "LN") -> str:
-    """Where the norm and the add sit: 'y = LN(x + F(x))', 'y = x + F(LN(x))', without the add when off."""
+def block_formula(
+    placement: str, residual: bool, norm: str = "LN", parallel: bool = False, shared: bool = False
+) -> str:
+    """Where the norm and the add sit: 'y = LN(x + F(x))', 'y = x + F(LN(x))', without the add when off;
+    `parallel` (GPT-NeoX's parallel residual): both sub-layers read the same x; `shared` (Phi): through one norm."""
+    if parallel and placement == "pre":
+        x = "x + " if residual else ""
+        if shared:
+            return (
+                f"y = {x}Attn({norm}(x)) + FFN({norm}(x)) &nbsp; (parallel, one {norm} shared by both; add & norm "
+                "1 shows x + Attn, 2 adds the FFN)"
+            )
+        return (
+            f"y = {x}Attn({norm}<sub>1</sub>(x)) + FFN({norm}<sub>2</sub>(x)) &nbsp; (parallel residual: both "
+            "read the same x; add & norm 1 shows x + Attn, 2 adds the FFN)"
+        )
     if placement == "pre":
         return f"y = x + F({norm}(x))" if residual else f"y = F({norm}(x)) &nbsp; (residual off: no + x)"
     return f"y = {norm}(x + F(x))" if residual else f"y = {norm}(F(x)) &nbsp; (residual off: no + x)"
+
+
+def parallel(config: ModelConfig) -> tuple[bool, bool]:
+    """(attention and FFN side by side: GPT-NeoX's use_parallel_residual, through one shared norm: Phi)."""
+    return (config.parallel_residual, config.shared_norm)
 
 
 def addnorm_title(config: ModelConfig, residual: bool, n: int) -> str:

@@ -86,7 +86,11 @@ class Stage:
 def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) -> list[Stage]:
     kind_name = words.site_words(site, causal=masked_self)
     scale = trace.options.scale
-    titles = {k: (t if k != "scaled" or scale else formulas.scaled_title(False)) for k, t in ATTENTION_STEPS}
+    divisor = formulas.layer_divisor(trace.config, site)  # GPT-2's scale_attn_by_inverse_layer_idx
+    titles = {
+        k: (t if k != "scaled" or (scale and divisor is None) else formulas.scaled_title(scale, divisor))
+        for k, t in ATTENTION_STEPS
+    }
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in titles.items()]
 
 

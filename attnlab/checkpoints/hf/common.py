@@ -24,6 +24,15 @@ FAMILIES = {
     "marian": "marian",
     "llama": "llama",
     "qwen2": "llama",
+    "mistral": "llama",
+    "phi3": "phi3",
+    "gemma": "gemma",
+    "stablelm": "stablelm",
+    "olmo": "olmo",
+    "gpt_neox": "gpt_neox",
+    "phi": "phi",
+    "gptj": "gptj",
+    "opt": "opt",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 

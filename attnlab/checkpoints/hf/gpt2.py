@@ -1,5 +1,5 @@
 """GPT-2 (and DistilGPT2): decoder-only, pre-norm with a final LayerNorm, learned positions, tanh-GELU, fused
-Conv1D Q/K/V weights stored [in, out]."""
+Conv1D Q/K/V weights stored [in, out]; scale_attn_by_inverse_layer_idx divides layer l's scores by l + 1 too."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ IGNORABLE = (".attn.bias", ".attn.masked_bias")  # the causal-mask buffers older
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     require_value(hf, "add_cross_attention", (False,), False, "GPT-2 with cross-attention")
     require_value(hf, "scale_attn_weights", (True,), True, "attention scores are always divided by sqrt(d_k)")
-    require_value(hf, "scale_attn_by_inverse_layer_idx", (False,), False)
+    # reorder_and_upcast_attn only computes Q Kᵀ in float32 with the scale applied first: attnlab's float32
+    # arithmetic already is that, so it is accepted as it stands
     d_model = int_field(hf, "n_embd", required=True)
     vocab = int_field(hf, "vocab_size", required=True)
     notes: list[str] = []
@@ -45,6 +46,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         bias=True,
         logits_bias=False,
         max_len=int_field(hf, "n_positions", 1024),
+        attn_scale_inverse_layer=bool(field(hf, "scale_attn_by_inverse_layer_idx", False)),
     )
     return config, notes
 

@@ -1,8 +1,12 @@
-"""Llama (also SmolLM, TinyLlama) and Qwen2: decoder-only, pre-norm RMSNorm with a final norm, SwiGLU
-feed-forward, half-split rotary positions with the folder's rope_theta, grouped-query attention. Qwen2 has
-biases on Q, K and V only; Llama has none unless attention_bias / mlp_bias say so."""
+"""Llama (also SmolLM, TinyLlama), Qwen2 and Mistral: decoder-only, pre-norm RMSNorm with a final norm, SwiGLU
+feed-forward, half-split rotary positions with the folder's rope_theta and rope scaling, grouped-query
+attention. Qwen2 has biases on Q, K and V only; Llama has none unless attention_bias / mlp_bias say so;
+Mistral's sliding_window limits each query to the W latest keys."""
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 from attnlab.checkpoints.hf.common import (
     ConvertedState,
@@ -26,31 +30,96 @@ FFN_SOURCES = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
 NORM_SOURCES = {"norm1": "input_layernorm", "norm2": "post_attention_layernorm"}
 
 
-def rope_theta(hf: HFConfig) -> float:
-    """rope_theta from config.json (old style: rope_theta + rope_scaling; new style: rope_parameters)."""
-    scaling = field(hf, "rope_scaling")
-    if scaling and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
-        raise refuse("rope_scaling", f"rotary scaling {scaling!r} is not supported (only plain rotary positions)")
-    params = field(hf, "rope_parameters") or {}
-    if params.get("rope_type", "default") != "default":
-        raise refuse("rope_parameters", f"rope_type {params['rope_type']!r} is not supported (only 'default')")
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")  # transformers' rope_type values attnlab computes
+
+
+def rope_settings(hf: HFConfig, partial: bool = False) -> dict[str, Any]:
+    """The ModelConfig's rotary fields from config.json: rope_theta and the rope scaling (old style: rope_theta +
+    rope_scaling {type | rope_type, factor, …}; new style: rope_parameters {rope_type, rope_theta, …}).
+    `partial`: the family turns only partial_rotary_factor of each head (StableLM); others refuse it."""
+    key = "rope_parameters" if field(hf, "rope_parameters") else "rope_scaling"
+    params = {**(field(hf, "rope_scaling") or {}), **(field(hf, "rope_parameters") or {})}
+    if not isinstance(params, dict):
+        raise refuse(key, f"must be a JSON object, not {params!r}")
+    kind = params.get("rope_type", params.get("type")) or "default"
+    if kind not in ROPE_TYPES:
+        raise refuse(key, f"rope_type {kind!r} is not supported (attnlab computes {', '.join(ROPE_TYPES)})")
     theta = params.get("rope_theta", field(hf, "rope_theta", 10000.0))
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
         raise refuse("rope_theta", f"must be a positive number, not {theta!r}")
-    return float(theta)
+    fraction = params.get("partial_rotary_factor", field(hf, "partial_rotary_factor", 1.0))
+    if fraction != 1.0 and not partial:
+        raise refuse("partial_rotary_factor", f"{fraction!r}: this family rotates every dimension of a head")
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise refuse("partial_rotary_factor", f"must be more than 0 and at most 1, not {fraction!r}")
+    settings: dict[str, Any] = {"rope_theta": float(theta), "rotary_fraction": float(fraction)}
+    if kind == "default":
+        return settings
+    max_len = int_field(hf, "max_position_embeddings", 2048)
+    original = params.get("original_max_position_embeddings") or field(hf, "original_max_position_embeddings")
+    original = original or max_len
+    factor = params.get("factor")
+    if factor is None and kind == "yarn":
+        factor = max_len / original  # as transformers infers it (DeepSeek-style folders)
+    settings.update(rope_scaling=kind, rope_factor=_positive(key, "factor", factor))
+    if kind == "llama3":
+        settings.update(
+            rope_original_max_len=int(original),
+            rope_low_freq_factor=_positive(key, "low_freq_factor", params.get("low_freq_factor")),
+            rope_high_freq_factor=_positive(key, "high_freq_factor", params.get("high_freq_factor")),
+        )
+    if kind == "yarn":
+        settings.update(
+            rope_original_max_len=int(original),
+            rope_beta_fast=_positive(key, "beta_fast", params.get("beta_fast") or 32),
+            rope_beta_slow=_positive(key, "beta_slow", params.get("beta_slow") or 1),
+            rope_truncate=bool(params.get("truncate", True)),
+            rope_attention_factor=_yarn_attention_factor(key, params, settings["rope_factor"]),
+        )
+    return settings
 
 
-def check_full_attention(hf: HFConfig) -> None:
-    """Sliding-window attention (Qwen2's use_sliding_window, layer_types) has no attnlab equivalent."""
-    if field(hf, "use_sliding_window", False):
-        raise refuse("use_sliding_window", "sliding-window attention is not supported")
+def _positive(key: str, name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise refuse(key, f"{name} must be a positive number, not {value!r}")
+    return float(value)
+
+
+def _yarn_attention_factor(key: str, params: dict[str, Any], factor: float) -> float:
+    """YaRN's factor on cos and sin: given, or 0.1 ln(s) + 1 (with mscale / mscale_all_dim when both given)."""
+    if params.get("attention_factor") is not None:
+        return _positive(key, "attention_factor", params["attention_factor"])
+
+    def mscale(scale: float, m: float = 1.0) -> float:
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    m, m_all = params.get("mscale"), params.get("mscale_all_dim")
+    return float(mscale(factor, m) / mscale(factor, m_all)) if m and m_all else mscale(factor)
+
+
+def sliding_window(hf: HFConfig) -> int:
+    """The window W every layer's attention uses (0: full attention). Mistral: sliding_window (null: none);
+    Qwen2 and others: layer_types, which must be all full or all sliding (attnlab gives every layer one mask)."""
     kinds = set(field(hf, "layer_types", []) or [])
-    if kinds - {"full_attention"}:
-        raise refuse("layer_types", f"only full attention is supported, not {sorted(kinds - {'full_attention'})}")
+    if kinds - {"full_attention", "sliding_attention"}:
+        raise refuse("layer_types", f"only full or sliding attention is supported, not {sorted(kinds)}")
+    if len(kinds) > 1:
+        raise refuse("layer_types", "mixes full and sliding-window layers; attnlab gives every layer the same mask")
+    if kinds:
+        sliding = kinds == {"sliding_attention"}
+    elif field(hf, "use_sliding_window", False):
+        raise refuse("use_sliding_window", "without layer_types it is not said which layers use the window")
+    else:
+        sliding = hf["model_type"] == "mistral" and field(hf, "sliding_window") is not None
+    if not sliding:
+        return 0
+    window = int_field(hf, "sliding_window", required=True)
+    if window < 1:
+        raise refuse("sliding_window", f"must be at least 1, not {window}")
+    return window
 
 
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
-    check_full_attention(hf)
     d_model = int_field(hf, "hidden_size", required=True)
     n_heads = int_field(hf, "num_attention_heads", required=True)
     head_dim = int_field(hf, "head_dim", None)
@@ -84,11 +153,12 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         ffn="gated",
         n_kv_heads=n_kv,
         rotary_layout="half",
-        rope_theta=rope_theta(hf),
+        **rope_settings(hf),
         qkv_bias=qwen or attention_bias,
         attn_out_bias=attention_bias,
         ffn_bias=bool(field(hf, "mlp_bias", False)),
         logits_bias=False,
+        sliding_window=sliding_window(hf),
     )
     return config, notes
 
