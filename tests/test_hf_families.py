@@ -38,7 +38,7 @@ def run(config, state, options: RunOptions | None = None):
     rec = Recorder(True)
     with torch.inference_mode():
         logits = module(None, torch.tensor([IDS]), options=options or RunOptions(), rec=rec)
-    return logits, rec.finish()
+    return logits, rec.finish(config, (options or RunOptions()).resolved(config), "cpu")
 
 
 def test_every_attention_map_hidden_state_and_logit_agrees(family):
