@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{when:6}: exact {f['exact']}/{f['n']} ({f['exact_match']:.0%}); without the final mark "
             f"{f['exact_without_final_mark']}/{f['n']}; word accuracy {f['word_accuracy']:.1%}"
         )
-    print("after, by kind (without the final mark): " + ", ".join(f"{k} {v}" for k, v in result["after_by_feature"].items()))
+    kinds = ", ".join(f"{k} {v}" for k, v in result["after_by_feature"].items())
+    print(f"after, by kind (without the final mark): {kinds}")
     for w in result["wrong_after"]:
         print(f"  wrong: {w['en']!r} read as {w['read_as']!r} -> {w['output']!r} (reference {w['reference']!r})")
     if args.check_held_out:
