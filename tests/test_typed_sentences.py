@@ -29,14 +29,13 @@ def translation():
     [
         ("I don't like the cake.", "i do not like the cake ."),
         ("She doesn’t have a dog!", "she does not have a dog ."),  # a typographic apostrophe, an exclamation
-        ("It's black", "it is black ."),
+        ("It's black", "it is black"),  # no final stop added (a fifth of training had none)
         ("I'm in the garden...", "i am in the garden ."),
         ("We're tired, really.", "we are tired really ."),
-        ("They aren't here", "they are not here ."),
+        ("They aren't here", "they are not here"),
         ("The girl's cat is white.", "the girl's cat is white ."),  # a noun's 's is its owner, not "is"
-        ("Is the soup hot", "is the soup hot ?"),  # a question's first word asks for "?"
         ("Are you tired ?", "are you tired ?"),
-        ("THE DOG   IS SMALL", "the dog is small ."),
+        ("THE DOG   IS SMALL", "the dog is small"),
         ("the cat sleeps .", "the cat sleeps ."),  # the corpus form stays as it is
         ("", ""),
     ],
@@ -46,10 +45,10 @@ def test_english_reads_in_the_corpus_form(typed, read):
     assert typed_form(read, "English") == read  # reading twice changes nothing
 
 
-def test_french_keeps_its_elisions_and_a_prompt_gets_no_stop():
+def test_french_keeps_its_elisions():
     assert typed_form("L’homme mange!", "French") == "l'homme mange ."
-    assert typed_form("Le chat", "French", sentence=False) == "le chat"
-    assert typed_form("Don't", "French", sentence=False) == "don't"  # English contractions only in English
+    assert typed_form("Le Chat", "French") == "le chat"
+    assert typed_form("Don't", "French") == "don't"  # English contractions only in English
 
 
 def test_which_models_read_the_corpus_form(translation, tiny_model):
@@ -59,7 +58,7 @@ def test_which_models_read_the_corpus_form(translation, tiny_model):
     plain = tiny_model("encoder-decoder")
     assert plain.typed_form("The Cat, don't!", "src") == "The Cat, don't!"  # other models read what was typed
     assert translation.typed_form("The cat, don't!", "src") == "the cat do not ."
-    assert translation.typed_form("Le chat", "tgt") == "le chat"  # the decoder input is a prefix: no stop
+    assert translation.typed_form("L’homme", "tgt") == "l'homme"  # the decoder reads French
 
 
 def test_the_tokens_shown_are_the_ones_the_model_reads(translation):
