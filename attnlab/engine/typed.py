@@ -5,8 +5,8 @@ contractions, only "." and "?" as marks. People type "I don't like the dog!" or 
 turns what was typed into the corpus form — "i do not like the dog ." and "it is black" — so that the model
 reads what it learned, and the tokens the app shows are the ones it reads. No final "." is added: the
 translation model was trained with a fifth of its pairs without one on both sides (recipes.py drop_period),
-so a sentence typed without it translates as such, as it always did. Only a classroom model's text is changed (its metadata says which language each side is in); an
-imported model reads what was typed.
+so a sentence typed without it translates as such, as it always did. Only a classroom model's text is
+changed (its metadata says which language each side is in); an imported model reads what was typed.
 
 `UNSURE_BELOW` is where a greedy choice counts as unsure (the cue in `attnlab translate`/`generate`, the
 output stage and LiveModel.generate's trace.info).
