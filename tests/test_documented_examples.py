@@ -99,6 +99,7 @@ def test_the_documents_have_examples():
 def test_every_documented_example_is_known_to_its_model(document, name, sentence):
     model, known = model_and_words(name)
     tokenizer = model.src_tokenizer if name == "translation" else model.tgt_tokenizer
+    sentence = model.typed_form(sentence, "src" if name == "translation" else "tgt")  # what the model reads
     pieces, ids = tokenizer.encode(sentence)
     assert tokenizer.unk_id not in ids, f"{document}: {sentence!r} has <unk> in {pieces}"
     unknown = [w for w in words(sentence) if w not in known]

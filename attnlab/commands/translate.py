@@ -60,8 +60,8 @@ def report(model, steps, text: str, side: str) -> int:
     from attnlab.engine.typed import unsure_notice
 
     last = None
-    for last in steps:
-        pass
+    for step in steps:
+        last = step
     read = model.typed_form(text, side)
     if read != text:
         print(f"read as: {read}", file=sys.stderr)

@@ -198,11 +198,10 @@ class LiveModel:
 
     def typed_form(self, text: str, side: str) -> str:
         """What the model reads of `text` typed on `side`: for a classroom model the corpus form of the
-        sentence (engine/typed.py: lower case, "dog." -> "dog .", "don't" -> "do not", the final "." of an
-        encoder's sentence); any other model reads `text` as it is."""
-        role = self.role(side)
-        language = classroom_language(self.metadata, "decoder" if role == "decoder" else "encoder")
-        return text if language is None else typed_form(text, language, sentence=role != "decoder")
+        sentence (engine/typed.py: lower case, "dog." -> "dog .", "don't" -> "do not"); any other model reads
+        `text` as it is."""
+        language = classroom_language(self.metadata, "decoder" if self.role(side) == "decoder" else "encoder")
+        return text if language is None else typed_form(text, language)
 
     @property
     def output_tokenizer(self) -> Tokenizer:

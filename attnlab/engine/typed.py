@@ -1,11 +1,12 @@
 """Sentences as people type them, in the form the classroom models were trained on. Qt-free.
 
 The classroom corpus (training/corpus.py) is lower case, words apart from punctuation by single spaces, no
-contractions, only "." and "?" as marks, and every sentence ends with one of them. People type "I don't like
-the dog!" or "It’s black". `typed_form` turns what was typed into the corpus form — "i do not like the dog ."
-and "it is black ." — so that the model reads what it learned, and the tokens the app shows are the ones it
-reads. Only a classroom model's text is changed (its metadata says which language each side is in); an
-imported model reads what was typed.
+contractions, only "." and "?" as marks. People type "I don't like the dog!" or "It’s black". `typed_form`
+turns what was typed into the corpus form — "i do not like the dog ." and "it is black" — so that the model
+reads what it learned, and the tokens the app shows are the ones it reads. No final "." is added: the
+translation model was trained with a fifth of its pairs without one on both sides (recipes.py drop_period),
+so a sentence typed without it translates as such, as it always did. Only a classroom model's text is
+changed (its metadata says which language each side is in); an imported model reads what was typed.
 
 `UNSURE_BELOW` is where a greedy choice counts as unsure (the cue in `attnlab translate`/`generate`, the
 output stage and LiveModel.generate's trace.info).
@@ -31,7 +32,6 @@ _NOT |= {"wasn't": "was not", "weren't": "were not", "haven't": "have not", "has
 _IS = ("it", "he", "she", "that", "there", "this")  # "it's" is "it is" (a noun's 's is its owner: girl's)
 _SUFFIXES = {"'m": " am", "'re": " are", "'ve": " have"}
 _CONTRACTION = re.compile(r"\b(\w+)('m|'re|'ve|'s|n't)\b")
-_QUESTION_WORDS = ("is", "are", "am", "was", "were", "do", "does", "did")  # corpus questions start so
 
 
 def _expand(match: re.Match) -> str:
@@ -44,18 +44,14 @@ def _expand(match: re.Match) -> str:
     return word + _SUFFIXES[ending]
 
 
-def typed_form(text: str, language: str, sentence: bool = True) -> str:
+def typed_form(text: str, language: str) -> str:
     """`text` as the classroom corpus writes it. `language`: "English" (contractions spelled out) or another
-    corpus language (French: elisions such as l'homme stay); `sentence`: a whole sentence gets its final
-    "." (or "?" after a question's first word) when it has none; a prompt to continue does not."""
+    corpus language (French: elisions such as l'homme stay)."""
     text = _APOSTROPHES.sub("'", clean_text(text)).lower()
     text = _DROPPED.sub(" ", _STOPS.sub(".", text))
     if language == "English":
         text = _CONTRACTION.sub(_expand, text)
-    text = " ".join(_MARKS.sub(r" \1 ", text).split())
-    if sentence and text and text[-1] not in ".?":
-        text += " ?" if text.split()[0] in _QUESTION_WORDS and language == "English" else " ."
-    return text
+    return " ".join(_MARKS.sub(r" \1 ", text).split())
 
 
 def classroom_language(metadata: Mapping, role: str) -> str | None:

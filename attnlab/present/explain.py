@@ -24,6 +24,7 @@ from attnlab.present.explain_layers import addnorm_page, ffn_page, norm_compare_
 from attnlab.present.explain_page import page, shape_of
 from attnlab.present.explain_study import study_notes
 from attnlab.present.stages import NORM_COMPARE, Stage
+from attnlab.present.unsure import unsure_sentence
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -60,6 +61,7 @@ def _output(stage: Stage, trace: Trace) -> str:
             "The temperature T reshapes them: T &lt; 1 sharpens the distribution toward the top token, T &gt; 1 "
             "flattens it.",
             pos_word,
+            unsure_sentence(trace),
         ],
         f"[{t} × {v}], each row sums to 1.",
     )

@@ -96,8 +96,10 @@ class WindowStatus:
         if meta.get("notice"):
             warnings.append(str(meta["notice"]))
         if meta.get("classroom_model") and not meta.get("random"):
+            side = "src" if model.config.has_encoder else "tgt"
             typed = self.session.src if model.config.has_encoder else (self.session.tgt or self.session.src)
-            warnings.append(out_of_domain_text(str(meta["classroom_model"]), typed))
+            read = model.typed_form(typed or "", side)  # what the model reads: "don't" is "do not"
+            warnings.append(out_of_domain_text(str(meta["classroom_model"]), read))
         warnings += [n for n in trace.notices if INPUT_CUT in n]  # an input longer than the model reads
         untrained = untrained_banner(trace)
         if untrained and not meta.get("random"):
