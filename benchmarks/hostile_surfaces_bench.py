@@ -93,7 +93,8 @@ def run_case(path: Path, root: str, timeout: float, tmp: str) -> tuple[str, floa
         kind, message, seconds, peak = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
         return "crash", None, None, f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or [''])[-1][:90]}"
-    return verdict(kind, message, peak, path.name == "valid"), seconds, peak, f"{kind}: {message[:90]!r}"
+    reason = message.split("': ", 1)[-1]  # after "Cannot load the checkpoint '<path>': "
+    return verdict(kind, message, peak, path.name == "valid"), seconds, peak, f"{kind}: {reason[:100]!r}"
 
 
 def main() -> None:
