@@ -98,11 +98,6 @@ def read_json(
         raise FileRefused(str(e)) from None
 
 
-def read_toml(path: str | os.PathLike[str], what: str, max_bytes: int, max_depth: int = MAX_LESSON_DEPTH) -> dict:
-    """The TOML table in a regular file; parse errors, and nesting deeper than `max_depth`, refused."""
-    return loads_toml(read_text(path, what, max_bytes), f"{what} {_name(Path(path))!r}", max_depth)
-
-
 def loads_toml(text: str, what: str, max_depth: int = MAX_LESSON_DEPTH) -> dict:
     """tomllib.loads, its nesting bounded: tomllib recurses per level of inline arrays and tables, so a deep
     one is refused from a bracket count before parsing (and a RecursionError never escapes)."""

@@ -93,18 +93,22 @@ def run_case(path: Path, root: str, timeout: float, tmp: str) -> tuple[str, floa
         kind, message, seconds, peak = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
         return "crash", None, None, f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or [''])[-1][:90]}"
-    return verdict(kind, message, peak, path.name == "valid"), seconds, peak, f"{kind}: {message[:90]!r}"
+    reason = message.split("': ", 1)[-1]  # after "Cannot load the checkpoint '<path>': "
+    return verdict(kind, message, peak, path.name == "valid"), seconds, peak, f"{kind}: {reason[:100]!r}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=str(HERE.parent), help="folder holding the attnlab package to measure")
     parser.add_argument("--timeout", type=float, default=60, help="seconds before a case counts as a hang")
+    parser.add_argument("--only", default="", help="run only the cases whose name contains this text")
     args = parser.parse_args()
     counts: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'case':26} {'verdict':10} {'seconds':>8} {'peak MB':>8}  answer")
         for name, path in cases(Path(tmp)).items():
+            if args.only not in name:
+                continue
             result, seconds, peak, answer = run_case(path, args.root, args.timeout, tmp)
             counts[result.split(" ")[0]] += 1
             secs = f"{seconds:8.2f}" if seconds is not None else f"{'-':>8}"

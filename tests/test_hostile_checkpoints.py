@@ -198,7 +198,9 @@ def test_a_header_length_over_the_cap_is_refused_without_reading(refused):
 
 
 def test_deeply_nested_json_in_the_header_is_refused(refused):
-    assert_refused_in_bounds(refused["nested-header"], f"the header nests more than {limits.MAX_JSON_DEPTH} levels deep")
+    assert_refused_in_bounds(
+        refused["nested-header"], f"the header nests more than {limits.MAX_JSON_DEPTH} levels deep"
+    )
 
 
 @pytest.mark.parametrize("key, what", NESTED)

@@ -88,6 +88,7 @@ def build_cases(d) -> dict:
     hostile = h.gpt2_folder(d / "quadratic-tokenizer")  # the old depth scan took minutes on this
     (hostile / "tokenizer.json").write_text('"\\' * 500_000)
     cases["quadratic-tokenizer"] = hostile
+    cases["quadratic-header"] = h.raw_safetensors(d / "quadratic.safetensors", "{" + '"\\' * 500_000)
     int8 = {k: (v * 100).to(torch.int8) for k, v in h.gpt2_state().items()}
     cases["int8-weights"] = h.gpt2_folder(d / "int8", state=int8)
     return cases
@@ -191,6 +192,13 @@ def test_a_deeply_nested_config_json_is_refused(outcomes):
 def test_a_tokenizer_file_that_hung_the_depth_scan_is_answered_at_once(outcomes):
     outcome = outcomes["quadratic-tokenizer"]
     refused(outcome, "tokenizer")
+    assert outcome["seconds"] < 5, outcome
+
+
+def test_a_header_that_hung_the_depth_scan_is_answered_at_once(outcomes):
+    """Before: 1 MB of '"\\' held the old regex depth scan for minutes."""
+    outcome = outcomes["quadratic-header"]
+    refused(outcome, "the header is unreadable")
     assert outcome["seconds"] < 5, outcome
 
 

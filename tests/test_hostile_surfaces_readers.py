@@ -227,3 +227,26 @@ def test_a_lesson_that_is_a_fifo_or_nested_deep_is_one_lesson_error(tmp_path):
         read_lesson(fifo)  # before: blocked forever
     with pytest.raises(LessonError, match="levels deep"):
         parse_lesson('src = "a"\nx = ' + "[" * 5000 + "]" * 5000, "deep.toml")
+
+
+def test_a_tiny_additive_file_claiming_a_huge_model_is_refused_before_allocating(tmp_path):
+    import resource
+
+    from safetensors.torch import save_file
+
+    from attnlab.checkpoints.additive import FORMAT, load_additive
+    from attnlab.checkpoints.errors import CheckpointError
+    from attnlab.engine.additive import AdditiveConfig, AdditiveSeq2Seq
+
+    small = AdditiveConfig(vocab_size=len(h.TOK.vocab), d_embed=4, d_hidden=4, d_attn=4)
+    tensors = {k: v.contiguous() for k, v in AdditiveSeq2Seq(small).state_dict().items()}
+    huge = {**small.to_dict(), "vocab_size": 1_000_000, "d_embed": 16_384}  # ~36 GB of weights once built
+    meta = {"format": FORMAT, "config": json.dumps(huge), "tokenizer": h.TOK.to_json()}
+    save_file(tensors, str(tmp_path / "a.safetensors"), metadata=meta)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(CheckpointError, match="not the ones its config describes"):
+        load_additive(tmp_path / "a.safetensors")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # kB: nothing big was allocated
+    meta["config"] = json.dumps(small.to_dict())
+    save_file(tensors, str(tmp_path / "b.safetensors"), metadata=meta)
+    assert load_additive(tmp_path / "b.safetensors").module.cfg == small  # the control opens
