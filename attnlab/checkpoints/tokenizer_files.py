@@ -67,6 +67,13 @@ FAMILY_TOKENS = {
 FAMILY_TOKENS["distilbert"] = FAMILY_TOKENS["bert"]
 FAMILY_TOKENS["xlm-roberta"] = FAMILY_TOKENS["camembert"] = FAMILY_TOKENS["roberta"]
 FAMILY_TOKENS["nanogpt"] = {}
+# the decoder families that came later, by the tokenizer class transformers gives them (used only where the folder's
+# tokenizer_config.json / special_tokens_map.json name no such token)
+FAMILY_TOKENS["mistral"] = FAMILY_TOKENS["phi3"] = FAMILY_TOKENS["llama"]  # LlamaTokenizer
+FAMILY_TOKENS["gemma"] = {"bos": "<bos>", "eos": "<eos>", "unk": "<unk>", "pad": "<pad>"}  # GemmaTokenizer
+for _family in ("gpt_neox", "stablelm", "olmo", "gptj", "phi"):  # GPT-NeoX / GPT-2 byte-level BPE
+    FAMILY_TOKENS[_family] = FAMILY_TOKENS["gpt2"]
+FAMILY_TOKENS["opt"] = {"bos": "</s>", "eos": "</s>", "unk": "</s>", "pad": "<pad>"}  # OPT's GPT2Tokenizer
 
 
 def read_json_file(path: Path, problems: Problems, max_bytes: int = MAX_SMALL_JSON_BYTES) -> dict:
