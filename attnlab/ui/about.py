@@ -18,6 +18,9 @@ import attnlab
 if TYPE_CHECKING:  # torch is imported on first use: the main window paints before torch has loaded
     import torch
 
+    from attnlab.session import Session
+    from attnlab.ui.window_host import WindowHost
+
 
 def device_description(device: torch.device) -> str:
     """'CUDA: <GPU name>' or 'CPU (N threads)': where the traces are computed."""
@@ -44,7 +47,7 @@ def version_facts(device: torch.device) -> list[tuple[str, str]]:
     ]
 
 
-def session_device(session) -> torch.device:
+def session_device(session: Session) -> torch.device:
     """The device the open model runs on, or the one the run options would pick when none is open yet."""
     from attnlab.present.engine_api import pick_device
 
@@ -75,7 +78,7 @@ class AboutDialog(QDialog):
         layout.addWidget(buttons)
 
 
-def show_about(window) -> AboutDialog:
+def show_about(window: WindowHost) -> AboutDialog:
     """Open the About box over `window` (a MainWindow) without blocking its event loop."""
     dialog = AboutDialog(version_facts(session_device(window.session)), window)
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

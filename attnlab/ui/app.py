@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QColor, QIcon, QPalette
@@ -17,7 +19,7 @@ from PySide6.QtWidgets import QApplication
 
 ORG = APP = "attnlab"
 MAX_RECENT = 8
-ICON = Path(str(resources.files("attnlab.resources").joinpath("icons", "attnlab.svg")))  # ships in the wheel
+ICON = Path(str(resources.files("attnlab.resources").joinpath("icons").joinpath("attnlab.svg")))  # ships in the wheel
 DESKTOP_ID = "io.github.attnlab.attnlab"  # the .desktop file's name (packaging/), which Wayland matches windows to
 
 # Keys of the settings store
@@ -33,8 +35,16 @@ def make_settings() -> QSettings:
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORG, APP)
 
 
+def application() -> QApplication:
+    """The running QApplication (there is one once a window or a panel exists)."""
+    app = QApplication.instance()
+    assert isinstance(app, QApplication), "no QApplication is running"
+    return app
+
+
 def create_app(argv: list[str] | None = None) -> QApplication:
-    app = QApplication.instance() or QApplication(list(argv or ["attnlab"]))
+    existing = QApplication.instance()
+    app = existing if isinstance(existing, QApplication) else QApplication(list(argv or ["attnlab"]))
     app.setOrganizationName(ORG)
     app.setApplicationName(APP)
     app.setApplicationDisplayName("attnlab")
@@ -54,7 +64,8 @@ def read_bool(settings: QSettings, key: str, default: bool = False) -> bool:
 def recent_files(settings: QSettings) -> list[str]:
     """The remembered checkpoints that still exist, newest first (missing ones are pruned)."""
     value = settings.value(RECENT, [])
-    paths = [value] if isinstance(value, str) else list(value or [])
+    # an .ini store gives one remembered path back as a str, several as a list of str
+    paths = [value] if isinstance(value, str) else list(cast("Iterable[str]", value or []))
     kept = [p for p in paths if p and Path(p).is_file()][:MAX_RECENT]
     if kept != paths:
         settings.setValue(RECENT, kept)
@@ -115,7 +126,7 @@ def stylesheet(dark: bool = False) -> str:
 
 def apply_theme(dark: bool) -> None:
     """Light or dark palette for every widget (plots follow when they are made: see plot_colours)."""
-    app = QApplication.instance()
+    app = application()
     app.setPalette(dark_palette() if dark else app.style().standardPalette())
     app.setProperty("darkTheme", dark)
     app.setStyleSheet(stylesheet(dark))
@@ -126,5 +137,5 @@ def plot_colours() -> None:
     (Kept out of apply_theme so that importing pyqtgraph waits until the first panel is needed.)"""
     import pyqtgraph as pg
 
-    dark = bool(QApplication.instance().property("darkTheme"))
+    dark = bool(application().property("darkTheme"))
     pg.setConfigOptions(background="#1f2023" if dark else "w", foreground="#e8e8e8" if dark else "k")

@@ -15,6 +15,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
@@ -24,9 +25,11 @@ from PySide6.QtWidgets import QGraphicsItem, QMainWindow, QMessageBox, QWidget
 log = logging.getLogger(__name__)
 PaintMethod = TypeVar("PaintMethod", bound=Callable[..., Any])
 _logged_paint_failures: set[tuple[str, str]] = set()  # (class, exception type) already logged
+ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
+ThreadExceptHook = Callable[[threading.ExceptHookArgs], object]
 
 
-def describe(exc_type, exc, tb) -> tuple[str, str]:
+def describe(exc_type: type[BaseException], exc: BaseException | None, tb: TracebackType | None) -> tuple[str, str]:
     """(one-line summary, full traceback) of an exception."""
     summary = f"{exc_type.__name__}: {exc}" if str(exc) else exc_type.__name__
     return summary, "".join(traceback.format_exception(exc_type, exc, tb))
@@ -44,7 +47,7 @@ class ErrorReporter(QObject):
         self.box: QMessageBox | None = None
         self.count = 0
         self.history: list[str] = []  # summaries, newest last (for tests and the details text)
-        self._previous = None
+        self._previous: tuple[ExceptHook, ThreadExceptHook] | None = None
         self.paint_failures = 0  # paints that raised and drew nothing (for tests)
         self.errorRaised.connect(self.show_error, Qt.ConnectionType.QueuedConnection)
         self.paintFailed.connect(self._show_paint_failure, Qt.ConnectionType.QueuedConnection)
@@ -60,9 +63,9 @@ class ErrorReporter(QObject):
             sys.excepthook, threading.excepthook = self._previous
             self._previous = None
 
-    def excepthook(self, exc_type, exc, tb) -> None:
+    def excepthook(self, exc_type: type[BaseException], exc: BaseException | None, tb: TracebackType | None) -> None:
         if issubclass(exc_type, KeyboardInterrupt):
-            sys.__excepthook__(exc_type, exc, tb)
+            sys.__excepthook__(exc_type, exc if exc is not None else exc_type(), tb)
             return
         summary, details = describe(exc_type, exc, tb)
         print(details, file=sys.stderr, end="")
@@ -71,7 +74,7 @@ class ErrorReporter(QObject):
         except RuntimeError:  # the window is gone; the traceback above is all we can do
             pass
 
-    def thread_excepthook(self, args) -> None:
+    def thread_excepthook(self, args: threading.ExceptHookArgs) -> None:
         if args.exc_type is SystemExit:
             return
         self.excepthook(args.exc_type, args.exc_value, args.exc_traceback)
@@ -97,7 +100,7 @@ class ErrorReporter(QObject):
         self.box.setDetailedText(details)
         self.box.show()
 
-    def _closed(self, _result) -> None:
+    def _closed(self, _result: int) -> None:
         self.count = 0
 
     @Slot(str)
@@ -126,7 +129,8 @@ def report_paint_failure(painted: object, exc: BaseException) -> None:
     window = _window_of(painted)
     reporter = getattr(window, "errors", None) if window is not None else None
     while window is not None and not isinstance(reporter, ErrorReporter):  # a dock or child window: its parent
-        window = window.parentWidget().window() if window.parentWidget() is not None else None
+        parent = window.parentWidget()
+        window = parent.window() if parent is not None else None
         reporter = getattr(window, "errors", None) if window is not None else None
     if isinstance(reporter, ErrorReporter):
         reporter.paint_failures += 1
@@ -140,7 +144,7 @@ def guarded_paint(method: PaintMethod) -> PaintMethod:
     back, and whatever was drawn before the failure stays, the rest of the item is not drawn."""
 
     @functools.wraps(method)
-    def guarded(self, first, *args, **kwargs):
+    def guarded(self: object, first: object, *args: object, **kwargs: object) -> object:
         painter = first if isinstance(first, QPainter) else None
         if painter is not None:
             painter.save()

@@ -6,15 +6,21 @@ The numbers (CSV), the handout page and the way files are written are Qt-free, i
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPoint, QRect, QSize, Qt
-from PySide6.QtGui import QImage, QPainter
+from PySide6.QtGui import QImage, QPaintDevice, QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QWidget
 
 from attnlab.present.export import write_atomically
 from attnlab.present.stages import Stage, ViewState
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
+    from attnlab.ui.stages.base import StagePanel
 
 FORMATS = ("png", "svg")
 RENDER_SIZE = (1000, 640)  # logical pixels of a panel drawn for a handout (× scale for the PNG)
@@ -42,7 +48,7 @@ def widget_image(widget: QWidget, scale: float = 1.0) -> QImage:
     return image
 
 
-def _paint(widget: QWidget, device) -> None:
+def _paint(widget: QWidget, device: QPaintDevice) -> None:
     painter = QPainter(device)
     try:
         painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
@@ -55,7 +61,8 @@ def save_png(widget: QWidget, path: str | Path, scale: float = 1.0) -> Path:
     image = widget_image(widget, scale)
 
     def write(tmp: Path) -> None:
-        if not image.save(str(tmp), "PNG"):
+        # PySide6 takes the format as str (bytes fail at run time); its stub asks for bytes
+        if not image.save(str(tmp), "PNG"):  # type: ignore[call-overload]
             raise OSError(f"Qt could not encode a PNG of {image.width()} × {image.height()} pixels")
 
     return write_atomically(path, write)
@@ -87,15 +94,17 @@ def save_widget(widget: QWidget, path: str | Path, scale: float = 1.0, title: st
 class StageRenderer:
     """Draws stages with the app's panels into files, without a window (one panel instance per class)."""
 
-    def __init__(self, vocabulary=None, size: tuple[int, int] = RENDER_SIZE):
+    def __init__(
+        self, vocabulary: Callable[[int], str] | Sequence[str] | None = None, size: tuple[int, int] = RENDER_SIZE
+    ) -> None:
         from attnlab.ui import app as appsettings
 
         appsettings.plot_colours()
-        self._panels: dict[type, QWidget] = {}
+        self._panels: dict[type[StagePanel], StagePanel] = {}
         self._vocabulary = vocabulary
         self._size = size
 
-    def panel(self, trace, stage: Stage, view: ViewState) -> QWidget:
+    def panel(self, trace: Trace, stage: Stage, view: ViewState) -> StagePanel:
         from attnlab.ui.stages import panel_class_for
 
         cls = panel_class_for(stage.kind)
@@ -110,5 +119,5 @@ class StageRenderer:
         panel.show_stage(trace, stage, view)
         return panel
 
-    def render(self, trace, stage: Stage, view: ViewState, path: Path, scale: float = 1.0) -> Path:
+    def render(self, trace: Trace, stage: Stage, view: ViewState, path: Path, scale: float = 1.0) -> Path:
         return save_widget(self.panel(trace, stage, view), path, scale, stage.title)

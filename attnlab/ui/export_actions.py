@@ -5,11 +5,15 @@ with a path instead of a dialog)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
 from attnlab.present.export import safe_file_stem, stage_table, write_text
 from attnlab.ui.export import save_widget
+
+if TYPE_CHECKING:
+    from attnlab.ui.window_host import WindowHost
 
 PNG_SCALES = (1, 2, 3)
 FILTERS = {
@@ -20,7 +24,7 @@ FILTERS = {
 }
 
 
-def export_current(window, fmt: str, path: str | Path, scale: float = 1.0) -> Path:
+def export_current(window: WindowHost, fmt: str, path: str | Path, scale: float = 1.0) -> Path:
     """Write what the window shows: 'png'/'svg' the current panel, 'csv' its numbers, 'npz' the whole run.
 
     Raises ValueError when there is nothing to export and OSError when the file cannot be written."""
@@ -39,7 +43,7 @@ def export_current(window, fmt: str, path: str | Path, scale: float = 1.0) -> Pa
     raise ValueError(f"unknown export format {fmt!r}")
 
 
-def _export_dialog(window, fmt: str, scale: float = 1.0) -> None:
+def _export_dialog(window: WindowHost, fmt: str, scale: float = 1.0) -> None:
     s = window.session
     if s.trace is None or s.stage is None:
         window.statusBar().showMessage("There is no run to export yet.", 6000)
@@ -59,7 +63,7 @@ def _export_dialog(window, fmt: str, scale: float = 1.0) -> None:
     window.statusBar().showMessage(f"Exported {written}", 6000)
 
 
-def add_export_menu(window, menu: QMenu) -> QMenu:
+def add_export_menu(window: WindowHost, menu: QMenu) -> QMenu:
     """File → Export ▸ Panel as PNG (1×/2×/3×)…, Panel as SVG…, Numbers as CSV…, Run as .npz…"""
     export = menu.addMenu("&Export")
     export.setObjectName("exportMenu")

@@ -7,10 +7,12 @@ window_menus.py only calls `add_lesson_actions(window, menu)`; the window's step
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QLabel, QMenu, QMessageBox
+from PySide6.QtWidgets import QBoxLayout, QFileDialog, QInputDialog, QLabel, QMenu, QMessageBox
 
 from attnlab.present.engine_api import RunOptions
 from attnlab.present.export import write_text
@@ -25,22 +27,30 @@ from attnlab.present.lessons import (
     toggles_of,
 )
 
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import LiveModel, Trace
+    from attnlab.ui.window_host import WindowHost
+
 LESSON_FILTER = "attnlab lessons (*.toml);;All files (*)"
 
 
 class LessonPlayer(QObject):
     """Walks a Lesson in a window: `go(i)` applies step i; `step(±1)` is what the clicker calls."""
 
-    def __init__(self, window):
+    def __init__(self, window: WindowHost) -> None:
         super().__init__(window)
         self.window = window
         self.lesson: Lesson | None = None
         self.index = 0
-        self.note = QLabel(objectName="lessonNote", wordWrap=True, visible=False, textFormat=Qt.TextFormat.PlainText)
+        self.note = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
+        self.note.setObjectName("lessonNote")
+        self.note.setVisible(False)
         self.note.setStyleSheet(
             "QLabel#lessonNote { font-size: 15pt; padding: 6px 10px; border-left: 4px solid #3a7bd5; }"
         )
-        layout = window.centralWidget().layout()
+        central = window.centralWidget()
+        layout = central.layout() if central is not None else None
+        assert isinstance(layout, QBoxLayout)  # MainWindow._build_central's column
         layout.insertWidget(max(0, layout.count() - 1), self.note)  # above the stage and its explanation
         self._checked = False
         window.session.traceReady.connect(self._check_stages)
@@ -87,7 +97,7 @@ class LessonPlayer(QObject):
         if self.lesson is not None:
             self.go(self.index + delta)
 
-    def _check_stages(self, _trace) -> None:
+    def _check_stages(self, _trace: Trace) -> None:
         """Once the lesson's model has run: say which steps name stages it does not have."""
         if self.lesson is None or self._checked:
             return
@@ -101,23 +111,23 @@ class LessonPlayer(QObject):
             )
 
 
-def player_of(window) -> LessonPlayer:
-    player = getattr(window, "lesson_player", None)
+def player_of(window: WindowHost) -> LessonPlayer:
+    player: LessonPlayer | None = getattr(window, "lesson_player", None)
     if player is None:
         player = window.lesson_player = LessonPlayer(window)
     return player
 
 
-def lesson_step(window, delta: int) -> bool:
+def lesson_step(window: WindowHost, delta: int) -> bool:
     """Move a playing lesson by `delta` steps; False when no lesson plays (the keys then step stages)."""
-    player = getattr(window, "lesson_player", None)
+    player: LessonPlayer | None = getattr(window, "lesson_player", None)
     if player is None or not player.active:
         return False
     player.step(delta)
     return True
 
 
-def open_lesson(window, path: str | Path) -> Lesson | None:
+def open_lesson(window: WindowHost, path: str | Path) -> Lesson | None:
     """Read a lesson, open its model if it is not the open one, and play it from step 1."""
     try:
         lesson = read_lesson(path)
@@ -141,17 +151,17 @@ def open_lesson(window, path: str | Path) -> Lesson | None:
     return lesson
 
 
-def play_when_loaded(window, lesson: Lesson) -> None:
+def play_when_loaded(window: WindowHost, lesson: Lesson) -> None:
     """Start playing `lesson` as soon as the next model is open (its options are set then)."""
     window.session.modelChanged.connect(
         lambda _m: player_of(window).start(lesson), Qt.ConnectionType.SingleShotConnection
     )
 
 
-def model_loader(spec: str):
+def model_loader(spec: str) -> Callable[[], LiveModel]:
     """A loader for a lesson's model: 'bundled:NAME' or a checkpoint path."""
 
-    def load():
+    def load() -> LiveModel:
         from attnlab.checkpoints import load_bundled, load_checkpoint
 
         if spec.startswith("bundled:"):
@@ -161,7 +171,7 @@ def model_loader(spec: str):
     return load
 
 
-def _model_spec(window) -> str | None:
+def _model_spec(window: WindowHost) -> str | None:
     """How a lesson names the open model: its path, else 'bundled:NAME' for a bundled model."""
     s = window.session
     if s.model is None:
@@ -172,7 +182,7 @@ def _model_spec(window) -> str | None:
 
 
 # ---- writing a lesson ---------------------------------------------------------------------------------------
-def current_step(window, note: str = "") -> Step:
+def current_step(window: WindowHost, note: str = "") -> Step:
     s = window.session
     return Step(
         stage=s.stage_key or "",
@@ -184,7 +194,7 @@ def current_step(window, note: str = "") -> Step:
     )
 
 
-def add_current_stage(window, note: str | None = None) -> None:
+def add_current_stage(window: WindowHost, note: str | None = None) -> None:
     """Append the current stage (with its toggles, sentence and head) to the lesson being written."""
     if window.session.stage_key is None:
         return
@@ -194,13 +204,13 @@ def add_current_stage(window, note: str | None = None) -> None:
         )
         if not ok:
             return
-    draft = getattr(window, "lesson_draft", None) or []
+    draft: list[Step] = getattr(window, "lesson_draft", None) or []
     draft.append(current_step(window, note))
     window.lesson_draft = draft
     window.statusBar().showMessage(f"Lesson: {len(draft)} step(s). File → Save lesson… writes them.", 6000)
 
 
-def draft_lesson(window, title: str = "My lesson") -> Lesson:
+def draft_lesson(window: WindowHost, title: str = "My lesson") -> Lesson:
     """The lesson Save lesson… writes: the added steps (or the current stage alone), on the open model."""
     s = window.session
     steps = tuple(getattr(window, "lesson_draft", None) or [current_step(window)])
@@ -208,11 +218,11 @@ def draft_lesson(window, title: str = "My lesson") -> Lesson:
     return Lesson(title=title, model=model, src=steps[0].src or s.src, steps=steps)
 
 
-def save_lesson(window, path: str | Path, title: str = "My lesson") -> Path:
+def save_lesson(window: WindowHost, path: str | Path, title: str = "My lesson") -> Path:
     return write_text(path, lesson_toml(draft_lesson(window, title)))
 
 
-def _save_dialog(window) -> None:
+def _save_dialog(window: WindowHost) -> None:
     if window.session.model is None:
         return
     path, _ = QFileDialog.getSaveFileName(window, "Save lesson", "lesson.toml", LESSON_FILTER)
@@ -227,13 +237,13 @@ def _save_dialog(window) -> None:
     window.statusBar().showMessage(f"Saved the lesson to {written}", 6000)
 
 
-def _open_dialog(window) -> None:
+def _open_dialog(window: WindowHost) -> None:
     path, _ = QFileDialog.getOpenFileName(window, "Open a lesson", "", LESSON_FILTER)
     if path:
         open_lesson(window, path)
 
 
-def add_lesson_actions(window, menu: QMenu) -> None:
+def add_lesson_actions(window: WindowHost, menu: QMenu) -> None:
     """File → Open lesson…, Save lesson…, Add current stage to lesson."""
     window._action(menu, "Open &lesson…", lambda: _open_dialog(window), name="openLessonAction")
     shipped = menu.addMenu("Open b&undled lesson")

@@ -10,8 +10,9 @@ and draws the current stage.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, Qt
+from PySide6.QtCore import QByteArray, QRect, QSettings, Qt
 from PySide6.QtGui import QCloseEvent, QKeyEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -42,6 +43,11 @@ from attnlab.ui.window_menus import SHORTCUTS_HTML, WindowMenus
 from attnlab.ui.window_present import WindowPresent
 from attnlab.ui.window_status import CLASSROOM_NOTE, RANDOM_BANNER, WindowStatus, classroom_description
 
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import LiveModel, Trace
+    from attnlab.ui.compare_panel import ComparePanel
+    from attnlab.ui.stages.base import StagePanel
+
 __all__ = [
     "CHECKPOINT_FILTER",
     "CLASSROOM_NOTE",
@@ -58,7 +64,7 @@ DEFAULT_SIZE = (1400, 900)
 
 
 class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWindow):
-    def __init__(self, session: Session | None = None, settings=None):
+    def __init__(self, session: Session | None = None, settings: QSettings | None = None) -> None:
         super().__init__()
         self.setObjectName("mainWindow")
         self.setWindowTitle("attnlab")
@@ -66,8 +72,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.session = session or Session(self)
         self.settings = settings if settings is not None else appsettings.make_settings()
         self.errors = ErrorReporter(self)
-        self._panels: dict[type, QWidget] = {}
-        self._shown: tuple = ()
+        self._panels: dict[type[StagePanel], StagePanel] = {}
+        self._shown: tuple[int, str] | tuple[()] = ()  # (id of the trace, stage key) drawn last
         self.last_paint_ms = 0.0
         self._pending_start = None
         self._build_status_bar()
@@ -83,12 +89,12 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
     def _build_central(self) -> None:
         """Inputs and banner on top; below them the stage (title, shapes, panel) over its explanation."""
         self.inputs = InputBar(self.session)
-        self.stage_title = QLabel("Loading the model…", objectName="stageTitle", wordWrap=True)
+        self.stage_title = QLabel("Loading the model…", wordWrap=True)
+        self.stage_title.setObjectName("stageTitle")
         # "(no add: residual off)" neither moves the panel nor lays out the window (steady.py)
         self._title_box = SteadyBox(self.stage_title)
-        self.stage_shapes = QLabel(
-            objectName="stageShapes", wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse
-        )
+        self.stage_shapes = QLabel(wordWrap=True, textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.stage_shapes.setObjectName("stageShapes")
         self._shapes_box = SteadyBox(self.stage_shapes)
         # sized by the panel shown; a panel wider than the room scrolls instead of widening the window
         self.panel_stack = CurrentPageStack(objectName="panelStack")
@@ -96,7 +102,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             "Loading the model and tracing the first sentence…", alignment=Qt.AlignmentFlag.AlignCenter
         )
         self.panel_stack.addWidget(self.placeholder)
-        self.explanation = QTextBrowser(objectName="explanation", openExternalLinks=True)
+        self.explanation = QTextBrowser(openExternalLinks=True)
+        self.explanation.setObjectName("explanation")
         self.explanation.setMinimumHeight(90)
         # always on: re-setting the HTML empties the document for a moment, and an as-needed bar would
         # vanish and come back, resizing the viewport (and relaying out the text) twice per toggle
@@ -110,7 +117,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.snapshot_slider = SnapshotSlider(self.session)  # training steps, when the model keeps snapshots
         box.addWidget(self.snapshot_slider)
         box.addWidget(PanelScroll(self.panel_stack), 1)
-        split = QSplitter(Qt.Orientation.Vertical, objectName="centralSplitter", childrenCollapsible=False)
+        split = QSplitter(Qt.Orientation.Vertical, childrenCollapsible=False)
+        split.setObjectName("centralSplitter")
         split.addWidget(stage_area)
         split.addWidget(self.explanation)
         split.setStretchFactor(0, 4)
@@ -130,11 +138,9 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.navigator = StageNavigator()
         self.schematic = Schematic()
         self.controls = ControlsPanel(self.session)
-        scroll = QScrollArea(
-            widgetResizable=True,
-            objectName="controlsScroll",
-            horizontalScrollBarPolicy=Qt.ScrollBarPolicy.ScrollBarAlwaysOff,
-        )
+        scroll = QScrollArea(widgetResizable=True)
+        scroll.setObjectName("controlsScroll")
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setWidget(self.controls)
         bar_width = scroll.verticalScrollBar().sizeHint().width()
         scroll.setMinimumWidth(self.controls.minimumSizeHint().width() + bar_width)
@@ -146,7 +152,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.resizeDocks([self.nav_dock, self.schematic_dock], [380, 420], Qt.Orientation.Vertical)
 
     def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
-        dock = QDockWidget(title, self, objectName=name)
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
         dock.setWidget(widget)
         dock.setFeatures(
             QDockWidget.DockWidgetFeature.DockWidgetMovable
@@ -176,7 +183,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.inputs.tgt.returnPressed.connect(self.navigator.setFocus)
 
     # ---- drawing ---------------------------------------------------------------------------------------
-    def panel_for(self, kind: str) -> QWidget:
+    def panel_for(self, kind: str) -> StagePanel:
         """The one instance of the panel class that draws `kind` (created on first use)."""
         from attnlab.ui.stages import panel_class_for
 
@@ -194,19 +201,19 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             self.panel_stack.addWidget(panel)
         return panel
 
-    def compare_panel(self) -> QWidget:
+    def compare_panel(self) -> ComparePanel:
         """The one ComparePanel (A | B | B − A of the current stage), created on first use."""
         from attnlab.ui.compare_panel import ComparePanel
 
         panel = self._panels.get(ComparePanel)
-        if panel is None:
+        if not isinstance(panel, ComparePanel):  # None: not made yet
             appsettings.plot_colours()
             panel = self._panels[ComparePanel] = ComparePanel()
             self._give_vocabulary(panel)
             self.panel_stack.addWidget(panel)
         return panel
 
-    def _give_vocabulary(self, panel) -> None:
+    def _give_vocabulary(self, panel: StagePanel) -> None:
         """Panels that name output ids (the next-token bars, the "input → predicted" decoder rows) get the model's
         output vocabulary."""
         model = self.session.model
@@ -217,7 +224,9 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
                 panel.set_vocabulary(panel.vocab)
 
     def current_panel(self) -> QWidget:
-        return self.panel_stack.currentWidget()
+        panel = self.panel_stack.currentWidget()
+        assert panel is not None  # the placeholder until the first stage is drawn
+        return panel
 
     def refresh(self) -> None:
         """Redraw what depends on the trace, stage and view; records the time it took in last_paint_ms. The
@@ -228,10 +237,11 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         if trace is None or stage is None:
             return
         start = time.perf_counter()
+        panel: StagePanel
         if s.pinned is not None and s.view.compare != "off":
-            panel = self.compare_panel()
+            panel = pair = self.compare_panel()
             self.panel_stack.setCurrentWidget(panel)
-            panel.show_pair(s.pinned, trace, stage, s.view)
+            pair.show_pair(s.pinned, trace, stage, s.view)
         else:
             panel = self.panel_for(stage.kind)
             self.panel_stack.setCurrentWidget(panel)
@@ -255,7 +265,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.last_paint_ms = (time.perf_counter() - start) * 1000.0
         self._show_status(trace)
 
-    def _on_trace(self, trace) -> None:
+    def _on_trace(self, trace: Trace) -> None:
         s = self.session
         self.schematic.set_run(trace.config, trace.options)  # the run the panels show, never the request
         if s.stages is not self.navigator.stages():  # a new list: the title makes room for its longest headings
@@ -281,7 +291,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.refresh()
 
     # ---- model and navigation ------------------------------------------------------------------------------
-    def _on_model(self, model) -> None:
+    def _on_model(self, model: LiveModel) -> None:
         s = self.session
         self.schematic.set_model(model.config)  # its trained wiring, until its first trace arrives
         self.setWindowTitle(f"attnlab — {model.name}")
@@ -342,7 +352,7 @@ def longest_headings(stages: list[Stage], count: int = 3) -> tuple[str, ...]:
     return tuple(stage_heading(s) for s in longest)
 
 
-def default_size(available) -> tuple[int, int]:
+def default_size(available: QRect) -> tuple[int, int]:
     """DEFAULT_SIZE where the screen has room; else 92 % of the screen's available area (1280×720, 1024×768)."""
     width, height = available.width(), available.height()
     if width >= DEFAULT_SIZE[0] and height >= DEFAULT_SIZE[1]:
@@ -350,7 +360,7 @@ def default_size(available) -> tuple[int, int]:
     return min(DEFAULT_SIZE[0], int(width * 0.92)), min(DEFAULT_SIZE[1], int(height * 0.92))
 
 
-def explanation_for(stage, trace) -> str:
+def explanation_for(stage: Stage, trace: Trace) -> str:
     from attnlab.present.explain import explanation_html  # imported late: it needs the engine (torch)
 
     return explanation_html(stage, trace)

@@ -4,22 +4,31 @@ for it; while hidden it draws nothing, and a run that arrived meanwhile is drawn
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMenu
 
 from attnlab.present.engine_api import names
 
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
+    from attnlab.ui.model_view import ModelView
+    from attnlab.ui.window_host import WindowHost
+
 
 class ModelViewDock(QDockWidget):
     """The model view in a dock (View → Whole-model attention, Ctrl+M). It draws only while visible: a run
     that arrives while it is hidden is drawn when it is shown."""
 
-    def __init__(self, window):
-        super().__init__("Whole-model attention", window, objectName="modelViewDock")
-        self.view = None  # the ModelView, made when first shown
+    def __init__(self, window: WindowHost) -> None:
+        super().__init__("Whole-model attention", window)
+        self.setObjectName("modelViewDock")
+        self._window = window
+        self.view: ModelView | None = None  # made when first shown
         self._session = window.session
-        self._drawn = None
+        self._drawn: Trace | None = None
         window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self)
         self.hide()
         self._session.traceReady.connect(lambda _t: self.refresh())
@@ -29,21 +38,22 @@ class ModelViewDock(QDockWidget):
         trace = self._session.trace
         if trace is None or trace is self._drawn or not self.isVisible():
             return
-        if self.view is None:
-            self._make_view()
-        self.view.set_trace(trace)
+        view = self.view if self.view is not None else self._make_view()
+        view.set_trace(trace)
         self._drawn = trace
 
-    def _make_view(self) -> None:
+    def _make_view(self) -> ModelView:
         from attnlab.ui import app as appsettings
         from attnlab.ui.model_view import ModelView
 
         appsettings.plot_colours()
-        self.view = ModelView()
-        self.view.cellClicked.connect(self.open_head)
-        self.setWidget(self.view)
+        view = self.view = ModelView()
+        view.cellClicked.connect(self.open_head)
+        self.setWidget(view)
         if not self.isFloating():  # docked below the stage: give it room for the grids
-            self.parent().resizeDocks([self], [max(320, self.parent().height() // 2)], Qt.Orientation.Vertical)
+            window = self._window
+            window.resizeDocks([self], [max(320, window.height() // 2)], Qt.Orientation.Vertical)
+        return view
 
     def open_head(self, site: str, head: int) -> None:
         """Open the attention weights stage of this site, with this head selected."""
@@ -51,7 +61,7 @@ class ModelViewDock(QDockWidget):
         self._session.set_stage(names.site_entry(site, "weights"))
 
 
-def add_model_view(window, menu: QMenu) -> ModelViewDock:
+def add_model_view(window: WindowHost, menu: QMenu) -> ModelViewDock:
     """View → Whole-model attention (Ctrl+M): shows or hides the dock."""
     dock = ModelViewDock(window)
     action = dock.toggleViewAction()

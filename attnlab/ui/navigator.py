@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QAbstractItemView, QTreeWidget, QTreeWidgetItem
+from PySide6.QtGui import QKeyEvent, QMouseEvent
+from PySide6.QtWidgets import QAbstractItemView, QTreeWidget, QTreeWidgetItem, QWidget
 
 from attnlab.present import words
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from attnlab.present.stages import Stage
 
 KEY_ROLE = Qt.ItemDataRole.UserRole
-STEP_KEYS = {
+STEP_KEYS: dict[int, int] = {  # Qt.Key -> stages to step
     Qt.Key.Key_Right: 1,
     Qt.Key.Key_PageDown: 1,
     Qt.Key.Key_Left: -1,
@@ -32,11 +33,17 @@ def short_title(title: str) -> str:
     return words.short_words(title)
 
 
+def first_key(group: QTreeWidgetItem) -> str | None:
+    """The stage key of a group row's first stage."""
+    first = group.child(0)
+    return first.data(0, KEY_ROLE) if first is not None else None
+
+
 class StageNavigator(QTreeWidget):
     stageActivated = Signal(str)  # the person picked a stage (click or keyboard selection)
     stepRequested = Signal(int)  # ±1 to step, ±10**9 to jump to an end
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("stageTree")
         self.setHeaderHidden(True)
@@ -47,7 +54,7 @@ class StageNavigator(QTreeWidget):
         self.setAccessibleName("Pipeline stages")
         self._items: dict[str, QTreeWidgetItem] = {}
         self._groups: dict[str, QTreeWidgetItem] = {}
-        self._signature: tuple = ()
+        self._signature: tuple[tuple[str, str, str], ...] = ()
         self._stages: list[Stage] | None = None  # the list last shown (stages_for returns the same one again)
         self.currentItemChanged.connect(self._on_current_changed)
 
@@ -121,24 +128,24 @@ class StageNavigator(QTreeWidget):
         return list(self._items)
 
     # ---- interaction -----------------------------------------------------------------------------------
-    def _on_current_changed(self, current: QTreeWidgetItem | None, _previous) -> None:
+    def _on_current_changed(self, current: QTreeWidgetItem | None, _previous: QTreeWidgetItem | None) -> None:
         if current is None:
             return
         key = current.data(0, KEY_ROLE)
         if key is None and current.childCount():  # a group row: go to its first stage
-            key = current.child(0).data(0, KEY_ROLE)
+            key = first_key(current)
         if key:
             self.stageActivated.emit(key)
 
-    def mousePressEvent(self, event) -> None:
+    def mousePressEvent(self, event: QMouseEvent) -> None:
         item = self.itemAt(event.position().toPoint())
         if item is not None and item.data(0, KEY_ROLE) is None and item.childCount():
-            self.stageActivated.emit(item.child(0).data(0, KEY_ROLE))
+            self.stageActivated.emit(first_key(item))
             event.accept()
             return
         super().mousePressEvent(event)
 
-    def keyPressEvent(self, event) -> None:
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         step = STEP_KEYS.get(event.key())
         if step is not None and not event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
             self.stepRequested.emit(step)

@@ -8,7 +8,9 @@ thread: what a file is (additive, bare, anything else) is found out by the job, 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import (
     QComboBox,
@@ -19,11 +21,17 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import LiveModel
+    from attnlab.session import LoadDetour
+    from attnlab.ui.window_host import WindowHost
 
 FILE_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.bin *.ckpt config.json);;All files (*)"
 
@@ -45,14 +53,18 @@ class ImportSettingsDialog(QDialog):
             "say which values were assumed.",
             wordWrap=True,
         )
-        self.heads = QComboBox(objectName="importHeads")
+        self.heads = QComboBox()
+        self.heads.setObjectName("importHeads")
         self.heads.addItems([str(h) for h in heads_offered(d)])
         self.heads.setCurrentText(str(default_heads(d)))
-        self.norm = QComboBox(objectName="importNorm")
+        self.norm = QComboBox()
+        self.norm.setObjectName("importNorm")
         self.norm.addItems(["post", "pre"])
-        self.activation = QComboBox(objectName="importActivation")
+        self.activation = QComboBox()
+        self.activation.setObjectName("importActivation")
         self.activation.addItems(["relu", "gelu"])
-        self.tokenizer = QLineEdit(objectName="importTokenizer", placeholderText="none: built-in word list")
+        self.tokenizer = QLineEdit(placeholderText="none: built-in word list")
+        self.tokenizer.setObjectName("importTokenizer")
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
         row = QHBoxLayout()
@@ -93,12 +105,12 @@ def heads_offered(d_model: int) -> list[int]:
     return [h for h in range(1, MAX_HEADS_OFFERED + 1) if d_model % h == 0]
 
 
-def file_job(path: str, settings: dict | None = None):
+def file_job(path: str, settings: dict | None = None) -> Callable[[], LiveModel | LoadDetour]:
     """A zero-argument job for the session's worker that opens `path`: the model, or a LoadDetour when the
     file is an additive-attention model (its own window) or a bare state dict and no `settings` were given
     (the GUI asks for them, then runs `file_job(path, settings)`)."""
 
-    def load():
+    def load() -> LiveModel | LoadDetour:
         from attnlab.checkpoints import load_checkpoint
         from attnlab.checkpoints.additive import is_additive_file, load_additive
         from attnlab.checkpoints.bare import probe_bare_state_dict
@@ -115,7 +127,7 @@ def file_job(path: str, settings: dict | None = None):
     return load
 
 
-def ask_settings(window, path: str, probe: dict) -> dict | None:
+def ask_settings(window: WindowHost, path: str, probe: dict) -> dict | None:
     """The settings of the bare state dict at `path` (the dialog), or None when the user cancelled."""
     dialog = ImportSettingsDialog(path, probe, window)
     if dialog.exec() != QDialog.DialogCode.Accepted:
@@ -123,14 +135,14 @@ def ask_settings(window, path: str, probe: dict) -> dict | None:
     return dialog.settings()
 
 
-def open_folder_dialog(window) -> None:
+def open_folder_dialog(window: WindowHost) -> None:
     folder = QFileDialog.getExistingDirectory(window, "Open a model folder (Hugging Face, nanoGPT)")
     if folder:
         window.open_checkpoint(folder)
 
 
 # ---- File → Model info -------------------------------------------------------------------------------------
-def model_info_html(model) -> str:
+def model_info_html(model: LiveModel) -> str:
     """Architecture, parameter count, where each setting came from, the tokenizer and the loader's notes."""
     cfg, meta = model.config, model.metadata
     n_params = sum(t.numel() for t in model.module.checkpoint_tensors().values())
@@ -164,11 +176,13 @@ def model_info_html(model) -> str:
     )
 
 
-def show_model_info(window) -> None:
+def show_model_info(window: WindowHost) -> None:
     model = window.session.model
-    dialog = QDialog(window, objectName="modelInfoDialog")
+    dialog = QDialog(window)
+    dialog.setObjectName("modelInfoDialog")
     dialog.setWindowTitle("Model info")
-    view = QTextBrowser(objectName="modelInfo")
+    view = QTextBrowser()
+    view.setObjectName("modelInfo")
     view.setHtml(model_info_html(model) if model is not None else "<p>No model is open.</p>")
     box = QVBoxLayout(dialog)
     box.addWidget(view)
@@ -180,7 +194,7 @@ def show_model_info(window) -> None:
     window._model_info_dialog = dialog  # kept alive while open
 
 
-def add_file_actions(window, menu) -> None:
+def add_file_actions(window: WindowHost, menu: QMenu) -> None:
     """File → Open folder… and File → Model info…"""
     window._action(menu, "Open &folder…", lambda: open_folder_dialog(window), ["Ctrl+Shift+O"], "openFolderAction")
     window._action(menu, "Model &info…", lambda: show_model_info(window), ["Ctrl+I"], "modelInfoAction")

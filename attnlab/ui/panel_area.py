@@ -14,13 +14,15 @@ whole, as before (the stage area's minimum is the panel's).
 
 from __future__ import annotations
 
+from typing import Any
+
 from PySide6 import QtCore, QtWidgets
 
 
 class CurrentPageStack(QtWidgets.QStackedWidget):
     """A QStackedWidget whose size hints are its current page's (not the largest of all its pages')."""
 
-    def __init__(self, parent: QtWidgets.QWidget | None = None, **kwargs):
+    def __init__(self, parent: QtWidgets.QWidget | None = None, **kwargs: Any):  # Qt properties by name
         super().__init__(parent, **kwargs)
         self.currentChanged.connect(self.updateGeometry)  # a new page: new hints for the layout above
 
@@ -42,7 +44,8 @@ class PanelScroll(QtWidgets.QScrollArea):
     and in presentation mode on a 1024×768 screen the explanation then took the room of the panel's last rows."""
 
     def __init__(self, stack: QtWidgets.QWidget):
-        super().__init__(objectName="panelScroll", widgetResizable=True)
+        super().__init__(widgetResizable=True)
+        self.setObjectName("panelScroll")
         self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
         # a click on a panel's background leaves the focus where it was, as before there was a scroll area (a
         # focused scroll area would take ↑ / ↓ from the window; its bar scrolls with the mouse)

@@ -14,20 +14,21 @@ class RandomModelDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("New random model")
         base = base or ModelConfig()
-        self.arch = QComboBox(objectName="archCombo")
+        self.arch = QComboBox()
+        self.arch.setObjectName("archCombo")
         self.arch.addItems(list(ARCHITECTURES))
         self.arch.setCurrentText(base.arch)
-        self.d_model = QSpinBox(objectName="dModelSpin", minimum=4, maximum=1024, singleStep=4, value=base.d_model)
-        self.n_heads = QSpinBox(objectName="nHeadsSpin", minimum=1, maximum=64, value=base.n_heads)
-        self.d_ff = QSpinBox(objectName="dFFSpin", minimum=4, maximum=8192, singleStep=32, value=base.d_ff)
-        self.layers = QSpinBox(
-            objectName="layersSpin", minimum=1, maximum=12, value=max(base.n_encoder_layers, base.n_decoder_layers)
-        )
-        self.positional = QComboBox(objectName="positionalCombo")
+        self.d_model = spin_box("dModelSpin", 4, 1024, base.d_model, step=4)
+        self.n_heads = spin_box("nHeadsSpin", 1, 64, base.n_heads)
+        self.d_ff = spin_box("dFFSpin", 4, 8192, base.d_ff, step=32)
+        self.layers = spin_box("layersSpin", 1, 12, max(base.n_encoder_layers, base.n_decoder_layers))
+        self.positional = QComboBox()
+        self.positional.setObjectName("positionalCombo")
         self.positional.addItems(list(POSITIONALS))
         self.positional.setCurrentText(base.positional)
-        self.seed = QSpinBox(objectName="seedSpin", minimum=0, maximum=2**31 - 1, value=0)
-        self.problem = QLabel(styleSheet="color: #b00020")
+        self.seed = spin_box("seedSpin", 0, 2**31 - 1, 0)
+        self.problem = QLabel()
+        self.problem.setStyleSheet("color: #b00020")
         self.problem.setWordWrap(True)
         buttons = QDialogButtonBox.StandardButton
         self.buttons = QDialogButtonBox(buttons.Ok | buttons.Cancel)
@@ -55,16 +56,22 @@ class RandomModelDialog(QDialog):
     def config(self) -> ModelConfig:
         n = self.layers.value()
         return ModelConfig(
-            arch=self.arch.currentText(),
+            arch=self.arch.currentText(),  # type: ignore[arg-type]  # one of ARCHITECTURES: the combo offers no other
             d_model=self.d_model.value(),
             n_heads=self.n_heads.value(),
             d_ff=self.d_ff.value(),
             n_encoder_layers=n,
             n_decoder_layers=n,
-            positional=self.positional.currentText(),
+            positional=self.positional.currentText(),  # type: ignore[arg-type]  # one of POSITIONALS, as above
         )
 
     def _check(self) -> None:
         problems = self.config().problems()
         self.problem.setText("\n".join(problems))
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(not problems)
+
+
+def spin_box(name: str, least: int, most: int, value: int, step: int = 1) -> QSpinBox:
+    spin = QSpinBox(minimum=least, maximum=most, singleStep=step, value=value)
+    spin.setObjectName(name)
+    return spin

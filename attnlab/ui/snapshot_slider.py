@@ -17,22 +17,22 @@ class SnapshotSlider(QWidget):
     """ "Training step: [────●──] step 400 of 3000 · training loss 2.73", and what to watch, under it."""
 
     def __init__(self, session: Session, parent: QWidget | None = None):
-        super().__init__(parent, objectName="snapshotBar", visible=False)
+        super().__init__(parent)
+        self.setObjectName("snapshotBar")
+        self.setVisible(False)
         self.session = session
-        self.slider = QSlider(
-            Qt.Orientation.Horizontal,
-            objectName="trainingStepSlider",
-            minimum=0,
-            maximum=0,
-            pageStep=1,
-            tickPosition=QSlider.TickPosition.TicksBelow,
-            toolTip="Move through the model's weights during training (the right end is the trained model)",
-        )
+        self.slider = QSlider(Qt.Orientation.Horizontal, tickPosition=QSlider.TickPosition.TicksBelow)
+        self.slider.setObjectName("trainingStepSlider")
+        self.slider.setRange(0, 0)
+        self.slider.setPageStep(1)
+        self.slider.setToolTip("Move through the model's weights during training (the right end is the trained model)")
         self.slider.setAccessibleName("Training step")
-        self.label = QLabel(objectName="trainingStepLabel")
+        self.label = QLabel()
+        self.label.setObjectName("trainingStepLabel")
         # room for the widest text up front: a label that grows and shrinks relays out the stage on every step
         self.label.setMinimumWidth(self.label.fontMetrics().horizontalAdvance(WIDEST_LABEL) + 8)
-        self.hint = QLabel(objectName="trainingStepHint", wordWrap=True)
+        self.hint = QLabel(wordWrap=True)
+        self.hint.setObjectName("trainingStepHint")
         title = QLabel("Training step:")
         title.setBuddy(self.slider)
         grid = QGridLayout(self)
@@ -60,17 +60,17 @@ class SnapshotSlider(QWidget):
 
     def sync(self) -> None:
         """Follow the session: range and position from its snapshots and step, visible on attention stages."""
-        s, steps = self.session, self.steps
+        s, steps, snapshots = self.session, self.steps, self.session.snapshots
         stage = s.stage
         self.setVisible(bool(steps) and stage is not None and stage.site is not None)
-        if not steps:
+        if not steps or snapshots is None:  # steps come from the snapshots
             return
         step = s.training_step if s.training_step is not None else steps[-1]
         self.slider.blockSignals(True)
         self.slider.setMaximum(len(steps) - 1)
         self.slider.setValue(steps.index(step))
         self.slider.blockSignals(False)
-        self.label.setText(step_label(step, steps[-1], s.snapshots.loss_at(step)))
+        self.label.setText(step_label(step, steps[-1], snapshots.loss_at(step)))
         self.hint.setText(hint_text(stage.site if stage is not None else None))
 
     def _on_value(self, index: int) -> None:

@@ -4,6 +4,7 @@ current run; Enter jumps to the highlighted stage, Esc closes. The matching itse
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QDialog, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
 from attnlab.present.stages import Stage, search_stages
@@ -20,8 +21,10 @@ class StageSearch(QDialog):
         self.setWindowTitle("Go to stage")
         self._stages = stages
         self._current = current
-        self.edit = QLineEdit(objectName="stageSearchEdit", placeholderText="Type to filter: e.g. decoder 2 softmax")
-        self.list = QListWidget(objectName="stageSearchList")
+        self.edit = QLineEdit(placeholderText="Type to filter: e.g. decoder 2 softmax")
+        self.edit.setObjectName("stageSearchEdit")
+        self.list = QListWidget()
+        self.list.setObjectName("stageSearchList")
         box = QVBoxLayout(self)
         box.addWidget(self.edit)
         box.addWidget(self.list, 1)
@@ -53,7 +56,7 @@ class StageSearch(QDialog):
     def visible_keys(self) -> list[str]:
         return [self.list.item(i).data(KEY_ROLE) for i in range(self.list.count())]
 
-    def keyPressEvent(self, event) -> None:
+    def keyPressEvent(self, event: QKeyEvent) -> None:
         """Up / Down move through the list while the cursor stays in the filter box."""
         if event.key() in (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_PageDown, Qt.Key.Key_PageUp):
             self.list.keyPressEvent(event)

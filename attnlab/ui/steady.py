@@ -57,7 +57,8 @@ class TextHeights:
         if height is None:
             twin = self._twin
             if twin is None:
-                twin = self._twin = QtWidgets.QLabel(objectName=label.objectName())  # the same style rules
+                twin = self._twin = QtWidgets.QLabel()
+                twin.setObjectName(label.objectName())  # the same style rules
                 twin.ensurePolished()
                 twin.setWordWrap(label.wordWrap())
                 twin.setTextFormat(label.textFormat())
@@ -190,7 +191,8 @@ class FixedSizeLabel(QtWidgets.QLabel):
     """
 
     def __init__(self, widest: str, object_name: str = ""):
-        super().__init__(objectName=object_name)
+        super().__init__()
+        self.setObjectName(object_name)
         self._widest = widest
         self._fit()
 

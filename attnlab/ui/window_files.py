@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
@@ -15,12 +16,22 @@ from attnlab.ui import app as appsettings
 from attnlab.ui import open_model
 from attnlab.ui.random_dialog import RandomModelDialog
 
+if TYPE_CHECKING:
+    from attnlab.checkpoints.additive import AdditiveModel
+    from attnlab.present.engine_api import LiveModel
+    from attnlab.ui.additive_view import AdditiveCompareWindow
+    from attnlab.ui.window_host import WindowHost
+else:
+    WindowHost = object  # the type checker's view of MainWindow (window_host.py)
+
 FIRST_PAINT_WAIT_MS = 1000
 CHECKPOINT_FILTER = open_model.FILE_FILTER
 
 
-class WindowFiles:
+class WindowFiles(WindowHost):
     """Every way a model gets into the window; all of them load off the GUI thread through the session."""
+
+    additive_window: AdditiveCompareWindow
 
     _pending_start: Callable[[], None] | None = None  # the start-up load, run after the first paint
     opening = ""  # what the last open asked for (a path, or "the bundled … model"): named if it fails
@@ -55,7 +66,7 @@ class WindowFiles:
         """The additive-attention (GRU) model's alignments beside the open model's cross-attention (read on
         the worker; the bundled one without `path`)."""
 
-        def job():
+        def job() -> LoadDetour:
             from attnlab.checkpoints.additive import load_additive
 
             return LoadDetour("additive", load_additive(path), path)
@@ -63,7 +74,7 @@ class WindowFiles:
         self.opening = path or "the bundled additive-attention model"
         self.session.load_async(job)
 
-    def _show_additive(self, additive) -> None:
+    def _show_additive(self, additive: AdditiveModel) -> None:
         from attnlab.ui.additive_view import AdditiveCompareWindow
 
         sentence = self.session.src or "the black cat sees the small dog ."
@@ -83,7 +94,11 @@ class WindowFiles:
         self.recent_menu.clear()
         paths = appsettings.recent_files(self.settings)
         for path in paths:
-            action = self.recent_menu.addAction(Path(path).name, lambda p=path: self.open_checkpoint(p))
+
+            def open_recent(p: str = path) -> None:
+                self.open_checkpoint(p)
+
+            action = self.recent_menu.addAction(Path(path).name, open_recent)
             action.setToolTip(path)
         if not paths:
             self.recent_menu.addAction("(none yet)").setEnabled(False)
@@ -111,7 +126,7 @@ class WindowFiles:
     # ---- the start-up load -------------------------------------------------------------------------------
     def start(
         self,
-        loader: Callable,
+        loader: Callable[[], LiveModel | LoadDetour],
         src: str | None = None,
         tgt: str | None = None,
         stage: str | None = None,

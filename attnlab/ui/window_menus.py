@@ -4,6 +4,7 @@ settings, docks, inputs and navigator, and the file actions of WindowFiles)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
@@ -15,7 +16,12 @@ from attnlab.ui import open_model, zoom
 from attnlab.ui.about import show_about
 from attnlab.ui.export_actions import add_export_menu
 from attnlab.ui.lesson_actions import add_lesson_actions, lesson_step
-from attnlab.ui.model_view_dock import add_model_view
+from attnlab.ui.model_view_dock import ModelViewDock, add_model_view
+
+if TYPE_CHECKING:
+    from attnlab.ui.window_host import WindowHost
+else:
+    WindowHost = object  # the type checker's view of MainWindow (window_host.py)
 
 BUNDLED_MENU = (("translation", "Translation (English → French)"), ("language", "Language model (next word)"))
 FIRST, LAST = -(10**9), 10**9  # step_stage deltas that reach the ends
@@ -41,11 +47,20 @@ SHORTCUTS_HTML = """<table cellspacing=4>
 <tr><td><b>F1</b></td><td>this list</td></tr></table>"""
 
 
-class WindowMenus:
+class WindowMenus(WindowHost):
     """File, Stage, View and Help menus; every action is a window shortcut."""
 
+    dark_action: QAction
+    model_view_dock: ModelViewDock
+
     def _action(
-        self, menu: QMenu, text: str, slot: Callable, shortcuts: Sequence = (), name: str = "", checkable: bool = False
+        self,
+        menu: QMenu,
+        text: str,
+        slot: Callable[..., object],
+        shortcuts: Sequence[str | QKeySequence.StandardKey] = (),
+        name: str = "",
+        checkable: bool = False,
     ) -> QAction:
         action = QAction(text, self, checkable=checkable)
         if name:

@@ -12,6 +12,9 @@ that step from anywhere, layer / sub-layer jumps and the stage search.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QFont, QKeyEvent
 from PySide6.QtWidgets import (
@@ -29,8 +32,14 @@ from attnlab.present.stages import layer_jump, sublayer_jump
 from attnlab.ui import app as appsettings
 from attnlab.ui import zoom
 
+if TYPE_CHECKING:
+    from attnlab.ui.stage_search import StageSearch
+    from attnlab.ui.window_host import WindowHost
+else:
+    WindowHost = object  # the type checker's view of MainWindow (window_host.py)
+
 PRESENT_EXPLANATION_SHARE = 0.3  # of the stage area's height, in presentation mode
-CLICKER_STEPS = {
+CLICKER_STEPS: dict[int, int] = {  # Qt.Key -> stages to step
     Qt.Key.Key_PageDown: 1,
     Qt.Key.Key_PageUp: -1,
     Qt.Key.Key_Right: 1,
@@ -51,11 +60,11 @@ def is_text_box(widget: QWidget | None) -> bool:
 class ClickerFilter(QObject):
     """Application-wide: the clicker keys, T and Esc in presentation mode, before any focused widget sees them."""
 
-    def __init__(self, window):
+    def __init__(self, window: WindowHost):
         super().__init__(window)
         self.window = window
 
-    def _action(self, target: QWidget, event: QKeyEvent):
+    def _action(self, target: QWidget, event: QKeyEvent) -> Callable[[], None] | None:
         w = self.window
         if QApplication.activePopupWidget() is not None or QApplication.activeModalWidget() is not None:
             return None
@@ -90,20 +99,24 @@ class ClickerFilter(QObject):
         return True
 
 
-class WindowPresent:
+class WindowPresent(WindowHost):
     """Presentation mode, zoom, jumps and search for MainWindow."""
+
+    _split_sizes: list[int]
+    stage_search: StageSearch
 
     def _init_present(self) -> None:
         self._presenting = False
-        self._before_present: tuple | None = None
-        self._zoom = zoom.clamp_zoom(self.settings.value(appsettings.ZOOM, 1.0))
+        self._before_present: tuple[bool, list[bool]] | None = None
+        # whatever the store holds: clamp_zoom makes 1.0 of what is no number
+        self._zoom = zoom.clamp_zoom(cast(float, self.settings.value(appsettings.ZOOM, 1.0)))
         self._base_point_size = zoom.base_points(QApplication.font().pointSizeF())
         self._clicker = ClickerFilter(self)
-        QApplication.instance().installEventFilter(self._clicker)
+        appsettings.application().installEventFilter(self._clicker)
         self._apply_scale(rebuild=False)
 
     def _remove_clicker(self) -> None:
-        QApplication.instance().removeEventFilter(self._clicker)
+        appsettings.application().removeEventFilter(self._clicker)
 
     # ---- presentation mode -------------------------------------------------------------------------------
     @property
@@ -140,6 +153,7 @@ class WindowPresent:
         """Presenting: the explanation gets PRESENT_EXPLANATION_SHARE of the height (its text is larger now);
         leaving puts the splitter back where it was."""
         split = self.findChild(QSplitter, "centralSplitter")
+        assert split is not None  # MainWindow._build_central makes it
         if on:
             self._split_sizes = split.sizes()
             total = sum(self._split_sizes)
@@ -165,7 +179,7 @@ class WindowPresent:
         """Every text size follows zoom × (presentation boost): the app font, the stylesheet's sizes, the
         explanation, and the panels (made again, as their fonts are set when they are made)."""
         zoom.set_factor(self._zoom * (zoom.PRESENT_BOOST if self._presenting else 1.0))
-        app = QApplication.instance()
+        app = appsettings.application()
         font = QFont(app.font())
         font.setPointSizeF(self._base_point_size * zoom.factor())
         app.setFont(font)
@@ -184,7 +198,7 @@ class WindowPresent:
         if key:
             self.session.set_stage(key)
 
-    def open_stage_search(self):
+    def open_stage_search(self) -> StageSearch:
         """The type-to-search stage picker; returns the (non-modal) dialog so tests can type into it."""
         from attnlab.ui.stage_search import StageSearch
 

@@ -4,6 +4,7 @@ stage that says when the numbers mean nothing (a mixin of MainWindow)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QPushButton
@@ -13,6 +14,12 @@ from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
 from attnlab.present.training_steps import step_banner
 from attnlab.ui.steady import FixedSizeLabel, SteadyBox
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import LiveModel, Trace
+    from attnlab.ui.window_host import WindowHost
+else:
+    WindowHost = object  # the type checker's view of MainWindow (window_host.py)
 
 RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
 CLASSROOM_NOTE = (
@@ -32,44 +39,51 @@ def classroom_description(name: str) -> str:
     return text.replace(" (", ", ").rstrip(")")
 
 
-def failed_open_text(what: str, model) -> str:
+def failed_open_text(what: str, model: LiveModel | None) -> str:
     """'Could not open x.safetensors — still showing translation' for the status bar after a failed open."""
     name = Path(what).name if what and not what.startswith("the bundled") else (what or "the model")
     still = f"still showing {model.name}" if model is not None else "no model is open"
     return f"Could not open {name} — {still}"
 
 
-class WindowStatus:
+class WindowStatus(WindowHost):
     """Builds the status bar widgets and the banner, and fills them from a trace."""
 
     last_paint_ms = 0.0
 
     def _build_status_bar(self) -> None:
-        self.banner = QLabel(objectName="banner", wordWrap=True)
+        self.banner = QLabel(wordWrap=True)
+        self.banner.setObjectName("banner")
         # a line more or less does not resize the stage below, and a new text lays out nothing (steady.py)
         self.banner_box = SteadyBox(self.banner)
         self.banner_box.setVisible(False)
-        self.device_label = QLabel(objectName="deviceLabel")
+        self.device_label = QLabel()
+        self.device_label.setObjectName("deviceLabel")
         # a fixed size, room for the widest timing: a label that may grow and shrink with its digits relays
         # out and repaints the whole status bar on every toggle
         self.timing_label = FixedSizeLabel(WIDEST_TIMING, "timingLabel")
-        self.tokens_label = QLabel(objectName="tokensLabel")
-        self.notice_label = QLabel(objectName="noticeLabel")
-        self.busy = QProgressBar(
-            objectName="busyIndicator", minimum=0, maximum=0, maximumWidth=120, textVisible=False, visible=False
-        )
+        self.tokens_label = QLabel()
+        self.tokens_label.setObjectName("tokensLabel")
+        self.notice_label = QLabel()
+        self.notice_label.setObjectName("noticeLabel")
+        self.busy = QProgressBar(minimum=0, maximum=0, textVisible=False)
+        self.busy.setObjectName("busyIndicator")
+        self.busy.setMaximumWidth(120)
+        self.busy.setVisible(False)
         bar = self.statusBar()
         for w in (self.device_label, self.timing_label, self.tokens_label):
             bar.addPermanentWidget(w)
         bar.addWidget(self.notice_label, 1)
         bar.addPermanentWidget(self.busy)
         # opening a file runs on the worker and may take long (a huge or hostile file): it can be cancelled
-        self.cancel_load_button = QPushButton("Cancel", objectName="cancelLoadButton", visible=False)
+        self.cancel_load_button = QPushButton("Cancel")
+        self.cancel_load_button.setObjectName("cancelLoadButton")
+        self.cancel_load_button.setVisible(False)
         self.cancel_load_button.setToolTip("Stop opening this model and keep the one shown")
         self.cancel_load_button.clicked.connect(self._cancel_load)
         bar.addPermanentWidget(self.cancel_load_button)
 
-    def _show_status(self, trace) -> None:
+    def _show_status(self, trace: Trace) -> None:
         info = trace.info
         counts = [f"{len(trace[n])} {what}" for n, what in SIDES if n in trace]
         notices = list(trace.notices)
@@ -87,7 +101,7 @@ class WindowStatus:
         if self.notice_label.toolTip() != "\n".join(notices):
             self.notice_label.setToolTip("\n".join(notices))
 
-    def _update_banner(self, trace) -> None:
+    def _update_banner(self, trace: Trace) -> None:
         """Say when the numbers mean nothing: a random model, a notice from the loader, unknown tokens;
         for a classroom model, a quieter note that it only knows its small training language."""
         model = self.session.model
@@ -95,7 +109,7 @@ class WindowStatus:
         warnings = [RANDOM_BANNER] if meta.get("random") else []
         if meta.get("notice"):
             warnings.append(str(meta["notice"]))
-        if meta.get("classroom_model") and not meta.get("random"):
+        if model is not None and meta.get("classroom_model") and not meta.get("random"):
             side = "src" if model.config.has_encoder else "tgt"
             typed = self.session.src if model.config.has_encoder else (self.session.tgt or self.session.src)
             read = model.typed_form(typed or "", side)  # what the model reads: "don't" is "do not"

@@ -1,0 +1,98 @@
+"""What the main window's mixins (window_menus, window_present, window_files, window_status) use of each other
+and of MainWindow, for the type checker only: each mixin is a WindowHost while mypy reads it, and `object` at run
+time (MainWindow's run-time bases are the mixins and QMainWindow, as before).
+
+Every method here is defined by one mixin or by MainWindow; mypy checks those definitions against these.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QSettings
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QDialog, QDockWidget, QMainWindow, QMenu, QWidget
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from attnlab.present.lessons import Step
+    from attnlab.session import Session
+    from attnlab.ui.errors import ErrorReporter
+    from attnlab.ui.inputs import InputBar
+    from attnlab.ui.lesson_actions import LessonPlayer
+    from attnlab.ui.navigator import StageNavigator
+    from attnlab.ui.stage_search import StageSearch
+
+
+class WindowHost(QMainWindow):
+    session: Session
+    settings: QSettings
+    errors: ErrorReporter
+    inputs: InputBar
+    navigator: StageNavigator
+    nav_dock: QDockWidget
+    schematic_dock: QDockWidget
+    controls_dock: QDockWidget
+    recent_menu: QMenu  # window_menus makes it, window_files fills it
+    present_action: QAction  # window_menus makes it, window_present checks it
+    opening: str  # what the last open asked for (window_files), named when it fails (window_status)
+    # set on first use by lesson_actions.py and open_model.py (read with getattr until then)
+    lesson_player: LessonPlayer
+    lesson_draft: list[Step]
+    _model_info_dialog: QDialog
+
+    # ---- MainWindow ---------------------------------------------------------------------------------------
+    def current_panel(self) -> QWidget:
+        raise NotImplementedError
+
+    def rebuild_panels(self) -> None: ...
+
+    def set_dark(self, dark: bool) -> None: ...
+
+    # ---- window_menus -------------------------------------------------------------------------------------
+    def _action(
+        self,
+        menu: QMenu,
+        text: str,
+        slot: Callable[..., object],
+        shortcuts: Sequence[str | QKeySequence.StandardKey] = (),
+        name: str = "",
+        checkable: bool = False,
+    ) -> QAction:
+        raise NotImplementedError
+
+    def step(self, delta: int) -> None: ...
+
+    # ---- window_present -----------------------------------------------------------------------------------
+    @property
+    def presenting(self) -> bool:
+        raise NotImplementedError
+
+    def set_presenting(self, on: bool, full_screen: bool = True) -> None: ...
+
+    @property
+    def zoom(self) -> float:
+        raise NotImplementedError
+
+    def set_zoom(self, value: float) -> None: ...
+
+    def jump_layer(self, direction: int) -> None: ...
+
+    def jump_sublayer(self, direction: int) -> None: ...
+
+    def open_stage_search(self) -> StageSearch:
+        raise NotImplementedError
+
+    # ---- window_files -------------------------------------------------------------------------------------
+    def open_checkpoint(self, path: str, settings: dict[str, object] | None = None) -> None: ...
+
+    def open_dialog(self) -> None: ...
+
+    def _fill_recent(self) -> None: ...
+
+    def open_bundled(self, name: str) -> None: ...
+
+    def open_additive(self, path: str | None = None) -> None: ...
+
+    def new_random_model(self) -> None: ...
