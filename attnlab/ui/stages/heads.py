@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
@@ -95,7 +95,8 @@ class LinesPanel(StagePanel):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._title = Note(self, delta=1, bold=True)
-        self._plot = rect_updates(pg.PlotWidget(self))
+        self._plot = pg.PlotWidget(self)
+        rect_updates(self._plot)
         self._plot.setMenuEnabled(False)
         self._plot.setMouseEnabled(x=False, y=False)
         self._plot.hideButtons()
@@ -247,7 +248,7 @@ class LinesPanel(StagePanel):
         self._data["focus"] = focus
         self._data["focus_lines"] = isolated
 
-    def _on_mouse_moved(self, scene_pos) -> None:
+    def _on_mouse_moved(self, scene_pos: QtCore.QPointF) -> None:
         """The token nearest the mouse on the side it is over (queries left half, keys right half)."""
         if self._weights is None or not self._plot.isVisible():
             return
@@ -263,7 +264,7 @@ class LinesPanel(StagePanel):
             return
         self.hover_token(side, min(max(int(y * n), 0), n - 1)) if 0.0 <= y <= 1.0 else self.hover_token(None)
 
-    def leaveEvent(self, event) -> None:
+    def leaveEvent(self, event: QtCore.QEvent) -> None:
         self.hover_token(None)
         super().leaveEvent(event)
 

@@ -47,16 +47,15 @@ class OutputPanel(StagePanel):
         super().__init__(parent)
         self._vocab: Callable[[int], str] | None = None
         self._title = Note(self, delta=2, bold=True)
-        self.fixed_axis = QtWidgets.QCheckBox(
-            "Fixed 0–1 axis",
-            objectName="outputFixedAxis",
-            toolTip="Keep the probability axis at 0…1, so a temperature "
-            "change shows the distribution flattening or sharpening",
+        self.fixed_axis = QtWidgets.QCheckBox("Fixed 0–1 axis")
+        self.fixed_axis.setObjectName("outputFixedAxis")
+        self.fixed_axis.setToolTip(
+            "Keep the probability axis at 0…1, so a temperature change shows the distribution flattening or sharpening"
         )
         self.fixed_axis.toggled.connect(self._redraw)
-        self.position_combo = QtWidgets.QComboBox(
-            objectName="outputPosition", toolTip="Which position's next-token distribution is shown"
-        )
+        self.position_combo = QtWidgets.QComboBox()
+        self.position_combo.setObjectName("outputPosition")
+        self.position_combo.setToolTip("Which position's next-token distribution is shown")
         self.position_combo.activated.connect(self._position_picked)
         self._positions_key: tuple | None = None
         self._last_args: tuple | None = None
@@ -67,7 +66,8 @@ class OutputPanel(StagePanel):
         controls.addSpacing(16)
         controls.addWidget(self.fixed_axis)
         controls.addStretch(1)
-        self._plot = rect_updates(pg.PlotWidget(self, axisItems=grid_axes()))
+        self._plot = pg.PlotWidget(self, axisItems=grid_axes())
+        rect_updates(self._plot)
         self._plot.setMenuEnabled(False)
         self._plot.setMouseEnabled(x=False, y=False)
         self._plot.hideButtons()
@@ -89,7 +89,7 @@ class OutputPanel(StagePanel):
         self._bars = SolidBars(BAR_COLOR, 0.72, horizontal=True)
         self._plot.addItem(self._bars)
         self._plot.addItem(self._top_bar)
-        self._values = ValueLabels(note_font(), foreground_color())  # each bar's value, one item for all
+        self._values = ValueLabels(note_font(), foreground_color().name())  # each bar's value, one item for all
         self._plot.addItem(self._values)
         self._ticks_key: tuple | None = None
         self._note = Note(self)
