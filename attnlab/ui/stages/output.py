@@ -123,7 +123,7 @@ class OutputPanel(StagePanel):
         self._last_args = (trace, stage, view)
         self._fill_positions(shown.positions, shown.position)
         self.fixed_axis.setEnabled(shown.probabilities)
-        self._draw_bars(shown.values, shown.kind)
+        self._draw_bars(shown.values, shown.probabilities)
         self._set_ticks(shown.labels)
         self._place_values(shown.values, shown.value_texts)
         self._title.show_text(shown.title)
@@ -178,14 +178,14 @@ class OutputPanel(StagePanel):
         self._values.set_labels(labels)
         self._data_inside = [label.inside for label in labels]
 
-    def _draw_bars(self, values: np.ndarray, kind: str) -> None:
+    def _draw_bars(self, values: np.ndarray, probabilities: bool) -> None:
         n = len(values)
         rows = np.arange(n, dtype=float)  # row 0 (the top) is the best token
         self._top_bar.set_bars(rows[:1], values[:1])
         self._bars.set_bars(rows[1:], values[1:])
-        if kind == names.PROBS and self.fixed_axis.isChecked():
+        if probabilities and self.fixed_axis.isChecked():
             x_range = FIXED_RANGE
-        elif kind == names.PROBS:
+        elif probabilities:
             high = 1.0 if float(values.max(initial=0)) > 0.75 else float(values.max(initial=0)) * 1.3 + 1e-6
             pad = 0.02 * high
             x_range = (-pad, high + pad)
