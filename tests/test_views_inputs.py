@@ -136,3 +136,24 @@ def test_learned_and_rotary_positions_are_told_apart(tiny_model):
     stage = next(s for s in stages_for(learned) if s.key == "tgt.pos")
     shown = view_for(rotary, stage, ViewState())
     assert isinstance(shown, MessageView) and shown.message == NONE_ADDED
+
+
+def test_bert_like_input_adds_the_token_type_then_torchs_layernorm(tiny_model):
+    model = tiny_model("encoder-only", type_vocab_size=2, embed_norm=True, positional="learned")
+    trace = model.trace(SRC)
+    view = view_of(trace, "src.input")
+    embed, pos, token_type = (entry(trace, f"src.{part}") for part in ("embed", "pos", "type"))  # [T, d] each
+    np.testing.assert_allclose(view.added.matrix, pos + token_type, rtol=1e-6)
+    np.testing.assert_array_equal(view.token_type, token_type)
+    norm = model.module.src_embed_norm  # the embedding LayerNorm's own γ, β and ε
+    expected = torch.nn.functional.layer_norm(
+        torch.from_numpy(embed + pos + token_type),
+        (embed.shape[1],),
+        norm.weight,
+        norm.bias,
+        model.config.layer_norm_eps,
+    )
+    np.testing.assert_allclose(view.input.matrix, expected.detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert view.embed_norm and view.operator == "→ LayerNorm →"
+    assert view.added.title == "position + token type" and view.input.title == "LayerNorm(sum) = layer input"
+    assert view.note.text.startswith("Token embedding + position + token type") and not view.note.alternatives
