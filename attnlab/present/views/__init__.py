@@ -1,21 +1,26 @@
 """View-models: for a stage kind, the plain data its panel draws (matrices with labels and colour scales,
 bars, titles, notes), built Qt-free from (trace, stage, display settings). `view_for` picks the builder.
 
-Kinds with a view-model here: Q/K/V, the score maps, the mask, the heads grid, weights·V, concat, W_O,
-add & norm, FFN, LayerNorm vs BatchNorm, the √dₖ explainer. The other panels (inputs, positional, token lines,
-output) still compute in ui/stages/ and move here one by one."""
+Every stage kind has one: the tokens, embeddings, positional encoding and layer input, Q/K/V, the score maps,
+the mask, the heads grid, the token → token lines, weights·V, concat, W_O, add & norm, FFN, the output bars,
+LayerNorm vs BatchNorm, the √dₖ explainer."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from attnlab.engine import names
 from attnlab.present.stages import NORM_COMPARE, Stage, ViewState
 from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.attention import map_view, mask_view, qkv_view
 from attnlab.present.views.ffn import ffn_view
 from attnlab.present.views.heads import heads_view
+from attnlab.present.views.inputs import embed_view, input_sum_view, tokens_view
+from attnlab.present.views.lines import lines_view
 from attnlab.present.views.norm_compare import norm_compare_view
+from attnlab.present.views.output import output_view
+from attnlab.present.views.positional import positional_view
 from attnlab.present.views.scaling import scale_why_view
 from attnlab.present.views.site_vectors import site_vector_view
 
@@ -25,6 +30,10 @@ if TYPE_CHECKING:
 Builder = Callable[..., Any]
 
 BUILDERS: dict[str, Builder] = {
+    "tokens": tokens_view,
+    "embed": embed_view,
+    "pos": positional_view,
+    "input": input_sum_view,
     "qkv": qkv_view,
     "scores": map_view,
     "scaled": map_view,
@@ -32,11 +41,14 @@ BUILDERS: dict[str, Builder] = {
     "weights": map_view,
     "mask": mask_view,
     "heads": heads_view,
+    "lines": lines_view,
     "context": site_vector_view,
     "concat": site_vector_view,
     "attn_out": site_vector_view,
     "addnorm": addnorm_view,
     "ffn": ffn_view,
+    names.LOGITS: output_view,
+    names.PROBS: output_view,
     NORM_COMPARE: norm_compare_view,
     "scale_why": scale_why_view,
 }

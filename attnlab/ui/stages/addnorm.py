@@ -24,7 +24,8 @@ AFTER_COLOR = "#ff9f1c"
 
 
 def bar_plot(parent: QtWidgets.QWidget, title: str) -> pg.PlotWidget:
-    plot = rect_updates(pg.PlotWidget(parent, axisItems=grid_axes()))
+    plot = pg.PlotWidget(parent, axisItems=grid_axes())
+    rect_updates(plot)
     plot.setMenuEnabled(False)
     plot.setMouseEnabled(x=False, y=False)
     plot.hideButtons()
@@ -155,7 +156,7 @@ class AddNormPanel(StagePanel):
             f"<span style='color:{AFTER_COLOR}'>■</span> {after}"
         )
 
-    def _set_bars(self, mean, var, out_mean, out_var) -> None:
+    def _set_bars(self, mean: np.ndarray, var: np.ndarray, out_mean: np.ndarray, out_var: np.ndarray) -> None:
         x = np.arange(len(mean), dtype=float)
         values = {"mean.before": mean, "mean.after": out_mean, "var.before": var, "var.after": out_var}
         for key, bars in self._bars.items():

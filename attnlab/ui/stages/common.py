@@ -228,7 +228,16 @@ class PanelHeatmap(LabeledHeatmap):
         }
         self._options = (levels, symmetric)
 
-    def _unchanged(self, matrix, rows, cols, title, masked, levels, symmetric) -> bool:
+    def _unchanged(
+        self,
+        matrix: np.ndarray,
+        rows: list[str] | None,
+        cols: list[str] | None,
+        title: str,
+        masked: np.ndarray | None,
+        levels: tuple[float, float] | None,
+        symmetric: bool | None,
+    ) -> bool:
         r = self.record
         if (
             "matrix" not in r
@@ -264,7 +273,7 @@ def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> N
     )
 
 
-def titled_heatmap(parent: QtWidgets.QWidget, **kwargs) -> tuple[QtWidgets.QWidget, PanelHeatmap]:
+def titled_heatmap(parent: QtWidgets.QWidget, **kwargs: str) -> tuple[QtWidgets.QWidget, PanelHeatmap]:
     """A heatmap under its own TitleLabel, in one widget to put side by side with others."""
     box = QtWidgets.QWidget(parent)
     title = TitleLabel(box)

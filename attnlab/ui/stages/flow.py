@@ -43,7 +43,8 @@ class FlowLayout(QtWidgets.QLayout):
     def minimumSize(self) -> QSize:
         size = QSize()
         for item in self._items:
-            if item.widget() is None or not item.widget().isHidden():
+            widget = item.widget()
+            if widget is None or not widget.isHidden():
                 size = size.expandedTo(item.minimumSize())
         m = self.contentsMargins()
         return size + QSize(m.left() + m.right(), m.top() + m.bottom())

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
-from attnlab.present.engine_api import Trace, names
+from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.heads import heads_view
+from attnlab.present.views.lines import KEY_HEADER, LINE_THRESHOLD, QUERY_HEADER, Line, lines_view, strong_links
 from attnlab.present.views.model import MessageView
-from attnlab.present.views.site import SiteView
 from attnlab.ui.colormaps import get_colormap
 from attnlab.ui.head_grid import HeadGrid
 from attnlab.ui.heatmap import elide_label
@@ -19,9 +19,7 @@ from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
     Note,
-    array,
     foreground_color,
-    missing_message,
     note_font,
 )
 from attnlab.ui.value_labels import ValueLabel, ValueLabels
@@ -81,7 +79,6 @@ class HeadsPanel(StagePanel):
 
 
 N_BUCKETS = 6  # line styles: weights are binned so a whole bin is one plot item
-LINE_THRESHOLD = 0.05
 
 
 QUERY_X, KEY_X = 0.0, 1.0  # queries on the left, keys on the right (as BertViz draws them)
@@ -98,7 +95,8 @@ class LinesPanel(StagePanel):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._title = Note(self, delta=1, bold=True)
-        self._plot = rect_updates(pg.PlotWidget(self))
+        self._plot = pg.PlotWidget(self)
+        rect_updates(self._plot)
         self._plot.setMenuEnabled(False)
         self._plot.setMouseEnabled(x=False, y=False)
         self._plot.hideButtons()
@@ -124,8 +122,7 @@ class LinesPanel(StagePanel):
         self._token_labels = ValueLabels(note_font(), fg, inside_color=fg)
         self._plot.addItem(self._token_labels)
         self._headers = [
-            pg.TextItem(text, anchor=(0.5, 0.0), color=foreground_color())
-            for text in ("queries (attend from)", "keys (attended to)")
+            pg.TextItem(text, anchor=(0.5, 0.0), color=foreground_color()) for text in (QUERY_HEADER, KEY_HEADER)
         ]
         for header, x in zip(self._headers, (QUERY_X, KEY_X), strict=True):
             header.setFont(note_font(1, bold=True))
@@ -146,40 +143,30 @@ class LinesPanel(StagePanel):
         return (np.arange(n) + 0.5) / max(n, 1)
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        site = stage.site or ""
-        name = names.site_entry(site, "weights")
-        if name not in trace:
-            self._data = {"message": missing_message("The attention weights", [name])}
-            self._stack.show_message(self._data["message"])
+        shown = lines_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
+            self._data = {"message": shown.message}
+            self._stack.show_message(shown.message)
             return
         self._stack.show_content()
-        sv = SiteView(trace, site, view, self.vocab)
-        weights = array(trace, name)[sv.head]  # [Tq, Tk]
-        tq, tk = weights.shape
-        rows = sv.rows or [str(i) for i in range(tq)]
-        cols = sv.cols or [str(i) for i in range(tk)]
-        self._place_labels(rows, cols)
+        self._place_labels(shown.rows, shown.cols)
         if view.colormap != self._cmap:
             self._cmap = view.colormap
             self._style_buckets(view.colormap)
-        if self._weights is None or self._weights.shape != weights.shape:
+        if self._weights is None or self._weights.shape != shown.weights.shape:
             self._focus = None
-        self._weights = weights
-        drawn = self._draw_lines(weights)
-        self._title.show_text(f"token → token lines · {sv.name} · {sv.head_text} · queries left, keys right")
-        self._note.show_text(
-            f"Each line joins a query (left) to a key it reads (right); bolder and "
-            f"thicker = more weight. Only weights ≥ {LINE_THRESHOLD:g} are drawn "
-            f"({len(drawn)} of {tq * tk}). Hover a token to see only its lines."
-        )
+        self._weights = shown.weights
+        self._draw_lines(shown.weights)
+        self._title.show_text(shown.title)
+        self._note.show_text(shown.note)
         self._data = {
-            "weights": weights,
-            "rows": rows,
-            "cols": cols,
-            "head": sv.head,
-            "n_heads": sv.n_heads,
-            "threshold": LINE_THRESHOLD,
-            "lines": drawn,
+            "weights": shown.weights,
+            "rows": shown.rows,
+            "cols": shown.cols,
+            "head": shown.head,
+            "n_heads": shown.n_heads,
+            "threshold": shown.threshold,
+            "lines": shown.lines,
             "query_x": QUERY_X,
             "key_x": KEY_X,
             "token_labels": self._token_labels.labels(),  # as drawn: query names "inside" (ending at their dot)
@@ -214,14 +201,13 @@ class LinesPanel(StagePanel):
             curve.setPen(pg.mkPen(color, width=1.0 + 1.6 * b))
             focus.setPen(pg.mkPen(color, width=1.5 + 1.6 * b))
 
-    def _draw_lines(self, weights: np.ndarray, keep=None, curves=None) -> list[tuple[int, int, float]]:
+    def _draw_lines(
+        self, weights: np.ndarray, keep: np.ndarray | None = None, curves: list[pg.PlotCurveItem] | None = None
+    ) -> list[Line]:
         """Lines of weight ≥ LINE_THRESHOLD into `curves` (the buckets); `keep` [Tq, Tk] bool limits them."""
         tq, tk = weights.shape
         y_q, y_k = self._ys(tq), self._ys(tk)
-        w = np.nan_to_num(weights, nan=0.0)
-        chosen = w >= LINE_THRESHOLD if keep is None else (w >= LINE_THRESHOLD) & keep
-        q_idx, k_idx = np.nonzero(chosen)
-        values = w[q_idx, k_idx]
+        q_idx, k_idx, values = strong_links(weights, keep)
         edges = np.linspace(LINE_THRESHOLD, 1.0, N_BUCKETS + 1)
         which = np.clip(np.searchsorted(edges, values, side="right") - 1, 0, N_BUCKETS - 1)
         for b, curve in enumerate(curves or self._buckets):
@@ -262,7 +248,7 @@ class LinesPanel(StagePanel):
         self._data["focus"] = focus
         self._data["focus_lines"] = isolated
 
-    def _on_mouse_moved(self, scene_pos) -> None:
+    def _on_mouse_moved(self, scene_pos: QtCore.QPointF) -> None:
         """The token nearest the mouse on the side it is over (queries left half, keys right half)."""
         if self._weights is None or not self._plot.isVisible():
             return
@@ -278,7 +264,7 @@ class LinesPanel(StagePanel):
             return
         self.hover_token(side, min(max(int(y * n), 0), n - 1)) if 0.0 <= y <= 1.0 else self.hover_token(None)
 
-    def leaveEvent(self, event) -> None:
+    def leaveEvent(self, event: QtCore.QEvent) -> None:
         self.hover_token(None)
         super().leaveEvent(event)
 

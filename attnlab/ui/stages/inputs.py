@@ -1,29 +1,17 @@
 """Input stages: tokenization (chips), token embeddings, and the layer input (embedding + position); the
-positional-encoding stage is in positional.py."""
+positional-encoding stage is in positional.py. The numbers and words come from present/views/inputs.py."""
 
 from __future__ import annotations
 
-import numpy as np
 from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.present.engine_api import Trace, names
+from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.ui.heatmap import printable_label
+from attnlab.present.views.inputs import Chip, InputSumView, embed_view, input_sum_view, tokens_view
+from attnlab.present.views.model import MatrixView, MessageView
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import (
-    SPECIAL_TOKENS,
-    MessageStack,
-    Note,
-    PanelHeatmap,
-    array,
-    missing,
-    missing_message,
-    note_font,
-    side_name,
-    titled_heatmap,
-    tokens,
-)
+from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, draw_matrix, note_font, titled_heatmap
 from attnlab.ui.stages.flow import flow_container
 
 CHIP_STYLE = """
@@ -33,15 +21,6 @@ QLabel[chip="special"] { background: #fff2cc; color: #5a3d00; border-style: dash
 QLabel[chip="pad"]     { background: #ececec; color: #5a5a5a; border-style: dotted; border-color: #8a8a8a; }
 QLabel[chip="unk"]     { background: #fde3e1; color: #6b1510; border-style: dashed; border-color: #c0392b; }
 """
-SPECIAL_MEANING = {"<s>": "start", "</s>": "end", "<pad>": "padding", "<unk>": "unknown"}
-
-
-def chip_kind(piece: str) -> str:
-    if piece == "<pad>":
-        return "pad"
-    if piece == "<unk>":
-        return "unk"
-    return "special" if piece in SPECIAL_TOKENS else "word"
 
 
 class TokensPanel(StagePanel):
@@ -63,7 +42,7 @@ class TokensPanel(StagePanel):
         layout.addWidget(self._count)
         layout.addWidget(self._legend)
         self._chips: list[QtWidgets.QLabel] = []
-        self._shown: tuple[tuple[str, ...], tuple[int, ...]] | None = None
+        self._shown: tuple[Chip, ...] | None = None
         self._data: dict = {}
 
     def _chip(self, i: int) -> QtWidgets.QLabel:
@@ -78,51 +57,40 @@ class TokensPanel(StagePanel):
         return self._chips[i]
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        side = stage.side or "src"
-        need = missing(trace, [names.side_entry(side, "tokens"), names.side_entry(side, "ids")])
-        if need:
-            self._data = {"message": missing_message("Tokenization", need)}
-            self._stack.show_message(self._data["message"])
+        shown = tokens_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
+            self._data = {"message": shown.message}
+            self._stack.show_message(shown.message)
             return
-        pieces = [str(t) for t in trace[names.side_entry(side, "tokens")]]
-        ids = [int(i) for i in trace.numpy(names.side_entry(side, "ids"))]
-        specials = [p for p in pieces if p in SPECIAL_TOKENS]
         self._data = {
-            "tokens": pieces,
-            "ids": ids,
-            "specials": [chip_kind(p) != "word" for p in pieces],
-            "count": len(pieces),
+            "tokens": shown.pieces,
+            "ids": shown.ids,
+            "specials": [chip.kind != "word" for chip in shown.chips],
+            "count": len(shown.chips),
         }
         self._stack.show_content()
-        self._title.show_text(f"{side_name(side).capitalize()}: the text cut into tokens, each with its id")
-        if self._shown != (tuple(pieces), tuple(ids)):
-            self._shown = (tuple(pieces), tuple(ids))
-            self._fill(pieces, ids)
-        words = len(pieces) - len(specials)
-        added = ", ".join(dict.fromkeys(specials)) if specials else "none"
-        self._count.show_text(f"{len(pieces)} tokens: {words} from the text + {len(specials)} special ({added})")
-        meaning = ", ".join(f"{s} = {SPECIAL_MEANING[s]}" for s in dict.fromkeys(specials))
-        self._legend.show_text(
-            "Each chip: position (top), token piece, vocabulary id (bottom). "
-            + (f"Dashed chips are special tokens: {meaning}." if meaning else "")
-        )
+        self._title.show_text(shown.title)
+        if self._shown != shown.chips:
+            self._shown = shown.chips
+            self._fill(shown.chips)
+        self._count.show_text(shown.count)
+        self._legend.show_text(shown.legend)
 
-    def _fill(self, pieces: list[str], ids: list[int]) -> None:
-        for i, (piece, token_id) in enumerate(zip(pieces, ids, strict=True)):
-            chip = self._chip(i)
-            text = printable_label(piece).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    def _fill(self, chips: tuple[Chip, ...]) -> None:
+        for shown in chips:
+            chip = self._chip(shown.position)
+            text = shown.printable.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             chip.setText(
-                f"<div style='font-size:11pt;color:#777'>{i}</div>"
+                f"<div style='font-size:11pt;color:#777'>{shown.position}</div>"
                 f"<div style='font-size:24pt'>{text}</div>"
-                f"<div style='font-size:12pt;color:#555'>id {token_id}</div>"
+                f"<div style='font-size:12pt;color:#555'>id {shown.token_id}</div>"
             )
-            kind = chip_kind(piece)
-            if chip.property("chip") != kind:
-                chip.setProperty("chip", kind)
+            if chip.property("chip") != shown.kind:
+                chip.setProperty("chip", shown.kind)
                 chip.style().unpolish(chip)
                 chip.style().polish(chip)
             chip.setVisible(True)
-        for chip in self._chips[len(pieces) :]:
+        for chip in self._chips[len(chips) :]:
             chip.setVisible(False)
         self._flow.invalidate()
 
@@ -146,25 +114,13 @@ class EmbeddingPanel(StagePanel):
         layout.addWidget(self._note)
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        side = stage.side or "src"
-        name = names.side_entry(side, "embed")
-        if name not in trace:
-            self._map.clear(missing_message("The token embedding", [name]))
+        shown = embed_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
+            self._map.clear(shown.message)
             self._note.show_text("")
             return
-        x = array(trace, name)  # [T, d]
-        self._map.draw(
-            x,
-            tokens(trace, side, x.shape[0]),
-            None,
-            colormap=view.colormap,
-            symmetric=True,
-            title=f"{side_name(side)} embeddings · {x.shape[0]} tokens × {x.shape[1]} dimensions",
-        )
-        self._note.show_text(
-            "Each row is the embedding-table row picked by that token's id: the same token "
-            "always gets the same row, wherever it stands."
-        )
+        draw_matrix(self._map, shown.matrix, view.colormap)
+        self._note.show_text(shown.note)
 
     def shown_data(self) -> dict:
         return dict(self._map.record)
@@ -206,80 +162,31 @@ class InputSumPanel(StagePanel):
         return label
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        side = stage.side or "src"
-        name = names.side_entry(side, "input")
-        if name not in trace:
-            message = missing_message("The layer input", [name])
+        shown = input_sum_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
             for m in self._maps.values():
-                m.clear(message)
-            self._data = {"message": message}
+                m.clear(shown.message)
+            self._data = {"message": shown.message}
             return
-        x = array(trace, name)  # [T, d]
-        labels = tokens(trace, side, x.shape[0])
-        embed, pos = names.side_entry(side, "embed"), names.side_entry(side, "pos")
-        parts = {
-            "embed": array(trace, embed) if embed in trace else None,
-            "pos": array(trace, pos) if pos in trace else None,
-            "input": x,
-        }
-        titles = {"embed": "token embedding", "pos": "positional encoding", "input": "sum = layer input"}
-        extras = self._imported_parts(trace, side, parts, titles)
-        bound = max(float(np.abs(p).max()) for p in parts.values() if p is not None and p.size) or 1.0
+        self._equals.setText(shown.operator)
+        parts: dict[str, MatrixView] = {"embed": shown.embed, "pos": shown.added, "input": shown.input}
         for part, matrix in parts.items():
-            if matrix is None and part == "pos":  # what is added is zero: show the zeros, and say so above them
-                # (the map stays up: swapping it for a message and back re-laid out and repainted the panel)
-                matrix, titles[part] = np.zeros_like(x), "position off: + 0"
-            if matrix is None:  # the box stays in place (no re-layout on the toggle) and says why it is empty
-                self._maps[part].clear("not in this run")
-                continue
-            self._maps[part].draw(
-                matrix, labels, None, title=titles[part], colormap=view.colormap, levels=(-bound, bound)
-            )
-        has_pos = parts["pos"] is not None
-        self._data = {**self._maps["input"].record, "embed": parts["embed"], "pos": parts["pos"], **extras}
-        if extras:
-            self._note.show_text(
-                (
-                    "Token embedding + position + token type (segment: 0 for sentence A, 1 for sentence B)"
-                    if "type" in extras
-                    else "Token embedding + position"
-                )
-                + (
-                    ", then the embedding LayerNorm: its output is what the first layer reads."
-                    if "embed_norm" in extras
-                    else ": this sum is what the first layer reads."
-                )
-            )
-        else:  # the positional toggle switches between these two: room for the taller from the start
-            with_pos = (
-                f"Each token's vector is its embedding plus the encoding of its position "
-                f"({x.shape[0]} × {x.shape[1]} each, one shared colour scale). This sum is "
-                f"what the first layer reads."
-            )
-            without_pos = (
-                "No positional table is added here, so the layer input equals the "
-                "embedding: without position information, reordering the words changes "
-                "nothing (unless rotary encoding adds position inside attention)."
-            )
-            self._note.show_text(with_pos if has_pos else without_pos, alternatives=(with_pos, without_pos))
+            if matrix.message:  # the box stays in place (no re-layout on the toggle) and says why it is empty
+                self._maps[part].clear(matrix.message)
+            else:
+                draw_matrix(self._maps[part], matrix, view.colormap)
+        self._data = {**self._maps["input"].record, **self._shown_parts(shown)}
+        self._note.show_text(shown.note.text, alternatives=shown.note.alternatives)
 
-    def _imported_parts(self, trace: Trace, side: str, parts: dict, titles: dict) -> dict:
-        """BERT-like inputs: the token-type embedding joins the middle box, and the embedding LayerNorm turns
-        '=' into '→ LayerNorm →'. Returns what was added ({} for the classroom models)."""
-        type_name = names.side_entry(side, names.TYPE)
-        norm_out = names.norm_entry(names.embed_norm(side), "out")
-        extras: dict = {}
-        if type_name in trace:
-            token_type = array(trace, type_name)  # [T, d]
-            parts["pos"] = token_type if parts["pos"] is None else parts["pos"] + token_type
-            titles["pos"] = "position + token type"
-            extras["type"] = token_type
-        has_norm = norm_out in trace
-        self._equals.setText("→ LayerNorm →" if has_norm else "=")
-        if has_norm:
-            titles["input"] = "LayerNorm(sum) = layer input"
-            extras["embed_norm"] = True
-        return extras
+    @staticmethod
+    def _shown_parts(shown: InputSumView) -> dict:
+        """The parts as recorded, and what a BERT-like input adds (token type, the embedding LayerNorm)."""
+        data: dict = {"embed": shown.embed_values, "pos": shown.pos_values}
+        if shown.token_type is not None:
+            data["type"] = shown.token_type
+        if shown.embed_norm:
+            data["embed_norm"] = True
+        return data
 
     def shown_data(self) -> dict:
         return dict(self._data)

@@ -9,38 +9,27 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 from PySide6.QtCore import Signal
 
-from attnlab.present.ablation import BASELINE_PROBS, ablation_words, change_text, distribution_change
 from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.views.model import MessageView
+from attnlab.present.views.output import mask_position, output_view, top_k  # noqa: F401 (tests import them here)
 from attnlab.ui.axes import grid_axes, quiet_hidden_axes, show_grid_behind
 from attnlab.ui.bars import SolidBars
-from attnlab.ui.heatmap import cache_axis, elide_label, printable_label, tick_font
+from attnlab.ui.heatmap import cache_axis, elide_label, tick_font
 from attnlab.ui.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
     Note,
-    array,
     foreground_color,
     note_font,
-    row_labels,
-    run_temperature,
 )
 from attnlab.ui.value_labels import ValueLabel, ValueLabels
 
-MASK_TOKENS = ("[MASK]", "<mask>")  # BERT / DistilBERT, RoBERTa
-SPECIAL_IDS_ORDER = ("<pad>", "<s>", "</s>", "<unk>")  # ids 0..3 in every attnlab tokenizer
 BAR_COLOR = "#3b7dd8"
 TOP_COLOR = "#ff9f1c"
 INSIDE_FROM = 0.55  # a value label goes inside its bar when the bar reaches past this share of the axis
 FIXED_RANGE = (-0.02, 1.02)  # the probability axis with "fixed 0–1 axis" on
-
-
-def top_k(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest values, largest first (ties: lower id first)."""
-    k = max(1, min(int(k), values.shape[0]))
-    order = np.lexsort((np.arange(values.shape[0]), -values))
-    return order[:k]
 
 
 class OutputPanel(StagePanel):
@@ -58,16 +47,15 @@ class OutputPanel(StagePanel):
         super().__init__(parent)
         self._vocab: Callable[[int], str] | None = None
         self._title = Note(self, delta=2, bold=True)
-        self.fixed_axis = QtWidgets.QCheckBox(
-            "Fixed 0–1 axis",
-            objectName="outputFixedAxis",
-            toolTip="Keep the probability axis at 0…1, so a temperature "
-            "change shows the distribution flattening or sharpening",
+        self.fixed_axis = QtWidgets.QCheckBox("Fixed 0–1 axis")
+        self.fixed_axis.setObjectName("outputFixedAxis")
+        self.fixed_axis.setToolTip(
+            "Keep the probability axis at 0…1, so a temperature change shows the distribution flattening or sharpening"
         )
         self.fixed_axis.toggled.connect(self._redraw)
-        self.position_combo = QtWidgets.QComboBox(
-            objectName="outputPosition", toolTip="Which position's next-token distribution is shown"
-        )
+        self.position_combo = QtWidgets.QComboBox()
+        self.position_combo.setObjectName("outputPosition")
+        self.position_combo.setToolTip("Which position's next-token distribution is shown")
         self.position_combo.activated.connect(self._position_picked)
         self._positions_key: tuple | None = None
         self._last_args: tuple | None = None
@@ -78,7 +66,8 @@ class OutputPanel(StagePanel):
         controls.addSpacing(16)
         controls.addWidget(self.fixed_axis)
         controls.addStretch(1)
-        self._plot = rect_updates(pg.PlotWidget(self, axisItems=grid_axes()))
+        self._plot = pg.PlotWidget(self, axisItems=grid_axes())
+        rect_updates(self._plot)
         self._plot.setMenuEnabled(False)
         self._plot.setMouseEnabled(x=False, y=False)
         self._plot.hideButtons()
@@ -100,7 +89,7 @@ class OutputPanel(StagePanel):
         self._bars = SolidBars(BAR_COLOR, 0.72, horizontal=True)
         self._plot.addItem(self._bars)
         self._plot.addItem(self._top_bar)
-        self._values = ValueLabels(note_font(), foreground_color())  # each bar's value, one item for all
+        self._values = ValueLabels(note_font(), foreground_color().name())  # each bar's value, one item for all
         self._plot.addItem(self._values)
         self._ticks_key: tuple | None = None
         self._note = Note(self)
@@ -124,61 +113,37 @@ class OutputPanel(StagePanel):
             self._vocab = lambda i: pieces[i] if 0 <= i < len(pieces) else f"#{i}"
         self._ticks_key = None
 
-    def _namer(self, trace: Trace) -> Callable[[int], str]:
-        if self._vocab is not None:
-            return self._vocab
-        known: dict[int, str] = dict(enumerate(SPECIAL_IDS_ORDER))
-        for side in names.SIDES:
-            tokens_name, ids_name = names.side_entry(side, "tokens"), names.side_entry(side, "ids")
-            if tokens_name in trace and ids_name in trace:
-                ids = (int(i) for i in trace.numpy(ids_name))
-                known.update(zip(ids, trace[tokens_name], strict=False))
-        return lambda i: str(known.get(i, f"#{i}"))
-
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        kind = stage.kind
-        if kind not in trace:
-            self._data = {"message": f"The {kind} are not in this run."}
-            self._stack.show_message(self._data["message"])
+        shown = output_view(trace, stage, view, self._vocab)
+        if isinstance(shown, MessageView):
+            self._data = {"message": shown.message}
+            self._stack.show_message(shown.message)
             return
         self._stack.show_content()
-        table = array(trace, kind)  # [T, V]; the kind is the trace name (names.LOGITS or names.PROBS)
-        n_pos = table.shape[0]
-        position = min(max(int(view.position), -n_pos), n_pos - 1) % n_pos
-        if view.position == -1:  # an encoder-only model's first [MASK], if the input has one
-            position = mask_position(trace, position)
-        row = table[position]  # [V]
-        ids = top_k(row, view.top_k)
-        values = row[ids]
-        name = self._namer(trace)
-        labels = [name(int(i)) for i in ids]
         self._last_args = (trace, stage, view)
-        positions = position_labels(trace, n_pos, name)  # one label per position, for the chooser and the title
-        self._fill_positions(positions, position)
-        self.fixed_axis.setEnabled(kind == names.PROBS)
-        self._draw_bars(values, kind)
-        self._set_ticks(labels)
-        self._place_values(values, kind)
-        temperature = run_temperature(trace)
-        self._title.show_text(self._heading(trace, position, kind, positions[position]))
-        note = self._explain(kind, len(ids), row.shape[0], temperature, labels[0])
-        if names.side_entry("tgt", "tokens") not in trace:  # encoder-only: a fill-in guess, nothing is decoded
-            note = note.replace("Greedy decoding picks the orange bar", "The model's best fill-in is the orange bar")
-        self._note.show_text(note)
+        self._fill_positions(shown.positions, shown.position)
+        self.fixed_axis.setEnabled(shown.probabilities)
+        self._draw_bars(shown.values, shown.probabilities)
+        self._set_ticks(shown.labels)
+        self._place_values(shown.values, shown.value_texts)
+        self._title.show_text(shown.title)
+        self._note.show_text(shown.note)
         self._data = {
-            "kind": kind,
-            "position": position,
-            "ids": [int(i) for i in ids],
-            "labels": labels,
-            "values": values,
-            "argmax": int(ids[0]),
-            "temperature": temperature,
-            "row": row,
+            "kind": shown.kind,
+            "position": shown.position,
+            "ids": shown.ids,
+            "labels": shown.labels,
+            "values": shown.values,
+            "argmax": shown.ids[0],
+            "temperature": shown.temperature,
+            "row": shown.row,
             "x_range": self._x_range,
             "fixed_axis": self.fixed_axis.isChecked(),
             "value_inside": list(self._data_inside),
         }
-        self._show_ablation(trace, position, view.top_k, name)
+        self._ablation.show_text(shown.ablation)
+        if shown.change is not None:
+            self._data["ablation"] = shown.change
 
     def _redraw(self) -> None:
         if self._last_args is not None:
@@ -189,10 +154,10 @@ class OutputPanel(StagePanel):
         last = self.position_combo.count() - 1
         self.positionChosen.emit(-1 if index == last else index)
 
-    def _fill_positions(self, labels: list[str], position: int) -> None:
+    def _fill_positions(self, positions: list[str], position: int) -> None:
         """One entry per position: 'i: input → predicted' on the decoder side, else 'i: token'; the shown one
         current."""
-        entries = tuple(f"{i}: {label}" for i, label in enumerate(labels))
+        entries = tuple(positions)
         if entries != self._positions_key:
             self._positions_key = entries
             self.position_combo.blockSignals(True)
@@ -201,67 +166,26 @@ class OutputPanel(StagePanel):
             self.position_combo.blockSignals(False)
         self.position_combo.setCurrentIndex(position)
 
-    def _place_values(self, values: np.ndarray, kind: str) -> None:
+    def _place_values(self, values: np.ndarray, texts: list[str]) -> None:
         """Each bar's value, just right of the bar, or inside its end when a label there would leave the plot."""
         low, high = self._x_range or (0.0, 1.0)
         inside_from = low + INSIDE_FROM * (high - low)
         labels = []
-        for i, value in enumerate(values):
+        for i, (value, text) in enumerate(zip(values, texts, strict=True)):
             v = float(value)
             inside = v > inside_from
-            text = f"{v:.1%}" if kind == names.PROBS else f"{v:.2f}"
             labels.append(ValueLabel(max(v, 0.0), float(i), f"{text} " if inside else f" {text}", inside))
         self._values.set_labels(labels)
         self._data_inside = [label.inside for label in labels]
 
-    def _show_ablation(self, trace: Trace, position: int, k: int, name: Callable[[int], str]) -> None:
-        """With ablated heads: the next-token probabilities before (no ablation) → after, and the flip."""
-        before = trace.info.get(BASELINE_PROBS)
-        ablate = trace.options.ablate
-        if before is None or not ablate or names.PROBS not in trace:
-            self._ablation.show_text("")
-            return
-        after = array(trace, names.PROBS)[position]  # [V]
-        change = distribution_change(np.asarray(before[position], dtype=np.float64), after.astype(np.float64), k)
-        self._ablation.show_text(
-            f"Ablated: {ablation_words(ablate)}. Probabilities before → after: {change_text(change, name)}"
-        )
-        self._data["ablation"] = change
-
-    def _heading(self, trace: Trace, position: int, kind: str, here: str) -> str:
-        """The title; `here` is the position's label (`position_labels`)."""
-        tgt_tokens = names.side_entry("tgt", "tokens")
-        decoder = tgt_tokens in trace
-        toks = trace.get(tgt_tokens if decoder else names.side_entry("src", "tokens")) or []
-        what = "logits" if kind == names.LOGITS else "probabilities"
-        if decoder:
-            context = " ".join(printable_label(t) for t in toks[: position + 1])
-            return f"Next-token {what} at position {position}: {here} (after “{elide_label(context, 60)}”)"
-        return f"Predicted token {what} at position {position} (“{here}”)"
-
-    @staticmethod
-    def _explain(kind: str, k: int, vocab: int, temperature: float | None, best: str) -> str:
-        temp = f"temperature T = {temperature:.3g}" if temperature is not None else "temperature unknown"
-        if kind == names.LOGITS:
-            return (
-                f"Top {k} of {vocab} raw scores: the final vector times the output matrix, one "
-                f"number per vocabulary entry. softmax(logits / T) turns them into probabilities "
-                f"({temp}). "
-                f"The highest (orange) is “{best}”."
-            )
-        return (
-            f"Top {k} of {vocab} probabilities = softmax(logits / T), {temp}: lower T sharpens the "
-            f"distribution, higher T flattens it. Greedy decoding picks the orange bar, “{best}”."
-        )
-
-    def _draw_bars(self, values: np.ndarray, kind: str) -> None:
+    def _draw_bars(self, values: np.ndarray, probabilities: bool) -> None:
         n = len(values)
         rows = np.arange(n, dtype=float)  # row 0 (the top) is the best token
         self._top_bar.set_bars(rows[:1], values[:1])
         self._bars.set_bars(rows[1:], values[1:])
-        if kind == names.PROBS and self.fixed_axis.isChecked():
+        if probabilities and self.fixed_axis.isChecked():
             x_range = FIXED_RANGE
-        elif kind == names.PROBS:
+        elif probabilities:
             high = 1.0 if float(values.max(initial=0)) > 0.75 else float(values.max(initial=0)) * 1.3 + 1e-6
             pad = 0.02 * high
             x_range = (-pad, high + pad)
@@ -293,20 +217,3 @@ class OutputPanel(StagePanel):
 
     def shown_data(self) -> dict:
         return dict(self._data)
-
-
-def position_labels(trace: Trace, n_pos: int, name: Callable[[int], str]) -> list[str]:
-    """A printable label per output position: 'input → predicted' on the decoder side (`row_labels`, the rule
-    every decoder panel uses), else the source token; '?' where the trace has no token for a position."""
-    side = "tgt" if names.side_entry("tgt", "tokens") in trace else "src"
-    toks = list(trace.get(names.side_entry(side, "tokens")) or [])
-    labels = row_labels(trace, side, len(toks), name) or []
-    return [printable_label(labels[i]) if i < len(labels) else "?" for i in range(n_pos)]
-
-
-def mask_position(trace: Trace, default: int) -> int:
-    """Where a masked-LM's prediction is worth showing: the first [MASK] of an encoder-only input."""
-    if names.side_entry("tgt", "tokens") in trace or names.side_entry("src", "tokens") not in trace:
-        return default
-    tokens = list(trace[names.side_entry("src", "tokens")])
-    return next((i for i, t in enumerate(tokens) if t in MASK_TOKENS), default)

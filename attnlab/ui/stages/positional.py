@@ -7,36 +7,16 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace, names, sinusoidal_period
+from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.views.model import MessageView
+from attnlab.present.views.positional import PECurve, PositionalView, positional_view
 from attnlab.ui import zoom
 from attnlab.ui.axes import grid_axes, show_grid_behind
 from attnlab.ui.heatmap import tick_font
 from attnlab.ui.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import (
-    MessageStack,
-    Note,
-    PanelHeatmap,
-    TokenTicks,
-    array,
-    foreground_color,
-    tokens,
-)
-
-
-def sinusoid_values(positions: np.ndarray, dim: int, d_model: int) -> np.ndarray:
-    """PE[pos, dim] of the sinusoidal encoding at (possibly fractional) positions."""
-    angle = positions / 10000.0 ** ((dim - dim % 2) / d_model)
-    return np.sin(angle) if dim % 2 == 0 else np.cos(angle)
-
-
-def is_sinusoidal(pe: np.ndarray) -> bool:
-    """True when the recorded table [T, d] is the fixed sine/cosine encoding (not a learned one)."""
-    t, d = pe.shape
-    pos = np.arange(t, dtype=np.float64)[:, None]
-    expected = np.stack([sinusoid_values(pos[:, 0], j, d) for j in range(d)], axis=1)
-    return bool(np.allclose(pe, expected, atol=1e-4))
+from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, TokenTicks, draw_matrix, foreground_color
 
 
 class PositionalPanel(StagePanel):
@@ -48,7 +28,8 @@ class PositionalPanel(StagePanel):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
         self._map = PanelHeatmap(self, rows_title="position", cols_title="model dimension", header=self._header)
-        self._curves_view = rect_updates(pg.GraphicsLayoutWidget(self))
+        self._curves_view = pg.GraphicsLayoutWidget(self)
+        rect_updates(self._curves_view)
         self._plot = self._curves_view.addPlot(row=0, col=0, axisItems=grid_axes())
         self._plot.setMenuEnabled(False)
         self._plot.setMouseEnabled(x=False, y=False)
@@ -96,91 +77,49 @@ class PositionalPanel(StagePanel):
         return self._curves[i], self._markers[i]
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        side = stage.side or "src"
-        name = names.side_entry(side, "pos")
-        if name not in trace:
-            config, options = trace.config, trace.options
-            switched_off = config.adds_position_table and not options.positional
-            text = (
-                "Positional encoding is switched off for this run: nothing is added to the token embeddings, "
-                "so the first layer sees the embeddings alone. Without position the model sees the tokens as "
-                "an unordered bag: 'dog bites man' and 'man bites dog' give each word the same encoding. "
-                "Tick 'Positional encoding' to add it again."
-                if switched_off
-                else "No positional encoding is added in this run: this model has none, or it uses rotary "
-                "encoding (which rotates Q and K inside attention instead of adding a table here). Without "
-                "position, the model sees the tokens as an unordered bag."
-            )
-            self._stack.show_message(text)
-            self._data = {"message": text}
+        shown = positional_view(trace, stage, view, self.vocab)
+        if isinstance(shown, MessageView):
+            self._stack.show_message(shown.message)
+            self._data = {"message": shown.message}
             return
         self._stack.show_content()
-        pe = array(trace, name)  # [T, d]
-        t, d = pe.shape
-        labels = tokens(trace, side, t)
-        sinusoidal = is_sinusoidal(pe)
-        kind = "sinusoidal" if sinusoidal else "learned"
-        self._map.draw(
-            pe,
-            labels,
-            None,
-            colormap=view.colormap,
-            symmetric=True,
-            title=f"{kind} positional encoding · {t} positions × {d} dimensions",
-        )
-        dims = [j for j in dict.fromkeys(view.pe_dims) if 0 <= j < d]
-        curves = self._draw_curves(pe, dims, sinusoidal)
-        self._set_ticks(labels, t)
-        self._data = {**self._map.record, "kind": kind, "dims": dims, "curves": curves}
-        if sinusoidal:
-            self._note.show_text(
-                "PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(same angle). "
-                "Low dimensions swing fast, high ones slowly: together they give every "
-                "position its own pattern. Dots mark the token positions."
-            )
-        else:
-            self._note.show_text(
-                "This model learned its position table during training: one trained "
-                "vector per position. Dots mark the token positions."
-            )
+        draw_matrix(self._map, shown.matrix, view.colormap)
+        curves = self._draw_curves(shown)
+        self._set_ticks(shown.labels, shown.positions)
+        self._data = {**self._map.record, "kind": shown.encoding, "dims": shown.dims, "curves": curves}
+        self._note.show_text(shown.note)
 
-    def _draw_curves(self, pe: np.ndarray, dims: list[int], sinusoidal: bool) -> dict[int, np.ndarray]:
-        t, d = pe.shape
+    def _draw_curves(self, shown: PositionalView) -> dict[int, np.ndarray]:
+        pe = shown.matrix.matrix  # [T, d]
         cached = self._curves_of
-        if cached is not None and cached[0] == dims and np.array_equal(cached[1], pe):
-            return {dim: pe[:, dim] for dim in dims}  # same table, same dimensions: the curves are up to date
-        self._curves_of = (list(dims), pe)
-        positions = np.arange(t, dtype=np.float64)
-        fine = np.linspace(0.0, max(t - 1, 0), max(2, (t - 1) * 12 + 1))
-        shown: dict[int, np.ndarray] = {}
-        for i, dim in enumerate(dims):
-            curve, markers = self._pair(i)
-            color = pg.intColor(i, hues=max(len(dims), 1), values=1, maxValue=220)
-            values = pe[:, dim]
-            if sinusoidal:
-                curve.setData(fine, sinusoid_values(fine, dim, d), pen=pg.mkPen(color, width=2.5))
-            else:
-                curve.setData(positions, values, pen=pg.mkPen(color, width=2.5))
-            markers.setData(positions, values, brush=pg.mkBrush(color), pen=pg.mkPen(foreground_color()))
-            curve.setVisible(True)
-            markers.setVisible(True)
-            shown[dim] = values
-        for curve, markers in zip(self._curves[len(dims) :], self._markers[len(dims) :], strict=True):
+        if cached is not None and cached[0] == shown.dims and np.array_equal(cached[1], pe):
+            return {curve.dim: curve.values for curve in shown.curves}  # same table and dimensions: up to date
+        self._curves_of = (shown.dims, pe)
+        for i, pe_curve in enumerate(shown.curves):
+            self._draw_curve(i, pe_curve, len(shown.curves))
+        for curve, markers in zip(self._curves[len(shown.curves) :], self._markers[len(shown.curves) :], strict=True):
             curve.setVisible(False)
             markers.setVisible(False)
-        if sinusoidal:
+        if shown.sinusoidal:
             self._plot.setYRange(-1.1, 1.1, padding=0)
         else:
             self._plot.enableAutoRange(axis="y")
-        key = (tuple(dims), sinusoidal, d)
+        key = tuple(curve.legend for curve in shown.curves)
         if key != self._legend_key:
             self._legend_key = key
             self._legend.clear()
-            for i, dim in enumerate(dims):
-                wave = "sin" if dim % 2 == 0 else "cos"
-                text = f"dim {dim} ({wave}, period {sinusoidal_period(dim, d):.3g})" if sinusoidal else f"dim {dim}"
-                self._legend.addItem(self._curves[i], text)
-        return shown
+            for i, pe_curve in enumerate(shown.curves):
+                self._legend.addItem(self._curves[i], pe_curve.legend)
+        return {curve.dim: curve.values for curve in shown.curves}
+
+    def _draw_curve(self, i: int, pe_curve: PECurve, n_curves: int) -> None:
+        curve, markers = self._pair(i)
+        color = pg.intColor(i, hues=max(n_curves, 1), values=1, maxValue=220)
+        curve.setData(pe_curve.xs, pe_curve.ys, pen=pg.mkPen(color, width=2.5))
+        positions = np.arange(len(pe_curve.values), dtype=np.float64)  # [T]
+        markers.setData(positions, pe_curve.values, brush=pg.mkBrush(color), pen=pg.mkPen(foreground_color()))
+        curve.setVisible(True)
+        markers.setVisible(True)
 
     def _set_ticks(self, labels: list[str] | None, t: int) -> None:
         if (labels, t) == self._ticks_key:
