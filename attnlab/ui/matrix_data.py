@@ -8,34 +8,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from attnlab.present.facts import PREDICTS
+# re-exported: the label rule lives in present/labels.py (the view-models use it too)
+from attnlab.present.labels import MAX_LABEL_CHARS as MAX_LABEL_CHARS
+from attnlab.present.labels import elide_label as elide_label
+from attnlab.present.labels import printable_label as printable_label
 
-MAX_LABEL_CHARS = 12
 ValueFormat = str | Callable[[float], str]
-
-
-_CONTROL_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x00": "\\0"}
-
-
-def printable_label(label: object) -> str:
-    """Token text made visible: control characters escaped, empty / blank tokens shown as ␣."""
-    s = str(label)
-    if any(ch in s for ch in _CONTROL_ESCAPES):
-        s = "".join(_CONTROL_ESCAPES.get(ch, ch) for ch in s)
-    if not s.strip():
-        s = "␣" * max(1, len(s))
-    return s
-
-
-def elide_label(label: object, max_chars: int = MAX_LABEL_CHARS) -> str:
-    """Printable label shortened to *max_chars* characters with a trailing '…'. A decoder row's
-    "input → predicted" label keeps both tokens, each shortened to *max_chars* on its own."""
-    s = printable_label(label)
-    if PREDICTS in s:
-        return PREDICTS.join(elide_label(part, max_chars) for part in s.split(PREDICTS, 1))
-    if len(s) > max_chars:
-        s = s[: max(1, max_chars - 1)] + "…"
-    return s
 
 
 def nice_step(min_cells: float) -> int:
