@@ -130,9 +130,9 @@ class ComparePanel(StagePanel):
         super().__init__(parent)
         self.setObjectName("comparePanel")
         self._caption = Note(self, bold=True)
-        self._chooser = QtWidgets.QComboBox(
-            self, objectName="compareEntryChooser", toolTip="Which of this stage's entries A | B compares"
-        )
+        self._chooser = QtWidgets.QComboBox(self)
+        self._chooser.setObjectName("compareEntryChooser")
+        self._chooser.setToolTip("Which of this stage's entries A | B compares")
         self._chooser.activated.connect(self._entry_chosen)
         self._chosen: str | None = None  # the entry the chooser picked (kept while the stage has it)
         self._rows_box = QtWidgets.QVBoxLayout()

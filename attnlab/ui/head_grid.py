@@ -259,7 +259,7 @@ class HeadGrid(MatrixView):
             setattr(self, k, v)
         if self._stack.currentWidget() is not self._message:
             self._stack.setCurrentWidget(self._glw)
-        for h in {self._styled, self._selected} - {None}:
+        for h in {h for h in (self._styled, self._selected) if h is not None}:
             if h < n_heads:
                 self._style_head(h)
 
