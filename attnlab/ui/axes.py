@@ -84,7 +84,7 @@ class OpaqueGridAxis(pg.AxisItem):
         levels = super().tickSpacing(minVal, maxVal, size)
         return levels if self.grid is False else levels[:2]
 
-    def generateDrawSpecs(self, p: QtGui.QPainter) -> tuple | None:
+    def generateDrawSpecs(self, p: QtGui.QPainter) -> tuple[AxisLine, list[AxisLine], list[TickText]] | None:
         specs = super().generateDrawSpecs(p)
         if specs is None or self.grid is False:
             return specs
@@ -246,7 +246,7 @@ class CategoryAxis(pg.AxisItem):
         return extent
 
     # -- pyqtgraph hooks
-    def tickValues(self, minVal: float, maxVal: float, size: float) -> list:
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[int]]]:
         n = self._n
         if n <= 0 or self.mode == "none":
             return []
@@ -266,7 +266,7 @@ class CategoryAxis(pg.AxisItem):
         start = math.ceil(first / step) * step
         return [(float(step), list(range(start, last + 1, step)))]
 
-    def tickStrings(self, values: list, scale: float, spacing: float) -> list[str]:
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
         if self.mode in ("labels", "rotated") and self._labels is not None:
             labels = self._labels
             return [labels[int(v)] if 0 <= int(v) < len(labels) else "" for v in values]

@@ -10,6 +10,7 @@ the ÷√dₖ histograms, LayerNorm vs BatchNorm) say on the panel what is compa
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -163,9 +164,9 @@ class ComparePanel(StagePanel):
         for part in (self._rows_part, self._grids, self._bars_part):
             layout.addWidget(part, 1)
         layout.addWidget(self._note)
-        self._data: dict = {}
+        self._data: dict[str, Any] = {}  # what the panel shows, for tests (shown_data)
         self._vocab: Callable[[int], str] | None = None
-        self._last: tuple | None = None
+        self._last: tuple[Trace, Trace, Stage, ViewState] | None = None
 
     def set_vocabulary(self, vocab: Callable[[int], str] | None) -> None:
         """Token names for output ids (the main window passes the model's tokenizer.id_to_token)."""
@@ -285,7 +286,7 @@ class ComparePanel(StagePanel):
             "flipped": change.flipped,
         }
 
-    def shown_data(self) -> dict:
+    def shown_data(self) -> dict[str, Any]:
         return dict(self._data)
 
 
