@@ -159,20 +159,20 @@ def main_stage_keys(stages: Sequence[Stage], kinds: Sequence[str] = MAIN_KINDS, 
 def shoot_stages(window: MainWindow, keys: list[str], folder: Path | None = None, tag: str = "") -> list[str]:
     """Show each stage in `window`, save the window as folder/<tag>-<key>.png (when folder is given) and
     return the clipped labels found, each line prefixed with the stage key."""
-    app = QtWidgets.QApplication
     offenders: list[str] = []
     for key in keys:
         window.session.set_stage(key)
         for _ in range(3):  # layouts settle over a few passes (axis widths follow the labels)
-            app.processEvents()
+            QtWidgets.QApplication.processEvents()
         window.repaint()
-        app.processEvents()
+        QtWidgets.QApplication.processEvents()
         if folder is not None:
             window.grab().save(str(folder / f"{tag}{key}.png"))
         offenders += [f"{tag}{key}: {line}" for line in clipped_labels(window.current_panel())]
+        title_row = window.stage_title.parentWidget()  # the title is always placed in the window
         offenders += [
             f"{tag}{key}: {line}"
-            for line in clipped_labels(window.stage_title.parentWidget())
+            for line in (clipped_labels(title_row) if title_row is not None else [])
             if "QLabel" in line and window.stage_title.text()[:20] in line
         ]
     return offenders
