@@ -13,6 +13,7 @@ the engine has loaded.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -27,14 +28,18 @@ from attnlab.present.stages import Stage, ViewState, pick_stage, warm_up
 from attnlab.present.texts import default_prefix, example_sentence, extended_ids, ids_text, next_token, real_length
 
 if TYPE_CHECKING:
+    from attnlab.checkpoints.snapshots import Snapshots
     from attnlab.engine.live import LiveModel
     from attnlab.engine.trace import Trace
+
+    # what a load job hands the GUI: (model, source text, decoder input, path, model_snapshots(model))
+    Loaded = tuple[LiveModel, str, str, str | None, tuple[Snapshots | None, str]]
 
 DEBOUNCE_MS = 150  # typing pause before a re-trace
 TOKENIZE_TIMEOUT_S = 10.0  # the app stops a Hugging Face tokenizer that takes longer on one text (issue 27)
 
 
-def model_snapshots(model) -> tuple[Any, str]:
+def model_snapshots(model: LiveModel) -> tuple[Snapshots | None, str]:
     """(the training snapshots beside `model`'s checkpoint or None, why they could not be read or '')."""
     from attnlab.checkpoints.snapshots import find_snapshots
 
@@ -57,7 +62,7 @@ class LoadDetour:
 class _Job:
     kind: str  # "trace" or "load"
     generation: int
-    run: Any  # callable run on the worker thread
+    run: Callable[[], Any]  # run on the worker thread
 
 
 class Session(QObject):
@@ -94,7 +99,7 @@ class Session(QObject):
         self.trace: Trace | None = None
         self.pinned: Trace | None = None  # run A of a comparison; it survives toggles, texts and same-shape models
         self.stages: list[Stage] = []
-        self.snapshots = None  # checkpoints.snapshots.Snapshots of the open model, when its checkpoint has them
+        self.snapshots: Snapshots | None = None  # the open model's, when its checkpoint has them
         self.training_step: int | None = None  # a snapshot step the runs use instead of the final weights
         self._generation = {"trace": 0, "load": 0}
         self._running: _Job | None = None
@@ -123,7 +128,7 @@ class Session(QObject):
         src: str | None = None,
         tgt: str | None = None,
         path: str | None = None,
-        snapshots=None,
+        snapshots: Snapshots | None = None,
     ) -> None:
         """Open `model` now; its options go back to the defaults (the trained placement, heads), and the runs
         use its final weights. `snapshots`: its weights at a few training steps (checkpoints.snapshots)."""
@@ -197,7 +202,7 @@ class Session(QObject):
             or bool(getattr(self.model, "reads_pairs", False))
         )
 
-    def update_options(self, **changes) -> bool:
+    def update_options(self, **changes: Any) -> bool:
         return self.set_options(self.options.replace(**changes))
 
     def reset_options(self) -> None:
@@ -227,7 +232,7 @@ class Session(QObject):
         """Ablate head `head` at `site` ("zero", "mean") or stop ablating it (None)."""
         return self.set_options(self.options.with_ablation(site, head, mode))
 
-    def set_view(self, **changes) -> None:
+    def set_view(self, **changes: Any) -> None:
         view = replace(self.view, **changes)
         if view != self.view:
             self.view = view
@@ -261,8 +266,10 @@ class Session(QObject):
 
     def _generate_one(self) -> None:
         model, trace = self.model, self.trace
+        if model is None or trace is None:  # both callers have a model and its trace
+            return
         token_id, piece = next_token(model, trace)
-        tok = model.tgt_tokenizer
+        tok = model.tokenizer("tgt")
         if token_id == tok.specials.eos:
             self._generate_presses = 0
             self.notice.emit("The model predicts </s>: it considers the sentence finished.")
@@ -308,9 +315,10 @@ class Session(QObject):
         stage_key = self.stage_key
         snapshots, step = self.snapshots, self.training_step
 
-        def run():
+        def run() -> tuple[Trace, list[Stage]]:
             start = time.perf_counter()
-            weights = snapshots.model_at(step) if step is not None else model  # a snapshot: built once, here
+            # a snapshot: built once, here (a step is only set while the model has snapshots)
+            weights = snapshots.model_at(step) if step is not None and snapshots is not None else model
             before = baseline_probs(weights, src, tgt, options)  # [T, V] or None: the run without ablations
             trace = weights.trace(src, tgt, options)
             if step is not None:
@@ -325,7 +333,7 @@ class Session(QObject):
 
     def load_async(
         self,
-        factory,
+        factory: Callable[[], LiveModel | LoadDetour],
         path: str | None = None,
         src: str | None = None,
         tgt: str | None = None,
@@ -338,7 +346,7 @@ class Session(QObject):
         `remembered` = (model name, sentence) from the last session: used when no `src` is given and the
         model has that name (an English sentence is no example for a French language model)."""
 
-        def run():
+        def run() -> Loaded | LoadDetour:
             model = factory()
             if isinstance(model, LoadDetour):
                 return model
@@ -354,8 +362,9 @@ class Session(QObject):
     @property
     def loading(self) -> bool:
         """Whether a load is running or waiting (its result not yet accepted or dropped)."""
-        running = self._running is not None and self._running.kind == "load"
-        return (running and self._running.generation == self._generation["load"]) or "load" in self._waiting
+        job = self._running
+        running = job is not None and job.kind == "load" and job.generation == self._generation["load"]
+        return running or "load" in self._waiting
 
     def cancel(self) -> bool:
         """Cancel (the status bar's button): stop a tokenizer running in its child process (the app's time
@@ -377,7 +386,7 @@ class Session(QObject):
         self._set_busy()
         return True
 
-    def _submit(self, kind: str, run) -> None:
+    def _submit(self, kind: str, run: Callable[[], Any]) -> None:
         self._generation[kind] += 1
         if kind == "load":  # traces of the old model are moot
             self._generation["trace"] += 1
@@ -411,7 +420,7 @@ class Session(QObject):
             pass
 
     @Slot(object)
-    def _on_job_done(self, result) -> None:
+    def _on_job_done(self, result: tuple[_Job, Any, str | None]) -> None:
         job, value, error = result
         self._running = None
         for kind in ("load", "trace"):
@@ -425,9 +434,9 @@ class Session(QObject):
                 self._accept_trace(value, error)
         self._set_busy()
 
-    def _accept_model(self, value, error: str | None) -> None:
-        if error is not None:
-            self.modelFailed.emit(error)
+    def _accept_model(self, value: Loaded | LoadDetour | None, error: str | None) -> None:
+        if error is not None or value is None:
+            self.modelFailed.emit(error or "the load returned nothing")
             return
         if isinstance(value, LoadDetour):
             self.request_trace()  # submitting the load dropped any waiting trace of the model that stays

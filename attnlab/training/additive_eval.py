@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from attnlab.checkpoints.additive import AdditiveModel
+from attnlab.training.corpus import Pair
 from attnlab.training.data import decoder_ids, make_batch, source_ids
 from attnlab.training.handwritten import handwritten_figures, sentence_key
 from attnlab.training.recipes import TRANSLATION
@@ -22,7 +24,7 @@ from attnlab.training.recipes import TRANSLATION
 TRANSLATION_CORPUS_SEED = 0  # the shipped translation model's corpus seed (its metadata: corpus.seed)
 
 
-def held_out_pairs(model: AdditiveModel, n: int | None = None) -> tuple[list, dict]:
+def held_out_pairs(model: AdditiveModel, n: int | None = None) -> tuple[list[Pair], dict[str, Any]]:
     """(pairs, facts): the translation recipe's held-out pairs that the GRU model never trained on (the first
     `n` of them, or all), and how they were chosen."""
     from attnlab.training.train import split_corpus
@@ -68,7 +70,7 @@ def greedy_ids(model: AdditiveModel, texts: Sequence[str], chunk: int = 64) -> l
 
 
 @torch.no_grad()
-def attention(model: AdditiveModel, pairs, chunk: int = 64) -> list[torch.Tensor]:
+def attention(model: AdditiveModel, pairs: Sequence[Pair], chunk: int = 64) -> list[torch.Tensor]:
     """Teacher-forced attention of each pair as [1, 1, T, S] (one "layer", one "head"): the layout the
     Transformer's cross-attention has in `evaluate.cross_attention`, so one alignment rule scores both."""
     tok = model.tokenizer
@@ -85,7 +87,7 @@ def attention(model: AdditiveModel, pairs, chunk: int = 64) -> list[torch.Tensor
     return result
 
 
-def _by_trained_length(model: AdditiveModel, pairs) -> dict:
+def _by_trained_length(model: AdditiveModel, pairs: Sequence[Pair]) -> dict[str, dict[str, Any]]:
     """Exact match on the sentences as short as those it trained on (at most `max_source` source ids) and on
     the longer ones, which it never saw in training."""
     from attnlab.training.evaluate import exact_match
@@ -93,7 +95,7 @@ def _by_trained_length(model: AdditiveModel, pairs) -> dict:
     limit = int(model.metadata.get("max_source", 12))
     short = [p for p in pairs if len(source_ids(model.tokenizer, p.src)) <= limit]
     long = [p for p in pairs if len(source_ids(model.tokenizer, p.src)) > limit]
-    result = {}
+    result: dict[str, dict[str, Any]] = {}
     for key, part in ((f"at_most_{limit}_ids", short), (f"over_{limit}_ids", long)):
         if part:
             figures = exact_match(model, part)
@@ -101,12 +103,12 @@ def _by_trained_length(model: AdditiveModel, pairs) -> dict:
     return result
 
 
-def evaluate_additive(model: AdditiveModel, n: int | None = None) -> dict:
+def evaluate_additive(model: AdditiveModel, n: int | None = None) -> dict[str, Any]:
     """The translation figures (exact match, alignment, hand-written set) of the GRU model."""
     from attnlab.training.evaluate import alignment_accuracy, exact_match
 
     pairs, facts = held_out_pairs(model, n)
-    figures: dict = {"kind": "translation", "attention": "additive", "n_sentences": len(pairs), **facts}
+    figures: dict[str, Any] = {"kind": "translation", "attention": "additive", "n_sentences": len(pairs), **facts}
     figures.update(exact_match(model, pairs))
     figures["exact_match_by_source_length"] = _by_trained_length(model, pairs)
     figures["alignment"] = alignment_accuracy(model, pairs, attention(model, pairs))

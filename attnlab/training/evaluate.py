@@ -11,7 +11,8 @@ of pairs, split seed and fraction), so these are sentences training never saw.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import torch
 import torch.nn.functional as F
@@ -19,9 +20,16 @@ import torch.nn.functional as F
 from attnlab.engine import names
 from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import BPETokenizer, Tokenizer
 from attnlab.engine.trace import Recorder
+from attnlab.training.corpus import Pair
 from attnlab.training.data import decoder_ids, make_batch, pad_batch, source_ids, word_piece_spans
 from attnlab.training.handwritten import handwritten_figures
+
+if TYPE_CHECKING:
+    from attnlab.checkpoints.additive import AdditiveModel
+
+    Translator = LiveModel | AdditiveModel  # a model `attnlab eval` measures as a translation model
 
 FAST = RunOptions(record=False, device="cpu")
 RECORDED = RunOptions(record=True, device="cpu")
@@ -33,9 +41,10 @@ CHUNK = 64  # sentences per forward pass
 # French prefix (l'animal, n'était, qu'il: the piece after the apostrophe), since that prefix is really the
 # article, the negation or the conjunction, not the content word.
 READINGS = {"predicting": (0, False), "input": (1, False), "predicting_after_elision": (0, True)}
+Item = TypeVar("Item")
 
 
-def held_out_pairs(model: LiveModel, n: int | None = None):
+def held_out_pairs(model: LiveModel, n: int | None = None) -> tuple[Pair, ...]:
     """The first `n` test pairs (all when n is None) of the split this model was trained beside."""
     from attnlab.training.train import split_corpus
 
@@ -55,25 +64,41 @@ def held_out_pairs(model: LiveModel, n: int | None = None):
     return test if n is None else test[:n]
 
 
-def _chunks(items: Sequence, size: int = CHUNK):
+def _chunks(items: Sequence[Item], size: int = CHUNK) -> Iterator[Sequence[Item]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
 
+def _tokenizers(model: Translator) -> tuple[Tokenizer, Tokenizer]:
+    """(source, target) tokenizers of a translation model (one built without them cannot be measured)."""
+    src, tgt = model.src_tokenizer, model.tgt_tokenizer
+    if src is None or tgt is None:
+        raise ValueError(f"{model.name!r} has no source or target tokenizer, so it cannot be evaluated")
+    return src, tgt
+
+
+def _bpe_tokenizers(model: Translator) -> tuple[BPETokenizer, BPETokenizer]:
+    """`_tokenizers` of a classroom model: BPE, whose character offsets give each word's pieces."""
+    src, tgt = _tokenizers(model)
+    if not isinstance(src, BPETokenizer) or not isinstance(tgt, BPETokenizer):
+        raise ValueError(f"{model.name!r} has no BPE tokenizers, so its alignment cannot be measured")
+    return src, tgt
+
+
 # ---- translation: exact match ------------------------------------------------------------------------
 @torch.inference_mode()
-def greedy_translate(model, sources: Sequence[str], max_new_tokens: int = 60) -> list[list[int]]:
+def greedy_translate(model: Translator, sources: Sequence[str], max_new_tokens: int = 60) -> list[list[int]]:
     """Greedy decoding of a batch of sentences; returns the generated piece ids of each (without specials).
     `model`: a LiveModel, or the additive-attention GRU model (an AdditiveModel)."""
     if not isinstance(model, LiveModel):
         from attnlab.training.additive_eval import greedy_ids
 
         return greedy_ids(model, sources)
-    tok = model.tgt_tokenizer
+    src_tok, tok = _tokenizers(model)
     module = model.module.to("cpu")
     out: list[list[int]] = []
     for chunk in _chunks(list(sources)):
-        src, src_pad = pad_batch([source_ids(model.src_tokenizer, s) for s in chunk], tok.pad_id)  # [B, S]
+        src, src_pad = pad_batch([source_ids(src_tok, s) for s in chunk], tok.pad_id)  # [B, S]
         tgt = torch.full((len(chunk), 1), tok.bos_id, dtype=torch.long)  # [B, 1]
         finished = torch.zeros(len(chunk), dtype=torch.bool)  # [B]
         for _ in range(min(max_new_tokens, model.config.max_len - 2)):
@@ -89,11 +114,11 @@ def greedy_translate(model, sources: Sequence[str], max_new_tokens: int = 60) ->
     return out
 
 
-def exact_match(model: LiveModel, pairs) -> dict:
+def exact_match(model: Translator, pairs: Sequence[Pair]) -> dict[str, Any]:
     """Share of sentences whose greedy translation is the reference text, word for word ("exact_match"), and
     the stricter share that also used the reference's own pieces ("exact_match_pieces": a model may spell a
     word with other pieces, e.g. "attendu" "##s" where the tokenizer cuts "attend" "##us")."""
-    tok = model.tgt_tokenizer
+    _, tok = _tokenizers(model)
     generated = greedy_translate(model, [p.src for p in pairs])
     outputs = [tok.decode(g) for g in generated]
     same_text = [o == p.tgt for o, p in zip(outputs, pairs, strict=True)]
@@ -116,33 +141,33 @@ def exact_match(model: LiveModel, pairs) -> dict:
 class CrossAttentionRecorder(Recorder):
     """Keeps only the cross-attention weights, for the whole batch: name -> [B, H, T, S]."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(True, eager=True)  # eager: the weights arrive as values, not as derivation rules
 
-    def __call__(self, name, tensor, batched=True):
+    def __call__(self, name: str, tensor: torch.Tensor, batched: bool = True) -> None:
         site = names.site_of(name)
         if batched and site and name == names.site_entry(site, "weights") and names.split_site(site)[2] == "cross":
             self._items[name] = tensor.detach()
 
-    def tokens(self, name, tokens):
+    def tokens(self, name: str, tokens: list[str]) -> None:
         pass
 
 
 @torch.inference_mode()
-def cross_attention(model: LiveModel, pairs) -> list[torch.Tensor]:
+def cross_attention(model: LiveModel, pairs: Sequence[Pair]) -> list[torch.Tensor]:
     """Teacher-forced cross-attention of each pair: one tensor [L, H, T, S] per pair (T = <s> + target pieces,
     S = source pieces + </s>)."""
-    tok = model.tgt_tokenizer
+    src_tok, tok = _tokenizers(model)
     module = model.module.to("cpu")
     n_layers = model.config.n_decoder_layers
     result: list[torch.Tensor] = []
     for chunk in _chunks(list(pairs)):
-        examples = [(source_ids(model.src_tokenizer, p.src), decoder_ids(tok, p.tgt)) for p in chunk]
+        examples = [(source_ids(src_tok, p.src), decoder_ids(tok, p.tgt)) for p in chunk]
         batch = make_batch(examples, tok.pad_id)
         rec = CrossAttentionRecorder()
         module(batch.src, batch.tgt_in, options=RECORDED, rec=rec, src_pad=batch.src_pad, tgt_pad=batch.tgt_pad)
         cross = [names.site_entry(names.site(names.layer("dec", i), "cross"), "weights") for i in range(n_layers)]
-        layers = [rec._items[name] for name in cross]  # each [B, H, T, S]
+        layers = [cast(torch.Tensor, rec._items[name]) for name in cross]  # each [B, H, T, S] (it keeps tensors)
         stacked = torch.stack(layers, dim=1)  # [B, L, H, T, S]
         for b, (src_ids, tgt_ids) in enumerate(examples):
             result.append(stacked[b, :, :, : len(tgt_ids) - 1, : len(src_ids)].clone())  # [L, H, T, S]
@@ -155,18 +180,24 @@ def word_attention(weights: torch.Tensor, spans: list[list[int]]) -> torch.Tenso
     return torch.stack(words + [weights[..., -1]], dim=-1)
 
 
-def alignment_accuracy(model, pairs, attention: Sequence[torch.Tensor] | None = None) -> dict:
+def alignment_accuracy(
+    model: Translator, pairs: Sequence[Pair], attention: Sequence[torch.Tensor] | None = None
+) -> dict[str, Any]:
     """Share of aligned target content words whose strongest cross-attention (source pieces summed per word,
     </s> counted as a word of its own) falls on the aligned source word; per layer and head, and for the
     head-average of each layer, for each reading (see READINGS). `attention`: one [L, H, T, S] per pair
     (default: the Transformer's cross-attention, `cross_attention`)."""
-    tok = model.tgt_tokenizer
-    weights = list(cross_attention(model, pairs) if attention is None else attention)
+    src_tok, tok = _bpe_tokenizers(model)
+    if attention is None:
+        if not isinstance(model, LiveModel):
+            raise ValueError(f"{model.name!r} has no cross-attention: pass its attention")
+        attention = cross_attention(model, pairs)
+    weights = list(attention)
     L, H = weights[0].shape[:2] if weights else (1, 1)
     hits = {k: torch.zeros(L, H + 1) for k in READINGS}  # last column: the head-average
     total = 0
     for pair, att in zip(pairs, weights, strict=True):  # att [L, H, T, S]
-        src_spans = word_piece_spans(model.src_tokenizer, pair.src)
+        src_spans = word_piece_spans(src_tok, pair.src)
         tgt_spans = word_piece_spans(tok, pair.tgt)
         tgt_words = pair.tgt.split(" ")
         att = torch.cat([att, att.mean(1, keepdim=True)], dim=1)  # [L, H+1, T, S]
@@ -181,14 +212,14 @@ def alignment_accuracy(model, pairs, attention: Sequence[torch.Tensor] | None = 
     return _alignment_summary(hits, total, H)
 
 
-def elided_pieces(tokenizer, word: str) -> int:
+def elided_pieces(tokenizer: Tokenizer, word: str) -> int:
     """How many pieces an elided French prefix takes (l'animal -> "l", "'" = 2); 0 without an apostrophe."""
     cut = word.find("'")
     return 0 if cut < 0 else len(tokenizer.encode(word[: cut + 1])[1])
 
 
-def _alignment_summary(hits: dict, total: int, n_heads: int) -> dict:
-    out: dict = {"n_aligned_words": total}
+def _alignment_summary(hits: dict[str, torch.Tensor], total: int, n_heads: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"n_aligned_words": total}
     for key, h in hits.items():
         acc = h / max(total, 1)  # [L, H+1]
         per_head = acc[:, :n_heads]
@@ -204,9 +235,9 @@ def _alignment_summary(hits: dict, total: int, n_heads: int) -> dict:
 
 # ---- language model -----------------------------------------------------------------------------------
 @torch.inference_mode()
-def language_figures(model: LiveModel, texts: Sequence[str]) -> dict:
+def language_figures(model: LiveModel, texts: Sequence[str]) -> dict[str, Any]:
     """Next-token accuracy and perplexity (per BPE piece, </s> included) on `texts`."""
-    tok = model.tgt_tokenizer
+    tok = model.tokenizer("tgt")
     module = model.module.to("cpu")
     nll_sum, correct, count = 0.0, 0, 0
     for chunk in _chunks(list(texts)):
@@ -224,13 +255,14 @@ def language_figures(model: LiveModel, texts: Sequence[str]) -> dict:
     }
 
 
-def teaching_examples(model: LiveModel) -> dict:
+def teaching_examples(model: LiveModel) -> dict[str, Any]:
     """How the model translates the corpus's TEACHING_EXAMPLES (sentences the app suggests; they are always in
     the training split, so this is not a held-out figure)."""
     from attnlab.training.corpus import TEACHING_EXAMPLES
 
     generated = greedy_translate(model, [p.src for p in TEACHING_EXAMPLES])
-    outputs = [model.tgt_tokenizer.decode(g) for g in generated]
+    _, tok = _tokenizers(model)
+    outputs = [tok.decode(g) for g in generated]
     return {
         "correct": sum(o == p.tgt for o, p in zip(outputs, TEACHING_EXAMPLES, strict=True)),
         "n": len(TEACHING_EXAMPLES),
@@ -243,7 +275,7 @@ def teaching_examples(model: LiveModel) -> dict:
 
 
 # ---- everything ----------------------------------------------------------------------------------------
-def evaluate(model, n: int | None = None) -> dict:
+def evaluate(model: Translator, n: int | None = None) -> dict[str, Any]:
     """The figures for a classroom model on its held-out split (the first `n` pairs, or all); the additive
     GRU model (an AdditiveModel) is measured by `additive_eval.evaluate_additive`."""
     if not isinstance(model, LiveModel):
@@ -252,7 +284,7 @@ def evaluate(model, n: int | None = None) -> dict:
         return evaluate_additive(model, n)
     pairs = held_out_pairs(model, n)
     if model.config.arch == "encoder-decoder":
-        figures = {"kind": "translation", "n_sentences": len(pairs)}
+        figures: dict[str, Any] = {"kind": "translation", "n_sentences": len(pairs)}
         figures.update(exact_match(model, pairs))
         figures["alignment"] = alignment_accuracy(model, pairs)
         figures["teaching_examples"] = teaching_examples(model)

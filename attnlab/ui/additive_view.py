@@ -4,10 +4,12 @@ cross-attention for the same sentence. Opened from File â†’ Open bundled model â
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from PySide6 import QtWidgets
 
 from attnlab.checkpoints.additive import TITLE, AdditiveModel
-from attnlab.present.additive_compare import additive_alignment, cross_attention_alignment
+from attnlab.present.additive_compare import Alignment, additive_alignment, cross_attention_alignment
 from attnlab.present.engine_api import LiveModel
 from attnlab.ui.stages.common import note_font, titled_heatmap
 
@@ -63,14 +65,14 @@ class AdditiveCompareWindow(QtWidgets.QWidget):
         layout.addLayout(row)
         layout.addLayout(maps, 1)
         layout.addWidget(self._note)
-        self._data: dict = {}
+        self._data: dict[str, Alignment] = {}
         self._sentence.editingFinished.connect(self.refresh)
         self._layer.currentIndexChanged.connect(self.refresh)
         self.resize(1200, 620)
         self.refresh()
 
     @staticmethod
-    def _has_cross(model: LiveModel | None) -> bool:
+    def _has_cross(model: LiveModel | None) -> TypeGuard[LiveModel]:
         return model is not None and model.config.has_decoder and model.config.n_encoder_layers > 0
 
     def refresh(self) -> None:
@@ -100,5 +102,5 @@ class AdditiveCompareWindow(QtWidgets.QWidget):
             self._maps[1].clear("The open model has no cross-attention (open the translation model to compare).")
             self._note.setText("")
 
-    def shown_data(self) -> dict:
+    def shown_data(self) -> dict[str, Alignment]:
         return dict(self._data)

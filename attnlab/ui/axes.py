@@ -18,6 +18,10 @@ from attnlab.ui.raster import opaque_pen, plot_background
 
 TICK_POINT_SIZE = 10
 TITLE_POINT_SIZE = 12
+# pyqtgraph's draw specs of an axis (AxisItem.generateDrawSpecs): a line as (pen, start, end); a tick label
+# as (rect, Qt alignment and text flags, text)
+AxisLine = tuple[QtGui.QPen, QtCore.QPointF, QtCore.QPointF]
+TickText = tuple[QtCore.QRectF, object, str]
 
 
 def tick_font() -> QtGui.QFont:
@@ -80,7 +84,7 @@ class OpaqueGridAxis(pg.AxisItem):
         levels = super().tickSpacing(minVal, maxVal, size)
         return levels if self.grid is False else levels[:2]
 
-    def generateDrawSpecs(self, p: QtGui.QPainter) -> tuple | None:
+    def generateDrawSpecs(self, p: QtGui.QPainter) -> tuple[AxisLine, list[AxisLine], list[TickText]] | None:
         specs = super().generateDrawSpecs(p)
         if specs is None or self.grid is False:
             return specs
@@ -242,7 +246,7 @@ class CategoryAxis(pg.AxisItem):
         return extent
 
     # -- pyqtgraph hooks
-    def tickValues(self, minVal: float, maxVal: float, size: float) -> list:
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[int]]]:
         n = self._n
         if n <= 0 or self.mode == "none":
             return []
@@ -255,20 +259,22 @@ class CategoryAxis(pg.AxisItem):
             return [(1.0, list(range(first, last + 1)))]
         px_per_cell = size / (hi - lo)
         if self.orientation in ("top", "bottom"):
-            need = self.index_px() + 14
+            need: float = self.index_px() + 14
         else:
             need = self.line_px * 1.6
         step = nice_step(need / max(px_per_cell, 1e-9))
         start = math.ceil(first / step) * step
         return [(float(step), list(range(start, last + 1, step)))]
 
-    def tickStrings(self, values: list, scale: float, spacing: float) -> list[str]:
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
         if self.mode in ("labels", "rotated") and self._labels is not None:
             labels = self._labels
             return [labels[int(v)] if 0 <= int(v) < len(labels) else "" for v in values]
         return [str(int(v)) for v in values]
 
-    def drawPicture(self, p: QtGui.QPainter, axisSpec, tickSpecs, textSpecs) -> None:
+    def drawPicture(
+        self, p: QtGui.QPainter, axisSpec: AxisLine, tickSpecs: list[AxisLine], textSpecs: list[TickText]
+    ) -> None:
         if self.mode != "rotated" or self.orientation not in ("top", "bottom"):
             super().drawPicture(p, axisSpec, tickSpecs, textSpecs)
             return
@@ -325,7 +331,7 @@ def keep_ticks_apart(axis: pg.AxisItem, gap_lines: float = 1.4) -> pg.AxisItem:
     `gap_lines` text lines apart (a short colour bar at a large zoom would otherwise stack '0.2' on '0.4')."""
     original = axis.tickSpacing
 
-    def spacing(min_val: float, max_val: float, size: float):
+    def spacing(min_val: float, max_val: float, size: float) -> list[tuple[float, float]]:
         levels = original(min_val, max_val, size)
         span = abs(max_val - min_val)
         if not levels or span == 0 or size <= 0:

@@ -4,10 +4,18 @@ be as wide as its text. Used by benchmarks/classroom_shots.py and the tests; ret
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnlab.ui.value_labels import ValueLabels
+
+if TYPE_CHECKING:
+    from attnlab.present.stages import Stage
+    from attnlab.ui.main_window import MainWindow
 
 TOLERANCE_PX = 1.0
 
@@ -131,7 +139,7 @@ def clipped_labels(root: QtWidgets.QWidget) -> list[str]:
     return offenders
 
 
-def _box(rect) -> str:
+def _box(rect: QtCore.QRect | QtCore.QRectF) -> str:
     r = QtCore.QRectF(rect)
     return f"[{r.left():.0f}, {r.top():.0f} … {r.right():.0f}, {r.bottom():.0f}]"
 
@@ -140,7 +148,7 @@ def _box(rect) -> str:
 MAIN_KINDS = ("tokens", "weights", "heads", "lines", "addnorm", "ffn", "probs")
 
 
-def main_stage_keys(stages, kinds=MAIN_KINDS, cross: bool = True) -> list[str]:
+def main_stage_keys(stages: Sequence[Stage], kinds: Sequence[str] = MAIN_KINDS, cross: bool = True) -> list[str]:
     """The first stage of each kind, plus the first cross-attention weights when the model has one."""
     keys = [next(s.key for s in stages if s.kind == kind) for kind in kinds if any(s.kind == kind for s in stages)]
     if cross:
@@ -148,23 +156,23 @@ def main_stage_keys(stages, kinds=MAIN_KINDS, cross: bool = True) -> list[str]:
     return keys
 
 
-def shoot_stages(window, keys: list[str], folder=None, tag: str = "") -> list[str]:
+def shoot_stages(window: MainWindow, keys: list[str], folder: Path | None = None, tag: str = "") -> list[str]:
     """Show each stage in `window`, save the window as folder/<tag>-<key>.png (when folder is given) and
     return the clipped labels found, each line prefixed with the stage key."""
-    app = QtWidgets.QApplication.instance()
-    offenders = []
+    offenders: list[str] = []
     for key in keys:
         window.session.set_stage(key)
         for _ in range(3):  # layouts settle over a few passes (axis widths follow the labels)
-            app.processEvents()
+            QtWidgets.QApplication.processEvents()
         window.repaint()
-        app.processEvents()
+        QtWidgets.QApplication.processEvents()
         if folder is not None:
             window.grab().save(str(folder / f"{tag}{key}.png"))
         offenders += [f"{tag}{key}: {line}" for line in clipped_labels(window.current_panel())]
+        title_row = window.stage_title.parentWidget()  # the title is always placed in the window
         offenders += [
             f"{tag}{key}: {line}"
-            for line in clipped_labels(window.stage_title.parentWidget())
+            for line in (clipped_labels(title_row) if title_row is not None else [])
             if "QLabel" in line and window.stage_title.text()[:20] in line
         ]
     return offenders

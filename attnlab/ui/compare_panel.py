@@ -10,6 +10,7 @@ the ÷√dₖ histograms, LayerNorm vs BatchNorm) say on the panel what is compa
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -130,9 +131,9 @@ class ComparePanel(StagePanel):
         super().__init__(parent)
         self.setObjectName("comparePanel")
         self._caption = Note(self, bold=True)
-        self._chooser = QtWidgets.QComboBox(
-            self, objectName="compareEntryChooser", toolTip="Which of this stage's entries A | B compares"
-        )
+        self._chooser = QtWidgets.QComboBox(self)
+        self._chooser.setObjectName("compareEntryChooser")
+        self._chooser.setToolTip("Which of this stage's entries A | B compares")
         self._chooser.activated.connect(self._entry_chosen)
         self._chosen: str | None = None  # the entry the chooser picked (kept while the stage has it)
         self._rows_box = QtWidgets.QVBoxLayout()
@@ -163,9 +164,9 @@ class ComparePanel(StagePanel):
         for part in (self._rows_part, self._grids, self._bars_part):
             layout.addWidget(part, 1)
         layout.addWidget(self._note)
-        self._data: dict = {}
+        self._data: dict[str, Any] = {}  # what the panel shows, for tests (shown_data)
         self._vocab: Callable[[int], str] | None = None
-        self._last: tuple | None = None
+        self._last: tuple[Trace, Trace, Stage, ViewState] | None = None
 
     def set_vocabulary(self, vocab: Callable[[int], str] | None) -> None:
         """Token names for output ids (the main window passes the model's tokenizer.id_to_token)."""
@@ -285,7 +286,7 @@ class ComparePanel(StagePanel):
             "flipped": change.flipped,
         }
 
-    def shown_data(self) -> dict:
+    def shown_data(self) -> dict[str, Any]:
         return dict(self._data)
 
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 # whose change makes the row re-read.
 Builder = Callable[["ControlsPanel"], QWidget | QLayout]
 Reader = Callable[["ControlsPanel", Session, ModelConfig], None]
-Connector = Callable[["ControlsPanel", Session], None]
+Connector = Callable[["ControlsPanel", Session], object]  # what it returns (a signal's Connection) is dropped
 
 
 @dataclass(frozen=True)

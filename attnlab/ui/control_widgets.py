@@ -8,9 +8,10 @@ What an option control shows for a model (values, range, why it is off) comes fr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from attnlab.ui.control_rows import Builder, Connector, Reader
     from attnlab.ui.controls import ControlsPanel
 
+Widget = TypeVar("Widget", bound=QWidget)
+
 
 def row_layout(*widgets: QWidget, stretch_first: bool = True) -> QHBoxLayout:
     row = QHBoxLayout()
@@ -51,18 +54,23 @@ def info_attr(control: Control) -> str:
     return str(control.settings.get("info", f"{control.attr}_info"))
 
 
+def _named(widget: Widget, c: Control) -> Widget:
+    """`widget` with the control's object name and its tooltip before a model is open."""
+    widget.setObjectName(c.name)
+    widget.setToolTip(c.tooltip)
+    return widget
+
+
 def _slider_pair(p: ControlsPanel, c: Control) -> QLayout:
     """A QDoubleSpinBox (c.name) and a QSlider beside it (settings["slider"]) moving it in 1/scale steps."""
     spin_settings = {k: v for k, v in c.settings.items() if k not in ("scale", "slider")}
-    spin = QDoubleSpinBox(objectName=c.name, toolTip=c.tooltip, **spin_settings)
+    spin = _named(QDoubleSpinBox(**spin_settings), c)
     scale = c.settings["scale"]
-    slider = QSlider(
-        Qt.Orientation.Horizontal,
-        objectName=c.settings["slider"],
-        minimum=round(spin.minimum() * scale),
-        maximum=round(spin.maximum() * scale),
-        value=round(spin.value() * scale),
-    )
+    slider = QSlider(Qt.Orientation.Horizontal)
+    slider.setObjectName(c.settings["slider"])
+    slider.setMinimum(round(spin.minimum() * scale))
+    slider.setMaximum(round(spin.maximum() * scale))
+    slider.setValue(round(spin.value() * scale))
     setattr(p, c.attr, spin)
     setattr(p, slider_attr(c), slider)
     return row_layout(slider, spin)
@@ -71,7 +79,7 @@ def _slider_pair(p: ControlsPanel, c: Control) -> QLayout:
 def _clear_button(p: ControlsPanel, c: Control) -> QWidget:
     """A line of text (what is set) above a button that puts the option back."""
     setattr(p, info_attr(c), QLabel(wordWrap=True))
-    setattr(p, c.attr, QPushButton(c.text, objectName=c.name, toolTip=c.tooltip))
+    setattr(p, c.attr, _named(QPushButton(c.text), c))
     box = QWidget()
     column = QVBoxLayout(box)
     column.setContentsMargins(0, 0, 0, 0)
@@ -87,11 +95,11 @@ def build_control(c: Control) -> Builder:
         if c.kind == "clear":
             return _clear_button(p, c)
         if c.kind == "check":
-            widget: QWidget = QCheckBox(c.text, objectName=c.name, toolTip=c.tooltip)
+            widget: QWidget = _named(QCheckBox(c.text), c)
         elif c.kind == "combo":
-            widget = QComboBox(objectName=c.name, toolTip=c.tooltip)
+            widget = _named(QComboBox(), c)
         else:
-            widget = QSpinBox(objectName=c.name, toolTip=c.tooltip, **c.settings)
+            widget = _named(QSpinBox(**c.settings), c)
         setattr(p, c.attr, widget)
         return widget
 
@@ -129,7 +137,7 @@ def _show_choices(box: QComboBox, state: ControlState) -> None:
             box.addItem(choice.text, choice.value)
     for i, choice in enumerate(state.choices):
         box.setItemText(i, choice.text)
-        box.model().item(i).setEnabled(choice.enabled)
+        cast(QStandardItemModel, box.model()).item(i).setEnabled(choice.enabled)  # a combo's own model
     box.setCurrentIndex(max(0, box.findData(state.value)))
 
 
@@ -159,13 +167,9 @@ def read_control(spec: OptionSpec, c: Control) -> Reader:
 # view choices ------------------------------------------------------------------------------------------------
 def build_head(p: ControlsPanel) -> QWidget:
     # people count heads from 1 ("head 1 of 4"); ViewState.head and the trace count from 0
-    p.head = QSpinBox(
-        objectName="headSpin",
-        prefix="head ",
-        minimum=1,
-        maximum=1,
-        toolTip="The head shown by the single-head panels (or click one in 'all heads')",
-    )
+    p.head = QSpinBox(prefix="head ", minimum=1, maximum=1)
+    p.head.setObjectName("headSpin")
+    p.head.setToolTip("The head shown by the single-head panels (or click one in 'all heads')")
     return p.head
 
 
@@ -177,10 +181,11 @@ def read_head(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
 
 
 def build_colour_scale(p: ControlsPanel) -> QWidget:
-    p.colour_scale = QComboBox(
-        objectName="colourScaleCombo",
-        toolTip="Colour scale of an attention site's QKᵀ, ÷√dₖ and masked maps: shared, so "
-        "the division by √dₖ is seen; per panel; or one fixed range",
+    p.colour_scale = QComboBox()
+    p.colour_scale.setObjectName("colourScaleCombo")
+    p.colour_scale.setToolTip(
+        "Colour scale of an attention site's QKᵀ, ÷√dₖ and masked maps: shared, so "
+        "the division by √dₖ is seen; per panel; or one fixed range"
     )
     for value, text in COLOUR_SCALES:
         p.colour_scale.addItem(text, value)
@@ -192,7 +197,9 @@ def read_colour_scale(p: ControlsPanel, s: Session, config: ModelConfig) -> None
 
 
 def build_colormap(p: ControlsPanel) -> QWidget:
-    p.colormap = QComboBox(objectName="colormapCombo", toolTip="Colours of every heatmap")
+    p.colormap = QComboBox()
+    p.colormap.setObjectName("colormapCombo")
+    p.colormap.setToolTip("Colours of every heatmap")
     return p.colormap
 
 

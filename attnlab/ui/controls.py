@@ -16,12 +16,13 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QSignalBlocker
-from PySide6.QtWidgets import QFormLayout, QGroupBox, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from attnlab.session import Session
 from attnlab.ui.control_rows import Row, rows
 
 if TYPE_CHECKING:
+    from attnlab.present.engine_api import RunOptions, Trace
     from attnlab.present.stages import Stage, ViewState
 
 ALL_FIELDS = None  # sync(ALL_FIELDS): re-read every row
@@ -56,7 +57,16 @@ class ControlsPanel(QWidget):
     """Every what-if toggle of RunOptions plus the view choices (head, colour map), built from control_rows.rows().
 
     Widgets write to the session; the session's signals re-read only the rows whose fields changed, with those
-    widgets' signals blocked, so showing a state never triggers another change."""
+    widgets' signals blocked, so showing a state never triggers another change.
+    The option table's widgets are attributes named by their controls (Control.attr, set by the builders);
+    the view and study rows' widgets are declared here."""
+
+    head: QSpinBox  # the head shown, counted from 1
+    colour_scale: QComboBox
+    colormap: QComboBox
+    ablate: QComboBox
+    compare: QComboBox
+    pin: QPushButton
 
     def __init__(self, session: Session, parent: QWidget | None = None):
         super().__init__(parent)
@@ -65,7 +75,7 @@ class ControlsPanel(QWidget):
         self._view: ViewState | None = None  # the view last shown, to tell which of its fields changed
         self._stage: Stage | None = None  # the stage last shown; a trace can pick one (`--stage`, a lesson step)
         # (row, options, view before its call) while a row's own widget is changing the session
-        self._source: tuple[Row, Any, Any] | None = None
+        self._source: tuple[Row, RunOptions, ViewState] | None = None
         self.rows = rows()
         layout = QVBoxLayout(self)
         forms: dict[str, QFormLayout] = {}
@@ -80,7 +90,8 @@ class ControlsPanel(QWidget):
             else:
                 forms[row.group].addRow(row.label, item)
             row.connect(self, _FromRow(session, row, self))  # type: ignore[arg-type]  # a Session to the row
-        self.reset = QPushButton("Reset all toggles", objectName="resetOptionsButton")
+        self.reset = QPushButton("Reset all toggles")
+        self.reset.setObjectName("resetOptionsButton")
         self.reset.clicked.connect(session.reset_options)
         layout.addWidget(self.reset)
         layout.addStretch(1)
@@ -100,7 +111,7 @@ class ControlsPanel(QWidget):
             )
         )
 
-    def _on_trace(self, _trace) -> None:
+    def _on_trace(self, _trace: Trace) -> None:
         # the first trace (or a lesson step's) picks the stage asked for before it existed, without stageChanged
         if self.session.stage != self._stage:
             self.sync(frozenset({"stage"}))

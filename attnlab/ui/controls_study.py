@@ -25,10 +25,11 @@ assert tuple(m for m, _ in ABLATE_CHOICES[1:]) == ABLATION_MODES
 
 # ablation -----------------------------------------------------------------------------------------------------
 def build_ablate(p: ControlsPanel) -> QComboBox:
-    p.ablate = QComboBox(
-        objectName="ablateCombo",
-        toolTip="Ablate the shown head at the current attention site: its context is replaced "
-        "by zeros or by its mean over the positions before W_O",
+    p.ablate = QComboBox()
+    p.ablate.setObjectName("ablateCombo")
+    p.ablate.setToolTip(
+        "Ablate the shown head at the current attention site: its context is replaced "
+        "by zeros or by its mean over the positions before W_O"
     )
     for mode, text in ABLATE_CHOICES:
         p.ablate.addItem(text, mode)
@@ -60,14 +61,14 @@ def read_ablate(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
 
 # compare --------------------------------------------------------------------------------------------------------
 def build_compare(p: ControlsPanel) -> QLayout:
-    p.compare = QComboBox(
-        objectName="compareCombo", toolTip="With a pinned run A: show A | B side by side, or A | B | B − A"
-    )
+    p.compare = QComboBox()
+    p.compare.setObjectName("compareCombo")
+    p.compare.setToolTip("With a pinned run A: show A | B side by side, or A | B | B − A")
     for value, text in COMPARE_MODES:
         p.compare.addItem(text, value)
-    p.pin = QPushButton(
-        "Pin as A", objectName="pinButton", toolTip="Keep the current run as A; change anything, and compare (Ctrl+P)"
-    )
+    p.pin = QPushButton("Pin as A")
+    p.pin.setObjectName("pinButton")
+    p.pin.setToolTip("Keep the current run as A; change anything, and compare (Ctrl+P)")
     row = QHBoxLayout()
     row.addWidget(p.compare, 1)
     row.addWidget(p.pin)

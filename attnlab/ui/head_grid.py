@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -74,7 +75,7 @@ class HeadGrid(MatrixView):
         self._bottom_axes: list[CategoryAxis] = []
         self._bar: pg.ColorBarItem | None = None
         # One scene per head count seen, kept: toggling 4 <-> 8 heads swaps pages instead of rebuilding.
-        self._grids: dict[int, dict] = {}
+        self._grids: dict[int, dict[str, Any]] = {}
         self._glw = self._new_grid_scene()
         self._stack.setCurrentWidget(self._message)
 
@@ -254,12 +255,12 @@ class HeadGrid(MatrixView):
             self._style_head(h)
         self._grids[n_heads] = {k: getattr(self, k) for k in self._GRID_STATE}
 
-    def _restore_grid(self, kept: dict, n_heads: int) -> None:
+    def _restore_grid(self, kept: dict[str, Any], n_heads: int) -> None:
         for k, v in kept.items():
             setattr(self, k, v)
         if self._stack.currentWidget() is not self._message:
             self._stack.setCurrentWidget(self._glw)
-        for h in {self._styled, self._selected} - {None}:
+        for h in {h for h in (self._styled, self._selected) if h is not None}:
             if h < n_heads:
                 self._style_head(h)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QWidget
 
 from attnlab.present import words
@@ -26,7 +27,8 @@ SINGLE_HEAD_KINDS = frozenset({"qkv", "scores", "scaled", "masked", "weights", "
 def head_menu(parent: QWidget, site: str, head: int, current: str | None) -> QMenu:
     """The menu for trace head `head` of `site`; `current`: how it is ablated now ("zero", "mean" or None).
     Each action's data is its mode (None clears); the current mode is checked, "Clear" greyed when none."""
-    menu = QMenu(parent, objectName="headAblationMenu")
+    menu = QMenu(parent)
+    menu.setObjectName("headAblationMenu")
     menu.addSection(f"{words.head_words(head)} of {words.site_full_words(site)}")
     for mode, text in MENU_CHOICES:
         action = menu.addAction(text)
@@ -52,7 +54,7 @@ def offer(session: Session, panel: QWidget, head: int, global_pos: QPoint) -> QM
         old.setObjectName("")
     menu = head_menu(panel, site, head, session.options.ablation_of(site, head))
 
-    def chosen(action) -> None:
+    def chosen(action: QAction) -> None:
         session.set_view(head=head)
         session.set_ablation(site, head, action.data())
 

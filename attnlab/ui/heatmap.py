@@ -271,13 +271,13 @@ class LabeledHeatmap(MatrixView):
             self._view.setToolTip("")
             return
         self._set_hover(-1, -1)
-        text = self._axis_label_at(pos)
+        text = self._axis_label_at(pos, self._raw.shape)
         self._readout.setText(text or self.HINT)
         self._view.setToolTip(text)
 
-    def _axis_label_at(self, pos: QtCore.QPointF) -> str:
-        """Full (unelided) label under the cursor when it is over the tick labels."""
-        rows, cols = self._raw.shape
+    def _axis_label_at(self, pos: QtCore.QPointF, shape: tuple[int, ...]) -> str:
+        """Full (unelided) label under the cursor when it is over the tick labels of a map of `shape`."""
+        rows, cols = shape
         p = self._vb.mapSceneToView(pos)
         if self._left.isVisible() and self._left.sceneBoundingRect().contains(pos):
             r = math.floor(p.y() + 0.5)

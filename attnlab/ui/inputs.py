@@ -14,24 +14,25 @@ class InputBar(QWidget):
     def __init__(self, session: Session, parent: QWidget | None = None):
         super().__init__(parent)
         self.session = session
-        self.src = QLineEdit(objectName="srcEdit", placeholderText="Type a sentence…", clearButtonEnabled=True)
+        self.src = QLineEdit(placeholderText="Type a sentence…", clearButtonEnabled=True)
+        self.src.setObjectName("srcEdit")
         self.tgt = QLineEdit(
-            objectName="tgtEdit",
             clearButtonEnabled=True,
             placeholderText="Decoder input (teacher forcing) — empty, or Generate",
         )
+        self.tgt.setObjectName("tgtEdit")
         for edit in (self.src, self.tgt):  # the same cap the engine reads (and the settings remember)
             edit.setMaxLength(MAX_SENTENCE_CHARS)
         self.src_label = QLabel("&Source:")
         self.src_label.setBuddy(self.src)
         self.tgt_label = QLabel("&Decoder input:")
         self.tgt_label.setBuddy(self.tgt)
-        self.generate = QPushButton(
-            "Generate next token",
-            objectName="generateButton",
-            toolTip="Append the model's most probable next token (Ctrl+G)",
-        )
-        self.clear = QPushButton("Clear", objectName="clearTgtButton", toolTip="Empty the decoder input")
+        self.generate = QPushButton("Generate next token")
+        self.generate.setObjectName("generateButton")
+        self.generate.setToolTip("Append the model's most probable next token (Ctrl+G)")
+        self.clear = QPushButton("Clear")
+        self.clear.setObjectName("clearTgtButton")
+        self.clear.setToolTip("Empty the decoder input")
         for button in (self.generate, self.clear):  # stay button-sized when the decoder box is hidden
             button.setSizePolicy(QSizePolicy.Policy.Maximum, QSizePolicy.Policy.Fixed)
         layout = QFormLayout(self)

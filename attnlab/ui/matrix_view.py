@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -29,6 +30,9 @@ from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL, get_colo
 from attnlab.ui.matrix_data import ValueFormat, describe_value, printable_label
 from attnlab.ui.raster import MatrixImage, rect_updates
 
+if TYPE_CHECKING:
+    from pyqtgraph.GraphicsScene.mouseEvents import MouseClickEvent
+
 COLORBAR_WIDEST_TICK = "−0.0000"
 
 
@@ -41,7 +45,7 @@ def set_image(image: pg.ImageItem, page: np.ndarray, lo: float, hi: float) -> No
         if np.array_equal(shown[0], page, equal_nan=True):
             return
     image.setImage(page, autoLevels=False, levels=(lo, hi))
-    image._attnlab_shown = (page, (lo, hi))  # type: ignore[attr-defined]
+    image._attnlab_shown = (page, (lo, hi))
 
 
 class MatrixView(QtWidgets.QWidget):
@@ -245,7 +249,7 @@ class MatrixView(QtWidgets.QWidget):
     def _on_mouse_moved(self, pos: QtCore.QPointF) -> None:
         raise NotImplementedError
 
-    def _on_mouse_clicked(self, ev: object) -> None:
+    def _on_mouse_clicked(self, ev: MouseClickEvent) -> None:
         self._handle_click(ev.scenePos(), ev.button())
 
     def _handle_click(self, scene_pos: QtCore.QPointF, button: Qt.MouseButton) -> bool:

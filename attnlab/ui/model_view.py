@@ -9,6 +9,8 @@ every cell, tiled with a one-pixel transparent gap between cells (the grid lines
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt, Signal
@@ -19,6 +21,11 @@ from attnlab.present.engine_api import names
 from attnlab.present.model_grid import SiteGrid, site_grids
 from attnlab.ui.colormaps import DEFAULT_SEQUENTIAL, get_colormap
 from attnlab.ui.raster import QtReadyImage, rect_updates
+
+if TYPE_CHECKING:
+    from pyqtgraph.GraphicsScene.mouseEvents import MouseClickEvent
+
+    from attnlab.present.engine_api import Trace
 
 GRID_LINE = "#bbbbbb"
 HINT = "Each small map is one head of one layer (rows: layers, columns: heads). Click one to open it."
@@ -34,7 +41,9 @@ class ModelView(QWidget):
         self.setObjectName("modelView")
         self._scene = rect_updates(pg.GraphicsLayoutWidget())
         self._scene.setObjectName("modelViewScene")
-        self._readout = QLabel(HINT, objectName="modelViewReadout", wordWrap=True)
+        self._readout = QLabel(HINT)
+        self._readout.setObjectName("modelViewReadout")
+        self._readout.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self._scene, 1)
@@ -42,13 +51,13 @@ class ModelView(QWidget):
         self._colormap = get_colormap(colormap)
         self._plots: dict[str, tuple[pg.PlotItem, pg.ImageItem]] = {}
         self._grids: dict[str, SiteGrid] = {}
-        self._layout_key: tuple = ()
+        self._layout_key: tuple[tuple[str, int, int, int, int], ...] = ()
         self.draw_count = 0
         self._scene.scene().sigMouseClicked.connect(self._on_click)
         self._scene.scene().sigMouseMoved.connect(self._on_move)
 
     # ---- drawing -----------------------------------------------------------------------------------------
-    def set_trace(self, trace) -> None:
+    def set_trace(self, trace: Trace) -> None:
         """Draw every site of `trace` (one read of each site's weights)."""
         grids = site_grids(trace)
         key = tuple((kind, g.layers, g.heads, g.rows, g.cols) for kind, g in grids.items())
@@ -111,7 +120,7 @@ class ModelView(QWidget):
         grid = self._grids[kind]
         return plot.getViewBox().mapViewToScene(QPointF(grid.col_centre(head), grid.row_centre(layer)))
 
-    def _on_click(self, event) -> None:
+    def _on_click(self, event: MouseClickEvent) -> None:
         if event.button() != Qt.MouseButton.LeftButton:
             return
         found = self.cell_at(event.scenePos())
@@ -133,6 +142,6 @@ class ModelView(QWidget):
             f"{value:.3f}   (click to open this head)"
         )
 
-    def shown_data(self) -> dict:
+    def shown_data(self) -> dict[str, np.ndarray]:
         """The tiled images by site kind (numpy), for tests."""
         return {kind: np.asarray(grid.image) for kind, grid in self._grids.items()}

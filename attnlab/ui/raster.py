@@ -23,6 +23,8 @@ translucent grid lines took 1.2 ms and 60 thread switches where the same lines d
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
@@ -30,8 +32,10 @@ from PySide6.QtCore import Qt
 
 from attnlab.ui.errors import guarded_paint
 
+View = TypeVar("View", bound=QtWidgets.QGraphicsView)
 
-def rect_updates(view: QtWidgets.QGraphicsView) -> QtWidgets.QGraphicsView:
+
+def rect_updates(view: View) -> View:
     """Repaint `view` through the one rectangle that bounds everything that changed (see the module docstring)."""
     view.setViewportUpdateMode(QtWidgets.QGraphicsView.ViewportUpdateMode.BoundingRectViewportUpdate)
     return view

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen, QPolygonF
+from PySide6.QtGui import QColor, QFont, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPen, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from attnlab.present import words
@@ -50,6 +50,8 @@ SHORT = {
 FIRST_SITE = {stack: names.site(names.layer(stack, 0), "self") for stack in names.STACKS}  # "enc.0.self", …
 HIGHLIGHT = "#ff9f1c"
 RESIDUAL = "#4a78b0"
+ColumnBox = tuple[str, str, str]  # (box, text, kind) of one box of a stack's column
+Branch = tuple[int, int | None]  # a residual branch: (its first box, the box it joins, or None when cut)
 
 
 @dataclass
@@ -63,7 +65,7 @@ class Item:
 class Schematic(QWidget):
     boxClicked = Signal(str)
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("schematic")
         self.setMouseTracking(True)
@@ -149,24 +151,33 @@ class Schematic(QWidget):
         self.texts.append((QRectF(0, 2, WIDTH, 18), title, Qt.AlignmentFlag.AlignCenter))
         top = 24.0
         if cfg.arch == "encoder-decoder":
-            enc_bottom, enc_out = self._stack("enc", 4.0, 140.0, top, cfg.n_encoder_layers, None, False)
-            dec_bottom, _ = self._stack("dec", 156.0, 140.0, top, cfg.n_decoder_layers, enc_out, True)
+            enc_bottom, enc_out = self._stack(cfg, "enc", 4.0, 140.0, top, cfg.n_encoder_layers, None, False)
+            dec_bottom, _ = self._stack(cfg, "dec", 156.0, 140.0, top, cfg.n_decoder_layers, enc_out, True)
             bottom = max(enc_bottom, dec_bottom)
         else:
             side = "enc" if cfg.arch == "encoder-only" else "dec"
             n = cfg.n_encoder_layers if side == "enc" else cfg.n_decoder_layers
-            bottom, _ = self._stack(side, 50.0, 200.0, top, n, None, True)
+            bottom, _ = self._stack(cfg, side, 50.0, 200.0, top, n, None, True)
         self.height_ = bottom + 4
         self.updateGeometry()
         self.update()
 
     def _stack(
-        self, side: str, x0: float, w: float, y: float, n_layers: int, memory: QPointF | None, output: bool
+        self,
+        cfg: ModelConfig,
+        side: str,
+        x0: float,
+        w: float,
+        y: float,
+        n_layers: int,
+        memory: QPointF | None,
+        output: bool,
     ) -> tuple[float, QPointF]:
-        """One column, top to bottom; returns (its bottom y, the point where the stack's output leaves)."""
+        """One column of model `cfg`, top to bottom; returns (its bottom y, the point where the stack's output
+        leaves)."""
         here = names.layer(side, self.layer[side])
         y = self._header(side, x0, w, y, n_layers)
-        column, branches, layer_start, layer_end = self._column(side, here, output)
+        column, branches, layer_start, layer_end = self._column(cfg, side, here, output)
         bx, bw = x0 + 16, w - 18
         cx = bx + bw / 2
         rects: list[QRectF] = []
@@ -200,7 +211,7 @@ class Schematic(QWidget):
             self.texts.append((label_rect, "K,V", Qt.AlignmentFlag.AlignCenter))
         last = rects[-1].bottom()
         out_point = QPointF(cx, last + 8)
-        if not output and self.config.has_decoder:
+        if not output and cfg.has_decoder:
             self.lines.append(([QPointF(cx, last), out_point], RESIDUAL, False))
         return last + 10, out_point
 
@@ -214,12 +225,16 @@ class Schematic(QWidget):
             self.items.append(Item(names.site(names.layer(side, i), "self"), r, str(i + 1), chip))
         return y + 24
 
-    def _column(self, side: str, here: str, output: bool) -> tuple[list, list, int, int]:
-        """The boxes of one stack as (box, text, kind), top to bottom, with the norms where the options put
-        them; the residual branches as (first box of the branch, the box it joins, or None when cut); and
-        where the repeated layer starts and ends."""
-        cfg, opts = self.config, self.options
-        column = [(names.side_entry(names.stack_side(side), "input"), INPUT_LABELS[pe_kind(cfg, opts)], "input")]
+    def _column(
+        self, cfg: ModelConfig, side: str, here: str, output: bool
+    ) -> tuple[list[ColumnBox], list[Branch], int, int]:
+        """The boxes of one stack of model `cfg` as (box, text, kind), top to bottom, with the norms where the
+        options put them; the residual branches as (first box of the branch, the box it joins, or None when
+        cut); and where the repeated layer starts and ends."""
+        opts = self.options
+        column: list[ColumnBox] = [
+            (names.side_entry(names.stack_side(side), "input"), INPUT_LABELS[pe_kind(cfg, opts)], "input")
+        ]
         norm = norm_word(cfg)
         attn = words.site_words(FIRST_SITE[side], causal=opts.is_causal(FIRST_SITE[side])).capitalize()
         subs = [(names.site(here, "self"), attn, "attn")]
@@ -228,7 +243,7 @@ class Schematic(QWidget):
         subs.append((names.ffn(here), words.word("ffn.box"), "ffn"))
         pre, residual = opts.norm_first, opts.residual
         layer_start = len(column)
-        branches = []
+        branches: list[Branch] = []
         for n, sub in enumerate(subs, 1):
             norm_box, first = names.norm(here, n), len(column)
             if pre:
@@ -247,7 +262,7 @@ class Schematic(QWidget):
             column.append((OUTPUT_BOX, "Linear + softmax", "output"))
         return column, branches, layer_start, layer_end
 
-    def _residual_paths(self, branches: list, rects: list[QRectF], lane: float, cx: float) -> None:
+    def _residual_paths(self, branches: list[Branch], rects: list[QRectF], lane: float, cx: float) -> None:
         """The skip paths on the stack's left lane (grey and cut short when residuals are off)."""
         residual = self.options.residual
         colour = RESIDUAL if residual else "#b0b0b0"
@@ -280,7 +295,7 @@ class Schematic(QWidget):
         return scale, (self.width() - WIDTH * scale) / 2
 
     @guarded_paint
-    def paintEvent(self, _event) -> None:
+    def paintEvent(self, _event: QPaintEvent) -> None:
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
         scale, dx = self._transform()
@@ -365,12 +380,12 @@ class Schematic(QWidget):
                 return item
         return None
 
-    def mouseMoveEvent(self, event) -> None:
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
         item = self.item_at(event.position())
         self.setCursor(Qt.CursorShape.PointingHandCursor if item else Qt.CursorShape.ArrowCursor)
         self.setToolTip(f"Go to {item.label}" if item else "")
 
-    def mousePressEvent(self, event) -> None:
+    def mousePressEvent(self, event: QMouseEvent) -> None:
         item = self.item_at(event.position())
         if item is not None and event.button() == Qt.MouseButton.LeftButton:
             self.boxClicked.emit(item.box)

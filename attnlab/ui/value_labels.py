@@ -75,7 +75,7 @@ class ValueLabels(pg.GraphicsObject):
         self.prepareGeometryChange()  # the bounding rect is the visible range
 
     @guarded_paint
-    def paint(self, painter: QtGui.QPainter, *_args) -> None:
+    def paint(self, painter: QtGui.QPainter, *_args: object) -> None:
         if not self._labels:
             return
         rects = self._rects(painter.transform())
