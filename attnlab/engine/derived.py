@@ -29,9 +29,16 @@ class Derived:
     params: tuple[object, ...] = ()
 
 
+def per_q_head(kv: Tensor, n_heads: int) -> Tensor:
+    """K or V [H_kv, T, dk] with each shared head repeated for the H / H_kv consecutive Q heads it serves
+    (grouped-query attention), as layers.attend does; the tensor itself when H_kv = H."""
+    n_kv = kv.shape[-3]
+    return kv if n_kv == n_heads else kv.repeat_interleave(n_heads // n_kv, dim=-3)  # [H, T, dk]
+
+
 def _scores(q: Tensor, k: Tensor) -> Tensor:
-    """q [H, Tq, dk], k [H, Tk, dk] -> [H, Tq, Tk], the same product the forward pass took."""
-    return q @ k.transpose(-2, -1)
+    """q [H, Tq, dk], k [H or H_kv, Tk, dk] -> [H, Tq, Tk], the same product the forward pass took."""
+    return q @ per_q_head(k, q.shape[-3]).transpose(-2, -1)
 
 
 def _scaled_by(scores: Tensor, scale: bool, d_head: int, divisor: float = 1.0) -> Tensor:
@@ -51,8 +58,8 @@ def _softmax_rows(masked: Tensor) -> Tensor:
 
 
 def _weighted_sum(weights: Tensor, v: Tensor) -> Tensor:
-    """weights [H, Tq, Tk] @ v [H, Tk, dk] -> context [H, Tq, dk]."""
-    return weights @ v
+    """weights [H, Tq, Tk] @ v [H or H_kv, Tk, dk] -> context [H, Tq, dk]."""
+    return weights @ per_q_head(v, weights.shape[-3])
 
 
 def _concat(context: Tensor) -> Tensor:
