@@ -55,19 +55,19 @@ def is_big_map(trace: Trace, name: str) -> bool:
 
 
 def block(trace: Trace, name: str, heads: slice, rows: slice) -> Tensor:
-    """value[heads, rows] of a site's entry [H, Tq, Tk] (a derived map, a stored map, or the mask [1, Tq, Tk]
-    whose one row block serves every head), computed from the stored Q, K and mask rows only."""
+    """value[heads, rows] of a site's entry [H, Tq, Tk] (a derived map or a stored one; the mask [Tq, Tk]
+    gives its rows, the same for every head), computed from the stored Q, K and mask rows only."""
     entry = chain_rule(trace, name)
     if entry is None:
         value = trace.device_value(name)
-        return value[:, rows] if value.shape[0] == 1 else value[heads, rows]  # [h or 1, r, Tk]
+        return value[rows] if value.dim() == 2 else value[heads, rows]  # [r, Tk] or [h, r, Tk]
     if entry.rule == "scores":
         q, k = (trace.device_value(n) for n in entry.inputs)  # [H, Tq, dk], [H_kv, Tk, dk]
         group = q.shape[0] // k.shape[0]
         kv_heads = torch.arange(heads.start, heads.stop, device=k.device) // group  # Q head -> its K head
         return compute(entry, [q[heads, rows], k.index_select(0, kv_heads)])  # [h, r, Tk]
     inputs = [block(trace, entry.inputs[0], heads, rows)]  # [h, r, Tk]
-    inputs += [block(trace, n, heads, rows) for n in entry.inputs[1:]]  # the mask's rows [1, r, Tk]
+    inputs += [block(trace, n, heads, rows) for n in entry.inputs[1:]]  # the mask's rows [r, Tk]
     return compute(entry, inputs)  # [h, r, Tk]
 
 
