@@ -2,10 +2,10 @@
 
 A run records some entries as rules (engine/derived.py) instead of values. Here the same forward runs twice
 on the same input: once with an eager Recorder that keeps every value the forward computed, once with the
-ordinary one; every entry must come out the same (names, order, dtype, and the values to 1e-6 of their
-size at the first site, 1e-5 after several layers: the ordinary recorder computes each site's context with the fused kernel, whose rounding differs from
-the step-by-step weights @ V in the last bits, and every later value inherits that; each rule redoes the
-forward's own operation — tests/test_trace_linear.py checks the rules on a trace's own inputs bit for bit).
+ordinary one; every entry must come out the same (names, order, dtype, and the values to 1e-5 of their
+size). The ordinary recorder computes each site's context with the fused kernel, whose rounding differs from
+the step-by-step weights @ V in the last bits, and every later value inherits that (the first site's values
+agree to 1e-6: tests/test_trace_linear.py); each rule redoes the forward's own step-by-step operation.
 """
 
 from __future__ import annotations
