@@ -9,7 +9,8 @@ LiveModel.trace, the way the app runs them (the second replaces the first; nothi
 Reported, in GiB of resident memory (/proc/self/statm after gc and malloc_trim):
   held after trace 1 / 2   RSS minus the RSS before the first trace (the model and the process excluded)
   peak                     the process's peak RSS minus the same baseline (a sampling thread, every 5 ms,
-                           and getrusage's ru_maxrss at the end: the larger)
+                           and getrusage's ru_maxrss at the end: the larger); peak_process: the whole
+                           process's peak (torch, the model and the baseline included)
   read one head            seconds to read the last layer's head 0 attention weights (`trace.read`)
   stored                   Trace.stored_bytes() of the second trace
 Prints one JSON line. Run under `ulimit -v` to keep a version that needs more memory from the OOM killer.
@@ -124,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "positional": args.positional,
         "held_gib": [round(h / GIB, 2) for h in held],
         "peak_gib": round((peak - base) / GIB, 2),
+        "peak_process_gib": round(peak / GIB, 2),
         "trace_s": [round(s, 1) for s in seconds],
         "read_one_head_s": round(read_s, 2),
         "head_shape": list(head.shape),

@@ -53,7 +53,6 @@ def attention_steps(
     *,
     blocked_rows: bool = True,
     mask_is_zero: bool = False,
-    kv_shared: bool = False,
     ablate: dict[int, str] | None = None,
     divisor: float = 1.0,
 ) -> Tensor:
@@ -62,9 +61,9 @@ def attention_steps(
     q [B, H, Tq, dk], k/v [B, H, Tk, dk], mask additive [B or 1, 1, Tq, Tk] (0 allowed, -inf blocked).
     Returns the context [B, H, Tq, dk]. A query whose every key is blocked gets all-zero weights.
     Hints from a caller that built the mask (they only save work): `blocked_rows=False` promises that no
-    query has every key blocked; `mask_is_zero=True` promises that the mask blocks nothing. `kv_shared`: the
-    recorded K/V have fewer heads than Q (grouped-query attention); the rules read each Q head's shared K/V
-    head (derived.py). `ablate` {head: "zero"|"mean"}: those heads' context is replaced
+    query has every key blocked; `mask_is_zero=True` promises that the mask blocks nothing. k/v have one head per Q
+    head; under grouped-query attention the trace holds the shared K/V heads and the rules read each Q head's
+    own (derived.py). `ablate` {head: "zero"|"mean"}: those heads' context is replaced
     (ablate_heads); the recorded `context` is then the ablated one, stored (weights @ V would not give it).
     `divisor`: the scores are divided by √dk · divisor when scaling (GPT-2's scale_attn_by_inverse_layer_idx:
     layer l's divisor is l + 1).
@@ -297,7 +296,6 @@ def attend(
             prefix,
             blocked_rows=mask.blocked_rows,
             mask_is_zero=mask.blocks_nothing,
-            kv_shared=n_kv != n_heads,
             ablate=ablate,
             divisor=divisor,
         )
