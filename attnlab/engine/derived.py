@@ -2,12 +2,16 @@
 
 A recorded run stores what the forward pass computed and could not cheaply redo (Q, K, V, the attention
 output, FFN pre-activations, LayerNorm inputs and outputs, logits, …). Entries that follow from those in a
-few cheap steps (`scores` = Q Kᵀ, `scaled`, `masked`, the attention `weights`, `context`, `concat`, a LayerNorm's mean
+few cheap steps (`scores` = Q Kᵀ, `scaled`, `masked`, the attention `weights`, `concat`, a LayerNorm's mean
 and variance, the FFN activation, `probs`) are kept as a `Derived` placeholder: a rule name, the names of
 its inputs and the run's constants.
 
-Every rule redoes exactly the operation the forward pass did on the same numbers, so a derived entry equals
-the value the forward computed (tests/test_trace_derived.py compares every entry with an eager recording).
+Every rule redoes exactly the operation the step-by-step forward (layers.attention_steps, what an eager
+recording runs) does on the same numbers, so a derived entry equals that value (tests/test_trace_derived.py
+and test_trace_linear.py compare every entry with an eager recording).
+The attention context is stored: a recording run computes it with the fused kernel (layers.py
+recorded_fused_attention), never holding a site's maps for all heads; `weighted_sum` derives it only where a
+site was recorded step by step. Maps too large to compute at once are read in blocks (derived_blocks.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 The entries stay where the model ran (its device, its dtype). A tensor crosses to the host only when someone
 reads it — `trace[name]`, one slice (`trace.read(name, index)`), `save_npz`, `to("cpu")` — and then once:
 the host copy is cached. Entries that are a cheap function of stored ones are `Derived` placeholders
-(engine/derived.py), computed on read.
+(engine/derived.py), computed on read (a large attention map one head or block of rows at a time:
+engine/derived_blocks.py).
 """
 
 from __future__ import annotations
