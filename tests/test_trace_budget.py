@@ -69,7 +69,7 @@ def test_estimate_is_within_ten_percent_of_the_stored_bytes(changes, options):
     ids=["gqa", "gqa-resplit", "gqa-ablated", "gqa-no-projections", "llama", "llama-resplit", "llama-no-projections"],
 )
 def test_a_grouped_query_estimate_is_within_ten_percent_of_the_stored_bytes(changes, options, src, tgt):
-    """Fewer K/V heads than Q heads: K and V are narrower, and scores and context are stored, not derived."""
+    """Fewer K/V heads than Q heads: K and V are narrower; scores are derived from each Q head's shared K head."""
     model = make(**changes)
     assert model.config.kv_heads < model.config.n_heads
     assert_estimate_close(model, options, src, tgt)

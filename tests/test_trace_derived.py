@@ -2,8 +2,10 @@
 
 A run records some entries as rules (engine/derived.py) instead of values. Here the same forward runs twice
 on the same input: once with an eager Recorder that keeps every value the forward computed, once with the
-ordinary one; every entry must come out the same (names, order, dtype, and on the CPU the values to the
-last bit: each rule redoes the forward's own operation on the same numbers).
+ordinary one; every entry must come out the same (names, order, dtype, and the values to 1e-5 of their
+size). The ordinary recorder computes each site's context with the fused kernel, whose rounding differs from
+the step-by-step weights @ V in the last bits, and every later value inherits that (the first site's values
+agree to 1e-6: tests/test_trace_linear.py); each rule redoes the forward's own step-by-step operation.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ OPTIONS = {
 }
 
 
+# the fused kernel's rounding of one context (≤ 1e-6 of its size) grows a little through the layers after it
+# (most with the residual off); the first site's values stay within 1e-6 (test_trace_linear.py)
+DRIFT = 1e-5
+
+
 def run_both(model: LiveModel, options: RunOptions):
     """The same forward recorded lazily (derived entries as rules) and eagerly (every value kept)."""
     lazy = model.trace(SRC, TGT, options)
@@ -53,12 +60,14 @@ def run_both(model: LiveModel, options: RunOptions):
 
 
 def assert_equal_values(name: str, ours: torch.Tensor, eager: torch.Tensor, tol: float = 1e-6):
+    """Same dtype, shape, blocked cells, and values within `tol` times the entry's size (at least 1)."""
     assert ours.dtype == eager.dtype and ours.shape == eager.shape, name
     assert ours.device.type == "cpu", name
     assert torch.equal(torch.isinf(ours), torch.isinf(eager)), f"{name}: the blocked (-inf) cells differ"
     finite = torch.isfinite(eager)
     err = (ours[finite] - eager[finite]).abs().max().item() if finite.any() else 0.0
-    assert err <= tol, f"{name}: derived differs from the forward's value by {err:.2e}"
+    size = max(1.0, eager[finite].abs().max().item()) if finite.any() else 1.0
+    assert err <= tol * size, f"{name}: derived differs from the forward's value by {err:.2e}"
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -88,10 +97,9 @@ def test_every_derived_entry_equals_the_eagerly_recorded_one(arch, label):
         if isinstance(value, list):
             assert lazy[name] == value
             continue
-        # every derived rule redoes the forward's own operation: on the CPU the numbers agree to the last bit
-        assert_equal_values(name, lazy[name], value, tol=0.0)
+        assert_equal_values(name, lazy[name], value, tol=DRIFT)
     probs = torch.softmax(logits / options.temperature, dim=-1)
-    assert_equal_values("probs", lazy["probs"], probs, tol=0.0)
+    assert_equal_values("probs", lazy["probs"], probs, tol=DRIFT)
 
 
 def test_norm_statistics_equal_a_direct_computation():

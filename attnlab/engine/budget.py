@@ -1,9 +1,10 @@
 """How much memory a recorded run's trace will hold, known before the run; whether it fits on the GPU.
 
 The estimate mirrors what the engine stores (see layers.py / blocks.py / model.py and the Derived rules in derived.py):
-per attention site Q, K, V and the output (scores, scaled, masked, weights, context and concat are derived).
-Under grouped-query attention K and V are H_kv·dk wide, and scores [H, Tq, Tk] and context [H, Tq, dk] are
-stored too: they cannot be derived head by head from K/V heads that several Q heads share. With the
+per attention site Q, K, V, the context (what the fused kernel computed, layers.recorded_fused_attention)
+and the output; scores, scaled, masked, weights and concat are derived, on read, from Q, K and the mask (each
+Q head from the K/V head it shares under grouped-query attention, where K and V are H_kv·dk wide). Nothing
+of size [H, Tq, Tk] is stored but the masks. With the
 projections off Q, K and V are views of inputs the trace holds anyway, except the rotated Q and K of a
 self-attention site with rotary positions. Per sub-layer the residual sum and the norm's output (a post-norm
 norm's input *is* the residual sum, a pre-norm one's is the previous output: no copies; an RMSNorm keeps its
@@ -17,12 +18,12 @@ from dataclasses import dataclass
 
 import torch
 
-from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
 
-# While a layer runs, besides the trace: the attention's scores, scaled, masked and weights of one site
-# ([H, Tq, Tk] each) and the FFN activation; we ask for this much room on top of the trace.
+# While a layer runs, besides the trace: the fused kernel's blocks (a recording run never makes a site's
+# [H, Tq, Tk] maps) and the FFN activation; we ask for room for this many [Tq, Tk] maps of one head on top
+# of the trace (an ablated site's step-by-step attention, the row blocks of a read, the kernel's own work).
 WORKING_SITE_MATRICES = 4
 HEADROOM = 0.9  # use at most this share of the free memory
 
@@ -33,24 +34,20 @@ class SiteLayout:
 
     d: int  # Q, the output and a stored context are [Tq, d] (the context as [H, Tq, dk])
     kv_width: int  # K and V are [Tk, kv_width]: H_kv·dk, d_model without grouped-query attention
-    heads: int  # H of the run (a re-split's count): a stored scores matrix is [H, Tq, Tk]
+    heads: int  # H of the run (a re-split's count)
     projections: bool  # off: Q = x_q and K = V = x_kv, views of inputs the trace holds anyway
     rotary: bool  # rotary positions turn Q and K of self-attention sites into new tensors
-    grouped: bool  # fewer K/V heads than Q heads: scores and context are stored, not derived
 
 
 def site_layout(config: ModelConfig, options: RunOptions) -> SiteLayout:
     """The SiteLayout of a run. A re-split into h heads reads W_K/W_V as h·kv_heads/n_heads heads of
-    d_model/h floats: K and V keep their width kv_heads·d_head, and stay grouped exactly when the model is.
-    Without projections K = V = x has every head: nothing is grouped."""
-    grouped = options.projections and config.kv_heads < config.n_heads
+    d_model/h floats: K and V keep their width kv_heads·d_head. Without projections K = V = x."""
     return SiteLayout(
         d=config.d_model,
         kv_width=config.kv_heads * config.d_head if options.projections else config.d_model,
         heads=options.effective_heads(config),
         projections=options.projections,
         rotary=config.positional == "rotary" and options.positional,
-        grouped=grouped,
     )
 
 
@@ -61,15 +58,14 @@ def side_floats(T: int, d: int, positional: bool) -> int:
 
 def site_floats(Tq: int, Tk: int, site: SiteLayout, self_attention: bool) -> int:
     """One site: Q [Tq, d], K and V [Tk, kv_width] (with the projections off only the rotated Q and K of a
-    self-attention site, [Tq, d] and [Tk, d]) and out [Tq, d]; when grouped also scores [H, Tq, Tk] and
-    context [H, Tq, dk]. Scaled, masked, weights and concat are derived."""
-    floats = Tq * site.d  # out
+    self-attention site, [Tq, d] and [Tk, d]), the context [H, Tq, dk] and out [Tq, d] (with the projections
+    off out is the concat, a view of the context as the fused kernel lays it out, position by position).
+    Scores, scaled, masked, weights and concat are derived."""
+    floats = (2 if site.projections else 1) * Tq * site.d  # context, out
     if site.projections:
         floats += Tq * site.d + 2 * Tk * site.kv_width
     elif site.rotary and self_attention:
         floats += (Tq + Tk) * site.d
-    if site.grouped:
-        floats += site.heads * Tq * Tk + Tq * site.d
     return floats
 
 
@@ -114,15 +110,6 @@ def mask_floats(config: ModelConfig, options: RunOptions, S: int, T: int) -> int
     return sum(shapes) + len(per_site) * max(shapes)
 
 
-def ablated_context_floats(options: RunOptions, site: SiteLayout, S: int, T: int) -> int:
-    """An ablated site's context [H, Tq, dk] is stored (weights @ V would not give it); a grouped site's
-    context is stored anyway and counted with the site."""
-    if site.grouped:
-        return 0
-    ablated_sites = {name for name, _head, _mode in options.ablate}
-    return sum((S if names.stack_of(name) == "enc" else T) * site.d for name in ablated_sites)
-
-
 def estimate_trace_bytes(
     config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4
 ) -> int:
@@ -148,14 +135,14 @@ def estimate_trace_bytes(
         ints += T
         out_len = T
     floats += out_len * config.out_vocab_size  # logits; probs are derived
-    floats += ablated_context_floats(options, site, S, T)
     return floats * element_size + ints * 8
 
 
 def working_bytes(config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4) -> int:
-    """Transient memory of the recorded forward besides the trace (one site's matrices, one FFN)."""
+    """Transient memory of the recorded forward besides the trace (a few one-head maps, one FFN); an ablated
+    site still computes its steps for every head at once."""
     T = max(src_len, tgt_len)
-    heads = options.effective_heads(config)
+    heads = options.effective_heads(config) if options.ablate else 1
     return (WORKING_SITE_MATRICES * heads * T * T + 2 * T * config.d_ff) * element_size
 
 

@@ -2,12 +2,16 @@
 
 A recorded run stores what the forward pass computed and could not cheaply redo (Q, K, V, the attention
 output, FFN pre-activations, LayerNorm inputs and outputs, logits, …). Entries that follow from those in a
-few cheap steps (`scores` = Q Kᵀ, `scaled`, `masked`, the attention `weights`, `context`, `concat`, a LayerNorm's mean
+few cheap steps (`scores` = Q Kᵀ, `scaled`, `masked`, the attention `weights`, `concat`, a LayerNorm's mean
 and variance, the FFN activation, `probs`) are kept as a `Derived` placeholder: a rule name, the names of
 its inputs and the run's constants.
 
-Every rule redoes exactly the operation the forward pass did on the same numbers, so a derived entry equals
-the value the forward computed (tests/test_trace_derived.py compares every entry with an eager recording).
+Every rule redoes exactly the operation the step-by-step forward (layers.attention_steps, what an eager
+recording runs) does on the same numbers, so a derived entry equals that value (tests/test_trace_derived.py
+and test_trace_linear.py compare every entry with an eager recording).
+The attention context is stored: a recording run computes it with the fused kernel (layers.py
+recorded_fused_attention), never holding a site's maps for all heads; `weighted_sum` derives it only where a
+site was recorded step by step. Maps too large to compute at once are read in blocks (derived_blocks.py).
 """
 
 from __future__ import annotations
@@ -29,9 +33,16 @@ class Derived:
     params: tuple[object, ...] = ()
 
 
+def per_q_head(kv: Tensor, n_heads: int) -> Tensor:
+    """K or V [H_kv, T, dk] with each shared head repeated for the H / H_kv consecutive Q heads it serves
+    (grouped-query attention), as layers.attend does; the tensor itself when H_kv = H."""
+    n_kv = kv.shape[-3]
+    return kv if n_kv == n_heads else kv.repeat_interleave(n_heads // n_kv, dim=-3)  # [H, T, dk]
+
+
 def _scores(q: Tensor, k: Tensor) -> Tensor:
-    """q [H, Tq, dk], k [H, Tk, dk] -> [H, Tq, Tk], the same product the forward pass took."""
-    return q @ k.transpose(-2, -1)
+    """q [H, Tq, dk], k [H or H_kv, Tk, dk] -> [H, Tq, Tk], the same product the forward pass took."""
+    return q @ per_q_head(k, q.shape[-3]).transpose(-2, -1)
 
 
 def _scaled_by(scores: Tensor, scale: bool, d_head: int, divisor: float = 1.0) -> Tensor:
@@ -51,8 +62,8 @@ def _softmax_rows(masked: Tensor) -> Tensor:
 
 
 def _weighted_sum(weights: Tensor, v: Tensor) -> Tensor:
-    """weights [H, Tq, Tk] @ v [H, Tk, dk] -> context [H, Tq, dk]."""
-    return weights @ v
+    """weights [H, Tq, Tk] @ v [H or H_kv, Tk, dk] -> context [H, Tq, dk]."""
+    return weights @ per_q_head(v, weights.shape[-3])
 
 
 def _concat(context: Tensor) -> Tensor:

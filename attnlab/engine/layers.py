@@ -53,7 +53,6 @@ def attention_steps(
     *,
     blocked_rows: bool = True,
     mask_is_zero: bool = False,
-    kv_shared: bool = False,
     ablate: dict[int, str] | None = None,
     divisor: float = 1.0,
 ) -> Tensor:
@@ -62,16 +61,16 @@ def attention_steps(
     q [B, H, Tq, dk], k/v [B, H, Tk, dk], mask additive [B or 1, 1, Tq, Tk] (0 allowed, -inf blocked).
     Returns the context [B, H, Tq, dk]. A query whose every key is blocked gets all-zero weights.
     Hints from a caller that built the mask (they only save work): `blocked_rows=False` promises that no
-    query has every key blocked; `mask_is_zero=True` promises that the mask blocks nothing. `kv_shared`: the
-    recorded K/V have fewer heads than Q (grouped-query attention), so scores and context cannot be derived
-    from them head by head and are stored. `ablate` {head: "zero"|"mean"}: those heads' context is replaced
+    query has every key blocked; `mask_is_zero=True` promises that the mask blocks nothing. k/v have one head per Q
+    head; under grouped-query attention the trace holds the shared K/V heads and the rules read each Q head's
+    own (derived.py). `ablate` {head: "zero"|"mean"}: those heads' context is replaced
     (ablate_heads); the recorded `context` is then the ablated one, stored (weights @ V would not give it).
     `divisor`: the scores are divided by √dk · divisor when scaling (GPT-2's scale_attn_by_inverse_layer_idx:
     layer l's divisor is l + 1).
     """
     n = names.site_entries(prefix)
     keeps_steps = rec.enabled and rec.eager  # an eager recorder keeps scaled and masked as values
-    scores_derived = rec.enabled and not kv_shared and n.q in rec and n.k in rec  # Q, K in the trace, head for head
+    scores_derived = rec.enabled and n.q in rec and n.k in rec  # Q, K in the trace (a shared K head serves its Qs)
     scores = q @ k.transpose(-2, -1)  # [B, H, Tq, Tk]
     # a step kept by nobody may be overwritten by the next (the same numbers, one buffer less to fill)
     scratch = not keeps_steps and (scores_derived or not rec.enabled)
@@ -90,7 +89,7 @@ def attention_steps(
         weights = weights.nan_to_num_(0.0)  # rows with no allowed key: NaN -> 0 (the softmax output is no entry)
     context = ablate_heads(weights @ v, ablate)  # [B, H, Tq, dk]
     if rec.enabled:
-        context_derived = not kv_shared and not ablate and n.v in rec
+        context_derived = not ablate and n.v in rec
         steps = (scores, scaled, masked, weights, context)
         record_steps(rec, n, steps, mask, (scale, q.shape[-1], divisor), scores_derived, context_derived)
     return context
@@ -285,6 +284,8 @@ def attend(
         v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
     if rec.enabled:
         assert mask.additive is not None, "a recording run builds every mask (MaskBuilder)"
+        if not rec.eager and not ablate and lazy_steps(rec, prefix):
+            return recorded_fused_attention(q, k, v, mask, scale, rec, prefix, divisor)
         return attention_steps(
             q,
             k,
@@ -295,7 +296,6 @@ def attend(
             prefix,
             blocked_rows=mask.blocked_rows,
             mask_is_zero=mask.blocks_nothing,
-            kv_shared=n_kv != n_heads,
             ablate=ablate,
             divisor=divisor,
         )
@@ -304,6 +304,53 @@ def attend(
         return ablate_heads(fused, ablate)
     fused = fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows, divisor=divisor)
     return ablate_heads(fused, ablate)
+
+
+def lazy_steps(rec: Recorder, prefix: str) -> bool:
+    """Whether the trace holds what derives every step of this site on read (Q, K, V): then the recording
+    forward needs no n×n map (recorded_fused_attention)."""
+    n = names.site_entries(prefix)
+    return n.q in rec and n.k in rec and n.v in rec
+
+
+def recorded_fused_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: AttentionMask,
+    scale: bool,
+    rec: Recorder,
+    prefix: str,
+    divisor: float,
+) -> Tensor:
+    """A recording run's attention in O(n·d) memory: the context [B, H, Tq, dk] from the fused kernel (no
+    [H, Tq, Tk] map of all heads at once), the mask and context stored, scores … weights recorded as rules
+    that redo attention_steps' arithmetic on read, one head or one block of rows at a time
+    (derived_blocks.py). q, k, v [B, H, Tq|Tk, dk] (a shared K/V head repeated for each of its Q heads; the
+    trace holds the K/V as projected). A query whose every key is blocked gets a zero context, as in
+    attention_steps."""
+    additive = mask.additive
+    assert additive is not None
+    if mask.blocks_nothing or mask.causal_only:
+        context = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only, divisor=divisor)
+    else:
+        context = fused_attention(q, k, v, additive, scale, blocked_rows=False, divisor=divisor)
+        if mask.blocked_rows:  # kernels need not give zeros (NaN, or a uniform average) for such rows
+            blocked = torch.isinf(additive).all(dim=-1, keepdim=True)  # [B|1, 1, Tq, 1]
+            context = context.masked_fill(blocked, 0.0)  # [B, H, Tq, dk]
+    n = names.site_entries(prefix)
+    by_scores, by_scaled, by_masked, by_weights, _, _ = site_rules(n, scale, q.shape[-1], divisor)
+    rec.add(
+        (
+            (n.scores, by_scores),
+            (n.scaled, by_scaled),
+            (n.mask, additive[0]),
+            (n.masked, by_masked),
+            (n.weights, by_weights),
+            (n.context, context),
+        )
+    )
+    return context
 
 
 def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention:

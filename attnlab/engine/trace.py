@@ -3,7 +3,8 @@
 The entries stay where the model ran (its device, its dtype). A tensor crosses to the host only when someone
 reads it — `trace[name]`, one slice (`trace.read(name, index)`), `save_npz`, `to("cpu")` — and then once:
 the host copy is cached. Entries that are a cheap function of stored ones are `Derived` placeholders
-(engine/derived.py), computed on read.
+(engine/derived.py), computed on read (a large attention map one head or block of rows at a time:
+engine/derived_blocks.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from attnlab.engine import derived_blocks
 from attnlab.engine.derived import SLICEABLE, Derived, compute
 from attnlab.fileio import atomic_write
 
@@ -309,6 +311,8 @@ class Trace:
             if name in self._recent:
                 self._recent.move_to_end(name)
                 return self._recent[name]
+            if derived_blocks.is_big_map(self, name):  # block by block, and not kept: it is big
+                return derived_blocks.heads_value(self, name)
             value = compute(entry, [self.device_value(n) for n in entry.inputs])
             self._recent[name] = value
             while len(self._recent) > RECENT_DERIVED:
@@ -343,6 +347,8 @@ class Trace:
         """value[i] of an entry, where it lives; a derived entry whose rule works along the first dimension
         computes only that slice (one head's scores … weights, one position's probabilities)."""
         entry = self.entries[name]
+        if name not in self._host and name not in self._recent and derived_blocks.is_big_map(self, name):
+            return derived_blocks.head_value(self, name, i)  # that head alone, block of rows by block of rows
         if (
             isinstance(entry, Derived)
             and name not in self._host
