@@ -11,6 +11,7 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 from attnlab import limits
 
@@ -90,7 +91,7 @@ def read_json(
     max_bytes: int,
     max_depth: int = limits.MAX_JSON_DEPTH,
     max_items: int = limits.MAX_JSON_ITEMS,
-):
+) -> Any:
     """The JSON value in a regular file, with size, nesting and value count checked before parsing."""
     text = read_text(path, what, max_bytes)
     try:
