@@ -10,14 +10,26 @@ Python API::
     s.model_at(s.steps[0]).trace(src="the black cat sees the dog")
 """
 
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
+
+if TYPE_CHECKING:  # the modules with torch are imported on first use (see __getattr__)
+    from attnlab.checkpoints.additive import AdditiveModel
+    from attnlab.checkpoints.snapshots import Snapshots
+    from attnlab.engine.live import LiveModel
+    from attnlab.engine.trace import Trace
 
 __version__ = "0.1.0"
 __all__ = ["ModelConfig", "RunOptions", "Trace", "load", "load_bundled", "load_snapshots", "__version__"]
 
 
-def load(path, **kwargs):
+def load(path: str | Path, **kwargs: Any) -> LiveModel | AdditiveModel:
     """Load a checkpoint (.safetensors, or .pt/.pth through weights_only) as a LiveModel; an additive-attention
     (GRU) file written by attnlab.checkpoints.additive loads as an AdditiveModel."""
     from attnlab.checkpoints import load_checkpoint
@@ -28,7 +40,7 @@ def load(path, **kwargs):
     return load_checkpoint(path, **kwargs)
 
 
-def load_bundled(name: str = "translation"):
+def load_bundled(name: str = "translation") -> LiveModel | AdditiveModel:
     """Load one of the classroom models shipped in resources/ (falls back to a small random model);
     "bahdanau" is the additive-attention GRU model (an AdditiveModel)."""
     from attnlab.checkpoints import load_bundled as _load_bundled
@@ -39,7 +51,9 @@ def load_bundled(name: str = "translation"):
     return _load_bundled(name)
 
 
-def load_snapshots(source="translation", model=None):
+def load_snapshots(
+    source: str | os.PathLike[str] | LiveModel = "translation", model: LiveModel | None = None
+) -> Snapshots:
     """The weights of a model at a few training steps (a `Snapshots`: `.steps`, `.model_at(step)`,
     `.tensors_at(step)`, `.loss_at(step)`). `source`: a bundled model's name, a checkpoint with a
     <stem>.snapshots.safetensors beside it, that file itself, or a model loaded from such a checkpoint."""
@@ -48,7 +62,7 @@ def load_snapshots(source="translation", model=None):
     return _load_snapshots(source, model)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type[Trace]:
     # Trace pulls in torch (~1.3 s): imported on first use so the desktop app can paint its window first.
     if name == "Trace":
         from attnlab.engine.trace import Trace

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
+from typing import Any
 
 from attnlab import limits
 
@@ -89,7 +91,7 @@ def read_json(
     max_bytes: int,
     max_depth: int = limits.MAX_JSON_DEPTH,
     max_items: int = limits.MAX_JSON_ITEMS,
-):
+) -> Any:
     """The JSON value in a regular file, with size, nesting and value count checked before parsing."""
     text = read_text(path, what, max_bytes)
     try:
@@ -101,10 +103,10 @@ def read_json(
 def loads_toml(text: str, what: str, max_depth: int = MAX_LESSON_DEPTH) -> dict:
     """tomllib.loads, its nesting bounded: tomllib recurses per level of inline arrays and tables, so a deep
     one is refused from a bracket count before parsing (and a RecursionError never escapes)."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[import-not-found,no-redef]
+    else:  # Python 3.10: the same parser from PyPI (a dependency there)
+        import tomli as tomllib
 
     if _toml_depth_bound(text) > max_depth:
         raise FileRefused(f"{what} nests more than {max_depth} levels deep; attnlab reads at most {max_depth}")

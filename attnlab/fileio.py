@@ -40,7 +40,7 @@ def _new_file_mode() -> int:
     return 0o666 & ~umask
 
 
-def atomic_write(path, writer: Callable[[Path], object]) -> Path:
+def atomic_write(path: str | os.PathLike[str], writer: Callable[[Path], object]) -> Path:
     """Call `writer(tmp_path)` to write the whole content to a temporary file next to `path`, flush it to
     disk and rename it over `path`. On any failure the temporary file is removed, `path` is left as it was,
     and a WriteError says why."""
@@ -70,9 +70,9 @@ def atomic_write(path, writer: Callable[[Path], object]) -> Path:
     return path
 
 
-def atomic_write_bytes(path, data: bytes) -> Path:
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return atomic_write(path, lambda tmp: tmp.write_bytes(data))
 
 
-def atomic_write_text(path, text: str, encoding: str = "utf-8") -> Path:
+def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> Path:
     return atomic_write(path, lambda tmp: tmp.write_text(text, encoding=encoding))

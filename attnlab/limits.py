@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ class LimitError(ValueError):
     """An input over one of the caps above; the message names what and which cap."""
 
 
-def excerpt(value, limit: int = EXCERPT_CHARS) -> str:
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
     """repr(value), cut to `limit` characters plus '…' (never a 20 MB message)."""
     if isinstance(value, str) and len(value) > limit:
         return repr(value[:limit]) + f"… ({len(value):,} characters)"
@@ -103,7 +104,13 @@ def json_depth(text: str) -> int:
     return json_shape(text)[0]
 
 
-def loads_bounded(text, what: str, max_chars: int, max_depth: int = MAX_JSON_DEPTH, max_items: int = MAX_JSON_ITEMS):
+def loads_bounded(
+    text: str | bytes | bytearray,
+    what: str,
+    max_chars: int,
+    max_depth: int = MAX_JSON_DEPTH,
+    max_items: int = MAX_JSON_ITEMS,
+) -> Any:
     """json.loads with caps on size, nesting and values, all checked BEFORE parsing; every failure is a
     ValueError (LimitError or json.JSONDecodeError) whose message starts with `what`."""
     if isinstance(text, (bytes, bytearray)):
@@ -124,4 +131,5 @@ def loads_bounded(text, what: str, max_chars: int, max_depth: int = MAX_JSON_DEP
     except RecursionError as e:  # a safety net: the depth scan above should have refused it
         raise LimitError(f"{what} nests too deeply to read") from e
     except ValueError as e:
-        raise ValueError(f"{what} is not valid JSON ({cut(str(e).splitlines()[0] if str(e) else e, 200)})") from e
+        first_line = (str(e).splitlines() or [""])[0]
+        raise ValueError(f"{what} is not valid JSON ({cut(first_line, 200)})") from e

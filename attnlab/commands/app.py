@@ -11,8 +11,18 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import add_import_arguments, import_settings
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
+
+    from attnlab.engine.live import LiveModel
+    from attnlab.engine.trace import Trace
+    from attnlab.present.lessons import Lesson
+    from attnlab.ui.main_window import MainWindow
 
 START = time.perf_counter()
 
@@ -87,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_import_arguments(parser)
 
 
-def _read_lesson(path: str):
+def _read_lesson(path: str) -> Lesson:
     """The lesson a .toml CHECKPOINT names; LessonError says what is wrong with it."""
     from attnlab.present.lessons import read_lesson
 
@@ -128,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     if args.startup_time:
 
         class FirstPaint(QObject):
-            def eventFilter(self, obj, event):
+            def eventFilter(self, obj: QObject, event: QEvent) -> bool:
                 if event.type() == QEvent.Type.Paint:
                     print(f"first paint after {seconds_since_start():.2f} s", file=sys.stderr)
                     window.removeEventFilter(self)
@@ -157,22 +167,28 @@ def run(args: argparse.Namespace) -> int:
         args.tgt, args.stage = tgt if tgt is not None else args.tgt, lesson.steps[0].stage
         play_when_loaded(window, lesson)
     elif args.checkpoint:
-        path, settings = args.checkpoint, import_settings(args)
+        checkpoint: str = args.checkpoint
+        path, flags = checkpoint, import_settings(args)
 
-        def loader():
+        def loader() -> LiveModel:
             from attnlab.checkpoints import load_checkpoint
 
-            return load_checkpoint(path, **settings)
+            return load_checkpoint(checkpoint, **flags)
     else:
         path, name = None, args.bundled
 
-        def loader():
+        def loader() -> LiveModel:
             from attnlab.checkpoints import load_bundled
 
             return load_bundled(name)
 
     window.start(loader, src=src, tgt=args.tgt, stage=args.stage, path=path, remembered=remembered)
-    window.session.modelFailed.connect(lambda _m: window.session.model is None and _fallback(window))
+
+    def fall_back_if_empty(_message: str) -> None:
+        if window.session.model is None:
+            _fallback(window)
+
+    window.session.modelFailed.connect(fall_back_if_empty)
     if args.stage:
         _check_stage_on_first_trace(app, window, args.stage)
     if args.compare:
@@ -185,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
 NO_DISPLAY = "no display: set DISPLAY, or use QT_QPA_PLATFORM=offscreen for `attnlab render`"
 
 
-def display_problem(environ=None) -> str:
+def display_problem(environ: Mapping[str, str] | None = None) -> str:
     """Why the window cannot open here ('' when it can): on Linux and the BSDs Qt needs an X or Wayland
     display, or a platform named in QT_QPA_PLATFORM; without one it aborts the process (exit 134)."""
     environ = os.environ if environ is None else environ
@@ -215,22 +231,22 @@ def unknown_stage(key: str, keys: list[str]) -> str:
     return f"unknown stage {key[:80]!r}; this model's stages are: {', '.join(keys)}"
 
 
-def _pin_first_trace(window) -> None:
+def _pin_first_trace(window: MainWindow) -> None:
     """`--compare`: the first run becomes A (Compare / Pin as A); every later run is B."""
 
-    def pin(_trace) -> None:
+    def pin(_trace: Trace) -> None:
         window.session.traceReady.disconnect(pin)
         window.session.pin()
 
     window.session.traceReady.connect(pin)
 
 
-def _check_stage_on_first_trace(app, window, key: str) -> None:
+def _check_stage_on_first_trace(app: QApplication, window: MainWindow, key: str) -> None:
     """`--stage KEY` names a stage of the model's first run, or the app exits 2 listing the names it has (the
     names exist only once the model has run: they follow its layers, its cross-attention and its options)."""
     from attnlab.present.stages import stages_for
 
-    def check(trace) -> None:
+    def check(trace: Trace) -> None:
         window.session.traceReady.disconnect(check)
         keys = [stage.key for stage in stages_for(trace)]
         if key not in keys:
@@ -240,11 +256,11 @@ def _check_stage_on_first_trace(app, window, key: str) -> None:
     window.session.traceReady.connect(check)
 
 
-def _quit_after_first_trace(app, window) -> None:
+def _quit_after_first_trace(app: QApplication, window: MainWindow) -> None:
     """Paint the first trace, say how long it took and which model it came from, then leave the event loop."""
     from PySide6.QtCore import QTimer
 
-    def painted(_trace) -> None:
+    def painted(_trace: Trace) -> None:
         window.repaint()  # synchronous: the panels are drawn before the time is read
         model = window.session.model_path or "bundled model"
         print(f"first trace painted after {seconds_since_start():.2f} s ({model})", file=sys.stderr)
@@ -253,7 +269,7 @@ def _quit_after_first_trace(app, window) -> None:
     window.session.traceReady.connect(lambda trace: QTimer.singleShot(0, lambda: painted(trace)))
 
 
-def _fallback(window) -> None:
+def _fallback(window: MainWindow) -> None:
     """The checkpoint named on the command line could not be opened (the dialog said why): open the
     bundled model so the window is not empty."""
     from attnlab.checkpoints import load_bundled

@@ -10,6 +10,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attnlab.checkpoints.additive import AdditiveModel
+    from attnlab.engine.live import LiveModel
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,7 +99,7 @@ def _alignment_lines(al: dict, additive: bool) -> list[str]:
     return lines
 
 
-def _load(spec: str):
+def _load(spec: str) -> tuple[LiveModel | AdditiveModel, Path]:
     """(model, path): a classroom Transformer, or the additive-attention GRU model (bundled:bahdanau or its
     file)."""
     from attnlab.checkpoints import load_bundled, load_checkpoint
@@ -113,6 +118,7 @@ def _load(spec: str):
 
 def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError
+    from attnlab.engine.live import LiveModel
     from attnlab.training.classroom import save_additive_figures, save_with_figures
     from attnlab.training.evaluate import evaluate
 
@@ -136,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
         if path.suffix != ".safetensors":
             print("attnlab eval: --save needs a .safetensors checkpoint", file=sys.stderr)
             return 2
-        if figures.get("attention") == "additive":  # the GRU file keeps its weights; the figures go beside it
+        if not isinstance(model, LiveModel):  # the additive GRU model: its file keeps its weights, the figures
+            # go beside it (evaluate measured it as "attention": "additive")
             written = save_additive_figures(model, path, figures)
             print(f"figures stored in {written}", file=sys.stderr)
             return 0

@@ -6,8 +6,12 @@ import argparse
 import dataclasses
 import json
 import sys
+from typing import TYPE_CHECKING, Any
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
+
+if TYPE_CHECKING:
+    from attnlab.engine.live import LiveModel
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_import_arguments(parser)
 
 
-def describe(model) -> dict:
+def describe(model: LiveModel) -> dict[str, Any]:
     """Everything `info` prints, as plain JSON-able data."""
     cfg = model.config
     tensors = model.module.checkpoint_tensors()
@@ -40,7 +44,7 @@ def describe(model) -> dict:
     }
 
 
-def snapshots_facts(model) -> dict | None:
+def snapshots_facts(model: LiveModel) -> dict[str, Any] | None:
     """The training snapshots beside the checkpoint: file, steps and losses (or why they cannot be read)."""
     from attnlab.checkpoints.snapshots import SNAPSHOTS_FILE_KEY, find_snapshots
 
@@ -83,7 +87,7 @@ def as_text(d: dict) -> str:
     return "\n".join(lines)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError
 
     try:

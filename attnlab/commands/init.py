@@ -36,7 +36,7 @@ def fail(message: str) -> int:
     return 2
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError, random_model, save_checkpoint
 
     out = Path(args.out)
@@ -77,6 +77,6 @@ def run(args) -> int:
     print(
         f"Wrote {out}: random {cfg.arch}, d_model {cfg.d_model}, {cfg.n_heads} heads, d_ff {cfg.d_ff}, "
         f"{layers}, {args.norm}-norm, {cfg.positional} positions, {n_params:,} parameters, "
-        f"word tokenizer ({model.tgt_tokenizer.vocab_size} tokens), seed {args.seed}."
+        f"word tokenizer ({cfg.tgt_vocab_size} tokens), seed {args.seed}."
     )
     return 0

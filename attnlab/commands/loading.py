@@ -5,6 +5,10 @@ checkpoint / bare state dict lacks (--tokenizer)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from attnlab.engine.live import LiveModel
 
 IMPORT_HELP = "only for a bare nn.Transformer state dict, whose weights do not record it"
 
@@ -33,7 +37,7 @@ def add_import_arguments(parser: argparse.ArgumentParser, run_options: bool = Fa
     )
 
 
-def import_settings(args: argparse.Namespace) -> dict:
+def import_settings(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "heads": getattr(args, "heads", None),
         "norm": getattr(args, "norm", None),
@@ -42,7 +46,7 @@ def import_settings(args: argparse.Namespace) -> dict:
     }
 
 
-def load_any(spec: str, **settings):
+def load_any(spec: str, **settings: Any) -> LiveModel:
     """A checkpoint path (file or folder), or 'bundled:NAME' for a bundled classroom model."""
     from attnlab.checkpoints import load_bundled, load_checkpoint
 

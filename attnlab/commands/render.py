@@ -12,9 +12,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
+
+if TYPE_CHECKING:
+    from attnlab.engine.live import LiveModel
+    from attnlab.engine.trace import Trace
+    from attnlab.present.stages import Stage
 
 MAX_SCALE = 4.0
 
@@ -60,7 +67,7 @@ def _formats(text: str) -> list[str] | None:
     return chosen if chosen and all(f in FORMATS for f in chosen) else None
 
 
-def _wanted_stages(requested: list[str], stages) -> tuple[list, list[str]]:
+def _wanted_stages(requested: list[str], stages: Sequence[Stage]) -> tuple[list[Stage], list[str]]:
     """(the stages asked for, in the order asked; the names that are not stages of this run)."""
     keys = [k.strip() for item in requested for k in item.split(",") if k.strip()]
     if "all" in keys:
@@ -69,7 +76,7 @@ def _wanted_stages(requested: list[str], stages) -> tuple[list, list[str]]:
     return [by_key[k] for k in keys if k in by_key], [k for k in keys if k not in by_key]
 
 
-def _check(args, formats) -> str:
+def _check(args: argparse.Namespace, formats: list[str] | None) -> str:
     if formats is None:
         return f"--format takes png, svg or png,svg (got {args.format!r})."
     if not 1.0 <= args.scale <= MAX_SCALE:
@@ -79,12 +86,12 @@ def _check(args, formats) -> str:
     return ""
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError
 
     formats = _formats(args.format)
     problem = _check(args, formats)
-    if problem:
+    if problem or formats is None:  # _check names a None format list
         return fail(problem)
     try:
         model = load_any(args.checkpoint, **import_settings(args))
@@ -119,7 +126,9 @@ def run(args) -> int:
     return 0
 
 
-def render_stages(model, trace, stages, out: Path, formats: list[str], scale: float, head: int) -> int:
+def render_stages(
+    model: LiveModel, trace: Trace, stages: Sequence[Stage], out: Path, formats: list[str], scale: float, head: int
+) -> int:
     """Draw every stage in every format into `out` and write index.html; returns how many pictures."""
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
 from attnlab.engine import option_rules
+
+if TYPE_CHECKING:
+    from attnlab.engine.live import LiveModel
+    from attnlab.engine.options import RunOptions
+    from attnlab.engine.trace import Trace
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,20 +58,20 @@ def fail(message: str) -> int:
     return 2
 
 
-def options_from(args):
+def options_from(args: argparse.Namespace) -> RunOptions:
     """The RunOptions the flags ask for (ValueError naming the flag for a value it cannot read, like an
     ablation written in another form)."""
     return option_rules.options_from_args(args)
 
 
-def model_at_step(model, step: int):
+def model_at_step(model: LiveModel, step: int) -> LiveModel:
     """The same model with its weights at training step `step` (CheckpointError without snapshots)."""
     from attnlab.checkpoints.snapshots import load_snapshots
 
     return load_snapshots(model).model_at(step)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError
     from attnlab.engine.config import ConfigError
     from attnlab.engine.live import out_of_device_memory
@@ -91,9 +97,12 @@ def run(args) -> int:
         if args.generate is not None:
             if not model.config.has_decoder:
                 return fail("--generate needs a model with a decoder, and this one is encoder-only.")
-            trace = None
-            for trace in model.generate(args.src, max_new_tokens=args.generate, options=options):  # noqa: B007
+            last: Trace | None = None
+            for last in model.generate(args.src, max_new_tokens=args.generate, options=options):  # noqa: B007
                 pass
+            if last is None:  # generate yields at least one step for N >= 1
+                return fail("the model generated no step to save.")
+            trace = last
             generated = trace.info["generated"]
         else:
             trace = model.trace(args.src, args.tgt, options)

@@ -79,7 +79,7 @@ def step_list(text: str) -> tuple[int, ...]:
 def run(args: argparse.Namespace) -> int:
     try:
         import matplotlib  # noqa: F401
-        import tqdm  # noqa: F401
+        import tqdm  # type: ignore[import-untyped]  # tqdm ships no type hints  # noqa: F401
     except ImportError as e:
         print(
             f"attnlab train needs matplotlib and tqdm ({e.name} is missing): pip install 'attnlab[train]'",

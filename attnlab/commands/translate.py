@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
 from attnlab.limits import MAX_SENTENCE_CHARS
+
+if TYPE_CHECKING:
+    from attnlab.engine.live import LiveModel
+    from attnlab.engine.trace import Trace
 
 MAX_NEW_TOKENS = 1000  # far more than any model here writes; generation stops at </s> or the model's length
 
@@ -55,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     return report(model, model.generate(text, max_new_tokens=args.max_new_tokens), text, "src")
 
 
-def report(model, steps, text: str, side: str) -> int:
+def report(model: LiveModel, steps: Iterable[Trace], text: str, side: str) -> int:
     """Run the greedy steps; print the generated text, and on stderr what the model read and any unsure cue."""
     from attnlab.engine.typed import unsure_notice
 
