@@ -7,7 +7,7 @@ For each size (default 1024×768 and 1920×1080) and theme (light, dark) a windo
 model enters presentation mode at that size and shows the tokens, an attention weights stage, all heads, the
 token lines, an add & norm, an FFN, the output probabilities and the cross-attention weights; each is saved as
 <out>/<size>-<theme>-<stage key>.png. Every token and tick label drawn in a plot (axes, text items, titles)
-is mapped to its view and must lie inside it (attnlab.ui.clip_check); the offenders are listed and the exit
+is mapped to its view and must lie inside it (attnlab.ui.window.clip_check); the offenders are listed and the exit
 status is 1 when there are any. Runs offscreen unless QT_QPA_PLATFORM says otherwise.
 """
 
@@ -24,14 +24,14 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("ATTNLAB_SETTINGS", os.path.join(tempfile.mkdtemp(), "settings.ini"))
 
 from attnlab.checkpoints import load_bundled
-from attnlab.ui.app import apply_theme, create_app
-from attnlab.ui.clip_check import main_stage_keys, shoot_stages
+from attnlab.ui.window.app import apply_theme, create_app
+from attnlab.ui.window.clip_check import main_stage_keys, shoot_stages
 
 SENTENCE, DECODER_INPUT = "the black cat sees the small dog", "le chat noir voit le"
 
 
 def window_for(model, size: tuple[int, int], dark: bool, zoom: float):
-    from attnlab.ui.main_window import MainWindow
+    from attnlab.ui.window.main_window import MainWindow
 
     apply_theme(dark)
     window = MainWindow()

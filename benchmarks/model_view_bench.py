@@ -58,8 +58,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from attnlab.engine.options import RunOptions
-    from attnlab.ui import app as appsettings
-    from attnlab.ui.model_view import ModelView
+    from attnlab.ui.plots.model_view import ModelView
+    from attnlab.ui.window import app as appsettings
 
     app = appsettings.create_app(["model-view-bench"])
     appsettings.plot_colours()

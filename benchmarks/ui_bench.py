@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from attnlab.ui import app as appsettings
+    from attnlab.ui.window import app as appsettings
 
     app = appsettings.create_app()
     appsettings.apply_theme(False)
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     from attnlab.checkpoints import load_bundled, random_model
     from attnlab.present.runtime import configure_torch
     from attnlab.present.stages import warm_up
-    from attnlab.ui.main_window import MainWindow
+    from attnlab.ui.window.main_window import MainWindow
 
     configure_torch()  # what the app's worker thread does
 

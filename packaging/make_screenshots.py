@@ -17,8 +17,8 @@ os.environ["ATTNLAB_SETTINGS"] = str(Path(tempfile.mkdtemp()) / "settings.ini") 
 
 from PySide6.QtCore import QEventLoop, QTimer
 
-from attnlab.ui import app as appsettings
-from attnlab.ui.main_window import MainWindow
+from attnlab.ui.window import app as appsettings
+from attnlab.ui.window.main_window import MainWindow
 
 OUT = Path(__file__).resolve().parent / "screenshots"
 SIZE = (1280, 800)

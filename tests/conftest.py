@@ -104,7 +104,7 @@ WINDOW_SRC, WINDOW_TGT = "the black cat sees the dog", "le chat"  # the sentence
 def open_window(qtbot):
     """open_window(model=None, size=None): a shown MainWindow (settings isolated by the caller's module), with
     `model` traced on WINDOW_SRC / WINDOW_TGT when given; every window opened is shut down after the test."""
-    from attnlab.ui.main_window import MainWindow  # here: the Qt-free tests never load Qt through conftest
+    from attnlab.ui.window.main_window import MainWindow  # here: the Qt-free tests never load Qt through conftest
 
     opened = []
 

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QApplication
 
 import attnlab
 from attnlab import cli
-from attnlab.ui.about import AboutDialog, device_description
-from attnlab.ui.main_window import MainWindow
+from attnlab.ui.window.about import AboutDialog, device_description
+from attnlab.ui.window.main_window import MainWindow
 
 sys.path.insert(0, os.path.dirname(__file__))
 from conftest import build_tiny_model as tiny_model

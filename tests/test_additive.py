@@ -94,7 +94,7 @@ def test_compare_window_shows_both_alignments(qtbot, tiny, tiny_model):
     from PySide6 import QtWidgets
 
     from attnlab.present.additive_compare import additive_alignment
-    from attnlab.ui.additive_view import AdditiveCompareWindow
+    from attnlab.ui.window.additive_view import AdditiveCompareWindow
 
     transformer = tiny_model("encoder-decoder", n_decoder_layers=2)
     window = AdditiveCompareWindow(tiny, transformer, "the black cat sees the dog")

@@ -17,9 +17,9 @@ from PySide6.QtWidgets import QApplication, QDialog, QDialogButtonBox, QMessageB
 import attnlab.checkpoints as checkpoints
 from attnlab.commands import app as app_command
 from attnlab.present.texts import EXAMPLE_SENTENCE
-from attnlab.ui import app as appsettings
-from attnlab.ui.main_window import RANDOM_BANNER, MainWindow
 from attnlab.ui.stages import panel_class_for
+from attnlab.ui.window import app as appsettings
+from attnlab.ui.window.main_window import RANDOM_BANNER, MainWindow
 
 WAIT = 15000
 
@@ -86,7 +86,7 @@ def test_attnlab_command_opens_bundled_model_with_example_traced(qtbot, monkeypa
     assert seen["stage"] == "src.tokens" == seen["tree"] and seen["panel"] is panel_class_for("tokens")
     screen = QApplication.primaryScreen().availableGeometry()
     # the default size fits the screen's available area (a frame included): 1400×900, or 92 % of a smaller one
-    from attnlab.ui.main_window import default_size
+    from attnlab.ui.window.main_window import default_size
 
     assert seen["size"][1] == default_size(screen)[1] <= screen.height()
     assert seen["size"][0] >= default_size(screen)[0]  # or the docks' minimum width, on an 800-pixel screen
@@ -404,7 +404,7 @@ def test_recent_files_are_capped_and_pruned(tmp_path, win):
 
 
 def test_new_random_model_shows_the_banner(qtbot, win, monkeypatch):
-    from attnlab.ui.random_dialog import RandomModelDialog
+    from attnlab.ui.window.random_dialog import RandomModelDialog
 
     dialog = RandomModelDialog()
     dialog.n_heads.setValue(5)

@@ -16,7 +16,7 @@ from test_hf_models import saved  # noqa: E402  (tiny models with their tokenize
 
 from attnlab.engine import names  # noqa: E402
 from attnlab.present.explain import explanation_html  # noqa: E402
-from attnlab.ui.main_window import MainWindow  # noqa: E402
+from attnlab.ui.window.main_window import MainWindow  # noqa: E402
 
 WAIT = 30000
 NOT_SHOWN = ("not in this run", "does not say", "No explanation")

@@ -15,7 +15,7 @@ from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QDialog
 
-from attnlab.ui import open_model
+from attnlab.ui.window import open_model
 
 sys.path.insert(0, os.path.dirname(__file__))
 from conftest import build_tiny_model as tiny_model

@@ -4,8 +4,8 @@ import pyqtgraph as pg
 import pytest
 from PySide6 import QtGui
 
-from attnlab.ui.axes import keep_ticks_apart
-from attnlab.ui.heatmap import tick_font
+from attnlab.ui.plots.axes import keep_ticks_apart
+from attnlab.ui.plots.heatmap import tick_font
 
 
 @pytest.fixture

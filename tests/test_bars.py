@@ -7,7 +7,7 @@ import pyqtgraph as pg
 import pytest
 from PySide6 import QtGui
 
-from attnlab.ui.bars import SolidBars
+from attnlab.ui.plots.bars import SolidBars
 
 
 def test_bars_cover_their_data_and_skip_non_finite_heights(qapp):

@@ -46,7 +46,7 @@ def no_loading(monkeypatch) -> None:
 def test_present_view_model_and_compare_set_the_window_state(qtbot, monkeypatch, generating_model):
     from PySide6.QtWidgets import QApplication, QPushButton
 
-    from attnlab.ui.main_window import MainWindow
+    from attnlab.ui.window.main_window import MainWindow
 
     monkeypatch.setattr(checkpoints, "load_bundled", lambda name="translation": generating_model())
     seen = {}

@@ -5,8 +5,8 @@ import pyqtgraph as pg
 import pytest
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
-from attnlab.ui.clip_check import clipped_labels, main_stage_keys, shoot_stages
-from attnlab.ui.main_window import MainWindow
+from attnlab.ui.window.clip_check import clipped_labels, main_stage_keys, shoot_stages
+from attnlab.ui.window.main_window import MainWindow
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
@@ -59,7 +59,7 @@ def test_presentation_mode_at_1024x768_clips_no_label(qtbot, generating_model, t
 
 
 def test_the_check_finds_an_output_value_label_off_the_view(qtbot):
-    from attnlab.ui.value_labels import ValueLabel, ValueLabels
+    from attnlab.ui.plots.value_labels import ValueLabel, ValueLabels
 
     box = QWidget()
     qtbot.addWidget(box)

@@ -10,7 +10,7 @@ from attnlab.engine import names
 from attnlab.engine.options import RunOptions
 from attnlab.present import compare
 from attnlab.present.stages import ViewState, stages_for
-from attnlab.ui.compare_panel import MAX_ROWS, ComparePanel
+from attnlab.ui.plots.compare_panel import MAX_ROWS, ComparePanel
 
 SRC, TGT = "the black cat sees the small dog", "le chat noir"
 

@@ -4,7 +4,7 @@ import pytest
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication, QCheckBox, QRadioButton, QSlider, QWidget
 
-from attnlab.ui import app as appsettings
+from attnlab.ui.window import app as appsettings
 
 
 @pytest.fixture

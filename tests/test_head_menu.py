@@ -10,7 +10,7 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMenu
 
 from attnlab.engine import names
-from attnlab.ui.heatmap import LabeledHeatmap
+from attnlab.ui.plots.heatmap import LabeledHeatmap
 
 WAIT = 15000
 SITE = "dec.0.cross"

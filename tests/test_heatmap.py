@@ -11,9 +11,9 @@ from conftest import shown_widget
 from PySide6 import QtCore, QtGui
 from PySide6.QtCore import Qt
 
-from attnlab.ui import colormaps
-from attnlab.ui.head_grid import HeadGrid, grid_shape
-from attnlab.ui.heatmap import CategoryAxis, LabeledHeatmap, compute_levels, elide_label
+from attnlab.ui.plots import colormaps
+from attnlab.ui.plots.head_grid import HeadGrid, grid_shape
+from attnlab.ui.plots.heatmap import CategoryAxis, LabeledHeatmap, compute_levels, elide_label
 
 WORDS = ["the", "black", "cat", "sees", "the", "dog", "."]
 

@@ -21,7 +21,7 @@ from attnlab.checkpoints import load_checkpoint, random_model, save_checkpoint
 from attnlab.engine.tokenizer import BPETokenizer, TokenizerError
 from attnlab.limits import MAX_SENTENCE_CHARS
 from attnlab.session import Session
-from attnlab.ui import app as appsettings
+from attnlab.ui.window import app as appsettings
 
 WAIT = 15000
 

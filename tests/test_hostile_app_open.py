@@ -19,7 +19,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from attnlab.checkpoints.additive import FORMAT, bundled_additive_path
-from attnlab.ui import open_model
+from attnlab.ui.window import open_model
 
 WAIT = 20000
 

@@ -12,9 +12,9 @@ from conftest import build_tiny_model
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QApplication, QGraphicsView
 
-from attnlab.ui import errors
-from attnlab.ui.raster import MatrixImage
-from attnlab.ui.schematic import Schematic
+from attnlab.ui.plots.raster import MatrixImage
+from attnlab.ui.plots.schematic import Schematic
+from attnlab.ui.window import errors
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")
 
@@ -41,7 +41,7 @@ def test_an_image_whose_render_raises_draws_nothing_and_the_status_bar_says_so(q
     monkeypatch.setattr(errors, "_logged_paint_failures", set())
     monkeypatch.setattr(MatrixImage, "render", broken_render)
     assert shown_images(win)
-    with caplog.at_level(logging.ERROR, logger="attnlab.ui.errors"):
+    with caplog.at_level(logging.ERROR, logger="attnlab.ui.window.errors"):
         for _ in range(3):
             for image in shown_images(win):
                 image._renderRequired = True  # the next paint renders again (and raises)
@@ -93,7 +93,7 @@ def test_a_paint_guard_without_a_window_only_logs(qapp, caplog, monkeypatch):
     item.setImage(np.zeros((2, 2), np.float32), autoLevels=False, levels=(0.0, 1.0))
     target = QImage(4, 4, QImage.Format.Format_ARGB32)
     painter = QPainter(target)
-    with caplog.at_level(logging.ERROR, logger="attnlab.ui.errors"):
+    with caplog.at_level(logging.ERROR, logger="attnlab.ui.window.errors"):
         item.paint(painter, None, None)
         item.paint(painter, None, None)
     painter.end()

@@ -18,8 +18,8 @@ from attnlab.present.lessons import (
     stage_problems,
 )
 from attnlab.present.stages import stages_for
-from attnlab.ui.lesson_actions import open_lesson, save_lesson
-from attnlab.ui.main_window import MainWindow
+from attnlab.ui.window.lesson_actions import open_lesson, save_lesson
+from attnlab.ui.window.main_window import MainWindow
 
 WAIT = 20000
 GOOD = """title = "t"

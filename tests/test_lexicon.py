@@ -8,7 +8,7 @@ from attnlab.present.lexicon import lexicon, out_of_domain_text, outside_words
 from attnlab.training.corpus import TEACHING_EXAMPLES, generate_pairs
 from attnlab.training.export_lexicon import training_words
 from attnlab.training.train import split_corpus
-from attnlab.ui.main_window import MainWindow
+from attnlab.ui.window.main_window import MainWindow
 
 WAIT = 30000
 

@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from attnlab.present.model_grid import GAP, site_grids, tile
-from attnlab.ui.main_window import MainWindow
+from attnlab.ui.window.main_window import MainWindow
 
 WAIT = 15000
 

@@ -10,19 +10,19 @@ from conftest import build_tiny_model
 from attnlab import session as session_module
 from attnlab.engine.live import LiveModel
 from attnlab.session import Session
-from attnlab.ui.main_window import MainWindow
-from attnlab.ui.schematic import Schematic
+from attnlab.ui.plots.schematic import Schematic
+from attnlab.ui.window.main_window import MainWindow
 
 WAIT = 15000
 # CONTRIBUTING.md's path from the click to the repaint: (hop, the steps this test sees it take, in order)
 HOPS = (
-    ("ui/control_widgets.py: the generated row's connector -> Session.set_options", ["Session.set_options"]),
+    ("ui/controls/control_widgets.py: the generated row's connector -> Session.set_options", ["Session.set_options"]),
     ("session.py: Session.request_trace", ["Session.request_trace"]),
     ("engine/live.py: LiveModel.trace (worker)", ["LiveModel.trace"]),
     ("present/stages.py: warm_up (worker)", ["warm_up"]),
     ("session.py: Session._accept_trace", ["Session._accept_trace"]),
-    ("ui/main_window.py: MainWindow._on_trace", ["MainWindow._on_trace", "Schematic.set_run"]),
-    ("ui/main_window.py: MainWindow.refresh", ["MainWindow.refresh", "panel.show_stage"]),
+    ("ui/window/main_window.py: MainWindow._on_trace", ["MainWindow._on_trace", "Schematic.set_run"]),
+    ("ui/window/main_window.py: MainWindow.refresh", ["MainWindow.refresh", "panel.show_stage"]),
 )
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py

@@ -1,4 +1,4 @@
-"""The stage panels never widen the window (ui/panel_area.py): the stack is sized by the panel shown, and a panel
+"""The stage panels never widen the window (ui/window/panel_area.py): the stack is sized by the panel shown, and a panel
 wider than its room scrolls. Before, the layer input's three maps (588 px) grew a window at its minimum width
 past a small screen's edge the first time the stage was shown, and it stayed that wide for every stage."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from PySide6 import QtWidgets
 
-from attnlab.ui.panel_area import CurrentPageStack
+from attnlab.ui.window.panel_area import CurrentPageStack
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")
 

@@ -6,10 +6,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDockWidget, QWidget
 
 from attnlab.present.stages import layer_jump, sublayer_jump
-from attnlab.ui import app as appsettings
-from attnlab.ui import zoom
-from attnlab.ui.axes import TICK_POINT_SIZE, tick_font
-from attnlab.ui.main_window import MainWindow
+from attnlab.ui.plots.axes import TICK_POINT_SIZE, tick_font
+from attnlab.ui.window import app as appsettings
+from attnlab.ui.window import zoom
+from attnlab.ui.window.main_window import MainWindow
 
 WAIT = 15000
 

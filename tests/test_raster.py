@@ -1,4 +1,4 @@
-"""The opaque-colour and pre-coloured image helpers of attnlab/ui/raster.py, checked against pyqtgraph's own
+"""The opaque-colour and pre-coloured image helpers of attnlab/ui/plots/raster.py, checked against pyqtgraph's own
 ImageItem colouring and against plain alpha arithmetic."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from conftest import shown_widget
 from PySide6 import QtGui
 
-from attnlab.ui import colormaps
-from attnlab.ui.raster import MatrixImage, opaque_over, opaque_pen, qt_ready
+from attnlab.ui.plots import colormaps
+from attnlab.ui.plots.raster import MatrixImage, opaque_over, opaque_pen, qt_ready
 
 
 def premultiplied_pixels(image: QtGui.QImage) -> np.ndarray:
@@ -109,7 +109,7 @@ def both_specs(axis: pg.AxisItem) -> tuple[tuple, tuple]:
 
 def shown_heatmap(qtbot, size: tuple[int, int]):
     """A LabeledHeatmap of `size` on screen."""
-    from attnlab.ui.heatmap import LabeledHeatmap
+    from attnlab.ui.plots.heatmap import LabeledHeatmap
 
     heatmap = shown_widget(qtbot, LabeledHeatmap(), *size)
     return heatmap

@@ -13,9 +13,9 @@ from attnlab.engine import names
 from attnlab.present.explain import explanation_html
 from attnlab.present.export import stage_table
 from attnlab.present.stages import ViewState, stages_for
-from attnlab.ui.export import RENDER_SIZE
-from attnlab.ui.export_actions import export_current
-from attnlab.ui.main_window import MainWindow
+from attnlab.ui.window.export import RENDER_SIZE
+from attnlab.ui.window.export_actions import export_current
+from attnlab.ui.window.main_window import MainWindow
 
 TINY = ["--d-model", "16", "--heads", "4", "--d-ff", "32", "--enc-layers", "1", "--dec-layers", "2", "--max-len", "32"]
 STAGES = ["src.tokens", "enc.0.self.weights", "out.probs"]

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QLabel, QSlider
 from attnlab.checkpoints import load_checkpoint, save_checkpoint
 from attnlab.checkpoints.snapshots import load_snapshots
 from attnlab.checkpoints.snapshots_file import save_snapshots, snapshots_path
-from attnlab.ui.main_window import MainWindow
+from attnlab.ui.window.main_window import MainWindow
 
 sys.path.insert(0, os.path.dirname(__file__))
 from conftest import build_tiny_model

@@ -15,7 +15,7 @@ from PySide6.QtCore import QSettings
 
 from attnlab.engine.options import RunOptions
 from attnlab.present.stages import stages_for
-from attnlab.ui.main_window import MainWindow
+from attnlab.ui.window.main_window import MainWindow
 
 STEPS = int(os.environ.get("SOAK_STEPS", 10_000))
 WINDOW_EVERY = 25

@@ -19,8 +19,8 @@ from attnlab.present.stages import (
     ViewState,
     stages_for,
 )
-from attnlab.ui.head_grid import HeadGrid
-from attnlab.ui.heatmap import LabeledHeatmap, elide_label
+from attnlab.ui.plots.head_grid import HeadGrid
+from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label
 from attnlab.ui.stages import PANEL_CLASSES, panel_class_for
 from attnlab.ui.stages.heads import LINE_THRESHOLD
 

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QLabel
 from attnlab.engine.options import RunOptions
 from attnlab.present.stages import ViewState, stages_for
 from attnlab.ui.stages import panel_class_for
-from attnlab.ui.steady import SteadyHeight, TextHeights
+from attnlab.ui.window.steady import SteadyHeight, TextHeights
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 LONG = "A long sentence that wraps over several lines of a narrow label, as the banner's reasons do. " * 3
@@ -79,7 +79,7 @@ def test_a_steady_label_keeps_room_for_its_last_texts_only(qtbot):
 
 
 def test_the_window_title_and_banner_show_the_new_texts_after_a_toggle(qtbot, model):
-    from attnlab.ui.main_window import MainWindow
+    from attnlab.ui.window.main_window import MainWindow
 
     win = MainWindow()
     qtbot.addWidget(win)
@@ -136,7 +136,7 @@ def test_output_bars_new_labels_and_value_anchors_after_the_distribution_changes
 
 
 def test_the_navigator_renames_only_what_changed_and_follows_the_stage(qtbot, model):
-    from attnlab.ui.navigator import StageNavigator, short_title
+    from attnlab.ui.window.navigator import StageNavigator, short_title
 
     nav = StageNavigator()
     qtbot.addWidget(nav)
@@ -206,7 +206,7 @@ def shown_above_a_stage(qtbot, widget_of):
 
 
 def test_a_steady_box_keeps_a_new_text_from_laying_out_the_window_unless_it_needs_more_room(qtbot):
-    from attnlab.ui.steady import SteadyBox
+    from attnlab.ui.window.steady import SteadyBox
 
     label = QLabel(wordWrap=True)
     window, box = shown_above_a_stage(qtbot, lambda window: SteadyBox(label))
@@ -254,7 +254,7 @@ def test_alternatives_make_room_for_the_tallest_text_before_it_is_shown(qtbot):
 
 
 def test_the_stage_title_makes_room_for_the_longest_headings_of_its_stage_list(tiny_model):
-    from attnlab.ui.main_window import longest_headings, stage_heading
+    from attnlab.ui.window.main_window import longest_headings, stage_heading
 
     stages = stages_for(tiny_model("encoder-decoder").trace(SRC, TGT))
     headings = longest_headings(stages, 3)

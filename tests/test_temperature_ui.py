@@ -7,7 +7,7 @@ import torch
 
 from attnlab.engine import names
 from attnlab.engine.options import temperature_problems
-from attnlab.ui.main_window import MainWindow
+from attnlab.ui.window.main_window import MainWindow
 
 WAIT = 20000
 

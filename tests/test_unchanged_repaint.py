@@ -9,10 +9,10 @@ import pytest
 from conftest import shown_widget
 from PySide6.QtGui import QFont
 
-from attnlab.ui.head_grid import HeadGrid
-from attnlab.ui.heatmap import LabeledHeatmap
-from attnlab.ui.steady import FixedSizeLabel
-from attnlab.ui.window_status import WIDEST_TIMING
+from attnlab.ui.plots.head_grid import HeadGrid
+from attnlab.ui.plots.heatmap import LabeledHeatmap
+from attnlab.ui.window.steady import FixedSizeLabel
+from attnlab.ui.window.window_status import WIDEST_TIMING
 
 WORDS = ["the", "black", "cat", "sees"]
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from attnlab.engine.live import LiveModel
     from attnlab.engine.trace import Trace
     from attnlab.present.lessons import Lesson
-    from attnlab.ui.main_window import MainWindow
+    from attnlab.ui.window.main_window import MainWindow
 
 START = time.perf_counter()
 
@@ -123,8 +123,8 @@ def run(args: argparse.Namespace) -> int:
     from attnlab.engine.tokenizer_process import set_encode_timeout
     from attnlab.limits import MAX_SENTENCE_CHARS
     from attnlab.session import TOKENIZE_TIMEOUT_S
-    from attnlab.ui import app as appsettings
-    from attnlab.ui.main_window import MainWindow
+    from attnlab.ui.window import app as appsettings
+    from attnlab.ui.window.main_window import MainWindow
 
     app = appsettings.create_app(sys.argv[:1])
     settings = appsettings.make_settings()
@@ -159,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
     last = str(settings.value(appsettings.LAST_SENTENCE) or "")[:MAX_SENTENCE_CHARS] or None  # a hand-edited file
     remembered = (str(settings.value(appsettings.LAST_SENTENCE_MODEL) or ""), str(last)) if last else None
     if lesson is not None:
-        from attnlab.ui.lesson_actions import model_loader, play_when_loaded
+        from attnlab.ui.window.lesson_actions import model_loader, play_when_loaded
 
         path = None if lesson.model.startswith("bundled:") else lesson.model
         loader = model_loader(lesson.model)

@@ -61,7 +61,7 @@ def fail(message: str) -> int:
 
 
 def _formats(text: str) -> list[str] | None:
-    from attnlab.ui.export import FORMATS
+    from attnlab.ui.window.export import FORMATS
 
     chosen = [f.strip().lower() for f in text.split(",") if f.strip()]
     return chosen if chosen and all(f in FORMATS for f in chosen) else None
@@ -135,8 +135,8 @@ def render_stages(
     from attnlab.present.explain import explanation_html
     from attnlab.present.export import HandoutEntry, handout_html, safe_file_stem, write_text
     from attnlab.present.stages import ViewState
-    from attnlab.ui import app as appsettings
-    from attnlab.ui.export import StageRenderer
+    from attnlab.ui.window import app as appsettings
+    from attnlab.ui.window.export import StageRenderer
 
     appsettings.create_app(["attnlab-render"])
     tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer

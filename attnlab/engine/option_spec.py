@@ -4,7 +4,7 @@ An OptionSpec describes one field for every reader: its controls in the toggles 
 kind, the values it offers for a given model and why it is unavailable there), its command-line flags, its
 lesson key, what a change of it invalidates in the run cache, whether it changes the stage list's titles, and
 why a value departs from how the model was trained. The readers are generated from the table: the controls
-(present/option_controls.py, ui/control_rows.py), the flags and the reuse rules (engine/option_rules.py), the
+(present/option_controls.py, ui/controls/control_rows.py), the flags and the reuse rules (engine/option_rules.py), the
 lesson toggles (present/lessons.py), the stage key (present/stages.py) and the banner (present/facts.py).
 """
 
@@ -25,7 +25,7 @@ FROM_SITE: Final = "from_site"  # everything from the first attention site whose
 EVERYTHING: Final = "everything"  # every tensor: a full run
 Invalidates = Literal["nothing", "output", "from_site", "everything"]
 
-# The widget a control is drawn with (ui/control_widgets.py builds each kind).
+# The widget a control is drawn with (ui/controls/control_widgets.py builds each kind).
 WidgetKind = Literal["check", "combo", "spin", "slider", "clear"]
 
 

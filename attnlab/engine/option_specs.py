@@ -1,7 +1,7 @@
 """The option table: one OptionSpec per RunOptions field, the only place a toggle is described (Qt-free).
 
 Everything that shows, reads or reuses an option is generated from SPECS: the toggles panel's controls
-(present/option_controls.py, ui/control_rows.py), the `attnlab trace` flags and the run cache's reuse rules
+(present/option_controls.py, ui/controls/control_rows.py), the `attnlab trace` flags and the run cache's reuse rules
 (engine/option_rules.py), the lesson toggles (present/lessons.py), the stage list's cache key
 (present/stages.py) and the banner's reasons (present/facts.py). engine/option_spec.py says what each part of
 a spec means; engine/option_parts.py holds the functions the table is made of. The table's order is the
@@ -102,7 +102,7 @@ FINAL_NORM = OptionSpec(
     departs=part.final_norm_departs,
 )
 
-# The ablation row depends on the stage and head shown, not only on the options: ui/controls_study.py draws it.
+# The ablation row depends on the stage and head shown, not only on the options: ui/controls/controls_study.py draws it.
 ABLATE = OptionSpec(
     "ablate",
     cli=(

@@ -1,7 +1,7 @@
 """What an export writes, Qt-free: the table of numbers a stage shows (for CSV), the handout page that lists
 rendered stages (index.html), safe file names, and the one way files are written.
 
-The pictures themselves are drawn by the panels (attnlab/ui/export.py); everything here works on a Trace.
+The pictures themselves are drawn by the panels (attnlab/ui/window/export.py); everything here works on a Trace.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Token text as people read it on screen, with no Qt: control characters escaped, blank tokens made visible,
-long labels shortened: the one rule for every axis, chip and bar label (ui/matrix_data.py re-exports it)."""
+long labels shortened: the one rule for every axis, chip and bar label (ui/plots/matrix_data.py re-exports it)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What each control of the toggles panel shows for a model and its options, as plain data (Qt-free).
 
-The controls are those of the option table (engine/option_specs.py); ui/control_rows.py turns each into a
+The controls are those of the option table (engine/option_specs.py); ui/controls/control_rows.py turns each into a
 widget row and draws a ControlState into it. Nothing here knows a widget.
 """
 

@@ -11,13 +11,13 @@ from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.model import BarsView, MessageView
-from attnlab.ui import zoom
-from attnlab.ui.axes import grid_axes, quiet_hidden_axes, show_grid_behind
-from attnlab.ui.bars import SolidBars
-from attnlab.ui.heatmap import cache_axis, tick_font
-from attnlab.ui.raster import rect_updates
+from attnlab.ui.plots.axes import grid_axes, quiet_hidden_axes, show_grid_behind
+from attnlab.ui.plots.bars import SolidBars
+from attnlab.ui.plots.heatmap import cache_axis, tick_font
+from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, TokenTicks, draw_matrix, note_font, titled_heatmap
+from attnlab.ui.window import zoom
 
 BEFORE_COLOR = "#3b7dd8"
 AFTER_COLOR = "#ff9f1c"

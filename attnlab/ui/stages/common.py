@@ -28,9 +28,9 @@ from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
 )
 from attnlab.present.views.model import MatrixView
 from attnlab.present.views.site import axis_title, clamp_head  # noqa: F401 (re-exported for the panels)
-from attnlab.ui import zoom
-from attnlab.ui.heatmap import LabeledHeatmap, elide_label, tick_font
-from attnlab.ui.steady import SteadyHeight
+from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label, tick_font
+from attnlab.ui.window import zoom
+from attnlab.ui.window.steady import SteadyHeight
 
 NOTE_POINT_SIZE = 12
 

@@ -11,10 +11,11 @@ from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.heads import heads_view
 from attnlab.present.views.lines import KEY_HEADER, LINE_THRESHOLD, QUERY_HEADER, Line, lines_view, strong_links
 from attnlab.present.views.model import MessageView
-from attnlab.ui.colormaps import get_colormap
-from attnlab.ui.head_grid import HeadGrid
-from attnlab.ui.heatmap import elide_label
-from attnlab.ui.raster import opaque_over, plot_background, rect_updates
+from attnlab.ui.plots.colormaps import get_colormap
+from attnlab.ui.plots.head_grid import HeadGrid
+from attnlab.ui.plots.heatmap import elide_label
+from attnlab.ui.plots.raster import opaque_over, plot_background, rect_updates
+from attnlab.ui.plots.value_labels import ValueLabel, ValueLabels
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
@@ -22,7 +23,6 @@ from attnlab.ui.stages.common import (
     foreground_color,
     note_font,
 )
-from attnlab.ui.value_labels import ValueLabel, ValueLabels
 
 
 class HeadsPanel(StagePanel):

@@ -14,7 +14,7 @@ from attnlab.present.norm_compare import batchnorm_by_length
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.norm_compare import norm_compare_view, sweep_note
-from attnlab.ui.bars import SolidBars
+from attnlab.ui.plots.bars import SolidBars
 from attnlab.ui.stages.addnorm import AFTER_COLOR, BEFORE_COLOR, bar_plot, bar_range
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, note_font, titled_heatmap

@@ -13,10 +13,11 @@ from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.output import mask_position, output_view, top_k  # noqa: F401 (tests import them here)
-from attnlab.ui.axes import grid_axes, quiet_hidden_axes, show_grid_behind
-from attnlab.ui.bars import SolidBars
-from attnlab.ui.heatmap import cache_axis, elide_label, tick_font
-from attnlab.ui.raster import rect_updates
+from attnlab.ui.plots.axes import grid_axes, quiet_hidden_axes, show_grid_behind
+from attnlab.ui.plots.bars import SolidBars
+from attnlab.ui.plots.heatmap import cache_axis, elide_label, tick_font
+from attnlab.ui.plots.raster import rect_updates
+from attnlab.ui.plots.value_labels import ValueLabel, ValueLabels
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
     MessageStack,
@@ -24,7 +25,6 @@ from attnlab.ui.stages.common import (
     foreground_color,
     note_font,
 )
-from attnlab.ui.value_labels import ValueLabel, ValueLabels
 
 BAR_COLOR = "#3b7dd8"
 TOP_COLOR = "#ff9f1c"

@@ -11,12 +11,12 @@ from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.positional import PECurve, PositionalView, positional_view
-from attnlab.ui import zoom
-from attnlab.ui.axes import grid_axes, show_grid_behind
-from attnlab.ui.heatmap import tick_font
-from attnlab.ui.raster import rect_updates
+from attnlab.ui.plots.axes import grid_axes, show_grid_behind
+from attnlab.ui.plots.heatmap import tick_font
+from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, TokenTicks, draw_matrix, foreground_color
+from attnlab.ui.window import zoom
 
 
 class PositionalPanel(StagePanel):

@@ -19,7 +19,7 @@ from attnlab.present import words
 from attnlab.present.engine_api import ModelConfig, ResolvedOptions, RunOptions, names
 from attnlab.present.formulas import norm_word, pe_kind
 from attnlab.present.stages import OUTPUT_BOX
-from attnlab.ui.errors import guarded_paint
+from attnlab.ui.window.errors import guarded_paint
 
 WIDTH = 300.0  # logical width; the drawing scales to the widget
 BOX_H, GAP, CIRCLE, CHIP = 24.0, 13.0, 18.0, 18.0

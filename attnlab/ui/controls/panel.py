@@ -19,7 +19,7 @@ from PySide6.QtCore import QSignalBlocker
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QPushButton, QSpinBox, QVBoxLayout, QWidget
 
 from attnlab.session import Session
-from attnlab.ui.control_rows import Row, rows
+from attnlab.ui.controls.control_rows import Row, rows
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import RunOptions, Trace

@@ -10,11 +10,11 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.ui import zoom
-from attnlab.ui.colormaps import MASK_FILL, MASK_HATCH
-from attnlab.ui.errors import guarded_paint
-from attnlab.ui.matrix_data import nice_step
-from attnlab.ui.raster import opaque_pen, plot_background
+from attnlab.ui.plots.colormaps import MASK_FILL, MASK_HATCH
+from attnlab.ui.plots.matrix_data import nice_step
+from attnlab.ui.plots.raster import opaque_pen, plot_background
+from attnlab.ui.window import zoom
+from attnlab.ui.window.errors import guarded_paint
 
 TICK_POINT_SIZE = 10
 TITLE_POINT_SIZE = 12

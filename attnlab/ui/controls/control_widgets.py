@@ -32,8 +32,8 @@ from attnlab.present.stages import COLOUR_SCALES
 from attnlab.session import Session
 
 if TYPE_CHECKING:
-    from attnlab.ui.control_rows import Builder, Connector, Reader
-    from attnlab.ui.controls import ControlsPanel
+    from attnlab.ui.controls.control_rows import Builder, Connector, Reader
+    from attnlab.ui.controls.panel import ControlsPanel
 
 Widget = TypeVar("Widget", bound=QWidget)
 
@@ -205,7 +205,7 @@ def build_colormap(p: ControlsPanel) -> QWidget:
 
 def read_colormap(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
     if not p.colormap.count():  # filled late: the list lives with pyqtgraph, imported on first use
-        from attnlab.ui.colormaps import COLORMAPS
+        from attnlab.ui.plots.colormaps import COLORMAPS
 
         p.colormap.addItems(COLORMAPS)
     p.colormap.setCurrentIndex(max(0, p.colormap.findText(s.view.colormap)))

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from attnlab.ui.value_labels import ValueLabels
+from attnlab.ui.plots.value_labels import ValueLabels
 
 if TYPE_CHECKING:
     from attnlab.present.stages import Stage
-    from attnlab.ui.main_window import MainWindow
+    from attnlab.ui.window.main_window import MainWindow
 
 TOLERANCE_PX = 1.0
 

@@ -1,5 +1,5 @@
 """The whole-model attention view in a dock: View → Whole-model attention (Ctrl+M). The pyqtgraph widget
-(attnlab/ui/model_view.py) is made the first time the dock is shown, so start-up does not import pyqtgraph
+(attnlab/ui/plots/model_view.py) is made the first time the dock is shown, so start-up does not import pyqtgraph
 for it; while hidden it draws nothing, and a run that arrived meanwhile is drawn when it is shown."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from attnlab.present.engine_api import names
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import Trace
-    from attnlab.ui.model_view import ModelView
-    from attnlab.ui.window_host import WindowHost
+    from attnlab.ui.plots.model_view import ModelView
+    from attnlab.ui.window.window_host import WindowHost
 
 
 class ModelViewDock(QDockWidget):
@@ -43,8 +43,8 @@ class ModelViewDock(QDockWidget):
         self._drawn = trace
 
     def _make_view(self) -> ModelView:
-        from attnlab.ui import app as appsettings
-        from attnlab.ui.model_view import ModelView
+        from attnlab.ui.plots.model_view import ModelView
+        from attnlab.ui.window import app as appsettings
 
         appsettings.plot_colours()
         view = self.view = ModelView()

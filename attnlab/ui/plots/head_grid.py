@@ -18,11 +18,11 @@ from PySide6 import QtCore, QtWidgets
 from PySide6.QtCore import Qt, Signal
 
 from attnlab.present import words
-from attnlab.ui import zoom
-from attnlab.ui.axes import TICK_POINT_SIZE, CategoryAxis, MaskBackground, choose_modes
-from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
-from attnlab.ui.matrix_data import ValueFormat, check_labels, compute_levels, elide_label, prepare_matrix
-from attnlab.ui.matrix_view import MatrixView
+from attnlab.ui.plots.axes import TICK_POINT_SIZE, CategoryAxis, MaskBackground, choose_modes
+from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
+from attnlab.ui.plots.matrix_data import ValueFormat, check_labels, compute_levels, elide_label, prepare_matrix
+from attnlab.ui.plots.matrix_view import MatrixView
+from attnlab.ui.window import zoom
 
 __all__ = ["HeadGrid", "grid_shape"]
 
@@ -95,7 +95,7 @@ class HeadGrid(MatrixView):
 
         *masked* is [Tq, Tk] (shared by all heads) or [H, Tq, Tk]; masked, NaN and ±inf cells
         are hatched grey. Levels: *levels* if given; else 0..1 when every valid value lies in
-        [0, 1] (attention weights); else as :func:`attnlab.ui.heatmap.compute_levels`.
+        [0, 1] (attention weights); else as :func:`attnlab.ui.plots.heatmap.compute_levels`.
         """
         raw, display, mask, bad = prepare_matrix(weights, masked)
         if raw.ndim != 3:

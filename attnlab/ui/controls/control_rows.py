@@ -18,11 +18,11 @@ from PySide6.QtWidgets import QLayout, QWidget
 from attnlab.present.engine_api import ModelConfig
 from attnlab.present.option_controls import Control, OptionSpec, option_controls
 from attnlab.session import Session
-from attnlab.ui import control_widgets as widget
-from attnlab.ui import controls_study as study
+from attnlab.ui.controls import control_widgets as widget
+from attnlab.ui.controls import controls_study as study
 
 if TYPE_CHECKING:
-    from attnlab.ui.controls import ControlsPanel
+    from attnlab.ui.controls.panel import ControlsPanel
 
 # Each row binds one control to the session, both ways. `widgets` are the panel attributes it owns (their
 # signals are blocked while it is re-read); `build` makes the widget placed in the group (it may hold several

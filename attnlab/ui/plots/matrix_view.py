@@ -18,17 +18,17 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.ui.axes import (
+from attnlab.ui.plots.axes import (
     MaskBackground,
     cache_axis,
     keep_ticks_apart,
     tick_font,
     title_font,
 )
-from attnlab.ui.colorbar_ticks import lean_vertical_ticks
-from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL, get_colormap
-from attnlab.ui.matrix_data import ValueFormat, describe_value, printable_label
-from attnlab.ui.raster import MatrixImage, rect_updates
+from attnlab.ui.plots.colorbar_ticks import lean_vertical_ticks
+from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL, get_colormap
+from attnlab.ui.plots.matrix_data import ValueFormat, describe_value, printable_label
+from attnlab.ui.plots.raster import MatrixImage, rect_updates
 
 if TYPE_CHECKING:
     from pyqtgraph.GraphicsScene.mouseEvents import MouseClickEvent
@@ -121,7 +121,7 @@ class MatrixView(QtWidgets.QWidget):
     def set_colormap(self, name: str, signed: str | None = None) -> None:
         """Use colour map *name*; with *signed*, that map is used whenever the levels straddle 0.
 
-        Unknown names fall back to viridis (see :func:`attnlab.ui.colormaps.get_colormap`).
+        Unknown names fall back to viridis (see :func:`attnlab.ui.plots.colormaps.get_colormap`).
         """
         self._cmap_name = name
         self._signed_cmap_name = signed

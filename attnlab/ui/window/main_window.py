@@ -28,24 +28,24 @@ from PySide6.QtWidgets import (
 from attnlab.limits import MAX_SENTENCE_CHARS
 from attnlab.present.stages import Stage, shape_text
 from attnlab.session import Session
-from attnlab.ui import app as appsettings
-from attnlab.ui import head_menu
-from attnlab.ui.controls import ControlsPanel
-from attnlab.ui.errors import ErrorReporter
-from attnlab.ui.inputs import InputBar
-from attnlab.ui.navigator import STEP_KEYS, StageNavigator
-from attnlab.ui.panel_area import CurrentPageStack, PanelScroll
-from attnlab.ui.schematic import Schematic
-from attnlab.ui.snapshot_slider import SnapshotSlider
-from attnlab.ui.steady import SteadyBox, settle_views
-from attnlab.ui.window_files import CHECKPOINT_FILTER, FIRST_PAINT_WAIT_MS, WindowFiles
-from attnlab.ui.window_menus import SHORTCUTS_HTML, WindowMenus
-from attnlab.ui.window_present import WindowPresent
-from attnlab.ui.window_status import CLASSROOM_NOTE, RANDOM_BANNER, WindowStatus, classroom_description
+from attnlab.ui.controls import head_menu
+from attnlab.ui.controls.inputs import InputBar
+from attnlab.ui.controls.panel import ControlsPanel
+from attnlab.ui.controls.snapshot_slider import SnapshotSlider
+from attnlab.ui.plots.schematic import Schematic
+from attnlab.ui.window import app as appsettings
+from attnlab.ui.window.errors import ErrorReporter
+from attnlab.ui.window.navigator import STEP_KEYS, StageNavigator
+from attnlab.ui.window.panel_area import CurrentPageStack, PanelScroll
+from attnlab.ui.window.steady import SteadyBox, settle_views
+from attnlab.ui.window.window_files import CHECKPOINT_FILTER, FIRST_PAINT_WAIT_MS, WindowFiles
+from attnlab.ui.window.window_menus import SHORTCUTS_HTML, WindowMenus
+from attnlab.ui.window.window_present import WindowPresent
+from attnlab.ui.window.window_status import CLASSROOM_NOTE, RANDOM_BANNER, WindowStatus, classroom_description
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import LiveModel, Trace
-    from attnlab.ui.compare_panel import ComparePanel
+    from attnlab.ui.plots.compare_panel import ComparePanel
     from attnlab.ui.stages.base import StagePanel
 
 __all__ = [
@@ -203,7 +203,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
 
     def compare_panel(self) -> ComparePanel:
         """The one ComparePanel (A | B | B − A of the current stage), created on first use."""
-        from attnlab.ui.compare_panel import ComparePanel
+        from attnlab.ui.plots.compare_panel import ComparePanel
 
         panel = self._panels.get(ComparePanel)
         if not isinstance(panel, ComparePanel):  # None: not made yet

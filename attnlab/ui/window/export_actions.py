@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
 from attnlab.present.export import safe_file_stem, stage_table, write_text
-from attnlab.ui.export import save_widget
+from attnlab.ui.window.export import save_widget
 
 if TYPE_CHECKING:
-    from attnlab.ui.window_host import WindowHost
+    from attnlab.ui.window.window_host import WindowHost
 
 PNG_SCALES = (1, 2, 3)
 FILTERS = {

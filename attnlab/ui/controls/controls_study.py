@@ -17,7 +17,7 @@ from attnlab.present.stages import COMPARE_MODES
 from attnlab.session import Session
 
 if TYPE_CHECKING:
-    from attnlab.ui.controls import ControlsPanel
+    from attnlab.ui.controls.panel import ControlsPanel
 
 ABLATE_CHOICES = ((None, "off"), ("zero", "zero it"), ("mean", "mean over positions"))
 assert tuple(m for m, _ in ABLATE_CHOICES[1:]) == ABLATION_MODES

@@ -13,11 +13,11 @@ from attnlab.present.engine_api import INPUT_CUT, names
 from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
 from attnlab.present.training_steps import step_banner
-from attnlab.ui.steady import FixedSizeLabel, SteadyBox
+from attnlab.ui.window.steady import FixedSizeLabel, SteadyBox
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import LiveModel, Trace
-    from attnlab.ui.window_host import WindowHost
+    from attnlab.ui.window.window_host import WindowHost
 else:
     WindowHost = object  # the type checker's view of MainWindow (window_host.py)
 

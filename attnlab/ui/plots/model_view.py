@@ -19,8 +19,8 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from attnlab.present import words
 from attnlab.present.engine_api import names
 from attnlab.present.model_grid import SiteGrid, site_grids
-from attnlab.ui.colormaps import DEFAULT_SEQUENTIAL, get_colormap
-from attnlab.ui.raster import QtReadyImage, rect_updates
+from attnlab.ui.plots.colormaps import DEFAULT_SEQUENTIAL, get_colormap
+from attnlab.ui.plots.raster import QtReadyImage, rect_updates
 
 if TYPE_CHECKING:
     from pyqtgraph.GraphicsScene.mouseEvents import MouseClickEvent

@@ -24,7 +24,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 from PySide6.QtCore import Qt, Signal
 
-from attnlab.ui.axes import (
+from attnlab.ui.plots.axes import (
     TICK_POINT_SIZE,
     TITLE_POINT_SIZE,
     CategoryAxis,
@@ -36,8 +36,8 @@ from attnlab.ui.axes import (
     tick_font,
     title_font,
 )
-from attnlab.ui.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
-from attnlab.ui.matrix_data import (
+from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
+from attnlab.ui.plots.matrix_data import (
     MAX_LABEL_CHARS,
     ValueFormat,
     check_labels,
@@ -48,7 +48,7 @@ from attnlab.ui.matrix_data import (
     prepare_matrix,
     printable_label,
 )
-from attnlab.ui.matrix_view import MatrixView
+from attnlab.ui.plots.matrix_view import MatrixView
 
 __all__ = [
     "MAX_LABEL_CHARS",

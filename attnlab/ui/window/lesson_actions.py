@@ -29,7 +29,7 @@ from attnlab.present.lessons import (
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import LiveModel, Trace
-    from attnlab.ui.window_host import WindowHost
+    from attnlab.ui.window.window_host import WindowHost
 
 LESSON_FILTER = "attnlab lessons (*.toml);;All files (*)"
 

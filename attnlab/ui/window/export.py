@@ -97,7 +97,7 @@ class StageRenderer:
     def __init__(
         self, vocabulary: Callable[[int], str] | Sequence[str] | None = None, size: tuple[int, int] = RENDER_SIZE
     ) -> None:
-        from attnlab.ui import app as appsettings
+        from attnlab.ui.window import app as appsettings
 
         appsettings.plot_colours()
         self._panels: dict[type[StagePanel], StagePanel] = {}

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
-from attnlab.ui.errors import guarded_paint
+from attnlab.ui.window.errors import guarded_paint
 
 INSIDE_COLOR = "#ffffff"
 

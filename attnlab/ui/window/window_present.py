@@ -29,12 +29,12 @@ from PySide6.QtWidgets import (
 )
 
 from attnlab.present.stages import layer_jump, sublayer_jump
-from attnlab.ui import app as appsettings
-from attnlab.ui import zoom
+from attnlab.ui.window import app as appsettings
+from attnlab.ui.window import zoom
 
 if TYPE_CHECKING:
-    from attnlab.ui.stage_search import StageSearch
-    from attnlab.ui.window_host import WindowHost
+    from attnlab.ui.window.stage_search import StageSearch
+    from attnlab.ui.window.window_host import WindowHost
 else:
     WindowHost = object  # the type checker's view of MainWindow (window_host.py)
 
@@ -200,7 +200,7 @@ class WindowPresent(WindowHost):
 
     def open_stage_search(self) -> StageSearch:
         """The type-to-search stage picker; returns the (non-modal) dialog so tests can type into it."""
-        from attnlab.ui.stage_search import StageSearch
+        from attnlab.ui.window.stage_search import StageSearch
 
         dialog = StageSearch(self.session.stages, self.session.stage_key, self)
         dialog.stageChosen.connect(self.session.set_stage)

@@ -21,10 +21,10 @@ from attnlab.present import compare, words
 from attnlab.present.ablation import distribution_change
 from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
-from attnlab.ui.colormaps import DEFAULT_DIVERGING
-from attnlab.ui.head_grid import HeadGrid
-from attnlab.ui.heatmap import LabeledHeatmap, elide_label
-from attnlab.ui.raster import rect_updates
+from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING
+from attnlab.ui.plots.head_grid import HeadGrid
+from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label
+from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note
 

@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 from PySide6.QtCore import Qt
 
-from attnlab.ui.errors import guarded_paint
+from attnlab.ui.window.errors import guarded_paint
 
 
 class SolidBars(pg.GraphicsObject):

@@ -30,7 +30,7 @@ import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.ui.errors import guarded_paint
+from attnlab.ui.window.errors import guarded_paint
 
 View = TypeVar("View", bound=QtWidgets.QGraphicsView)
 

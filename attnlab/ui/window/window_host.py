@@ -18,11 +18,11 @@ if TYPE_CHECKING:
 
     from attnlab.present.lessons import Step
     from attnlab.session import Session
-    from attnlab.ui.errors import ErrorReporter
-    from attnlab.ui.inputs import InputBar
-    from attnlab.ui.lesson_actions import LessonPlayer
-    from attnlab.ui.navigator import StageNavigator
-    from attnlab.ui.stage_search import StageSearch
+    from attnlab.ui.controls.inputs import InputBar
+    from attnlab.ui.window.errors import ErrorReporter
+    from attnlab.ui.window.lesson_actions import LessonPlayer
+    from attnlab.ui.window.navigator import StageNavigator
+    from attnlab.ui.window.stage_search import StageSearch
 
 
 class WindowHost(QMainWindow):

@@ -12,15 +12,15 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QDialog, QFileDialog
 
 from attnlab.session import LoadDetour
-from attnlab.ui import app as appsettings
-from attnlab.ui import open_model
-from attnlab.ui.random_dialog import RandomModelDialog
+from attnlab.ui.window import app as appsettings
+from attnlab.ui.window import open_model
+from attnlab.ui.window.random_dialog import RandomModelDialog
 
 if TYPE_CHECKING:
     from attnlab.checkpoints.additive import AdditiveModel
     from attnlab.present.engine_api import LiveModel
-    from attnlab.ui.additive_view import AdditiveCompareWindow
-    from attnlab.ui.window_host import WindowHost
+    from attnlab.ui.window.additive_view import AdditiveCompareWindow
+    from attnlab.ui.window.window_host import WindowHost
 else:
     WindowHost = object  # the type checker's view of MainWindow (window_host.py)
 
@@ -75,7 +75,7 @@ class WindowFiles(WindowHost):
         self.session.load_async(job)
 
     def _show_additive(self, additive: AdditiveModel) -> None:
-        from attnlab.ui.additive_view import AdditiveCompareWindow
+        from attnlab.ui.window.additive_view import AdditiveCompareWindow
 
         sentence = self.session.src or "the black cat sees the small dog ."
         window = AdditiveCompareWindow(additive, self.session.model, str(sentence), self)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # torch is imported on first use: the main window paints befo
     import torch
 
     from attnlab.session import Session
-    from attnlab.ui.window_host import WindowHost
+    from attnlab.ui.window.window_host import WindowHost
 
 
 def device_description(device: torch.device) -> str:

@@ -115,9 +115,9 @@ def _resource_text(name: str) -> str:
 
 
 def stylesheet(dark: bool = False) -> str:
-    """style.qss, plus dark.qss in the dark theme; sizes written "13pt" follow the zoom (ui/zoom.py) and
+    """style.qss, plus dark.qss in the dark theme; sizes written "13pt" follow the zoom (ui/window/zoom.py) and
     @ICONS@ is the bundled icons folder."""
-    from attnlab.ui import zoom
+    from attnlab.ui.window import zoom
 
     text = _resource_text("style.qss") + ("\n" + _resource_text("dark.qss") if dark else "")
     text = re.sub(r"(\d+(?:\.\d+)?)pt", lambda m: f"{zoom.points(float(m.group(1))):g}pt", text)

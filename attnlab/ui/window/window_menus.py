@@ -11,15 +11,15 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLineEdit, QMenu, QMessageBox
 
 from attnlab.present.words import word
-from attnlab.ui import app as appsettings
-from attnlab.ui import open_model, zoom
-from attnlab.ui.about import show_about
-from attnlab.ui.export_actions import add_export_menu
-from attnlab.ui.lesson_actions import add_lesson_actions, lesson_step
-from attnlab.ui.model_view_dock import ModelViewDock, add_model_view
+from attnlab.ui.window import app as appsettings
+from attnlab.ui.window import open_model, zoom
+from attnlab.ui.window.about import show_about
+from attnlab.ui.window.export_actions import add_export_menu
+from attnlab.ui.window.lesson_actions import add_lesson_actions, lesson_step
+from attnlab.ui.window.model_view_dock import ModelViewDock, add_model_view
 
 if TYPE_CHECKING:
-    from attnlab.ui.window_host import WindowHost
+    from attnlab.ui.window.window_host import WindowHost
 else:
     WindowHost = object  # the type checker's view of MainWindow (window_host.py)
 

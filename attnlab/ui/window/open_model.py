@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 if TYPE_CHECKING:
     from attnlab.present.engine_api import LiveModel
     from attnlab.session import LoadDetour
-    from attnlab.ui.window_host import WindowHost
+    from attnlab.ui.window.window_host import WindowHost
 
 FILE_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.bin *.ckpt config.json);;All files (*)"
 
