@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen, QPolygonF
+from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from attnlab.present import words
@@ -50,6 +50,9 @@ SHORT = {
 FIRST_SITE = {stack: names.site(names.layer(stack, 0), "self") for stack in names.STACKS}  # "enc.0.self", …
 HIGHLIGHT = "#ff9f1c"
 RESIDUAL = "#4a78b0"
+# What is kept of earlier drawings, newest last: a wiring, highlight or size seen lately costs no layout and one
+# pixmap blit, so toggling an option back and forth redraws nothing (about 0.5 MB a picture at 300×430).
+LAYOUTS_KEPT, PICTURES_KEPT = 32, 8
 
 
 @dataclass
@@ -78,6 +81,8 @@ class Schematic(QWidget):
         self.texts: list[tuple[QRectF, str, int]] = []  # (rect, text, alignment)
         self.height_ = 200.0
         self._drawn: tuple | None = None  # the state the current layout was made from
+        self._layouts: dict[tuple, tuple] = {}  # drawn_state() -> (items, lines, texts, height_)
+        self._pictures: dict[tuple, QPixmap] = {}  # (drawn state, size, pixel ratio, colour, font) -> drawing
 
     # ---- state -----------------------------------------------------------------------------------------
     def set_model(self, config: ModelConfig) -> None:
@@ -101,10 +106,12 @@ class Schematic(QWidget):
         self._relayout()
 
     def boxes(self) -> list[str]:
+        self._relayout(hidden_too=True)
         return [i.box for i in self.items if i.box and not i.kind.startswith("chip")]
 
     def box_rect(self, box: str) -> QRectF | None:
         """Where `box` is drawn, in widget coordinates."""
+        self._relayout(hidden_too=True)
         scale, dx = self._transform()
         for item in self.items:
             if item.box == box and item.kind != "chip":
@@ -131,16 +138,31 @@ class Schematic(QWidget):
             opts.is_causal(FIRST_SITE["dec"]),
         )
 
-    def _relayout(self) -> None:
+    def _relayout(self, hidden_too: bool = False) -> None:
+        """Lay out the drawn state if it changed (a state laid out lately is taken from `_layouts`); while hidden
+        only when asked (`hidden_too`), else when shown (`showEvent`)."""
+        if not (hidden_too or self.isVisible()):
+            return
         state = self.drawn_state()
         if state == self._drawn:
             return
-        self._drawn = state
+        self._drawn, height = state, self.height_
+        layout = self._layouts.pop(state, None)
+        if layout is None:
+            self._lay_out()
+            layout = (self.items, self.lines, self.texts, self.height_)
+        self.items, self.lines, self.texts, self.height_ = layout
+        _keep(self._layouts, state, layout, LAYOUTS_KEPT)
+        if self.height_ != height:
+            self.updateGeometry()
+        self.update()
+
+    def _lay_out(self) -> None:
+        """The boxes, lines and texts of the drawn state, in logical coordinates."""
         self.items, self.lines, self.texts = [], [], []
         cfg = self.config
         if cfg is None:
             self.height_ = 60.0
-            self.update()
             return
         pre = self.options.norm_first
         title = "Pre-norm: Norm → sub-layer → +" if pre else "Post-norm: sub-layer → Add & Norm"
@@ -157,8 +179,6 @@ class Schematic(QWidget):
             n = cfg.n_encoder_layers if side == "enc" else cfg.n_decoder_layers
             bottom, _ = self._stack(side, 50.0, 200.0, top, n, None, True)
         self.height_ = bottom + 4
-        self.updateGeometry()
-        self.update()
 
     def _stack(
         self, side: str, x0: float, w: float, y: float, n_layers: int, memory: QPointF | None, output: bool
@@ -279,14 +299,37 @@ class Schematic(QWidget):
         scale = max(0.5, min(self.width() / WIDTH, self.height() / max(self.height_, 1.0), 1.5))
         return scale, (self.width() - WIDTH * scale) / 2
 
+    def showEvent(self, event) -> None:
+        self._relayout()  # what changed while hidden
+        super().showEvent(event)
+
     @guarded_paint
     def paintEvent(self, _event) -> None:
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        """Blit the drawing of this state at this size (drawn once, `_draw`, then kept in `_pictures`)."""
+        self._relayout(hidden_too=True)
         scale, dx = self._transform()
+        text_colour, ratio = self.palette().windowText().color(), self.devicePixelRatioF()
+        size = QSize(round(self.width() * ratio), round(self.height() * ratio))
+        if size.isEmpty():
+            return
+        key = (self._drawn, size.width(), size.height(), ratio, text_colour.rgba(), self.font().key())
+        picture = self._pictures.pop(key, None)
+        if picture is None:
+            picture = QPixmap(size)
+            picture.setDevicePixelRatio(ratio)
+            picture.fill(Qt.GlobalColor.transparent)
+            p = QPainter(picture)
+            try:
+                self._draw(p, scale, dx, text_colour)
+            finally:
+                p.end()  # a failed drawing is reported by guarded_paint and not kept
+        _keep(self._pictures, key, picture, PICTURES_KEPT)
+        QPainter(self).drawPixmap(0, 0, picture)
+
+    def _draw(self, p: QPainter, scale: float, dx: float, text_colour: QColor) -> None:
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
         p.translate(dx, 0)
         p.scale(scale, scale)
-        text_colour = self.palette().windowText().color()
         font = QFont(self.font())
         font.setPointSizeF(max(8.0, font.pointSizeF() - 0.5))
         p.setFont(font)
@@ -374,3 +417,10 @@ class Schematic(QWidget):
         item = self.item_at(event.position())
         if item is not None and event.button() == Qt.MouseButton.LeftButton:
             self.boxClicked.emit(item.box)
+
+
+def _keep(kept: dict, key: tuple, value, most: int) -> None:
+    """Put `value` in `kept` as its newest entry, dropping the oldest beyond `most`."""
+    kept[key] = value
+    while len(kept) > most:
+        del kept[next(iter(kept))]
