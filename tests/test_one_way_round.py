@@ -6,6 +6,8 @@ import functools
 
 import pytest
 from conftest import build_tiny_model
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QApplication, QWidget
 
 from attnlab import session as session_module
 from attnlab.engine.live import LiveModel
@@ -21,9 +23,25 @@ HOPS = (
     ("engine/live.py: LiveModel.trace (worker)", ["LiveModel.trace"]),
     ("present/stages.py: warm_up (worker)", ["warm_up"]),
     ("session.py: Session._accept_trace", ["Session._accept_trace"]),
-    ("ui/main_window.py: MainWindow._on_trace", ["MainWindow._on_trace", "Schematic.set_run"]),
-    ("ui/main_window.py: MainWindow.refresh", ["MainWindow.refresh", "panel.show_stage"]),
+    ("ui/main_window.py: MainWindow._on_trace", ["MainWindow._on_trace"]),
+    ("ui/main_window.py: MainWindow.refresh", ["MainWindow.refresh", "panel.show_stage", "panel painted"]),
+    ("ui/main_window.py: MainWindow._draw_schematic (queued behind the repaint)", ["Schematic.set_run"]),
 )
+
+
+class PaintLog(QObject):
+    """Logs "panel painted" at the first paint of the panel or of a widget inside it after each show_stage."""
+
+    def __init__(self, panel: QWidget, log: list[str]):
+        super().__init__()
+        self.panel, self.log = panel, log
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.Paint and self.log and self.log[-1] == "panel.show_stage":
+            if watched is self.panel or (isinstance(watched, QWidget) and self.panel.isAncestorOf(watched)):
+                self.log.append("panel painted")
+        return False
+
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
@@ -63,14 +81,18 @@ def test_a_toggle_goes_one_way_round_in_at_most_eight_hops(qtbot, open_window, h
     w.session.set_stage("enc.0.norm1")
     panel = w.current_panel()
     panel.show_stage = _logged(hops, "panel.show_stage", panel.show_stage)
+    painted = PaintLog(panel, hops)
+    QApplication.instance().installEventFilter(painted)
     combo = w.controls.norm
     clicked = combo.findData("pre")
     combo.setCurrentIndex(clicked)  # what the person's click does to the combo itself
     combo.setCurrentIndex = _logged(hops, "combo.setCurrentIndex", combo.setCurrentIndex)  # a write-back
+    qtbot.waitUntil(lambda: w.schematic.options is w.session.trace.options, timeout=WAIT)  # the opening run's
     hops.clear()
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
         combo.activated.emit(clicked)
-    qtbot.waitUntil(lambda: "panel.show_stage" in hops, timeout=WAIT)
+    qtbot.waitUntil(lambda: "Schematic.set_run" in hops, timeout=WAIT)
+    QApplication.instance().removeEventFilter(painted)
 
     steps = [step for _hop, seen in HOPS for step in seen]
     assert len(HOPS) <= 8
