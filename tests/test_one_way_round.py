@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from attnlab import session as session_module
 from attnlab.engine.live import LiveModel
+from attnlab.engine.options import RunOptions
 from attnlab.session import Session
 from attnlab.ui.main_window import MainWindow
 from attnlab.ui.schematic import Schematic
@@ -122,3 +123,35 @@ def test_the_other_controls_still_follow_a_change(qtbot, open_window):
     heads.setCurrentIndex((before + 1) % heads.count())
     heads.activated.emit(heads.currentIndex())
     assert heads.currentIndex() == before
+
+
+def test_the_schematic_draws_a_wiring_once_and_nothing_while_hidden(qtbot, monkeypatch):
+    """A wiring drawn lately is shown again from its kept picture (no layout, no drawing), the same pixels; a
+    hidden schematic lays out nothing until it is shown, then draws the latest run."""
+    config = build_tiny_model("encoder-decoder").config
+    pre, post = (RunOptions(norm=norm).resolved(config) for norm in ("pre", "post"))
+    work: list[str] = []
+    monkeypatch.setattr(Schematic, "_lay_out", _logged(work, "lay out", Schematic._lay_out))
+    monkeypatch.setattr(Schematic, "_draw", _logged(work, "draw", Schematic._draw))
+    schematic = Schematic()
+    qtbot.addWidget(schematic)
+    schematic.resize(300, 430)
+    schematic.show()
+    schematic.set_run(config, pre)
+    pre_image = schematic.grab().toImage()
+    schematic.set_run(config, post)
+    post_image = schematic.grab().toImage()
+    assert pre_image != post_image and work.count("draw") == 2
+    work.clear()
+    schematic.set_run(config, pre)
+    assert schematic.grab().toImage() == pre_image and work == []  # kept: neither laid out nor drawn again
+    schematic.set_current("enc.0.ffn")  # a new highlight is a new drawing
+    assert schematic.grab().toImage() != pre_image and work == ["lay out", "draw"]
+
+    schematic.hide()
+    work.clear()
+    schematic.set_run(config, post)
+    schematic.set_run(config, RunOptions(norm="post", residual=False).resolved(config))
+    assert work == []
+    schematic.show()
+    assert work == ["lay out"] and schematic.texts[0][1] == "Post-norm: sub-layer → Add & Norm (no residual)"
