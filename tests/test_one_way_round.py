@@ -24,24 +24,32 @@ HOPS = (
     ("engine/live.py: LiveModel.trace (worker)", ["LiveModel.trace"]),
     ("present/stages.py: warm_up (worker)", ["warm_up"]),
     ("session.py: Session._accept_trace", ["Session._accept_trace"]),
-    ("ui/main_window.py: MainWindow._on_trace", ["MainWindow._on_trace"]),
+    ("ui/main_window.py: MainWindow._on_trace", ["MainWindow._on_trace", "Schematic.set_run"]),
     ("ui/main_window.py: MainWindow.refresh", ["MainWindow.refresh", "panel.show_stage", "panel painted"]),
-    ("ui/main_window.py: MainWindow._draw_schematic (queued behind the repaint)", ["Schematic.set_run"]),
+    ("ui/schematic.py: its repaint, queued behind the panel's", ["schematic painted"]),
 )
 
 
 class PaintLog(QObject):
-    """Logs "panel painted" at the first paint of the panel or of a widget inside it after each show_stage."""
+    """Logs "panel painted" at the first paint of the panel (or of a widget inside it) after a show_stage, and
+    "schematic painted" at the schematic's first paint after a Schematic.set_run."""
 
-    def __init__(self, panel: QWidget, log: list[str]):
+    def __init__(self, panel: QWidget, schematic: QWidget, log: list[str]):
         super().__init__()
-        self.panel, self.log = panel, log
+        self.panel, self.schematic, self.log = panel, schematic, log
 
     def eventFilter(self, watched, event) -> bool:
-        if event.type() == QEvent.Type.Paint and self.log and self.log[-1] == "panel.show_stage":
-            if watched is self.panel or (isinstance(watched, QWidget) and self.panel.isAncestorOf(watched)):
-                self.log.append("panel painted")
+        if event.type() != QEvent.Type.Paint or not isinstance(watched, QWidget):
+            return False
+        if watched is self.panel or self.panel.isAncestorOf(watched):
+            self._once_after("panel.show_stage", "panel painted")
+        elif watched is self.schematic:
+            self._once_after("Schematic.set_run", "schematic painted")
         return False
+
+    def _once_after(self, cause: str, step: str) -> None:
+        if cause in self.log and step not in self.log[self.log.index(cause) :]:
+            self.log.append(step)
 
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
@@ -82,17 +90,16 @@ def test_a_toggle_goes_one_way_round_in_at_most_eight_hops(qtbot, open_window, h
     w.session.set_stage("enc.0.norm1")
     panel = w.current_panel()
     panel.show_stage = _logged(hops, "panel.show_stage", panel.show_stage)
-    painted = PaintLog(panel, hops)
+    painted = PaintLog(panel, w.schematic, hops)
     QApplication.instance().installEventFilter(painted)
     combo = w.controls.norm
     clicked = combo.findData("pre")
     combo.setCurrentIndex(clicked)  # what the person's click does to the combo itself
     combo.setCurrentIndex = _logged(hops, "combo.setCurrentIndex", combo.setCurrentIndex)  # a write-back
-    qtbot.waitUntil(lambda: w.schematic.options is w.session.trace.options, timeout=WAIT)  # the opening run's
     hops.clear()
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
         combo.activated.emit(clicked)
-    qtbot.waitUntil(lambda: "Schematic.set_run" in hops, timeout=WAIT)
+    qtbot.waitUntil(lambda: "schematic painted" in hops, timeout=WAIT)
     QApplication.instance().removeEventFilter(painted)
 
     steps = [step for _hop, seen in HOPS for step in seen]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QByteArray, Qt, QTimer
+from PySide6.QtCore import QByteArray, Qt
 from PySide6.QtGui import QCloseEvent, QKeyEvent
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -68,7 +68,6 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.errors = ErrorReporter(self)
         self._panels: dict[type, QWidget] = {}
         self._shown: tuple = ()
-        self._schematic_run = None  # the trace the schematic is to draw next (_draw_schematic)
         self.last_paint_ms = 0.0
         self._pending_start = None
         self._build_status_bar()
@@ -258,20 +257,14 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
 
     def _on_trace(self, trace) -> None:
         s = self.session
+        # the run the panels show, never the request; its repaint is queued behind the panel's (Schematic.set_run)
+        self.schematic.set_run(trace.config, trace.options)
         if s.stages is not self.navigator.stages():  # a new list: the title makes room for its longest headings
             self._title_box.alternatives = longest_headings(s.stages)
             self._title_box.fit()
         self.navigator.set_stages(s.stages, s.stage_key)
         self.refresh()
         self._update_banner(trace)
-        # the schematic draws the same finished run, after the panel's repaint (queued behind it), never the request
-        self._schematic_run = trace
-        QTimer.singleShot(0, self.schematic, lambda: self._draw_schematic(trace))
-
-    def _draw_schematic(self, trace) -> None:
-        """Wire the schematic as the run of `trace`, unless a newer trace or another model came meanwhile."""
-        if trace is self._schematic_run:
-            self.schematic.set_run(trace.config, trace.options)
 
     def set_dark(self, dark: bool) -> None:
         appsettings.apply_theme(dark)
@@ -291,7 +284,6 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
     # ---- model and navigation ------------------------------------------------------------------------------
     def _on_model(self, model) -> None:
         s = self.session
-        self._schematic_run = None  # a trace of the previous model is not drawn any more
         self.schematic.set_model(model.config)  # its trained wiring, until its first trace arrives
         self.setWindowTitle(f"attnlab — {model.name}")
         for panel in self._panels.values():

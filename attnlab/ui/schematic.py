@@ -9,9 +9,10 @@ The current stage's box is highlighted; clicking a box emits `boxClicked(name)` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen, QPixmap, QPolygonF
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -72,6 +73,7 @@ class Schematic(QWidget):
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
         self.setAccessibleName("Architecture schematic")
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # its picture fills it: nothing below is drawn
         self.config: ModelConfig | None = None
         self.options: ResolvedOptions = RunOptions().resolved(ModelConfig())  # replaced with the model's
         self.current = ""
@@ -91,11 +93,12 @@ class Schematic(QWidget):
 
     def set_run(self, config: ModelConfig, options: ResolvedOptions) -> None:
         """Draw the model of `config` wired as the run of `options` (a finished trace's, or a newly opened
-        model's trained wiring until its first trace arrives)."""
+        model's trained wiring until its first trace arrives). Laid out now; painted after the repaints
+        already asked for (a zero timer), so the stage panel of the same run reaches the screen first."""
         self.config, self.options = config, options
         self.layer["enc"] = min(self.layer["enc"], max(0, config.n_encoder_layers - 1))
         self.layer["dec"] = min(self.layer["dec"], max(0, config.n_decoder_layers - 1))
-        self._relayout()
+        self._relayout(repaint=lambda: QTimer.singleShot(0, self, self.update))
 
     def set_current(self, box: str) -> None:
         """Highlight `box`; a box inside a layer also shows that layer of its stack."""
@@ -138,7 +141,7 @@ class Schematic(QWidget):
             opts.is_causal(FIRST_SITE["dec"]),
         )
 
-    def _relayout(self, hidden_too: bool = False) -> None:
+    def _relayout(self, hidden_too: bool = False, repaint: Callable[[], None] | None = None) -> None:
         """Lay out the drawn state if it changed (a state laid out lately is taken from `_layouts`); while hidden
         only when asked (`hidden_too`), else when shown (`showEvent`)."""
         if not (hidden_too or self.isVisible()):
@@ -155,7 +158,7 @@ class Schematic(QWidget):
         _keep(self._layouts, state, layout, LAYOUTS_KEPT)
         if self.height_ != height:
             self.updateGeometry()
-        self.update()
+        (repaint or self.update)()
 
     def _lay_out(self) -> None:
         """The boxes, lines and texts of the drawn state, in logical coordinates."""
@@ -308,16 +311,25 @@ class Schematic(QWidget):
         """Blit the drawing of this state at this size (drawn once, `_draw`, then kept in `_pictures`)."""
         self._relayout(hidden_too=True)
         scale, dx = self._transform()
-        text_colour, ratio = self.palette().windowText().color(), self.devicePixelRatioF()
+        palette, ratio = self.palette(), self.devicePixelRatioF()
+        text_colour, background = palette.windowText().color(), palette.window().color()
         size = QSize(round(self.width() * ratio), round(self.height() * ratio))
         if size.isEmpty():
             return
-        key = (self._drawn, size.width(), size.height(), ratio, text_colour.rgba(), self.font().key())
+        key = (
+            self._drawn,
+            size.width(),
+            size.height(),
+            ratio,
+            text_colour.rgba(),
+            background.rgba(),
+            self.font().key(),
+        )
         picture = self._pictures.pop(key, None)
         if picture is None:
             picture = QPixmap(size)
             picture.setDevicePixelRatio(ratio)
-            picture.fill(Qt.GlobalColor.transparent)
+            picture.fill(background)
             p = QPainter(picture)
             try:
                 self._draw(p, scale, dx, text_colour)
