@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen, QPixmap, QPolygonF
+from PySide6.QtGui import QColor, QFont, QPainter, QPainterPath, QPen, QPixmap, QPolygonF, QShowEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from attnlab.present import words
@@ -83,6 +83,8 @@ class Schematic(QWidget):
         self.texts: list[tuple[QRectF, str, int]] = []  # (rect, text, alignment)
         self.height_ = 200.0
         self._drawn: tuple | None = None  # the state the current layout was made from
+        # (config, the tallest height laid out for it): the size hint, so a toggle never relays out the window
+        self._hint: tuple[ModelConfig | None, float] = (None, self.height_)
         self._layouts: dict[tuple, tuple] = {}  # drawn_state() -> (items, lines, texts, height_)
         self._pictures: dict[tuple, QPixmap] = {}  # (drawn state, size, pixel ratio, colour, font) -> drawing
 
@@ -149,14 +151,16 @@ class Schematic(QWidget):
         state = self.drawn_state()
         if state == self._drawn:
             return
-        self._drawn, height = state, self.height_
+        self._drawn = state
         layout = self._layouts.pop(state, None)
         if layout is None:
             self._lay_out()
             layout = (self.items, self.lines, self.texts, self.height_)
         self.items, self.lines, self.texts, self.height_ = layout
         _keep(self._layouts, state, layout, LAYOUTS_KEPT)
-        if self.height_ != height:
+        hint = self.height_ if self._hint[0] != self.config else max(self._hint[1], self.height_)
+        if (self.config, hint) != self._hint:
+            self._hint = (self.config, hint)
             self.updateGeometry()
         (repaint or self.update)()
 
@@ -293,16 +297,16 @@ class Schematic(QWidget):
 
     # ---- drawing ---------------------------------------------------------------------------------------
     def sizeHint(self) -> QSize:
-        return QSize(int(WIDTH), int(self.height_))
+        return QSize(int(WIDTH), int(self._hint[1]))
 
     def minimumSizeHint(self) -> QSize:
-        return QSize(220, int(self.height_ * 0.7))
+        return QSize(220, int(self._hint[1] * 0.7))
 
     def _transform(self) -> tuple[float, float]:
         scale = max(0.5, min(self.width() / WIDTH, self.height() / max(self.height_, 1.0), 1.5))
         return scale, (self.width() - WIDTH * scale) / 2
 
-    def showEvent(self, event) -> None:
+    def showEvent(self, event: QShowEvent) -> None:
         self._relayout()  # what changed while hidden
         super().showEvent(event)
 
@@ -431,7 +435,7 @@ class Schematic(QWidget):
             self.boxClicked.emit(item.box)
 
 
-def _keep(kept: dict, key: tuple, value, most: int) -> None:
+def _keep(kept: dict, key: tuple, value: object, most: int) -> None:
     """Put `value` in `kept` as its newest entry, dropping the oldest beyond `most`."""
     kept[key] = value
     while len(kept) > most:
