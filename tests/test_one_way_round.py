@@ -6,9 +6,12 @@ import functools
 
 import pytest
 from conftest import build_tiny_model
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QApplication, QWidget
 
 from attnlab import session as session_module
 from attnlab.engine.live import LiveModel
+from attnlab.engine.options import RunOptions
 from attnlab.session import Session
 from attnlab.ui.plots.schematic import Schematic
 from attnlab.ui.window.main_window import MainWindow
@@ -22,8 +25,32 @@ HOPS = (
     ("present/stages.py: warm_up (worker)", ["warm_up"]),
     ("session.py: Session._accept_trace", ["Session._accept_trace"]),
     ("ui/window/main_window.py: MainWindow._on_trace", ["MainWindow._on_trace", "Schematic.set_run"]),
-    ("ui/window/main_window.py: MainWindow.refresh", ["MainWindow.refresh", "panel.show_stage"]),
+    ("ui/window/main_window.py: MainWindow.refresh", ["MainWindow.refresh", "panel.show_stage", "panel painted"]),
+    ("ui/plots/schematic.py: its repaint, queued behind the panel's", ["schematic painted"]),
 )
+
+
+class PaintLog(QObject):
+    """Logs "panel painted" at the first paint of the panel (or of a widget inside it) after a show_stage, and
+    "schematic painted" at the schematic's first paint after a Schematic.set_run."""
+
+    def __init__(self, panel: QWidget, schematic: QWidget, log: list[str]):
+        super().__init__()
+        self.panel, self.schematic, self.log = panel, schematic, log
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() != QEvent.Type.Paint or not isinstance(watched, QWidget):
+            return False
+        if watched is self.panel or self.panel.isAncestorOf(watched):
+            self._once_after("panel.show_stage", "panel painted")
+        elif watched is self.schematic:
+            self._once_after("Schematic.set_run", "schematic painted")
+        return False
+
+    def _once_after(self, cause: str, step: str) -> None:
+        if cause in self.log and step not in self.log[self.log.index(cause) :]:
+            self.log.append(step)
+
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
@@ -63,6 +90,8 @@ def test_a_toggle_goes_one_way_round_in_at_most_eight_hops(qtbot, open_window, h
     w.session.set_stage("enc.0.norm1")
     panel = w.current_panel()
     panel.show_stage = _logged(hops, "panel.show_stage", panel.show_stage)
+    painted = PaintLog(panel, w.schematic, hops)
+    QApplication.instance().installEventFilter(painted)
     combo = w.controls.norm
     clicked = combo.findData("pre")
     combo.setCurrentIndex(clicked)  # what the person's click does to the combo itself
@@ -70,7 +99,8 @@ def test_a_toggle_goes_one_way_round_in_at_most_eight_hops(qtbot, open_window, h
     hops.clear()
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
         combo.activated.emit(clicked)
-    qtbot.waitUntil(lambda: "panel.show_stage" in hops, timeout=WAIT)
+    qtbot.waitUntil(lambda: "schematic painted" in hops, timeout=WAIT)
+    QApplication.instance().removeEventFilter(painted)
 
     steps = [step for _hop, seen in HOPS for step in seen]
     assert len(HOPS) <= 8
@@ -100,3 +130,35 @@ def test_the_other_controls_still_follow_a_change(qtbot, open_window):
     heads.setCurrentIndex((before + 1) % heads.count())
     heads.activated.emit(heads.currentIndex())
     assert heads.currentIndex() == before
+
+
+def test_the_schematic_draws_a_wiring_once_and_nothing_while_hidden(qtbot, monkeypatch):
+    """A wiring drawn lately is shown again from its kept picture (no layout, no drawing), the same pixels; a
+    hidden schematic lays out nothing until it is shown, then draws the latest run."""
+    config = build_tiny_model("encoder-decoder").config
+    pre, post = (RunOptions(norm=norm).resolved(config) for norm in ("pre", "post"))
+    work: list[str] = []
+    monkeypatch.setattr(Schematic, "_lay_out", _logged(work, "lay out", Schematic._lay_out))
+    monkeypatch.setattr(Schematic, "_draw", _logged(work, "draw", Schematic._draw))
+    schematic = Schematic()
+    qtbot.addWidget(schematic)
+    schematic.resize(300, 430)
+    schematic.show()
+    schematic.set_run(config, pre)
+    pre_image = schematic.grab().toImage()
+    schematic.set_run(config, post)
+    post_image = schematic.grab().toImage()
+    assert pre_image != post_image and work.count("draw") == 2
+    work.clear()
+    schematic.set_run(config, pre)
+    assert schematic.grab().toImage() == pre_image and work == []  # kept: neither laid out nor drawn again
+    schematic.set_current("enc.0.ffn")  # a new highlight is a new drawing
+    assert schematic.grab().toImage() != pre_image and work == ["lay out", "draw"]
+
+    schematic.hide()
+    work.clear()
+    schematic.set_run(config, post)
+    schematic.set_run(config, RunOptions(norm="post", residual=False).resolved(config))
+    assert work == []
+    schematic.show()
+    assert work == ["lay out"] and schematic.texts[0][1] == "Post-norm: sub-layer → Add & Norm (no residual)"

@@ -9,10 +9,22 @@ The current stage's box is highlighted; clicking a box emits `boxClicked(name)` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QMouseEvent, QPainter, QPainterPath, QPaintEvent, QPen, QPolygonF
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QMouseEvent,
+    QPainter,
+    QPainterPath,
+    QPaintEvent,
+    QPen,
+    QPixmap,
+    QPolygonF,
+    QShowEvent,
+)
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from attnlab.present import words
@@ -52,6 +64,9 @@ HIGHLIGHT = "#ff9f1c"
 RESIDUAL = "#4a78b0"
 ColumnBox = tuple[str, str, str]  # (box, text, kind) of one box of a stack's column
 Branch = tuple[int, int | None]  # a residual branch: (its first box, the box it joins, or None when cut)
+# What is kept of earlier drawings, newest last: a wiring, highlight or size seen lately costs no layout and one
+# pixmap blit, so toggling an option back and forth redraws nothing (about 0.5 MB a picture at 300×430).
+LAYOUTS_KEPT, PICTURES_KEPT = 32, 8
 
 
 @dataclass
@@ -71,6 +86,7 @@ class Schematic(QWidget):
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
         self.setAccessibleName("Architecture schematic")
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # its picture fills it: nothing below is drawn
         self.config: ModelConfig | None = None
         self.options: ResolvedOptions = RunOptions().resolved(ModelConfig())  # replaced with the model's
         self.current = ""
@@ -80,6 +96,10 @@ class Schematic(QWidget):
         self.texts: list[tuple[QRectF, str, int]] = []  # (rect, text, alignment)
         self.height_ = 200.0
         self._drawn: tuple | None = None  # the state the current layout was made from
+        # (config, the tallest height laid out for it): the size hint, so a toggle never relays out the window
+        self._hint: tuple[ModelConfig | None, float] = (None, self.height_)
+        self._layouts: dict[tuple, tuple] = {}  # drawn_state() -> (items, lines, texts, height_)
+        self._pictures: dict[tuple, QPixmap] = {}  # (drawn state, size, pixel ratio, colour, font) -> drawing
 
     # ---- state -----------------------------------------------------------------------------------------
     def set_model(self, config: ModelConfig) -> None:
@@ -88,11 +108,12 @@ class Schematic(QWidget):
 
     def set_run(self, config: ModelConfig, options: ResolvedOptions) -> None:
         """Draw the model of `config` wired as the run of `options` (a finished trace's, or a newly opened
-        model's trained wiring until its first trace arrives)."""
+        model's trained wiring until its first trace arrives). Laid out now; painted after the repaints
+        already asked for (a zero timer), so the stage panel of the same run reaches the screen first."""
         self.config, self.options = config, options
         self.layer["enc"] = min(self.layer["enc"], max(0, config.n_encoder_layers - 1))
         self.layer["dec"] = min(self.layer["dec"], max(0, config.n_decoder_layers - 1))
-        self._relayout()
+        self._relayout(repaint=lambda: QTimer.singleShot(0, self, self.update))
 
     def set_current(self, box: str) -> None:
         """Highlight `box`; a box inside a layer also shows that layer of its stack."""
@@ -103,10 +124,12 @@ class Schematic(QWidget):
         self._relayout()
 
     def boxes(self) -> list[str]:
+        self._relayout(hidden_too=True)
         return [i.box for i in self.items if i.box and not i.kind.startswith("chip")]
 
     def box_rect(self, box: str) -> QRectF | None:
         """Where `box` is drawn, in widget coordinates."""
+        self._relayout(hidden_too=True)
         scale, dx = self._transform()
         for item in self.items:
             if item.box == box and item.kind != "chip":
@@ -133,16 +156,33 @@ class Schematic(QWidget):
             opts.is_causal(FIRST_SITE["dec"]),
         )
 
-    def _relayout(self) -> None:
+    def _relayout(self, hidden_too: bool = False, repaint: Callable[[], None] | None = None) -> None:
+        """Lay out the drawn state if it changed (a state laid out lately is taken from `_layouts`); while hidden
+        only when asked (`hidden_too`), else when shown (`showEvent`)."""
+        if not (hidden_too or self.isVisible()):
+            return
         state = self.drawn_state()
         if state == self._drawn:
             return
         self._drawn = state
+        layout = self._layouts.pop(state, None)
+        if layout is None:
+            self._lay_out()
+            layout = (self.items, self.lines, self.texts, self.height_)
+        self.items, self.lines, self.texts, self.height_ = layout
+        _keep(self._layouts, state, layout, LAYOUTS_KEPT)
+        hint = self.height_ if self._hint[0] != self.config else max(self._hint[1], self.height_)
+        if (self.config, hint) != self._hint:
+            self._hint = (self.config, hint)
+            self.updateGeometry()
+        (repaint or self.update)()
+
+    def _lay_out(self) -> None:
+        """The boxes, lines and texts of the drawn state, in logical coordinates."""
         self.items, self.lines, self.texts = [], [], []
         cfg = self.config
         if cfg is None:
             self.height_ = 60.0
-            self.update()
             return
         pre = self.options.norm_first
         title = "Pre-norm: Norm → sub-layer → +" if pre else "Post-norm: sub-layer → Add & Norm"
@@ -159,8 +199,6 @@ class Schematic(QWidget):
             n = cfg.n_encoder_layers if side == "enc" else cfg.n_decoder_layers
             bottom, _ = self._stack(cfg, side, 50.0, 200.0, top, n, None, True)
         self.height_ = bottom + 4
-        self.updateGeometry()
-        self.update()
 
     def _stack(
         self,
@@ -285,23 +323,55 @@ class Schematic(QWidget):
 
     # ---- drawing ---------------------------------------------------------------------------------------
     def sizeHint(self) -> QSize:
-        return QSize(int(WIDTH), int(self.height_))
+        return QSize(int(WIDTH), int(self._hint[1]))
 
     def minimumSizeHint(self) -> QSize:
-        return QSize(220, int(self.height_ * 0.7))
+        return QSize(220, int(self._hint[1] * 0.7))
 
     def _transform(self) -> tuple[float, float]:
         scale = max(0.5, min(self.width() / WIDTH, self.height() / max(self.height_, 1.0), 1.5))
         return scale, (self.width() - WIDTH * scale) / 2
 
+    def showEvent(self, event: QShowEvent) -> None:
+        self._relayout()  # what changed while hidden
+        super().showEvent(event)
+
     @guarded_paint
     def paintEvent(self, _event: QPaintEvent) -> None:
-        p = QPainter(self)
-        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        """Blit the drawing of this state at this size (drawn once, `_draw`, then kept in `_pictures`)."""
+        self._relayout(hidden_too=True)
         scale, dx = self._transform()
+        palette, ratio = self.palette(), self.devicePixelRatioF()
+        text_colour, background = palette.windowText().color(), palette.window().color()
+        size = QSize(round(self.width() * ratio), round(self.height() * ratio))
+        if size.isEmpty():
+            return
+        key = (
+            self._drawn,
+            size.width(),
+            size.height(),
+            ratio,
+            text_colour.rgba(),
+            background.rgba(),
+            self.font().key(),
+        )
+        picture = self._pictures.pop(key, None)
+        if picture is None:
+            picture = QPixmap(size)
+            picture.setDevicePixelRatio(ratio)
+            picture.fill(background)
+            p = QPainter(picture)
+            try:
+                self._draw(p, scale, dx, text_colour)
+            finally:
+                p.end()  # a failed drawing is reported by guarded_paint and not kept
+        _keep(self._pictures, key, picture, PICTURES_KEPT)
+        QPainter(self).drawPixmap(0, 0, picture)
+
+    def _draw(self, p: QPainter, scale: float, dx: float, text_colour: QColor) -> None:
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
         p.translate(dx, 0)
         p.scale(scale, scale)
-        text_colour = self.palette().windowText().color()
         font = QFont(self.font())
         font.setPointSizeF(max(8.0, font.pointSizeF() - 0.5))
         p.setFont(font)
@@ -389,3 +459,10 @@ class Schematic(QWidget):
         item = self.item_at(event.position())
         if item is not None and event.button() == Qt.MouseButton.LeftButton:
             self.boxClicked.emit(item.box)
+
+
+def _keep(kept: dict, key: tuple, value: object, most: int) -> None:
+    """Put `value` in `kept` as its newest entry, dropping the oldest beyond `most`."""
+    kept[key] = value
+    while len(kept) > most:
+        del kept[next(iter(kept))]

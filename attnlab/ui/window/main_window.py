@@ -267,7 +267,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
 
     def _on_trace(self, trace: Trace) -> None:
         s = self.session
-        self.schematic.set_run(trace.config, trace.options)  # the run the panels show, never the request
+        # the run the panels show, never the request; its repaint is queued behind the panel's (Schematic.set_run)
+        self.schematic.set_run(trace.config, trace.options)
         if s.stages is not self.navigator.stages():  # a new list: the title makes room for its longest headings
             self._title_box.alternatives = longest_headings(s.stages)
             self._title_box.fit()
