@@ -105,14 +105,21 @@ def run_limited(code: str, timeout: float = 120) -> dict:
         textwrap.dedent("""
         import json, resource, sys, time
         import torch, attnlab.checkpoints  # imports are not what is measured
+
+        def peak_mb():  # this process's own high-water mark: /proc's VmHWM starts afresh at exec, while
+            # ru_maxrss keeps the forking test worker's size (~1 GB late in a suite run)
+            try:
+                with open("/proc/self/status") as f:
+                    return next(int(ln.split()[1]) / 1024 for ln in f if ln.startswith("VmHWM:"))
+            except (OSError, StopIteration):
+                return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         start = time.perf_counter()
         result = None
     """)
         + textwrap.dedent(code)
         + textwrap.dedent("""
         seconds = time.perf_counter() - start
-        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print("RESULT " + json.dumps({"result": result, "seconds": seconds, "peak_mb": peak_mb}))
+        print("RESULT " + json.dumps({"result": result, "seconds": seconds, "peak_mb": peak_mb()}))
     """)
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ATTNLAB_TORCH_THREADS": "1", "OMP_NUM_THREADS": "1"}
@@ -148,7 +155,7 @@ def load_in_child(paths: dict[str, Path]) -> dict[str, dict]:
             except BaseException as e:
                 got = [type(e).__name__, str(e)]
             result[name] = {{"result": got, "seconds": time.perf_counter() - begun,
-                            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}
+                            "peak_mb": peak_mb()}}
     """)
     assert outcome["returncode"] == 0 and outcome["result"], outcome["stderr"]
     return outcome["result"]

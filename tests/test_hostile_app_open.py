@@ -91,8 +91,10 @@ def test_a_hostile_file_opened_in_the_app_is_one_dialog_line_and_the_model_stays
     with qtbot.waitSignal(win.session.modelFailed, timeout=WAIT):
         pass
     qtbot.waitUntil(lambda: not win.session.busy, timeout=WAIT)
-    assert returned_after < 0.25  # nothing was read on the GUI thread
-    assert ticks.count > 0
+    # nothing was read on the GUI thread (these files took up to 60 s there before), and its event loop runs on
+    assert returned_after < 2.0
+    qtbot.waitUntil(lambda: ticks.count > 0, timeout=WAIT)
+    ticks.timer.stop()
     assert len(win.warnings) == 1 and phrase in win.warnings[0], win.warnings
     assert "\n" not in win.warnings[0] and "Traceback" not in win.warnings[0]
     assert win.session.model is opened and win.session.trace is trace
