@@ -63,12 +63,13 @@ def test_present_view_model_and_compare_set_the_window_state(qtbot, monkeypatch,
             pin_text=w.findChild(QPushButton, "pinButton").text(),
         )
         w.session.shutdown()
+        w.errors.uninstall()  # the app's exception hooks must not outlive its window (the next test's would be lost)
         w.close()
         w.deleteLater()
         return 0
 
     monkeypatch.setattr(QApplication, "exec", lambda self: fake_exec())
-    assert app_command.run(app_args("--present", "--view", "model", "--compare", "--quit-after-trace")) == 0
+    assert app_command.run(app_args("--present", "--view", "model", "--compare")) == 0
     assert seen == {
         "presenting": True,
         "menu_hidden": True,
