@@ -161,6 +161,17 @@ def leftover_note(names: list[str], what: str) -> list[str]:
     )
 
 
+def llama_style_sizes(hf: HFConfig) -> dict[str, int]:
+    """The sizes every Llama-style config.json names the same way (hidden_size, num_attention_heads,
+    intermediate_size, num_hidden_layers), as decoder_only_config's keywords."""
+    return {
+        "d_model": int_field(hf, "hidden_size", required=True),
+        "n_heads": int_field(hf, "num_attention_heads", required=True),
+        "d_ff": int_field(hf, "intermediate_size", required=True),
+        "n_decoder_layers": int_field(hf, "num_hidden_layers", required=True),
+    }
+
+
 def decoder_only_config(vocab: int, **family: Any) -> ModelConfig:
     """A Hugging Face causal LM (GPT-2, Llama, Qwen2) as attnlab builds it: decoder-only, one vocabulary,
     pre-norm with a norm after the last layer, token embeddings not scaled; `family` gives the rest

@@ -16,6 +16,7 @@ from attnlab.checkpoints.hf.common import (
     field,
     int_field,
     leftover_note,
+    llama_style_sizes,
     take_linears,
 )
 from attnlab.engine.config import ModelConfig
@@ -30,10 +31,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         rope["rope_theta"] = field(hf, "rotary_emb_base", 10000.0)
     config = decoder_only_config(
         int_field(hf, "vocab_size", required=True),
-        d_model=int_field(hf, "hidden_size", required=True),
-        n_heads=int_field(hf, "num_attention_heads", required=True),
-        d_ff=int_field(hf, "intermediate_size", required=True),
-        n_decoder_layers=int_field(hf, "num_hidden_layers", required=True),
+        **llama_style_sizes(hf),
         activation=activation(hf, "hidden_act", "gelu"),
         layer_norm_eps=float(field(hf, "layer_norm_eps", 1e-5)),
         positional="rotary",

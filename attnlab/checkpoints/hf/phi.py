@@ -16,6 +16,7 @@ from attnlab.checkpoints.hf.common import (
     field,
     int_field,
     leftover_note,
+    llama_style_sizes,
     require_value,
     take_linears,
 )
@@ -24,20 +25,17 @@ from attnlab.engine.config import ModelConfig
 
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     require_value(hf, "qk_layernorm", (False,), False, "a LayerNorm per head on Q and K")
-    n_heads = int_field(hf, "num_attention_heads", required=True)
+    sizes = llama_style_sizes(hf)
     config = decoder_only_config(
         int_field(hf, "vocab_size", required=True),
-        d_model=int_field(hf, "hidden_size", required=True),
-        n_heads=n_heads,
-        d_ff=int_field(hf, "intermediate_size", required=True),
-        n_decoder_layers=int_field(hf, "num_hidden_layers", required=True),
+        **sizes,
         activation=activation(hf, "hidden_act", "gelu_new"),
         layer_norm_eps=float(field(hf, "layer_norm_eps", 1e-5)),
         positional="rotary",
         tie_output=bool(field(hf, "tie_word_embeddings", False)),
         bias=True,
         max_len=int_field(hf, "max_position_embeddings", 2048),
-        n_kv_heads=int_field(hf, "num_key_value_heads", n_heads),
+        n_kv_heads=int_field(hf, "num_key_value_heads", sizes["n_heads"]),
         rotary_layout="half",
         parallel_residual=True,
         shared_norm=True,

@@ -15,6 +15,7 @@ from attnlab.checkpoints.hf.common import (
     field,
     int_field,
     leftover_note,
+    llama_style_sizes,
     require_value,
     take_linears,
     take_lm_head,
@@ -25,13 +26,10 @@ from attnlab.engine.config import ModelConfig
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     require_value(hf, "qk_layernorm", (False,), False, "a LayerNorm per head on Q and K")
     require_value(hf, "use_parallel_residual", (False,), False, "attention and MLP in parallel")
-    n_heads = int_field(hf, "num_attention_heads", required=True)
+    sizes = llama_style_sizes(hf)
     config = decoder_only_config(
         int_field(hf, "vocab_size", required=True),
-        d_model=int_field(hf, "hidden_size", required=True),
-        n_heads=n_heads,
-        d_ff=int_field(hf, "intermediate_size", required=True),
-        n_decoder_layers=int_field(hf, "num_hidden_layers", required=True),
+        **sizes,
         activation=activation(hf, "hidden_act", "silu"),
         layer_norm_eps=float(field(hf, "layer_norm_eps", 1e-5)),
         positional="rotary",
@@ -39,7 +37,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         bias=False,
         max_len=int_field(hf, "max_position_embeddings", 4096),
         ffn="gated",
-        n_kv_heads=int_field(hf, "num_key_value_heads", n_heads),
+        n_kv_heads=int_field(hf, "num_key_value_heads", sizes["n_heads"]),
         rotary_layout="half",
         qkv_bias=bool(field(hf, "use_qkv_bias", False)),
         attn_out_bias=False,
