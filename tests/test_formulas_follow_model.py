@@ -36,7 +36,7 @@ TOGGLES = {
 }
 PE = {
     "pos": {"sinusoidal": "sin(pos", "learned": "W<sub>pos</sub>", "rotary": "rotated by the angle"},
-    "input": {"sinusoidal": "Embedding + PE", "learned": "P (learned positions)", "rotary": "rotating Q and K"},
+    "input": {"sinusoidal": "+ PE[pos]", "learned": "+ P[pos", "rotary": "rotating Q and K"},
 }
 ACT = {
     "relu": "max(0, x W<sub>1</sub>",

@@ -22,6 +22,7 @@ from attnlab import limits
 from attnlab.bounded_read import MAX_INDEX_BYTES, FileRefused, confined
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
 from attnlab.checkpoints.header import read_layout, short_reason
+from attnlab.checkpoints.hf.bert import NO_HEAD_NOTE
 from attnlab.checkpoints.limits import UNCHECKED_PARAMETERS, check_config_sizes, tensor_layout_problems
 from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_file, tokenizer_at
 from attnlab.engine.config import ModelConfig
@@ -205,6 +206,14 @@ def read_folder_weights(folder: Path, problems: Problems) -> dict[str, torch.Ten
 
 
 # ---- provenance --------------------------------------------------------------------------------------
+def banner_notices(notices: list[str]) -> str:
+    """What of a folder's notices the app's banner shows: no tokenizer, no trained output head."""
+    said = [NO_TOKENIZER_NOTICE] if NO_TOKENIZER_NOTICE in notices else []
+    if NO_HEAD_NOTE in notices:
+        said.append(NO_HEAD_NOTE[0].upper() + NO_HEAD_NOTE[1:] + ".")
+    return " ".join(said)
+
+
 def setting_sources(hf_config: dict[str, Any], config: ModelConfig, notes: list[str]) -> dict[str, dict[str, Any]]:
     """attnlab field -> {"value", "source"}: "config.json (key)", "inferred" or "assumed"."""
     out = {}
@@ -289,8 +298,9 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None) -> 
         "settings": setting_sources(hf_config, config, notes),
         "tokenizer": tok_desc + (f"; specials {src.specials.description}" if src is not None else ""),
     }
-    if NO_TOKENIZER_NOTICE in notices:
-        metadata["notice"] = NO_TOKENIZER_NOTICE  # the app's banner
+    banner = banner_notices(notices)
+    if banner:
+        metadata["notice"] = banner  # the app's banner
     shapes = {n: tuple(t.shape) for n, t in tensors.items()}
     big = not config.problems() and config.parameter_count() > UNCHECKED_PARAMETERS  # a small one is cheap
     too_big = check_config_sizes(config, shapes) if big else []

@@ -280,6 +280,23 @@ class LiveModel:
             ids = ids + [specials.pad_id] * (pad_to - n_real)
         return [tok.id_to_token(i) for i in ids], ids, n_real
 
+    def wrapping(self, side: str, text: Prompt = None) -> dict[str, list[str]]:
+        """The special tokens this model's tokenizer puts around `side`'s text, as strings: {"before": [...],
+        "after": [...]} (and "between" for a sentence pair: RoBERTa's </s></s>). What the tokenization stage
+        says; a side without a tokenizer has none."""
+        tok = self.src_tokenizer if side == "src" else self.tgt_tokenizer
+        if tok is None:
+            return {"before": [], "after": []}
+        specials, role = tok.specials, self.role(side)
+        if side == "src" and self.reads_pairs and self.sentence_pair(text) is not None:
+            pair = specials.pair
+            named = {part: [tok.id_to_token(i) for i in pair.get(part, [])] for part in ("prefix", "middle", "suffix")}
+            return {"before": named["prefix"], "between": named["middle"], "after": named["suffix"]}
+        return {
+            "before": [tok.id_to_token(i) for i in specials.prefix.get(role, [])],
+            "after": [tok.id_to_token(i) for i in specials.suffix.get(role, [])],
+        }
+
     # ---- runs --------------------------------------------------------------------------------------
     def trace(self, src: Prompt = None, tgt: Prompt = None, options: RunOptions | None = None) -> Trace:
         """Run once and record every step.
@@ -435,6 +452,7 @@ class LiveModel:
             entries[names.LOGITS] = logits[0]  # [T, V]
         entries[names.PROBS] = output_probs(options.temperature)  # [T, V], softmax on read
         info: dict[str, Any] = {"model": self.name, "compute_ms": (time.perf_counter() - start) * 1000.0}
+        info["specials"] = {side: self.wrapping(side, src if side == "src" else tgt) for side in sides}
         host: dict[str, torch.Tensor] = {}
         if kept and last_recorded is not None and resume is not None:  # host copies of reused entries stay valid
             host = reused_host_copies(last_recorded[1], kept, entries)

@@ -70,7 +70,7 @@ def attention_page(stage: Stage, trace: Trace) -> str:
         return _mask(trace, site, kind, s.where, s.h, s.tq, s.tk)
     if kind in ("weights", "lines", "heads"):
         return _weights_page(kind, s, scaling_on(trace))
-    return _mixing_page(kind, s)
+    return _mixing_page(kind, s, fm.out_projection_formula(trace.config, trace.options.projections))
 
 
 def _qkv_page(trace: Trace, s: SiteShapes) -> str:
@@ -83,7 +83,7 @@ def _qkv_page(trace: Trace, s: SiteShapes) -> str:
     rotary = not s.cross and fm.pe_kind(trace.config, trace.options) == "rotary"
     return page(
         f"Q, K, V · {s.where}",
-        fm.qkv_formula(rotary, trace.config),
+        fm.qkv_formula(rotary, trace.config, trace.options.projections),
         [
             "Three learned d × d matrices turn every token vector into a query (what it looks "
             "for), a key (what it can be matched on) and a value (what it hands over).",
@@ -191,8 +191,8 @@ def _weights_page(kind: str, s: SiteShapes, scale: bool) -> str:
     )
 
 
-def _mixing_page(kind: str, s: SiteShapes) -> str:
-    """What the heads hand over: weights · V, the concatenation, × W_O."""
+def _mixing_page(kind: str, s: SiteShapes, out_formula: str) -> str:
+    """What the heads hand over: weights · V, the concatenation, × W_O (`out_formula`: with the model's bias)."""
     where, h, tq, tk, dk, hs = s.where, s.h, s.tq, s.tk, s.dk, s.heads
     d = h * dk
     if kind == "context":
@@ -218,7 +218,7 @@ def _mixing_page(kind: str, s: SiteShapes) -> str:
         )
     return page(
         f"Output projection W_O · {where}",
-        "Attention(X) = Concat(heads) W<sub>O</sub>",
+        out_formula,
         [
             f"The d × d matrix W<sub>O</sub> ({d} × {d}) mixes what the heads found into one vector per token.",
             "This vector is what the residual connection adds to the layer's input in the next step.",

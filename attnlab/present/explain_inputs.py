@@ -11,6 +11,7 @@ from attnlab.present import formulas as fm
 from attnlab.present.explain_page import DM, page, shape_of, token_word, tokens_of
 from attnlab.present.shift import decoder_input_role
 from attnlab.present.stages import Stage
+from attnlab.present.token_roles import count_text, specials_sentence
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -34,10 +35,10 @@ def inputs_page(stage: Stage, trace: Trace) -> str:
 
 def _tokens_page(trace: Trace, side: str, toks: list[str]) -> str:
     n = len(toks)
-    if side == "tgt":
-        role = decoder_input_role(trace)
-    else:
-        role = "The source ends with &lt;/s&gt; so the model can tell where the sentence stops."
+    specials = specials_sentence(trace, side)
+    role = decoder_input_role(trace) if side == "tgt" else ""
+    if side == "tgt" and names.side_entry("src", "tokens") in trace:
+        specials = ""  # the decoder input's start token is said by the shift
     pad = (
         "&lt;pad&gt; tokens only fill the sequence up to a fixed length; the padding mask hides them from attention."
         if "<pad>" in toks
@@ -49,11 +50,12 @@ def _tokens_page(trace: Trace, side: str, toks: list[str]) -> str:
         [
             "A tokenizer cuts the text into pieces from a fixed vocabulary and replaces each piece by its "
             "integer id; the network never sees letters, only these ids.",
+            specials,
             role,
             pad,
             "Each id picks one row of the embedding table in the next step.",
         ],
-        f"{n} {token_word(side)} tokens → ids of shape [{n}].",
+        f"{n} {token_word(side)} tokens{count_text(trace, side, toks)} → ids of shape [{n}].",
     )
 
 

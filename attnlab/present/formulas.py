@@ -112,10 +112,28 @@ def embed_formula(config: ModelConfig) -> str:
 
 
 def input_formula(config: ModelConfig, options: RunOptions) -> str:
+    """X with every term this model adds: E[id] (× √d), the positions (a table row, with its offset), the token
+    type (segment) row, and the embedding LayerNorm around the sum — as engine/embedding.embed_tokens adds them."""
     kind = pe_kind(config, options)
-    if kind in ("sinusoidal", "learned"):
-        return f"X = Embedding + {'PE' if kind == 'sinusoidal' else 'P (learned positions)'}"
-    return "X = Embedding" + (" &nbsp; (positions enter later, by rotating Q and K)" if kind == "rotary" else "")
+    terms = ["E[id]" + (" · √" + DM if config.scale_embedding else "")]
+    if kind == "sinusoidal":
+        terms.append("PE[pos]")
+    elif kind == "learned":
+        terms.append(f"P[pos + {config.pos_offset}]" if config.pos_offset else "P[pos]")
+    if config.type_vocab_size:
+        terms.append("T[type]")
+    total = " + ".join(terms)
+    formula = f"X = {norm_word(config)}<sub>emb</sub>({total})" if config.embed_norm else f"X = {total}"
+    notes = []
+    if config.embed_norm:
+        notes.append("the embedding norm")
+    if config.type_vocab_size:
+        notes.append("T: the token-type (segment) table, type 0 for sentence A, 1 for B")
+    if kind == "learned":
+        notes.append("P: learned positions")
+    if kind == "rotary":
+        notes.append("positions enter later, by rotating Q and K")
+    return formula + (f" &nbsp; ({'; '.join(notes)})" if notes else "")
 
 
 # ---- attention ------------------------------------------------------------------------------------------
@@ -174,10 +192,31 @@ def scaled_title(scale: bool, layer_divisor: int | None = None) -> str:
     return "QKᵀ / √dₖ" if layer_divisor is None else f"QKᵀ / (√dₖ · {layer_divisor})"
 
 
-def qkv_formula(rotary: bool, config: ModelConfig | None = None) -> str:
-    """Q, K, V from X; with `rotary`, the rotation of Q and K, and the config's rope scaling when it has one."""
-    base = "Q = X W<sub>Q</sub> &nbsp; K = X<sub>kv</sub> W<sub>K</sub> &nbsp; V = X<sub>kv</sub> W<sub>V</sub>"
+def qkv_formula(rotary: bool, config: ModelConfig | None = None, projections: bool = True) -> str:
+    """Q, K, V from X, with the biases the config has (b_Q, b_K, b_V); with `rotary`, the rotation of Q and K,
+    and the config's rope scaling when it has one; `projections` off: Q = X, K = V = X_kv."""
+    if not projections:
+        base = (
+            "Q = X &nbsp; K = V = X<sub>kv</sub> &nbsp; "
+            " (projections off: no W<sub>Q</sub>, W<sub>K</sub>, W<sub>V</sub>)"
+        )
+    else:
+        b = config is not None and config.has_bias("qkv")
+        q, k, v = ((f" + b<sub>{m}</sub>" if b else "") for m in "QKV")
+        base = (
+            f"Q = X W<sub>Q</sub>{q} &nbsp; K = X<sub>kv</sub> W<sub>K</sub>{k} &nbsp; "
+            f"V = X<sub>kv</sub> W<sub>V</sub>{v}"
+        )
     return base + (" &nbsp; then Q, K rotated by position (RoPE)" + rope_scaling_formula(config) if rotary else "")
+
+
+def out_projection_formula(config: ModelConfig | None = None, projections: bool = True) -> str:
+    """Attention(X) = Concat(heads) W_O (+ b_O when the model has that bias); the concat itself with the
+    projections off."""
+    if not projections:
+        return "Attention(X) = Concat(heads) &nbsp; (projections off: no W<sub>O</sub>)"
+    bias = " + b<sub>O</sub>" if config is not None and config.has_bias("attn_out") else ""
+    return f"Attention(X) = Concat(heads) W<sub>O</sub>{bias}"
 
 
 # ---- norms and feed-forward -----------------------------------------------------------------------------

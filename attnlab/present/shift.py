@@ -4,6 +4,7 @@ predicted". Qt-free; rich text as the explanation pages take it (&lt; for <)."""
 
 from __future__ import annotations
 
+import html
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
@@ -12,9 +13,9 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 TRANSLATION_SHIFT = (
-    "The decoder input is the translation shifted one place to the right: &lt;s&gt; first, then the French so "
-    "far, so the token at position t + 1 is the one position t must predict. In training the whole reference "
-    "is the input except its final &lt;/s&gt;, which is only ever predicted, never read. "
+    "The decoder input is the translation shifted one place to the right: {start} first, then the translation "
+    "so far, so the token at position t + 1 is the one position t must predict. In training the whole reference "
+    "is the input except its final end token, which is only ever predicted, never read. "
 )
 ROWS_PREDICT = (
     "Position t sees only the tokens up to t (the causal mask): in training the reference's (teacher forcing), "
@@ -29,4 +30,8 @@ def decoder_input_role(trace: Trace) -> str:
     """What the decoder input is and why its rows are labelled "input → predicted" (encoder-decoder: the
     shifted translation; decoder-only: the prompt, whose every position predicts the next)."""
     translating = names.side_entry("src", "tokens") in trace
-    return (TRANSLATION_SHIFT if translating else "") + ROWS_PREDICT
+    if not translating:
+        return ROWS_PREDICT
+    tokens = trace.get(names.side_entry("tgt", "tokens"), [])
+    start = html.escape(tokens[0]) if tokens else "the start token"
+    return TRANSLATION_SHIFT.format(start=start) + ROWS_PREDICT
