@@ -113,9 +113,22 @@ def embed_formula(config: ModelConfig) -> str:
 
 def input_formula(config: ModelConfig, options: RunOptions) -> str:
     kind = pe_kind(config, options)
+    if config.embed_norm:  # BERT, BART, mBART: the sum goes through the embedding LayerNorm
+        return embed_norm_formula(config, kind)
     if kind in ("sinusoidal", "learned"):
         return f"X = Embedding + {'PE' if kind == 'sinusoidal' else 'P (learned positions)'}"
     return "X = Embedding" + (" &nbsp; (positions enter later, by rotating Q and K)" if kind == "rotary" else "")
+
+
+def embed_norm_formula(config: ModelConfig, kind: str) -> str:
+    """X = LayerNorm(E[id]·√d + T[type] + P[p + offset]) for a model with an embedding LayerNorm (kind: pe_kind)."""
+    scale = f" · √{DM}" if config.scale_embedding else ""
+    offset = f" + {config.pos_offset}" if config.pos_offset else ""
+    added = (" + T[type<sub>p</sub>]" if config.type_vocab_size else "") + {
+        "learned": f" + P[p{offset}]",
+        "sinusoidal": " + PE[p]",
+    }.get(kind, "")
+    return f"X = LayerNorm<sub>emb</sub>(E[id<sub>p</sub>]{scale}{added})"
 
 
 # ---- attention ------------------------------------------------------------------------------------------

@@ -33,6 +33,10 @@ FAMILIES = {
     "phi": "phi",
     "gptj": "gptj",
     "opt": "opt",
+    # the BART family of encoder-decoders (bart.py)
+    "bart": "bart",
+    "mbart": "bart",
+    "pegasus": "bart",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
