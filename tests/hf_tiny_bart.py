@@ -29,17 +29,17 @@ def _with_logits_bias(built):
 
 
 def bart(**changes):
-    cfg = transformers.BartConfig(**SIZES, **changes)
+    cfg = transformers.BartConfig(**{**SIZES, **changes})
     return _with_logits_bias(_model(transformers.BartForConditionalGeneration, cfg))
 
 
 def mbart(**changes):
-    cfg = transformers.MBartConfig(**SIZES, **{"scale_embedding": True, "decoder_start_token_id": 2, **changes})
+    cfg = transformers.MBartConfig(**{**SIZES, "scale_embedding": True, "decoder_start_token_id": 2, **changes})
     return _with_logits_bias(_model(transformers.MBartForConditionalGeneration, cfg))
 
 
 def pegasus(**changes):
-    cfg = transformers.PegasusConfig(**SIZES, **{"scale_embedding": True, **changes})
+    cfg = transformers.PegasusConfig(**{**SIZES, "scale_embedding": True, **changes})
     return _with_logits_bias(_model(transformers.PegasusForConditionalGeneration, cfg))
 
 
