@@ -39,6 +39,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     pre_norm, learned = SHAPES[str(hf["model_type"])]
     vocab = int_field(hf, "vocab_size", required=True)
     max_len = int_field(hf, "max_position_embeddings", 1024)
+    tied = bool(field(hf, "tie_word_embeddings", True))
     config = ModelConfig(
         arch="encoder-decoder",
         src_vocab_size=vocab,
@@ -57,8 +58,10 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         pos_offset=POSITION_OFFSET if learned else 0,
         embed_norm=learned,
         scale_embedding=bool(field(hf, "scale_embedding", False)),
-        share_embeddings=True,  # BartModel.shared: one table for both stacks
-        tie_output=bool(field(hf, "tie_word_embeddings", True)),
+        # BartModel.shared: one table for both stacks and the lm_head; transformers 5 unties all three when
+        # tie_word_embeddings is false (the encoder and decoder then read their own embed_tokens)
+        share_embeddings=tied,
+        tie_output=tied,
         bias=True,
         logits_bias=True,
         max_len=max_len,
@@ -71,9 +74,12 @@ def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) ->
     if config.positional == "sinusoidal":
         check_positions(t, config)
     table = t("shared.weight") if t.has("shared.weight") else t("encoder.embed_tokens.weight")  # [V, d]
-    for name in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight"):
-        take_tied_copy(t, name, table)  # saved copies of the shared table must equal it
     out: ConvertedState = {"src_embed.weight": table, "tgt_embed.weight": table}
+    for side, name in (("src", "encoder.embed_tokens.weight"), ("tgt", "decoder.embed_tokens.weight")):
+        if config.share_embeddings:
+            take_tied_copy(t, name, table)  # saved copies of the shared table must equal it
+        elif t.has(name):
+            out[f"{side}_embed.weight"] = t(name)  # untied: each stack reads its own table
     for side, stack in (("src", "encoder"), ("tgt", "decoder")):
         if config.positional == "learned":
             out[f"{side}_pos.weight"] = t(f"{stack}.embed_positions.weight")  # [max_len + 2, d]
