@@ -45,3 +45,18 @@ def mbart_json(folder: Path, tokenizer_class: str = "MBartTokenizer", saved_lang
 
 def vocab_size(folder: Path) -> int:
     return len(transformers.AutoTokenizer.from_pretrained(str(folder)))
+
+
+def pegasus_json(folder: Path) -> Path:
+    """The tokenizer.json + tokenizer_config.json PegasusTokenizer writes for a tiny Unigram vocabulary (<pad> 0,
+    </s> 1, <mask_2> 2, <unk> 3; offset 0: no <unk_2> … slots)."""
+    specials = ["<pad>", "</s>", "<mask_2>", "<unk>"]
+    unigram = Tokenizer(models.Unigram())
+    unigram.pre_tokenizer = pre_tokenizers.Metaspace()
+    unigram.train_from_iterator(
+        L.CORPUS,
+        trainers.UnigramTrainer(vocab_size=300, special_tokens=specials, unk_token="<unk>", show_progress=False),
+    )
+    vocab = [(p, 0.0 if p in specials else s) for p, s in json.loads(unigram.to_str())["model"]["vocab"]]
+    transformers.PegasusTokenizer(vocab=vocab, offset=0).save_pretrained(str(folder))
+    return L.config(folder, "pegasus")

@@ -16,8 +16,6 @@ import torch
 transformers = pytest.importorskip("transformers")
 import bart_tokenizers as B  # noqa: E402
 import hf_tiny_bart as H  # noqa: E402
-import tokenizer_layouts as L  # noqa: E402
-from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers  # noqa: E402
 
 import attnlab  # noqa: E402
 from attnlab.checkpoints.hf_folder import load_hf_folder  # noqa: E402
@@ -26,23 +24,6 @@ from attnlab.engine import names  # noqa: E402
 
 TEXT = "the quick brown fox jumps over the lazy dog"
 STEPS = 12
-
-
-def pegasus_tokenizer(folder):
-    """A tokenizer.json with Pegasus's special ids (<pad> 0, </s> 1, <unk> 2) that ends each source with </s>."""
-    tok = Tokenizer(models.Unigram())
-    tok.pre_tokenizer = pre_tokenizers.Metaspace()
-    specials = ["<pad>", "</s>", "<unk>"]
-    tok.train_from_iterator(
-        L.CORPUS,
-        trainers.UnigramTrainer(vocab_size=300, special_tokens=specials, unk_token="<unk>", show_progress=False),
-    )
-    tok.post_processor = processors.TemplateProcessing(
-        single="$A </s>", pair="$A </s> $B </s>", special_tokens=[("</s>", 1)]
-    )
-    tok.save(str(folder / "tokenizer.json"))
-    L.write_json(folder / "tokenizer_config.json", {"eos_token": "</s>", "pad_token": "<pad>", "unk_token": "<unk>"})
-    return folder
 
 
 def saved_model(family: str, tmp_path, **generation):
@@ -55,12 +36,8 @@ def saved_model(family: str, tmp_path, **generation):
     elif family == "mbart":
         B.mbart_json(tokens, "MBart50Tokenizer", src_lang="en_XX")
     else:
-        pegasus_tokenizer(tokens)
-    vocab = (
-        Tokenizer.from_file(str(tokens / "tokenizer.json")).get_vocab_size()
-        if family == "pegasus"
-        else B.vocab_size(tokens)
-    )
+        B.pegasus_json(tokens)
+    vocab = B.vocab_size(tokens)
     folder = tmp_path / family
     shutil.copytree(tokens, folder)
     (folder / "config.json").unlink(missing_ok=True)

@@ -93,3 +93,20 @@ def test_mbart_language_follows_tokenizer_config_not_the_stored_template(tmp_pat
     tok = ours(folder)
     ids = assert_sources_equal(folder, tok)
     assert tok.id_to_token(ids[-1]) == "en_XX"
+
+
+def test_pegasus_sources_end_with_eos_and_the_decoder_starts_from_pad(tmp_path):
+    folder = B.pegasus_json(tmp_path)
+    tok = ours(folder)
+    ids = assert_sources_equal(folder, tok)
+    assert tok.id_to_token(ids[-1]) == "</s>" and tok.specials.wrap("decoder", []) == [0]  # PegasusConfig's start
+
+
+@pytest.mark.parametrize(("model_type", "name"), [("mbart", "sentencepiece.bpe.model"), ("pegasus", "spiece.model")])
+def test_a_sentencepiece_model_alone_is_refused_for_families_that_renumber_it(model_type, name, tmp_path):
+    pytest.importorskip("sentencepiece")
+    folder = L.sentencepiece_model(tmp_path, name, model_type, "unigram")
+    problems = Problems(folder)
+    tok, _tgt, _desc = folder_tokenizers(folder, {"model_type": model_type}, problems)
+    assert tok is None and len(problems.items) == 1
+    assert name in problems.items[0] and "tokenizer.json" in problems.items[0] and "\n" not in problems.items[0]

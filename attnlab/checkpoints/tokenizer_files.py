@@ -280,6 +280,9 @@ def sentencepiece_model(
     name = next((n for n in SPM_FILES if (folder / n).is_file()), None)
     if name is None:
         return None, None, ""
+    if seq2seq.spm_only_problem(model_type, name):  # numbered otherwise than its tokenizer class numbers it
+        problems.add(seq2seq.spm_only_problem(model_type, name))
+        return None, None, ""
     try:
         tok = SentencePieceModelTokenizer((folder / name).read_bytes(), Specials(), name == FAIRSEQ_SPM)
     except ImportError as e:

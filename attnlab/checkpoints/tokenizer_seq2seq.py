@@ -20,6 +20,19 @@ DEFAULT_START = {"bart": 2, "pegasus": 0}  # BartConfig / PegasusConfig's decode
 DEFAULT_SOURCE_LANGUAGE = "en_XX"  # MBartTokenizer / MBart50Tokenizer without src_lang
 LANGUAGE_FIRST = ("MBart50Tokenizer", "MBart50TokenizerFast")  # [src_lang] … </s>; the others: … </s> [src_lang]
 GENERATION_KEYS = ("decoder_start_token_id", "forced_bos_token_id", "bos_token_id")
+# a SentencePiece model alone numbers these families' pieces differently from their tokenizer classes (mBART
+# appends the language codes after it, Pegasus shifts every piece by `offset` = 103 special slots)
+SPM_ONLY_REFUSED = {
+    "mbart": "mBART's language codes are not in its SentencePiece model",
+    "pegasus": "PegasusTokenizer numbers the SentencePiece pieces after 103 special slots",
+}
+
+
+def spm_only_problem(model_type: str, name: str) -> str:
+    """Why a folder of this family whose only tokenizer file is the SentencePiece model `name` is not read
+    ('' when it is)."""
+    why = SPM_ONLY_REFUSED.get(model_type)
+    return f"{name}: {why}; attnlab reads {model_type}'s tokenizer from tokenizer.json" if why else ""
 
 
 def with_generation_config(folder: Path, hf_config: dict[str, Any], read: Callable[[Path], dict]) -> dict[str, Any]:
