@@ -142,3 +142,15 @@ def test_whisper_is_refused_in_one_line_naming_why(tmp_path):
     with pytest.raises(CheckpointError) as err:
         load_hf_folder(tmp_path)
     assert "audio encoder" in str(err.value) and "attnlab opens these model types" not in str(err.value)
+
+
+def test_generation_settings_greedy_decoding_does_not_apply_are_noted():
+    """bart-large-cnn's config.json asks generate() for beams, n-gram blocking and a minimum length."""
+    from attnlab.checkpoints.hf import config_and_notes
+
+    _model, hf_config = H.bart()
+    _config, notes = config_and_notes({**hf_config, "num_beams": 4, "no_repeat_ngram_size": 3, "min_length": 56})
+    said = [n for n in notes if "greedily" in n]
+    assert len(said) == 1 and all(s in said[0] for s in ("num_beams 4", "no_repeat_ngram_size 3", "min_length 56"))
+    plain = {**hf_config, "num_beams": 1, "forced_eos_token_id": None}
+    assert not [n for n in config_and_notes(plain)[1] if "greedily" in n]

@@ -32,6 +32,7 @@ PREFIXES = ("model.",)
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding / MBartLearnedPositionalEmbedding: row = position + 2
 # model_type -> (pre-norm with a final LayerNorm per stack, learned positions with an embedding LayerNorm)
 SHAPES = {"bart": (False, True), "mbart": (True, True), "pegasus": (True, False)}
+GREEDY_VALUES = {"num_beams": 1, "no_repeat_ngram_size": 0, "min_length": 0, "forced_eos_token_id": None}
 IGNORABLE = ("embed_positions.weight",)  # Pegasus's sinusoids, stored; attnlab computes them (checked)
 
 
@@ -66,7 +67,19 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         logits_bias=True,
         max_len=max_len,
     )
-    return config, ["layer_norm_eps = 1e-5 (nn.LayerNorm's default, which these models use; not in config.json)"]
+    notes = ["layer_norm_eps = 1e-5 (nn.LayerNorm's default, which these models use; not in config.json)"]
+    return config, notes + generation_note(hf)
+
+
+def generation_note(hf: HFConfig) -> list[str]:
+    """What config.json asks of generate() that attnlab's greedy decoding (one token at a time, stopping at </s>)
+    does not do: beam search, n-gram blocking, a minimum length (bart-large-cnn's config.json has all three)."""
+    asked = [
+        f"{key} {hf[key]}"
+        for key, plain in GREEDY_VALUES.items()
+        if key in hf and hf[key] is not None and hf[key] != plain
+    ]
+    return [f"attnlab decodes greedily and does not apply config.json's {', '.join(asked)}"] if asked else []
 
 
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
