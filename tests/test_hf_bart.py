@@ -109,6 +109,8 @@ def test_every_stage_has_its_page_and_the_input_formula_is_the_models(family):
     if family == "pegasus":
         assert "LayerNorm" not in page.split("</p>")[0] and norm_entry(embed_norm("src"), "out") not in trace
     else:  # the sum goes through layernorm_embedding, rows read at p + 2
+        pos_page = explanation_html(next(s for s in stages if s.kind == "pos" and s.side == "tgt"), trace)
+        assert "W<sub>pos</sub>[pos + 2]" in pos_page  # the decoder's positions too start at row 2
         scale = " · √" if family == "mbart" else ""  # the tiny mBART scales its embeddings
         assert f"X = LayerNorm<sub>emb</sub>(E[id<sub>p</sub>]{scale}" in page and "+ P[p + 2])" in page
         assert norm_entry(embed_norm("src"), "out") in trace
