@@ -58,9 +58,10 @@ def test_bart_decoder_starts_as_generate_does(bart_source, tmp_path):
     assert "decoder starts from </s> <s>" in tok.specials.description
 
 
-def test_a_start_token_outside_the_vocabulary_is_one_problem(bart_source, tmp_path):
+@pytest.mark.parametrize("value", [10**6, 10**20, -1, "0", True])
+def test_a_start_token_outside_the_vocabulary_is_one_problem(value, bart_source, tmp_path):
     folder = B.bart_json(bart_source, tmp_path)
-    L.write_json(folder / "config.json", {"model_type": "bart", "forced_bos_token_id": 10**6})
+    L.write_json(folder / "config.json", {"model_type": "bart", "forced_bos_token_id": value})
     problems = Problems(folder)
     tok, _tgt, _desc = folder_tokenizers(folder, read_json_file(folder / "config.json", problems), problems)
     assert tok is None and len(problems.items) == 1

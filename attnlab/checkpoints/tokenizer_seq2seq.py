@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 FAMILIES = ("bart", "mbart", "pegasus")
+MAX_ID = 2**32  # the tokenizers library's ids are u32: a larger number is no token of any vocabulary
 DEFAULT_START = {"bart": 2, "pegasus": 0}  # BartConfig / PegasusConfig's decoder_start_token_id; mBART: bos
 DEFAULT_SOURCE_LANGUAGE = "en_XX"  # MBartTokenizer / MBart50Tokenizer without src_lang
 LANGUAGE_FIRST = ("MBart50Tokenizer", "MBart50TokenizerFast")  # [src_lang] … </s>; the others: … </s> [src_lang]
@@ -54,7 +55,7 @@ def decoder_starts(model_type: str, hf_config: dict[str, Any], token_of: Callabl
     if hf_config.get("forced_bos_token_id") is not None:
         starts.append(("forced_bos_token_id", hf_config["forced_bos_token_id"]))
     for key, value in starts:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0 or token_of(value) is None:
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < MAX_ID or token_of(value) is None:
             raise ValueError(f"config.json's {key} {value!r} is not a token of this tokenizer")
     return [int(value) for _key, value in starts]
 
