@@ -123,6 +123,7 @@ def test_the_tokens_page_names_the_start_token_and_the_language_code():
     tgt = special_token_sentences("tgt", ["</s>", "en_XX", "▁le"], True)
     assert "ro_RO is not a word but a language code" in src[0]
     assert "starts from &lt;/s&gt;" in tgt[0] and "en_XX is a language code" in tgt[1]
+    assert "as its start token" in special_token_sentences("tgt", ["ro_RO", "▁le"], True)[1]  # mBART cc25
     assert special_token_sentences("tgt", ["<s>", "le"], True) == []  # attnlab's own models say nothing new
     assert special_token_sentences("tgt", ["</s>", "le"], False) == []  # decoder-only prompts: nothing
 

@@ -26,7 +26,7 @@ TEXT = "the quick brown fox jumps over the lazy dog"
 STEPS = 12
 
 
-def saved_model(family: str, tmp_path, **generation):
+def saved_model(family: str, tmp_path, mbart_class: str = "MBart50Tokenizer", **generation):
     """(folder, transformers model): the family's tiny model, its vocabulary the size of the folder's tokenizer,
     saved by save_pretrained next to the tokenizer files (generation settings written to generation_config.json)."""
     tokens = tmp_path / "tokenizer"
@@ -34,7 +34,7 @@ def saved_model(family: str, tmp_path, **generation):
     if family == "bart":
         B.bart_vocab(tokens)
     elif family == "mbart":
-        B.mbart_json(tokens, "MBart50Tokenizer", src_lang="en_XX")
+        B.mbart_json(tokens, mbart_class, src_lang="en_XX")
     else:
         B.pegasus_json(tokens)
     vocab = B.vocab_size(tokens)
@@ -91,6 +91,20 @@ def test_mbart50_starts_with_the_target_language(tmp_path):
     trace = live.trace(TEXT, "")
     assert trace[names.side_entry("src", "tokens")][0] == "en_XX"  # MBart50Tokenizer: [src_lang] … </s>
     assert trace[names.side_entry("tgt", "tokens")][:2] == ["</s>", "ro_RO"]
+
+
+def test_mbart_cc25_starts_from_the_target_language(tmp_path):
+    """mBART (cc25, en-ro): the source ends … </s> en_XX; the decoder starts from the target language code,
+    config's decoder_start_token_id, with nothing forced after it."""
+    tokens = tmp_path / "probe"
+    tokens.mkdir()
+    ro = transformers.AutoTokenizer.from_pretrained(str(B.mbart_json(tokens))).convert_tokens_to_ids("ro_RO")
+    folder, model = saved_model("mbart", tmp_path, "MBartTokenizer", decoder_start_token_id=ro)
+    ours, theirs = greedy_pair(folder, model)
+    assert ours == theirs and ours[0] == ro and len(ours) > 3
+    trace = load_hf_folder(folder).trace(TEXT, "")
+    assert trace[names.side_entry("src", "tokens")][-2:] == ["</s>", "en_XX"]
+    assert trace[names.side_entry("tgt", "tokens")] == ["ro_RO"]
 
 
 def test_a_stop_at_eos_is_the_same_stop(tmp_path):

@@ -26,9 +26,13 @@ def special_token_sentences(side: str, toks: list[str], translating: bool) -> li
             "beside &lt;/s&gt; (its src_lang), so the encoder is told which language it reads."
         )
     elif codes:
+        where = (
+            "as its start token"
+            if codes[0] == toks[0]
+            else "right after its start token (generate() forces it as the first token)"
+        )
         out.append(
-            f"{codes[0]} is a language code, not a word: the decoder is given the target language's code right "
-            "after its start token (generate() forces it as the first token), which tells it which language to "
-            "write."
+            f"{codes[0]} is a language code, not a word: the decoder is given the target language's code {where}, "
+            "which tells it which language to write."
         )
     return out
