@@ -172,8 +172,9 @@ def pairs(case: Case, out, n_layers: int):
             yield f"{prefix} hidden state {i}", h[0], name
 
     if case.arch == "encoder-decoder":
-        yield from stack("enc", "src", out.encoder_attentions, out.encoder_hidden_states)
-        yield from stack("dec", "tgt", out.decoder_attentions, out.decoder_hidden_states)
+        normed = case.final_norm_in_hidden  # pre-norm mBART / Pegasus: each stack's last state is after its norm
+        yield from stack("enc", "src", out.encoder_attentions, out.encoder_hidden_states, final_norm=normed)
+        yield from stack("dec", "tgt", out.decoder_attentions, out.decoder_hidden_states, final_norm=normed)
         for i, a in enumerate(out.cross_attentions):
             yield f"dec layer {i} cross-attention", a[0], f"dec.{i}.cross.weights"
     elif case.arch == "encoder-only":

@@ -286,3 +286,6 @@ FAMILY_CASES = {
         "do_layer_norm_before false: post-norm, no final norm",
     ),
 }
+from hf_tiny_bart import BART_CASES  # noqa: E402  (the BART family: bart, mbart, pegasus)
+
+FAMILY_CASES.update(BART_CASES)

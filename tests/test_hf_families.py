@@ -12,7 +12,7 @@ import torch
 
 pytest.importorskip("transformers")
 
-from hf_tiny import IDS, compare_with_hf
+from hf_tiny import DEC_IDS, IDS, compare_with_hf
 from hf_tiny_families import FAMILY_CASES
 
 from attnlab.checkpoints.errors import CheckpointError
@@ -39,7 +39,9 @@ def run(config, state, options: RunOptions | None = None):
     module.eval()
     rec = Recorder(True)
     with torch.inference_mode():
-        logits = module(None, torch.tensor([IDS]), options=options or RunOptions(), rec=rec)
+        src = torch.tensor([IDS]) if config.has_encoder else None  # an encoder-decoder reads IDS, decodes DEC_IDS
+        tgt = torch.tensor([DEC_IDS if config.has_encoder else IDS])
+        logits = module(src, tgt, options=options or RunOptions(), rec=rec)
     return logits, rec.finish(config, (options or RunOptions()).resolved(config), "cpu")
 
 

@@ -267,8 +267,11 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None) -> 
     model_type = hf_config.get("model_type")
     supported = tuple(getattr(hf, "SUPPORTED_MODEL_TYPES", ()))
     if model_type not in supported:
+        known = getattr(hf, "NOT_RUNNABLE", {})  # types attnlab knows it cannot run, and why
+        why = known.get(model_type) if isinstance(model_type, str) else None
         problems.add(
-            f"config.json's model_type is {model_type!r}; attnlab opens these model types: {', '.join(supported)}"
+            f"config.json's model_type is {model_type!r}; "
+            + (why or f"attnlab opens these model types: {', '.join(supported)}")
         )
         problems.raise_if_any()
     try:

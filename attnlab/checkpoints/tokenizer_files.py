@@ -31,6 +31,7 @@ from attnlab.bounded_read import (
     read_json,
     regular_file_size,
 )
+from attnlab.checkpoints import tokenizer_seq2seq as seq2seq
 from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.header import short_reason
 from attnlab.checkpoints.tokenizer_wrapping import (
@@ -74,6 +75,8 @@ FAMILY_TOKENS["gemma"] = {"bos": "<bos>", "eos": "<eos>", "unk": "<unk>", "pad":
 for _family in ("gpt_neox", "stablelm", "olmo", "gptj", "phi"):  # GPT-NeoX / GPT-2 byte-level BPE
     FAMILY_TOKENS[_family] = FAMILY_TOKENS["gpt2"]
 FAMILY_TOKENS["opt"] = {"bos": "</s>", "eos": "</s>", "unk": "</s>", "pad": "<pad>"}  # OPT's GPT2Tokenizer
+FAMILY_TOKENS["bart"] = FAMILY_TOKENS["mbart"] = FAMILY_TOKENS["roberta"]  # Bart/MBartTokenizer's defaults
+FAMILY_TOKENS["pegasus"] = {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"}  # PegasusTokenizer's
 
 
 def read_json_file(path: Path, problems: Problems, max_bytes: int = MAX_SMALL_JSON_BYTES) -> dict:
@@ -121,10 +124,15 @@ def special_ids(
     return found
 
 
-def decoder_start(model_type: str, ids: dict[str, int], hf_config: dict) -> int | None:
-    """The token an encoder-decoder's decoder starts from (Marian, T5: <pad>); None for other families."""
+def decoder_start(
+    model_type: str, ids: dict[str, int], hf_config: dict, token_of: Callable[[int], str | None]
+) -> int | list[int] | None:
+    """The token an encoder-decoder's decoder starts from (Marian, T5: <pad>; the BART family's start and forced
+    first tokens: tokenizer_seq2seq.py); None for other families."""
     if FAMILY_ROLES.get(model_type) != "encoder":
         return None
+    if model_type in seq2seq.FAMILIES:
+        return seq2seq.decoder_starts(model_type, hf_config, token_of)
     start = hf_config.get("decoder_start_token_id", ids.get("pad"))
     return int(start) if isinstance(start, int) else None
 
@@ -136,7 +144,7 @@ def family_specials(
     processor = family_processor(model_type, ids, token_of)
     if processor is None or flags_given(tok_config):
         processor = flag_processor(tok_config, ids, token_of)
-    return wrapping(model_type, processor, ids, decoder_start(model_type, ids, hf_config), token_of)
+    return wrapping(model_type, processor, ids, decoder_start(model_type, ids, hf_config, token_of), token_of)
 
 
 def library_tokenizer(folder: Path, tok_config: dict[str, Any]) -> tuple[Any, str]:
@@ -223,6 +231,7 @@ def folder_tokenizers(
 ) -> tuple[Tokenizer | None, Tokenizer | None, str]:
     """(source, target, description); (None, None, "") when the folder has no tokenizer files."""
     model_type = str(hf_config.get("model_type", ""))
+    hf_config = seq2seq.with_generation_config(folder, hf_config, lambda path: read_json_file(path, problems))
     if (folder / "source.spm").is_file() and (folder / "target.spm").is_file():
         return marian_tokenizers(folder, model_type, hf_config, problems)
     tok_config = read_json_file(folder / "tokenizer_config.json", problems)
@@ -251,8 +260,10 @@ def folder_tokenizers(
     token_of = hf_tok.id_to_token
     try:
         if desc == "tokenizer.json":  # its post-processor (or none): transformers 5 drops add_bos/add_eos_token
-            start = decoder_start(model_type, ids, hf_config)
-            specials = wrapping(model_type, hf_tok.post_processor, ids, start, token_of)
+            start = decoder_start(model_type, ids, hf_config, token_of)
+            eos = (ids["eos"], token_of(ids["eos"])) if "eos" in ids else None
+            processor = seq2seq.language_processor(model_type, tok_config, hf_tok.token_to_id, eos)
+            specials = wrapping(model_type, processor or hf_tok.post_processor, ids, start, token_of)
         else:
             specials = family_specials(model_type, ids, hf_config, tok_config, token_of)
     except ValueError as e:
@@ -268,6 +279,9 @@ def sentencepiece_model(
     """A folder whose only tokenizer file is a SentencePiece model (SPM_FILES)."""
     name = next((n for n in SPM_FILES if (folder / n).is_file()), None)
     if name is None:
+        return None, None, ""
+    if seq2seq.spm_only_problem(model_type, name):  # numbered otherwise than its tokenizer class numbers it
+        problems.add(seq2seq.spm_only_problem(model_type, name))
         return None, None, ""
     try:
         tok = SentencePieceModelTokenizer((folder / name).read_bytes(), Specials(), name == FAIRSEQ_SPM)

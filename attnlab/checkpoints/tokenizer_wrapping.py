@@ -35,6 +35,9 @@ FAMILY_TEMPLATES: dict[str, tuple[str, str]] = {
 }
 FAMILY_TEMPLATES["distilbert"] = FAMILY_TEMPLATES["bert"]
 FAMILY_TEMPLATES["camembert"] = FAMILY_TEMPLATES["xlm-roberta"]
+# the BART family (checkpoints/tokenizer_seq2seq.py): BartTokenizer is RobertaTokenizer; mBART's is built there
+FAMILY_TEMPLATES["bart"] = FAMILY_TEMPLATES["roberta"]
+FAMILY_TEMPLATES["pegasus"] = FAMILY_TEMPLATES["t5"]
 # the role a family's single sentence plays (engine/specials.py); every other family is a decoder
 FAMILY_ROLES = {
     "bert": "encoder-only",
@@ -44,6 +47,9 @@ FAMILY_ROLES = {
     "camembert": "encoder-only",
     "marian": "encoder",
     "t5": "encoder",
+    "bart": "encoder",
+    "mbart": "encoder",
+    "pegasus": "encoder",
 }
 SENTINEL_A, SENTINEL_B = 4_000_000_000, 4_000_000_001  # ids no vocabulary has (the library's ids are u32)
 
@@ -127,20 +133,26 @@ def read_processor(processor: Any | None) -> tuple[list[int], list[int], dict[st
 
 
 def wrapping(
-    model_type: str, processor: Any | None, ids: dict[str, int], start: int | None, token_of: Callable[[int], str]
+    model_type: str,
+    processor: Any | None,
+    ids: dict[str, int],
+    start: int | list[int] | None,
+    token_of: Callable[[int], str],
 ) -> Specials:
     """The Specials of a tokenizer whose post-processor is `processor`: its single-sentence template for the
-    family's role, its pair template, and Marian/T5's decoder start (`start`)."""
+    family's role, its pair template, and an encoder-decoder's decoder start (`start`: Marian/T5's one id, or
+    the BART family's ids, tokenizer_seq2seq.decoder_starts)."""
     prefix, suffix, pair = read_processor(processor)
     role = FAMILY_ROLES.get(model_type, "decoder")
     shown = " ".join([*map(token_of, prefix), "…", *map(token_of, suffix)])
     description = "no special tokens added" if shown == "…" else shown
-    if start is not None and role == "encoder":
-        description = f"source: {description}; decoder starts from {token_of(start)}"
+    starts = [start] if isinstance(start, int) else list(start or [])
+    if starts and role == "encoder":
+        description = f"source: {description}; decoder starts from {' '.join(map(token_of, starts))}"
     names = ("pad", "bos", "eos", "unk", "cls", "sep", "mask")
     return Specials(
         **{k: ids.get(k) for k in names},
-        prefix={role: prefix, **({"decoder": [start]} if start is not None and role == "encoder" else {})},
+        prefix={role: prefix, **({"decoder": starts} if starts and role == "encoder" else {})},
         suffix={role: suffix},
         description=description,
         pair=pair if role == "encoder-only" else {},

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from attnlab.engine import names
 from attnlab.present import formulas as fm
 from attnlab.present.explain_page import DM, page, shape_of, token_word, tokens_of
+from attnlab.present.seq2seq_tokens import special_token_sentences
 from attnlab.present.shift import decoder_input_role
 from attnlab.present.stages import Stage
 from attnlab.present.token_roles import count_text, specials_sentence
@@ -52,6 +53,7 @@ def _tokens_page(trace: Trace, side: str, toks: list[str]) -> str:
             "integer id; the network never sees letters, only these ids.",
             specials,
             role,
+            *special_token_sentences(side, toks, names.side_entry("src", "tokens") in trace),
             pad,
             "Each id picks one row of the embedding table in the next step.",
         ],

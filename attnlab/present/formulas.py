@@ -56,6 +56,8 @@ def pe_formula(config: ModelConfig, options: RunOptions) -> str:
     kind = pe_kind(config, options)
     if kind == "sinusoidal":
         return SINUSOIDAL.get(config.sinusoidal_layout, SINUSOIDAL["interleaved"])
+    if kind == "learned" and config.pos_offset:  # RoBERTa, OPT, BART, mBART: position p reads row p + offset
+        return LEARNED.format(dm=DM).replace("[pos]", f"[pos + {config.pos_offset}]")
     if kind == "learned":
         return LEARNED.format(dm=DM)
     if kind == "rotary":
@@ -134,6 +136,7 @@ def input_formula(config: ModelConfig, options: RunOptions) -> str:
     if kind == "rotary":
         notes.append("positions enter later, by rotating Q and K")
     return formula + (f" &nbsp; ({'; '.join(notes)})" if notes else "")
+
 
 
 # ---- attention ------------------------------------------------------------------------------------------

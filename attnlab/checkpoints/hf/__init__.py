@@ -6,7 +6,7 @@ the tensors.
     config, state, notes = convert(hf_config, state_dict)   # Transformer(config).load_state_dict(state)
 
 One module per family (gpt2.py; bert.py for bert and roberta; distilbert.py; marian.py; llama.py for llama
-and qwen2), each with `config_from_hf(hf) -> (ModelConfig, notes)` and
+and qwen2; bart.py for bart, mbart and pegasus), each with `config_from_hf(hf) -> (ModelConfig, notes)` and
 `convert_tensors(hf, config, tensors) -> (state dict, notes)`; a family whose config depends on which tensors
 are present (BERT's masked-LM head: config_from_hf guesses it from `architectures`) also has
 `config_for_weights(hf, config, tensors) -> config`, so `convert` is the final word. Anything attnlab cannot
@@ -22,16 +22,18 @@ from types import ModuleType
 import torch
 
 from attnlab.checkpoints.errors import CheckpointError
-from attnlab.checkpoints.hf.common import FAMILIES, SUPPORTED_MODEL_TYPES, refuse
+from attnlab.checkpoints.hf.common import FAMILIES, NOT_RUNNABLE, SUPPORTED_MODEL_TYPES, refuse
 from attnlab.engine.config import ModelConfig
 
-__all__ = ["SUPPORTED_MODEL_TYPES", "config_and_notes", "config_from_hf", "convert"]
+__all__ = ["NOT_RUNNABLE", "SUPPORTED_MODEL_TYPES", "config_and_notes", "config_from_hf", "convert"]
 
 
 def _family(hf_config: Mapping) -> ModuleType:
     if not isinstance(hf_config, Mapping):
         raise CheckpointError(f"config.json must hold a JSON object, not {type(hf_config).__name__}")
     model_type = hf_config.get("model_type")
+    if isinstance(model_type, str) and model_type in NOT_RUNNABLE:
+        raise refuse("model_type", f"{model_type!r}: {NOT_RUNNABLE[model_type]}")
     if model_type not in FAMILIES:
         what = "is missing" if model_type is None else f"{model_type!r} is not a model type attnlab can open"
         raise refuse("model_type", what, list_types=True)

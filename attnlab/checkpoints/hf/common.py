@@ -33,8 +33,17 @@ FAMILIES = {
     "phi": "phi",
     "gptj": "gptj",
     "opt": "opt",
+    # the BART family of encoder-decoders (bart.py)
+    "bart": "bart",
+    "mbart": "bart",
+    "pegasus": "bart",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
+# model types attnlab knows and cannot run, with the one reason said instead of the list of supported types
+NOT_RUNNABLE = {
+    "whisper": "Whisper's text decoder cross-attends to its audio encoder's output (a log-mel spectrogram "
+    "through two convolutions and an encoder); attnlab reads text only and has no audio encoder to feed it",
+}
 
 # Hugging Face activation names -> attnlab's
 ACTIVATIONS: dict[str, Activation] = {
