@@ -138,7 +138,6 @@ def input_formula(config: ModelConfig, options: RunOptions) -> str:
     return formula + (f" &nbsp; ({'; '.join(notes)})" if notes else "")
 
 
-
 # ---- attention ------------------------------------------------------------------------------------------
 def scores_over(scale: bool) -> str:
     """'Q Kᵀ / √dₖ' with scaling on, 'Q Kᵀ' with it off (HTML)."""
