@@ -17,6 +17,8 @@ FFNKind = Literal["plain", "gated"]
 RotaryLayout = Literal["interleaved", "half"]
 SinusoidalLayout = Literal["interleaved", "marian"]
 RopeScaling = Literal["none", "linear", "dynamic", "yarn", "llama3"]
+QKNorm = Literal["none", "head", "whole"]  # w-norms: QK-norm (engine/qk_norm.py)
+SublayerNorm = Literal["input", "output"]  # w-norms: where a layer's norms sit (engine/context.py)
 
 ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -26,6 +28,8 @@ FFN_KINDS = ("plain", "gated")
 ROTARY_LAYOUTS = ("interleaved", "half")
 SINUSOIDAL_LAYOUTS = ("interleaved", "marian")
 ROPE_SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3")
+QK_NORMS = ("none", "head", "whole")
+SUBLAYER_NORMS = ("input", "output")
 # (field, allowed values) for every string field with a fixed set of values
 CHOICES = (
     ("arch", ARCHITECTURES),
@@ -36,6 +40,8 @@ CHOICES = (
     ("rotary_layout", ROTARY_LAYOUTS),
     ("sinusoidal_layout", SINUSOIDAL_LAYOUTS),
     ("rope_scaling", ROPE_SCALINGS),
+    ("qk_norm", QK_NORMS),
+    ("sublayer_norm", SUBLAYER_NORMS),
 )
 
 
@@ -115,6 +121,13 @@ class ModelConfig:
     parallel_residual: bool = False  # GPT-NeoX: y = x + Attn(norm1(x)) + FFN(norm2(x)), both from the same x
     shared_norm: bool = False  # Phi: norm 2 holds the same weights as norm 1 (one LayerNorm feeds both branches)
     sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
+    # ---- w-norms: QK-norm and the norm on each sub-layer's output --------------------------------------------
+    # QK-norm: an RMSNorm (eps layer_norm_eps, its own γ) on the projected Q and K, before rotary positions:
+    # "head" over each trained head's d_k numbers (Qwen3, Gemma 3), "whole" over all of Q (d) and of K (OLMo-2)
+    qk_norm: QKNorm = "none"
+    # "input": norm1/norm2 placed by norm_first (pre: x + f(norm(x)); post: norm(x + f(x)));
+    # "output" (OLMo-2): x + norm(f(x)), the norm on the sub-layer's output before the residual add (no pre-norm)
+    sublayer_norm: SublayerNorm = "input"
 
     @property
     def d_head(self) -> int:

@@ -19,6 +19,7 @@ from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
 from attnlab.engine.positional import apply_rotary
+from attnlab.engine.qk_norm import QKNorm, make_qk_norm
 from attnlab.engine.trace import Recorder
 
 if TYPE_CHECKING:
@@ -219,6 +220,7 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias if out_bias is None else out_bias)
         self.rotary_layout = rotary_layout
         self.score_divisor = score_divisor  # scores / (√dk · this) when scaling (GPT-2's inverse layer index)
+        self.qk_norm: QKNorm | None = None  # QK-norm on the projections (engine/qk_norm.py), set by make_attention
 
     def forward(
         self,
@@ -244,6 +246,8 @@ class MultiHeadAttention(nn.Module):
         if projections:
             n_kv = self.w_k.out_features // dk  # K/V heads of this split (= n_heads without GQA)
             q_in, k_in, v_in = self.w_q(x_q), self.w_k(x_kv), self.w_v(x_kv)  # [B, Tq, d], 2 x [B, Tk, H_kv·dk]
+            if self.qk_norm is not None:
+                q_in, k_in = self.qk_norm(q_in, k_in, n_heads, rec, prefix)  # the same shapes, normed
         else:  # plain dot-product attention: x itself, split into the heads' slices
             n_kv, q_in, k_in, v_in = n_heads, x_q, x_kv, x_kv
         q = q_in.reshape(B, Tq, n_heads, dk).transpose(1, 2)  # [B, H, Tq, dk]
@@ -356,7 +360,7 @@ def recorded_fused_attention(
 def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention:
     """The attention sub-layer a ModelConfig asks for (its K/V width, biases and rotary layout) in the layer
     `layer_index` of its stack (GPT-2's scale_attn_by_inverse_layer_idx divides that layer's scores by index + 1)."""
-    return MultiHeadAttention(
+    attention = MultiHeadAttention(
         cfg.d_model,
         cfg.has_bias("qkv"),
         kv_dim=cfg.kv_heads * cfg.d_head,
@@ -364,6 +368,10 @@ def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention
         rotary_layout=cfg.rotary_layout,
         score_divisor=float(layer_index + 1) if cfg.attn_scale_inverse_layer else 1.0,
     )
+    attention.qk_norm = make_qk_norm(
+        cfg.qk_norm, cfg.d_model, cfg.kv_heads * cfg.d_head, cfg.d_head, cfg.layer_norm_eps
+    )
+    return attention
 
 
 __all__ = [

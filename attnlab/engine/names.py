@@ -62,6 +62,9 @@ HEAD = "head"
 
 LOGITS = "logits"
 PROBS = "probs"
+# w-norms: what a site with QK-norm also records, before rotary positions ([H|H_kv, T, dk] each): the projected
+# Q and K ("q_in", "k_in") and the same after their RMSNorms ("q_normed", "k_normed").
+QK_NORM_STEPS = ("q_in", "k_in", "q_normed", "k_normed")
 
 
 # ---- builders --------------------------------------------------------------------------------------------
@@ -96,6 +99,11 @@ def entries(base: str, parts: tuple[str, ...]) -> tuple[str, ...]:
     """f'{base}.{part}' for each part, built once: entries('enc.0.norm1', NORM_STATS) -> ('enc.0.norm1.in', …);
     entries(ffn('enc.0'), FFN_PARTS) -> ('enc.0.ffn.pre', …)."""
     return tuple(f"{base}.{part}" for part in parts)
+
+
+def qk_norm_entries(site_name: str) -> tuple[str, ...]:
+    """A QK-norm site's extra entries: 'dec.0.self' -> ('dec.0.self.q_in', … 'dec.0.self.k_normed')."""
+    return entries(site_name, QK_NORM_STEPS)
 
 
 def norm(layer_name: str, n: int) -> str:

@@ -33,6 +33,7 @@ FAMILIES = {
     "phi": "phi",
     "gptj": "gptj",
     "opt": "opt",
+    "qwen3": "qwen3",  # w-norms
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
