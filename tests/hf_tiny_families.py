@@ -286,3 +286,7 @@ FAMILY_CASES = {
         "do_layer_norm_before false: post-norm, no final norm",
     ),
 }
+
+from hf_tiny_norms import FAMILY_CASES as NORMS_CASES  # noqa: E402  (w-norms: Qwen3 …)
+
+FAMILY_CASES.update(NORMS_CASES)

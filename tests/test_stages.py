@@ -15,6 +15,7 @@ from attnlab.present.stages import (
     INPUT_STEPS,
     NORM_COMPARE,
     OUTPUT_STEPS,
+    QK_NORM_STEP,
     Stage,
     ViewState,
     stages_for,
@@ -78,6 +79,7 @@ def site_labels(trace, site):
 
 def test_registry_covers_every_pipeline_kind():
     kinds = {k for k, _ in ATTENTION_STEPS + INPUT_STEPS + OUTPUT_STEPS} | {"addnorm", NORM_COMPARE, "ffn"}
+    kinds |= {QK_NORM_STEP[0]}  # the stages of imported families' mechanisms
     for kind in kinds:
         assert kind in panel_class_for(kind).kinds
     assert {k for cls in PANEL_CLASSES for k in cls.kinds} == kinds

@@ -64,7 +64,9 @@ def _qkv_grouped(stage: Stage, trace: Trace) -> str:
     h, h_kv = trace.n_heads, trace.n_kv_heads
     return page(
         f"Q, K, V with grouped-query attention · {words.site_full_words(stage.site or '')}",
-        FORMULAS["gqa"] + fm.rope_scaling_formula(trace.config if _rotary_sentence(trace) else None),
+        FORMULAS["gqa"]
+        + fm.qk_norm_step(trace.config)
+        + fm.rope_scaling_formula(trace.config if _rotary_sentence(trace) else None),
         [
             f"This model has {h} query heads but only {h_kv} key/value heads: W<sub>K</sub> and "
             f"W<sub>V</sub> are {h // h_kv}× narrower than W<sub>Q</sub>, and each K/V head is shared by "

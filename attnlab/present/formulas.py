@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names
 from attnlab.present import words
+from attnlab.present.formulas_norms import qk_norm_step
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
@@ -177,6 +178,7 @@ def scaled_title(scale: bool, layer_divisor: int | None = None) -> str:
 def qkv_formula(rotary: bool, config: ModelConfig | None = None) -> str:
     """Q, K, V from X; with `rotary`, the rotation of Q and K, and the config's rope scaling when it has one."""
     base = "Q = X W<sub>Q</sub> &nbsp; K = X<sub>kv</sub> W<sub>K</sub> &nbsp; V = X<sub>kv</sub> W<sub>V</sub>"
+    base += qk_norm_step(config)  # w-norms
     return base + (" &nbsp; then Q, K rotated by position (RoPE)" + rope_scaling_formula(config) if rotary else "")
 
 

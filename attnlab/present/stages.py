@@ -36,6 +36,8 @@ ATTENTION_STEPS = (
     ("attn_out", "× W_O"),
 )
 
+QK_NORM_STEP = ("qk_norm", "QK-norm")  # w-norms: before "qkv" where the model norms Q and K (ModelConfig.qk_norm)
+
 INPUT_STEPS = (
     ("tokens", "tokenization"),
     ("embed", "embedding"),
@@ -91,6 +93,8 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
         k: (t if k != "scaled" or (scale and divisor is None) else formulas.scaled_title(scale, divisor))
         for k, t in ATTENTION_STEPS
     }
+    if trace.config.qk_norm != "none":  # w-norms: QK-norm comes first, on the projections (before rotary)
+        titles = {QK_NORM_STEP[0]: QK_NORM_STEP[1], **titles}
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in titles.items()]
 
 
@@ -226,6 +230,7 @@ def _group_prefix(key: str) -> str:
 # The site steps each attention stage kind shows.
 _SITE_TENSORS = {
     "qkv": ("q", "k", "v"),
+    "qk_norm": names.QK_NORM_STEPS,
     "scores": ("scores",),
     "scaled": ("scaled",),
     "scale_why": ("scores", "scaled"),

@@ -1,0 +1,162 @@
+"""The families whose new parts are norms (w-norms; hf_tiny_norms.FAMILY_CASES) agree with `transformers`' eager
+forward (every layer's attention weights, hidden states, logits ≤ 1e-4 in float32), and their new steps are drawn
+with the numbers transformers' own modules compute: QK-norm (Qwen3)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+from hf_tiny import IDS, compare_with_hf
+from hf_tiny_norms import FAMILY_CASES
+
+from attnlab.checkpoints.errors import CheckpointError
+from attnlab.checkpoints.hf import config_from_hf, convert
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import WordTokenizer
+from attnlab.present.explain import explanation_html
+from attnlab.present.stages import ViewState, stages_for
+from attnlab.present.views import view_for
+
+TOL = 1e-4
+TEXT = "the black cat sees the small dog"
+
+
+@pytest.fixture(scope="module", params=list(FAMILY_CASES))
+def family(request):
+    case, _mechanisms = FAMILY_CASES[request.param]
+    model, hf_config = case.build()
+    config, state, _notes = convert(hf_config, model.state_dict())
+    return case, model, hf_config, config, state
+
+
+def built(name: str):
+    case, _ = FAMILY_CASES[name]
+    model, hf_config = case.build()
+    config, state, _ = convert(hf_config, model.state_dict())
+    return model, hf_config, config, state
+
+
+def module_of(config, state) -> Transformer:
+    module = Transformer(config)
+    module.load_state_dict(state)
+    return module.eval()
+
+
+def live_trace(config, state, options: RunOptions | None = None):
+    """A LiveModel trace (tokens, stages) of TEXT with a word tokenizer whose ids fit the tiny vocabulary."""
+    tok = WordTokenizer.train([TEXT])
+    trace = LiveModel(module_of(config, state), tok, tok).trace(None, TEXT, options or RunOptions())
+    return trace, {s.key: s for s in stages_for(trace)}
+
+
+def test_every_attention_map_hidden_state_and_logit_agrees(family):
+    case, model, _hf, config, state = family
+    errors = compare_with_hf(case, model, config, state)
+    assert len(errors) >= 2 * config.n_decoder_layers + 2
+    worst = max(errors, key=errors.get)
+    assert errors[worst] <= TOL, f"{case.name} {worst} differs by {errors[worst]:.2e}"
+
+
+def test_config_from_hf_needs_no_weights(family):
+    _case, _model, hf_config, config, _state = family
+    assert config_from_hf(hf_config) == config
+
+
+def test_the_fast_path_agrees_with_the_recorded_run(family):
+    """A run that records nothing (fused kernel) gives the recorded run's logits."""
+    _case, _model, _hf, config, state = family
+    module = module_of(config, state)
+    from attnlab.engine.trace import Recorder
+
+    with torch.inference_mode():
+        fast = module(None, torch.tensor([IDS]))
+        recorded = module(None, torch.tensor([IDS]), rec=Recorder(True))
+    assert torch.allclose(fast, recorded, atol=1e-5)
+
+
+# ---- QK-norm (Qwen3) -----------------------------------------------------------------------------------------
+def test_qwen3_qk_norm_stage_shows_transformers_own_normed_q_and_k():
+    model, _hf, config, state = built("qwen3")
+    assert config.qk_norm == "head"
+    trace, stages = live_trace(config, state)
+    hf_attn = model.model.layers[1].self_attn
+    x = trace["dec.1.norm1.out"].clone()  # [T, d]: what the projections read (a trace holds the first sequence)
+    with torch.no_grad():
+        q = hf_attn.q_norm(hf_attn.q_proj(x).view(len(x), -1, 8)).transpose(0, 1)  # [H, T, 8]
+        k = hf_attn.k_norm(hf_attn.k_proj(x).view(len(x), -1, 8)).transpose(0, 1)  # [H_kv, T, 8]
+    stage = stages["dec.1.self.qk_norm"]
+    for head in range(config.n_heads):
+        view = view_for(trace, stage, ViewState(head=head))
+        kv = head // 2  # 4 Q heads share 2 K/V heads
+        assert torch.allclose(torch.from_numpy(view.q_normed.matrix), q[head], atol=1e-5)
+        assert torch.allclose(torch.from_numpy(view.k_normed.matrix), k[kv], atol=1e-5)
+        with torch.no_grad():
+            raw = hf_attn.q_proj(x).view(len(x), -1, 8)[:, head]  # [T, 8]
+        assert torch.allclose(torch.from_numpy(view.q_in.matrix), raw, atol=1e-5)
+        rms = raw.pow(2).mean(-1).add(config.layer_norm_eps).sqrt()
+        assert torch.allclose(torch.from_numpy(view.rms[0]).float(), rms, atol=1e-5)
+    # the stage comes before Q, K, V (computation order: project, norm, rotate)
+    keys = list(stages)
+    assert keys.index("dec.1.self.qk_norm") + 1 == keys.index("dec.1.self.qkv")
+
+
+def test_qwen3_pages_state_the_qk_norm_with_the_models_sizes():
+    _model, _hf, config, state = built("qwen3")
+    trace, stages = live_trace(config, state)
+    page = explanation_html(stages["dec.0.self.qk_norm"], trace)
+    assert "d<sub>k</sub> = 8 numbers of each head" in page and f"ε = {config.layer_norm_eps:g}" in page
+    assert "QK-norm" in explanation_html(stages["dec.0.self.qkv"], trace)
+
+
+def test_qwen3_toggles_still_run_and_the_head_re_split_norms_the_trained_heads():
+    _model, _hf, config, state = built("qwen3")
+    base, _ = live_trace(config, state)
+    for options in (RunOptions(n_heads=2), RunOptions(positional=False), RunOptions(projections=False)):
+        trace, stages = live_trace(config, state, options.validate(config))
+        assert torch.isfinite(trace["logits"]).all() and not torch.allclose(trace["logits"], base["logits"])
+    trace, stages = live_trace(config, state, RunOptions(n_heads=2))
+    q_in = trace["dec.0.self.q_in"]  # [2 heads, T, 16]: each run head holds two trained heads of 8
+    gamma = state["decoder.0.self_attn.qk_norm.q_norm.weight"]
+    halves = q_in.unflatten(-1, (2, 8))  # [2, T, 2, 8]
+    expected = halves * torch.rsqrt(halves.pow(2).mean(-1, keepdim=True) + config.layer_norm_eps) * gamma
+    assert torch.allclose(trace["dec.0.self.q_normed"], expected.flatten(-2), atol=1e-6)
+    off, off_stages = live_trace(config, state, RunOptions(projections=False))
+    assert "no QK-norm" in explanation_html(off_stages["dec.0.self.qk_norm"], off)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"head_dim": 16}, "head_dim"),
+        ({"layer_types": ["full_attention", "sliding_attention"], "sliding_window": 4}, "layer_types"),
+    ],
+)
+def test_qwen3_settings_attnlab_cannot_represent_are_refused(changes, field):
+    _model, hf_config = FAMILY_CASES["qwen3"][0].build()
+    with pytest.raises(CheckpointError) as err:
+        config_from_hf({**hf_config, **changes})
+    assert repr(field) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_qk_norm_panel_draws_the_views_numbers(qapp):
+    from attnlab.ui.stages import panel_class_for
+
+    _model, _hf, config, state = built("qwen3")
+    trace, stages = live_trace(config, state)
+    panel = panel_class_for("qk_norm")()
+    try:
+        panel.show_stage(trace, stages["dec.0.self.qk_norm"], ViewState(head=3))
+        data = panel.shown_data()
+        assert data["head"] == 3 and data["kv_head"] == 1
+        for part in ("q_in", "q_normed"):
+            assert (data[part]["matrix"] == trace[f"dec.0.self.{part}"][3].numpy()).all()
+        for part in ("k_in", "k_normed"):
+            assert (data[part]["matrix"] == trace[f"dec.0.self.{part}"][1].numpy()).all()
+    finally:
+        panel.close()
+        panel.deleteLater()
