@@ -24,6 +24,23 @@ def qwen3(**changes):
     return _model(transformers.Qwen3ForCausalLM, cfg)
 
 
+def olmo2(**changes):
+    """OLMo-2: norms on each sub-layer's output, QK-norm over the whole Q (32) and K (16: GQA 4 Q / 2 K/V heads)."""
+    cfg = transformers.Olmo2Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+        pad_token_id=1,
+        eos_token_id=0,
+        **changes,
+    )
+    return _model(transformers.Olmo2ForCausalLM, cfg)
+
+
 FAMILY_CASES = {
     "qwen3": (
         Case("qwen3", qwen3, "decoder-only", final_norm_in_hidden=True),
@@ -32,5 +49,10 @@ FAMILY_CASES = {
     "qwen3-biased": (
         Case("qwen3-biased", lambda: qwen3(attention_bias=True), "decoder-only", final_norm_in_hidden=True),
         "attention_bias: biases on Q, K, V and W_O",
+    ),
+    "olmo2": (
+        Case("olmo2", olmo2, "decoder-only", final_norm_in_hidden=True),
+        "norm on each sub-layer's output x + RMSNorm(F(x)) (add & norm stages, schematic); QK-norm over all of Q "
+        "and K (the QK-norm stage)",
     ),
 }

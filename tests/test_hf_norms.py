@@ -160,3 +160,87 @@ def test_the_qk_norm_panel_draws_the_views_numbers(qapp):
     finally:
         panel.close()
         panel.deleteLater()
+
+
+# ---- OLMo-2: QK-norm over all of Q and K, the norm on each sub-layer's output -----------------------------------
+def test_olmo2_qk_norm_is_over_the_whole_q_and_k_as_transformers_computes_it():
+    model, _hf, config, state = built("olmo2")
+    assert config.qk_norm == "whole" and config.sublayer_norm == "output"
+    trace, stages = live_trace(config, state)
+    hf_attn = model.model.layers[0].self_attn
+    x = trace["dec.0.self.q_in"].transpose(0, 1).flatten(1).clone()  # [T, d]: the projection, heads side by side
+    with torch.no_grad():
+        x_in = model.model.embed_tokens(torch.as_tensor(trace["tgt.ids"]))  # [T, d]: layer 0 reads the embeddings
+        q = hf_attn.q_norm(hf_attn.q_proj(x_in))  # [T, 32]: one RMS over all 4 heads
+        k = hf_attn.k_norm(hf_attn.k_proj(x_in))  # [T, 16]
+    assert torch.allclose(x, hf_attn.q_proj(x_in).detach(), atol=1e-5)
+    for head in range(config.n_heads):
+        view = view_for(trace, stages["dec.0.self.qk_norm"], ViewState(head=head))
+        assert torch.allclose(torch.from_numpy(view.q_normed.matrix), q[:, 8 * head : 8 * head + 8], atol=1e-5)
+        kv = head // 2
+        assert torch.allclose(torch.from_numpy(view.k_normed.matrix), k[:, 8 * kv : 8 * kv + 8], atol=1e-5)
+        whole_rms = x.pow(2).mean(-1).add(config.layer_norm_eps).sqrt()  # [T]: over all 32 numbers
+        assert torch.allclose(torch.from_numpy(view.rms[0]).float(), whole_rms, atol=1e-5)
+    page = explanation_html(stages["dec.0.self.qk_norm"], trace)
+    assert "all 32 numbers of a token's Q (K: 16)" in page
+
+
+def test_olmo2_add_and_norm_shows_the_norm_on_the_sublayers_output():
+    model, _hf, config, state = built("olmo2")
+    trace, stages = live_trace(config, state)
+    assert trace.options.output_norm
+    layer = model.model.layers[1]
+    for n, (sub, hf_norm) in enumerate(
+        (("dec.1.self.out", layer.post_attention_layernorm), ("dec.1.ffn.out", layer.post_feedforward_layernorm)), 1
+    ):
+        view = view_for(trace, stages[f"dec.1.norm{n}"], ViewState())
+        assert view.placement == "output"
+        f_x = trace[sub]  # [T, d]: the sub-layer's output is what the norm reads
+        with torch.no_grad():
+            normed = hf_norm(f_x.clone())
+        x = trace["dec.0.out"] if n == 1 else trace["dec.1.resid1"]
+        slots = [torch.from_numpy(s.matrix) for s in view.slots]
+        assert torch.equal(slots[0], f_x)
+        assert torch.allclose(slots[1], normed, atol=1e-5)
+        assert torch.allclose(slots[2], x + normed, atol=1e-5)
+        assert "x + RMSNorm(" in view.heading.text
+        page = explanation_html(stages[f"dec.1.norm{n}"], trace)
+        assert "y = x + RMSNorm(F(x))" in page and "Pre-norm" not in page
+
+
+def test_olmo2_norm_toggle_moves_the_norms_and_says_it_departs():
+    from attnlab.engine import option_rules
+
+    _model, _hf, config, state = built("olmo2")
+    base, _ = live_trace(config, state)
+    assert option_rules.departures(config, RunOptions(), lambda: None) == []
+    for placement in ("pre", "post"):
+        options = RunOptions(norm=placement).validate(config)
+        trace, stages = live_trace(config, state, options)
+        assert not trace.options.output_norm and not torch.allclose(trace["logits"], base["logits"])
+        assert view_for(trace, stages["dec.0.norm1"], ViewState()).placement == placement
+        assert option_rules.departures(config, options, lambda: None)
+
+
+def test_the_schematic_draws_olmo2s_norm_after_the_sublayer(qapp):
+    from attnlab.ui.plots.schematic import Schematic
+
+    _model, _hf, config, _state = built("olmo2")
+    schematic = Schematic()
+    try:
+        schematic.set_run(config, RunOptions().resolved(config))
+        schematic.box_rect("dec.0.norm1")  # lays out
+        column = [(i.box, i.label) for i in schematic.items if i.kind in ("attn", "ffn", "norm", "add")]
+        order = [box for box, _ in column]
+        attn, norm1 = order.index("dec.0.self"), order.index("dec.0.norm1")
+        assert norm1 == attn + 1 and column[norm1 + 1] == ("dec.0.norm1", "+")  # sub-layer → norm → +
+        ffn = order.index("dec.0.ffn")
+        assert order[ffn + 1] == "dec.0.norm2" and column[ffn + 2] == ("dec.0.norm2", "+")
+        assert "Norm on the output" in schematic.texts[0][1]
+        schematic.set_run(config, RunOptions(norm="pre").resolved(config))
+        schematic.box_rect("dec.0.norm1")
+        order = [i.box for i in schematic.items if i.kind in ("attn", "ffn", "norm", "add")]
+        assert order.index("dec.0.norm1") < order.index("dec.0.self")  # pre-norm: the norm before attention
+    finally:
+        schematic.close()
+        schematic.deleteLater()

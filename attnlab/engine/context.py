@@ -37,6 +37,7 @@ class RunContext:
     ):
         run = options if isinstance(options, ResolvedOptions) else options.resolved(config)
         self.norm_first = run.norm_first
+        self.output_norm = run.output_norm  # w-norms: x + norm(F(x)) (OLMo-2)
         self.n_heads = run.heads
         self.scale = run.scale
         self.residual = run.residual
@@ -103,7 +104,13 @@ def parallel_block(
 def residual_block(
     x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm | RMSNorm, ctx: RunContext, layer_name: str, n: int
 ) -> Tensor:
-    """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x)).  Records names.resid(layer, n)."""
+    """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x));  the norm on the output (OLMo-2):
+    x + norm(sublayer(x)).  Records names.resid(layer, n)."""
+    if ctx.output_norm:
+        h = ctx.drop(norm(sublayer(x), ctx.rec, names.norm(layer_name, n)))  # [B, T, d]
+        y = x + h if ctx.residual else h
+        ctx.rec(names.resid(layer_name, n), y)
+        return y
     if ctx.norm_first:
         h = ctx.drop(sublayer(norm(x, ctx.rec, names.norm(layer_name, n))))
         y = x + h if ctx.residual else h

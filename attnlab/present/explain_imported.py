@@ -16,6 +16,7 @@ from attnlab.present import formulas as fm
 from attnlab.present import words
 from attnlab.present.explain_page import DM, page
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
+from attnlab.present.formulas_norms import output_where
 from attnlab.present.stages import Stage
 
 if TYPE_CHECKING:
@@ -117,6 +118,8 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
         if placement == "pre"
         else f"Post-norm in this run: RMSNorm comes AFTER the sum, RMSNorm(x + {sub}(x))."
     )
+    if placement == "output":  # w-norms: OLMo-2
+        where = output_where(sub, "RMSNorm", residual_on(trace))
     residual = (
         "" if residual_on(trace) else "The residual connection is switched OFF, so the sub-layer's output replaces x."
     )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names
 from attnlab.present import words
-from attnlab.present.formulas_norms import qk_norm_step
+from attnlab.present.formulas_norms import output_addnorm_texts, output_block_formula, qk_norm_step
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
@@ -216,6 +216,8 @@ def block_formula(
             f"y = {x}Attn({norm}<sub>1</sub>(x)) + FFN({norm}<sub>2</sub>(x)) &nbsp; (parallel residual: both "
             "read the same x; add & norm 1 shows x + Attn, 2 adds the FFN)"
         )
+    if placement == "output":  # w-norms: OLMo-2
+        return output_block_formula(residual, norm)
     if placement == "pre":
         return f"y = x + F({norm}(x))" if residual else f"y = F({norm}(x)) &nbsp; (residual off: no + x)"
     return f"y = {norm}(x + F(x))" if residual else f"y = {norm}(F(x)) &nbsp; (residual off: no + x)"
@@ -265,6 +267,8 @@ def addnorm_texts(
     """The add & norm panel's sentence and its three slot titles, left to right as the data flows.
     post-norm: F(x) | x + F(x) | Norm(x + F(x));  pre-norm: x | Norm(x) | x + F(Norm(x)); without the "+ x"
     when the residual is off, so no title claims an add that did not happen."""
+    if placement == "output":  # w-norms: OLMo-2
+        return output_addnorm_texts(residual, sub, n, where, word)
     if placement == "pre":
         out = f"x + {sub}({word}(x))" if residual else f"{sub}({word}(x)) (residual off: no + x)"
         text = f"Pre-norm: {word} {n} of {where} comes BEFORE the {sub}: {out}. " + (

@@ -36,3 +36,30 @@ def qk_norm_step(config: ModelConfig | None) -> str:
         return ""
     over = "all of Q, all of K" if config.qk_norm == "whole" else f"each head's {DK}"
     return f" &nbsp; Q, K ← RMSNorm over {over} (QK-norm, before the rotation)"
+
+
+def output_block_formula(residual: bool, norm: str = "LN") -> str:
+    """The norm on the sub-layer's output (OLMo-2): y = x + Norm(F(x)); without the add when the residual is off."""
+    if residual:
+        return f"y = x + {norm}(F(x)) &nbsp; (the norm on the sub-layer's output, before the add; no norm before F)"
+    return f"y = {norm}(F(x)) &nbsp; (residual off: no + x)"
+
+
+def output_addnorm_texts(residual: bool, sub: str, n: int, where: str, word: str) -> tuple[str, tuple[str, str, str]]:
+    """The add & norm panel's sentence and slot titles for a norm on the sub-layer's output, left to right as the
+    data flows: F(x) | Norm(F(x)) | x + Norm(F(x))."""
+    out = f"x + {word}({sub}(x))" if residual else f"{word}({sub}(x)) (residual off: no + x)"
+    text = f"Norm on the output: {word} {n} of {where} comes AFTER the {sub} and BEFORE the add: {out}. " + (
+        "The sub-layer reads x as it is; only what it adds to the residual stream is normalised." if residual else ""
+    )
+    return text, (f"{sub} output F(x)", f"{word}(F(x))", out)
+
+
+def output_where(sub: str, word: str, residual: bool) -> str:
+    """The add & norm page's sentence on where a norm on the sub-layer's output sits (OLMo-2)."""
+    return f"The norm sits on the {sub}'s output in this run (as OLMo-2 was trained): " + (
+        f"x + {word}({sub}(x)). Nothing normalises what the {sub} reads; its output is normalised before it is "
+        "added, so the residual stream grows by a vector of controlled size."
+        if residual
+        else f"{word}({sub}(x))."
+    )

@@ -34,6 +34,7 @@ FAMILIES = {
     "gptj": "gptj",
     "opt": "opt",
     "qwen3": "qwen3",  # w-norms
+    "olmo2": "olmo2",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 

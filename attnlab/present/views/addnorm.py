@@ -42,7 +42,7 @@ NO_PLACEMENT = "This trace does not say where its LayerNorms sit (it carries no 
 @dataclass(frozen=True)
 class AddNormView:
     norm_kind: str  # "layernorm" or "rmsnorm"
-    placement: str  # "pre" or "post"
+    placement: str  # "pre", "post" or "output" (the norm on the sub-layer's output: OLMo-2)
     residual_off: bool
     heading: Note  # the bold line: where the norm sits, with the texts the placement/residual toggles give
     slots: tuple[MatrixView, MatrixView, MatrixView]  # left to right as the data flows
@@ -90,9 +90,12 @@ def addnorm_view(
     where, word = layer_name(layer), norm_word(trace.config)
     residual = residual_on(trace)
     text, titles = addnorm_texts(placement, residual, sub, n, where, word)
-    toggled = tuple(addnorm_texts(p, r, sub, n, where, word)[0] for p in ("pre", "post") for r in (True, False))
+    placements = ("pre", "post", "output") if trace.config.sublayer_norm == "output" else ("pre", "post")
+    toggled = tuple(addnorm_texts(p, r, sub, n, where, word)[0] for p in placements for r in (True, False))
     sub_name, resid_name = sublayer_output(trace, layer, n), names.resid(layer, n)
-    order = (entry["in"], entry["out"], resid_name) if placement == "pre" else (sub_name, entry["in"], entry["out"])
+    # pre-norm: x | Norm(x) | x + F; on the output (OLMo-2): F(x) = the norm's input | Norm(F(x)) | x + Norm(F(x))
+    flows_in = placement in ("pre", "output")
+    order = (entry["in"], entry["out"], resid_name) if flows_in else (sub_name, entry["in"], entry["out"])
     slots = tuple(
         matrix_view(name, array(trace, name), labels, title)
         if name in trace
