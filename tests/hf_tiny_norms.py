@@ -41,6 +41,30 @@ def olmo2(**changes):
     return _model(transformers.Olmo2ForCausalLM, cfg)
 
 
+def gemma2(**changes):
+    """Gemma 2 with 4 layers (local, global, local, global: sliding window 3 over 8 tokens), scores ÷ √16
+    (query_pre_attn_scalar, d_k = 8), caps small enough to bend the scores (2) and logits (3)."""
+    cfg = transformers.Gemma2Config(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=32,
+        query_pre_attn_scalar=16,
+        sliding_window=3,
+        attn_logit_softcapping=2.0,
+        final_logit_softcapping=3.0,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=2,
+        **changes,
+    )
+    return _model(transformers.Gemma2ForCausalLM, cfg)
+
+
 FAMILY_CASES = {
     "qwen3": (
         Case("qwen3", qwen3, "decoder-only", final_norm_in_hidden=True),
@@ -54,5 +78,10 @@ FAMILY_CASES = {
         Case("olmo2", olmo2, "decoder-only", final_norm_in_hidden=True),
         "norm on each sub-layer's output x + RMSNorm(F(x)) (add & norm stages, schematic); QK-norm over all of Q "
         "and K (the QK-norm stage)",
+    ),
+    "gemma2": (
+        Case("gemma2", gemma2, "decoder-only", final_norm_in_hidden=True),
+        "sandwich norms (add & norm + norm on the output stages), ÷ √query_pre_attn_scalar, attention soft-cap "
+        "(its own stage), final logit soft-cap, local/global layers (each layer's mask)",
     ),
 }

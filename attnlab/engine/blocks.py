@@ -73,6 +73,8 @@ class DecoderLayer(nn.Module):
         self.norm1 = norm_of(cfg)
         self.norm2 = norm_of(cfg)
         self.norm3 = norm_of(cfg) if cross else None
+        sandwich = cfg.sublayer_norm == "sandwich" and not cross  # Gemma 2: a norm on each sub-layer's output too
+        self.post_norm1, self.post_norm2 = (norm_of(cfg), norm_of(cfg)) if sandwich else (None, None)
         self.parallel = cfg.parallel_residual and not cross  # GPT-NeoX's use_parallel_residual
         self.shared_norm = cfg.shared_norm  # Phi: norm 1 feeds both branches (norm2 holds a copy of it)
 
@@ -100,11 +102,11 @@ class DecoderLayer(nn.Module):
             y = parallel_block(y, attend_self, ffn, (self.norm1, second), ctx, prefix)
             ctx.rec(names.layer_out(prefix), y)
             return y
-        y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)
+        y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1, self.post_norm1)
         n, norm = 2, self.norm2
         if self.cross_attn is not None and self.norm3 is not None:
             y = residual_block(y, attend_memory, self.norm2, ctx, prefix, 2)
             n, norm = 3, self.norm3
-        y = residual_block(y, lambda h: self.ffn(h, ctx.rec, prefix), norm, ctx, prefix, n)
+        y = residual_block(y, lambda h: self.ffn(h, ctx.rec, prefix), norm, ctx, prefix, n, self.post_norm2)
         ctx.rec(names.layer_out(prefix), y)
         return y

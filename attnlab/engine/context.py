@@ -54,7 +54,7 @@ class RunContext:
             else None
         )
         # holds no ctx: no reference cycle
-        self.masks = MaskBuilder(run, rec.enabled, device, dtype, config.sliding_window)
+        self.masks = MaskBuilder(run, rec.enabled, device, dtype, config.sliding_window, config.sliding_window_pattern)
         self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
         self.token_types: dict[str, Tensor] = {}  # side -> token type ids [B, T] (absent: every token type 0)
@@ -102,12 +102,23 @@ def parallel_block(
 
 
 def residual_block(
-    x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm | RMSNorm, ctx: RunContext, layer_name: str, n: int
+    x: Tensor,
+    sublayer: Callable[[Tensor], Tensor],
+    norm: LayerNorm | RMSNorm,
+    ctx: RunContext,
+    layer_name: str,
+    n: int,
+    post: LayerNorm | RMSNorm | None = None,
 ) -> Tensor:
     """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x));  the norm on the output (OLMo-2):
-    x + norm(sublayer(x)).  Records names.resid(layer, n)."""
+    x + norm(sublayer(x));  with a `post` norm too (Gemma 2's sandwich): x + post(sublayer(norm(x))), post
+    recorded as names.post_norm(layer, n).  Records names.resid(layer, n)."""
     if ctx.output_norm:
-        h = ctx.drop(norm(sublayer(x), ctx.rec, names.norm(layer_name, n)))  # [B, T, d]
+        if post is None:
+            h = ctx.drop(norm(sublayer(x), ctx.rec, names.norm(layer_name, n)))  # [B, T, d]
+        else:
+            h = sublayer(norm(x, ctx.rec, names.norm(layer_name, n)))  # [B, T, d]
+            h = ctx.drop(post(h, ctx.rec, names.post_norm(layer_name, n)))
         y = x + h if ctx.residual else h
         ctx.rec(names.resid(layer_name, n), y)
         return y

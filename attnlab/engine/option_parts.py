@@ -39,8 +39,8 @@ def _trained_norm(config: ModelConfig) -> str:
 
 def norm_choices(config: ModelConfig) -> tuple[Choice, ...]:
     trained = dict(NORM_CHOICES)[_trained_norm(config)].lower()
-    if config.sublayer_norm == "output":  # w-norms: OLMo-2
-        trained = "norm on each sub-layer's output"
+    if config.sublayer_norm != "input":  # w-norms: OLMo-2, Gemma 2
+        trained = "norm on each sub-layer's output" if config.sublayer_norm == "output" else "sandwich"
     return (Choice("trained", f"As trained ({trained})"), *(Choice(v, t) for v, t in NORM_CHOICES[1:]))
 
 
@@ -56,9 +56,10 @@ def final_norm_on(config: ModelConfig, options: RunOptions) -> bool:
 
 def norm_departs(config: ModelConfig, options: RunOptions, peak_logit: PeakLogit) -> list[str]:
     placement, trained = options.norm, _trained_norm(config)
-    if config.sublayer_norm == "output":  # w-norms: OLMo-2 trained x + norm(F(x)); pre/post move its norms
+    if config.sublayer_norm != "input":  # w-norms: OLMo-2 x + norm(F(x)), Gemma 2's sandwich; pre/post move norms
         moved = isinstance(options, ResolvedOptions) and not options.output_norm
-        return [f"{placement}-norm on a model trained with each norm on its sub-layer's output"] if moved else []
+        what = "each norm on its sub-layer's output" if config.sublayer_norm == "output" else "sandwich norms"
+        return [f"{placement}-norm on a model trained with {what}"] if moved else []
     if placement == trained:
         return []
     if placement == "pre" and not final_norm_on(config, options):

@@ -70,7 +70,7 @@ def _output(stage: Stage, trace: Trace) -> str:
 
 def explanation_html(stage: Stage, trace: Trace) -> str:
     """A short explanation of `stage` with its formula and the live shapes from `trace` (HTML)."""
-    normed = norms_page(stage, trace)  # w-norms: QK-norm
+    normed = norms_page(stage, trace)  # w-norms: QK-norm, soft-capping
     if normed is not None:
         return normed
     imported = explain_imported.imported_explanation(stage, trace)  # RMSNorm, SwiGLU, GQA

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from attnlab.engine import names
 from attnlab.present import words
 from attnlab.present.explain_page import page, shape_of
-from attnlab.present.formulas_norms import qk_norm_formula
+from attnlab.present.formulas_norms import qk_norm_formula, softcap_formula
 from attnlab.present.stages import Stage
 
 if TYPE_CHECKING:
@@ -19,7 +19,24 @@ def norms_page(stage: Stage, trace: Trace) -> str | None:
     """The page of a stage this module explains, or None."""
     if stage.kind == "qk_norm" and stage.site:
         return _qk_norm_page(stage.site, trace)
+    if stage.kind == "capped" and stage.site:
+        return _softcap_page(stage.site, trace)
     return None
+
+
+def _softcap_page(site: str, trace: Trace) -> str:
+    cfg = trace.config
+    c = cfg.attn_softcap
+    shape = shape_of(trace, names.capped(site))
+    sentences = [
+        f"This model squashes every scaled score x into (−{c:g}, {c:g}) with {c:g} · tanh(x / {c:g}) before the "
+        "mask: a score much smaller than the cap passes almost unchanged, a large one can no longer run away, so "
+        "no single key can take all the weight only because its score grew without bound.",
+        "It is a separate step between the scaling and the mask; the fused attention kernels cannot do it, so "
+        "attnlab computes these sites step by step even when it records nothing.",
+    ]
+    shapes = f"[{' × '.join(map(str, shape))}] (heads × queries × keys)." if shape else ""
+    return page(f"Soft-capping · {words.site_full_words(site)}", softcap_formula(cfg), sentences, shapes)
 
 
 def _qk_norm_page(site: str, trace: Trace) -> str:

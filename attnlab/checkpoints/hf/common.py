@@ -35,6 +35,7 @@ FAMILIES = {
     "opt": "opt",
     "qwen3": "qwen3",  # w-norms
     "olmo2": "olmo2",
+    "gemma2": "gemma2",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 

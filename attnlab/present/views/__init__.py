@@ -53,9 +53,11 @@ BUILDERS: dict[str, Builder] = {
     NORM_COMPARE: norm_compare_view,
     "scale_why": scale_why_view,
     "qk_norm": qk_norm_view,  # w-norms
+    "capped": map_view,
+    "post_norm": addnorm_view,
 }
 # kinds only some imported families' runs have (the classroom models never show them)
-FAMILY_ONLY_KINDS = frozenset({"qk_norm"})
+FAMILY_ONLY_KINDS = frozenset({"qk_norm", "capped", "post_norm"})
 
 
 def view_for(trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None) -> Any:
