@@ -244,3 +244,143 @@ def test_the_schematic_draws_olmo2s_norm_after_the_sublayer(qapp):
     finally:
         schematic.close()
         schematic.deleteLater()
+
+
+# ---- Gemma 2: soft-capping, √query_pre_attn_scalar, sandwich norms, local/global layers -------------------------
+def recorded(config, state, eager: bool):
+    from attnlab.engine.trace import Recorder
+
+    rec = Recorder(True, eager=eager)
+    with torch.inference_mode():
+        module_of(config, state)(None, torch.tensor([IDS]), rec=rec)
+    return rec.finish(config, RunOptions().resolved(config), "cpu")
+
+
+def test_gemma2_soft_capping_is_its_own_step_in_the_eager_and_the_lazy_recording():
+    _model, _hf, config, state = built("gemma2")
+    assert (config.attn_softcap, config.final_softcap, config.query_scale_dim) == (2.0, 3.0, 16.0)
+    eager, lazy = recorded(config, state, True), recorded(config, state, False)
+    for layer in range(config.n_decoder_layers):
+        site = f"dec.{layer}.self"
+        scores = eager[f"{site}.scores"]
+        scaled = scores * 16**-0.5  # transformers: scores · query_pre_attn_scalar^-0.5
+        capped = torch.tanh(scaled / 2.0) * 2.0
+        for trace in (eager, lazy):
+            assert torch.allclose(trace[f"{site}.scaled"], scaled, atol=1e-6)
+            assert torch.allclose(trace[f"{site}.capped"], capped, atol=1e-6)
+            assert trace[f"{site}.capped"].abs().max() <= 2.0 < scaled.abs().max()  # the cap bends them
+            assert torch.allclose(trace[f"{site}.masked"], capped + trace[f"{site}.mask"], atol=1e-6)
+            assert torch.allclose(trace[f"{site}.weights"], eager[f"{site}.weights"], atol=1e-6)
+    z = eager["logits_uncapped"]  # [T, V]: the projection before the final cap
+    assert torch.allclose(eager["logits"], torch.tanh(z / 3.0) * 3.0, atol=1e-6) and z.abs().max() > 3.0
+
+
+def test_gemma2_pages_say_what_the_scores_are_divided_by_and_capped_with():
+    _model, _hf, config, state = built("gemma2")
+    trace, stages = live_trace(config, state)
+    keys = list(stages)
+    assert keys.index("dec.0.self.scale_why") + 1 == keys.index("dec.0.self.capped")
+    assert keys.index("dec.0.self.capped") + 1 == keys.index("dec.0.self.mask")
+    assert "√16 (query_pre_attn_scalar)" in stages["dec.0.self.scaled"].title
+    scaled_page = explanation_html(stages["dec.0.self.scaled"], trace)
+    assert "query_pre_attn_scalar = 16" in scaled_page and "√d<sub>k</sub> = √8" in scaled_page
+    capped_page = explanation_html(stages["dec.0.self.capped"], trace)
+    assert "attn_logit_softcapping = 2" in capped_page
+    assert "2 · tanh((Q Kᵀ / √16) / 2) + M" in explanation_html(stages["dec.0.self.masked"], trace)
+    assert "final_logit_softcapping = 3" in explanation_html(stages["out.logits"], trace)
+    view = view_for(trace, stages["dec.1.self.capped"], ViewState(head=2))
+    expected = torch.tanh(trace["dec.1.self.scaled"][2] / 2.0) * 2.0
+    assert torch.allclose(torch.from_numpy(view.matrix.matrix), expected, atol=1e-6)
+
+
+def test_gemma2_local_and_global_layers_each_show_their_own_mask():
+    _model, _hf, config, state = built("gemma2")
+    trace, stages = live_trace(config, state)
+    T = trace["dec.0.self.mask"].shape[0]
+    i, j = torch.meshgrid(torch.arange(T), torch.arange(T), indexing="ij")
+    for layer in range(config.n_decoder_layers):
+        local = layer % 2 == 0  # layer_types: sliding, full, sliding, full
+        allowed = (j <= i) & ((i - j < 3) if local else True)
+        assert torch.equal(trace[f"dec.{layer}.self.mask"] == 0, allowed), layer
+        page = explanation_html(stages[f"dec.{layer}.self.mask"], trace)
+        assert ("sliding window W = 3" in page) == local, layer
+
+
+def test_gemma2_sandwich_norms_show_transformers_own_numbers():
+    model, _hf, config, state = built("gemma2")
+    trace, stages = live_trace(config, state)
+    layer = model.model.layers[1]
+    x = trace["dec.0.out"]  # [T, d]: layer 1's input
+    with torch.no_grad():
+        pre = layer.input_layernorm(x.clone())
+        f = trace["dec.1.self.out"]  # attention's output on pre
+        post = layer.post_attention_layernorm(f.clone())
+    first = view_for(trace, stages["dec.1.norm1"], ViewState())
+    assert first.placement == "sandwich"
+    assert torch.allclose(torch.from_numpy(first.slots[1].matrix), pre, atol=1e-5)
+    second = view_for(trace, stages["dec.1.postnorm1"], ViewState())
+    slots = [torch.from_numpy(s.matrix) for s in second.slots]
+    assert torch.equal(slots[0], f) and torch.allclose(slots[1], post, atol=1e-5)
+    assert torch.allclose(slots[2], x + post, atol=1e-5)
+    keys = list(stages)
+    assert keys.index("dec.1.postnorm1") == keys.index("dec.1.norm1.norm_vs_batch") + 1
+    assert "RMSNorm_post(self-attention(RMSNorm(x)))" in second.heading.text
+    page = explanation_html(stages["dec.1.norm2"], trace)
+    assert "y = x + RMSNorm_post(F(RMSNorm(x)))" in page
+
+
+def test_the_schematic_draws_gemma2s_sandwich(qapp):
+    from attnlab.ui.plots.schematic import Schematic
+
+    _model, _hf, config, _state = built("gemma2")
+    schematic = Schematic()
+    try:
+        schematic.set_run(config, RunOptions().resolved(config))
+        schematic.box_rect("dec.0.norm1")
+        order = [i.box for i in schematic.items if i.kind in ("attn", "ffn", "norm", "add")]
+        at = order.index("dec.0.self")
+        assert order[at - 1 : at + 3] == ["dec.0.norm1", "dec.0.self", "dec.0.postnorm1", "dec.0.postnorm1"]
+        ffn = order.index("dec.0.ffn")
+        assert order[ffn - 1 : ffn + 2] == ["dec.0.norm2", "dec.0.ffn", "dec.0.postnorm2"]
+        assert "Sandwich" in schematic.texts[0][1]
+    finally:
+        schematic.close()
+        schematic.deleteLater()
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        (
+            {"layer_types": ["sliding_attention", "full_attention", "full_attention", "sliding_attention"]},
+            "layer_types",
+        ),
+        ({"head_dim": 16}, "head_dim"),
+        ({"attn_logit_softcapping": -1.0}, "attn_logit_softcapping"),
+    ],
+)
+def test_gemma2_settings_attnlab_cannot_represent_are_refused(changes, field):
+    _model, hf_config = FAMILY_CASES["gemma2"][0].build()
+    with pytest.raises(CheckpointError) as err:
+        config_from_hf({**hf_config, **changes})
+    assert repr(field) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["qwen3", "olmo2", "gemma2"])
+def test_every_stage_of_these_families_is_drawn_and_explained(qapp, name):
+    from attnlab.ui.stages import panel_class_for
+
+    _model, _hf, config, state = built(name)
+    trace, stages = live_trace(config, state)
+    panels: dict = {}
+    try:
+        for stage in stages.values():
+            cls = panel_class_for(stage.kind)
+            panel = panels.setdefault(cls, cls())
+            panel.show_stage(trace, stage, ViewState(head=1))
+            assert "message" not in panel.shown_data(), (stage.key, panel.shown_data().get("message"))
+            assert "No explanation is written" not in explanation_html(stage, trace), stage.key
+    finally:
+        for panel in panels.values():
+            panel.close()
+            panel.deleteLater()
