@@ -65,6 +65,29 @@ def gemma2(**changes):
     return _model(transformers.Gemma2ForCausalLM, cfg)
 
 
+def gemma3(**changes):
+    """Gemma 3 text with 3 layers (local, local, global: sliding_window_pattern 3, window 3 over 8 tokens), QK-norm
+    per head, local rotary base 10 000 and global 1 000 000 (rope_parameters per layer type), ÷ √16."""
+    cfg = transformers.Gemma3TextConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=32,
+        query_pre_attn_scalar=16,
+        sliding_window=3,
+        sliding_window_pattern=3,
+        pad_token_id=0,
+        eos_token_id=1,
+        bos_token_id=2,
+        **changes,
+    )
+    return _model(transformers.Gemma3ForCausalLM, cfg)
+
+
 FAMILY_CASES = {
     "qwen3": (
         Case("qwen3", qwen3, "decoder-only", final_norm_in_hidden=True),
@@ -83,5 +106,10 @@ FAMILY_CASES = {
         Case("gemma2", gemma2, "decoder-only", final_norm_in_hidden=True),
         "sandwich norms (add & norm + norm on the output stages), ÷ √query_pre_attn_scalar, attention soft-cap "
         "(its own stage), final logit soft-cap, local/global layers (each layer's mask)",
+    ),
+    "gemma3": (
+        Case("gemma3", gemma3, "decoder-only", final_norm_in_hidden=True),
+        "Gemma 2's sandwich and layers + QK-norm per head (1 + w), local layers' own rotary base (rope_parameters "
+        "per layer type)",
     ),
 }

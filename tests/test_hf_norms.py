@@ -366,7 +366,7 @@ def test_gemma2_settings_attnlab_cannot_represent_are_refused(changes, field):
     assert repr(field) in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("name", ["qwen3", "olmo2", "gemma2"])
+@pytest.mark.parametrize("name", ["qwen3", "olmo2", "gemma2", "gemma3"])
 def test_every_stage_of_these_families_is_drawn_and_explained(qapp, name):
     from attnlab.ui.stages import panel_class_for
 
@@ -384,3 +384,57 @@ def test_every_stage_of_these_families_is_drawn_and_explained(qapp, name):
         for panel in panels.values():
             panel.close()
             panel.deleteLater()
+
+
+# ---- Gemma 3: QK-norm (1 + w) and the local layers' own rotary base -----------------------------------------------
+def test_gemma3_turns_each_layer_with_its_own_base_after_the_qk_norm():
+    from transformers.models.gemma3.modeling_gemma3 import apply_rotary_pos_emb
+
+    model, _hf, config, state = built("gemma3")
+    assert (config.qk_norm, config.rope_local_theta, config.rope_theta) == ("head", 10000.0, 1e6)
+    trace, stages = live_trace(config, state)
+    T = trace["dec.0.self.q"].shape[1]
+    positions = torch.arange(T)[None]
+    for layer, kind in ((0, "sliding_attention"), (1, "sliding_attention"), (2, "full_attention")):
+        hf_attn = model.model.layers[layer].self_attn
+        x = trace[f"dec.{layer}.norm1.out"].clone()  # [T, d]
+        with torch.no_grad():
+            q = hf_attn.q_norm(hf_attn.q_proj(x).view(T, -1, 8)).transpose(0, 1)[None]  # [1, H, T, 8]
+            k = hf_attn.k_norm(hf_attn.k_proj(x).view(T, -1, 8)).transpose(0, 1)[None]  # [1, H_kv, T, 8]
+            cos, sin = model.model.rotary_emb(x[None], positions, kind)
+            q_rot, k_rot = apply_rotary_pos_emb(q, k, cos, sin)
+        view = view_for(trace, stages[f"dec.{layer}.self.qk_norm"], ViewState(head=1))
+        assert torch.allclose(torch.from_numpy(view.q_normed.matrix), q[0, 1], atol=1e-5)
+        assert torch.allclose(trace[f"dec.{layer}.self.q"], q_rot[0], atol=1e-5), layer
+        assert torch.allclose(trace[f"dec.{layer}.self.k"], k_rot[0], atol=1e-5), layer
+        note = explanation_html(stages[f"dec.{layer}.self.qkv"], trace)
+        base = "10000" if kind == "sliding_attention" else "1e+06"
+        assert f"p / {base}<sup>" in note, note
+    # one base for every layer would turn the local layers differently
+    single = config.__class__(**{**config.__dict__, "rope_local_theta": 0.0})
+    same, _ = live_trace(single, state)
+    assert not torch.allclose(same["dec.0.self.q"], trace["dec.0.self.q"], atol=1e-3)
+
+
+def test_gemma3_old_style_rope_fields_read_the_same():
+    _model, hf_config = FAMILY_CASES["gemma3"][0].build()
+    old = {k: v for k, v in hf_config.items() if k != "rope_parameters"}
+    old.update(rope_theta=1e6, rope_local_base_freq=10000.0)
+    assert config_from_hf(old) == config_from_hf(hf_config)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        (
+            {"rope_parameters": {"sliding_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}}},
+            "rope_parameters",
+        ),
+        ({"layer_types": ["full_attention", "sliding_attention", "sliding_attention"]}, "layer_types"),
+    ],
+)
+def test_gemma3_settings_attnlab_cannot_represent_are_refused(changes, field):
+    _model, hf_config = FAMILY_CASES["gemma3"][0].build()
+    with pytest.raises(CheckpointError) as err:
+        config_from_hf({**hf_config, **changes})
+    assert repr(field) in str(err.value) and "\n" not in str(err.value)

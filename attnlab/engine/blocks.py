@@ -90,7 +90,8 @@ class DecoderLayer(nn.Module):
         """y [B, T, d], memory [B, S, d] or None -> [B, T, d]"""
 
         def attend_self(h: Tensor) -> Tensor:
-            return attend(self.self_attn, h, h, self_mask, ctx, names.site(prefix, "self"), ctx.rotary)
+            site = names.site(prefix, "self")
+            return attend(self.self_attn, h, h, self_mask, ctx, site, ctx.rotary_at(site))  # Gemma 3: local rope
 
         def attend_memory(h: Tensor) -> Tensor:  # queries from the decoder, keys and values from the encoder
             assert self.cross_attn is not None and memory is not None and cross_mask is not None

@@ -137,6 +137,9 @@ class ModelConfig:
     attn_softcap: float = 0.0
     final_softcap: float = 0.0
     sliding_window_pattern: int = 0
+    # Gemma 3: the rotary base of the local (sliding-window) layers, plain rotary without rope_scaling (0: the
+    # same rotary as every other layer)
+    rope_local_theta: float = 0.0
 
     @property
     def d_head(self) -> int:
@@ -214,7 +217,7 @@ class ModelConfig:
         if not (self.rope_theta > 0) or self.rope_theta == float("inf"):
             p.append(f"rope_theta must be a positive number (got {self.rope_theta})")
         p += self.rope_problems()
-        for name in ("query_scale_dim", "attn_softcap", "final_softcap"):  # w-norms
+        for name in ("query_scale_dim", "attn_softcap", "final_softcap", "rope_local_theta"):  # w-norms
             if not 0 <= getattr(self, name) < float("inf"):
                 p.append(f"{name} must be 0 or a positive number (got {getattr(self, name)})")
         if self.n_heads >= 1 and self.d_model % self.n_heads:

@@ -53,11 +53,26 @@ class RunContext:
             if rotary_on
             else None
         )
+        # w-norms: Gemma 3's local layers turn Q and K with their own base, plain rotary (rope_local_theta)
+        local = rotary_on and config.rope_local_theta and config.sliding_window
+        self.local_rotary = (
+            rotary_angles(config.max_len, config.rotary_dims(d_head), device, config.rope_local_theta)  # 2 x [L, r/2]
+            if local
+            else None
+        )
+        self.window_pattern = config.sliding_window_pattern
         # holds no ctx: no reference cycle
         self.masks = MaskBuilder(run, rec.enabled, device, dtype, config.sliding_window, config.sliding_window_pattern)
         self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
         self.token_types: dict[str, Tensor] = {}  # side -> token type ids [B, T] (absent: every token type 0)
+
+    def rotary_at(self, site: str) -> tuple[Tensor, Tensor] | None:
+        """The (cos, sin) tables of a site: a local (sliding-window) layer's own when the model has them (Gemma 3),
+        else the run's."""
+        if self.local_rotary is not None and names.takes_window(site, self.window_pattern):
+            return self.local_rotary
+        return self.rotary
 
     def start(self, stack: str) -> int:
         """The first layer of `stack` this run computes."""

@@ -63,3 +63,19 @@ def _qk_norm_page(site: str, trace: Trace) -> str:
         else ""
     )
     return page(f"QK-norm · {words.site_full_words(site)}", qk_norm_formula(cfg), sentences, shapes)
+
+
+def local_rope_note(stage: Stage, trace: Trace) -> str:
+    """For the Q, K, V stage of a model whose local layers have their own rotary base (Gemma 3): which base this
+    layer turns Q and K with, as a formula ('' elsewhere, or with positions off)."""
+    cfg = trace.config
+    if stage.kind != "qkv" or not stage.site or not cfg.rope_local_theta or not trace.options.positional:
+        return ""
+    local = names.takes_window(stage.site, cfg.sliding_window_pattern)
+    base = cfg.rope_local_theta if local else cfg.rope_theta
+    kind = f"local (sliding window {cfg.sliding_window})" if local else "global"
+    other = cfg.rope_theta if local else cfg.rope_local_theta
+    return (
+        f"<p style='font-family:serif'>θ<sub>p,i</sub> = p / {base:g}<sup>2i/d<sub>k</sub></sup> &nbsp; (this "
+        f"{kind} layer's rotary base; the {'global' if local else 'local'} layers turn with {other:g})</p>"
+    )

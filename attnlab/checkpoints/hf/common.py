@@ -36,6 +36,7 @@ FAMILIES = {
     "qwen3": "qwen3",  # w-norms
     "olmo2": "olmo2",
     "gemma2": "gemma2",
+    "gemma3_text": "gemma3",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
