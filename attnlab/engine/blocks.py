@@ -74,7 +74,8 @@ class DecoderLayer(nn.Module):
         self.norm2 = norm_of(cfg)
         self.norm3 = norm_of(cfg) if cross else None
         sandwich = cfg.sublayer_norm == "sandwich" and not cross  # Gemma 2: a norm on each sub-layer's output too
-        self.post_norm1, self.post_norm2 = (norm_of(cfg), norm_of(cfg)) if sandwich else (None, None)
+        self.post_norm1: LayerNorm | RMSNorm | None = norm_of(cfg) if sandwich else None
+        self.post_norm2: LayerNorm | RMSNorm | None = norm_of(cfg) if sandwich else None
         self.parallel = cfg.parallel_residual and not cross  # GPT-NeoX's use_parallel_residual
         self.shared_norm = cfg.shared_norm  # Phi: norm 1 feeds both branches (norm2 holds a copy of it)
 
