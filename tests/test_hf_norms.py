@@ -438,3 +438,32 @@ def test_gemma3_settings_attnlab_cannot_represent_are_refused(changes, field):
     with pytest.raises(CheckpointError) as err:
         config_from_hf({**hf_config, **changes})
     assert repr(field) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_gemma2_caps_matter_and_block_reads_follow_the_capped_chain(monkeypatch):
+    """Without either cap the engine no longer matches transformers (the caps are what makes it agree), and a
+    big map read block by block goes through the capped step too."""
+    from attnlab.engine import derived_blocks
+
+    model, _hf, config, state = built("gemma2")
+    case = FAMILY_CASES["gemma2"][0]
+    for field in ("attn_softcap", "final_softcap"):
+        uncapped = config.__class__(**{**config.__dict__, field: 0.0})
+        errors = compare_with_hf(case, model, uncapped, state)
+        assert max(errors.values()) > 1e-2, field
+    lazy, eager = recorded(config, state, False), recorded(config, state, True)
+    monkeypatch.setattr(derived_blocks, "BLOCK_BYTES", 64)  # two rows of 8 keys per block
+    for step in ("capped", "masked", "weights"):
+        name = f"dec.1.self.{step}"
+        assert derived_blocks.is_big_map(lazy, name)
+        assert torch.allclose(derived_blocks.heads_value(lazy, name), eager[name], atol=1e-6), step
+
+
+@pytest.mark.parametrize("name", ["qwen3", "olmo2", "gemma2", "gemma3"])
+def test_a_saved_folder_opens_with_the_same_config(tmp_path, name):
+    import attnlab
+
+    model, hf_config = FAMILY_CASES[name][0].build()
+    model.save_pretrained(str(tmp_path))
+    opened = attnlab.load(str(tmp_path))
+    assert opened.config == config_from_hf(hf_config)

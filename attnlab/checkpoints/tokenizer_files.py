@@ -74,6 +74,9 @@ FAMILY_TOKENS["gemma"] = {"bos": "<bos>", "eos": "<eos>", "unk": "<unk>", "pad":
 for _family in ("gpt_neox", "stablelm", "olmo", "gptj", "phi"):  # GPT-NeoX / GPT-2 byte-level BPE
     FAMILY_TOKENS[_family] = FAMILY_TOKENS["gpt2"]
 FAMILY_TOKENS["opt"] = {"bos": "</s>", "eos": "</s>", "unk": "</s>", "pad": "<pad>"}  # OPT's GPT2Tokenizer
+FAMILY_TOKENS["qwen3"] = FAMILY_TOKENS["qwen2"]  # w-norms: Qwen2Tokenizer
+FAMILY_TOKENS["gemma2"] = FAMILY_TOKENS["gemma3_text"] = FAMILY_TOKENS["gemma"]  # GemmaTokenizer
+FAMILY_TOKENS["olmo2"] = FAMILY_TOKENS["gpt2"]  # GPT2Tokenizer (byte-level BPE)
 
 
 def read_json_file(path: Path, problems: Problems, max_bytes: int = MAX_SMALL_JSON_BYTES) -> dict:
