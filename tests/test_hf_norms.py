@@ -467,3 +467,12 @@ def test_a_saved_folder_opens_with_the_same_config(tmp_path, name):
     model.save_pretrained(str(tmp_path))
     opened = attnlab.load(str(tmp_path))
     assert opened.config == config_from_hf(hf_config)
+
+
+def test_gemma2_output_stage_says_the_logits_are_capped_with_the_raw_range():
+    _model, _hf, config, state = built("gemma2")
+    trace, stages = live_trace(config, state)
+    view = view_for(trace, stages["out.logits"], ViewState(position=2))
+    raw = trace["logits_uncapped"][2]
+    assert f"before the cap this position's reached {float(raw.min()):.2f} … {float(raw.max()):.2f}" in view.note
+    assert torch.allclose(torch.from_numpy(view.row), torch.tanh(raw / 3.0) * 3.0, atol=1e-6)
