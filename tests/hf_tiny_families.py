@@ -289,3 +289,7 @@ FAMILY_CASES = {
 from hf_tiny_bart import BART_CASES  # noqa: E402  (the BART family: bart, mbart, pegasus)
 
 FAMILY_CASES.update(BART_CASES)
+
+from hf_tiny_norms import FAMILY_CASES as NORMS_CASES  # noqa: E402  (w-norms: Qwen3 …)
+
+FAMILY_CASES.update(NORMS_CASES)

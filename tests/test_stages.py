@@ -19,6 +19,7 @@ from attnlab.present.stages import (
     ViewState,
     stages_for,
 )
+from attnlab.present.views import FAMILY_ONLY_KINDS
 from attnlab.ui.plots.head_grid import HeadGrid
 from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label
 from attnlab.ui.stages import PANEL_CLASSES, panel_class_for
@@ -78,6 +79,7 @@ def site_labels(trace, site):
 
 def test_registry_covers_every_pipeline_kind():
     kinds = {k for k, _ in ATTENTION_STEPS + INPUT_STEPS + OUTPUT_STEPS} | {"addnorm", NORM_COMPARE, "ffn"}
+    kinds |= FAMILY_ONLY_KINDS  # the stages of imported families' mechanisms (QK-norm, soft-capping, …)
     for kind in kinds:
         assert kind in panel_class_for(kind).kinds
     assert {k for cls in PANEL_CLASSES for k in cls.kinds} == kinds

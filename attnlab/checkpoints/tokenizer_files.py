@@ -77,6 +77,9 @@ for _family in ("gpt_neox", "stablelm", "olmo", "gptj", "phi"):  # GPT-NeoX / GP
 FAMILY_TOKENS["opt"] = {"bos": "</s>", "eos": "</s>", "unk": "</s>", "pad": "<pad>"}  # OPT's GPT2Tokenizer
 FAMILY_TOKENS["bart"] = FAMILY_TOKENS["mbart"] = FAMILY_TOKENS["roberta"]  # Bart/MBartTokenizer's defaults
 FAMILY_TOKENS["pegasus"] = {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"}  # PegasusTokenizer's
+FAMILY_TOKENS["qwen3"] = FAMILY_TOKENS["qwen2"]  # w-norms: Qwen2Tokenizer
+FAMILY_TOKENS["gemma2"] = FAMILY_TOKENS["gemma3_text"] = FAMILY_TOKENS["gemma"]  # GemmaTokenizer
+FAMILY_TOKENS["olmo2"] = FAMILY_TOKENS["gpt2"]  # GPT2Tokenizer (byte-level BPE)
 
 
 def read_json_file(path: Path, problems: Problems, max_bytes: int = MAX_SMALL_JSON_BYTES) -> dict:

@@ -73,6 +73,9 @@ class DecoderLayer(nn.Module):
         self.norm1 = norm_of(cfg)
         self.norm2 = norm_of(cfg)
         self.norm3 = norm_of(cfg) if cross else None
+        sandwich = cfg.sublayer_norm == "sandwich" and not cross  # Gemma 2: a norm on each sub-layer's output too
+        self.post_norm1: LayerNorm | RMSNorm | None = norm_of(cfg) if sandwich else None
+        self.post_norm2: LayerNorm | RMSNorm | None = norm_of(cfg) if sandwich else None
         self.parallel = cfg.parallel_residual and not cross  # GPT-NeoX's use_parallel_residual
         self.shared_norm = cfg.shared_norm  # Phi: norm 1 feeds both branches (norm2 holds a copy of it)
 
@@ -88,7 +91,8 @@ class DecoderLayer(nn.Module):
         """y [B, T, d], memory [B, S, d] or None -> [B, T, d]"""
 
         def attend_self(h: Tensor) -> Tensor:
-            return attend(self.self_attn, h, h, self_mask, ctx, names.site(prefix, "self"), ctx.rotary)
+            site = names.site(prefix, "self")
+            return attend(self.self_attn, h, h, self_mask, ctx, site, ctx.rotary_at(site))  # Gemma 3: local rope
 
         def attend_memory(h: Tensor) -> Tensor:  # queries from the decoder, keys and values from the encoder
             assert self.cross_attn is not None and memory is not None and cross_mask is not None
@@ -100,11 +104,11 @@ class DecoderLayer(nn.Module):
             y = parallel_block(y, attend_self, ffn, (self.norm1, second), ctx, prefix)
             ctx.rec(names.layer_out(prefix), y)
             return y
-        y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1)
+        y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1, self.post_norm1)
         n, norm = 2, self.norm2
         if self.cross_attn is not None and self.norm3 is not None:
             y = residual_block(y, attend_memory, self.norm2, ctx, prefix, 2)
             n, norm = 3, self.norm3
-        y = residual_block(y, lambda h: self.ffn(h, ctx.rec, prefix), norm, ctx, prefix, n)
+        y = residual_block(y, lambda h: self.ffn(h, ctx.rec, prefix), norm, ctx, prefix, n, self.post_norm2)
         ctx.rec(names.layer_out(prefix), y)
         return y

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 from typing import Literal, TypeGuard
 
@@ -17,6 +18,8 @@ FFNKind = Literal["plain", "gated"]
 RotaryLayout = Literal["interleaved", "half"]
 SinusoidalLayout = Literal["interleaved", "marian"]
 RopeScaling = Literal["none", "linear", "dynamic", "yarn", "llama3"]
+QKNorm = Literal["none", "head", "whole"]  # w-norms: QK-norm (engine/qk_norm.py)
+SublayerNorm = Literal["input", "output", "sandwich"]  # w-norms: where a layer's norms sit (engine/context.py)
 
 ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -26,6 +29,8 @@ FFN_KINDS = ("plain", "gated")
 ROTARY_LAYOUTS = ("interleaved", "half")
 SINUSOIDAL_LAYOUTS = ("interleaved", "marian")
 ROPE_SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3")
+QK_NORMS = ("none", "head", "whole")
+SUBLAYER_NORMS = ("input", "output", "sandwich")
 # (field, allowed values) for every string field with a fixed set of values
 CHOICES = (
     ("arch", ARCHITECTURES),
@@ -36,6 +41,8 @@ CHOICES = (
     ("rotary_layout", ROTARY_LAYOUTS),
     ("sinusoidal_layout", SINUSOIDAL_LAYOUTS),
     ("rope_scaling", ROPE_SCALINGS),
+    ("qk_norm", QK_NORMS),
+    ("sublayer_norm", SUBLAYER_NORMS),
 )
 
 
@@ -115,6 +122,24 @@ class ModelConfig:
     parallel_residual: bool = False  # GPT-NeoX: y = x + Attn(norm1(x)) + FFN(norm2(x)), both from the same x
     shared_norm: bool = False  # Phi: norm 2 holds the same weights as norm 1 (one LayerNorm feeds both branches)
     sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
+    # ---- w-norms: QK-norm and the norm on each sub-layer's output --------------------------------------------
+    # QK-norm: an RMSNorm (eps layer_norm_eps, its own γ) on the projected Q and K, before rotary positions:
+    # "head" over each trained head's d_k numbers (Qwen3, Gemma 3), "whole" over all of Q (d) and of K (OLMo-2)
+    qk_norm: QKNorm = "none"
+    # "input": norm1/norm2 placed by norm_first (pre: x + f(norm(x)); post: norm(x + f(x)));
+    # "output" (OLMo-2): x + norm(f(x)), the norm on the sub-layer's output before the residual add (no pre-norm);
+    # "sandwich" (Gemma 2): x + post_norm(f(norm(x))), a second norm per sub-layer on its output
+    sublayer_norm: SublayerNorm = "input"
+    # Gemma 2: scores divided by √query_pre_attn_scalar instead of √d_k (0: √d_k), soft-capped by
+    # cap · tanh(x / cap) before the mask (0: not capped), logits capped the same way; every p-th decoder layer
+    # (index + 1 divisible by p) attends globally, the others through sliding_window (0: every layer the same)
+    query_scale_dim: float = 0.0
+    attn_softcap: float = 0.0
+    final_softcap: float = 0.0
+    sliding_window_pattern: int = 0
+    # Gemma 3: the rotary base of the local (sliding-window) layers, plain rotary without rope_scaling (0: the
+    # same rotary as every other layer)
+    rope_local_theta: float = 0.0
 
     @property
     def d_head(self) -> int:
@@ -123,6 +148,11 @@ class ModelConfig:
     def rotary_dims(self, d_head: int) -> int:
         """How many dimensions of a head of `d_head` rotary positions turn (the first ones; all but partial)."""
         return int(d_head * self.rotary_fraction)
+
+    @property
+    def score_scale_factor(self) -> float:
+        """What the scores are divided by besides √d_k: √(query_pre_attn_scalar / d_k) (Gemma 2), else 1."""
+        return math.sqrt(self.query_scale_dim / self.d_head) if self.query_scale_dim else 1.0
 
     @property
     def kv_heads(self) -> int:
@@ -170,7 +200,7 @@ class ModelConfig:
         for name in ("d_model", "n_heads", "d_ff", "max_len", "src_vocab_size", "tgt_vocab_size"):
             if int(getattr(self, name)) < 1:
                 p.append(f"{name} must be at least 1 (got {getattr(self, name)})")
-        for name in ("n_kv_heads", "type_vocab_size", "pos_offset", "sliding_window"):
+        for name in ("n_kv_heads", "type_vocab_size", "pos_offset", "sliding_window", "sliding_window_pattern"):
             if getattr(self, name) < 0:
                 p.append(f"{name} must be 0 or more (got {getattr(self, name)})")
         too_big = self.size_problems()
@@ -187,6 +217,9 @@ class ModelConfig:
         if not (self.rope_theta > 0) or self.rope_theta == float("inf"):
             p.append(f"rope_theta must be a positive number (got {self.rope_theta})")
         p += self.rope_problems()
+        for name in ("query_scale_dim", "attn_softcap", "final_softcap", "rope_local_theta"):  # w-norms
+            if not 0 <= getattr(self, name) < float("inf"):
+                p.append(f"{name} must be 0 or a positive number (got {getattr(self, name)})")
         if self.n_heads >= 1 and self.d_model % self.n_heads:
             p.append(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         if not 0 < self.rotary_fraction <= 1:

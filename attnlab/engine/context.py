@@ -37,6 +37,7 @@ class RunContext:
     ):
         run = options if isinstance(options, ResolvedOptions) else options.resolved(config)
         self.norm_first = run.norm_first
+        self.output_norm = run.output_norm  # w-norms: x + norm(F(x)) (OLMo-2)
         self.n_heads = run.heads
         self.scale = run.scale
         self.residual = run.residual
@@ -52,11 +53,26 @@ class RunContext:
             if rotary_on
             else None
         )
+        # w-norms: Gemma 3's local layers turn Q and K with their own base, plain rotary (rope_local_theta)
+        local = rotary_on and config.rope_local_theta and config.sliding_window
+        self.local_rotary = (
+            rotary_angles(config.max_len, config.rotary_dims(d_head), device, config.rope_local_theta)  # 2 x [L, r/2]
+            if local
+            else None
+        )
+        self.window_pattern = config.sliding_window_pattern
         # holds no ctx: no reference cycle
-        self.masks = MaskBuilder(run, rec.enabled, device, dtype, config.sliding_window)
+        self.masks = MaskBuilder(run, rec.enabled, device, dtype, config.sliding_window, config.sliding_window_pattern)
         self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
         self.token_types: dict[str, Tensor] = {}  # side -> token type ids [B, T] (absent: every token type 0)
+
+    def rotary_at(self, site: str) -> tuple[Tensor, Tensor] | None:
+        """The (cos, sin) tables of a site: a local (sliding-window) layer's own when the model has them (Gemma 3),
+        else the run's."""
+        if self.local_rotary is not None and names.takes_window(site, self.window_pattern):
+            return self.local_rotary
+        return self.rotary
 
     def start(self, stack: str) -> int:
         """The first layer of `stack` this run computes."""
@@ -101,9 +117,26 @@ def parallel_block(
 
 
 def residual_block(
-    x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: LayerNorm | RMSNorm, ctx: RunContext, layer_name: str, n: int
+    x: Tensor,
+    sublayer: Callable[[Tensor], Tensor],
+    norm: LayerNorm | RMSNorm,
+    ctx: RunContext,
+    layer_name: str,
+    n: int,
+    post: LayerNorm | RMSNorm | None = None,
 ) -> Tensor:
-    """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x)).  Records names.resid(layer, n)."""
+    """post-norm: norm(x + sublayer(x));  pre-norm: x + sublayer(norm(x));  the norm on the output (OLMo-2):
+    x + norm(sublayer(x));  with a `post` norm too (Gemma 2's sandwich): x + post(sublayer(norm(x))), post
+    recorded as names.post_norm(layer, n).  Records names.resid(layer, n)."""
+    if ctx.output_norm:
+        if post is None:
+            h = ctx.drop(norm(sublayer(x), ctx.rec, names.norm(layer_name, n)))  # [B, T, d]
+        else:
+            h = sublayer(norm(x, ctx.rec, names.norm(layer_name, n)))  # [B, T, d]
+            h = ctx.drop(post(h, ctx.rec, names.post_norm(layer_name, n)))
+        y = x + h if ctx.residual else h
+        ctx.rec(names.resid(layer_name, n), y)
+        return y
     if ctx.norm_first:
         h = ctx.drop(sublayer(norm(x, ctx.rec, names.norm(layer_name, n))))
         y = x + h if ctx.residual else h

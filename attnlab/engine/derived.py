@@ -50,6 +50,11 @@ def _scaled_by(scores: Tensor, scale: bool, d_head: int, divisor: float = 1.0) -
     return scores / (math.sqrt(d_head) * divisor) if scale else scores
 
 
+def soft_cap(scores: Tensor, cap: float) -> Tensor:
+    """scores [..] -> cap · tanh(scores / cap), in transformers' order (Gemma 2's soft-capping, engine/softcap.py)."""
+    return torch.tanh(scores / cap) * cap
+
+
 def _masked(scaled: Tensor, mask: Tensor) -> Tensor:
     """scaled [H, Tq, Tk] + mask [Tq, Tk] (0 or -inf)."""
     return scaled + mask
@@ -108,6 +113,7 @@ def _probs(logits: Tensor, temperature: float) -> Tensor:
 RULES: dict[str, Callable[..., torch.Tensor]] = {
     "scores": _scores,
     "scaled": _scaled_by,
+    "softcap": soft_cap,
     "masked": _masked,
     "softmax_rows": _softmax_rows,
     "weighted_sum": _weighted_sum,
@@ -126,6 +132,7 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
 # last bit.
 SLICEABLE: dict[str, tuple[bool, ...]] = {
     "scaled": (True,),
+    "softcap": (True,),
     "masked": (True, False),  # the mask [Tq, Tk] is the same for every head
     "softmax_rows": (True,),
     "norm_mean": (True,),

@@ -19,6 +19,8 @@ from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
 from attnlab.engine.positional import apply_rotary
+from attnlab.engine.qk_norm import QKNorm, make_qk_norm
+from attnlab.engine.softcap import dense_mask, record_capped, soft_cap
 from attnlab.engine.trace import Recorder
 
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ def attention_steps(
     mask_is_zero: bool = False,
     ablate: dict[int, str] | None = None,
     divisor: float = 1.0,
+    softcap: float = 0.0,
 ) -> Tensor:
     """Scaled dot-product attention computed step by step, each step recorded under `prefix`.
 
@@ -66,7 +69,8 @@ def attention_steps(
     own (derived.py). `ablate` {head: "zero"|"mean"}: those heads' context is replaced
     (ablate_heads); the recorded `context` is then the ablated one, stored (weights @ V would not give it).
     `divisor`: the scores are divided by √dk · divisor when scaling (GPT-2's scale_attn_by_inverse_layer_idx:
-    layer l's divisor is l + 1).
+    layer l's divisor is l + 1). `softcap` > 0: the scaled scores are capped, cap · tanh(x / cap), before the
+    mask (Gemma 2; engine/softcap.py), recorded as "capped".
     """
     n = names.site_entries(prefix)
     keeps_steps = rec.enabled and rec.eager  # an eager recorder keeps scaled and masked as values
@@ -80,10 +84,11 @@ def attention_steps(
         scratch = not keeps_steps  # a new tensor, derived on read when recorded at all
     else:
         scaled = scores  # [B, H, Tq, Tk]
+    capped = soft_cap(scaled, softcap) if softcap else scaled  # [B, H, Tq, Tk]: a new tensor when capped
     if mask_is_zero:  # adding zeros would only copy
-        masked = scaled
+        masked = capped
     else:
-        masked = scaled.add_(mask) if scratch else scaled + mask  # [B, H, Tq, Tk]
+        masked = capped.add_(mask) if scratch or (softcap and not keeps_steps) else capped + mask  # [B, H, Tq, Tk]
     weights = torch.softmax(masked, dim=-1)  # [B, H, Tq, Tk]
     if blocked_rows:
         weights = weights.nan_to_num_(0.0)  # rows with no allowed key: NaN -> 0 (the softmax output is no entry)
@@ -91,18 +96,22 @@ def attention_steps(
     if rec.enabled:
         context_derived = not ablate and n.v in rec
         steps = (scores, scaled, masked, weights, context)
-        record_steps(rec, n, steps, mask, (scale, q.shape[-1], divisor), scores_derived, context_derived)
+        record_steps(rec, n, steps, mask, (scale, q.shape[-1], divisor, softcap), scores_derived, context_derived)
+        if softcap:
+            record_capped(rec, prefix, capped, softcap)
     return context
 
 
 @lru_cache(maxsize=4096)
-def site_rules(n: names.SiteNames, scale: bool, d_head: int, divisor: float = 1.0) -> tuple[Derived, ...]:
+def site_rules(
+    n: names.SiteNames, scale: bool, d_head: int, divisor: float = 1.0, softcap: float = 0.0
+) -> tuple[Derived, ...]:
     """How a site's scores, scaled, masked, weights, context and concat are derived on read (engine/derived.py),
-    built once per site and setting."""
+    built once per site and setting (`softcap`: masked adds the mask to the capped scores, engine/softcap.py)."""
     return (
         Derived("scores", (n.q, n.k)),
         Derived("scaled", (n.scores,), (scale, d_head, divisor)),
-        Derived("masked", (n.scaled, n.mask)),
+        Derived("masked", (names.capped(names.site_of(n.q) or "") if softcap else n.scaled, n.mask)),
         Derived("softmax_rows", (n.masked,)),
         Derived("weighted_sum", (n.weights, n.v)),
         Derived("concat", (n.context,)),
@@ -114,7 +123,7 @@ def record_steps(
     n: names.SiteNames,
     steps: tuple[Tensor, Tensor, Tensor, Tensor, Tensor],
     mask: Tensor,
-    scaling: tuple[bool, int, float],
+    scaling: tuple[bool, int, float, float],
     scores_derived: bool,
     context_derived: bool,
 ) -> None:
@@ -122,7 +131,7 @@ def record_steps(
     the layers that block the same cells), the rest derived on read where the trace holds their inputs
     (scores needs Q and K head for head, context needs V and no ablation), else stored. `steps`: the values
     of scores, scaled, masked, weights, context; when lazy, the first three may have been overwritten.
-    `scaling`: (scale on, d_head, divisor) as attention_steps had them."""
+    `scaling`: (scale on, d_head, divisor, softcap) as attention_steps had them."""
     scores, scaled, masked, weights, context = steps
     by_scores, by_scaled, by_masked, by_weights, by_context, _ = site_rules(n, *scaling)
     rec.add(
@@ -219,6 +228,8 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias if out_bias is None else out_bias)
         self.rotary_layout = rotary_layout
         self.score_divisor = score_divisor  # scores / (√dk · this) when scaling (GPT-2's inverse layer index)
+        self.qk_norm: QKNorm | None = None  # QK-norm on the projections (engine/qk_norm.py), set by make_attention
+        self.softcap = 0.0  # Gemma 2's attention soft-capping (engine/softcap.py; 0: none), set by make_attention
 
     def forward(
         self,
@@ -244,6 +255,8 @@ class MultiHeadAttention(nn.Module):
         if projections:
             n_kv = self.w_k.out_features // dk  # K/V heads of this split (= n_heads without GQA)
             q_in, k_in, v_in = self.w_q(x_q), self.w_k(x_kv), self.w_v(x_kv)  # [B, Tq, d], 2 x [B, Tk, H_kv·dk]
+            if self.qk_norm is not None:
+                q_in, k_in = self.qk_norm(q_in, k_in, n_heads, rec, prefix)  # the same shapes, normed
         else:  # plain dot-product attention: x itself, split into the heads' slices
             n_kv, q_in, k_in, v_in = n_heads, x_q, x_kv, x_kv
         q = q_in.reshape(B, Tq, n_heads, dk).transpose(1, 2)  # [B, H, Tq, dk]
@@ -256,7 +269,7 @@ class MultiHeadAttention(nn.Module):
         if rec.enabled:
             n = names.site_entries(prefix)
             rec.add(((n.q, q), (n.k, k), (n.v, v)))
-        context = attend(q, k, v, mask, scale, rec, prefix, ablate, self.score_divisor)  # [B, H, Tq, dk]
+        context = attend(q, k, v, mask, scale, rec, prefix, ablate, self.score_divisor, self.softcap)  # [B, H, Tq, dk]
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
         out = self.w_o(concat) if projections else concat  # [B, Tq, d]
         if rec.enabled:
@@ -275,9 +288,11 @@ def attend(
     prefix: str,
     ablate: dict[int, str] | None,
     divisor: float = 1.0,
+    softcap: float = 0.0,
 ) -> Tensor:
     """q [B, H, Tq, dk], k/v [B, H_kv, Tk, dk] -> context [B, H, Tq, dk]: step by step when recording, else
-    through the fused kernel (told `is_causal` instead of given a mask where it can be)."""
+    through the fused kernel (told `is_causal` instead of given a mask where it can be), except with `softcap`,
+    which no fused kernel does: step by step then, recording nothing."""
     n_heads, n_kv = q.shape[1], k.shape[1]
     if n_kv != n_heads:  # each K/V head serves n_heads / n_kv consecutive Q heads
         k = k.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
@@ -285,7 +300,7 @@ def attend(
     if rec.enabled:
         assert mask.additive is not None, "a recording run builds every mask (MaskBuilder)"
         if not rec.eager and not ablate and lazy_steps(rec, prefix):
-            return recorded_fused_attention(q, k, v, mask, scale, rec, prefix, divisor)
+            return recorded_fused_attention(q, k, v, mask, scale, rec, prefix, divisor, softcap)
         return attention_steps(
             q,
             k,
@@ -298,7 +313,14 @@ def attend(
             mask_is_zero=mask.blocks_nothing,
             ablate=ablate,
             divisor=divisor,
+            softcap=softcap,
         )
+    if softcap:  # no fused kernel soft-caps
+        additive = dense_mask(mask, q.shape[-2], k.shape[-2], q)  # [B|1, 1, Tq, Tk]
+        steps = attention_steps(
+            q, k, v, additive, scale, rec, "", blocked_rows=mask.blocked_rows, divisor=divisor, softcap=softcap
+        )
+        return ablate_heads(steps, ablate)
     if mask.blocks_nothing or mask.causal_only:
         fused = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only, divisor=divisor)
         return ablate_heads(fused, ablate)
@@ -322,6 +344,7 @@ def recorded_fused_attention(
     rec: Recorder,
     prefix: str,
     divisor: float,
+    softcap: float = 0.0,
 ) -> Tensor:
     """A recording run's attention in O(n·d) memory: the context [B, H, Tq, dk] from the fused kernel (no
     [H, Tq, Tk] map of all heads at once), the mask and context stored, scores … weights recorded as rules
@@ -331,7 +354,9 @@ def recorded_fused_attention(
     attention_steps."""
     additive = mask.additive
     assert additive is not None
-    if mask.blocks_nothing or mask.causal_only:
+    if softcap:  # no fused kernel soft-caps: the context step by step, nothing kept (engine/softcap.py)
+        context = attention_steps(q, k, v, additive, scale, Recorder(False), "", divisor=divisor, softcap=softcap)
+    elif mask.blocks_nothing or mask.causal_only:
         context = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only, divisor=divisor)
     else:
         context = fused_attention(q, k, v, additive, scale, blocked_rows=False, divisor=divisor)
@@ -339,7 +364,7 @@ def recorded_fused_attention(
             blocked = torch.isinf(additive).all(dim=-1, keepdim=True)  # [B|1, 1, Tq, 1]
             context = context.masked_fill(blocked, 0.0)  # [B, H, Tq, dk]
     n = names.site_entries(prefix)
-    by_scores, by_scaled, by_masked, by_weights, _, _ = site_rules(n, scale, q.shape[-1], divisor)
+    by_scores, by_scaled, by_masked, by_weights, _, _ = site_rules(n, scale, q.shape[-1], divisor, softcap)
     rec.add(
         (
             (n.scores, by_scores),
@@ -350,20 +375,27 @@ def recorded_fused_attention(
             (n.context, context),
         )
     )
+    if softcap:
+        record_capped(rec, prefix, None, softcap)  # derived on read
     return context
 
 
 def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention:
     """The attention sub-layer a ModelConfig asks for (its K/V width, biases and rotary layout) in the layer
     `layer_index` of its stack (GPT-2's scale_attn_by_inverse_layer_idx divides that layer's scores by index + 1)."""
-    return MultiHeadAttention(
+    attention = MultiHeadAttention(
         cfg.d_model,
         cfg.has_bias("qkv"),
         kv_dim=cfg.kv_heads * cfg.d_head,
         out_bias=cfg.has_bias("attn_out"),
         rotary_layout=cfg.rotary_layout,
-        score_divisor=float(layer_index + 1) if cfg.attn_scale_inverse_layer else 1.0,
+        score_divisor=(float(layer_index + 1) if cfg.attn_scale_inverse_layer else 1.0) * cfg.score_scale_factor,
     )
+    attention.softcap = cfg.attn_softcap
+    attention.qk_norm = make_qk_norm(
+        cfg.qk_norm, cfg.d_model, cfg.kv_heads * cfg.d_head, cfg.d_head, cfg.layer_norm_eps
+    )
+    return attention
 
 
 __all__ = [

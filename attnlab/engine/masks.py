@@ -80,9 +80,11 @@ class MaskBuilder:
         device: Device,
         dtype: torch.dtype | None,
         sliding_window: int = 0,
+        window_pattern: int = 0,
     ):
         self.options = options
         self.sliding_window = sliding_window  # the model's window for its decoder self-attention (0: none)
+        self.window_pattern = window_pattern  # every p-th layer attends globally (Gemma 2/3; 0: none does)
         self.record = record
         self.device = device
         self.dtype = dtype
@@ -120,7 +122,7 @@ class MaskBuilder:
 
     def window_of(self, site: str) -> int:
         """The sliding window W of a site: the model's, for decoder self-attention only; 0 (none) elsewhere."""
-        return self.sliding_window if names.takes_window(site) else 0
+        return self.sliding_window if names.takes_window(site, self.window_pattern) else 0
 
 
 def padded_keys(pad: Tensor | None, options: RunOptions) -> Tensor | None:

@@ -20,6 +20,7 @@ from attnlab.engine.masks import MaskBuilder, additive_mask, build_mask, padded_
 from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
 from attnlab.engine.positional import sinusoidal_table
 from attnlab.engine.runcache import MEMORY, LayerInputs, Resume
+from attnlab.engine.softcap import cap_logits
 from attnlab.engine.trace import Recorder
 
 
@@ -163,7 +164,7 @@ class Transformer(nn.Module):
             memory = self.encode(src_ids, src_pad, ctx) if src_ids is not None and cfg.has_encoder else None
         h = self.decode(tgt_ids, tgt_pad, memory, src_pad, ctx) if tgt_ids is not None and cfg.has_decoder else memory
         assert h is not None  # every architecture has an encoder or a decoder
-        logits = self.project(h, rec)
+        logits = cap_logits(self.project(h, rec), cfg.final_softcap, rec)  # Gemma 2's final soft-capping
         rec(names.LOGITS, logits)
         return logits
 

@@ -62,6 +62,10 @@ HEAD = "head"
 
 LOGITS = "logits"
 PROBS = "probs"
+UNCAPPED_LOGITS = "logits_uncapped"  # w-norms: the logits before Gemma 2's final soft-capping
+# w-norms: what a site with QK-norm also records, before rotary positions ([H|H_kv, T, dk] each): the projected
+# Q and K ("q_in", "k_in") and the same after their RMSNorms ("q_normed", "k_normed").
+QK_NORM_STEPS = ("q_in", "k_in", "q_normed", "k_normed")
 
 
 # ---- builders --------------------------------------------------------------------------------------------
@@ -98,9 +102,24 @@ def entries(base: str, parts: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(f"{base}.{part}" for part in parts)
 
 
+def capped(site_name: str) -> str:
+    """A soft-capped site's scores after cap · tanh(x / cap) (w-norms, Gemma 2): 'dec.0.self.capped'."""
+    return site_entry(site_name, "capped")
+
+
+def qk_norm_entries(site_name: str) -> tuple[str, ...]:
+    """A QK-norm site's extra entries: 'dec.0.self' -> ('dec.0.self.q_in', … 'dec.0.self.k_normed')."""
+    return entries(site_name, QK_NORM_STEPS)
+
+
 def norm(layer_name: str, n: int) -> str:
     """The n-th add & norm of a layer (1-based, in computation order): 'enc.0', 2 -> 'enc.0.norm2'."""
     return f"{layer_name}.norm{n}"
+
+
+def post_norm(layer_name: str, n: int) -> str:
+    """The norm on the output of sub-layer n in a sandwich (Gemma 2, w-norms): 'dec.0', 1 -> 'dec.0.postnorm1'."""
+    return f"{layer_name}.postnorm{n}"
 
 
 def norm_entry(norm_name: str, stat: str) -> str:
@@ -193,9 +212,13 @@ def split_site(site_name: str) -> tuple[str, int, str]:
     return parts[0], int(parts[1]), parts[2]
 
 
-def takes_window(site_name: str) -> bool:
-    """Whether a site uses the model's sliding window (Mistral): decoder self-attention only."""
-    return site_name.startswith("dec.") and site_name.endswith(".self")
+def takes_window(site_name: str, pattern: int = 0) -> bool:
+    """Whether a site uses the model's sliding window (Mistral): decoder self-attention only; with a `pattern`
+    p (Gemma 2/3, ModelConfig.sliding_window_pattern) not in the layers whose index + 1 is divisible by p (those
+    attend globally)."""
+    if not (site_name.startswith("dec.") and site_name.endswith(".self")):
+        return False
+    return not pattern or (split_site(site_name)[1] + 1) % pattern != 0
 
 
 def is_site(name: str) -> bool:

@@ -9,7 +9,7 @@ from typing import Any
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.option_spec import Choice, Control, LessonKey
-from attnlab.engine.options import RunOptions, head_choices, parse_ablation
+from attnlab.engine.options import ResolvedOptions, RunOptions, head_choices, parse_ablation
 
 SHAPE, MASKS, PARTS, OUTPUT_GROUP = "Shape of the computation", "Masks", "Switch parts off", "Output and display"
 NORM_CHOICES = (("trained", "As trained"), ("pre", "Pre-norm"), ("post", "Post-norm"))  # RunOptions.norm values
@@ -39,6 +39,8 @@ def _trained_norm(config: ModelConfig) -> str:
 
 def norm_choices(config: ModelConfig) -> tuple[Choice, ...]:
     trained = dict(NORM_CHOICES)[_trained_norm(config)].lower()
+    if config.sublayer_norm != "input":  # w-norms: OLMo-2, Gemma 2
+        trained = "norm on each sub-layer's output" if config.sublayer_norm == "output" else "sandwich"
     return (Choice("trained", f"As trained ({trained})"), *(Choice(v, t) for v, t in NORM_CHOICES[1:]))
 
 
@@ -54,6 +56,10 @@ def final_norm_on(config: ModelConfig, options: RunOptions) -> bool:
 
 def norm_departs(config: ModelConfig, options: RunOptions, peak_logit: PeakLogit) -> list[str]:
     placement, trained = options.norm, _trained_norm(config)
+    if config.sublayer_norm != "input":  # w-norms: OLMo-2 x + norm(F(x)), Gemma 2's sandwich; pre/post move norms
+        moved = isinstance(options, ResolvedOptions) and not options.output_norm
+        what = "each norm on its sub-layer's output" if config.sublayer_norm == "output" else "sandwich norms"
+        return [f"{placement}-norm on a model trained with {what}"] if moved else []
     if placement == trained:
         return []
     if placement == "pre" and not final_norm_on(config, options):

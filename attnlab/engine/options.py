@@ -114,7 +114,14 @@ class RunOptions:
         norm = self.norm if self.norm in ("pre", "post") else ("pre" if config.norm_first else "post")
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(RunOptions)}
         values.update(norm=norm, n_heads=self.effective_heads(config))
-        return ResolvedOptions(**values, trained_heads=config.n_heads, trained_kv_heads=config.kv_heads, dtype=dtype)
+        output_norm = config.sublayer_norm != "input" and self.norm not in ("pre", "post")  # w-norms: as trained
+        return ResolvedOptions(
+            **values,
+            trained_heads=config.n_heads,
+            trained_kv_heads=config.kv_heads,
+            dtype=dtype,
+            output_norm=output_norm,
+        )
 
     def effective_heads(self, config: ModelConfig) -> int:
         return config.n_heads if self.n_heads is None else self.n_heads
@@ -200,6 +207,10 @@ class ResolvedOptions(RunOptions):
     trained_heads: int = 1  # the model's own Q heads (config.n_heads)
     trained_kv_heads: int = 1  # the model's own K/V heads (config.kv_heads; fewer in grouped-query attention)
     dtype: str = "float32"  # the precision the weights ran in ("float32", "bfloat16", ...)
+    # w-norms: each norm sits on its sub-layer's output, x + norm(F(x)) (OLMo-2 as trained), or a second one does,
+    # x + post(F(norm(x))) (Gemma 2's sandwich); norm "pre"/"post" moves the norms to the input / after the sum
+    # (a sandwich's post norms are then left out). `norm` reads "pre" (a final norm follows).
+    output_norm: bool = False
 
     def __post_init__(self) -> None:
         if self.norm not in ("pre", "post") or self.n_heads is None:

@@ -21,6 +21,7 @@ from attnlab.present import formulas as fm
 from attnlab.present.explain_attention import attention_page
 from attnlab.present.explain_inputs import inputs_page
 from attnlab.present.explain_layers import addnorm_page, ffn_page, norm_compare_page
+from attnlab.present.explain_norms import local_rope_note, norms_page
 from attnlab.present.explain_page import page, shape_of
 from attnlab.present.explain_study import study_notes
 from attnlab.present.stages import NORM_COMPARE, Stage
@@ -69,6 +70,13 @@ def _output(stage: Stage, trace: Trace) -> str:
 
 def explanation_html(stage: Stage, trace: Trace) -> str:
     """A short explanation of `stage` with its formula and the live shapes from `trace` (HTML)."""
+    return _explanation(stage, trace) + local_rope_note(stage, trace)  # w-norms: Gemma 3's local rotary base
+
+
+def _explanation(stage: Stage, trace: Trace) -> str:
+    normed = norms_page(stage, trace)  # w-norms: QK-norm, soft-capping
+    if normed is not None:
+        return normed
     imported = explain_imported.imported_explanation(stage, trace)  # RMSNorm, SwiGLU, GQA
     if imported is not None:
         return imported

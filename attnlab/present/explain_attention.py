@@ -17,6 +17,7 @@ from attnlab.present.facts import scaling_on, site_name, site_sides
 from attnlab.present.stages import Stage
 
 if TYPE_CHECKING:
+    from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
 
 FORMULAS = {  # the formulas that do not depend on the model; the others come from present.formulas
@@ -69,7 +70,7 @@ def attention_page(stage: Stage, trace: Trace) -> str:
     if kind in ("mask", "masked"):
         return _mask(trace, site, kind, s.where, s.h, s.tq, s.tk)
     if kind in ("weights", "lines", "heads"):
-        return _weights_page(kind, s, scaling_on(trace))
+        return _weights_page(kind, s, scaling_on(trace), trace.config)
     return _mixing_page(kind, s, fm.out_projection_formula(trace.config, trace.options.projections))
 
 
@@ -120,6 +121,11 @@ def _scaled_page(trace: Trace, s: SiteShapes, layer_divisor: int | None = None) 
         if off
         else f"Here √{DK} = √{s.dk} ≈ {math.sqrt(s.dk) if s.dk else 0:.2f}."
     )
+    if trace.config.query_scale_dim and not off:  # w-norms: Gemma 2
+        state = (
+            f"This model divides by √query_pre_attn_scalar = √{trace.config.query_scale_dim:g} instead of "
+            f"√{DK} = √{s.dk}: a constant chosen in training, not the head size."
+        )
     if layer_divisor is not None and not off:
         state += (
             f" This model was trained with scale_attn_by_inverse_layer_idx: the scores of layer l are also "
@@ -127,7 +133,7 @@ def _scaled_page(trace: Trace, s: SiteShapes, layer_divisor: int | None = None) 
         )
     return page(
         f"{'Divide by √dₖ' if not off else 'Divide by √dₖ — switched off'} · {s.where}",
-        fm.scaled_formula(not off, layer_divisor),
+        fm.scaled_formula(not off, layer_divisor, trace.config),
         [
             f"If the numbers of q and k have mean 0 and variance 1, their dot product is a sum of {DK} "
             f"such products: its mean stays 0 but its variance grows to {DK}, its spread to "
@@ -157,7 +163,7 @@ def _scale_why(where: str, dk: int) -> str:
     )
 
 
-def _weights_page(kind: str, s: SiteShapes, scale: bool) -> str:
+def _weights_page(kind: str, s: SiteShapes, scale: bool, config: ModelConfig | None = None) -> str:
     """The softmax's output: the weights, the same as lines, all heads side by side."""
     where, h, tq, tk, dk, hs = s.where, s.h, s.tq, s.tk, s.dk, s.heads
     d = h * dk
@@ -165,7 +171,7 @@ def _weights_page(kind: str, s: SiteShapes, scale: bool) -> str:
         title = "Attention weights" if kind == "weights" else "Token → token lines"
         return page(
             f"{title} · {where}",
-            fm.weights_formula(scale),
+            fm.weights_formula(scale, config),
             [
                 "softmax exponentiates every score of a row and divides by the row's total, so each "
                 "row becomes weights between 0 and 1 that add up to 1; blocked keys (−∞) get "
@@ -265,7 +271,7 @@ def _mask(trace: Trace, site: str, kind: str, where: str, h: int, tq: int, tk: i
         )
     return page(
         f"Masked scores · {where}",
-        fm.masked_formula(scaling_on(trace)),
+        fm.masked_formula(scaling_on(trace), trace.config),
         [
             "The mask is added to the scaled scores: allowed cells keep their value, blocked cells become −∞ "
             "(hatched).",

@@ -16,6 +16,7 @@ from attnlab.present import formulas as fm
 from attnlab.present import words
 from attnlab.present.explain_page import DM, page
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
+from attnlab.present.formulas_norms import output_where, sandwich_where
 from attnlab.present.stages import Stage
 
 if TYPE_CHECKING:
@@ -64,7 +65,9 @@ def _qkv_grouped(stage: Stage, trace: Trace) -> str:
     h, h_kv = trace.n_heads, trace.n_kv_heads
     return page(
         f"Q, K, V with grouped-query attention · {words.site_full_words(stage.site or '')}",
-        FORMULAS["gqa"] + fm.rope_scaling_formula(trace.config if _rotary_sentence(trace) else None),
+        FORMULAS["gqa"]
+        + fm.qk_norm_step(trace.config)
+        + fm.rope_scaling_formula(trace.config if _rotary_sentence(trace) else None),
         [
             f"This model has {h} query heads but only {h_kv} key/value heads: W<sub>K</sub> and "
             f"W<sub>V</sub> are {h // h_kv}× narrower than W<sub>Q</sub>, and each K/V head is shared by "
@@ -115,12 +118,20 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
         if placement == "pre"
         else f"Post-norm in this run: RMSNorm comes AFTER the sum, RMSNorm(x + {sub}(x))."
     )
+    if placement == "output":  # w-norms: OLMo-2
+        where = output_where(sub, "RMSNorm", residual_on(trace))
+    if placement == "sandwich" or stage.kind == "post_norm":  # w-norms: Gemma 2
+        where = sandwich_where(sub, "RMSNorm", residual_on(trace), stage.kind == "post_norm")
+        placement = "sandwich"
+        if stage.kind == "post_norm" and not trace.options.output_norm:
+            where = "This run moved the norms (the norm toggle), so the sandwich's second norm is left out."
     residual = (
         "" if residual_on(trace) else "The residual connection is switched OFF, so the sub-layer's output replaces x."
     )
     out = trace.get(names.norm_entry(names.norm(layer, n), "out"))
     t, d = (int(out.shape[0]), int(out.shape[1])) if out is not None else (0, 0)
     title = fm.addnorm_title(trace.config, residual_on(trace), n)  # the norm formulas live in formulas.py
+    title = stage.title if stage.kind == "post_norm" else title
     block = fm.block_formula(placement, residual_on(trace), "RMSNorm", *fm.parallel(trace.config))
     formula = fm.norm_formula(trace.config) + "<br>" + block
     return page(
@@ -222,7 +233,7 @@ def extra_notes(stage: Stage, trace: Trace) -> str:
 def imported_explanation(stage: Stage, trace: Trace) -> str | None:
     """The page for a stage an imported architecture computes differently, or None (explain.py writes it)."""
     cfg = trace.config
-    if stage.kind == "addnorm" and cfg.norm == "rmsnorm":
+    if stage.kind in ("addnorm", "post_norm") and cfg.norm == "rmsnorm":
         return _rmsnorm(stage, trace)
     if stage.kind == "ffn" and cfg.ffn == "gated":
         return _gated_ffn(stage, trace)

@@ -12,6 +12,7 @@ from attnlab.present import formulas as fm
 from attnlab.present import words
 from attnlab.present.explain_page import DFF, DM, page, shape_of, token_word
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
+from attnlab.present.formulas_norms import output_where
 from attnlab.present.stages import Stage
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ def norm_compare_page(stage: Stage, trace: Trace) -> str:
 def _placement(trace: Trace, sub: str, word: str) -> str:
     placement = norm_placement(trace)
     add = residual_on(trace)
+    if placement == "output":  # w-norms: OLMo-2
+        return output_where(sub, word, add)
     if placement == "pre":
         return f"Pre-norm in this run: {word} comes BEFORE the {sub}: " + (
             f"x + {sub}({word}(x)), so the residual path carries x through untouched (as in GPT-2 and "

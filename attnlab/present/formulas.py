@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
+from attnlab.present import formulas_norms as fn
 from attnlab.present import words
+from attnlab.present.formulas_norms import output_addnorm_texts, output_block_formula, qk_norm_step
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
@@ -139,16 +141,19 @@ def input_formula(config: ModelConfig, options: RunOptions) -> str:
 
 
 # ---- attention ------------------------------------------------------------------------------------------
-def scores_over(scale: bool) -> str:
-    """'Q Kᵀ / √dₖ' with scaling on, 'Q Kᵀ' with it off (HTML)."""
-    return f"Q Kᵀ / √{DK}" if scale else "Q Kᵀ"
+def scores_over(scale: bool, config: ModelConfig | None = None) -> str:
+    """'Q Kᵀ / √dₖ' with scaling on, 'Q Kᵀ' with it off (HTML); a model's √query_pre_attn_scalar and
+    soft-capping (formulas_norms)."""
+    return fn.scaled_expression(scale, config)
 
 
-def scaled_formula(scale: bool, layer_divisor: int | None = None) -> str:
+def scaled_formula(scale: bool, layer_divisor: int | None = None, config: ModelConfig | None = None) -> str:
     """S′ = Q Kᵀ / √dₖ; with `layer_divisor` (GPT-2's scale_attn_by_inverse_layer_idx) layer l is divided by
     l + 1 too."""
     if not scale:
         return "S′ = S = Q Kᵀ &nbsp; (÷√d<sub>k</sub> switched off)"
+    if config is not None and config.query_scale_dim:  # w-norms: Gemma 2
+        return fn.query_scale_formula(config)
     if layer_divisor is not None:
         return f"S′ = Q Kᵀ / (√{DK} · (l + 1)) = Q Kᵀ / (√{DK} · {layer_divisor}) &nbsp; (inverse layer scaling)"
     return f"S′ = Q Kᵀ / √{DK}"
@@ -168,7 +173,7 @@ def sliding_window(config: ModelConfig, site: str) -> int:
     applies the same)."""
     if not config.sliding_window:
         return 0
-    return config.sliding_window if names.takes_window(site) else 0
+    return config.sliding_window if names.takes_window(site, config.sliding_window_pattern) else 0
 
 
 def mask_formula(window: int = 0, causal: bool = True) -> str:
@@ -179,18 +184,20 @@ def mask_formula(window: int = 0, causal: bool = True) -> str:
     return f"M<sub>ij</sub> = 0 if {allowed} (sliding window W = {window}), else −∞; added before the softmax"
 
 
-def masked_formula(scale: bool) -> str:
-    return f"S″ = {scores_over(scale)} + M"
+def masked_formula(scale: bool, config: ModelConfig | None = None) -> str:
+    return f"S″ = {scores_over(scale, config)} + M"
 
 
-def weights_formula(scale: bool) -> str:
-    return f"A = softmax({scores_over(scale)} + M), row by row"
+def weights_formula(scale: bool, config: ModelConfig | None = None) -> str:
+    return f"A = softmax({scores_over(scale, config)} + M), row by row"
 
 
-def scaled_title(scale: bool, layer_divisor: int | None = None) -> str:
+def scaled_title(scale: bool, layer_divisor: int | None = None, config: ModelConfig | None = None) -> str:
     """The plain-text title of the ÷√dₖ stage and map (÷ √dₖ · (l+1) under inverse layer scaling)."""
     if not scale:
         return "÷ √dₖ switched off (= QKᵀ)"
+    if config is not None and config.query_scale_dim:  # w-norms: Gemma 2
+        return fn.query_scale_title(config)
     return "QKᵀ / √dₖ" if layer_divisor is None else f"QKᵀ / (√dₖ · {layer_divisor})"
 
 
@@ -209,6 +216,7 @@ def qkv_formula(rotary: bool, config: ModelConfig | None = None, projections: bo
             f"Q = X W<sub>Q</sub>{q} &nbsp; K = X<sub>kv</sub> W<sub>K</sub>{k} &nbsp; "
             f"V = X<sub>kv</sub> W<sub>V</sub>{v}"
         )
+    base += qk_norm_step(config)  # w-norms
     return base + (" &nbsp; then Q, K rotated by position (RoPE)" + rope_scaling_formula(config) if rotary else "")
 
 
@@ -255,6 +263,10 @@ def block_formula(
             f"y = {x}Attn({norm}<sub>1</sub>(x)) + FFN({norm}<sub>2</sub>(x)) &nbsp; (parallel residual: both "
             "read the same x; add & norm 1 shows x + Attn, 2 adds the FFN)"
         )
+    if placement == "output":  # w-norms: OLMo-2
+        return output_block_formula(residual, norm)
+    if placement == "sandwich":  # w-norms: Gemma 2
+        return fn.sandwich_block_formula(residual, norm)
     if placement == "pre":
         return f"y = x + F({norm}(x))" if residual else f"y = F({norm}(x)) &nbsp; (residual off: no + x)"
     return f"y = {norm}(x + F(x))" if residual else f"y = {norm}(F(x)) &nbsp; (residual off: no + x)"
@@ -291,6 +303,8 @@ def logits_formula(config: ModelConfig) -> str:
     tied = config.tie_output
     w = "E<sup>T</sup>" if tied else "W<sub>out</sub>"
     bias = " + b" if config.has_bias("logits") else ""
+    if config.final_softcap:  # w-norms: Gemma 2
+        return f"z = h {w}{bias}" + fn.final_softcap_formula(config)
     return f"logits = h {w}{bias}"
 
 
@@ -304,6 +318,10 @@ def addnorm_texts(
     """The add & norm panel's sentence and its three slot titles, left to right as the data flows.
     post-norm: F(x) | x + F(x) | Norm(x + F(x));  pre-norm: x | Norm(x) | x + F(Norm(x)); without the "+ x"
     when the residual is off, so no title claims an add that did not happen."""
+    if placement == "output":  # w-norms: OLMo-2
+        return output_addnorm_texts(residual, sub, n, where, word)
+    if placement in ("sandwich", "sandwich_post"):  # w-norms: Gemma 2
+        return fn.sandwich_addnorm_texts(residual, sub, n, where, word, placement == "sandwich_post")
     if placement == "pre":
         out = f"x + {sub}({word}(x))" if residual else f"{sub}({word}(x)) (residual off: no + x)"
         text = f"Pre-norm: {word} {n} of {where} comes BEFORE the {sub}: {out}. " + (

@@ -36,6 +36,10 @@ ATTENTION_STEPS = (
     ("attn_out", "× W_O"),
 )
 
+QK_NORM_STEP = ("qk_norm", "QK-norm")  # w-norms: before "qkv" where the model norms Q and K (ModelConfig.qk_norm)
+SOFTCAP_STEP = ("capped", "soft-cap c·tanh(x/c)")  # w-norms: before "mask" where the model caps (attn_softcap)
+POST_NORM = "post_norm"  # w-norms: the stage of a sandwich's second norm, on the sub-layer's output (Gemma 2)
+
 INPUT_STEPS = (
     ("tokens", "tokenization"),
     ("embed", "embedding"),
@@ -80,6 +84,8 @@ class Stage:
             return names.ffn(self.layer)
         if self.kind in ("addnorm", NORM_COMPARE) and self.layer and self.norm:
             return names.norm(self.layer, self.norm)
+        if self.kind == POST_NORM and self.layer and self.norm:
+            return names.post_norm(self.layer, self.norm)
         return OUTPUT_BOX
 
 
@@ -91,19 +97,49 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
         k: (t if k != "scaled" or (scale and divisor is None) else formulas.scaled_title(scale, divisor))
         for k, t in ATTENTION_STEPS
     }
+    titles = norm_steps(trace.config, titles, scale)  # w-norms: QK-norm, √query_pre_attn_scalar, soft-capping
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in titles.items()]
 
 
 def _addnorm(trace: Trace, layer: str, n: int, group: str) -> list[Stage]:
     """Add & norm n of `layer` (its title follows the residual toggle and the norm kind), then LayerNorm vs
-    BatchNorm on the same activations."""
+    BatchNorm on the same activations; a sandwich's norm on the sub-layer's output after them (Gemma 2)."""
     residual = trace.options.residual
     title = formulas.addnorm_title(trace.config, residual, n)
     key = names.norm(layer, n)
+    post = (
+        [
+            Stage(
+                names.post_norm(layer, n),
+                POST_NORM,
+                f"{formulas.norm_word(trace.config)} on the output {n}",
+                group,
+                layer=layer,
+                norm=n,
+            )
+        ]
+        if trace.config.sublayer_norm == "sandwich" and names.stack_of(layer) == "dec"
+        else []
+    )
     return [
         Stage(key, "addnorm", title, group, layer=layer, norm=n),
         Stage(f"{key}.{NORM_COMPARE}", NORM_COMPARE, f"{NORM_COMPARE_TITLE} {n}", group, layer=layer, norm=n),
+        *post,
     ]
+
+
+def norm_steps(config: ModelConfig, titles: dict[str, str], scale: bool) -> dict[str, str]:
+    """A site's step titles with what the norms families add (w-norms): QK-norm first, the ÷ √query_pre_attn_scalar
+    title, the soft-cap step before the mask."""
+    if config.qk_norm != "none":
+        titles = {QK_NORM_STEP[0]: QK_NORM_STEP[1], **titles}
+    if scale and config.query_scale_dim:
+        titles["scaled"] = formulas.scaled_title(scale, None, config)
+    if config.attn_softcap:
+        at = list(titles).index("mask")
+        items = list(titles.items())
+        titles = dict([*items[:at], SOFTCAP_STEP, *items[at:]])
+    return titles
 
 
 def _ffn(layer: str, group: str) -> Stage:
@@ -226,6 +262,8 @@ def _group_prefix(key: str) -> str:
 # The site steps each attention stage kind shows.
 _SITE_TENSORS = {
     "qkv": ("q", "k", "v"),
+    "qk_norm": names.QK_NORM_STEPS,
+    "capped": ("capped",),
     "scores": ("scores",),
     "scaled": ("scaled",),
     "scale_why": ("scores", "scaled"),
@@ -250,6 +288,8 @@ def stage_tensors(stage: Stage) -> list[str]:
         return [names.norm_entry(names.norm(stage.layer, stage.norm), "in")]
     if stage.kind == "addnorm" and stage.layer and stage.norm:
         return [names.resid(stage.layer, stage.norm), names.norm_entry(names.norm(stage.layer, stage.norm), "out")]
+    if stage.kind == POST_NORM and stage.layer and stage.norm:
+        return [names.norm_entry(names.post_norm(stage.layer, stage.norm), "out"), names.resid(stage.layer, stage.norm)]
     if stage.kind == "ffn" and stage.layer:
         return [names.ffn_entry(stage.layer, "hidden"), names.ffn_entry(stage.layer, "out")]
     return [stage.kind]  # the output steps: "logits", "probs"
@@ -324,7 +364,7 @@ class ViewState:
 
 COLOUR_SCALES = (("shared", "Shared by the site's score maps"), ("panel", "Per panel"), ("fixed", "Fixed range (±10)"))
 FIXED_SCORE_RANGE = 10.0
-SCORE_KINDS = ("scores", "scaled", "masked")  # the score-like maps of an attention site
+SCORE_KINDS = ("scores", "scaled", "capped", "masked")  # the score-like maps of an attention site
 
 
 # ---- jumps: layer / sub-layer starts and the stage search (what the presenter's shortcuts use) ----------

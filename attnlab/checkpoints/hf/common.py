@@ -37,6 +37,10 @@ FAMILIES = {
     "bart": "bart",
     "mbart": "bart",
     "pegasus": "bart",
+    "qwen3": "qwen3",  # w-norms
+    "olmo2": "olmo2",
+    "gemma2": "gemma2",
+    "gemma3_text": "gemma3",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 # model types attnlab knows and cannot run, with the one reason said instead of the list of supported types

@@ -21,6 +21,7 @@ from attnlab.present.views.lines import lines_view
 from attnlab.present.views.norm_compare import norm_compare_view
 from attnlab.present.views.output import output_view
 from attnlab.present.views.positional import positional_view
+from attnlab.present.views.qk_norm import qk_norm_view
 from attnlab.present.views.scaling import scale_why_view
 from attnlab.present.views.site_vectors import site_vector_view
 
@@ -51,7 +52,12 @@ BUILDERS: dict[str, Builder] = {
     names.PROBS: output_view,
     NORM_COMPARE: norm_compare_view,
     "scale_why": scale_why_view,
+    "qk_norm": qk_norm_view,  # w-norms
+    "capped": map_view,
+    "post_norm": addnorm_view,
 }
+# kinds only some imported families' runs have (the classroom models never show them)
+FAMILY_ONLY_KINDS = frozenset({"qk_norm", "capped", "post_norm"})
 
 
 def view_for(trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None) -> Any:

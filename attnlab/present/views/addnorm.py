@@ -42,7 +42,8 @@ NO_PLACEMENT = "This trace does not say where its LayerNorms sit (it carries no 
 @dataclass(frozen=True)
 class AddNormView:
     norm_kind: str  # "layernorm" or "rmsnorm"
-    placement: str  # "pre" or "post"
+    # "pre", "post", "output" (the norm on the sub-layer's output: OLMo-2), "sandwich" or "sandwich_post" (Gemma 2)
+    placement: str
     residual_off: bool
     heading: Note  # the bold line: where the norm sits, with the texts the placement/residual toggles give
     slots: tuple[MatrixView, MatrixView, MatrixView]  # left to right as the data flows
@@ -78,10 +79,11 @@ def addnorm_view(
 ) -> AddNormView | MessageView:
     layer, n = stage.layer or "", stage.norm or 1
     rms = is_rmsnorm(trace)
-    prefix = names.norm(layer, n)
+    post = stage.kind == "post_norm"  # a sandwich's norm on the sub-layer's output (Gemma 2)
+    prefix = names.post_norm(layer, n) if post else names.norm(layer, n)
     entry = {stat: names.norm_entry(prefix, stat) for stat in names.norm_stats("rmsnorm" if rms else "layernorm")}
     lost = missing(trace, list(entry.values()))
-    placement = norm_placement(trace)
+    placement = "sandwich_post" if post else norm_placement(trace)
     if lost or placement is None:
         return MessageView("addnorm", missing_message("This add & norm step", lost) if lost else NO_PLACEMENT)
     x_in = array(trace, entry["in"])  # [T, d]
@@ -90,9 +92,14 @@ def addnorm_view(
     where, word = layer_name(layer), norm_word(trace.config)
     residual = residual_on(trace)
     text, titles = addnorm_texts(placement, residual, sub, n, where, word)
-    toggled = tuple(addnorm_texts(p, r, sub, n, where, word)[0] for p in ("pre", "post") for r in (True, False))
+    placements = ("pre", "post", "output", "sandwich", "sandwich_post")[
+        : 2 if trace.config.sublayer_norm == "input" else 5
+    ]
+    toggled = tuple(addnorm_texts(p, r, sub, n, where, word)[0] for p in placements for r in (True, False))
     sub_name, resid_name = sublayer_output(trace, layer, n), names.resid(layer, n)
-    order = (entry["in"], entry["out"], resid_name) if placement == "pre" else (sub_name, entry["in"], entry["out"])
+    # pre-norm: x | Norm(x) | x + F; on the output (OLMo-2): F(x) = the norm's input | Norm(F(x)) | x + Norm(F(x))
+    flows_in = placement in ("pre", "output", "sandwich", "sandwich_post")
+    order = (entry["in"], entry["out"], resid_name) if flows_in else (sub_name, entry["in"], entry["out"])
     slots = tuple(
         matrix_view(name, array(trace, name), labels, title)
         if name in trace

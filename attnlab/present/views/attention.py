@@ -25,6 +25,10 @@ MAP_TEXT = {
         "Cell (i, j) = qᵢ · kⱼ, the dot product of query i with key j: large when they point the same way.",
     ),
     "scaled": ("QKᵀ / √dₖ", ""),
+    "capped": (
+        "soft-capped scores",
+        "Each score x becomes c · tanh(x / c): nearly x where |x| is small next to c, never beyond ±c.",
+    ),
     "masked": ("masked scores", "The mask adds 0 where a query may look and −∞ where it may not (hatched)."),
     "weights": (
         "attention weights",
@@ -66,7 +70,7 @@ class QKVView:
 
 def map_title(trace: Trace, kind: str) -> str:
     """The map's title; the ÷√dₖ map says when scaling is switched off instead of claiming QKᵀ/√dₖ."""
-    return scaled_title(scaling_on(trace)) if kind == "scaled" else MAP_TEXT[kind][0]
+    return scaled_title(scaling_on(trace), None, trace.config) if kind == "scaled" else MAP_TEXT[kind][0]
 
 
 def map_view(

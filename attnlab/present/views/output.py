@@ -93,6 +93,18 @@ def output_note(kind: str, k: int, vocab: int, temperature: float | None, best: 
     )
 
 
+def capped_note(trace: Trace, position: int) -> str:
+    """Gemma 2's final soft-capping (w-norms): the cap and how far this position's raw logits reached."""
+    cap = trace.config.final_softcap
+    if not cap or names.UNCAPPED_LOGITS not in trace:
+        return ""
+    raw = array(trace, names.UNCAPPED_LOGITS)[position]  # [V]
+    return (
+        f" These logits are soft-capped: {cap:g} · tanh(z / {cap:g}) (final_logit_softcapping); before the cap "
+        f"this position's reached {raw.min():.2f} … {raw.max():.2f}."
+    )
+
+
 def value_text(value: float, kind: str) -> str:
     """A bar's value as written beside it: a percentage for probabilities, two decimals for logits."""
     return f"{value:.1%}" if kind == names.PROBS else f"{value:.2f}"
@@ -150,7 +162,7 @@ def output_view(
         row=row,
         temperature=temperature,
         title=output_heading(trace, position, kind, positions[position]),
-        note=output_note(kind, len(ids), row.shape[0], temperature, labels[0], decoder),
+        note=output_note(kind, len(ids), row.shape[0], temperature, labels[0], decoder) + capped_note(trace, position),
         ablation=ablation,
         change=change,
     )

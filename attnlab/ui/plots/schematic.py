@@ -150,6 +150,7 @@ class Schematic(QWidget):
             self.layer["enc"],
             self.layer["dec"],
             opts.norm_first,
+            opts.output_norm,
             opts.residual,
             opts.positional,
             opts.is_causal(FIRST_SITE["enc"]),
@@ -186,6 +187,9 @@ class Schematic(QWidget):
             return
         pre = self.options.norm_first
         title = "Pre-norm: Norm → sub-layer → +" if pre else "Post-norm: sub-layer → Add & Norm"
+        if self.options.output_norm:  # w-norms: OLMo-2, x + Norm(F(x)); Gemma 2, x + Norm(F(Norm(x)))
+            sandwich = cfg is not None and cfg.sublayer_norm == "sandwich"
+            title = "Sandwich: Norm → sub-layer → Norm → +" if sandwich else "Norm on the output: sub-layer → Norm → +"
         if not self.options.residual:
             title += " (no residual)"
         self.texts.append((QRectF(0, 2, WIDTH, 18), title, Qt.AlignmentFlag.AlignCenter))
@@ -284,6 +288,13 @@ class Schematic(QWidget):
         branches: list[Branch] = []
         for n, sub in enumerate(subs, 1):
             norm_box, first = names.norm(here, n), len(column)
+            if opts.output_norm:  # w-norms: OLMo-2, sub-layer → Norm → +; Gemma 2, Norm → sub-layer → Norm → +
+                post = (names.post_norm(here, n), f"{norm} (post)", "norm")
+                sandwich = cfg.sublayer_norm == "sandwich" and sub[2] in ("attn", "ffn") and "cross" not in sub[0]
+                before, after = ([(norm_box, norm, "norm")], post) if sandwich else ([], (norm_box, norm, "norm"))
+                column += [*before, sub, after, *([(after[0], "+", "add")] if residual else [])]
+                branches.append((first, len(column) - 1 if residual else None))
+                continue
             if pre:
                 column.append((norm_box, norm, "norm"))
             column.append(sub)

@@ -12,6 +12,7 @@ from attnlab.ui.stages.inputs import EmbeddingPanel, InputSumPanel, TokensPanel
 from attnlab.ui.stages.norm_compare import NormComparePanel
 from attnlab.ui.stages.output import OutputPanel
 from attnlab.ui.stages.positional import PositionalPanel
+from attnlab.ui.stages.qk_norm import QKNormPanel
 from attnlab.ui.stages.scaling import ScaleWhyPanel
 from attnlab.ui.stages.site_vectors import AttentionOutputPanel, ConcatPanel, ContextPanel
 
@@ -33,6 +34,7 @@ PANEL_CLASSES: list[type[StagePanel]] = [
     OutputPanel,
     ScaleWhyPanel,
     NormComparePanel,
+    QKNormPanel,  # w-norms
 ]
 
 _BY_KIND: dict[str, type[StagePanel]] = {kind: cls for cls in PANEL_CLASSES for kind in cls.kinds}

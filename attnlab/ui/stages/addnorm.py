@@ -54,7 +54,7 @@ def bar_range(*values: np.ndarray) -> tuple[float, float]:
 class AddNormPanel(StagePanel):
     """Vectors entering and leaving LayerNorm n of a layer, plus per-token mean and variance bars."""
 
-    kinds = ("addnorm",)
+    kinds = ("addnorm", "post_norm")  # post_norm: a sandwich's norm on the sub-layer's output (Gemma 2)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)

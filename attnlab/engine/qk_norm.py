@@ -1,0 +1,70 @@
+"""QK-norm: an RMSNorm on the projected queries and keys, before rotary positions turn them.
+
+Two kinds (ModelConfig.qk_norm):
+- "head" (Qwen3, Gemma 3): over each trained head's d_k numbers, one γ of size d_k shared by every head;
+- "whole" (OLMo-2): over all of a token's Q (d numbers) and all of its K (kv_dim numbers), one γ each.
+
+The norm works on the projection [B, T, width] in groups of γ's size (d_k or the whole width), so a run that
+re-splits the heads (the heads toggle) norms the same trained groups and then reads the result as its own
+heads. Shapes: B batch, T tokens, H heads of this run, d_k = width / H.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from attnlab.engine import names
+from attnlab.engine.trace import Recorder
+
+
+def rms_groups(x: Tensor, weight: Tensor, eps: float) -> Tensor:
+    """x [..., width] -> [..., width]: x / sqrt(mean(x²) + eps) · γ over consecutive groups of γ's size g
+    (width / g groups; g = width: the whole vector). Computed as transformers' RMSNorm does."""
+    g = weight.shape[0]
+    grouped = x.unflatten(-1, (-1, g))  # [..., width / g, g]
+    rstd = torch.rsqrt(grouped.pow(2).mean(-1, keepdim=True) + eps)  # [..., width / g, 1]
+    return (weight * (grouped * rstd)).flatten(-2)  # [..., width]
+
+
+class QKNorm(nn.Module):
+    """The two RMSNorms of QK-norm: q_norm.weight [g_q], k_norm.weight [g_k] (g = d_k for "head", the whole
+    Q / K width for "whole")."""
+
+    def __init__(self, q_size: int, k_size: int, eps: float):
+        super().__init__()
+        self.q_norm = _Gamma(q_size)
+        self.k_norm = _Gamma(k_size)
+        self.eps = eps
+
+    def forward(self, q_in: Tensor, k_in: Tensor, n_heads: int, rec: Recorder, prefix: str) -> tuple[Tensor, Tensor]:
+        """q_in [B, Tq, d], k_in [B, Tk, kv_dim] (the projections) -> the same, normed. A recording run keeps
+        both sides before and after, split into this run's heads ([B, H|H_kv, T, d_k], names.qk_norm_entries)."""
+        q = rms_groups(q_in, self.q_norm.weight, self.eps)  # [B, Tq, d]
+        k = rms_groups(k_in, self.k_norm.weight, self.eps)  # [B, Tk, kv_dim]
+        if rec.enabled:
+            dk = q_in.shape[-1] // n_heads
+            rec.add(zip(names.qk_norm_entries(prefix), (_heads(t, dk) for t in (q_in, k_in, q, k)), strict=True))
+        return q, k
+
+
+class _Gamma(nn.Module):
+    """One RMSNorm's γ (its state dict key is `weight`, as transformers names it)."""
+
+    def __init__(self, size: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+
+
+def _heads(x: Tensor, dk: int) -> Tensor:
+    """[B, T, n·d_k] -> [B, n, T, d_k]: a projection split into heads, as attention reads it."""
+    return x.unflatten(-1, (-1, dk)).transpose(1, 2)
+
+
+def make_qk_norm(kind: str, d_model: int, kv_dim: int, d_head: int, eps: float) -> QKNorm | None:
+    """The QK-norm a ModelConfig asks for (None: "none")."""
+    if kind == "head":
+        return QKNorm(d_head, d_head, eps)
+    if kind == "whole":
+        return QKNorm(d_model, kv_dim, eps)
+    return None
