@@ -286,3 +286,7 @@ FAMILY_CASES = {
         "do_layer_norm_before false: post-norm, no final norm",
     ),
 }
+
+from hf_tiny_bertish import BERTISH_CASES  # noqa: E402  (w-bertish: XLM-R, CamemBERT, ELECTRA, ALBERT)
+
+FAMILY_CASES.update(BERTISH_CASES)

@@ -35,6 +35,7 @@ FAMILY_TEMPLATES: dict[str, tuple[str, str]] = {
 }
 FAMILY_TEMPLATES["distilbert"] = FAMILY_TEMPLATES["bert"]
 FAMILY_TEMPLATES["camembert"] = FAMILY_TEMPLATES["xlm-roberta"]
+FAMILY_TEMPLATES["electra"] = FAMILY_TEMPLATES["albert"] = FAMILY_TEMPLATES["bert"]  # w-bertish
 # the role a family's single sentence plays (engine/specials.py); every other family is a decoder
 FAMILY_ROLES = {
     "bert": "encoder-only",
@@ -42,6 +43,8 @@ FAMILY_ROLES = {
     "roberta": "encoder-only",
     "xlm-roberta": "encoder-only",
     "camembert": "encoder-only",
+    "electra": "encoder-only",
+    "albert": "encoder-only",
     "marian": "encoder",
     "t5": "encoder",
 }

@@ -33,6 +33,9 @@ FAMILIES = {
     "phi": "phi",
     "gptj": "gptj",
     "opt": "opt",
+    # BERT-like encoders (w-bertish)
+    "xlm-roberta": "bert",
+    "camembert": "bert",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
