@@ -4,6 +4,7 @@ hf_tiny_families.FAMILY_CASES; used by test_hf_bertish.py, test_hf_families.py a
 
 from __future__ import annotations
 
+import torch
 import transformers
 from hf_tiny import VOCAB, Case, _model
 
@@ -28,8 +29,49 @@ def camembert():
     return _model(transformers.CamembertForMaskedLM, cfg)
 
 
+def electra(kind: str = "discriminator", embedding_size: int = 16):
+    """ELECTRA with a factorised embedding (16 wide, projected to 32): the discriminator (ElectraForPreTraining),
+    the generator (ElectraForMaskedLM) or the bare model."""
+    cfg = transformers.ElectraConfig(**ENCODER, embedding_size=embedding_size, max_position_embeddings=32)
+    cls = {
+        "discriminator": transformers.ElectraForPreTraining,
+        "generator": transformers.ElectraForMaskedLM,
+        "bare": transformers.ElectraModel,
+    }[kind]
+    return _model(cls, cfg)
+
+
+def albert(head: bool = True, layers: int = 3):
+    """ALBERT: factorised embedding (16 -> 32), one layer's weights run 3 times, tanh-GELU, the MLM head back
+    to 16 dims scored against the tied word embeddings."""
+    cfg = transformers.AlbertConfig(
+        **{**ENCODER, "num_hidden_layers": layers}, embedding_size=16, max_position_embeddings=32
+    )
+    model, config = _model(transformers.AlbertForMaskedLM if head else transformers.AlbertModel, cfg)
+    if head:
+        with torch.no_grad():  # a non-zero decoder bias, so the test sees whether it is applied
+            model.predictions.bias.normal_(0.0, 0.3)
+    return model, config
+
+
 # name -> (case, the mechanisms it exercises)
 BERTISH_CASES = {
+    "albert": (
+        Case("albert", albert, "encoder-only"),
+        "factorised embedding (16 -> 32), one layer's weights shared by 3 layers, MLM head (32 -> 16, tied)",
+    ),
+    "electra": (
+        Case("electra", electra, "encoder-only"),
+        "factorised embedding (16 -> 32), discriminator head: one replaced? logit a token",
+    ),
+    "electra-generator": (
+        Case("electra-generator", lambda: electra("generator"), "encoder-only"),
+        "factorised embedding, generator MLM head (32 -> 16, tied)",
+    ),
+    "electra-unfactorised": (
+        Case("electra-unfactorised", lambda: electra(embedding_size=32), "encoder-only"),
+        "embedding_size = hidden_size: no projection",
+    ),
     "xlm-roberta": (Case("xlm-roberta", xlm_roberta, "encoder-only"), "RoBERTa's layout, learned positions offset 2"),
     "camembert": (Case("camembert", camembert, "encoder-only"), "RoBERTa's layout, learned positions offset 2"),
 }

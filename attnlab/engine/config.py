@@ -115,6 +115,12 @@ class ModelConfig:
     parallel_residual: bool = False  # GPT-NeoX: y = x + Attn(norm1(x)) + FFN(norm2(x)), both from the same x
     shared_norm: bool = False  # Phi: norm 2 holds the same weights as norm 1 (one LayerNorm feeds both branches)
     sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
+    # ---- BERT-like encoders (w-bertish) -------------------------------------------------------------------
+    # ALBERT / ELECTRA factorised embedding: the token, position and token-type tables and the embedding norm are
+    # embed_dim wide, then a linear layer maps LayerNorm(sum) to d_model (0: d_model wide, no projection)
+    embed_dim: int = 0
+    share_layers: bool = False  # ALBERT: every encoder layer holds the same one set of weights
+    replaced_head: bool = False  # ELECTRA's discriminator: dense, activation, dense -> one "replaced?" logit a token
 
     @property
     def d_head(self) -> int:
@@ -123,6 +129,11 @@ class ModelConfig:
     def rotary_dims(self, d_head: int) -> int:
         """How many dimensions of a head of `d_head` rotary positions turn (the first ones; all but partial)."""
         return int(d_head * self.rotary_fraction)
+
+    @property
+    def embed_width(self) -> int:
+        """How wide the embedding tables are: embed_dim when factorised (ALBERT, ELECTRA), else d_model."""
+        return self.embed_dim or self.d_model
 
     @property
     def kv_heads(self) -> int:
@@ -196,6 +207,7 @@ class ModelConfig:
                 f"rotary encoding needs an even number of rotated dimensions; "
                 f"{self.rotary_dims(self.d_model // self.n_heads)} of a head of {self.d_model // self.n_heads} turn"
             )
+        p += self.bertish_problems()
         if self.parallel_residual and not self.norm_first:
             p.append("parallel_residual needs norm_first (both sub-layers read the normed layer input)")
         if self.has_encoder and self.n_encoder_layers < 1:
@@ -206,6 +218,18 @@ class ModelConfig:
             p.append("share_embeddings needs src_vocab_size == tgt_vocab_size")
         if not (0 < self.layer_norm_eps < 1):
             p.append(f"layer_norm_eps must be a small positive number (got {self.layer_norm_eps})")
+        return p
+
+    def bertish_problems(self) -> list[str]:
+        """What is wrong with the factorised embedding, shared layers and discriminator head fields."""
+        p = [f"embed_dim must be 0 or more (got {self.embed_dim})"] if self.embed_dim < 0 else []
+        if self.embed_dim > limits.MAX_D_MODEL:
+            p.append(f"embed_dim {self.embed_dim:,} is more than attnlab handles (at most {limits.MAX_D_MODEL:,})")
+        for name in ("embed_dim", "share_layers", "replaced_head"):
+            if getattr(self, name) and self.arch != "encoder-only":
+                p.append(f"{name} needs an encoder-only model")
+        if self.replaced_head and self.output_head:
+            p.append("replaced_head and output_head are two different output heads: one model has one")
         return p
 
     def rope_problems(self) -> list[str]:

@@ -36,6 +36,8 @@ FAMILIES = {
     # BERT-like encoders (w-bertish)
     "xlm-roberta": "bert",
     "camembert": "bert",
+    "electra": "electra",
+    "albert": "albert",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
