@@ -43,6 +43,9 @@ INPUT_STEPS = (
     ("input", "embedding + position"),
 )
 
+# ALBERT / ELECTRA: after the (embed_dim-wide) layer input, the map to d_model (w-bertish)
+FACTORISED_STEP = (names.EMBED_PROJ, "× W_proj → d_model (factorised embedding)")
+
 OUTPUT_STEPS = ((names.LOGITS, "output logits"), (names.PROBS, "softmax → next token"))
 
 
@@ -115,6 +118,8 @@ def _inputs(trace: Trace, side: str) -> list[Stage]:
     the stage numbers and the stage shown stay put across the toggle."""
     table = names.side_entry(side, "pos") in trace or trace.config.adds_position_table
     steps = [s for s in INPUT_STEPS if s[0] != "pos" or table]
+    if names.side_entry(side, names.EMBED_PROJ) in trace:
+        steps.append(FACTORISED_STEP)
     return [Stage(names.side_entry(side, k), k, t, words.word(side), side=side) for k, t in steps]
 
 
@@ -195,6 +200,8 @@ def stage_keys_for_config(config: ModelConfig) -> list[str]:
         entries.append(names.side_entry(side, "tokens"))
         if config.adds_position_table:
             entries.append(names.side_entry(side, "pos"))
+        if config.embed_dim:
+            entries.append(names.side_entry(side, names.EMBED_PROJ))
         count = config.n_encoder_layers if stack == "enc" else config.n_decoder_layers
         for index in range(count):
             layer = names.layer(stack, index)

@@ -1,0 +1,204 @@
+"""ALBERT, ELECTRA, XLM-RoBERTa and CamemBERT beyond the agreement test_hf_families.py checks for every case of
+hf_tiny_bertish.BERTISH_CASES: the factorised embedding's stage shows what transformers' own modules compute
+(E[id], LayerNorm(E[id] + P + T), and its projection), ALBERT's layers are one set of weights and every page and
+the schematic say so, ELECTRA's discriminator shows P(replaced) = σ(z) per token, and the settings attnlab cannot
+represent are refused in one line naming the config.json field."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+from hf_tiny import IDS
+from hf_tiny_bertish import BERTISH_CASES
+
+from attnlab.checkpoints.errors import CheckpointError
+from attnlab.checkpoints.hf import config_from_hf, convert
+from attnlab.engine import names
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.tokenizer import WordTokenizer
+from attnlab.engine.trace import Recorder
+from attnlab.present.explain import explanation_html
+from attnlab.present.stages import ViewState, stage_keys_for_config, stages_for
+from attnlab.present.views import view_for
+
+TEXT = "the black cat sees the small dog"
+
+
+def opened(name: str):
+    """(HF model, attnlab module, its LiveModel trace of TEXT, the stage list) for a case of BERTISH_CASES."""
+    case, _ = BERTISH_CASES[name]
+    model, hf_config = case.build()
+    config, state, _notes = convert(hf_config, model.state_dict())
+    module = Transformer(config)
+    module.load_state_dict(state)
+    tok = WordTokenizer.train([TEXT + " and the big bird"])
+    trace = LiveModel(module.eval(), tok, tok).trace(TEXT, None, RunOptions())
+    return model, module, trace, stages_for(trace)
+
+
+def hf_embeddings(model, name: str):
+    """(the embeddings module, the projection to d_model) of transformers' own model."""
+    if name.startswith("albert"):
+        return model.albert.embeddings, model.albert.encoder.embedding_hidden_mapping_in
+    return model.electra.embeddings, model.electra.embeddings_project
+
+
+@pytest.mark.parametrize("name", ["albert", "electra", "electra-generator"])
+def test_the_factorised_stage_shows_transformers_own_two_steps(name):
+    model, _module, trace, stages = opened(name)
+    ids = torch.as_tensor(trace.numpy(names.side_entry("src", "ids"))).long()[None]  # [1, T]
+    embeddings, projection = hf_embeddings(model, name)
+    with torch.no_grad():
+        token = embeddings.word_embeddings(ids)[0]  # [T, e]: E[id]
+        normed = embeddings(input_ids=ids)[0]  # [T, e]: LayerNorm(E[id] + P + T)
+        projected = projection(normed[None])[0]  # [T, d]
+    assert token.shape[1] == 16 and projected.shape[1] == 32
+    stage = next(s for s in stages if s.kind == names.EMBED_PROJ)
+    assert [s.key for s in stages].index(stage.key) == [s.key for s in stages].index("src.input") + 1
+    view = view_for(trace, stage, ViewState())
+    for shown, theirs in ((view.token, token), (view.normed, normed), (view.projected, projected)):
+        assert torch.allclose(torch.from_numpy(shown.matrix), theirs, atol=1e-5), shown.title
+    assert (view.e, view.d) == (16, 32)
+    page = explanation_html(stage, trace)
+    assert "LayerNorm(E[id] + P[pos] + T[type]) · W<sub>proj</sub> + b" in page and "16 × 32" in page
+    # the layer input stage ends at the 16-wide LayerNorm(sum); the embedding page names the narrow table
+    layer_input = view_for(trace, next(s for s in stages if s.key == "src.input"), ViewState())
+    assert torch.allclose(torch.from_numpy(layer_input.input.matrix), normed, atol=1e-5)
+    assert "vocabulary × e = 16" in explanation_html(next(s for s in stages if s.key == "src.embed"), trace)
+
+
+def test_the_stage_keys_known_before_a_run_include_the_projection():
+    _model, module, trace, stages = opened("albert")
+    assert stage_keys_for_config(module.config) == [s.key for s in stages]
+
+
+def test_albert_runs_one_layer_three_times_and_every_layer_page_says_so():
+    model, module, trace, stages = opened("albert")
+    layers = list(module.encoder)
+    assert len(layers) == 3 and all(layer is layers[0] for layer in layers)
+    shared = model.albert.encoder.albert_layer_groups[0].albert_layers[0].attention.query.weight
+    assert torch.equal(layers[2].self_attn.w_q.weight, shared)
+    layer_stages = [s for s in stages if s.site or s.layer]
+    said = "Layers 1–3 share one set of weights"
+    assert layer_stages and all(said in explanation_html(s, trace) for s in layer_stages)
+    _electra, _m, electra_trace, electra_stages = opened("electra")
+    assert not any("share one set" in explanation_html(s, electra_trace) for s in electra_stages if s.site)
+
+
+def test_the_schematic_says_the_layers_share_their_weights(qtbot):
+    from attnlab.ui.plots.schematic import Schematic
+
+    for name, said in (("albert", True), ("electra", False)):
+        _model, module, _trace, _stages = opened(name)
+        schematic = Schematic()
+        qtbot.addWidget(schematic)
+        schematic.set_run(module.config, RunOptions().resolved(module.config))
+        schematic._lay_out()
+        texts = [text for _rect, text, _align in schematic.texts]
+        assert ("layers 1–3 share one set of weights" in texts) == said, texts
+
+
+def test_the_discriminator_shows_p_replaced_per_token_from_transformers_logit():
+    model, _module, trace, stages = opened("electra")
+    ids = torch.as_tensor(trace.numpy(names.side_entry("src", "ids"))).long()[None]
+    with torch.no_grad():
+        z = model(input_ids=ids).logits[0]  # [T]: one "replaced?" logit per token
+    probs = view_for(trace, next(s for s in stages if s.kind == names.PROBS), ViewState(top_k=100))
+    logits = view_for(trace, next(s for s in stages if s.kind == names.LOGITS), ViewState(top_k=100))
+    assert sorted(probs.ids) == list(range(len(z)))  # every token, once
+    assert torch.allclose(torch.from_numpy(probs.values), torch.sigmoid(z)[probs.ids], atol=1e-5)
+    assert torch.allclose(torch.from_numpy(logits.values), z[logits.ids], atol=1e-4)
+    assert list(probs.values) == sorted(probs.values, reverse=True)  # the most suspicious first
+    assert probs.labels[0].endswith(str(trace[names.side_entry("src", "tokens")][probs.ids[0]]))
+    page = explanation_html(next(s for s in stages if s.kind == names.PROBS), trace)
+    assert "σ(z" in page and "replaced" in page
+
+
+@pytest.mark.parametrize("name", list(BERTISH_CASES))
+def test_every_stage_has_its_page_and_view(name):
+    _model, _module, trace, stages = opened(name)
+    for stage in stages:
+        page = explanation_html(stage, trace)
+        assert page.startswith("<h3>") and "No explanation" not in page and "not in this run" not in page, stage.key
+        assert getattr(view_for(trace, stage, ViewState()), "message", "") == "", stage.key
+
+
+@pytest.mark.parametrize("name", ["albert", "electra", "electra-generator"])
+def test_the_fused_run_agrees_with_the_recorded_one(name):
+    _model, module, _trace, _stages = opened(name)
+    ids = torch.tensor([IDS])
+    with torch.inference_mode():
+        fused = module(ids)
+        rec = Recorder(True)
+        recorded = module(ids, rec=rec)
+    assert torch.allclose(fused, recorded, atol=1e-5)
+
+
+def hf_config_of(name: str) -> dict:
+    return BERTISH_CASES[name][0].build()[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "changes", "field"),
+    [
+        ("albert", {"num_hidden_groups": 2}, "num_hidden_groups"),
+        ("albert", {"inner_group_num": 2}, "inner_group_num"),
+        ("albert", {"position_embedding_type": "relative_key"}, "position_embedding_type"),
+        ("electra", {"position_embedding_type": "relative_key_query"}, "position_embedding_type"),
+        ("electra", {"is_decoder": True}, "is_decoder"),
+        ("electra-generator", {"hidden_act": "relu"}, "hidden_act"),
+        ("xlm-roberta", {"is_decoder": True}, "is_decoder"),
+    ],
+)
+def test_settings_attnlab_cannot_represent_are_refused_in_one_line(name, changes, field):
+    with pytest.raises(CheckpointError) as err:
+        config_from_hf({**hf_config_of(name), **changes})
+    assert repr(field) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["electra", "albert"])
+def test_a_factorised_model_without_a_head_is_refused_naming_embedding_size(kind):
+    """Without a head attnlab shows final vectors × the embedding matrix, which a factorised table cannot give."""
+    from hf_tiny_bertish import albert, electra
+
+    model, hf_config = electra("bare") if kind == "electra" else albert(head=False)
+    with pytest.raises(CheckpointError) as err:
+        convert(hf_config, model.state_dict())
+    assert "'embedding_size'" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_an_unfactorised_electra_has_no_projection_stage():
+    _model, module, trace, stages = opened("electra-unfactorised")
+    assert module.config.embed_dim == 0 and names.side_entry("src", names.EMBED_PROJ) not in trace
+    assert not any(s.kind == names.EMBED_PROJ for s in stages)
+
+
+@pytest.mark.parametrize("name", ["xlm-roberta", "camembert"])
+def test_xlm_roberta_and_camembert_read_as_roberta(name):
+    """The same numbers under RoBERTa's model_type: the layout and the position offset are RoBERTa's."""
+    _case, hf_config = BERTISH_CASES[name][0].build()
+    assert config_from_hf(hf_config) == config_from_hf({**hf_config, "model_type": "roberta"})
+    assert config_from_hf(hf_config).pos_offset == 2
+
+
+def test_the_panels_draw_the_factorised_stage_and_the_replaced_bars(qtbot):
+    """The panels draw exactly the view-models' numbers (they compute nothing)."""
+    from attnlab.ui.stages import panel_class_for
+
+    _model, _module, trace, stages = opened("electra")
+    for kind in (names.EMBED_PROJ, names.PROBS):
+        stage = next(s for s in stages if s.kind == kind)
+        panel = panel_class_for(kind)()
+        qtbot.addWidget(panel)
+        panel.show_stage(trace, stage, ViewState(top_k=100))
+        data, view = panel.shown_data(), view_for(trace, stage, ViewState(top_k=100))
+        if kind == names.EMBED_PROJ:
+            for part in ("token", "normed", "projected"):
+                assert (data[part] == getattr(view, part).matrix).all(), part
+        else:
+            assert data["ids"] == view.ids and (data["values"] == view.values).all()
