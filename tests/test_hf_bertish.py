@@ -202,3 +202,63 @@ def test_the_panels_draw_the_factorised_stage_and_the_replaced_bars(qtbot):
                 assert (data[part] == getattr(view, part).matrix).all(), part
         else:
             assert data["ids"] == view.ids and (data["values"] == view.values).all()
+
+
+def _saved_folder(tmp_path, kind: str):
+    """A folder as save_pretrained writes it: config.json + weights next to the family's tokenizer files, the
+    model's vocabulary the tokenizer's size (the weights re-drawn as hf_tiny does)."""
+    import tokenizer_layouts as L
+    import transformers
+    from hf_tiny import _sharpen
+    from test_hf_models import wordpiece_vocab
+    from test_tokenizer_bertish import ALBERT_SPM
+
+    folder = tmp_path / kind
+    folder.mkdir()
+    if kind == "electra":
+        vocab = wordpiece_vocab(folder)
+        cfg = transformers.ElectraConfig(vocab_size=vocab, embedding_size=16, max_position_embeddings=64)
+        cls = transformers.ElectraForPreTraining
+    elif kind == "albert":
+        (tmp_path / "spm").mkdir()
+        spm = L.sentencepiece_model(tmp_path / "spm", "spiece.model", "albert", "unigram", **ALBERT_SPM)
+        L.saved_by_transformers(spm, folder, "albert")
+        vocab = len(transformers.AutoTokenizer.from_pretrained(str(folder)))
+        cfg = transformers.AlbertConfig(vocab_size=vocab, embedding_size=16, max_position_embeddings=64)
+        cls = transformers.AlbertForMaskedLM
+    else:
+        L.sentencepiece_model(folder, "sentencepiece.bpe.model", "xlm-roberta", "unigram")
+        vocab = len(transformers.AutoTokenizer.from_pretrained(str(folder)))
+        cfg = transformers.XLMRobertaConfig(vocab_size=vocab, max_position_embeddings=66, pad_token_id=1)
+        cls = transformers.XLMRobertaForMaskedLM
+    for key, value in {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4}.items():
+        setattr(cfg, key, value)
+    cfg.intermediate_size = 48
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    reference = _sharpen(cls(cfg))
+    reference.save_pretrained(str(folder))
+    return folder, reference
+
+
+@pytest.mark.parametrize("kind", ["electra", "albert", "xlm-roberta"])
+def test_a_saved_folder_opens_with_autotokenizers_ids_and_transformers_numbers(tmp_path, kind):
+    import transformers
+    from tokenizer_layouts import SENTENCES
+
+    import attnlab
+
+    folder, reference = _saved_folder(tmp_path, kind)
+    auto = transformers.AutoTokenizer.from_pretrained(str(folder))
+    model = attnlab.load(folder)
+    for text in SENTENCES[:3]:
+        trace = model.trace(text)
+        ids = auto(text)["input_ids"]
+        assert trace["src.ids"].tolist() == ids, text
+        with torch.no_grad():
+            out = reference(torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
+        for i, attention in enumerate(out.attentions):
+            assert torch.allclose(trace[f"enc.{i}.self.weights"], attention[0], atol=1e-4)
+        assert torch.allclose(trace["src.input"], out.hidden_states[0][0], atol=1e-4)
+        ours = trace["logits"][:, 1] if kind == "electra" else trace["logits"]
+        assert torch.allclose(ours, out.logits[0], atol=1e-4), (ours - out.logits[0]).abs().max()

@@ -285,16 +285,18 @@ class ModelConfig:
         attention = 4 * (d * d + b * d)
         ffn = d * f + b * f + f * d + b * d
         norms = 2 * d
-        enc = self.n_encoder_layers * (attention + ffn + 2 * norms) if self.has_encoder else 0
+        enc_layers = 1 if self.share_layers else self.n_encoder_layers  # ALBERT: one set of weights
+        enc = enc_layers * (attention + ffn + 2 * norms) if self.has_encoder else 0
         dec = 0
         if self.has_decoder:
             cross = attention + norms if self.has_encoder else 0
             dec = self.n_decoder_layers * (attention + ffn + 2 * norms + cross)
-        embeddings = self.src_vocab_size * d if self.has_encoder else 0
+        e = self.embed_width  # the tables' width; a factorised embedding adds its e -> d map
+        embeddings = self.src_vocab_size * e + (e * d + d if self.embed_dim else 0) if self.has_encoder else 0
         if self.has_decoder and not (self.share_embeddings and self.has_encoder):
             embeddings += self.tgt_vocab_size * d
         positions = (
-            self.max_len * d * (int(self.has_encoder) + int(self.has_decoder)) if self.positional == "learned" else 0
+            self.max_len * e * (int(self.has_encoder) + int(self.has_decoder)) if self.positional == "learned" else 0
         )
         final = norms * (int(self.has_encoder) + int(self.has_decoder)) if self.final_norm else 0
         out = 0 if self.tie_output else self.out_vocab_size * d + b * self.out_vocab_size
