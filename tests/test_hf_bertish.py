@@ -262,3 +262,34 @@ def test_a_saved_folder_opens_with_autotokenizers_ids_and_transformers_numbers(t
         assert torch.allclose(trace["src.input"], out.hidden_states[0][0], atol=1e-4)
         ours = trace["logits"][:, 1] if kind == "electra" else trace["logits"]
         assert torch.allclose(ours, out.logits[0], atol=1e-4), (ours - out.logits[0]).abs().max()
+
+
+@pytest.mark.usefixtures("isolated_settings")
+@pytest.mark.parametrize("kind", ["albert", "electra"])
+def test_the_app_opens_the_folder_and_every_stage_shows_content(qtbot, tmp_path, kind):
+    """File → Open on a saved folder, then every stage: content in each panel, a page for each."""
+    from test_app_imported import WAIT, close, step_everywhere
+
+    from attnlab.ui.window.main_window import MainWindow
+
+    folder, _reference = _saved_folder(tmp_path, kind)
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    try:
+        with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
+            w.session.set_src("Hello, world! The cat sat.", debounce=False)
+            w.open_checkpoint(str(folder))
+        qtbot.waitUntil(lambda: not w.session.busy and w.session.model is not None, timeout=WAIT)
+        qtbot.waitUntil(lambda: w.session.model.name == kind and w.session.trace is not None, timeout=WAIT)
+        seen = step_everywhere(w)
+        assert seen["src.embed_proj"][0]["e"] == 16 and seen["src.embed_proj"][0]["d"] == 32
+        if kind == "albert":
+            assert "layers 1–2 share one set of weights" in [t for _r, t, _a in w.schematic.texts]
+        else:
+            assert len(seen[f"out.{names.PROBS}"][0]["ids"]) == min(
+                ViewState().top_k, len(w.session.trace["src.tokens"])
+            )
+    finally:
+        close(w)
