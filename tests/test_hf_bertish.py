@@ -86,6 +86,8 @@ def test_albert_runs_one_layer_three_times_and_every_layer_page_says_so():
     layer_stages = [s for s in stages if s.site or s.layer]
     said = "Layers 1–3 share one set of weights"
     assert layer_stages and all(said in explanation_html(s, trace) for s in layer_stages)
+    output_page = explanation_html(next(s for s in stages if s.kind == names.LOGITS), trace)
+    assert "maps d<sub>model</sub> = 32 back to e = 16" in output_page and "99 × 16" in output_page
     _electra, _m, electra_trace, electra_stages = opened("electra")
     assert not any("share one set" in explanation_html(s, electra_trace) for s in electra_stages if s.site)
 
@@ -293,3 +295,20 @@ def test_the_app_opens_the_folder_and_every_stage_shows_content(qtbot, tmp_path,
             )
     finally:
         close(w)
+
+
+def test_a_head_ablated_in_one_shared_layer_leaves_the_other_layers_weights_alone():
+    """ALBERT's layers are one module; what a run changes in one layer (an ablated head) stays in that layer."""
+    _model, module, _trace, _stages = opened("albert")
+    ids = torch.tensor([IDS])
+    options = RunOptions().with_ablation("enc.1.self", 0, "zero")
+    traces = []
+    for run_options in (RunOptions(), options, RunOptions()):
+        rec = Recorder(True)
+        with torch.inference_mode():
+            module(ids, options=run_options, rec=rec)
+        traces.append(rec.finish(module.config, run_options.resolved(module.config), "cpu"))
+    plain, ablated, again = traces
+    assert torch.equal(plain["enc.0.out"], ablated["enc.0.out"])  # before the ablated layer: the same
+    assert not torch.allclose(plain["enc.1.out"], ablated["enc.1.out"])
+    assert torch.equal(plain["logits"], again["logits"])  # nothing stayed behind in the shared module

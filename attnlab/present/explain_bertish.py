@@ -56,6 +56,17 @@ def factorised_sentences(trace: Trace, side: str) -> list[str]:
     ]
 
 
+def head_sentences(trace: Trace) -> list[str]:
+    """For the output pages of a factorised masked LM (ALBERT, ELECTRA's generator): its head narrows to e."""
+    cfg = trace.config
+    if not (cfg.embed_dim and cfg.output_head):
+        return []
+    return [
+        f"Its dense layer maps {DM} = {cfg.d_model} back to e = {cfg.embed_dim}, the width of the embedding "
+        f"table E ({cfg.src_vocab_size:,} × {cfg.embed_dim}) whose rows score every vocabulary entry."
+    ]
+
+
 def shared_layers_label(n_layers: int) -> str:
     """The schematic's line under the stack's header of a model whose layers share their weights."""
     return f"layers 1–{n_layers} share one set of weights"

@@ -202,7 +202,7 @@ def output_sentences(trace: Trace) -> list[str]:
         out.append("A learned bias b<sub>logits</sub> (one number per vocabulary entry) is added to the logits.")
     if cfg.arch == "encoder-only":
         out.append("Each [MASK] position shows the model's guess for the hidden word.")
-    return out
+    return out + explain_bertish.head_sentences(trace)
 
 
 def extra_notes(stage: Stage, trace: Trace) -> str:
