@@ -119,6 +119,7 @@ def test_the_discriminator_shows_p_replaced_per_token_from_transformers_logit():
     assert probs.labels[0].endswith(str(trace[names.side_entry("src", "tokens")][probs.ids[0]]))
     page = explanation_html(next(s for s in stages if s.kind == names.PROBS), trace)
     assert "σ(z" in page and "replaced" in page
+    assert [s.title for s in stages[-2:]] == ["replaced? logit z per token", "σ(z) → P(replaced) per token"]
 
 
 @pytest.mark.parametrize("name", list(BERTISH_CASES))

@@ -47,6 +47,8 @@ INPUT_STEPS = (
 FACTORISED_STEP = (names.EMBED_PROJ, "× W_proj → d_model (factorised embedding)")
 
 OUTPUT_STEPS = ((names.LOGITS, "output logits"), (names.PROBS, "softmax → next token"))
+# ELECTRA's discriminator: one "replaced?" logit per token, not a vocabulary (w-bertish)
+REPLACED_STEPS = ((names.LOGITS, "replaced? logit z per token"), (names.PROBS, "σ(z) → P(replaced) per token"))
 
 
 NORM_COMPARE = "norm_vs_batch"  # the stage after every add & norm: LayerNorm vs BatchNorm on its input
@@ -176,7 +178,8 @@ def _build_stages(trace: Trace) -> list[Stage]:
             stages += _inputs(trace, side)
             for layer in _layers(trace, names.side_stack(side)):
                 stages += _layer_stages(trace, layer)
-    stages += [Stage(output_key(k), k, t, words.word("output")) for k, t in OUTPUT_STEPS]
+    steps = REPLACED_STEPS if trace.config.replaced_head else OUTPUT_STEPS
+    stages += [Stage(output_key(k), k, t, words.word("output")) for k, t in steps]
     return stages
 
 
