@@ -41,11 +41,11 @@ def electra(kind: str = "discriminator", embedding_size: int = 16):
     return _model(cls, cfg)
 
 
-def albert(head: bool = True, layers: int = 3):
+def albert(head: bool = True, layers: int = 3, embedding_size: int = 16):
     """ALBERT: factorised embedding (16 -> 32), one layer's weights run 3 times, tanh-GELU, the MLM head back
     to 16 dims scored against the tied word embeddings."""
     cfg = transformers.AlbertConfig(
-        **{**ENCODER, "num_hidden_layers": layers}, embedding_size=16, max_position_embeddings=32
+        **{**ENCODER, "num_hidden_layers": layers}, embedding_size=embedding_size, max_position_embeddings=32
     )
     model, config = _model(transformers.AlbertForMaskedLM if head else transformers.AlbertModel, cfg)
     if head:

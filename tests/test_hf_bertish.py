@@ -313,3 +313,16 @@ def test_a_head_ablated_in_one_shared_layer_leaves_the_other_layers_weights_alon
     assert torch.equal(plain["enc.0.out"], ablated["enc.0.out"])  # before the ablated layer: the same
     assert not torch.allclose(plain["enc.1.out"], ablated["enc.1.out"])
     assert torch.equal(plain["logits"], again["logits"])  # nothing stayed behind in the shared module
+
+
+def test_albert_keeps_its_linear_map_when_embedding_size_equals_hidden_size():
+    """ALBERT maps the embeddings by embedding_hidden_mapping_in even when both sizes are 32 (ELECTRA then has
+    none): attnlab keeps the map, and agrees with transformers."""
+    from hf_tiny import Case, compare_with_hf
+    from hf_tiny_bertish import albert
+
+    model, hf_config = albert(embedding_size=32)
+    config, state, _notes = convert(hf_config, model.state_dict())
+    assert config.embed_dim == 32 and "src_embed_proj.weight" in state
+    errors = compare_with_hf(Case("albert-32", lambda: None, "encoder-only"), model, config, state)
+    assert max(errors.values()) <= 1e-4, errors
