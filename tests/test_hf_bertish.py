@@ -326,3 +326,17 @@ def test_albert_keeps_its_linear_map_when_embedding_size_equals_hidden_size():
     assert config.embed_dim == 32 and "src_embed_proj.weight" in state
     errors = compare_with_hf(Case("albert-32", lambda: None, "encoder-only"), model, config, state)
     assert max(errors.values()) <= 1e-4, errors
+
+
+@pytest.mark.parametrize("kind", ["albert", "electra"])
+def test_an_attnlab_checkpoint_saved_from_the_folder_reopens_the_same(tmp_path, kind):
+    """save_checkpoint keeps ALBERT's one shared layer once and the new config fields; the reopened model runs
+    the same numbers."""
+    import attnlab
+    from attnlab.checkpoints.native import save_checkpoint
+
+    folder, _reference = _saved_folder(tmp_path, kind)
+    model = attnlab.load(folder)
+    again = attnlab.load(save_checkpoint(model, tmp_path / f"{kind}.safetensors"))
+    assert again.config == model.config and again.config.embed_dim == 16
+    assert torch.equal(again.trace(TEXT)["logits"], model.trace(TEXT)["logits"])
