@@ -293,3 +293,7 @@ FAMILY_CASES.update(BART_CASES)
 from hf_tiny_norms import FAMILY_CASES as NORMS_CASES  # noqa: E402  (w-norms: Qwen3 …)
 
 FAMILY_CASES.update(NORMS_CASES)
+
+from hf_tiny_bertish import BERTISH_CASES  # noqa: E402  (w-bertish: XLM-R, CamemBERT, ELECTRA, ALBERT)
+
+FAMILY_CASES.update(BERTISH_CASES)

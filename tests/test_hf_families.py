@@ -40,7 +40,7 @@ def run(config, state, options: RunOptions | None = None):
     rec = Recorder(True)
     with torch.inference_mode():
         src = torch.tensor([IDS]) if config.has_encoder else None  # an encoder-decoder reads IDS, decodes DEC_IDS
-        tgt = torch.tensor([DEC_IDS if config.has_encoder else IDS])
+        tgt = torch.tensor([DEC_IDS if config.has_encoder else IDS]) if config.has_decoder else None
         logits = module(src, tgt, options=options or RunOptions(), rec=rec)
     return logits, rec.finish(config, (options or RunOptions()).resolved(config), "cpu")
 

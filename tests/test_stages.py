@@ -12,6 +12,7 @@ from attnlab.engine.options import RunOptions
 from attnlab.present.explain import explanation_html
 from attnlab.present.stages import (
     ATTENTION_STEPS,
+    FACTORISED_STEP,
     INPUT_STEPS,
     NORM_COMPARE,
     OUTPUT_STEPS,
@@ -78,7 +79,8 @@ def site_labels(trace, site):
 
 
 def test_registry_covers_every_pipeline_kind():
-    kinds = {k for k, _ in ATTENTION_STEPS + INPUT_STEPS + OUTPUT_STEPS} | {"addnorm", NORM_COMPARE, "ffn"}
+    steps = ATTENTION_STEPS + INPUT_STEPS + OUTPUT_STEPS + (FACTORISED_STEP,)
+    kinds = {k for k, _ in steps} | {"addnorm", NORM_COMPARE, "ffn"}
     kinds |= FAMILY_ONLY_KINDS  # the stages of imported families' mechanisms (QK-norm, soft-capping, …)
     for kind in kinds:
         assert kind in panel_class_for(kind).kinds

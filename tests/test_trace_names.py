@@ -58,6 +58,22 @@ CASES = {  # golden file stem: (config changes, run options)
         },
         RunOptions(),
     ),
+    # ALBERT-like (w-bertish): factorised embedding 8 -> 16 ("src.embed_proj"), one layer's weights shared
+    "encoder_only_albert_like": (
+        {
+            "arch": "encoder-only",
+            "embed_norm": True,
+            "type_vocab_size": 2,
+            "positional": "learned",
+            "output_head": True,
+            "logits_bias": True,
+            "activation": "gelu_tanh",
+            "scale_embedding": False,
+            "embed_dim": 8,
+            "share_layers": True,
+        },
+        RunOptions(),
+    ),
 }
 FAST_PATH_NAMES = {"src.tokens", "src.ids", "tgt.tokens", "tgt.ids", "logits", "probs"}
 
@@ -91,6 +107,8 @@ def documented_names(config: ModelConfig) -> set[str]:
             names.add(f"{side}.type")
         if config.embed_norm:
             names |= {f"{side}.embed_norm.{p}" for p in norm_parts}
+        if config.embed_dim:
+            names.add(f"{side}.embed_proj")
         if config.final_norm:
             names |= {f"{stack}.norm.{p}" for p in norm_parts}
         cross = stack == "dec" and config.has_encoder

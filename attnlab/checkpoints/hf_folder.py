@@ -50,6 +50,7 @@ CONFIG_KEYS = {
     "tie_output": ("tie_word_embeddings",),
     "share_embeddings": ("share_encoder_decoder_embeddings",),
     "scale_embedding": ("scale_embedding",),
+    "embed_dim": ("embedding_size",),  # ALBERT, ELECTRA (w-bertish)
 }
 
 

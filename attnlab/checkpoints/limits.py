@@ -33,7 +33,7 @@ def _revealed(config: ModelConfig, shapes: dict[str, tuple[int, ...]]) -> list[t
                 found.append((field, int(shape[d]), f"{name} is {shape_text(shape)}"))
 
     if config.has_encoder:
-        show("src_embed.weight", (0, 1), "src_vocab_size", "d_model")
+        show("src_embed.weight", (0, 1), "src_vocab_size", "embed_dim" if config.embed_dim else "d_model")
         show("encoder.0.ffn.lin1.weight", (0,), "d_ff")
     if config.has_decoder:
         show("tgt_embed.weight", (0, 1), "tgt_vocab_size", "d_model")
@@ -41,6 +41,8 @@ def _revealed(config: ModelConfig, shapes: dict[str, tuple[int, ...]]) -> list[t
     if config.positional == "learned":
         show("src_pos.weight" if config.has_encoder else "tgt_pos.weight", (0,), "max_len")
     for stack, field in (("encoder", "n_encoder_layers"), ("decoder", "n_decoder_layers")):
+        if stack == "encoder" and config.share_layers:  # ALBERT: one layer's tensors serve every layer
+            continue
         indices = {int(m.group(2)) for n in shapes if (m := _LAYER_INDEX.match(n)) and m.group(1) == stack}
         if indices and (stack == "encoder" and config.has_encoder or stack == "decoder" and config.has_decoder):
             found.append((field, max(indices) + 1, f"the file has {stack} layers 0 to {max(indices)}"))

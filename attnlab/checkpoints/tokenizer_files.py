@@ -47,6 +47,10 @@ from attnlab.engine.tokenizer import Tokenizer
 
 SPM_FILES = ("tokenizer.model", "spiece.model", "sentencepiece.bpe.model")  # what transformers looks for
 FAIRSEQ_SPM = "sentencepiece.bpe.model"  # XLM-R / CamemBERT: numbered the fairseq way (engine/hf_tokenizer.py)
+SPM_UNREAD = {  # families whose SentencePiece model transformers reads with more than attnlab does (w-bertish)
+    "camembert": "CamemBERT numbers it its own way (<s>NOTUSED, <pad>, </s>NOTUSED, <unk>, <unk>NOTUSED first)",
+    "albert": "ALBERT's tokenizer lower-cases and strips accents before SentencePiece",
+}
 NAMES = ("pad", "bos", "eos", "unk", "cls", "sep", "mask")
 FAMILY_TOKENS = {
     "gpt2": {"bos": "<|endoftext|>", "eos": "<|endoftext|>", "unk": "<|endoftext|>"},
@@ -68,6 +72,8 @@ FAMILY_TOKENS = {
 FAMILY_TOKENS["distilbert"] = FAMILY_TOKENS["bert"]
 FAMILY_TOKENS["xlm-roberta"] = FAMILY_TOKENS["camembert"] = FAMILY_TOKENS["roberta"]
 FAMILY_TOKENS["nanogpt"] = {}
+FAMILY_TOKENS["electra"] = FAMILY_TOKENS["bert"]  # ElectraTokenizer: BERT's WordPiece (w-bertish)
+FAMILY_TOKENS["albert"] = {"pad": "<pad>", "unk": "<unk>", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"}
 # the decoder families that came later, by the tokenizer class transformers gives them (used only where the folder's
 # tokenizer_config.json / special_tokens_map.json name no such token)
 FAMILY_TOKENS["mistral"] = FAMILY_TOKENS["phi3"] = FAMILY_TOKENS["llama"]  # LlamaTokenizer
@@ -285,6 +291,9 @@ def sentencepiece_model(
         return None, None, ""
     if seq2seq.spm_only_problem(model_type, name):  # numbered otherwise than its tokenizer class numbers it
         problems.add(seq2seq.spm_only_problem(model_type, name))
+        return None, None, ""
+    if model_type in SPM_UNREAD:
+        problems.add(f"{name} alone: {SPM_UNREAD[model_type]}; attnlab reads this family's tokenizer.json")
         return None, None, ""
     try:
         tok = SentencePieceModelTokenizer((folder / name).read_bytes(), Specials(), name == FAIRSEQ_SPM)

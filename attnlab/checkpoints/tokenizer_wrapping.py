@@ -38,6 +38,7 @@ FAMILY_TEMPLATES["camembert"] = FAMILY_TEMPLATES["xlm-roberta"]
 # the BART family (checkpoints/tokenizer_seq2seq.py): BartTokenizer is RobertaTokenizer; mBART's is built there
 FAMILY_TEMPLATES["bart"] = FAMILY_TEMPLATES["roberta"]
 FAMILY_TEMPLATES["pegasus"] = FAMILY_TEMPLATES["t5"]
+FAMILY_TEMPLATES["electra"] = FAMILY_TEMPLATES["albert"] = FAMILY_TEMPLATES["bert"]  # w-bertish
 # the role a family's single sentence plays (engine/specials.py); every other family is a decoder
 FAMILY_ROLES = {
     "bert": "encoder-only",
@@ -45,6 +46,8 @@ FAMILY_ROLES = {
     "roberta": "encoder-only",
     "xlm-roberta": "encoder-only",
     "camembert": "encoder-only",
+    "electra": "encoder-only",
+    "albert": "encoder-only",
     "marian": "encoder",
     "t5": "encoder",
     "bart": "encoder",

@@ -140,6 +140,12 @@ class ModelConfig:
     # Gemma 3: the rotary base of the local (sliding-window) layers, plain rotary without rope_scaling (0: the
     # same rotary as every other layer)
     rope_local_theta: float = 0.0
+    # ---- BERT-like encoders (w-bertish) -------------------------------------------------------------------
+    # ALBERT / ELECTRA factorised embedding: the token, position and token-type tables and the embedding norm are
+    # embed_dim wide, then a linear layer maps LayerNorm(sum) to d_model (0: d_model wide, no projection)
+    embed_dim: int = 0
+    share_layers: bool = False  # ALBERT: every encoder layer holds the same one set of weights
+    replaced_head: bool = False  # ELECTRA's discriminator: dense, activation, dense -> one "replaced?" logit a token
 
     @property
     def d_head(self) -> int:
@@ -153,6 +159,10 @@ class ModelConfig:
     def score_scale_factor(self) -> float:
         """What the scores are divided by besides √d_k: √(query_pre_attn_scalar / d_k) (Gemma 2), else 1."""
         return math.sqrt(self.query_scale_dim / self.d_head) if self.query_scale_dim else 1.0
+
+    def embed_width(self) -> int:
+        """How wide the embedding tables are: embed_dim when factorised (ALBERT, ELECTRA), else d_model."""
+        return self.embed_dim or self.d_model
 
     @property
     def kv_heads(self) -> int:
@@ -229,6 +239,7 @@ class ModelConfig:
                 f"rotary encoding needs an even number of rotated dimensions; "
                 f"{self.rotary_dims(self.d_model // self.n_heads)} of a head of {self.d_model // self.n_heads} turn"
             )
+        p += self.bertish_problems()
         if self.parallel_residual and not self.norm_first:
             p.append("parallel_residual needs norm_first (both sub-layers read the normed layer input)")
         if self.has_encoder and self.n_encoder_layers < 1:
@@ -239,6 +250,18 @@ class ModelConfig:
             p.append("share_embeddings needs src_vocab_size == tgt_vocab_size")
         if not (0 < self.layer_norm_eps < 1):
             p.append(f"layer_norm_eps must be a small positive number (got {self.layer_norm_eps})")
+        return p
+
+    def bertish_problems(self) -> list[str]:
+        """What is wrong with the factorised embedding, shared layers and discriminator head fields."""
+        p = [f"embed_dim must be 0 or more (got {self.embed_dim})"] if self.embed_dim < 0 else []
+        if self.embed_dim > limits.MAX_D_MODEL:
+            p.append(f"embed_dim {self.embed_dim:,} is more than attnlab handles (at most {limits.MAX_D_MODEL:,})")
+        for name in ("embed_dim", "share_layers", "replaced_head"):
+            if getattr(self, name) and self.arch != "encoder-only":
+                p.append(f"{name} needs an encoder-only model")
+        if self.replaced_head and self.output_head:
+            p.append("replaced_head and output_head are two different output heads: one model has one")
         return p
 
     def rope_problems(self) -> list[str]:
@@ -294,16 +317,18 @@ class ModelConfig:
         attention = 4 * (d * d + b * d)
         ffn = d * f + b * f + f * d + b * d
         norms = 2 * d
-        enc = self.n_encoder_layers * (attention + ffn + 2 * norms) if self.has_encoder else 0
+        enc_layers = 1 if self.share_layers else self.n_encoder_layers  # ALBERT: one set of weights
+        enc = enc_layers * (attention + ffn + 2 * norms) if self.has_encoder else 0
         dec = 0
         if self.has_decoder:
             cross = attention + norms if self.has_encoder else 0
             dec = self.n_decoder_layers * (attention + ffn + 2 * norms + cross)
-        embeddings = self.src_vocab_size * d if self.has_encoder else 0
+        e = self.embed_width  # the tables' width; a factorised embedding adds its e -> d map
+        embeddings = self.src_vocab_size * e + (e * d + d if self.embed_dim else 0) if self.has_encoder else 0
         if self.has_decoder and not (self.share_embeddings and self.has_encoder):
             embeddings += self.tgt_vocab_size * d
         positions = (
-            self.max_len * d * (int(self.has_encoder) + int(self.has_decoder)) if self.positional == "learned" else 0
+            self.max_len * e * (int(self.has_encoder) + int(self.has_decoder)) if self.positional == "learned" else 0
         )
         final = norms * (int(self.has_encoder) + int(self.has_decoder)) if self.final_norm else 0
         out = 0 if self.tie_output else self.out_vocab_size * d + b * self.out_vocab_size

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
+from attnlab.engine.encoder_parts import ReplacedHead, add_projection, project_embedding
 from attnlab.engine.ffn import ACTIVATION_FUNCTIONS
 from attnlab.engine.norms import make_norm
 from attnlab.engine.trace import Recorder
@@ -50,6 +51,7 @@ def embed_tokens(model: Transformer, ids: Tensor, side: str, ctx: RunContext) ->
     norm = getattr(model, f"{side}_embed_norm", None)
     if norm is not None:
         x = norm(x, ctx.rec, names.embed_norm(side))
+    x = project_embedding(model, x, side, ctx.rec)  # [B, T, e] -> [B, T, d] when factorised (ALBERT, ELECTRA)
     ctx.rec(names.side_entry(side, "input"), x)
     return ctx.drop(x)
 
@@ -59,8 +61,8 @@ class OutputHead(nn.Module):
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
-        self.dense = nn.Linear(cfg.d_model, cfg.d_model)
-        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.layer_norm_eps, cfg.norm_bias)
+        self.dense = nn.Linear(cfg.d_model, cfg.embed_width)  # ALBERT: d -> e, back to the embedding's width
+        self.norm = make_norm(cfg.norm, cfg.embed_width, cfg.layer_norm_eps, cfg.norm_bias)
         self.act = ACTIVATION_FUNCTIONS[cfg.activation]
 
     def forward(self, h: Tensor, rec: Recorder) -> Tensor:
@@ -74,20 +76,25 @@ class OutputHead(nn.Module):
 
 def add_ends(model: Transformer, cfg: ModelConfig) -> None:
     """The embedding-side and output-side modules of imported architectures (none for the default config)."""
-    d = cfg.d_model
+    d = cfg.embed_width  # the embedding tables' width (d_model unless factorised)
     sides = [s for s, present in (("src", cfg.has_encoder), ("tgt", cfg.has_decoder)) if present]
     for side in sides:
         if cfg.type_vocab_size:
             setattr(model, f"{side}_type_embed", nn.Embedding(cfg.type_vocab_size, d))
         if cfg.embed_norm:
             setattr(model, f"{side}_embed_norm", make_norm(cfg.norm, d, cfg.layer_norm_eps, cfg.norm_bias))
+        add_projection(model, cfg, side)
     model.register_module("out_head", OutputHead(cfg) if cfg.output_head else None)
+    if cfg.replaced_head:
+        model.register_module("out_head", ReplacedHead(cfg))
     tied_bias = cfg.tie_output and cfg.has_bias("logits")
     model.register_parameter("out_bias", nn.Parameter(torch.zeros(cfg.out_vocab_size)) if tied_bias else None)
 
 
 def project(model: Transformer, h: Tensor, rec: Recorder) -> Tensor:
     """h [B, T, d] -> logits [B, T, V]: the output head if any, then the projection (and logit bias)."""
+    if isinstance(model.out_head, ReplacedHead):  # ELECTRA's discriminator: [B, T, 2], no vocabulary
+        return model.out_head(h, rec)
     if isinstance(model.out_head, OutputHead):  # or None (set by add_ends)
         h = model.out_head(h, rec)
     if model.out_proj is not None:

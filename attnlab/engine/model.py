@@ -16,6 +16,7 @@ from attnlab.engine.blocks import DecoderLayer, EncoderLayer, norm_of
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.context import RunContext, final_norm, residual_block
 from attnlab.engine.embedding import add_ends, embed_tokens, project
+from attnlab.engine.encoder_parts import encoder_layers
 from attnlab.engine.masks import MaskBuilder, additive_mask, build_mask, padded_keys
 from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
 from attnlab.engine.positional import sinusoidal_table
@@ -36,8 +37,8 @@ class Transformer(nn.Module):
         self.dropout = 0.0  # set by training only
         d = cfg.d_model
         if cfg.has_encoder:
-            self.src_embed = nn.Embedding(cfg.src_vocab_size, d)
-            self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
+            self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.embed_width)
+            self.encoder = nn.ModuleList(encoder_layers(cfg))
             self.enc_norm = norm_of(cfg) if cfg.final_norm else None
         if cfg.has_decoder:
             shared = cfg.share_embeddings and cfg.has_encoder
@@ -47,7 +48,7 @@ class Transformer(nn.Module):
             self.dec_norm = norm_of(cfg) if cfg.final_norm else None
         if cfg.positional == "learned":  # rows pos_offset … pos_offset + max_len - 1 are used
             if cfg.has_encoder:
-                self.src_pos = nn.Embedding(cfg.max_len + cfg.pos_offset, d)
+                self.src_pos = nn.Embedding(cfg.max_len + cfg.pos_offset, cfg.embed_width)
             if cfg.has_decoder:
                 self.tgt_pos = nn.Embedding(cfg.max_len + cfg.pos_offset, d)
         self.register_buffer("sinusoid", self.sinusoid_table(), persistent=False)  # [max_len, d]

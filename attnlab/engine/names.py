@@ -56,6 +56,9 @@ GATED_FFN_PARTS = ("gate", "up", "hidden", "out")
 # "pos", then the embedding norm's entries ("src.embed_norm.in" … ".out"), then "input".
 TYPE = "type"
 EMBED_NORM = "embed_norm"
+# A factorised embedding (ALBERT, ELECTRA) then maps the embedding norm's output to d_model: "src.embed_proj",
+# recorded before "input" (w-bertish).
+EMBED_PROJ = "embed_proj"
 # The output head (BERT's masked-LM transform) before the projection to the vocabulary:
 # "head.pre" (dense), "head.hidden" (activation), then the norm "head.norm.in" … "head.norm.out".
 HEAD = "head"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
-from attnlab.present import explain_imported
+from attnlab.present import explain_bertish, explain_imported
 from attnlab.present import formulas as fm
 from attnlab.present.explain_attention import attention_page
 from attnlab.present.explain_inputs import inputs_page
@@ -70,13 +70,20 @@ def _output(stage: Stage, trace: Trace) -> str:
 
 def explanation_html(stage: Stage, trace: Trace) -> str:
     """A short explanation of `stage` with its formula and the live shapes from `trace` (HTML)."""
-    return _explanation(stage, trace) + local_rope_note(stage, trace)  # w-norms: Gemma 3's local rotary base
+    return (
+        _explanation(stage, trace)
+        + local_rope_note(stage, trace)  # w-norms: Gemma 3's local rotary base
+        + explain_bertish.shared_layers_note(stage, trace)  # ALBERT: shared layers
+    )
 
 
 def _explanation(stage: Stage, trace: Trace) -> str:
     normed = norms_page(stage, trace)  # w-norms: QK-norm, soft-capping
     if normed is not None:
         return normed
+    bertish = explain_bertish.bertish_explanation(stage, trace)  # factorised embedding, ELECTRA's output
+    if bertish is not None:
+        return bertish
     imported = explain_imported.imported_explanation(stage, trace)  # RMSNorm, SwiGLU, GQA
     if imported is not None:
         return imported

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
+from attnlab.present import explain_bertish, words
 from attnlab.present import formulas as fm
-from attnlab.present import words
 from attnlab.present.explain_page import DM, page
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
 from attnlab.present.formulas_norms import output_where, sandwich_where
@@ -198,7 +198,7 @@ def input_sentences(trace: Trace, side: str) -> list[str]:
         )
     if names.norm_entry(names.embed_norm(side), "out") in trace:
         out.append("The sum then goes through an embedding LayerNorm before the first layer.")
-    return out
+    return out + explain_bertish.factorised_sentences(trace, side)
 
 
 def output_sentences(trace: Trace) -> list[str]:
@@ -213,7 +213,7 @@ def output_sentences(trace: Trace) -> list[str]:
         out.append("A learned bias b<sub>logits</sub> (one number per vocabulary entry) is added to the logits.")
     if cfg.arch == "encoder-only":
         out.append("Each [MASK] position shows the model's guess for the hidden word.")
-    return out
+    return out + explain_bertish.head_sentences(trace)
 
 
 def extra_notes(stage: Stage, trace: Trace) -> str:

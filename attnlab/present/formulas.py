@@ -112,7 +112,8 @@ def _rope_scaling(config: ModelConfig | None) -> str:
 
 def embed_formula(config: ModelConfig) -> str:
     scaled = config.scale_embedding
-    return f"x<sub>t</sub> = E[id<sub>t</sub>]{' · √' + DM if scaled else ''} &nbsp; (E: vocabulary × {DM})"
+    width = f"e = {config.embed_dim}" if config.embed_dim else DM  # a factorised table (ALBERT, ELECTRA) is e wide
+    return f"x<sub>t</sub> = E[id<sub>t</sub>]{' · √' + DM if scaled else ''} &nbsp; (E: vocabulary × {width})"
 
 
 def input_formula(config: ModelConfig, options: RunOptions) -> str:

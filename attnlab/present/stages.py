@@ -47,7 +47,12 @@ INPUT_STEPS = (
     ("input", "embedding + position"),
 )
 
+# ALBERT / ELECTRA: after the (embed_dim-wide) layer input, the map to d_model (w-bertish)
+FACTORISED_STEP = (names.EMBED_PROJ, "× W_proj → d_model (factorised embedding)")
+
 OUTPUT_STEPS = ((names.LOGITS, "output logits"), (names.PROBS, "softmax → next token"))
+# ELECTRA's discriminator: one "replaced?" logit per token, not a vocabulary (w-bertish)
+REPLACED_STEPS = ((names.LOGITS, "replaced? logit z per token"), (names.PROBS, "σ(z) → P(replaced) per token"))
 
 
 NORM_COMPARE = "norm_vs_batch"  # the stage after every add & norm: LayerNorm vs BatchNorm on its input
@@ -151,6 +156,8 @@ def _inputs(trace: Trace, side: str) -> list[Stage]:
     the stage numbers and the stage shown stay put across the toggle."""
     table = names.side_entry(side, "pos") in trace or trace.config.adds_position_table
     steps = [s for s in INPUT_STEPS if s[0] != "pos" or table]
+    if names.side_entry(side, names.EMBED_PROJ) in trace:
+        steps.append(FACTORISED_STEP)
     return [Stage(names.side_entry(side, k), k, t, words.word(side), side=side) for k, t in steps]
 
 
@@ -207,7 +214,8 @@ def _build_stages(trace: Trace) -> list[Stage]:
             stages += _inputs(trace, side)
             for layer in _layers(trace, names.side_stack(side)):
                 stages += _layer_stages(trace, layer)
-    stages += [Stage(output_key(k), k, t, words.word("output")) for k, t in OUTPUT_STEPS]
+    steps = REPLACED_STEPS if trace.config.replaced_head else OUTPUT_STEPS
+    stages += [Stage(output_key(k), k, t, words.word("output")) for k, t in steps]
     return stages
 
 
@@ -231,6 +239,8 @@ def stage_keys_for_config(config: ModelConfig) -> list[str]:
         entries.append(names.side_entry(side, "tokens"))
         if config.adds_position_table:
             entries.append(names.side_entry(side, "pos"))
+        if config.embed_dim:
+            entries.append(names.side_entry(side, names.EMBED_PROJ))
         count = config.n_encoder_layers if stack == "enc" else config.n_decoder_layers
         for index in range(count):
             layer = names.layer(stack, index)

@@ -1,5 +1,6 @@
-"""BERT and RoBERTa: encoder-only, post-norm, learned positions (RoBERTa's start at padding_idx + 1),
-token-type embeddings, a LayerNorm on the embeddings, and the masked-LM head when the weights have it."""
+"""BERT and RoBERTa (XLM-RoBERTa and CamemBERT have RoBERTa's layout and tensor names): encoder-only, post-norm,
+learned positions (RoBERTa's start at padding_idx + 1), token-type embeddings, a LayerNorm on the embeddings, and
+the masked-LM head when the weights have it."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from attnlab.engine.config import ModelConfig
 
 IGNORABLE = ("position_ids", "token_type_ids")  # index buffers some versions saved
 MLM_ARCHITECTURES = ("ForMaskedLM", "ForPreTraining")
+ROBERTA_LAYOUT = ("roberta", "xlm-roberta", "camembert")  # model types with RoBERTa's tensors and position offset
 NO_HEAD_NOTE = (
     "the weights have no masked-LM head, so the output stage shows each final hidden vector "
     "times the embedding matrix: not trained predictions"
@@ -51,7 +53,7 @@ LAYER_SOURCES = {  # attnlab's names in an encoder layer -> BERT's (weight and b
 
 def names_for(model_type: str) -> dict:
     """HF tensor names that differ between BERT and RoBERTa."""
-    if model_type == "roberta":
+    if model_type in ROBERTA_LAYOUT:
         return {
             "prefixes": ("roberta.",),
             "head": "lm_head.",
@@ -79,7 +81,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     require_value(hf, "position_embedding_type", ("absolute",), "absolute", "only absolute learned positions")
     require_value(hf, "is_decoder", (False,), False, "BERT used as a decoder")
     require_value(hf, "add_cross_attention", (False,), False)
-    roberta = hf["model_type"] == "roberta"
+    roberta = hf["model_type"] in ROBERTA_LAYOUT
     offset = int_field(hf, "pad_token_id", 1) + 1 if roberta else 0
     head = declares_mlm_head(hf)
     vocab = int_field(hf, "vocab_size", required=True)

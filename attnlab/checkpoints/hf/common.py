@@ -41,6 +41,11 @@ FAMILIES = {
     "olmo2": "olmo2",
     "gemma2": "gemma2",
     "gemma3_text": "gemma3",
+    # BERT-like encoders (w-bertish)
+    "xlm-roberta": "bert",
+    "camembert": "bert",
+    "electra": "electra",
+    "albert": "albert",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 # model types attnlab knows and cannot run, with the one reason said instead of the list of supported types

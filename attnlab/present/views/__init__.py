@@ -14,6 +14,7 @@ from attnlab.engine import names
 from attnlab.present.stages import NORM_COMPARE, Stage, ViewState
 from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.attention import map_view, mask_view, qkv_view
+from attnlab.present.views.factorised import FACTORISED, factorised_view
 from attnlab.present.views.ffn import ffn_view
 from attnlab.present.views.heads import heads_view
 from attnlab.present.views.inputs import embed_view, input_sum_view, tokens_view
@@ -55,9 +56,10 @@ BUILDERS: dict[str, Builder] = {
     "qk_norm": qk_norm_view,  # w-norms
     "capped": map_view,
     "post_norm": addnorm_view,
+    FACTORISED: factorised_view,
 }
 # kinds only some imported families' runs have (the classroom models never show them)
-FAMILY_ONLY_KINDS = frozenset({"qk_norm", "capped", "post_norm"})
+FAMILY_ONLY_KINDS = frozenset({"qk_norm", "capped", "post_norm", FACTORISED})  # kinds only imported families have
 
 
 def view_for(trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None) -> Any:

@@ -164,6 +164,12 @@ def input_note(x: np.ndarray, has_pos: bool, token_type: bool, embed_norm: bool)
     return Note(with_pos if has_pos else without_pos, alternatives=(with_pos, without_pos))
 
 
+def input_title(embed_norm: bool, factorised: bool) -> str:
+    if factorised:
+        return "LayerNorm(sum), then × W_proj (next stage)"
+    return "LayerNorm(sum) = layer input" if embed_norm else "sum = layer input"
+
+
 def input_sum_view(
     trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None
 ) -> InputSumView | MessageView:
@@ -171,7 +177,10 @@ def input_sum_view(
     name = names.side_entry(side, "input")
     if name not in trace:
         return MessageView("input", missing_message("The layer input", [name]))
-    x = array(trace, name)  # [T, d]
+    factorised = names.side_entry(side, names.EMBED_PROJ) in trace  # ALBERT, ELECTRA: the next stage widens it
+    if factorised:  # this stage ends at the e-wide LayerNorm(sum); the layer input is the next stage's
+        name = names.norm_entry(names.embed_norm(side), "out")
+    x = array(trace, name)  # [T, d] ([T, e] when factorised)
     labels = tokens(trace, side, x.shape[0])
     embed_name = names.side_entry(side, "embed")
     embed = array(trace, embed_name) if embed_name in trace else None  # [T, d]
@@ -191,7 +200,7 @@ def input_sum_view(
         added=shown(names.side_entry(side, "pos"), added, added_title)
         if added is not None
         else shown(names.side_entry(side, "pos"), np.zeros_like(x), POSITION_OFF_TITLE),
-        input=shown(name, x, "LayerNorm(sum) = layer input" if embed_norm else "sum = layer input"),
+        input=shown(name, x, input_title(embed_norm, factorised)),
         operator="→ LayerNorm →" if embed_norm else "=",
         note=input_note(x, added is not None, token_type is not None, embed_norm),
         embed_values=embed,

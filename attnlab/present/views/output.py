@@ -137,6 +137,10 @@ def output_view(
     kind = stage.kind
     if kind not in trace:
         return MessageView(kind, f"The {kind} are not in this run.")
+    if trace.config.replaced_head:  # ELECTRA's discriminator: P(replaced) per token, not a vocabulary
+        from attnlab.present.views.replaced import replaced_view  # (it builds on this module's OutputView)
+
+        return replaced_view(trace, stage, display)
     table = array(trace, kind)  # [T, V]; the kind is the trace name (names.LOGITS or names.PROBS)
     n_pos = table.shape[0]
     position = min(max(int(display.position), -n_pos), n_pos - 1) % n_pos

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from attnlab.present import words
 from attnlab.present.engine_api import ModelConfig, ResolvedOptions, RunOptions, names
+from attnlab.present.explain_bertish import shared_layers_label
 from attnlab.present.formulas import norm_word, pe_kind
 from attnlab.present.stages import OUTPUT_BOX
 from attnlab.ui.window.errors import guarded_paint
@@ -265,6 +266,9 @@ class Schematic(QWidget):
             r = QRectF(x0 + w - (n_layers - i) * (CHIP + 2), y, CHIP, CHIP)
             chip = "chip-on" if i == self.layer[side] else "chip"
             self.items.append(Item(names.site(names.layer(side, i), "self"), r, str(i + 1), chip))
+        if side == "enc" and self.config is not None and self.config.share_layers:  # ALBERT
+            self.texts.append((QRectF(x0, y + 20, w, 14), shared_layers_label(n_layers), left))
+            return y + 38
         return y + 24
 
     def _column(
