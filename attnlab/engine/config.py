@@ -160,6 +160,7 @@ class ModelConfig:
         """What the scores are divided by besides √d_k: √(query_pre_attn_scalar / d_k) (Gemma 2), else 1."""
         return math.sqrt(self.query_scale_dim / self.d_head) if self.query_scale_dim else 1.0
 
+    @property
     def embed_width(self) -> int:
         """How wide the embedding tables are: embed_dim when factorised (ALBERT, ELECTRA), else d_model."""
         return self.embed_dim or self.d_model
