@@ -286,3 +286,6 @@ FAMILY_CASES = {
         "do_layer_norm_before false: post-norm, no final norm",
     ),
 }
+from hf_tiny_deberta import DEBERTA_CASES  # noqa: E402
+
+FAMILY_CASES.update(DEBERTA_CASES)

@@ -39,7 +39,9 @@ def run(config, state, options: RunOptions | None = None):
     module.eval()
     rec = Recorder(True)
     with torch.inference_mode():
-        logits = module(None, torch.tensor([IDS]), options=options or RunOptions(), rec=rec)
+        ids = torch.tensor([IDS])  # an encoder-only case (DeBERTa) reads them as its source
+        src, tgt = (ids, None) if config.arch == "encoder-only" else (None, ids)
+        logits = module(src, tgt, options=options or RunOptions(), rec=rec)
     return logits, rec.finish(config, (options or RunOptions()).resolved(config), "cpu")
 
 

@@ -33,6 +33,7 @@ FAMILIES = {
     "phi": "phi",
     "gptj": "gptj",
     "opt": "opt",
+    "deberta-v2": "deberta_v2",  # DeBERTa-v2 and v3: disentangled attention
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
