@@ -1,0 +1,173 @@
+"""DeBERTa-v2/v3's disentangled attention, map by map, against transformers' own DisentangledSelfAttention:
+each recorded term (c2c, c2p, p2c) equals what transformers computes for it on the tiny models of
+hf_tiny_deberta.py (the whole-model agreement is test_hf_families.py's, over the same cases); the lazy, eager
+and non-recording paths agree; what attnlab cannot represent is refused in one line naming the field."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+pytest.importorskip("transformers")
+
+from hf_tiny import IDS
+from hf_tiny_deberta import DEBERTA_CASES
+
+from attnlab.checkpoints.errors import CheckpointError
+from attnlab.checkpoints.hf import config_from_hf, convert
+from attnlab.engine import names
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.trace import Recorder
+
+TOL = 1e-4  # the target for fp32 agreement; raw scores reach ~20, so float noise is ~2e-5
+
+
+def built(name: str):
+    case, _ = DEBERTA_CASES[name]
+    model, hf_config = case.build()
+    config, state, _notes = convert(hf_config, model.state_dict())
+    module = Transformer(config)
+    module.load_state_dict(state)
+    return model, hf_config, config, module.eval()
+
+
+def trace_of(config, module, options: RunOptions | None = None, eager: bool = False):
+    rec = Recorder(True, eager=eager)
+    options = options or RunOptions()
+    with torch.inference_mode():
+        logits = module(torch.tensor([IDS]), rec=rec, options=options)
+    return logits, rec.finish(config, options.resolved(config), "cpu")
+
+
+def their_terms(model, layer: int, terms: list[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """transformers' own pieces of one layer, on its own hidden states: Qc Kcᵀ [H, T, T], and the position
+    bias disentangled_attention_bias returns with only `terms` switched on, [H, T, T] (÷ √(dk · full factor))."""
+    base = getattr(model, "deberta", model)
+    ids = torch.tensor([IDS])
+    with torch.no_grad():
+        hidden = base(input_ids=ids, output_hidden_states=True).hidden_states[layer]  # [1, T, d]
+        attention = base.encoder.layer[layer].attention.self
+        q = attention.transpose_for_scores(attention.query_proj(hidden), attention.num_attention_heads)
+        k = attention.transpose_for_scores(attention.key_proj(hidden), attention.num_attention_heads)
+        rel = base.encoder.get_rel_embedding()
+        rel_pos = base.encoder.get_rel_pos(hidden)
+        factor = 1 + sum(t in attention.pos_att_type for t in ("c2p", "p2c"))
+        kept = attention.pos_att_type
+        attention.pos_att_type = terms
+        try:
+            bias = attention.disentangled_attention_bias(q, k, rel_pos, rel, factor)
+        finally:
+            attention.pos_att_type = kept
+    scale = math.sqrt(q.shape[-1] * factor)
+    return q @ k.transpose(-1, -2), bias, torch.tensor(scale)
+
+
+@pytest.mark.parametrize("name", list(DEBERTA_CASES))
+def test_each_term_is_transformers_own(name):
+    model, _hf, config, module = built(name)
+    _logits, trace = trace_of(config, module)
+    for layer in range(config.n_encoder_layers):
+        site = names.site(names.layer("enc", layer), "self")
+        c2c_name, c2p_name, p2c_name = names.term_entries(site)
+        content, _, scale = their_terms(model, layer, [])
+        assert (trace[c2c_name] - content).abs().max() <= TOL
+        for term, entry in (("c2p", c2p_name), ("p2c", p2c_name)):
+            if term not in config.disentangled:
+                assert entry not in trace
+                continue
+            _, bias, _ = their_terms(model, layer, [term])
+            ours = trace[entry] / scale  # the recorded term is before the division, like Qc Kcᵀ
+            assert ours.abs().max() > 0.1, f"{name} layer {layer} {term} is too small to test anything"
+            assert (ours - bias).abs().max() <= TOL, f"{name} layer {layer} {term}"
+        _, both, _ = their_terms(model, layer, list(config.disentangled))
+        total = trace[c2c_name] + sum(trace[e] for e in (c2p_name, p2c_name) if e in trace)
+        assert (trace[names.site_entries(site).scores] - total).abs().max() <= TOL  # the score is their sum
+        assert (trace[names.site_entries(site).scaled] - (content / scale + both)).abs().max() <= TOL
+
+
+def test_the_two_position_terms_read_transposed_distances():
+    """c2p reads row δ(i, j) for query i, p2c row δ(j, i) for key j: swapping them changes the scores."""
+    _model, _hf, config, module = built("deberta-v3")
+    _logits, trace = trace_of(config, module)
+    distance = trace[names.rel_entry("enc", "distance")]
+    assert torch.equal(distance, -distance.T) and distance.abs().max() > config.rel_buckets // 2  # log buckets
+    _c2c, c2p, p2c = names.term_entries("enc.0.self")
+    assert not torch.allclose(trace[c2p], trace[p2c], atol=1e-3)
+
+
+def test_the_distances_are_transformers_buckets():
+    from transformers.models.deberta_v2.modeling_deberta_v2 import build_relative_position
+
+    for name in DEBERTA_CASES:
+        _model, _hf, config, module = built(name)
+        _logits, trace = trace_of(config, module)
+        x = torch.zeros(1, len(IDS), 1)
+        theirs = build_relative_position(x, x, config.rel_buckets or -1, config.rel_max_distance)[0]
+        assert torch.equal(trace[names.rel_entry("enc", "distance")], theirs), name
+
+
+@pytest.mark.parametrize("name", list(DEBERTA_CASES))
+def test_lazy_eager_and_unrecorded_runs_agree(name):
+    _model, _hf, config, module = built(name)
+    logits, lazy = trace_of(config, module)
+    eager_logits, eager = trace_of(config, module, eager=True)
+    with torch.inference_mode():
+        fast = module(torch.tensor([IDS]))  # nothing recorded: the terms folded into the fused kernel's mask
+    assert (fast - logits).abs().max() <= TOL and torch.equal(logits, eager_logits)
+    site = "enc.1.self"
+    for entry in (*names.term_entries(site), *names.site_entries(site)):
+        if entry in eager:
+            assert (lazy[entry] - eager[entry]).abs().max() <= TOL, entry
+
+
+def test_positions_off_drops_the_position_terms_and_keeps_the_scale():
+    _model, _hf, config, module = built("deberta-v3")
+    _logits, trace = trace_of(config, module, RunOptions(positional=False))
+    c2c, c2p, _p2c = names.term_entries("enc.0.self")
+    n = names.site_entries("enc.0.self")
+    assert c2p not in trace and (trace[n.scores] - trace[c2c]).abs().max() <= TOL  # the content term alone
+    assert (trace[n.scaled] - trace[n.scores] / math.sqrt(3 * config.d_head)).abs().max() <= TOL
+    assert trace[n.scores].shape == (4, len(IDS), len(IDS))
+    # without the position terms nothing tells the positions apart: a permuted input permutes the output
+    perm = [3, 1, 7, 0, 2, 6, 4, 5]
+    rec = Recorder(True)
+    with torch.inference_mode():
+        out = module(torch.tensor([IDS]), options=RunOptions(positional=False))
+        shuffled = module(torch.tensor([[IDS[p] for p in perm]]), rec=rec, options=RunOptions(positional=False))
+    assert (out[0, perm] - shuffled[0]).abs().max() <= 1e-4
+
+
+def test_a_head_resplit_splits_the_position_projections_too():
+    _model, _hf, config, module = built("deberta-v2-own-keys")
+    _logits, trace = trace_of(config, module, RunOptions(n_heads=2))
+    _c2c, c2p, _p2c = names.term_entries("enc.0.self")
+    assert trace[c2p].shape == (2, len(IDS), len(IDS))
+    n = names.site_entries("enc.0.self")
+    assert (trace[n.scaled] - trace[n.scores] / math.sqrt(3 * config.d_model // 2)).abs().max() <= TOL
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"conv_kernel_size": 3}, "conv_kernel_size"),
+        ({"embedding_size": 16}, "embedding_size"),
+        ({"pos_att_type": ["c2p", "p2p"]}, "pos_att_type"),
+        ({"attention_head_size": 4}, "attention_head_size"),
+        ({"position_buckets": 4, "max_relative_positions": 3}, "rel_buckets"),
+    ],
+)
+def test_what_attnlab_cannot_represent_is_refused_in_one_line(change, field):
+    _model, hf_config, _config, _module = built("deberta-v3")
+    with pytest.raises(CheckpointError) as refused:
+        config_from_hf({**hf_config, **change})
+    message = str(refused.value)
+    assert field in message and "\n" not in message
+
+
+def test_without_relative_attention_it_is_a_bert_like_encoder():
+    _model, hf_config, _config, _module = built("deberta-v3")
+    config = config_from_hf({**hf_config, "relative_attention": False, "position_biased_input": True})
+    assert config.disentangled == () and config.positional == "learned"
