@@ -107,40 +107,49 @@ def position_terms(
     attention: MultiHeadAttention,
     q: Tensor,
     k: Tensor,
-    relative: RelativeInputs,
+    relative: RelativeInputs | None,
     projections: bool,
     rec: Recorder,
     prefix: str,
-) -> Tensor:
-    """The position terms of one site, summed, before the division by √(dk · scale factor): [B, H, T, T].
-    q, k [B, H, T, dk] (content). Records the site's terms (names.term_entries): c2c derived from Q and K on
-    read, c2p and p2c stored (a term the model does not have is not recorded)."""
-    terms = attention.rel_terms
-    n_heads = q.shape[1]
-    table = relative.table  # [2k, d]
-    B, H, T, _ = q.shape
-    total = torch.zeros(B, H, T, T, dtype=q.dtype, device=q.device)  # [B, H, T, T]
-    c2p = p2c = total
-    if "c2p" in terms:
-        key_proj = attention.w_pk if attention.w_pk is not None else attention.w_k
-        pos_k = _heads(key_proj(table) if projections else table, n_heads)  # [H, 2k, dk]
-        by_row = q @ pos_k.transpose(-1, -2)  # [B, H, T, 2k]: query i against every relative row
-        c2p = by_row.gather(-1, relative.c2p_rows.expand(B, H, T, T))  # [B, H, T, T]: row δ(i, j)
-        total = total + c2p
-    if "p2c" in terms:
-        query_proj = attention.w_pq if attention.w_pq is not None else attention.w_q
-        pos_q = _heads(query_proj(table) if projections else table, n_heads)  # [H, 2k, dk]
-        by_row = k @ pos_q.transpose(-1, -2)  # [B, H, T, 2k]: key j against every relative row
-        p2c = by_row.gather(-1, relative.p2c_rows.expand(B, H, T, T)).transpose(-1, -2)  # [B, H, Tq, Tk]
-        total = total + p2c
+) -> Tensor | None:
+    """The position terms of one site, summed, before the division by √(dk · scale factor): [B, H, T, T];
+    None when the run has no relative inputs (positions off). q, k [B, H, T, dk] (content). Records the site's
+    terms (names.term_entries): c2c derived from Q and K on read, c2p and p2c stored (a term the model does
+    not have, or a run without positions, records none)."""
+    recorded: list[tuple[str, Tensor | Derived]] = []
     if rec.enabled:
         n = names.site_entries(prefix)
-        c2c_name, c2p_name, p2c_name = names.term_entries(prefix)
         content = Derived("scores", (n.q, n.k))
-        kept = ((c2p_name, c2p, "c2p"), (p2c_name, p2c, "p2c"))
-        rec.add(((c2c_name, rec.rule(q @ k.transpose(-1, -2), content) if rec.eager else content),))
-        rec.add((name, value) for name, value, term in kept if term in terms)
+        recorded.append((names.term_entries(prefix)[0], rec.rule(q @ k.transpose(-1, -2), content) if rec.eager else content))
+    if relative is None:
+        rec.add(recorded)
+        return None
+    B, H, T, _ = q.shape
+    total: Tensor | None = None
+    for term, name in zip(("c2p", "p2c"), names.term_entries(prefix)[1:], strict=True):
+        if term in attention.rel_terms:
+            value = one_term(attention, term, q if term == "c2p" else k, relative, projections)  # [B, H, T, T]
+            recorded.append((name, value))
+            total = value if total is None else total + value
+    rec.add(recorded)
     return total
+
+
+def one_term(
+    attention: MultiHeadAttention, term: str, content: Tensor, relative: RelativeInputs, projections: bool
+) -> Tensor:
+    """c2p: Qc_i · Kr_δ(i,j) from the queries; p2c: Kc_j · Qr_δ(j,i) from the keys. content [B, H, T, dk]
+    (Q for c2p, K for p2c) -> [B, H, Tq, Tk]."""
+    B, H, T, _ = content.shape
+    if term == "c2p":
+        proj, rows = (attention.w_pk or attention.w_k), relative.c2p_rows
+    else:
+        proj, rows = (attention.w_pq or attention.w_q), relative.p2c_rows
+    table = relative.table  # [2k, d]
+    position = _heads(proj(table) if projections else table, H)  # [H, 2k, dk]: Kr (c2p) or Qr (p2c)
+    by_row = content @ position.transpose(-1, -2)  # [B, H, T, 2k]: each token against every relative row
+    gathered = by_row.gather(-1, rows.expand(B, H, T, T))  # [B, H, T, T]: [i, j] reads row rows[i, j]
+    return gathered if term == "c2p" else gathered.transpose(-1, -2)  # p2c was [key j, query i]
 
 
 def scale_factor(config: ModelConfig) -> int:

@@ -268,7 +268,7 @@ class MultiHeadAttention(nn.Module):
             n = names.site_entries(prefix)
             rec.add(((n.q, q), (n.k, k), (n.v, v)))
         bias = None  # DeBERTa's position terms [B, H, Tq, Tk]
-        if relative is not None and self.rel_terms:
+        if self.rel_terms:  # None when the positions are off (only c2c is recorded then)
             bias = disentangled.position_terms(self, q, k, relative, projections, rec, prefix)
         context = attend(q, k, v, mask, scale, rec, prefix, ablate, self.score_divisor, bias)  # [B, H, Tq, dk]
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
