@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from attnlab.engine import names
 from attnlab.present import explain_imported
 from attnlab.present import formulas as fm
+from attnlab.present.disentangled import disentangled_page
 from attnlab.present.explain_attention import attention_page
 from attnlab.present.explain_inputs import inputs_page
 from attnlab.present.explain_layers import addnorm_page, ffn_page, norm_compare_page
@@ -69,6 +70,9 @@ def _output(stage: Stage, trace: Trace) -> str:
 
 def explanation_html(stage: Stage, trace: Trace) -> str:
     """A short explanation of `stage` with its formula and the live shapes from `trace` (HTML)."""
+    deberta = disentangled_page(stage, trace)  # DeBERTa's score terms, their sum and its scale
+    if deberta is not None:
+        return deberta + explain_imported.extra_notes(stage, trace)
     imported = explain_imported.imported_explanation(stage, trace)  # RMSNorm, SwiGLU, GQA
     if imported is not None:
         return imported

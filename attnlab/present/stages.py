@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names, option_rules
 from attnlab.engine.options import RunOptions
-from attnlab.present import formulas, words
+from attnlab.present import disentangled, formulas, words
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
     from attnlab.engine.config import ModelConfig
@@ -91,6 +91,7 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
         k: (t if k != "scaled" or (scale and divisor is None) else formulas.scaled_title(scale, divisor))
         for k, t in ATTENTION_STEPS
     }
+    titles = disentangled.with_terms(trace.config, titles, scale)  # DeBERTa: c2c, c2p, p2c before their sum
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in titles.items()]
 
 
@@ -226,6 +227,7 @@ def _group_prefix(key: str) -> str:
 # The site steps each attention stage kind shows.
 _SITE_TENSORS = {
     "qkv": ("q", "k", "v"),
+    **{term: (term,) for term in names.DISENTANGLED_TERMS},  # DeBERTa's score terms
     "scores": ("scores",),
     "scaled": ("scaled",),
     "scale_why": ("scores", "scaled"),

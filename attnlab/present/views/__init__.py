@@ -14,6 +14,7 @@ from attnlab.engine import names
 from attnlab.present.stages import NORM_COMPARE, Stage, ViewState
 from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.attention import map_view, mask_view, qkv_view
+from attnlab.present.views.disentangled import term_view
 from attnlab.present.views.ffn import ffn_view
 from attnlab.present.views.heads import heads_view
 from attnlab.present.views.inputs import embed_view, input_sum_view, tokens_view
@@ -51,6 +52,7 @@ BUILDERS: dict[str, Builder] = {
     names.PROBS: output_view,
     NORM_COMPARE: norm_compare_view,
     "scale_why": scale_why_view,
+    **{term: term_view for term in names.DISENTANGLED_TERMS},  # DeBERTa's score terms
 }
 
 
