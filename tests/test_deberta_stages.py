@@ -102,7 +102,9 @@ def test_the_pages_state_the_models_formulas_and_scale(model):
     assert f"√(3 · {dk}) ≈ {math.sqrt(3 * dk):.2f}" in scaled and "√(3 · d<sub>k</sub>)" in scaled
     assert "δ(i, j)" in explanation_html(by_key["enc.0.self.c2p"], trace)
     assert "δ(j, i)" in explanation_html(by_key["enc.0.self.p2c"], trace)
-    assert "S = A<sup>c→c</sup> + A<sup>c→p</sup> + A<sup>p→c</sup>" in explanation_html(by_key["enc.0.self.scores"], trace)
+    assert "S = A<sup>c→c</sup> + A<sup>c→p</sup> + A<sup>p→c</sup>" in explanation_html(
+        by_key["enc.0.self.scores"], trace
+    )
     shared = "share_att_key" in explanation_html(by_key["enc.0.self.c2p"], trace)
     assert shared == trace.config.rel_share_key
 

@@ -120,7 +120,9 @@ def position_terms(
     if rec.enabled:
         n = names.site_entries(prefix)
         content = Derived("scores", (n.q, n.k))
-        recorded.append((names.term_entries(prefix)[0], rec.rule(q @ k.transpose(-1, -2), content) if rec.eager else content))
+        recorded.append(
+            (names.term_entries(prefix)[0], rec.rule(q @ k.transpose(-1, -2), content) if rec.eager else content)
+        )
     if relative is None:
         rec.add(recorded)
         return None

@@ -33,7 +33,10 @@ LAYER_SOURCES = {  # attnlab's names in an encoder layer -> DeBERTa's (weight an
     "ffn.lin2": "output.dense",
     "norm2": "output.LayerNorm",
 }
-POSITION_SOURCES = {"c2p": ("self_attn.w_pk", "attention.self.pos_key_proj"), "p2c": ("self_attn.w_pq", "attention.self.pos_query_proj")}
+POSITION_SOURCES = {
+    "c2p": ("self_attn.w_pk", "attention.self.pos_key_proj"),
+    "p2c": ("self_attn.w_pq", "attention.self.pos_query_proj"),
+}
 HEADS = {  # head layout -> (dense, norm, decoder, bias) as bert.take_head reads them
     "legacy": (
         "cls.predictions.transform.dense",
@@ -138,7 +141,11 @@ def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) ->
         out["rel.embed.weight"] = t("encoder.rel_embeddings.weight")
         if config.rel_norm:
             out["rel.norm.weight"], out["rel.norm.bias"] = t("encoder.LayerNorm.weight"), t("encoder.LayerNorm.bias")
-    own = {} if config.rel_share_key else {ours: theirs for term, (ours, theirs) in POSITION_SOURCES.items() if term in config.disentangled}
+    own = (
+        {}
+        if config.rel_share_key
+        else {ours: theirs for term, (ours, theirs) in POSITION_SOURCES.items() if term in config.disentangled}
+    )
     for i in range(config.n_encoder_layers):
         take_linears(t, f"encoder.layer.{i}", f"encoder.{i}", {**LAYER_SOURCES, **own}, out)
     take_head(t, config, *HEADS[head_layout(hf)], out)
