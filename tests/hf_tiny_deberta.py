@@ -44,8 +44,10 @@ def v2_own_keys():
 
 
 def c2p_only():
-    """Only content → position (scale factor 2), no head."""
-    return deberta(head="none", pos_att_type=["c2p"], max_relative_positions=5, norm_rel_ebd="layer_norm")
+    """Only content → position (scale factor 2), no head; d 48 (dₖ 12: √(2·12) is not a power of two)."""
+    return deberta(
+        head="none", pos_att_type=["c2p"], max_relative_positions=5, norm_rel_ebd="layer_norm", hidden_size=48
+    )
 
 
 DEBERTA_CASES = {
@@ -59,6 +61,6 @@ DEBERTA_CASES = {
     ),
     "deberta-c2p-only": (
         Case("deberta-c2p-only", c2p_only, "encoder-only", has_logits=False),
-        "pos_att_type c2p only: ÷ √(2dₖ), no head",
+        "pos_att_type c2p only: ÷ √(2dₖ), dₖ 12, no head",
     ),
 }

@@ -128,3 +128,28 @@ def test_other_models_have_no_term_stages(tiny_model):
 @pytest.mark.parametrize("options", [RunOptions(), RunOptions(n_heads=2), RunOptions(positional=False)])
 def test_the_budget_counts_the_stored_terms(model, options):
     assert_estimate_close(model, options, LONG_SRC, "")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        RunOptions(),
+        RunOptions(pad_to=12),
+        RunOptions(n_heads=2, scale=False),
+        RunOptions(positional=False),
+        RunOptions(pad_to=10).with_custom_mask("enc.0.self", [(1, k) for k in range(10)]),
+        RunOptions(ablate=(("enc.1.self", 1, "zero"),)),
+    ],
+    ids=["plain", "padding", "two heads, scale off", "positions off", "blocked row", "ablated head"],
+)
+def test_every_entry_of_a_lazy_trace_equals_the_eager_one(model, options):
+    """The recording that derives entries on read and the one that keeps every value hold the same entries,
+    equal (DeBERTa's sites take the step-by-step path in both; their c2c is a rule on Q and K)."""
+    from test_trace_derived import assert_equal_values, run_both
+
+    lazy, eager, _logits = run_both(model, options)
+    assert set(eager.names()) <= set(lazy.names())  # the lazy one adds the tokens LiveModel records
+    assert {names.site_entry("enc.0.self", t) for t in ("c2c", "scores", "weights")} <= set(eager.names())
+    for name in eager.names():
+        if isinstance(eager[name], torch.Tensor) and eager[name].is_floating_point():
+            assert_equal_values(name, lazy[name], eager[name], tol=1e-5)
