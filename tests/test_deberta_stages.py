@@ -153,3 +153,18 @@ def test_every_entry_of_a_lazy_trace_equals_the_eager_one(model, options):
     for name in eager.names():
         if isinstance(eager[name], torch.Tensor) and eager[name].is_floating_point():
             assert_equal_values(name, lazy[name], eager[name], tol=1e-5)
+
+
+def test_the_positions_toggle_means_the_relative_terms_for_deberta(model):
+    """The positions switch is not 'meaningless' for a model without a position table: it drops c2p and p2c,
+    and the banner says the run departs from training."""
+    from attnlab.engine import option_rules
+    from attnlab.engine.option_specs import POSITIONAL
+
+    check = POSITIONAL.controls[0]
+    assert check.unavailable(model.config, RunOptions()) is None
+    assert "c2p" in check.text_for(model.config)
+    reasons = option_rules.departures(model.config, RunOptions(positional=False), lambda: None)
+    assert any("relative" in r for r in reasons)
+    plain = model.config.__class__(arch="encoder-only", positional="none", n_decoder_layers=0)
+    assert check.unavailable(plain, RunOptions()) is not None  # a model with no positions at all
