@@ -110,6 +110,9 @@ LAYOUTS = {
     "t5 tokenizer.json": _json_of("t5-spm", "t5"),
     "xlm-roberta sentencepiece.bpe.model": _plain("xlmr-spm"),
     "deberta-v2 spm.model": _plain("deberta-spm"),
+    "deberta-v2 spm.model, lower-cased, split by punctuation": _plain(
+        "deberta-spm", do_lower_case=True, split_by_punct=True
+    ),
     "deberta-v2 tokenizer.json": _json_of("deberta-spm", "deberta-v2"),
 }
 
@@ -235,7 +238,10 @@ def test_a_post_processor_that_cannot_be_run_is_one_problem(sources, tmp_path):
     assert tok is None and len(problems.items) == 1 and "\n" not in problems.items[0]
 
 
-@pytest.mark.parametrize("layout", ["deberta-v2 spm.model", "deberta-v2 tokenizer.json"])
+@pytest.mark.parametrize(
+    "layout",
+    ["deberta-v2 spm.model", "deberta-v2 spm.model, lower-cased, split by punctuation", "deberta-v2 tokenizer.json"],
+)
 def test_deberta_spm_is_read_as_transformers_reads_it(layout, sources, tmp_path):
     """transformers 5 reads spm.model with DebertaV2Tokenizer's own normaliser (NFC, not SentencePiece's NFKC:
     'ﬁ' and '①' stay unknown) and adds [MASK] after the pieces; attnlab does the same."""

@@ -32,7 +32,7 @@ def deberta_tokenizer(folder: Path, tok_config: dict[str, Any]) -> Any:  # a tok
     names = {n: token_name(tok_config, n, SPECIALS.get(n, "[MASK]")) for n in SPECIALS_ORDER}
     unk = (names["unk"], 0.0)
     tok = Tokenizer(models.Unigram(vocab, unk_id=vocab.index(unk) if unk in vocab else 1, byte_fallback=False))
-    steps = [normalizers.Lowercase()] if tok_config.get("do_lower_case") else []
+    steps: list[Any] = [normalizers.Lowercase()] if tok_config.get("do_lower_case") else []
     steps += [normalizers.Replace(Regex(r"\s{2,}|[\n\r\t]"), " "), normalizers.NFC(), normalizers.Strip(False, True)]
     tok.normalizer = normalizers.Sequence(steps)
     scheme = "always" if tok_config.get("add_prefix_space", True) else "first"
