@@ -171,3 +171,48 @@ def test_without_relative_attention_it_is_a_bert_like_encoder():
     _model, hf_config, _config, _module = built("deberta-v3")
     config = config_from_hf({**hf_config, "relative_attention": False, "position_biased_input": True})
     assert config.disentangled == () and config.positional == "learned"
+
+
+def test_a_saved_folder_opens_with_its_spm_tokenizer_and_agrees(tmp_path):
+    """A folder as save_pretrained writes it, with DeBERTa-v3's spm.model: attnlab opens it (importer, tokenizer,
+    LiveModel) and its trace of a typed sentence agrees with transformers on the ids AutoTokenizer gives."""
+    pytest.importorskip("sentencepiece")
+    import shutil
+
+    import tokenizer_layouts as L
+    import transformers
+    from test_tokenizer_layouts import DEBERTA_SPM
+
+    from attnlab.checkpoints.loader import load_checkpoint
+
+    (tmp_path / "spm").mkdir()
+    spm = L.sentencepiece_model(tmp_path / "spm", "spm.model", "deberta-v2", "unigram", **DEBERTA_SPM)
+    auto = transformers.AutoTokenizer.from_pretrained(str(spm))
+    case, _ = DEBERTA_CASES["deberta-v3"]
+    model, _hf = case.build()
+    model.resize_token_embeddings(len(auto))  # the vocabulary the tokenizer numbers
+    folder = tmp_path / "model"
+    model.save_pretrained(str(folder))
+    shutil.copy(spm / "spm.model", folder / "spm.model")
+    live = load_checkpoint(folder)
+    text = "the small dog sees the black cat"
+    trace = live.trace(text, "")
+    ids = auto(text)["input_ids"]
+    assert trace["src.ids"].tolist() == ids
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([ids]), output_attentions=True)
+    for layer, theirs in enumerate(out.attentions):
+        assert (trace[f"enc.{layer}.self.weights"] - theirs[0]).abs().max() <= TOL
+    assert (trace["logits"] - out.logits[0]).abs().max() <= TOL
+
+
+@pytest.mark.parametrize("name", list(DEBERTA_CASES))
+def test_the_parameter_count_counts_the_relative_parts(name):
+    """What the config says the relative table, its norm and the position projections add (known before the
+    model is built, for attnlab's size caps) is what the module holds."""
+    import dataclasses
+
+    _model, _hf, config, module = built(name)
+    plain = dataclasses.replace(config, rel_terms="", rel_span=0, rel_norm=False, rel_share_key=False)
+    held = sum(p.numel() for n, p in module.named_parameters() if n.startswith("rel.") or ".w_p" in n)
+    assert held > 0 and config.parameter_count() - plain.parameter_count() == held

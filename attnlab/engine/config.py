@@ -288,7 +288,7 @@ class ModelConfig:
         )
         final = norms * (int(self.has_encoder) + int(self.has_decoder)) if self.final_norm else 0
         out = 0 if self.tie_output else self.out_vocab_size * d + b * self.out_vocab_size
-        return enc + dec + embeddings + positions + final + out
+        return enc + dec + embeddings + positions + final + out + relative_parameter_count(self)
 
     def validate(self) -> ModelConfig:
         problems = self.problems()
@@ -332,3 +332,12 @@ def disentangled_problems(config: ModelConfig) -> list[str]:
     if config.rel_buckets < 0 or (config.rel_buckets > 0 and config.rel_max_distance - 1 <= config.rel_buckets // 2):
         p.append("rel_buckets needs rel_max_distance - 1 larger than half of rel_buckets (the log buckets' range)")
     return p
+
+
+def relative_parameter_count(config: ModelConfig) -> int:
+    """DeBERTa's relative table [2k, d], its LayerNorm and each layer's own position projections (0 without)."""
+    if not config.disentangled:
+        return 0
+    d = config.d_model
+    own = 0 if config.rel_share_key else len(config.disentangled)
+    return 2 * config.rel_span * d + 2 * d * int(config.rel_norm) + config.n_encoder_layers * own * (d * d + d)
