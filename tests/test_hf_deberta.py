@@ -216,3 +216,25 @@ def test_the_parameter_count_counts_the_relative_parts(name):
     plain = dataclasses.replace(config, rel_terms="", rel_span=0, rel_norm=False, rel_share_key=False)
     held = sum(p.numel() for n, p in module.named_parameters() if n.startswith("rel.") or ".w_p" in n)
     assert held > 0 and config.parameter_count() - plain.parameter_count() == held
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        RunOptions().with_causal("enc.self", True),
+        RunOptions(projections=False),
+        RunOptions(n_heads=8, norm="pre"),
+        RunOptions(scale=False),
+    ],
+    ids=["causal encoder", "projections off", "eight heads, pre-norm", "scale off"],
+)
+def test_the_fused_path_folds_the_terms_as_the_steps_add_them(options):
+    """With nothing recorded the terms go into the fused kernel's mask (a causal-only mask included, which a
+    plain run leaves to the kernel); the logits equal the step-by-step recording's."""
+    _model, _hf, config, module = built("deberta-v3")
+    options = options.validate(config)
+    recorded, _trace = trace_of(config, module, options)
+    with torch.inference_mode():
+        fast = module(torch.tensor([IDS]), options=options)
+    base, _ = trace_of(config, module)
+    assert (fast - recorded).abs().max() <= TOL and not torch.allclose(recorded, base)
