@@ -168,3 +168,13 @@ def test_the_positions_toggle_means_the_relative_terms_for_deberta(model):
     assert any("relative" in r for r in reasons)
     plain = model.config.__class__(arch="encoder-only", positional="none", n_decoder_layers=0)
     assert check.unavailable(plain, RunOptions()) is not None  # a model with no positions at all
+
+
+def test_why_scale_shows_the_division_this_model_makes(model):
+    """The "why ÷ √dₖ?" stage compares the scores before and after DeBERTa's own division, √(3·dₖ)."""
+    trace = model.trace(SRC, "")
+    stage = next(s for s in stages_for(trace) if s.key == "enc.0.self.scale_why")
+    shown = view_for(trace, stage, ViewState())
+    dk = trace.config.d_model // trace.config.n_heads
+    np.testing.assert_allclose(shown.stats.scaled, shown.stats.raw / math.sqrt(3 * dk), rtol=1e-6)
+    assert f"√(3·dₖ) ≈ {math.sqrt(3 * dk):.2f}" in shown.heading

@@ -76,6 +76,14 @@ def scaled_formula(config: ModelConfig, scale: bool) -> str:
     return f"S′ = S / √({scale_factor(config)} · {DK}) &nbsp; (1 + {len(config.disentangled)} position terms)"
 
 
+def scale_why_words(config: ModelConfig, dk: int) -> str:
+    """What the "why ÷ √dₖ?" heading adds for DeBERTa: the division its scaled scores had ('' for others)."""
+    if not config.disentangled:
+        return ""
+    factor = scale_factor(config)
+    return f" · this model divides by √({factor}·dₖ) ≈ {math.sqrt(factor * dk):.2f}"
+
+
 def scaled_note(config: ModelConfig, dk: int) -> str:
     """The sentence under DeBERTa's ÷ map: the divisor with this run's numbers."""
     factor = scale_factor(config)
