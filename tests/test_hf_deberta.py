@@ -204,6 +204,19 @@ def test_a_saved_folder_opens_with_its_spm_tokenizer_and_agrees(tmp_path):
     for layer, theirs in enumerate(out.attentions):
         assert (trace[f"enc.{layer}.self.weights"] - theirs[0]).abs().max() <= TOL
     assert (trace["logits"] - out.logits[0]).abs().max() <= TOL
+    # padded with 4 [PAD]: the real tokens agree with transformers given the attention mask (DeBERTa also masks the
+    # padded queries and zeroes their embeddings, which changes only the padded positions)
+    short = "the small dog"
+    padded = live.trace(short, "", RunOptions(pad_to=len(auto(short)["input_ids"]) + 4))
+    real = padded["src.ids"] != auto.pad_token_id  # [T]
+    assert int((~real).sum()) == 4
+    with torch.no_grad():
+        out = model(input_ids=padded["src.ids"][None], attention_mask=real[None].long(), output_attentions=True)
+    for layer, theirs in enumerate(out.attentions):
+        ours = padded[f"enc.{layer}.self.weights"][:, real]  # [H, real queries, T]
+        assert (ours[:, :, real] - theirs[0][:, real][:, :, real]).abs().max() <= TOL
+        assert ours[:, :, ~real].abs().max() == 0  # no weight on padding
+    assert (padded["logits"][real] - out.logits[0][real]).abs().max() <= TOL
 
 
 @pytest.mark.parametrize("name", list(DEBERTA_CASES))
