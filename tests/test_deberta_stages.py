@@ -101,7 +101,7 @@ def test_the_pages_state_the_models_formulas_and_scale(model):
     scaled = explanation_html(by_key["enc.0.self.scaled"], trace)
     assert f"√(3 · {dk}) ≈ {math.sqrt(3 * dk):.2f}" in scaled and "√(3 · d<sub>k</sub>)" in scaled
     assert "δ(i, j)" in explanation_html(by_key["enc.0.self.c2p"], trace)
-    assert "δ(j, i)" in explanation_html(by_key["enc.0.self.p2c"], trace)
+    assert "−bucket(j − i)" in explanation_html(by_key["enc.0.self.p2c"], trace)
     assert "S = A<sup>c→c</sup> + A<sup>c→p</sup> + A<sup>p→c</sup>" in explanation_html(
         by_key["enc.0.self.scores"], trace
     )
@@ -178,3 +178,14 @@ def test_why_scale_shows_the_division_this_model_makes(model):
     dk = trace.config.d_model // trace.config.n_heads
     np.testing.assert_allclose(shown.stats.scaled, shown.stats.raw / math.sqrt(3 * dk), rtol=1e-6)
     assert f"√(3·dₖ) ≈ {math.sqrt(3 * dk):.2f}" in shown.heading
+
+
+def test_both_position_terms_read_the_same_row_in_each_cell(model):
+    """transformers gathers p2c with clamp(−bucket(j − i) + k) key by key and transposes: each cell lands on
+    the row c2p reads (the δ maps of the two panels are equal, and both are clamp(bucket(i − j) + k))."""
+    trace = model.trace(SRC, "")
+    stages = {s.kind: s for s in stages_for(trace) if s.site == "enc.0.self"}
+    c2p_rows, p2c_rows = (view_for(trace, stages[t], ViewState()).rows.matrix for t in ("c2p", "p2c"))
+    np.testing.assert_array_equal(c2p_rows, p2c_rows)
+    distance = trace[names.rel_entry("enc", "distance")].numpy()  # bucket(i - j)
+    np.testing.assert_array_equal(c2p_rows, np.clip(distance + trace.config.rel_span, 0, 2 * trace.config.rel_span - 1))

@@ -88,8 +88,9 @@ def test_each_term_is_transformers_own(name):
         assert (trace[names.site_entries(site).scaled] - (content / scale + both)).abs().max() <= TOL
 
 
-def test_the_two_position_terms_read_transposed_distances():
-    """c2p reads row δ(i, j) for query i, p2c row δ(j, i) for key j: swapping them changes the scores."""
+def test_the_two_position_terms_read_the_same_rows_with_different_content():
+    """c2p meets row δ(i, j) with query i's content, p2c (gathered key by key on the negated, transposed
+    distance) meets the same row with key j's: the buckets are odd (bucket(−x) = −bucket(x)), the maps differ."""
     _model, _hf, config, module = built("deberta-v3")
     _logits, trace = trace_of(config, module)
     distance = trace[names.rel_entry("enc", "distance")]

@@ -1,12 +1,14 @@
 """DeBERTa-v2/v3's disentangled attention: the position terms added to an encoder site's content scores.
 
-    score(i, j) = ( Qc_i · Kc_j  +  Qc_i · Kr_δ(i,j)  +  Kc_j · Qr_δ(j,i) ) / √(dk · (1 + number of terms))
+    score(i, j) = ( Qc_i · Kc_j  +  Qc_i · Kr_δ(i,j)  +  Kc_j · Qr_δ(i,j) ) / √(dk · (1 + number of terms))
                     content→content  content→position    position→content
 
 Kr = R W_K' and Qr = R W_Q' are the relative embedding table R [2k, d] (after its own LayerNorm) through the
 position projections (W_K' = W_K and W_Q' = W_Q when share_att_key), split into the run's heads. δ(i, j) is
 the row of R that distance i - j reads: i - j (log-bucketed past k/2 when position_buckets is set), shifted by
-k and clamped to [0, 2k - 1]. The arithmetic is transformers' DisentangledSelfAttention
+k and clamped to [0, 2k - 1]. p2c is computed key by key: key j against row clamp(-bucket(j - i) + k), the
+map then transposed; as bucket(-x) = -bucket(x) that is cell (i, j)'s row δ(i, j) again (the paper writes
+δ(j, i) for the distance seen from the key). The arithmetic is transformers' DisentangledSelfAttention
 (modeling_deberta_v2.py: build_relative_position, make_log_bucket_position, disentangled_attention_bias).
 
 Shapes: B batch, H heads, T tokens, dk = d/H, k = rel_span.
@@ -140,8 +142,8 @@ def position_terms(
 def one_term(
     attention: MultiHeadAttention, term: str, content: Tensor, relative: RelativeInputs, projections: bool
 ) -> Tensor:
-    """c2p: Qc_i · Kr_δ(i,j) from the queries; p2c: Kc_j · Qr_δ(j,i) from the keys. content [B, H, T, dk]
-    (Q for c2p, K for p2c) -> [B, H, Tq, Tk]."""
+    """c2p: Qc_i · Kr_δ(i,j) from the queries; p2c: Kc_j · Qr_δ(i,j) from the keys (gathered key by key).
+    content [B, H, T, dk] (Q for c2p, K for p2c) -> [B, H, Tq, Tk]."""
     B, H, T, _ = content.shape
     if term == "c2p":
         proj, rows = (attention.w_pk or attention.w_k), relative.c2p_rows

@@ -29,8 +29,8 @@ FORMULAS = {
         "δ(i, j) = clamp(bucket(i − j) + k, 0, 2k − 1)"
     ),
     "p2c": (
-        "A<sup>p→c</sup><sub>ij</sub> = Kc<sub>j</sub> · Qr<sub>δ(j,i)</sub>, &nbsp; Qr = R W<sub>Q,r</sub>, &nbsp; "
-        "δ(j, i) = clamp(bucket(j − i) + k, 0, 2k − 1)"
+        "A<sup>p→c</sup><sub>ij</sub> = Kc<sub>j</sub> · Qr<sub>δ(i,j)</sub>, &nbsp; Qr = R W<sub>Q,r</sub>, &nbsp; "
+        "δ(i, j) = clamp(−bucket(j − i) + k, 0, 2k − 1)"
     ),
 }
 WHAT = {
@@ -39,7 +39,10 @@ WHAT = {
     "c2p": "How much the word at query i wants to look at a key at a given relative distance: query i against "
     "the projected relative embedding of the distance from i to j.",
     "p2c": "How much the word at key j wants to be looked at from a given relative distance: key j against the "
-    "projected relative embedding of the distance from j to i (the transposed distance).",
+    "projected relative embedding of the query's position seen from j. It is gathered key by key, with the "
+    "distance j − i negated (the transposed distance), and the map turned back to queries × keys; as "
+    "bucket(−x) = −bucket(x) each cell reads the same row δ(i, j) as content → position, met by the key's "
+    "content instead of the query's.",
 }
 
 
