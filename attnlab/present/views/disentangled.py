@@ -16,6 +16,11 @@ from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
 from attnlab.present.views.site import SiteView
 
+CELL = {
+    "c2c": "cell (i, j) = Qcᵢ · Kcⱼ",
+    "c2p": "cell (i, j) = Qcᵢ · Kr[δ(i, j)]",
+    "p2c": "cell (i, j) = Kcⱼ · Qr[δ(i, j)]",
+}
 POSITIONS_OFF = "The positions are switched off in this run: there is no {term} term, only content → content."
 
 
@@ -25,7 +30,8 @@ class TermView:
     None for c2c."""
 
     kind: str
-    matrix: MatrixView
+    heading: str  # the term, the site, the head
+    matrix: MatrixView  # titled with what a cell is
     rows: MatrixView | None
     note: str
     head: int
@@ -52,8 +58,10 @@ def term_view(
         return MessageView(kind, f"This run did not record {name}.")
     sv = SiteView(trace, site, display, vocab)
     matrix = array(trace, name)[sv.head]  # [Tq, Tk]
-    title = f"{TITLES[kind]} · {sv.name} · {sv.head_text}"
-    shown = matrix_view(name, matrix, sv.rows, title, cols=sv.cols, symmetric=True, axes=(sv.query_axis, sv.key_axis))
+    heading = f"{TITLES[kind]} · {sv.name} · {sv.head_text}"
+    shown = matrix_view(
+        name, matrix, sv.rows, CELL[kind], cols=sv.cols, symmetric=True, axes=(sv.query_axis, sv.key_axis)
+    )
     rows = None
     if kind != "c2c":
         rows = matrix_view(
@@ -67,4 +75,4 @@ def term_view(
         )
     spread = f"Values range from {matrix.min():.2f} to {matrix.max():.2f}." if matrix.size else ""
     note = f"{spread} Added, cell by cell, into the score with the other terms; divided by the scale after."
-    return TermView(kind, shown, rows, note, sv.head, sv.n_heads)
+    return TermView(kind, heading, shown, rows, note, sv.head, sv.n_heads)

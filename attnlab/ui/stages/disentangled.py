@@ -42,7 +42,7 @@ class ScoreTermPanel(StagePanel):
             self._data = {"message": shown.message, "kind": shown.kind}
             return
         draw_matrix(self._map, shown.matrix, view.colormap)
-        self._header.show_text(shown.matrix.title)
+        self._header.show_text(shown.heading)
         self._rows_box.setVisible(shown.rows is not None)
         if shown.rows is not None:
             draw_matrix(self._rows, shown.rows, view.colormap)
