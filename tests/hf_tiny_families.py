@@ -297,3 +297,6 @@ FAMILY_CASES.update(NORMS_CASES)
 from hf_tiny_bertish import BERTISH_CASES  # noqa: E402  (w-bertish: XLM-R, CamemBERT, ELECTRA, ALBERT)
 
 FAMILY_CASES.update(BERTISH_CASES)
+from hf_tiny_deberta import DEBERTA_CASES  # noqa: E402
+
+FAMILY_CASES.update(DEBERTA_CASES)

@@ -8,6 +8,7 @@ import torch
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
+from attnlab.engine.names import DISENTANGLED_TERMS
 from attnlab.engine.options import RunOptions
 from attnlab.present.explain import explanation_html
 from attnlab.present.stages import (
@@ -82,6 +83,7 @@ def test_registry_covers_every_pipeline_kind():
     steps = ATTENTION_STEPS + INPUT_STEPS + OUTPUT_STEPS + (FACTORISED_STEP,)
     kinds = {k for k, _ in steps} | {"addnorm", NORM_COMPARE, "ffn"}
     kinds |= FAMILY_ONLY_KINDS  # the stages of imported families' mechanisms (QK-norm, soft-capping, …)
+    kinds |= set(DISENTANGLED_TERMS)  # DeBERTa's score terms (test_deberta_stages.py)
     for kind in kinds:
         assert kind in panel_class_for(kind).kinds
     assert {k for cls in PANEL_CLASSES for k in cls.kinds} == kinds

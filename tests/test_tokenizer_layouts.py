@@ -20,6 +20,10 @@ import tokenizer_layouts as L  # noqa: E402
 
 LLAMA_SPM = {}  # SentencePiece BPE with byte fallback, Llama's ids: <unk> 0, <s> 1, </s> 2
 T5_SPM = {"pad_id": 0, "eos_id": 1, "unk_id": 2, "bos_id": -1}
+DEBERTA_SPM = {  # DeBERTa-v3's spm.model: [PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3
+    **{"pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3},
+    **{"pad_piece": "[PAD]", "bos_piece": "[CLS]", "eos_piece": "[SEP]", "unk_piece": "[UNK]"},
+}
 
 
 def _copy(source: Path, folder: Path) -> Path:
@@ -40,6 +44,7 @@ def sources(tmp_path_factory) -> dict[str, Path]:
         ("llama-spm", lambda d: L.sentencepiece_model(d, "tokenizer.model", "llama")),
         ("t5-spm", lambda d: L.sentencepiece_model(d, "spiece.model", "t5", "unigram", **T5_SPM)),
         ("xlmr-spm", lambda d: L.sentencepiece_model(d, "sentencepiece.bpe.model", "xlm-roberta", "unigram")),
+        ("deberta-spm", lambda d: L.sentencepiece_model(d, "spm.model", "deberta-v2", "unigram", **DEBERTA_SPM)),
     ):
         made[name] = build(tmp_path_factory.mktemp(name))
     return made
@@ -104,6 +109,11 @@ LAYOUTS = {
     "t5 spiece.model": _plain("t5-spm"),
     "t5 tokenizer.json": _json_of("t5-spm", "t5"),
     "xlm-roberta sentencepiece.bpe.model": _plain("xlmr-spm"),
+    "deberta-v2 spm.model": _plain("deberta-spm"),
+    "deberta-v2 spm.model, lower-cased, split by punctuation": _plain(
+        "deberta-spm", do_lower_case=True, split_by_punct=True
+    ),
+    "deberta-v2 tokenizer.json": _json_of("deberta-spm", "deberta-v2"),
 }
 
 
@@ -135,6 +145,8 @@ PAIRS = [
     "roberta tokenizer.json",
     "xlm-roberta sentencepiece.bpe.model",
     "bert tokenizer.json with stored padding and truncation",
+    "deberta-v2 spm.model",
+    "deberta-v2 tokenizer.json",
 ]
 
 
@@ -224,3 +236,17 @@ def test_a_post_processor_that_cannot_be_run_is_one_problem(sources, tmp_path):
     problems = Problems(folder)
     tok, _tgt, _desc = folder_tokenizers(folder, {"model_type": "bert"}, problems)
     assert tok is None and len(problems.items) == 1 and "\n" not in problems.items[0]
+
+
+@pytest.mark.parametrize(
+    "layout",
+    ["deberta-v2 spm.model", "deberta-v2 spm.model, lower-cased, split by punctuation", "deberta-v2 tokenizer.json"],
+)
+def test_deberta_spm_is_read_as_transformers_reads_it(layout, sources, tmp_path):
+    """transformers 5 reads spm.model with DebertaV2Tokenizer's own normaliser (NFC, not SentencePiece's NFKC:
+    'ﬁ' and '①' stay unknown) and adds [MASK] after the pieces; attnlab does the same."""
+    tok, role = ours(LAYOUTS[layout](sources, tmp_path))
+    auto = transformers.AutoTokenizer.from_pretrained(str(LAYOUTS[layout](sources, tmp_path / "again")))
+    assert role == "encoder-only" and tok.specials.mask == auto.mask_token_id
+    for text in ["x [MASK] y", "[x]", "a  b\tc\n", "Ünïcödé ﬁ ①", "  leading and trailing  "]:
+        assert tok.specials.wrap(role, tok.encode(text)[1]) == auto(text)["input_ids"], (layout, text)

@@ -31,6 +31,7 @@ from attnlab.bounded_read import (
     read_json,
     regular_file_size,
 )
+from attnlab.checkpoints import deberta_spm
 from attnlab.checkpoints import tokenizer_seq2seq as seq2seq
 from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.header import short_reason
@@ -80,6 +81,7 @@ FAMILY_TOKENS["mistral"] = FAMILY_TOKENS["phi3"] = FAMILY_TOKENS["llama"]  # Lla
 FAMILY_TOKENS["gemma"] = {"bos": "<bos>", "eos": "<eos>", "unk": "<unk>", "pad": "<pad>"}  # GemmaTokenizer
 for _family in ("gpt_neox", "stablelm", "olmo", "gptj", "phi"):  # GPT-NeoX / GPT-2 byte-level BPE
     FAMILY_TOKENS[_family] = FAMILY_TOKENS["gpt2"]
+FAMILY_TOKENS["deberta-v2"] = {**FAMILY_TOKENS["bert"], "bos": "[CLS]", "eos": "[SEP]"}  # DebertaV2Tokenizer
 FAMILY_TOKENS["opt"] = {"bos": "</s>", "eos": "</s>", "unk": "</s>", "pad": "<pad>"}  # OPT's GPT2Tokenizer
 FAMILY_TOKENS["bart"] = FAMILY_TOKENS["mbart"] = FAMILY_TOKENS["roberta"]  # Bart/MBartTokenizer's defaults
 FAMILY_TOKENS["pegasus"] = {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"}  # PegasusTokenizer's
@@ -168,6 +170,8 @@ def library_tokenizer(folder: Path, tok_config: dict[str, Any]) -> tuple[Any, st
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=bool(tok_config.get("add_prefix_space")))
         tok.decoder = decoders.ByteLevel()
         return tok, "vocab.json + merges.txt (byte-level BPE)"
+    if (folder / deberta_spm.SPM).is_file():  # DeBERTa-v2/v3
+        return deberta_spm.deberta_tokenizer(folder, tok_config), deberta_spm.DESCRIPTION
     if (folder / "vocab.txt").is_file():
         unk = token_text(tok_config.get("unk_token")) or "[UNK]"
         tok = Tokenizer(models.WordPiece.from_file(library_file(folder, "vocab.txt"), unk_token=unk))

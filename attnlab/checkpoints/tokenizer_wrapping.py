@@ -39,6 +39,7 @@ FAMILY_TEMPLATES["camembert"] = FAMILY_TEMPLATES["xlm-roberta"]
 FAMILY_TEMPLATES["bart"] = FAMILY_TEMPLATES["roberta"]
 FAMILY_TEMPLATES["pegasus"] = FAMILY_TEMPLATES["t5"]
 FAMILY_TEMPLATES["electra"] = FAMILY_TEMPLATES["albert"] = FAMILY_TEMPLATES["bert"]  # w-bertish
+FAMILY_TEMPLATES["deberta-v2"] = FAMILY_TEMPLATES["bert"]  # DebertaV2Tokenizer: [CLS] $A [SEP] (types 0, 1)
 # the role a family's single sentence plays (engine/specials.py); every other family is a decoder
 FAMILY_ROLES = {
     "bert": "encoder-only",
@@ -53,6 +54,7 @@ FAMILY_ROLES = {
     "bart": "encoder",
     "mbart": "encoder",
     "pegasus": "encoder",
+    "deberta-v2": "encoder-only",
 }
 SENTINEL_A, SENTINEL_B = 4_000_000_000, 4_000_000_001  # ids no vocabulary has (the library's ids are u32)
 

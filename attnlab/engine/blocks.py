@@ -42,6 +42,7 @@ def attend(
         site,
         ablate=ctx.options.ablations(site),
         projections=ctx.projections,
+        relative=ctx.relative,
     )
 
 

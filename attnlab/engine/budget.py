@@ -9,7 +9,9 @@ projections off Q, K and V are views of inputs the trace holds anyway, except th
 self-attention site with rotary positions. Per sub-layer the residual sum and the norm's output (a post-norm
 norm's input *is* the residual sum, a pre-norm one's is the previous output: no copies; an RMSNorm keeps its
 RMS [T] too); per FFN its pre-activation and output (a gated FFN: gate, up, hidden and output); one mask per
-distinct mask; the logits. tests/test_trace_budget.py checks it against real traces.
+distinct mask; the logits. DeBERTa's sites (disentangled attention) are recorded step by step: their scores
+and position terms c2p, p2c [H, T, T] are stored (disentangled.trace_floats). tests/test_trace_budget.py
+checks it against real traces.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from attnlab.engine.config import ModelConfig
+from attnlab.engine.disentangled import trace_floats as disentangled_floats
 from attnlab.engine.options import RunOptions
 
 # While a layer runs, besides the trace: the fused kernel's blocks (a recording run never makes a site's
@@ -126,6 +129,7 @@ def estimate_trace_bytes(
         floats += side_floats(S, d, positional)
         floats += config.n_encoder_layers * layer_floats(S, None, config, site, options.residual)
         floats += final_norm_floats(S, config)
+        floats += disentangled_floats(config, S, site.heads, options.positional)  # DeBERTa: scores, c2p, p2c
         ints += S
     if config.has_decoder:
         cross = S if config.has_encoder else None
@@ -142,7 +146,9 @@ def working_bytes(config: ModelConfig, options: RunOptions, src_len: int, tgt_le
     """Transient memory of the recorded forward besides the trace (a few one-head maps, one FFN); an ablated
     site still computes its steps for every head at once."""
     T = max(src_len, tgt_len)
-    heads = options.effective_heads(config) if options.ablate else 1
+    # an ablated site, and DeBERTa's (disentangled.py: recorded step by step), compute every head at once
+    stepwise = options.ablate or (config.disentangled and options.positional)
+    heads = options.effective_heads(config) if stepwise else 1
     return (WORKING_SITE_MATRICES * heads * T * T + 2 * T * config.d_ff) * element_size
 
 

@@ -146,6 +146,19 @@ class ModelConfig:
     embed_dim: int = 0
     share_layers: bool = False  # ALBERT: every encoder layer holds the same one set of weights
     replaced_head: bool = False  # ELECTRA's discriminator: dense, activation, dense -> one "replaced?" logit a token
+    # ---- DeBERTa-v2/v3's disentangled attention (engine/disentangled.py); "" keeps every model above as it was ----
+    # the position terms added to each encoder score: "c2p", "p2c" or "c2p|p2c" (config.json pos_att_type)
+    rel_terms: str = ""
+    rel_span: int = 0  # k: relative distances are clamped to [-k, k - 1]; the table has 2k rows
+    rel_buckets: int = 0  # position_buckets: distances past k/2 are log-bucketed (0: not bucketed)
+    rel_max_distance: int = 0  # max_relative_positions: the distance the last log bucket reaches
+    rel_norm: bool = False  # norm_rel_ebd "layer_norm": the table passes through its own LayerNorm
+    rel_share_key: bool = False  # share_att_key: the position projections are W_Q and W_K themselves
+
+    @property
+    def disentangled(self) -> tuple[str, ...]:
+        """DeBERTa's position terms of this model, in the order they are added: () for every other model."""
+        return tuple(term for term in ("c2p", "p2c") if term in self.rel_terms.split("|"))
 
     @property
     def d_head(self) -> int:
@@ -241,6 +254,7 @@ class ModelConfig:
                 f"{self.rotary_dims(self.d_model // self.n_heads)} of a head of {self.d_model // self.n_heads} turn"
             )
         p += self.bertish_problems()
+        p += disentangled_problems(self)
         if self.parallel_residual and not self.norm_first:
             p.append("parallel_residual needs norm_first (both sub-layers read the normed layer input)")
         if self.has_encoder and self.n_encoder_layers < 1:
@@ -333,7 +347,7 @@ class ModelConfig:
         )
         final = norms * (int(self.has_encoder) + int(self.has_decoder)) if self.final_norm else 0
         out = 0 if self.tie_output else self.out_vocab_size * d + b * self.out_vocab_size
-        return enc + dec + embeddings + positions + final + out
+        return enc + dec + embeddings + positions + final + out + relative_parameter_count(self)
 
     def validate(self) -> ModelConfig:
         problems = self.problems()
@@ -361,3 +375,28 @@ class ModelConfig:
         if not isinstance(data, dict):
             raise ConfigError("config JSON must be an object")
         return cls.from_dict(data)
+
+
+def disentangled_problems(config: ModelConfig) -> list[str]:
+    """What is wrong with DeBERTa's relative-position fields (empty when nothing, or when the model has none)."""
+    if not config.rel_terms:
+        return []
+    p: list[str] = []
+    if set(config.rel_terms.split("|")) - {"c2p", "p2c"} or not config.disentangled:
+        p.append(f"rel_terms must be 'c2p', 'p2c' or 'c2p|p2c' (got {limits.excerpt(config.rel_terms)})")
+    if config.arch != "encoder-only":
+        p.append("disentangled attention (rel_terms) is built for encoder-only models")
+    if config.rel_span < 1:
+        p.append(f"rel_span must be at least 1 with rel_terms (got {config.rel_span})")
+    if config.rel_buckets < 0 or (config.rel_buckets > 0 and config.rel_max_distance - 1 <= config.rel_buckets // 2):
+        p.append("rel_buckets needs rel_max_distance - 1 larger than half of rel_buckets (the log buckets' range)")
+    return p
+
+
+def relative_parameter_count(config: ModelConfig) -> int:
+    """DeBERTa's relative table [2k, d], its LayerNorm and each layer's own position projections (0 without)."""
+    if not config.disentangled:
+        return 0
+    d = config.d_model
+    own = 0 if config.rel_share_key else len(config.disentangled)
+    return 2 * config.rel_span * d + 2 * d * int(config.rel_norm) + config.n_encoder_layers * own * (d * d + d)

@@ -14,6 +14,7 @@ from torch import Tensor
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
+from attnlab.engine.disentangled import RelativeInputs
 from attnlab.engine.masks import Device, MaskBuilder
 from attnlab.engine.norms import LayerNorm, RMSNorm, layer_norm
 from attnlab.engine.options import ResolvedOptions, RunOptions
@@ -66,6 +67,7 @@ class RunContext:
         self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
         self.token_types: dict[str, Tensor] = {}  # side -> token type ids [B, T] (absent: every token type 0)
+        self.relative: RelativeInputs | None = None  # DeBERTa's relative embeddings for the encoder's layers
 
     def rotary_at(self, site: str) -> tuple[Tensor, Tensor] | None:
         """The (cos, sin) tables of a site: a local (sliding-window) layer's own when the model has them (Gemma 3),

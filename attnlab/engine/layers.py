@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlab.engine import names
+from attnlab.engine import disentangled, names
 from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
@@ -58,6 +58,7 @@ def attention_steps(
     ablate: dict[int, str] | None = None,
     divisor: float = 1.0,
     softcap: float = 0.0,
+    bias: Tensor | None = None,
 ) -> Tensor:
     """Scaled dot-product attention computed step by step, each step recorded under `prefix`.
 
@@ -70,12 +71,15 @@ def attention_steps(
     (ablate_heads); the recorded `context` is then the ablated one, stored (weights @ V would not give it).
     `divisor`: the scores are divided by √dk · divisor when scaling (GPT-2's scale_attn_by_inverse_layer_idx:
     layer l's divisor is l + 1). `softcap` > 0: the scaled scores are capped, cap · tanh(x / cap), before the
-    mask (Gemma 2; engine/softcap.py), recorded as "capped".
+    mask (Gemma 2; engine/softcap.py), recorded as "capped". `bias` [B, H, Tq, Tk]: terms added to Q Kᵀ before
+    the scaling (DeBERTa's position terms, disentangled.py); the scores are then stored, not derived from Q and K.
     """
     n = names.site_entries(prefix)
     keeps_steps = rec.enabled and rec.eager  # an eager recorder keeps scaled and masked as values
     scores_derived = rec.enabled and n.q in rec and n.k in rec  # Q, K in the trace (a shared K head serves its Qs)
     scores = q @ k.transpose(-2, -1)  # [B, H, Tq, Tk]
+    if bias is not None:  # DeBERTa: Q Kᵀ + c2p + p2c
+        scores, scores_derived = scores.add_(bias), False
     # a step kept by nobody may be overwritten by the next (the same numbers, one buffer less to fill)
     scratch = not keeps_steps and (scores_derived or not rec.enabled)
     if scale:
@@ -210,6 +214,11 @@ class MultiHeadAttention(nn.Module):
     Grouped-query attention: W_K and W_V have fewer outputs (kv_dim = H_kv * dk); each K/V head serves
     H / H_kv consecutive Q heads (Q head h reads K/V head h // (H / H_kv))."""
 
+    # DeBERTa's position terms and projections W_K', W_Q' (None when shared), set by make_attention
+    rel_terms: tuple[str, ...] = ()
+    w_pk: nn.Linear | None
+    w_pq: nn.Linear | None
+
     def __init__(
         self,
         d_model: int,
@@ -244,9 +253,11 @@ class MultiHeadAttention(nn.Module):
         *,
         ablate: dict[int, str] | None = None,
         projections: bool = True,
+        relative: disentangled.RelativeInputs | None = None,
     ) -> Tensor:
         """x_q [B, Tq, d], x_kv [B, Tk, d], mask: additive [B or 1, 1, Tq, Tk] or an AttentionMask;
-        rotary = (cos, sin) tables or None; ablate = {head: "zero"|"mean"} (see ablate_heads)."""
+        rotary = (cos, sin) tables or None; ablate = {head: "zero"|"mean"} (see ablate_heads); relative: the
+        run's relative embeddings, read by a sub-layer with DeBERTa's position terms (disentangled.py)."""
         if not isinstance(mask, AttentionMask):
             mask = AttentionMask(mask)
         B, Tq, d = x_q.shape
@@ -269,7 +280,12 @@ class MultiHeadAttention(nn.Module):
         if rec.enabled:
             n = names.site_entries(prefix)
             rec.add(((n.q, q), (n.k, k), (n.v, v)))
-        context = attend(q, k, v, mask, scale, rec, prefix, ablate, self.score_divisor, self.softcap)  # [B, H, Tq, dk]
+        bias = None  # DeBERTa's position terms [B, H, Tq, Tk]
+        if self.rel_terms:  # None when the positions are off (only c2c is recorded then)
+            bias = disentangled.position_terms(self, q, k, relative, projections, rec, prefix)
+        context = attend(
+            q, k, v, mask, scale, rec, prefix, ablate, self.score_divisor, self.softcap, bias
+        )  # [B, H, Tq, dk]
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
         out = self.w_o(concat) if projections else concat  # [B, Tq, d]
         if rec.enabled:
@@ -289,17 +305,27 @@ def attend(
     ablate: dict[int, str] | None,
     divisor: float = 1.0,
     softcap: float = 0.0,
+    bias: Tensor | None = None,
 ) -> Tensor:
     """q [B, H, Tq, dk], k/v [B, H_kv, Tk, dk] -> context [B, H, Tq, dk]: step by step when recording, else
     through the fused kernel (told `is_causal` instead of given a mask where it can be), except with `softcap`,
-    which no fused kernel does: step by step then, recording nothing."""
+    which no fused kernel does: step by step then, recording nothing. `bias` [B, H, Tq, Tk] (DeBERTa's position
+    terms): a recording run takes attention_steps (its scores are stored: budget.py counts them), one that
+    records nothing folds the terms into the kernel's mask."""
     n_heads, n_kv = q.shape[1], k.shape[1]
     if n_kv != n_heads:  # each K/V head serves n_heads / n_kv consecutive Q heads
         k = k.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
         v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
+    if bias is not None and not rec.enabled:
+        additive = mask.additive
+        if additive is None:  # nothing blocked, or only the causal triangle
+            additive = torch.zeros(q.shape[-2], k.shape[-2], dtype=q.dtype, device=q.device)  # [Tq, Tk]
+            additive = additive.fill_(NEG_INF).triu_(1) if mask.causal_only else additive
+        folded = disentangled.folded_mask(bias, additive, scale, q.shape[-1], divisor)  # [B, H, Tq, Tk]
+        mask = AttentionMask(folded, blocked_rows=mask.blocked_rows)
     if rec.enabled:
         assert mask.additive is not None, "a recording run builds every mask (MaskBuilder)"
-        if not rec.eager and not ablate and lazy_steps(rec, prefix):
+        if not rec.eager and not ablate and bias is None and lazy_steps(rec, prefix):
             return recorded_fused_attention(q, k, v, mask, scale, rec, prefix, divisor, softcap)
         return attention_steps(
             q,
@@ -314,6 +340,7 @@ def attend(
             ablate=ablate,
             divisor=divisor,
             softcap=softcap,
+            bias=bias,
         )
     if softcap:  # no fused kernel soft-caps
         additive = dense_mask(mask, q.shape[-2], k.shape[-2], q)  # [B|1, 1, Tq, Tk]
@@ -389,12 +416,15 @@ def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention
         kv_dim=cfg.kv_heads * cfg.d_head,
         out_bias=cfg.has_bias("attn_out"),
         rotary_layout=cfg.rotary_layout,
-        score_divisor=(float(layer_index + 1) if cfg.attn_scale_inverse_layer else 1.0) * cfg.score_scale_factor,
+        score_divisor=(float(layer_index + 1) if cfg.attn_scale_inverse_layer else 1.0)
+        * cfg.score_scale_factor
+        * math.sqrt(disentangled.scale_factor(cfg)),  # DeBERTa: √(dk · (1 + terms)) = √dk · √(1 + terms)
     )
     attention.softcap = cfg.attn_softcap
     attention.qk_norm = make_qk_norm(
         cfg.qk_norm, cfg.d_model, cfg.kv_heads * cfg.d_head, cfg.d_head, cfg.layer_norm_eps
     )
+    disentangled.add_position_projections(attention, cfg)
     return attention
 
 

@@ -15,6 +15,7 @@ from attnlab.engine.allocator import keep_freed_memory
 from attnlab.engine.blocks import DecoderLayer, EncoderLayer, norm_of
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.context import RunContext, final_norm, residual_block
+from attnlab.engine.disentangled import RelativeTable
 from attnlab.engine.embedding import add_ends, embed_tokens, project
 from attnlab.engine.encoder_parts import encoder_layers
 from attnlab.engine.masks import MaskBuilder, additive_mask, build_mask, padded_keys
@@ -54,6 +55,7 @@ class Transformer(nn.Module):
         self.register_buffer("sinusoid", self.sinusoid_table(), persistent=False)  # [max_len, d]
         self.out_proj = None if cfg.tie_output else nn.Linear(d, cfg.out_vocab_size, bias=cfg.has_bias("logits"))
         add_ends(self, cfg)
+        self.rel = RelativeTable(cfg) if cfg.disentangled else None  # DeBERTa's relative embeddings
         if initialise:  # False: the caller fills every parameter (engine/build.empty_transformer)
             self._init_weights()
 
@@ -80,6 +82,7 @@ class Transformer(nn.Module):
         x = ctx.resume.previous.get(("enc", start)) if start and ctx.resume else self.embed(src_ids, "src", ctx)
         S = src_ids.shape[1]
         src_keys = padded_keys(src_pad, ctx.options)
+        ctx.relative = self.rel(S, ctx) if self.rel is not None else None  # [2k, d] table, [S, S] rows
         for i, layer in enumerate(self.encoder):
             if i < start:
                 continue

@@ -69,6 +69,12 @@ UNCAPPED_LOGITS = "logits_uncapped"  # w-norms: the logits before Gemma 2's fina
 # w-norms: what a site with QK-norm also records, before rotary positions ([H|H_kv, T, dk] each): the projected
 # Q and K ("q_in", "k_in") and the same after their RMSNorms ("q_normed", "k_normed").
 QK_NORM_STEPS = ("q_in", "k_in", "q_normed", "k_normed")
+# DeBERTa's disentangled attention (engine/disentangled.py): an encoder site's score is the sum of its terms,
+# recorded before "scores" as "enc.0.self.c2c" (Q Kᵀ), ".c2p" (content → position), ".p2c" (position → content);
+# once per run "enc.rel.table" (the relative embeddings as the layers read them: after their LayerNorm
+# "enc.rel.norm.*") and "enc.rel.distance" (the bucketed distance i - j of each cell [Tq, Tk]).
+DISENTANGLED_TERMS = ("c2c", "c2p", "p2c")
+REL = "rel"
 
 
 # ---- builders --------------------------------------------------------------------------------------------
@@ -178,6 +184,17 @@ def embed_norm(side: str) -> str:
 def head_entry(part: str) -> str:
     """A step of the output head: 'pre' -> 'head.pre'; its norm is head_entry('norm') = 'head.norm'."""
     return f"{HEAD}.{part}"
+
+
+def rel_entry(stack: str, part: str) -> str:
+    """DeBERTa's relative-position entries of a stack: 'enc', 'table' -> 'enc.rel.table' ('norm': its LayerNorm)."""
+    return f"{stack}.{REL}.{part}"
+
+
+def term_entries(site_name: str) -> tuple[str, str, str]:
+    """A site's disentangled score terms: 'enc.0.self' -> ('enc.0.self.c2c', '….c2p', '….p2c')."""
+    c2c, c2p, p2c = (site_entry(site_name, term) for term in DISENTANGLED_TERMS)
+    return c2c, c2p, p2c
 
 
 def kv_head_map(n_heads: int, n_kv_heads: int) -> list[int]:

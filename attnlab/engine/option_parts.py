@@ -175,14 +175,28 @@ POSITIONAL_TIPS = {
     "learned": "Add the learned position vector to each token",
     "rotary": "Rotate Q and K by each token's position inside every attention (rotary encoding)",
     "none": "Not meaningful for this model: it has no positional encoding",
+    "relative": "Add DeBERTa's relative-position terms (content → position, position → content) to every "
+    "score, and the learned position vector where the model has one",
 }
 
 
+def position_kind(config: ModelConfig) -> str:
+    """How the model's positions enter: its `positional` kind, or "relative" for DeBERTa's disentangled terms."""
+    return "relative" if config.disentangled else config.positional
+
+
+def positional_label(config: ModelConfig) -> str:
+    kind = position_kind(config)
+    return {"rotary": "Rotary positions (RoPE)", "relative": "Relative positions (c2p, p2c)"}.get(
+        kind, "Positional encoding"
+    )
+
+
 def positional_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
-    if options.positional or config.positional == "none":
+    if options.positional or position_kind(config) == "none":
         return []
     return [
-        f"positional encoding is off, but the model was trained with {config.positional} "
+        f"positional encoding is off, but the model was trained with {position_kind(config)} "
         "positions: it now reads the sentence as a bag of words"
     ]
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from attnlab.engine import names
 from attnlab.present import explain_bertish, explain_imported
 from attnlab.present import formulas as fm
+from attnlab.present.disentangled import disentangled_page
 from attnlab.present.explain_attention import attention_page
 from attnlab.present.explain_inputs import inputs_page
 from attnlab.present.explain_layers import addnorm_page, ffn_page, norm_compare_page
@@ -78,6 +79,9 @@ def explanation_html(stage: Stage, trace: Trace) -> str:
 
 
 def _explanation(stage: Stage, trace: Trace) -> str:
+    deberta = disentangled_page(stage, trace)  # DeBERTa's score terms, their sum and its scale
+    if deberta is not None:
+        return deberta + explain_imported.extra_notes(stage, trace)
     normed = norms_page(stage, trace)  # w-norms: QK-norm, soft-capping
     if normed is not None:
         return normed

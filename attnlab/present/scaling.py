@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnlab.engine import names
+from attnlab.present.disentangled import scale_factor
 from attnlab.present.facts import array
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def site_scaling(trace: Trace, site: str, bins: int = HISTOGRAM_BINS) -> SiteSca
     else:
         d_k = trace.config.d_model // trace.n_heads
     mask = _mask_for(trace, site, scores.shape)  # [Tq, Tk]
-    scaled = scores / math.sqrt(d_k)  # [H, Tq, Tk]
+    scaled = scores / math.sqrt(d_k * scale_factor(trace.config))  # [H, Tq, Tk]; DeBERTa: √(factor · dₖ)
     allowed = np.broadcast_to(np.isfinite(mask), scores.shape)  # [H, Tq, Tk]
     raw_cells, scaled_cells = scores[allowed], scaled[allowed]  # [N] each
     lo = float(min(raw_cells.min(), scaled_cells.min())) if raw_cells.size else -1.0

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names, option_rules
 from attnlab.engine.options import RunOptions
-from attnlab.present import formulas, words
+from attnlab.present import disentangled, formulas, words
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
     from attnlab.engine.config import ModelConfig
@@ -103,6 +103,7 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
         for k, t in ATTENTION_STEPS
     }
     titles = norm_steps(trace.config, titles, scale)  # w-norms: QK-norm, √query_pre_attn_scalar, soft-capping
+    titles = disentangled.with_terms(trace.config, titles, scale)  # DeBERTa: c2c, c2p, p2c before their sum
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in titles.items()]
 
 
@@ -274,6 +275,7 @@ _SITE_TENSORS = {
     "qkv": ("q", "k", "v"),
     "qk_norm": names.QK_NORM_STEPS,
     "capped": ("capped",),
+    **{term: (term,) for term in names.DISENTANGLED_TERMS},  # DeBERTa's score terms
     "scores": ("scores",),
     "scaled": ("scaled",),
     "scale_why": ("scores", "scaled"),

@@ -46,6 +46,7 @@ FAMILIES = {
     "camembert": "bert",
     "electra": "electra",
     "albert": "albert",
+    "deberta-v2": "deberta_v2",  # DeBERTa-v2 and v3: disentangled attention
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 # model types attnlab knows and cannot run, with the one reason said instead of the list of supported types

@@ -14,6 +14,7 @@ from attnlab.engine import names
 from attnlab.present.stages import NORM_COMPARE, Stage, ViewState
 from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.attention import map_view, mask_view, qkv_view
+from attnlab.present.views.disentangled import term_view
 from attnlab.present.views.factorised import FACTORISED, factorised_view
 from attnlab.present.views.ffn import ffn_view
 from attnlab.present.views.heads import heads_view
@@ -57,6 +58,7 @@ BUILDERS: dict[str, Builder] = {
     "capped": map_view,
     "post_norm": addnorm_view,
     FACTORISED: factorised_view,
+    **{term: term_view for term in names.DISENTANGLED_TERMS},  # DeBERTa's score terms
 }
 # kinds only some imported families' runs have (the classroom models never show them)
 FAMILY_ONLY_KINDS = frozenset({"qk_norm", "capped", "post_norm", FACTORISED})  # kinds only imported families have

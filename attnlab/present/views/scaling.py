@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present import words
+from attnlab.present.disentangled import scale_why_words
 from attnlab.present.facts import missing, missing_message, site_name
 from attnlab.present.scaling import RandomDraw, SiteScaling, site_scaling
 from attnlab.present.stages import Stage, ViewState
@@ -34,7 +35,8 @@ def scale_why_view(
         return MessageView("scale_why", missing_message("The raw scores of this site", [name]))
     stats = site_scaling(trace, site)
     return ScaleWhyView(
-        f"Why ÷ √dₖ? · {site_name(site)} · dₖ = {stats.d_k}, √dₖ ≈ {stats.d_k**0.5:.2f}",
+        f"Why ÷ √dₖ? · {site_name(site)} · dₖ = {stats.d_k}, √dₖ ≈ {stats.d_k**0.5:.2f}"
+        + scale_why_words(trace.config, stats.d_k),  # DeBERTa divides by √(factor · dₖ)
         stats,
         [(i, words.head_words(i)) for i in range(len(stats.entropy_raw))],
         f"std of the scores: {stats.std_raw:.2f} raw, {stats.std_scaled:.2f} after ÷√dₖ. Mean entropy "

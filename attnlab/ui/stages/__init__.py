@@ -6,6 +6,7 @@ from __future__ import annotations
 from attnlab.ui.stages.addnorm import AddNormPanel
 from attnlab.ui.stages.attention import AttentionMapPanel, MaskPanel, QKVPanel
 from attnlab.ui.stages.base import StagePanel
+from attnlab.ui.stages.disentangled import ScoreTermPanel
 from attnlab.ui.stages.factorised import FactorisedPanel
 from attnlab.ui.stages.ffn import FFNPanel
 from attnlab.ui.stages.heads import HeadsPanel, LinesPanel
@@ -37,6 +38,7 @@ PANEL_CLASSES: list[type[StagePanel]] = [
     NormComparePanel,
     QKNormPanel,  # w-norms
     FactorisedPanel,
+    ScoreTermPanel,  # DeBERTa's score terms
 ]
 
 _BY_KIND: dict[str, type[StagePanel]] = {kind: cls for cls in PANEL_CLASSES for kind in cls.kinds}
