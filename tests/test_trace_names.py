@@ -78,6 +78,8 @@ def documented_names(config: ModelConfig) -> set[str]:
     norm_parts = ("in", "rms", "out") if config.norm == "rmsnorm" else ("in", "mean", "var", "out")
     ffn_parts = ("gate", "up", "hidden", "out") if config.ffn == "gated" else ("pre", "hidden", "out")
     names = {"logits", "probs"}
+    if config.arch == "decoder-only":  # the logit lens of a decoder language model
+        names |= {"lens.ids", "lens.probs"}
     if config.output_head:
         names |= {"head.pre", "head.hidden"} | {f"head.norm.{p}" for p in norm_parts}
     sides = [("src", "enc", config.n_encoder_layers)] if config.has_encoder else []

@@ -62,6 +62,16 @@ HEAD = "head"
 
 LOGITS = "logits"
 PROBS = "probs"
+# The logit lens (engine/logit_lens.py): the residual stream after each layer through the final norm and the
+# output projection; the top-k ids (int64) and probabilities of each layer and position, [L + 1, T, k].
+LENS = "lens"
+LENS_IDS = f"{LENS}.ids"
+LENS_PROBS = f"{LENS}.probs"
+
+
+def has_lens(arch: str) -> bool:
+    """Whether a recorded run of a model of this architecture carries the logit lens (decoder LMs)."""
+    return arch == "decoder-only"
 
 
 # ---- builders --------------------------------------------------------------------------------------------

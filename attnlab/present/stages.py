@@ -44,6 +44,7 @@ INPUT_STEPS = (
 )
 
 OUTPUT_STEPS = ((names.LOGITS, "output logits"), (names.PROBS, "softmax → next token"))
+LENS_STEP = (names.LENS, "logit lens: prediction after each layer")  # after the output (engine/logit_lens.py)
 
 
 NORM_COMPARE = "norm_vs_batch"  # the stage after every add & norm: LayerNorm vs BatchNorm on its input
@@ -172,6 +173,8 @@ def _build_stages(trace: Trace) -> list[Stage]:
             for layer in _layers(trace, names.side_stack(side)):
                 stages += _layer_stages(trace, layer)
     stages += [Stage(output_key(k), k, t, words.word("output")) for k, t in OUTPUT_STEPS]
+    if names.LENS_PROBS in trace:  # the logit lens: one picture of every layer's guess, after the real one
+        stages.append(Stage(output_key(LENS_STEP[0]), LENS_STEP[0], LENS_STEP[1], words.word("output")))
     return stages
 
 
@@ -201,6 +204,8 @@ def stage_keys_for_config(config: ModelConfig) -> list[str]:
             entries.append(names.site_entry(names.site(layer, "self"), "weights"))
             if stack == "dec" and config.has_encoder:
                 entries.append(names.site_entry(names.site(layer, "cross"), "weights"))
+    if names.has_lens(config.arch):  # a recorded run of a decoder LM has the logit lens (engine/logit_lens.py)
+        entries.append(names.LENS_PROBS)
     return [stage.key for stage in _build_stages(_Outline(entries, config))]  # type: ignore[arg-type]
 
 
@@ -252,6 +257,8 @@ def stage_tensors(stage: Stage) -> list[str]:
         return [names.resid(stage.layer, stage.norm), names.norm_entry(names.norm(stage.layer, stage.norm), "out")]
     if stage.kind == "ffn" and stage.layer:
         return [names.ffn_entry(stage.layer, "hidden"), names.ffn_entry(stage.layer, "out")]
+    if stage.kind == names.LENS:
+        return [names.LENS_PROBS, names.LENS_IDS]
     return [stage.kind]  # the output steps: "logits", "probs"
 
 

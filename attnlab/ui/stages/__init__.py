@@ -9,6 +9,7 @@ from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.ffn import FFNPanel
 from attnlab.ui.stages.heads import HeadsPanel, LinesPanel
 from attnlab.ui.stages.inputs import EmbeddingPanel, InputSumPanel, TokensPanel
+from attnlab.ui.stages.lens import LensPanel
 from attnlab.ui.stages.norm_compare import NormComparePanel
 from attnlab.ui.stages.output import OutputPanel
 from attnlab.ui.stages.positional import PositionalPanel
@@ -33,6 +34,7 @@ PANEL_CLASSES: list[type[StagePanel]] = [
     OutputPanel,
     ScaleWhyPanel,
     NormComparePanel,
+    LensPanel,
 ]
 
 _BY_KIND: dict[str, type[StagePanel]] = {kind: cls for cls in PANEL_CLASSES for kind in cls.kinds}
