@@ -286,3 +286,6 @@ FAMILY_CASES = {
         "do_layer_norm_before false: post-norm, no final norm",
     ),
 }
+from hf_tiny_moe import MOE_CASES  # noqa: E402  (Mixtral, Falcon: the w-moe branch)
+
+FAMILY_CASES.update(MOE_CASES)

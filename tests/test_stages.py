@@ -77,7 +77,13 @@ def site_labels(trace, site):
 
 
 def test_registry_covers_every_pipeline_kind():
-    kinds = {k for k, _ in ATTENTION_STEPS + INPUT_STEPS + OUTPUT_STEPS} | {"addnorm", NORM_COMPARE, "ffn", "lens"}
+    kinds = {k for k, _ in ATTENTION_STEPS + INPUT_STEPS + OUTPUT_STEPS} | {
+        "addnorm",
+        NORM_COMPARE,
+        "ffn",
+        "lens",
+        "moe",
+    }
     for kind in kinds:
         assert kind in panel_class_for(kind).kinds
     assert {k for cls in PANEL_CLASSES for k in cls.kinds} == kinds

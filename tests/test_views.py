@@ -46,7 +46,7 @@ def views_of(trace, kind: str, display: ViewState | None = None):
 def test_every_stage_with_a_builder_gets_a_view(enc_dec):
     kinds = {s.kind for s in stages_for(enc_dec)} & set(BUILDERS)
     # the tiny encoder-decoder has every kind a builder draws but the logit lens (decoder LMs: test_logit_lens.py)
-    assert kinds == set(BUILDERS) - {"lens"}
+    assert kinds == set(BUILDERS) - {"lens", "moe"}  # moe: Mixtral (test_hf_moe.py)
     for stage in stages_for(enc_dec):
         if stage.kind in BUILDERS:
             assert not isinstance(view_for(enc_dec, stage, ViewState()), MessageView), stage.key

@@ -115,6 +115,10 @@ class ModelConfig:
     parallel_residual: bool = False  # GPT-NeoX: y = x + Attn(norm1(x)) + FFN(norm2(x)), both from the same x
     shared_norm: bool = False  # Phi: norm 2 holds the same weights as norm 1 (one LayerNorm feeds both branches)
     sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
+    # Mixtral's sparse mixture of experts (engine/moe.py): every FFN is n_experts gated experts and a router that
+    # sends each token to experts_per_token of them (n_experts 0: one dense FFN)
+    n_experts: int = 0
+    experts_per_token: int = 2
 
     @property
     def d_head(self) -> int:
@@ -206,6 +210,19 @@ class ModelConfig:
             p.append("share_embeddings needs src_vocab_size == tgt_vocab_size")
         if not (0 < self.layer_norm_eps < 1):
             p.append(f"layer_norm_eps must be a small positive number (got {self.layer_norm_eps})")
+        return p + self.moe_problems()
+
+    def moe_problems(self) -> list[str]:
+        """What is wrong with the mixture-of-experts fields (empty when nothing, or with no experts)."""
+        if self.n_experts == 0:
+            return []
+        if self.n_experts < 0:
+            return [f"n_experts must be 0 or more (got {self.n_experts})"]
+        p = []
+        if not 1 <= self.experts_per_token <= self.n_experts:
+            p.append(f"experts_per_token must be 1 to n_experts {self.n_experts} (got {self.experts_per_token})")
+        if self.ffn != "gated":
+            p.append("a mixture of experts needs ffn 'gated' (its experts are SwiGLU networks)")
         return p
 
     def rope_problems(self) -> list[str]:
@@ -260,6 +277,8 @@ class ModelConfig:
         d, f, b = self.d_model, self.d_ff, int(self.bias)
         attention = 4 * (d * d + b * d)
         ffn = d * f + b * f + f * d + b * d
+        if self.n_experts > 0:  # Mixtral: n_experts gated experts (three matrices each) and the router
+            ffn = self.n_experts * 3 * d * f + self.n_experts * d
         norms = 2 * d
         enc = self.n_encoder_layers * (attention + ffn + 2 * norms) if self.has_encoder else 0
         dec = 0

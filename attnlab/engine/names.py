@@ -52,6 +52,9 @@ RMS_STATS = ("in", "rms", "out")
 FFN_PARTS = ("pre", "hidden", "out")
 # What a gated (SwiGLU) feed-forward network records: gate(x), up(x), act(gate) * up, down(...).
 GATED_FFN_PARTS = ("gate", "up", "hidden", "out")
+# What a sparse mixture-of-experts FFN records (engine/moe.py): the router's logits and softmax [T, E], the
+# experts each token is sent to [T, k] (int64) with their renormalised weights [T, k], and the weighted sum [T, d].
+MOE_FFN_PARTS = ("router_logits", "router_probs", "chosen", "expert_weights", "out")
 # Input steps of imported architectures, in order: after "embed" come "type" (token-type embedding),
 # "pos", then the embedding norm's entries ("src.embed_norm.in" … ".out"), then "input".
 TYPE = "type"

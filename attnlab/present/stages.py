@@ -45,6 +45,8 @@ INPUT_STEPS = (
 
 OUTPUT_STEPS = ((names.LOGITS, "output logits"), (names.PROBS, "softmax → next token"))
 LENS_STEP = (names.LENS, "logit lens: prediction after each layer")  # after the output (engine/logit_lens.py)
+MOE = "moe"  # the FFN stage of a sparse mixture of experts (engine/moe.py): router, chosen experts, output
+MOE_TITLE = "mixture of experts: router → top-k experts"
 
 
 NORM_COMPARE = "norm_vs_batch"  # the stage after every add & norm: LayerNorm vs BatchNorm on its input
@@ -77,7 +79,7 @@ class Stage:
             return names.side_entry(self.side, "input")
         if self.site:
             return self.site
-        if self.kind == "ffn" and self.layer:
+        if self.kind in ("ffn", MOE) and self.layer:
             return names.ffn(self.layer)
         if self.kind in ("addnorm", NORM_COMPARE) and self.layer and self.norm:
             return names.norm(self.layer, self.norm)
@@ -107,7 +109,9 @@ def _addnorm(trace: Trace, layer: str, n: int, group: str) -> list[Stage]:
     ]
 
 
-def _ffn(layer: str, group: str) -> Stage:
+def _ffn(trace: Trace, layer: str, group: str) -> Stage:
+    if names.ffn_entry(layer, "router_probs") in trace:  # a mixture of experts: the router is what is new
+        return Stage(names.ffn(layer), MOE, MOE_TITLE, group, layer=layer)
     return Stage(names.ffn(layer), "ffn", words.word("ffn"), group, layer=layer)
 
 
@@ -139,7 +143,7 @@ def _layer_stages(trace: Trace, layer: str) -> list[Stage]:
     if has_cross:
         stages += _attention_stages(trace, cross, group, False)
         stages += _addnorm(trace, layer, 2, group)
-    return stages + [_ffn(layer, group), *_addnorm(trace, layer, names.sublayer_count(stack, has_cross), group)]
+    return stages + [_ffn(trace, layer, group), *_addnorm(trace, layer, names.sublayer_count(stack, has_cross), group)]
 
 
 _STAGES_CACHE: dict[tuple, list[Stage]] = {}
@@ -259,6 +263,8 @@ def stage_tensors(stage: Stage) -> list[str]:
         return [names.ffn_entry(stage.layer, "hidden"), names.ffn_entry(stage.layer, "out")]
     if stage.kind == names.LENS:
         return [names.LENS_PROBS, names.LENS_IDS]
+    if stage.kind == MOE and stage.layer:
+        return [names.ffn_entry(stage.layer, p) for p in ("router_probs", "chosen", "out")]
     return [stage.kind]  # the output steps: "logits", "probs"
 
 
@@ -341,7 +347,7 @@ def sublayer_of(stage: Stage) -> str:
         return stage.site
     if stage.side:
         return f"{stage.side}.input"
-    if stage.kind in ("addnorm", "ffn"):
+    if stage.kind in ("addnorm", "ffn", MOE):
         return stage.key
     return OUTPUT
 

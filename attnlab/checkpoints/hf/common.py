@@ -33,6 +33,7 @@ FAMILIES = {
     "phi": "phi",
     "gptj": "gptj",
     "opt": "opt",
+    "mixtral": "mixtral",  # Mistral with a sparse mixture of experts
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 

@@ -10,6 +10,7 @@ from attnlab.ui.stages.ffn import FFNPanel
 from attnlab.ui.stages.heads import HeadsPanel, LinesPanel
 from attnlab.ui.stages.inputs import EmbeddingPanel, InputSumPanel, TokensPanel
 from attnlab.ui.stages.lens import LensPanel
+from attnlab.ui.stages.moe import MoEPanel
 from attnlab.ui.stages.norm_compare import NormComparePanel
 from attnlab.ui.stages.output import OutputPanel
 from attnlab.ui.stages.positional import PositionalPanel
@@ -35,6 +36,7 @@ PANEL_CLASSES: list[type[StagePanel]] = [
     ScaleWhyPanel,
     NormComparePanel,
     LensPanel,
+    MoEPanel,
 ]
 
 _BY_KIND: dict[str, type[StagePanel]] = {kind: cls for cls in PANEL_CLASSES for kind in cls.kinds}
