@@ -150,3 +150,58 @@ def test_a_config_without_a_rotary_base_uses_mixtrals_default():
     bare = {k: v for k, v in hf_config.items() if k not in ("rope_parameters", "rope_scaling", "rope_theta")}
     assert config_from_hf(bare).rope_theta == 1_000_000.0
     assert config_from_hf({**bare, "rope_theta": 5e5}).rope_theta == 5e5
+
+
+# ---- Falcon ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"alibi": True}, "alibi"),
+        ({"new_decoder_architecture": True, "parallel_attn": False}, "parallel_attn"),
+        ({"new_decoder_architecture": True, "num_kv_heads": 3}, "num_kv_heads"),
+        ({"new_decoder_architecture": True, "num_ln_in_parallel_attn": 3}, "num_ln_in_parallel_attn"),
+        ({"multi_query": False, "num_kv_heads": 2}, "num_kv_heads"),
+        ({"activation": "gelu_fast"}, "activation"),
+    ],
+)
+def test_falcon_settings_attnlab_cannot_represent_are_refused(changes, field):
+    from hf_tiny_moe import falcon
+
+    _model, hf_config = falcon()
+    with pytest.raises(CheckpointError) as refused:
+        config_from_hf({**hf_config, **changes})
+    message = str(refused.value)
+    assert f"'{field}'" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("changes", "kv_heads", "shared"),
+    [
+        ({}, 1, True),  # Falcon-7B: multi-query, one LayerNorm for both branches
+        ({"new_decoder_architecture": True, "num_kv_heads": 2}, 2, False),  # Falcon-40B: ln_attn and ln_mlp
+        ({"new_decoder_architecture": True, "num_kv_heads": 2, "num_ln_in_parallel_attn": 1}, 2, True),
+        ({"multi_query": False}, 4, True),
+    ],
+)
+def test_falcon_layouts_read_as_transformers_builds_them(changes, kv_heads, shared):
+    from hf_tiny_moe import falcon
+
+    model, hf_config = falcon(**changes)
+    config = config_from_hf(hf_config)
+    assert (config.kv_heads, config.parallel_residual, config.shared_norm) == (kv_heads, True, shared)
+    layer = model.transformer.h[0]
+    assert hasattr(layer, "ln_attn") is (not shared)  # transformers built two norms exactly when attnlab reads two
+    expected_rows = (config.n_heads + 2 * kv_heads) * config.d_head
+    assert layer.self_attention.query_key_value.weight.shape[0] == expected_rows
+
+
+def test_falcons_old_n_embed_name_and_its_page(tmp_path):
+    from hf_tiny_moe import falcon
+
+    model, hf_config = falcon(new_decoder_architecture=True, num_kv_heads=2)
+    renamed = {("n_embed" if k == "hidden_size" else k): v for k, v in hf_config.items()}
+    assert config_from_hf(renamed) == config_from_hf(hf_config)
+    config, state, _notes = convert(hf_config, model.state_dict())
+    _module, _logits, trace = recorded(config, state)
+    stage = next(s for s in stages_for(trace) if s.key == "dec.0.norm1")
+    assert "parallel residual" in explanation_html(stage, trace)

@@ -34,6 +34,7 @@ FAMILIES = {
     "gptj": "gptj",
     "opt": "opt",
     "mixtral": "mixtral",  # Mistral with a sparse mixture of experts
+    "falcon": "falcon",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
