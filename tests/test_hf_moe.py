@@ -125,6 +125,8 @@ def test_the_panel_shows_exactly_the_router(qapp, moe):
     np.testing.assert_array_equal(data["out"]["matrix"], trace[f"{stage.layer}.ffn.out"].numpy())
     weights = trace[f"{stage.layer}.ffn.expert_weights"].numpy()
     assert sorted(data["marks"]) == sorted(f"● {w:.0%}" for w in weights.ravel())
+    chosen = trace[f"{stage.layer}.ffn.chosen"].numpy()  # [T, k]: every chosen cell is outlined, nothing else
+    assert sorted(data["outlined"]) == sorted((r, int(e)) for r, row in enumerate(chosen) for e in row)
     panel.close()
 
 

@@ -164,7 +164,27 @@ def test_the_panel_draws_the_texts_and_reads_out_the_top_k(qapp, tiny_model):
     panel.show_stage(trace, stages_for(trace)[-1], ViewState())
     data = panel.shown_data()
     np.testing.assert_array_equal(data["lens"]["matrix"], trace[names.LENS_PROBS].numpy()[:, :, 0])
-    texts = [label.text for label in panel._texts.labels()]
+    texts = [cell.text for cell in panel._texts.texts()]
     assert texts == [t for row in data["cell_texts"] for t in row] and len(texts) == 4 * len(trace["tgt.tokens"])
     assert panel._map.describe_cell(1, 2) == data["hover"][1][2]
     panel.close()
+
+
+def test_cell_texts_stay_inside_their_cells(qapp):
+    from PySide6 import QtGui
+
+    from attnlab.ui.plots.axes import tick_font
+    from attnlab.ui.plots.cell_texts import PAD_PX, CellText, CellTexts
+
+    texts = CellTexts(tick_font())
+    metrics = QtGui.QFontMetricsF(tick_font())
+    line = metrics.height()
+    texts.set_texts([CellText(0, 0, "a rather long token that cannot fit", "●", False), CellText(0, 1, "ok", "", True)])
+    wide = texts.fitted(QtGui.QTransform.fromScale(6 * line, 1.5 * line))  # cells 6 lines wide, 1.5 high
+    (cut, ok) = [shown for _cell, shown, _rect in wide]
+    assert cut.startswith("a rather") and cut.endswith("…") and ok == "ok"
+    for _cell, shown, rect in wide:
+        assert metrics.horizontalAdvance(shown) <= rect.width() - 2 * PAD_PX
+    narrow = texts.fitted(QtGui.QTransform.fromScale(1.2 * line, 1.5 * line))  # the short form, or nothing
+    assert [shown for _cell, shown, _rect in narrow] == ["●", "ok"][: len(narrow)]
+    assert texts.fitted(QtGui.QTransform.fromScale(6 * line, 0.5 * line)) == []  # lower than a line: no text

@@ -78,7 +78,7 @@ def lens_view(
     top = probs[:, :, 0]  # [L + 1, T]
     stack = words.word(names.side_stack(side)).lower()
     title = f"Logit lens: the top prediction after each {stack} layer"
-    axes = ("residual stream after", "position (input token)")
+    axes = ("", "")  # the row and column labels say it; the rows get the height the titles would take
     matrix = matrix_view(names.LENS_PROBS, top, rows, title, cols=cols, symmetric=False, levels=(0.0, 1.0), axes=axes)
     agree = int((ids[:, :, 0] == ids[-1, :, 0]).sum()) - n_pos
     note = (

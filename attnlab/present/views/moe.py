@@ -54,13 +54,13 @@ def moe_view(
     chosen_ids = np.asarray(trace.numpy(chosen_name), dtype=np.int64)  # [T, k]
     mask, weights = chosen_cells(chosen_ids, array(trace, weights_name), probs.shape[1])  # [T, E] each
     labels = row_labels(trace, layer_side(layer), probs.shape[0], vocab)
-    experts = [f"expert {e}" for e in range(probs.shape[1])]
+    experts = [str(e) for e in range(probs.shape[1])]  # short: they stand upright, the map keeps its height
     k = chosen_ids.shape[1]
     router = matrix_view(
         probs_name,
         probs,
         labels,
-        f"router probabilities softmax(x W_router); ● the top {k} per token, with its weight",
+        f"router: softmax(x W_router), top {k} outlined",
         cols=experts,
         symmetric=False,
         levels=(0.0, 1.0),
@@ -83,7 +83,7 @@ def moe_view(
         ),
         note=(
             f"{layer_name(layer)}: the router scores every expert for each token; only the top {k} run, and "
-            "their outputs are mixed with the chosen probabilities divided by their sum (each row's ● weights "
-            "add up to 100%). The other experts' weights are never computed for that token."
+            "their outputs are mixed with the chosen probabilities divided by their sum (the outlined cells; "
+            "each row's ● weights add up to 100%). The other experts' weights are never computed for that token."
         ),
     )

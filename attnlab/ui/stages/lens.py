@@ -9,12 +9,12 @@ from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.lens import LensView, lens_view
 from attnlab.present.views.model import MessageView
-from attnlab.ui.plots.value_labels import ValueLabel, ValueLabels
+from attnlab.ui.plots.axes import tick_font
+from attnlab.ui.plots.cell_texts import CellText, CellTexts
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, TitleLabel, draw_matrix, note_font
+from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, TitleLabel, draw_matrix
 
-MAX_CELL_TEXTS = 800  # more cells than this: the texts would not fit, only the hover names the tokens
-DARK_TEXT, LIGHT_TEXT = "#1a1a1a", "#ffffff"  # on bright (likely) cells, on dark (unlikely) ones
+MAX_CELL_TEXTS = 4000  # more cells than this: no texts are laid out, the hover names the tokens
 
 
 class LensHeatmap(PanelHeatmap):
@@ -37,7 +37,7 @@ class LensPanel(StagePanel):
         super().__init__(parent)
         title = TitleLabel(self)
         self._map = LensHeatmap(self, header=title)
-        self._texts = ValueLabels(note_font(), DARK_TEXT, inside_color=LIGHT_TEXT)
+        self._texts = CellTexts(tick_font())  # each cell's top token, cut to fit its cell
         self._map.view_box().addItem(self._texts)
         self._note = Note(self)
         body = QtWidgets.QWidget(self)
@@ -60,7 +60,7 @@ class LensPanel(StagePanel):
         self._stack.show_content()
         self._map.hover = shown.hover
         draw_matrix(self._map, shown.matrix, view.colormap)
-        self._texts.set_labels(self._cell_labels(shown))
+        self._texts.set_texts(self._cell_texts(shown))
         self._note.show_text(shown.note)
         self._data = {
             "lens": dict(self._map.record),
@@ -72,19 +72,16 @@ class LensPanel(StagePanel):
         }
 
     @staticmethod
-    def _cell_labels(shown: LensView) -> list[ValueLabel]:
-        """Each cell's token, light on unlikely (dark) cells and dark on likely (bright) ones; none when the
-        cells are too many to read."""
+    def _cell_texts(shown: LensView) -> list[CellText]:
+        """Each cell's token, light on unlikely (dark) cells and dark on likely (bright) ones."""
         top = shown.matrix.matrix  # [L + 1, T]
         if top.size > MAX_CELL_TEXTS:
             return []
-        labels = []
-        for r, row in enumerate(shown.cell_texts):
-            for c, text in enumerate(row):
-                light = float(top[r, c]) < 0.5
-                # a light label ends at the cell's right edge, a dark one starts at its left edge
-                labels.append(ValueLabel(c + 0.45 if light else c - 0.45, float(r), text, light))
-        return labels
+        return [
+            CellText(r, c, text, "", bool(top[r, c] < 0.5))
+            for r, row in enumerate(shown.cell_texts)
+            for c, text in enumerate(row)
+        ]
 
     def shown_data(self) -> dict:
         return dict(self._data)

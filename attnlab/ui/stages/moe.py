@@ -9,11 +9,12 @@ from attnlab.present.engine_api import Trace
 from attnlab.present.stages import MOE, Stage, ViewState
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.moe import moe_view
-from attnlab.ui.plots.value_labels import ValueLabel, ValueLabels
+from attnlab.ui.plots.axes import tick_font
+from attnlab.ui.plots.cell_texts import CellText, CellTexts
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, foreground_color, note_font, titled_heatmap
+from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, titled_heatmap
 
-MAX_MARKS = 600  # more chosen cells than this: the colours and the hover carry them, not texts
+MAX_MARKS = 4000  # more chosen cells than this: no weights are written (the outlines stay)
 
 
 class MoEPanel(StagePanel):
@@ -26,7 +27,7 @@ class MoEPanel(StagePanel):
         self._summary = Note(self, delta=2, bold=True)
         router_box, self._router = titled_heatmap(self, rows_title="token", cols_title="expert")
         out_box, self._out = titled_heatmap(self, cols_title="model dimension")
-        self._marks = ValueLabels(note_font(), foreground_color().name(), inside_color="#ffffff")
+        self._marks = CellTexts(tick_font())  # "● 62%" in each chosen cell, "●" where that does not fit
         self._router.view_box().addItem(self._marks)
         maps = QtWidgets.QHBoxLayout()
         maps.addWidget(router_box, 2)
@@ -53,14 +54,9 @@ class MoEPanel(StagePanel):
         draw_matrix(self._router, shown.router, view.colormap)
         draw_matrix(self._out, shown.out, view.colormap)
         marks = shown.marks if len(shown.marks) <= MAX_MARKS else []
-        # white on the dark (unlikely) cells, ending at the cell's right edge; the theme's text colour on bright
-        # ones, starting at its left edge
-        probs = shown.router.matrix
-        labels = []
-        for r, e, text in marks:
-            light = bool(probs[r, e] < 0.5)
-            labels.append(ValueLabel(e + 0.45 if light else e - 0.45, float(r), text, light))
-        self._marks.set_labels(labels)
+        probs = shown.router.matrix  # light text on the dark (unlikely) cells, dark on bright ones
+        self._marks.set_texts([CellText(r, e, text, "●", bool(probs[r, e] < 0.5)) for r, e, text in marks])
+        self._marks.set_outlines([(r, e) for r, e, _text in shown.marks])  # outlined at any size
         self._summary.show_text(shown.summary)
         self._note.show_text(shown.note)
         self._data = {
@@ -68,7 +64,8 @@ class MoEPanel(StagePanel):
             "out": dict(self._out.record),
             "chosen": shown.chosen,
             "weights": shown.weights,
-            "marks": [label.text for label in self._marks.labels()],
+            "marks": [cell.text for cell in self._marks.texts()],
+            "outlined": self._marks.outlines(),
             "load": shown.load,
         }
 
