@@ -101,8 +101,8 @@ def layer_top_k(h: Tensor, unembed: Unembedding, k: int) -> tuple[Tensor, Tensor
     step = max(1, BLOCK_ELEMENTS // vocab)
     for start in range(0, h.shape[0], step):
         logits = unembed(h[start : start + step]).float()  # [rows, V]
-        top = torch.softmax(logits, dim=-1).topk(k, dim=-1)  # [rows, k]
-        probs.append(top.values)
+        top = logits.topk(k, dim=-1)  # [rows, k]: softmax keeps the order, so its top k are these
+        probs.append(torch.exp(top.values - torch.logsumexp(logits, dim=-1, keepdim=True)))  # softmax's values
         ids.append(top.indices)
     return torch.cat(probs), torch.cat(ids)
 
