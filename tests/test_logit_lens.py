@@ -188,3 +188,18 @@ def test_cell_texts_stay_inside_their_cells(qapp):
     narrow = texts.fitted(QtGui.QTransform.fromScale(1.2 * line, 1.5 * line))  # the short form, or nothing
     assert [shown for _cell, shown, _rect in narrow] == ["●", "ok"][: len(narrow)]
     assert texts.fitted(QtGui.QTransform.fromScale(6 * line, 0.5 * line)) == []  # lower than a line: no text
+
+
+def test_compare_mode_takes_the_top_1_difference_and_leaves_ids_alone(tiny_model):
+    from attnlab.present.compare import ID_NO_DIFFERENCE, compare_stage
+
+    model = decoder_lm(tiny_model, norm_first=True, final_norm=True)
+    a = model.trace("the black cat sees")
+    b = model.trace("the black cat sees", options=RunOptions(final_norm=False))
+    by_name = {e.name: e for e in compare_stage(a, b, stages_for(a)[-1], head=0)}
+    probs = by_name[names.LENS_PROBS]
+    top_a, top_b = a[names.LENS_PROBS][:, :, 0].numpy(), b[names.LENS_PROBS][:, :, 0].numpy()
+    np.testing.assert_array_equal(probs.difference, top_b - top_a)
+    assert probs.difference.shape == (4, 5)  # every layer, every position
+    ids = by_name[names.LENS_IDS]
+    assert ids.difference is None and ids.message == ID_NO_DIFFERENCE
