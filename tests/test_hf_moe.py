@@ -207,3 +207,16 @@ def test_falcons_old_n_embed_name_and_its_page(tmp_path):
     _module, _logits, trace = recorded(config, state)
     stage = next(s for s in stages_for(trace) if s.key == "dec.0.norm1")
     assert "parallel residual" in explanation_html(stage, trace)
+
+
+def test_the_schematic_names_the_experts_box(qtbot, moe):
+    from attnlab.ui.plots.schematic import Schematic
+
+    _model, _hf, _out, config, _state, _logits, trace = moe
+    schematic = Schematic()
+    qtbot.addWidget(schematic)
+    schematic.show()  # a hidden schematic lays out nothing
+    qtbot.waitExposed(schematic)
+    schematic.set_run(config, trace.options)
+    labels = [item.label for item in schematic.items if item.box == names.ffn(names.layer("dec", 0))]
+    assert labels == ["Experts (MoE)"]
