@@ -77,6 +77,15 @@ MOE_CASES = {
         ),
         "new_decoder_architecture with num_ln_in_parallel_attn 1 (one shared LayerNorm), 1 K/V group",
     ),
+    "falcon-rope-linear": (
+        Case(
+            "falcon-rope-linear",
+            lambda: falcon(rope_parameters={"rope_type": "linear", "rope_theta": 500.0, "factor": 2.0}),
+            "decoder-only",
+            final_norm_in_hidden=True,
+        ),
+        "multi-query Falcon with linear rope scaling (factor 2)",
+    ),
     "falcon-sequential": (
         Case(
             "falcon-sequential",
