@@ -300,3 +300,6 @@ FAMILY_CASES.update(BERTISH_CASES)
 from hf_tiny_deberta import DEBERTA_CASES  # noqa: E402
 
 FAMILY_CASES.update(DEBERTA_CASES)
+from hf_tiny_moe import MOE_CASES  # noqa: E402  (Mixtral, Falcon: the w-moe branch)
+
+FAMILY_CASES.update(MOE_CASES)

@@ -58,6 +58,12 @@ def test_config_from_hf_needs_no_weights(family):
     assert config_from_hf(hf_config) == config
 
 
+def resplit_heads(config) -> int:
+    """Half the heads; twice as many where halving would cut a shared K/V head apart (multi-query Falcon)."""
+    half = config.n_heads // 2
+    return half if (half * config.kv_heads) % config.n_heads == 0 else 2 * config.n_heads
+
+
 def test_toggles_still_run(family):
     _case, _model, _hf, config, state = family
     base, _ = run(config, state)
@@ -68,7 +74,7 @@ def test_toggles_still_run(family):
         *([] if config.parallel_residual else [post]),
         RunOptions(scale=False),
         RunOptions(positional=False),
-        RunOptions(n_heads=config.n_heads // 2),
+        RunOptions(n_heads=resplit_heads(config)),
     ):
         logits, _ = run(config, state, options.validate(config))
         assert torch.isfinite(logits).all() and not torch.allclose(logits, base), options

@@ -84,6 +84,7 @@ def test_registry_covers_every_pipeline_kind():
     kinds = {k for k, _ in steps} | {"addnorm", NORM_COMPARE, "ffn"}
     kinds |= FAMILY_ONLY_KINDS  # the stages of imported families' mechanisms (QK-norm, soft-capping, …)
     kinds |= set(DISENTANGLED_TERMS)  # DeBERTa's score terms (test_deberta_stages.py)
+    kinds |= {"lens", "moe"}  # the logit lens (decoder LMs) and Mixtral's experts
     for kind in kinds:
         assert kind in panel_class_for(kind).kinds
     assert {k for cls in PANEL_CLASSES for k in cls.kinds} == kinds
@@ -176,6 +177,10 @@ def check_stage(trace, stage, data, view):
         row = trace[kind][data["position"]]
         assert data["ids"] == torch.topk(row, min(view.top_k, row.shape[0])).indices.tolist()
         np.testing.assert_array_equal(data["values"], row.numpy()[data["ids"]])
+    elif kind == "lens":  # the logit lens: the last row is the model's own top prediction
+        np.testing.assert_array_equal(data["probs"], trace["lens.probs"].numpy())
+        np.testing.assert_array_equal(data["lens"]["matrix"], trace["lens.probs"].numpy()[:, :, 0])
+        assert data["ids"][-1, :, 0].tolist() == trace["probs"].argmax(-1).tolist()
     else:  # pragma: no cover - a new kind needs a check here
         raise AssertionError(f"no check for kind {kind}")
 

@@ -44,6 +44,23 @@ CASES = {  # golden file stem: (config changes, run options)
         },
         RunOptions(),
     ),
+    # Mixtral-like: a sparse mixture of experts in every layer (router logits … chosen experts … output)
+    "decoder_only_moe": (
+        {
+            "arch": "decoder-only",
+            "norm": "rmsnorm",
+            "ffn": "gated",
+            "n_experts": 3,
+            "experts_per_token": 2,
+            "positional": "rotary",
+            "rotary_layout": "half",
+            "norm_first": True,
+            "final_norm": True,
+            "activation": "silu",
+            "bias": False,
+        },
+        RunOptions(),
+    ),
     "encoder_only_bert_like": (
         {
             "arch": "encoder-only",
@@ -93,7 +110,11 @@ def documented_names(config: ModelConfig) -> set[str]:
     site_steps = ("q", "k", "v", "scores", "scaled", "mask", "masked", "weights", "context", "concat", "out")
     norm_parts = ("in", "rms", "out") if config.norm == "rmsnorm" else ("in", "mean", "var", "out")
     ffn_parts = ("gate", "up", "hidden", "out") if config.ffn == "gated" else ("pre", "hidden", "out")
+    if config.n_experts:  # a mixture of experts records its router instead of one network's hidden units
+        ffn_parts = ("router_logits", "router_probs", "chosen", "expert_weights", "out")
     names = {"logits", "probs"}
+    if config.arch == "decoder-only":  # the logit lens of a decoder language model
+        names |= {"lens.ids", "lens.probs"}
     if config.output_head:
         names |= {"head.pre", "head.hidden"} | {f"head.norm.{p}" for p in norm_parts}
     sides = [("src", "enc", config.n_encoder_layers)] if config.has_encoder else []

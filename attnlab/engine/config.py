@@ -160,6 +160,11 @@ class ModelConfig:
         """DeBERTa's position terms of this model, in the order they are added: () for every other model."""
         return tuple(term for term in ("c2p", "p2c") if term in self.rel_terms.split("|"))
 
+    # Mixtral's sparse mixture of experts (engine/moe.py): every FFN is n_experts gated experts and a router that
+    # sends each token to experts_per_token of them (n_experts 0: one dense FFN)
+    n_experts: int = 0
+    experts_per_token: int = 2
+
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
@@ -265,6 +270,19 @@ class ModelConfig:
             p.append("share_embeddings needs src_vocab_size == tgt_vocab_size")
         if not (0 < self.layer_norm_eps < 1):
             p.append(f"layer_norm_eps must be a small positive number (got {self.layer_norm_eps})")
+        return p + self.moe_problems()
+
+    def moe_problems(self) -> list[str]:
+        """What is wrong with the mixture-of-experts fields (empty when nothing, or with no experts)."""
+        if self.n_experts == 0:
+            return []
+        if self.n_experts < 0:
+            return [f"n_experts must be 0 or more (got {self.n_experts})"]
+        p = []
+        if not 1 <= self.experts_per_token <= self.n_experts:
+            p.append(f"experts_per_token must be 1 to n_experts {self.n_experts} (got {self.experts_per_token})")
+        if self.ffn != "gated":
+            p.append("a mixture of experts needs ffn 'gated' (its experts are SwiGLU networks)")
         return p
 
     def bertish_problems(self) -> list[str]:
@@ -331,6 +349,8 @@ class ModelConfig:
         d, f, b = self.d_model, self.d_ff, int(self.bias)
         attention = 4 * (d * d + b * d)
         ffn = d * f + b * f + f * d + b * d
+        if self.n_experts > 0:  # Mixtral: n_experts gated experts (three matrices each) and the router
+            ffn = self.n_experts * 3 * d * f + self.n_experts * d
         norms = 2 * d
         enc_layers = 1 if self.share_layers else self.n_encoder_layers  # ALBERT: one set of weights
         enc = enc_layers * (attention + ffn + 2 * norms) if self.has_encoder else 0

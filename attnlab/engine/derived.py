@@ -110,6 +110,20 @@ def _probs(logits: Tensor, temperature: float) -> Tensor:
     return torch.softmax(shifted / temperature, dim=-1)
 
 
+def _lens_ids(*values: object) -> Tensor:
+    """The logit lens's top-k ids (engine/logit_lens.py)."""
+    from attnlab.engine.logit_lens import lens_ids
+
+    return lens_ids(*values)
+
+
+def _lens_probs(*values: object) -> Tensor:
+    """The logit lens's top-k probabilities (engine/logit_lens.py)."""
+    from attnlab.engine.logit_lens import lens_probs
+
+    return lens_probs(*values)
+
+
 RULES: dict[str, Callable[..., torch.Tensor]] = {
     "scores": _scores,
     "scaled": _scaled_by,
@@ -123,6 +137,8 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
     "activation": _activation,
     "add": _add,
     "probs": _probs,
+    "lens_ids": _lens_ids,  # the logit lens
+    "lens_probs": _lens_probs,
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -12,6 +13,9 @@ from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
 from attnlab.engine.trace import Recorder
+
+if TYPE_CHECKING:
+    from attnlab.engine.moe import MoEFeedForward
 
 ACTIVATION_FUNCTIONS: dict[str, Callable[[Tensor], Tensor]] = {
     "relu": F.relu,
@@ -72,7 +76,11 @@ class GatedFeedForward(nn.Module):
         return out
 
 
-def make_ffn(cfg: ModelConfig) -> FeedForward | GatedFeedForward:
+def make_ffn(cfg: ModelConfig) -> FeedForward | GatedFeedForward | MoEFeedForward:
     """The feed-forward network a ModelConfig asks for."""
+    if cfg.n_experts:  # Mixtral's sparse mixture of experts
+        from attnlab.engine.moe import MoEFeedForward  # it builds on this module's activations
+
+        return MoEFeedForward(cfg)
     kind = GatedFeedForward if cfg.ffn == "gated" else FeedForward
     return kind(cfg.d_model, cfg.d_ff, cfg.activation, cfg.has_bias("ffn"))

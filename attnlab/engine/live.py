@@ -18,6 +18,7 @@ from attnlab.engine import names, option_rules
 from attnlab.engine.budget import estimate_trace_bytes, fits_on_device, working_bytes
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
+from attnlab.engine.logit_lens import lens_entries
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.pairs import INPUT_CUT, pair_side
@@ -451,6 +452,7 @@ class LiveModel:
         if not options.record:  # the fast path still returns what the output panel needs
             entries[names.LOGITS] = logits[0]  # [T, V]
         entries[names.PROBS] = output_probs(options.temperature)  # [T, V], softmax on read
+        entries.update(lens_entries(self.module, entries, resolved))  # the logit lens, derived on read
         info: dict[str, Any] = {"model": self.name, "compute_ms": (time.perf_counter() - start) * 1000.0}
         info["specials"] = {side: self.wrapping(side, src if side == "src" else tgt) for side in sides}
         host: dict[str, torch.Tensor] = {}

@@ -52,6 +52,9 @@ RMS_STATS = ("in", "rms", "out")
 FFN_PARTS = ("pre", "hidden", "out")
 # What a gated (SwiGLU) feed-forward network records: gate(x), up(x), act(gate) * up, down(...).
 GATED_FFN_PARTS = ("gate", "up", "hidden", "out")
+# What a sparse mixture-of-experts FFN records (engine/moe.py): the router's logits and softmax [T, E], the
+# experts each token is sent to [T, k] (int64) with their renormalised weights [T, k], and the weighted sum [T, d].
+MOE_FFN_PARTS = ("router_logits", "router_probs", "chosen", "expert_weights", "out")
 # Input steps of imported architectures, in order: after "embed" come "type" (token-type embedding),
 # "pos", then the embedding norm's entries ("src.embed_norm.in" … ".out"), then "input".
 TYPE = "type"
@@ -75,6 +78,16 @@ QK_NORM_STEPS = ("q_in", "k_in", "q_normed", "k_normed")
 # "enc.rel.norm.*") and "enc.rel.distance" (the bucketed distance i - j of each cell [Tq, Tk]).
 DISENTANGLED_TERMS = ("c2c", "c2p", "p2c")
 REL = "rel"
+# The logit lens (engine/logit_lens.py): the residual stream after each layer through the final norm and the
+# output projection; the top-k ids (int64) and probabilities of each layer and position, [L + 1, T, k].
+LENS = "lens"
+LENS_IDS = f"{LENS}.ids"
+LENS_PROBS = f"{LENS}.probs"
+
+
+def has_lens(arch: str) -> bool:
+    """Whether a recorded run of a model of this architecture carries the logit lens (decoder LMs)."""
+    return arch == "decoder-only"
 
 
 # ---- builders --------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import numpy as np
 from attnlab.engine import names
 from attnlab.present import words
 from attnlab.present.stages import COMPARE_MODES as COMPARE_MODES  # re-exported: the view's choices
-from attnlab.present.stages import NORM_COMPARE, Stage, stage_tensors
+from attnlab.present.stages import MOE, NORM_COMPARE, Stage, stage_tensors
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -82,16 +82,39 @@ def compare_stage(a: Trace, b: Trace, stage: Stage, head: int) -> list[ComparedE
         return [replace(e, difference=None, message=NO_DIFFERENCE) for e in entries]
     if stage.kind == "mask":
         return [_blocked(e) for e in entries]
+    if stage.kind in (names.LENS, MOE):
+        return [_by_name(a, b, e) for e in entries]
     return entries
 
 
+ID_ENTRIES = (names.LENS_IDS, "chosen")  # token and expert ids (the lens's top tokens, an MoE's chosen experts)
+
+
+def _by_name(a: Trace, b: Trace, entry: ComparedEntry) -> ComparedEntry:
+    """The logit lens and a mixture of experts: ids get no difference; the lens's probabilities [L + 1, T, k]
+    are compared as their picture, each layer's top-1 probability [L + 1, T] (not one "head" of it)."""
+    if entry.name.endswith(ID_ENTRIES):
+        return replace(entry, difference=None, message=ID_NO_DIFFERENCE)
+    if entry.name != names.LENS_PROBS:
+        return entry
+    ma, mb = (t[names.LENS_PROBS][:, :, 0].numpy() if names.LENS_PROBS in t else None for t in (a, b))
+    if ma is None or mb is None or ma.shape != mb.shape:
+        return replace(entry, a=ma, b=mb, difference=None, message=entry.message or "The two lenses differ in shape.")
+    return ComparedEntry(entry.name, ma, mb, mb - ma)
+
+
 NO_DIFFERENCE = "Token ids are names, not amounts: B − A of two ids means nothing, so only A and B are shown."
+ID_NO_DIFFERENCE = (
+    "Ids (tokens, experts) are names, not amounts: B − A of two ids means nothing; only A and B are shown."
+)
 # Stages whose own picture is not a matrix: what the compare view shows instead, said on the panel.
 FORM_NOTES = {
     "lines": "The token lines are compared as the shown head's weight matrix (a line's thickness is its weight; "
     "a difference has no line to draw).",
     "scale_why": "The ÷√dₖ histograms and entropies are compared through what they are made of: the shown "
     "head's raw and scaled scores.",
+    names.LENS: "The logit lens is compared as each layer's top-1 probability; its top tokens are ids, shown "
+    "without a difference.",
     NORM_COMPARE: "The LayerNorm-vs-BatchNorm picture (with its batch slider) has no A | B form; compared here: "
     "the norm's input x.",
 }

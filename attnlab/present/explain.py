@@ -22,10 +22,12 @@ from attnlab.present.disentangled import disentangled_page
 from attnlab.present.explain_attention import attention_page
 from attnlab.present.explain_inputs import inputs_page
 from attnlab.present.explain_layers import addnorm_page, ffn_page, norm_compare_page
+from attnlab.present.explain_lens import lens_page
+from attnlab.present.explain_moe import moe_page
 from attnlab.present.explain_norms import local_rope_note, norms_page
 from attnlab.present.explain_page import page, shape_of
 from attnlab.present.explain_study import study_notes
-from attnlab.present.stages import NORM_COMPARE, Stage
+from attnlab.present.stages import MOE, NORM_COMPARE, Stage
 from attnlab.present.unsure import unsure_sentence
 
 if TYPE_CHECKING:
@@ -95,6 +97,10 @@ def _explanation(stage: Stage, trace: Trace) -> str:
         return inputs_page(stage, trace) + explain_imported.extra_notes(stage, trace)
     if stage.kind in (names.LOGITS, names.PROBS):
         return _output(stage, trace) + explain_imported.extra_notes(stage, trace)
+    if stage.kind == names.LENS:
+        return lens_page(trace)
+    if stage.kind == MOE:
+        return moe_page(stage, trace)
     if stage.kind == "addnorm":
         return addnorm_page(stage, trace)
     if stage.kind == NORM_COMPARE:

@@ -53,6 +53,9 @@ FACTORISED_STEP = (names.EMBED_PROJ, "× W_proj → d_model (factorised embeddin
 OUTPUT_STEPS = ((names.LOGITS, "output logits"), (names.PROBS, "softmax → next token"))
 # ELECTRA's discriminator: one "replaced?" logit per token, not a vocabulary (w-bertish)
 REPLACED_STEPS = ((names.LOGITS, "replaced? logit z per token"), (names.PROBS, "σ(z) → P(replaced) per token"))
+LENS_STEP = (names.LENS, "logit lens: prediction after each layer")  # after the output (engine/logit_lens.py)
+MOE = "moe"  # the FFN stage of a sparse mixture of experts (engine/moe.py): router, chosen experts, output
+MOE_TITLE = "mixture of experts: router → top-k experts"
 
 
 NORM_COMPARE = "norm_vs_batch"  # the stage after every add & norm: LayerNorm vs BatchNorm on its input
@@ -85,7 +88,7 @@ class Stage:
             return names.side_entry(self.side, "input")
         if self.site:
             return self.site
-        if self.kind == "ffn" and self.layer:
+        if self.kind in ("ffn", MOE) and self.layer:
             return names.ffn(self.layer)
         if self.kind in ("addnorm", NORM_COMPARE) and self.layer and self.norm:
             return names.norm(self.layer, self.norm)
@@ -148,7 +151,9 @@ def norm_steps(config: ModelConfig, titles: dict[str, str], scale: bool) -> dict
     return titles
 
 
-def _ffn(layer: str, group: str) -> Stage:
+def _ffn(trace: Trace, layer: str, group: str) -> Stage:
+    if names.ffn_entry(layer, "router_probs") in trace:  # a mixture of experts: the router is what is new
+        return Stage(names.ffn(layer), MOE, MOE_TITLE, group, layer=layer)
     return Stage(names.ffn(layer), "ffn", words.word("ffn"), group, layer=layer)
 
 
@@ -182,7 +187,7 @@ def _layer_stages(trace: Trace, layer: str) -> list[Stage]:
     if has_cross:
         stages += _attention_stages(trace, cross, group, False)
         stages += _addnorm(trace, layer, 2, group)
-    return stages + [_ffn(layer, group), *_addnorm(trace, layer, names.sublayer_count(stack, has_cross), group)]
+    return stages + [_ffn(trace, layer, group), *_addnorm(trace, layer, names.sublayer_count(stack, has_cross), group)]
 
 
 _STAGES_CACHE: dict[tuple, list[Stage]] = {}
@@ -217,6 +222,8 @@ def _build_stages(trace: Trace) -> list[Stage]:
                 stages += _layer_stages(trace, layer)
     steps = REPLACED_STEPS if trace.config.replaced_head else OUTPUT_STEPS
     stages += [Stage(output_key(k), k, t, words.word("output")) for k, t in steps]
+    if names.LENS_PROBS in trace:  # the logit lens: one picture of every layer's guess, after the real one
+        stages.append(Stage(output_key(LENS_STEP[0]), LENS_STEP[0], LENS_STEP[1], words.word("output")))
     return stages
 
 
@@ -248,6 +255,8 @@ def stage_keys_for_config(config: ModelConfig) -> list[str]:
             entries.append(names.site_entry(names.site(layer, "self"), "weights"))
             if stack == "dec" and config.has_encoder:
                 entries.append(names.site_entry(names.site(layer, "cross"), "weights"))
+    if names.has_lens(config.arch):  # a recorded run of a decoder LM has the logit lens (engine/logit_lens.py)
+        entries.append(names.LENS_PROBS)
     return [stage.key for stage in _build_stages(_Outline(entries, config))]  # type: ignore[arg-type]
 
 
@@ -304,6 +313,10 @@ def stage_tensors(stage: Stage) -> list[str]:
         return [names.norm_entry(names.post_norm(stage.layer, stage.norm), "out"), names.resid(stage.layer, stage.norm)]
     if stage.kind == "ffn" and stage.layer:
         return [names.ffn_entry(stage.layer, "hidden"), names.ffn_entry(stage.layer, "out")]
+    if stage.kind == names.LENS:
+        return [names.LENS_PROBS, names.LENS_IDS]
+    if stage.kind == MOE and stage.layer:
+        return [names.ffn_entry(stage.layer, p) for p in ("router_probs", "chosen", "out")]
     return [stage.kind]  # the output steps: "logits", "probs"
 
 
@@ -386,7 +399,7 @@ def sublayer_of(stage: Stage) -> str:
         return stage.site
     if stage.side:
         return f"{stage.side}.input"
-    if stage.kind in ("addnorm", "ffn"):
+    if stage.kind in ("addnorm", "ffn", MOE):
         return stage.key
     return OUTPUT
 

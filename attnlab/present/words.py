@@ -26,6 +26,7 @@ WORDS: dict[str, str] = {
     "self.short": "self-attn",
     "cross.short": "cross-attn",
     "ffn.box": "Feed-forward",  # the schematic's box
+    "moe.box": "Experts (MoE)",  # the schematic's box of a mixture of experts (Mixtral)
     "output": "Output",
     "norm": "LayerNorm",
     "rmsnorm": "RMSNorm",

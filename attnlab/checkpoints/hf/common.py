@@ -47,6 +47,8 @@ FAMILIES = {
     "electra": "electra",
     "albert": "albert",
     "deberta-v2": "deberta_v2",  # DeBERTa-v2 and v3: disentangled attention
+    "mixtral": "mixtral",  # Mistral with a sparse mixture of experts
+    "falcon": "falcon",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 # model types attnlab knows and cannot run, with the one reason said instead of the list of supported types

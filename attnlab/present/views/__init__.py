@@ -3,7 +3,7 @@ bars, titles, notes), built Qt-free from (trace, stage, display settings). `view
 
 Every stage kind has one: the tokens, embeddings, positional encoding and layer input, Q/K/V, the score maps,
 the mask, the heads grid, the token → token lines, weights·V, concat, W_O, add & norm, FFN, the output bars,
-LayerNorm vs BatchNorm, the √dₖ explainer."""
+LayerNorm vs BatchNorm, the √dₖ explainer, the logit lens, the mixture of experts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from attnlab.engine import names
-from attnlab.present.stages import NORM_COMPARE, Stage, ViewState
+from attnlab.present.stages import MOE, NORM_COMPARE, Stage, ViewState
 from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.attention import map_view, mask_view, qkv_view
 from attnlab.present.views.disentangled import term_view
@@ -19,7 +19,9 @@ from attnlab.present.views.factorised import FACTORISED, factorised_view
 from attnlab.present.views.ffn import ffn_view
 from attnlab.present.views.heads import heads_view
 from attnlab.present.views.inputs import embed_view, input_sum_view, tokens_view
+from attnlab.present.views.lens import lens_view
 from attnlab.present.views.lines import lines_view
+from attnlab.present.views.moe import moe_view
 from attnlab.present.views.norm_compare import norm_compare_view
 from attnlab.present.views.output import output_view
 from attnlab.present.views.positional import positional_view
@@ -59,6 +61,8 @@ BUILDERS: dict[str, Builder] = {
     "post_norm": addnorm_view,
     FACTORISED: factorised_view,
     **{term: term_view for term in names.DISENTANGLED_TERMS},  # DeBERTa's score terms
+    names.LENS: lens_view,
+    MOE: moe_view,
 }
 # kinds only some imported families' runs have (the classroom models never show them)
 FAMILY_ONLY_KINDS = frozenset({"qk_norm", "capped", "post_norm", FACTORISED})  # kinds only imported families have

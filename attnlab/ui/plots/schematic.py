@@ -286,7 +286,7 @@ class Schematic(QWidget):
         subs = [(names.site(here, "self"), attn, "attn")]
         if side == "dec" and cfg.has_encoder:
             subs.append((names.site(here, "cross"), words.word("cross").capitalize(), "attn"))
-        subs.append((names.ffn(here), words.word("ffn.box"), "ffn"))
+        subs.append((names.ffn(here), words.word("moe.box" if cfg.n_experts else "ffn.box"), "ffn"))
         pre, residual = opts.norm_first, opts.residual
         layer_start = len(column)
         branches: list[Branch] = []

@@ -11,6 +11,8 @@ from attnlab.ui.stages.factorised import FactorisedPanel
 from attnlab.ui.stages.ffn import FFNPanel
 from attnlab.ui.stages.heads import HeadsPanel, LinesPanel
 from attnlab.ui.stages.inputs import EmbeddingPanel, InputSumPanel, TokensPanel
+from attnlab.ui.stages.lens import LensPanel
+from attnlab.ui.stages.moe import MoEPanel
 from attnlab.ui.stages.norm_compare import NormComparePanel
 from attnlab.ui.stages.output import OutputPanel
 from attnlab.ui.stages.positional import PositionalPanel
@@ -39,6 +41,8 @@ PANEL_CLASSES: list[type[StagePanel]] = [
     QKNormPanel,  # w-norms
     FactorisedPanel,
     ScoreTermPanel,  # DeBERTa's score terms
+    LensPanel,
+    MoEPanel,
 ]
 
 _BY_KIND: dict[str, type[StagePanel]] = {kind: cls for cls in PANEL_CLASSES for kind in cls.kinds}
