@@ -13,6 +13,7 @@ from attnlab.present.views.model import MatrixView, MessageView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, draw_matrix, note_font, titled_heatmap
 from attnlab.ui.stages.flow import flow_container
+from attnlab.ui.window import zoom
 
 CHIP_STYLE = """
 QLabel[chip] { border-radius: 9px; border-width: 2px; }
@@ -106,7 +107,9 @@ class EmbeddingPanel(StagePanel):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
-        self._map = PanelHeatmap(self, rows_title="token", cols_title="model dimension", header=self._header)
+        self._map = PanelHeatmap(
+            self, rows_title="token", cols_title="model dimension", header=self._header, row_floor=zoom.ROW_FLOOR_SINGLE
+        )
         self._note = Note(self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._header)

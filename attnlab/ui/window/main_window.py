@@ -116,7 +116,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         box.addWidget(self._shapes_box)
         self.snapshot_slider = SnapshotSlider(self.session)  # training steps, when the model keeps snapshots
         box.addWidget(self.snapshot_slider)
-        box.addWidget(PanelScroll(self.panel_stack), 1)
+        self.panel_scroll = PanelScroll(self.panel_stack)
+        box.addWidget(self.panel_scroll, 1)
         split = QSplitter(Qt.Orientation.Vertical, childrenCollapsible=False)
         split.setObjectName("centralSplitter")
         split.addWidget(stage_area)
