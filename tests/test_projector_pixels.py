@@ -1,0 +1,157 @@
+"""What a student at the back of the room sees (issue 26): a window of exactly 1024×768 in presentation mode, the
+bundled translation model on the default sentence. For the first stage of every kind, every heatmap the panel
+shows is measured as drawn (attnlab.ui.window.pixel_check: the image mapped into its view's pixels / its rows).
+
+Floors (the issue's targets): one head's attention map and the mask ≥ 36 px per token row, each head of the
+all-heads grid ≥ 16 px, every other matrix (add & norm, positional encoding, …) ≥ 12 px; at 100 % the maps of
+those stages are wholly on screen; zooming in to 150 % never makes a plot smaller."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from PySide6.QtWidgets import QApplication, QScrollArea
+
+from attnlab.checkpoints import load_bundled
+from attnlab.ui.window import zoom
+from attnlab.ui.window.main_window import MainWindow
+from attnlab.ui.window.pixel_check import RowPixels, row_pixels
+
+pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
+
+SIZE = (1024, 768)
+SENTENCE, DECODER_INPUT = "the black cat sees the small dog", "le chat noir voit le"
+SINGLE_HEAD_KINDS = ("scores", "scaled", "masked", "weights", "mask")
+FLOORS = {**dict.fromkeys(SINGLE_HEAD_KINDS, 36.0), "heads": 16.0}
+OTHER_FLOOR = 12.0  # add & norm, positional encoding and every other matrix
+WHOLE_ON_SCREEN = (*SINGLE_HEAD_KINDS, "heads", "addnorm", "pos")
+
+
+@pytest.fixture(scope="module")
+def translation():
+    return load_bundled("translation")
+
+
+def settled(window: MainWindow) -> list[RowPixels]:
+    """The panel's heatmaps once two passes of the event loop in a row leave them as they were."""
+    scroll = window.findChild(QScrollArea, "panelScroll")
+    before: list[RowPixels] = []
+    for _ in range(40):
+        QApplication.processEvents()
+        now = row_pixels(window.current_panel(), scroll.viewport())
+        if now == before:
+            break
+        before = now
+    return before
+
+
+def measure(model, zoom_level: float) -> dict[str, list[RowPixels]]:
+    """{stage kind: the heatmaps of its first stage} at `zoom_level`, presenting at 1024×768."""
+    window = MainWindow()
+    try:
+        window.set_zoom(zoom_level)
+        window.show()
+        window.set_presenting(True, full_screen=False)
+        window.resize(*SIZE)
+        window.session.set_model(model, SENTENCE, DECODER_INPUT)
+        deadline = time.monotonic() + 60
+        while window.session.trace is None or window.session.busy:
+            QApplication.processEvents()
+            time.sleep(0.01)
+            assert time.monotonic() < deadline, "no trace within 60 s"
+        shown: dict[str, list[RowPixels]] = {}
+        for stage in window.session.stages:
+            if stage.kind in shown:
+                continue
+            window.session.set_stage(stage.key)
+            shown[stage.kind] = settled(window)
+            assert (window.width(), window.height()) == SIZE, f"{stage.key} grew the window"
+        return shown
+    finally:
+        window.set_presenting(False)
+        window.set_zoom(1.0)
+        window.errors.uninstall()
+        window.session.shutdown()
+        window.close()
+
+
+@pytest.fixture(scope="module")
+def module_settings(tmp_path_factory):
+    """isolated_settings for the module-scoped measurements (they run before any function-scoped fixture)."""
+    from PySide6.QtCore import QSettings
+
+    folder = tmp_path_factory.mktemp("settings")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ATTNLAB_SETTINGS", str(folder / "settings.ini"))
+        QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(folder))
+        yield
+
+
+@pytest.fixture(scope="module")
+def at_100(qapp, module_settings, translation):
+    return measure(translation, 1.0)
+
+
+@pytest.fixture(scope="module")
+def at_150(qapp, module_settings, translation):
+    return measure(translation, 1.5)
+
+
+def floor_of(kind: str) -> float:
+    return FLOORS.get(kind, OTHER_FLOOR)
+
+
+@pytest.mark.parametrize("which", ["at_100", "at_150"])
+def test_every_heatmap_keeps_its_floor_at_1024x768_presenting(request, which):
+    shown = request.getfixturevalue(which)
+    assert {"weights", "heads", "addnorm", "pos", "scale_why", "probs"} <= set(shown)  # the stage kinds are all here
+    counted = sum(len(maps) for maps in shown.values())
+    assert counted >= 20  # the heatmaps were found (a measure that finds none would pass any floor)
+    low = [
+        f"{kind}: {m.line()} < {floor_of(kind)}"
+        for kind, maps in shown.items()
+        for m in maps
+        if m.px_per_row < floor_of(kind)
+    ]
+    assert not low, "\n".join(low)
+
+
+def test_the_plots_of_the_main_stages_are_on_screen_at_100(at_100):
+    cut = [f"{kind}: {m.line()}" for kind in WHOLE_ON_SCREEN for m in at_100[kind] if m.on_screen < 0.99]
+    assert not cut, "\n".join(cut)
+
+
+def test_zooming_in_never_makes_a_plot_smaller(at_100, at_150):
+    smaller = []
+    for kind, maps in at_100.items():
+        assert len(at_150[kind]) == len(maps), kind
+        for before, after in zip(maps, at_150[kind], strict=True):
+            if after.px_per_row < before.px_per_row - 0.5:
+                smaller.append(f"{kind}: {before.line()} → {after.px_per_row:.1f} px/row at 150 %")
+    assert not smaller, "\n".join(smaller)
+
+
+def test_presenting_folds_the_explanation_and_e_brings_it_back(qtbot, translation):
+    window = MainWindow()
+    qtbot.addWidget(window)
+    try:
+        window.show()
+        qtbot.waitExposed(window)
+        assert window.explanation.isVisible()
+        window.set_presenting(True, full_screen=False)
+        assert not window.explanation.isVisible() and window.present_hint.isVisible()
+        assert "E: explanation" in window.present_hint.text()
+        assert zoom.row_floor(zoom.ROW_FLOOR_ATTENTION) > 0
+        qtbot.keyClick(window.navigator, "e")
+        assert window.explanation.isVisible()
+        qtbot.keyClick(window.navigator, "e")
+        assert not window.explanation.isVisible()
+        window.set_presenting(False)
+        assert window.explanation.isVisible() and not window.present_hint.isVisible()
+        assert zoom.row_floor(zoom.ROW_FLOOR_ATTENTION) == 0.0  # outside presentation the plots fill the room
+    finally:
+        window.set_presenting(False)
+        window.errors.uninstall()
+        window.session.shutdown()
+        window.close()
