@@ -38,6 +38,9 @@ class CurrentPageStack(QtWidgets.QStackedWidget):
         return page.minimumSizeHint().expandedTo(page.minimumSize()) if page is not None else super().minimumSizeHint()
 
 
+MIN_KEPT_HEIGHT = 160  # the least height of the stage area when the screen is too small for the whole panel
+
+
 class PanelScroll(QtWidgets.QScrollArea):
     """A frameless scroll area that gives the panel stack all its room and scrolls sideways what does not fit.
 
@@ -47,6 +50,8 @@ class PanelScroll(QtWidgets.QScrollArea):
 
     def __init__(self, stack: QtWidgets.QWidget):
         super().__init__(widgetResizable=True)
+        self._whole_height = True  # the panel's least height is this area's (False: it scrolls)
+        self._measuring = False  # inside _screen_room
         self.setObjectName("panelScroll")
         self.setFrameShape(QtWidgets.QFrame.Shape.NoFrame)
         # a click on a panel's background leaves the focus where it was, as before there was a scroll area (a
@@ -84,6 +89,8 @@ class PanelScroll(QtWidgets.QScrollArea):
         self._fit_stack()
 
     def minimumSizeHint(self) -> QtCore.QSize:
+        if self._measuring:
+            return self._told
         self._told = self._least()
         return self._told
 
@@ -93,7 +100,26 @@ class PanelScroll(QtWidgets.QScrollArea):
         if stack is None or not self._whole_height:
             return hint
         height = stack.minimumSizeHint().height() + self.horizontalScrollBar().sizeHint().height()
+        cap = self._screen_room()
+        if cap is not None and height > cap:  # kept whole only while the window still fits its screen
+            height = max(cap, MIN_KEPT_HEIGHT)
         return QtCore.QSize(hint.width(), max(hint.height(), height))
+
+    def _screen_room(self) -> int | None:
+        """The most height this area may ask for without growing its window past the screen's available
+        height (a 1024×768 projector): the screen less the window's frame and everything else's least height.
+        None while that cannot be known (no window or screen yet, or asked again while measuring it)."""
+        window = self.window()
+        screen = window.screen() if window is not self else None
+        if screen is None or self._measuring:
+            return None
+        self._measuring = True  # the window's hint asks this area again: it answers what it told last
+        try:
+            others = window.minimumSizeHint().height() - self._told.height()
+        finally:
+            self._measuring = False
+        frame = max(0, window.frameGeometry().height() - window.height())
+        return screen.availableGeometry().height() - frame - others
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
         # a class test first: most events here are paints, and reading event.type() makes a Python enum
