@@ -14,6 +14,7 @@ import pytest
 from PySide6.QtWidgets import QApplication, QScrollArea
 
 from attnlab.checkpoints import load_bundled
+from attnlab.ui.plots.head_grid import best_grid_shape, cell_size
 from attnlab.ui.window import zoom
 from attnlab.ui.window.main_window import MainWindow
 from attnlab.ui.window.pixel_check import RowPixels, row_pixels
@@ -155,3 +156,51 @@ def test_presenting_folds_the_explanation_and_e_brings_it_back(qtbot, translatio
         window.errors.uninstall()
         window.session.shutdown()
         window.close()
+
+
+def test_the_default_window_fits_a_1024x768_screen(qtbot, translation):
+    """Not presenting: the window's least width leaves room on a 1024-px screen (the toggles dock's rows wrap and
+    its combo boxes elide), the toggles dock lies inside the window, no stage grows the window past its screen,
+    and every token chip is shown."""
+    window = MainWindow()
+    qtbot.addWidget(window)
+    try:
+        window.resize(*SIZE)
+        window.show()
+        qtbot.waitExposed(window)
+        with qtbot.waitSignal(window.session.traceReady, timeout=60000):
+            window.session.set_model(translation, SENTENCE, DECODER_INPUT)
+        assert window.minimumSizeHint().width() <= 0.92 * SIZE[0]  # main_window.default_size on a 1024-px screen
+        screen = window.screen().availableGeometry()
+        for key in ("src.tokens", "enc.0.norm1", "src.input", "enc.0.self.weights"):
+            window.session.set_stage(key)
+            settled(window)
+            toggles = window.controls_dock.geometry()
+            assert window.width() == SIZE[0] and toggles.right() < window.width(), key
+            assert window.frameGeometry().height() <= screen.height(), f"{key} grew the window past its screen"
+        window.session.set_stage("src.tokens")
+        settled(window)
+        chips = window.current_panel()._scroll
+        assert chips.verticalScrollBar().maximum() == 0  # all 8 chips, none below a scroll bar
+    finally:
+        window.errors.uninstall()
+        window.session.shutdown()
+        window.close()
+
+
+@pytest.mark.parametrize(
+    ("room", "expected"),
+    [((1000, 300), (1, 4)), ((300, 1000), (4, 1)), ((600, 600), (2, 2))],  # wide, tall, square rooms
+)
+def test_the_heads_grid_takes_the_arrangement_with_the_largest_squarest_cells(room, expected):
+    # 4 heads of 8 × 8 and nothing but cells: 1×4 in 1000×300 gives cells 31 × 37 px, 2×2 gives 62 × 19
+    assert best_grid_shape(4, (8, 8), room, (0, 0, 0, 0)) == expected
+    chosen = min(cell_size(expected, (8, 8), room, (0, 0, 0, 0)))
+    for shape in ((1, 4), (2, 2), (4, 1)):
+        assert chosen >= min(cell_size(shape, (8, 8), room, (0, 0, 0, 0)))
+
+
+def test_the_heads_grid_leaves_no_empty_row():
+    for heads in range(1, 13):
+        rows, cols = best_grid_shape(heads, (6, 6), (900, 500), (80, 60, 4, 20))
+        assert rows * cols >= heads and (rows - 1) * cols < heads

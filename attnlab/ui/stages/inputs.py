@@ -3,7 +3,7 @@ positional-encoding stage is in positional.py. The numbers and words come from p
 
 from __future__ import annotations
 
-from PySide6 import QtWidgets
+from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
 from attnlab.present.engine_api import Trace
@@ -24,6 +24,9 @@ QLabel[chip="unk"]     { background: #fde3e1; color: #6b1510; border-style: dash
 """
 
 
+MAX_CHIP_ROWS_PX = 420  # the chips ask for at most this height; more rows scroll
+
+
 class TokensPanel(StagePanel):
     """The text split into its pieces: one chip per token with its position and id; specials stand out."""
 
@@ -33,6 +36,7 @@ class TokensPanel(StagePanel):
         super().__init__(parent)
         self._title = Note(self, delta=2, bold=True)
         scroll, self._inner, self._flow = flow_container(self)
+        self._scroll = scroll
         self._inner.setStyleSheet(CHIP_STYLE)
         self._count = Note(self, delta=1)
         self._legend = Note(self)
@@ -76,6 +80,21 @@ class TokensPanel(StagePanel):
             self._fill(shown.chips)
         self._count.show_text(shown.count)
         self._legend.show_text(shown.legend)
+        self._fit_chips()
+
+    def _fit_chips(self) -> None:
+        """Room for every chip at the width the panel has (up to MAX_CHIP_ROWS_PX): the window gives the chips
+        the explanation's room rather than hiding the last row below a scroll bar."""
+        width = self._scroll.viewport().width()
+        if width <= 1 or not self._chips:
+            return
+        need = min(self._flow.heightForWidth(width), MAX_CHIP_ROWS_PX)
+        if need != self._scroll.minimumHeight():
+            self._scroll.setMinimumHeight(need)
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_chips()
 
     def _fill(self, chips: tuple[Chip, ...]) -> None:
         for shown in chips:
