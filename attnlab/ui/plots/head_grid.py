@@ -22,11 +22,12 @@ from PySide6.QtCore import Qt, Signal
 from attnlab.present import words
 from attnlab.ui.plots.axes import TICK_POINT_SIZE, CategoryAxis, MaskBackground, choose_modes, tick_font
 from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
+from attnlab.ui.plots.grid_arrangement import best_grid_shape, cell_size, grid_shape
 from attnlab.ui.plots.matrix_data import ValueFormat, check_labels, compute_levels, elide_label, prepare_matrix
 from attnlab.ui.plots.matrix_view import MatrixView
 from attnlab.ui.window import zoom
 
-__all__ = ["HeadGrid", "best_grid_shape", "grid_shape"]
+__all__ = ["HeadGrid", "best_grid_shape", "cell_size", "grid_shape"]
 
 SELECTED_COLOR = "#ff9f1c"
 #: Below this many pixels per small plot, outer axes show no tick text at all.
@@ -34,47 +35,6 @@ MIN_TICKED_PLOT_PX = (110, 80)
 QWIDGETSIZE_MAX = 16777215  # Qt's "no maximum"
 SPACING = 4  # between the plots of the grid
 SWITCH_GAIN = 1.08  # a new arrangement must make cells this much larger (no flicker between two near ties)
-
-
-def grid_shape(n_heads: int) -> tuple[int, int]:
-    """(rows, columns) of the grid for *n_heads*: ceil(sqrt(H)) columns."""
-    if n_heads <= 0:
-        return 0, 0
-    ncols = math.ceil(math.sqrt(n_heads))
-    return math.ceil(n_heads / ncols), ncols
-
-
-def cell_size(
-    shape: tuple[int, int], cells: tuple[int, int], room: tuple[float, float], per_head: Sequence[float]
-) -> tuple[float, float]:
-    """(width, height) in pixels of one matrix cell when heads of `cells` (Tq, Tk) are laid out `shape` (rows,
-    columns) in `room` (width, height); `per_head` = (fixed width, fixed height, width per column, height per
-    row) that is not cells: axes and colour bar, titles and gaps."""
-    (nrows, ncols), (tq, tk) = shape, cells
-    fixed_w, fixed_h, col_w, row_h = per_head
-    width = (room[0] - fixed_w - ncols * col_w) / max(ncols * tk, 1)
-    height = (room[1] - fixed_h - nrows * row_h) / max(nrows * tq, 1)
-    return width, height
-
-
-def best_grid_shape(
-    n_heads: int, cells: tuple[int, int], room: tuple[float, float], per_head: Sequence[float]
-) -> tuple[int, int]:
-    """The arrangement (1×H, 2×ceil(H/2), …) whose cells are largest with the squarest aspect: the one that
-    maximises min(cell width, cell height) (ties: the taller cells)."""
-    if n_heads <= 0:
-        return 0, 0
-    shapes = []
-    for nrows in range(1, n_heads + 1):
-        ncols = math.ceil(n_heads / nrows)
-        if (math.ceil(n_heads / ncols), ncols) == (nrows, ncols):  # no empty grid row
-            shapes.append((nrows, ncols))
-
-    def score(shape: tuple[int, int]) -> tuple[float, float]:
-        w, h = cell_size(shape, cells, room, per_head)
-        return min(w, h), h
-
-    return max(shapes, key=score)
 
 
 class HeadGrid(MatrixView):
@@ -118,7 +78,7 @@ class HeadGrid(MatrixView):
         self._bottom_axes: list[CategoryAxis] = []
         self._bar: pg.ColorBarItem | None = None
         # One scene per head count seen, kept: toggling 4 <-> 8 heads swaps pages instead of rebuilding.
-        self._grids: dict[int, dict[str, Any]] = {}
+        self._grids: dict[tuple[int, int, int], dict[str, Any]] = {}  # (H, rows, columns) -> the grid
         self._glw = self._new_grid_scene()
         self._stack.setCurrentWidget(self._message)
 
@@ -281,11 +241,12 @@ class HeadGrid(MatrixView):
     def _build(self, n_heads: int, shape: tuple[int, int]) -> None:
         """Show the grid for *n_heads* laid out `shape`: the kept one when seen before, else build it."""
         if self._views:  # keep the grid shown now as it is (an empty one is reused below)
-            self._grids[(self._n_heads, *self._arranged)] = {k: getattr(self, k) for k in self._GRID_STATE}
+            rows, cols = self._arranged
+            self._grids[(self._n_heads, rows, cols)] = {k: getattr(self, k) for k in self._GRID_STATE}
             # a hidden page's floor would still be the stack's (QStackedLayout's least size is its largest page's)
             self._glw.setMinimumHeight(120)
             self._glw.setMaximumHeight(QWIDGETSIZE_MAX)
-        kept = self._grids.get((n_heads, *shape))
+        kept = self._grids.get((n_heads, shape[0], shape[1]))
         if kept is not None:
             self._restore_grid(kept, n_heads)
             return
@@ -312,7 +273,7 @@ class HeadGrid(MatrixView):
         )
         for h in range(n_heads):
             self._style_head(h)
-        self._grids[(n_heads, *shape)] = {k: getattr(self, k) for k in self._GRID_STATE}
+        self._grids[(n_heads, shape[0], shape[1])] = {k: getattr(self, k) for k in self._GRID_STATE}
 
     # ---- the arrangement and the floor ----------------------------------------------------------------------
     def _per_head(self) -> tuple[float, float, float, float]:
@@ -333,8 +294,9 @@ class HeadGrid(MatrixView):
         area = self.parentWidget()
         while area is not None and not isinstance(area, QtWidgets.QScrollArea):
             area = area.parentWidget()
-        if area is not None and area.widget() is not None:
-            height -= max(0, area.widget().height() - area.viewport().height())
+        inner = area.widget() if area is not None else None
+        if area is not None and inner is not None:
+            height -= max(0, inner.height() - area.viewport().height())
         return float(self._glw.width()), height
 
     def _arrangement(self, n_heads: int, cells: tuple[int, int]) -> tuple[int, int]:
