@@ -4,7 +4,7 @@ shows is measured as drawn (attnlab.ui.window.pixel_check: the image mapped into
 
 Floors (the issue's targets): one head's attention map and the mask ≥ 36 px per token row, each head of the
 all-heads grid ≥ 16 px, every other matrix (add & norm, positional encoding, …) ≥ 12 px; at 100 % the maps of
-those stages are wholly on screen; zooming in to 150 % never makes a plot smaller."""
+those stages are wholly on screen; zooming in (100 → 110 → 150 %) never makes a plot smaller."""
 
 from __future__ import annotations
 
@@ -95,6 +95,11 @@ def at_100(qapp, module_settings, translation):
 
 
 @pytest.fixture(scope="module")
+def at_110(qapp, module_settings, translation):
+    return measure(translation, 1.1)  # one Ctrl+= from 100 %
+
+
+@pytest.fixture(scope="module")
 def at_150(qapp, module_settings, translation):
     return measure(translation, 1.5)
 
@@ -123,14 +128,17 @@ def test_the_plots_of_the_main_stages_are_on_screen_at_100(at_100):
     assert not cut, "\n".join(cut)
 
 
-def test_zooming_in_never_makes_a_plot_smaller(at_100, at_150):
+def test_zooming_in_never_makes_a_plot_smaller(at_100, at_110, at_150):
     smaller = []
     for kind, maps in at_100.items():
-        assert len(at_150[kind]) == len(maps), kind
-        for before, after in zip(maps, at_150[kind], strict=True):
-            if after.px_per_row < before.px_per_row - 0.5:
-                smaller.append(f"{kind}: {before.line()} → {after.px_per_row:.1f} px/row at 150 %")
+        for lower, higher, step in ((maps, at_110[kind], "100 → 110 %"), (at_110[kind], at_150[kind], "110 → 150 %")):
+            assert len(higher) == len(lower), kind
+            for before, after in zip(lower, higher, strict=True):
+                if after.px_per_row < before.px_per_row - 0.5:
+                    smaller.append(f"{kind} {step}: {before.line()} → {after.px_per_row:.1f} px/row")
     assert not smaller, "\n".join(smaller)
+    grown = [a.px_per_row / b.px_per_row for kind in at_100 for b, a in zip(at_100[kind], at_150[kind], strict=True)]
+    assert grown and min(grown) > 1.2  # the plots grow with the text (1.5 × where they fit the room)
 
 
 def test_presenting_folds_the_explanation_and_e_brings_it_back(qtbot, translation):
@@ -143,14 +151,14 @@ def test_presenting_folds_the_explanation_and_e_brings_it_back(qtbot, translatio
         window.set_presenting(True, full_screen=False)
         assert not window.explanation.isVisible() and window.present_hint.isVisible()
         assert "E: explanation" in window.present_hint.text()
-        assert zoom.row_floor(zoom.ROW_FLOOR_ATTENTION) > 0
+        assert zoom.row_floor(zoom.ROW_PX_ATTENTION) > 0
         qtbot.keyClick(window.navigator, "e")
         assert window.explanation.isVisible()
         qtbot.keyClick(window.navigator, "e")
         assert not window.explanation.isVisible()
         window.set_presenting(False)
         assert window.explanation.isVisible() and not window.present_hint.isVisible()
-        assert zoom.row_floor(zoom.ROW_FLOOR_ATTENTION) == 0.0  # outside presentation the plots fill the room
+        assert zoom.row_floor(zoom.ROW_PX_ATTENTION) == 0.0  # outside presentation the plots fill the room
     finally:
         window.set_presenting(False)
         window.errors.uninstall()

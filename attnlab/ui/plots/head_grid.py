@@ -5,7 +5,7 @@ tick axes on the outer edge only, and one colour bar that drives every image (on
 arrangement (1×H, 2×H/2, …) is the one whose cells are largest and squarest in the room the grid has
 (`best_grid_shape`; before it has a size, ceil(sqrt(H)) per row). The grid is rebuilt only when H or the
 arrangement changes; other updates just swap image data. Presenting, each head keeps zoom.row_floor
-(ROW_FLOOR_GRID) pixels per row.
+(ROW_PX_GRID) pixels per row.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class HeadGrid(MatrixView):
         colormap: str = DEFAULT_SEQUENTIAL,
         signed_colormap: str | None = DEFAULT_DIVERGING,
         value_format: ValueFormat = "{:.3f}",
-        row_floor: float = zoom.ROW_FLOOR_GRID,
+        row_floor: float = zoom.ROW_PX_GRID,
     ) -> None:
         super().__init__(parent, colormap=colormap, signed_colormap=signed_colormap, value_format=value_format)
         self._cells: tuple[int, int] | None = None  # (Tq, Tk)

@@ -98,7 +98,7 @@ class LabeledHeatmap(MatrixView):
         colormap: str = DEFAULT_SEQUENTIAL,
         signed_colormap: str | None = DEFAULT_DIVERGING,
         value_format: ValueFormat = "{:.4g}",
-        row_floor: float = zoom.ROW_FLOOR_MATRIX,
+        row_floor: float = zoom.ROW_PX_MATRIX,
     ) -> None:
         super().__init__(parent, colormap=colormap, signed_colormap=signed_colormap, value_format=value_format)
         self._shape: tuple[int, int] | None = None

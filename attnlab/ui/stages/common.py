@@ -180,7 +180,7 @@ class PanelHeatmap(LabeledHeatmap):
         rows_title: str = "",
         cols_title: str = "",
         header: Note | TitleLabel | None = None,
-        row_floor: float = zoom.ROW_FLOOR_MATRIX,
+        row_floor: float = zoom.ROW_PX_MATRIX,
     ):
         super().__init__(parent, row_floor=row_floor)
         self._header = header  # when given, titles go to this wrapping label instead of the heatmap's own
@@ -275,7 +275,7 @@ def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> N
 
 
 def titled_heatmap(
-    parent: QtWidgets.QWidget, *, row_floor: float = zoom.ROW_FLOOR_MATRIX, **kwargs: str
+    parent: QtWidgets.QWidget, *, row_floor: float = zoom.ROW_PX_MATRIX, **kwargs: str
 ) -> tuple[QtWidgets.QWidget, PanelHeatmap]:
     """A heatmap under its own TitleLabel, in one widget to put side by side with others."""
     box = QtWidgets.QWidget(parent)

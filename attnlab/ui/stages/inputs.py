@@ -127,7 +127,7 @@ class EmbeddingPanel(StagePanel):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
         self._map = PanelHeatmap(
-            self, rows_title="token", cols_title="model dimension", header=self._header, row_floor=zoom.ROW_FLOOR_SINGLE
+            self, rows_title="token", cols_title="model dimension", header=self._header, row_floor=zoom.ROW_PX_SINGLE
         )
         self._note = Note(self)
         layout = QtWidgets.QVBoxLayout(self)

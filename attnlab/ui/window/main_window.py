@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QRect, QSettings, Qt
-from PySide6.QtGui import QCloseEvent, QKeyEvent
+from PySide6.QtGui import QCloseEvent, QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QDockWidget,
@@ -319,6 +319,10 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             if stage.schematic_box == box:
                 self.session.set_stage(stage.key)
                 return
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.fit_plots_to_screen()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         """Arrow keys that no focused widget used step through the stages."""

@@ -78,6 +78,8 @@ class WindowHost(QMainWindow):
 
     def toggle_explanation(self) -> None: ...
 
+    def fit_plots_to_screen(self) -> None: ...
+
     @property
     def zoom(self) -> float:
         raise NotImplementedError

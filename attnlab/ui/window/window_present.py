@@ -140,7 +140,8 @@ class WindowPresent(WindowHost):
         if on == self._presenting:
             return
         self._presenting = on
-        zoom.set_presenting(on)  # the plot floors hold while presenting (the panels are made again below)
+        zoom.set_presenting(on)  # the plot sizes hold while presenting (the panels are made again below)
+        zoom.set_screen_scale(self.width(), self.height())
         docks = self.findChildren(QDockWidget)  # pipeline, architecture, toggles, whole-model view, …
         if on:
             self._before_present = (self.isFullScreen(), [d.isVisible() for d in docks])
@@ -189,6 +190,12 @@ class WindowPresent(WindowHost):
         total = sum(split.sizes())
         below = int(total * PRESENT_EXPLANATION_SHARE)
         split.setSizes([total - below, below])
+
+    def fit_plots_to_screen(self) -> None:
+        """Presenting, the plots grow with the window past 1024×768 (zoom.set_screen_scale): a window whose scale
+        changed makes its panels again."""
+        if self._presenting and zoom.set_screen_scale(self.width(), self.height()):
+            self.rebuild_panels()
 
     # ---- zoom --------------------------------------------------------------------------------------------
     @property
