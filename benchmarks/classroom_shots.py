@@ -62,10 +62,10 @@ def settled(window) -> list[RowPixels]:
 
     scroll = window.findChild(QScrollArea, "panelScroll")
     before: list[RowPixels] = []
-    for _ in range(40):
+    for i in range(60):  # sizes settle over several passes (a plot's least height follows its axes' new sizes)
         QApplication.processEvents()
         now = row_pixels(window.current_panel(), scroll.viewport())
-        if now == before:
+        if now == before and i >= 10:
             break
         before = now
     return before

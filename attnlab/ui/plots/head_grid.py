@@ -321,7 +321,8 @@ class HeadGrid(MatrixView):
             nrows = self._arranged[0]
             view_h = self._views[0].height()
             if view_h > 1:
-                around = self._glw.height() - nrows * view_h
+                total = max(self._glw.height(), math.ceil(self._glw.ci.geometry().height()))  # when it overflows
+                around = total - nrows * view_h
             else:
                 fixed_h, row_h = self._per_head()[1], self._per_head()[3]
                 around = fixed_h + nrows * row_h

@@ -130,7 +130,7 @@ class LabeledHeatmap(MatrixView):
         self._set_axis_sizes()
         vb.sigResized.connect(self._refresh_axis_modes)
         # after the layout that the axes' new modes start (a rotated bottom axis is taller) has run
-        vb.sigResized.connect(lambda *_: QtCore.QTimer.singleShot(0, self, self._keep_floor))
+        vb.sigResized.connect(lambda *_: self._floor_later())
         self._stack.setCurrentWidget(self._message)
 
     # ------------------------------------------------------------------ public API
@@ -263,7 +263,9 @@ class LabeledHeatmap(MatrixView):
         least, most = MIN_SCENE_HEIGHT, QWIDGETSIZE_MAX
         if floor > 0 and rows:
             view_h = self._vb.height()
-            around = self._view.height() - view_h if view_h > 1 else self._bottom.height() + 2 * self._left_pad()
+            # the scene's layout never shrinks below its least height: when it overflows the view, it is taller
+            total = max(self._view.height(), math.ceil(self._view.ci.geometry().height()))
+            around = total - view_h if view_h > 1 else self._bottom.height() + 2 * self._left_pad()
             least = max(least, math.ceil(rows * floor + around))
             most = max(least, math.floor(rows * ceiling + around))
         if least != self._view.minimumHeight():
@@ -283,6 +285,12 @@ class LabeledHeatmap(MatrixView):
     def _set_axis_sizes(self) -> None:
         self._left.setWidth(self._left.text_extent("labels"))
         self._bottom.setHeight(self._bottom.text_extent())
+        self._floor_later()
+
+    def _floor_later(self) -> None:
+        """_keep_floor after the layout the axes' new sizes start has run (a taller bottom axis, a new title)."""
+        if zoom.presenting():
+            QtCore.QTimer.singleShot(0, self, self._keep_floor)
 
     def _refresh_axis_modes(self, *_: object) -> None:
         w, h = self._vb.width(), self._vb.height()
@@ -292,6 +300,7 @@ class LabeledHeatmap(MatrixView):
         self._left.set_mode(lmode)
         if self._bottom.set_mode(bmode):
             self._bottom.setHeight(self._bottom.text_extent())
+            self._floor_later()
 
     def _set_hover(self, r: int, c: int) -> None:
         if (r, c) != self._hover:
