@@ -86,7 +86,8 @@ class AttentionMapPanel(MapPanel):
     """[Tq × Tk] map of the selected head: raw scores, scaled scores, masked scores or softmax weights."""
 
     kinds = ("scores", "scaled", "masked", "weights")
-    ROW_FLOOR = zoom.ROW_PX_ATTENTION
+
+    ROW_FLOOR = zoom.ROW_PX_ATTENTION  # the size of one head's map presenting
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         shown = map_view(trace, stage, view, self.vocab)
