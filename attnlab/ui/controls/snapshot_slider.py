@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QGridLayout, QLabel, QSlider, QWidget
 from attnlab.present.training_steps import hint_text, step_label
 from attnlab.session import Session
 
+TOOLTIP = "Move through the model's weights during training (the right end is the trained model)"
 WIDEST_LABEL = "step 88888 of 88888 (trained) · training loss 88.88"
 
 
@@ -25,7 +26,7 @@ class SnapshotSlider(QWidget):
         self.slider.setObjectName("trainingStepSlider")
         self.slider.setRange(0, 0)
         self.slider.setPageStep(1)
-        self.slider.setToolTip("Move through the model's weights during training (the right end is the trained model)")
+        self.slider.setToolTip(TOOLTIP)
         self.slider.setAccessibleName("Training step")
         self.label = QLabel()
         self.label.setObjectName("trainingStepLabel")
@@ -33,6 +34,7 @@ class SnapshotSlider(QWidget):
         self.label.setMinimumWidth(self.label.fontMetrics().horizontalAdvance(WIDEST_LABEL) + 8)
         self.hint = QLabel(wordWrap=True)
         self.hint.setObjectName("trainingStepHint")
+        self._compact = False  # presenting: one line, what to watch in the slider's tooltip
         title = QLabel("Training step:")
         title.setBuddy(self.slider)
         grid = QGridLayout(self)
@@ -72,6 +74,13 @@ class SnapshotSlider(QWidget):
         self.slider.blockSignals(False)
         self.label.setText(step_label(step, steps[-1], snapshots.loss_at(step)))
         self.hint.setText(hint_text(stage.site if stage is not None else None))
+        self.set_compact(self._compact)
+
+    def set_compact(self, compact: bool) -> None:
+        """Presenting: the slider keeps one line (the plot comes first); what to watch moves to its tooltip."""
+        self._compact = bool(compact)
+        self.hint.setVisible(not self._compact)
+        self.slider.setToolTip(self.hint.text() if self._compact and self.hint.text() else TOOLTIP)
 
     def _on_value(self, index: int) -> None:
         steps = self.steps

@@ -1,9 +1,11 @@
 """HeadGrid: small multiples of attention heads in one pyqtgraph scene.
 
-One GraphicsLayoutWidget holds H ViewBoxes (one ImageItem each) laid out ceil(sqrt(H)) per
-row, a "head h" title above each, shared row/column tick axes on the outer edge only, and one
-colour bar that drives every image (one shared colour scale). The grid is rebuilt only when H
-changes; other updates just swap image data.
+One GraphicsLayoutWidget holds H ViewBoxes (one ImageItem each), a "head h" title above each, shared row/column
+tick axes on the outer edge only, and one colour bar that drives every image (one shared colour scale). The
+arrangement (1×H, 2×H/2, …) is the one whose cells are largest and squarest in the room the grid has
+(`best_grid_shape`; before it has a size, ceil(sqrt(H)) per row). The grid is rebuilt only when H or the
+arrangement changes; other updates just swap image data. Presenting, each head keeps zoom.row_floor
+(ROW_PX_GRID) pixels per row.
 """
 
 from __future__ import annotations
@@ -14,29 +16,25 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt, Signal
 
 from attnlab.present import words
-from attnlab.ui.plots.axes import TICK_POINT_SIZE, CategoryAxis, MaskBackground, choose_modes
+from attnlab.ui.plots.axes import TICK_POINT_SIZE, CategoryAxis, MaskBackground, choose_modes, tick_font
 from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
+from attnlab.ui.plots.grid_arrangement import best_grid_shape, cell_size, grid_shape
 from attnlab.ui.plots.matrix_data import ValueFormat, check_labels, compute_levels, elide_label, prepare_matrix
 from attnlab.ui.plots.matrix_view import MatrixView
 from attnlab.ui.window import zoom
 
-__all__ = ["HeadGrid", "grid_shape"]
+__all__ = ["HeadGrid", "best_grid_shape", "cell_size", "grid_shape"]
 
 SELECTED_COLOR = "#ff9f1c"
 #: Below this many pixels per small plot, outer axes show no tick text at all.
 MIN_TICKED_PLOT_PX = (110, 80)
-
-
-def grid_shape(n_heads: int) -> tuple[int, int]:
-    """(rows, columns) of the grid for *n_heads*: ceil(sqrt(H)) columns."""
-    if n_heads <= 0:
-        return 0, 0
-    ncols = math.ceil(math.sqrt(n_heads))
-    return math.ceil(n_heads / ncols), ncols
+QWIDGETSIZE_MAX = 16777215  # Qt's "no maximum"
+SPACING = 4  # between the plots of the grid
+SWITCH_GAIN = 1.08  # a new arrangement must make cells this much larger (no flicker between two near ties)
 
 
 class HeadGrid(MatrixView):
@@ -59,9 +57,14 @@ class HeadGrid(MatrixView):
         colormap: str = DEFAULT_SEQUENTIAL,
         signed_colormap: str | None = DEFAULT_DIVERGING,
         value_format: ValueFormat = "{:.3f}",
+        row_floor: float = zoom.ROW_PX_GRID,
     ) -> None:
         super().__init__(parent, colormap=colormap, signed_colormap=signed_colormap, value_format=value_format)
         self._cells: tuple[int, int] | None = None  # (Tq, Tk)
+        self._arranged: tuple[int, int] = (0, 0)  # (rows, columns) of the grid shown
+        self._row_floor = row_floor  # the least pixels per row presenting, before zoom (zoom.row_floor)
+        self._last_heads: tuple[Any, ...] | None = None  # set_heads' arguments, to lay them out again
+        self._rearranging = False
         self._selected: int | None = None
         self._n_heads = 0
         self._styled: int | None = None  # the head drawn as selected in the grid now shown
@@ -75,7 +78,7 @@ class HeadGrid(MatrixView):
         self._bottom_axes: list[CategoryAxis] = []
         self._bar: pg.ColorBarItem | None = None
         # One scene per head count seen, kept: toggling 4 <-> 8 heads swaps pages instead of rebuilding.
-        self._grids: dict[int, dict[str, Any]] = {}
+        self._grids: dict[tuple[int, int, int], dict[str, Any]] = {}  # (H, rows, columns) -> the grid
         self._glw = self._new_grid_scene()
         self._stack.setCurrentWidget(self._message)
 
@@ -109,8 +112,10 @@ class HeadGrid(MatrixView):
                 levels = (0.0, 1.0)
         lo, hi = compute_levels(raw, bad, levels, symmetric)
 
-        if n_heads != self._n_heads:
-            self._build(n_heads)
+        self._last_heads = (weights, row_labels, col_labels, masked, title, levels, symmetric)
+        shape = self._arrangement(n_heads, (tq, tk))
+        if n_heads != self._n_heads or shape != self._arranged:
+            self._build(n_heads, shape)
         self._raw, self._mask, self._bad = raw, mask, bad
         self._levels = (lo, hi)
         self._apply_colormap()
@@ -138,6 +143,15 @@ class HeadGrid(MatrixView):
             self._readout.setText(self.HINT)
         if self._selected is not None and self._selected >= n_heads:
             self.set_selected(None)
+        self._keep_floor()
+
+    def arrangement(self) -> tuple[int, int]:
+        """(rows, columns) of the grid shown."""
+        return self._arranged
+
+    def row_floor(self) -> float:
+        """The least pixels per matrix row each head keeps now (0 outside presentation mode)."""
+        return zoom.row_floor(self._row_floor)
 
     def set_selected(self, head: int | None) -> None:
         """Highlight *head* (None or -1: no highlight)."""
@@ -213,6 +227,7 @@ class HeadGrid(MatrixView):
         "_col_labels",
         "_n_heads",
         "_styled",
+        "_arranged",
     )
 
     def _new_grid_scene(self) -> pg.GraphicsLayoutWidget:
@@ -223,11 +238,15 @@ class HeadGrid(MatrixView):
     def _colorbars(self) -> list[pg.ColorBarItem]:
         return [] if self._bar is None else [self._bar]
 
-    def _build(self, n_heads: int) -> None:
-        """Show the grid for *n_heads*: the kept one when this count was seen before, else build it."""
+    def _build(self, n_heads: int, shape: tuple[int, int]) -> None:
+        """Show the grid for *n_heads* laid out `shape`: the kept one when seen before, else build it."""
         if self._views:  # keep the grid shown now as it is (an empty one is reused below)
-            self._grids[self._n_heads] = {k: getattr(self, k) for k in self._GRID_STATE}
-        kept = self._grids.get(n_heads)
+            rows, cols = self._arranged
+            self._grids[(self._n_heads, rows, cols)] = {k: getattr(self, k) for k in self._GRID_STATE}
+            # a hidden page's floor would still be the stack's (QStackedLayout's least size is its largest page's)
+            self._glw.setMinimumHeight(120)
+            self._glw.setMaximumHeight(QWIDGETSIZE_MAX)
+        kept = self._grids.get((n_heads, shape[0], shape[1]))
         if kept is not None:
             self._restore_grid(kept, n_heads)
             return
@@ -240,10 +259,11 @@ class HeadGrid(MatrixView):
         self._row_labels = self._col_labels = None
         self._styled = None
         self._n_heads = n_heads
+        self._arranged = shape
         self.rebuild_count += 1
         if n_heads == 0:
             return
-        nrows, ncols = grid_shape(n_heads)
+        nrows, ncols = shape
         self._add_heads(n_heads, ncols)
         self._add_axes(n_heads, nrows, ncols)
         self._add_colorbar(nrows, ncols)
@@ -253,7 +273,82 @@ class HeadGrid(MatrixView):
         )
         for h in range(n_heads):
             self._style_head(h)
-        self._grids[n_heads] = {k: getattr(self, k) for k in self._GRID_STATE}
+        self._grids[(n_heads, shape[0], shape[1])] = {k: getattr(self, k) for k in self._GRID_STATE}
+
+    # ---- the arrangement and the floor ----------------------------------------------------------------------
+    def _per_head(self) -> tuple[float, float, float, float]:
+        """What is not cells: (fixed width, fixed height, width per column, height per row) in pixels, from
+        the grid shown when there is one, else from the tick font."""
+        line = QtGui.QFontMetrics(tick_font()).height()
+        left = self._left_axes[0].width() if self._left_axes else 4 * line
+        bar = self._bar.width() if self._bar is not None else 4 * line
+        bottom = self._bottom_axes[0].height() if self._bottom_axes else 3 * line
+        title = self._head_titles[0].height() if self._head_titles else line + 6
+        return left + bar + 2 * SPACING + 4, bottom + line + 4, SPACING, title + SPACING
+
+    def _room(self) -> tuple[float, float]:
+        """The scene's width, and the height it has without scrolling: inside a scroll area (the stage area,
+        presenting) a panel taller than the viewport is as much too tall as the floors made it, so that
+        excess is not room (the arrangement never feeds on its own floor)."""
+        height = float(self._glw.height())
+        area = self.parentWidget()
+        while area is not None and not isinstance(area, QtWidgets.QScrollArea):
+            area = area.parentWidget()
+        inner = area.widget() if area is not None else None
+        if area is not None and inner is not None:
+            height -= max(0, inner.height() - area.viewport().height())
+        return float(self._glw.width()), height
+
+    def _arrangement(self, n_heads: int, cells: tuple[int, int]) -> tuple[int, int]:
+        """The arrangement for `n_heads` of `cells`: the best for the room once the scene has a size (a new
+        one only when it makes cells SWITCH_GAIN larger), else ceil(sqrt(H)) per row."""
+        room = self._room()
+        if not self._glw.isVisible() or room[0] < 50 or room[1] < 50:
+            return self._arranged if self._n_heads == n_heads else grid_shape(n_heads)
+        per_head = self._per_head()
+        best = best_grid_shape(n_heads, cells, room, per_head)
+        if self._n_heads != n_heads or best == self._arranged:
+            return best
+        new, now = (min(cell_size(shape, cells, room, per_head)) for shape in (best, self._arranged))
+        return best if new > SWITCH_GAIN * now else self._arranged
+
+    def _keep_floor(self) -> None:
+        """Presenting, the scene is tall enough for zoom.row_floor(row floor) pixels per row in every head, and
+        fills the room up to zoom.row_ceiling."""
+        floor, ceiling = zoom.row_floor(self._row_floor), zoom.row_ceiling(self._row_floor)
+        least, most = 120, QWIDGETSIZE_MAX  # the scene's own least height (MatrixView._new_scene), no most
+        if floor > 0 and self._cells is not None and self._views:
+            nrows = self._arranged[0]
+            view_h = self._views[0].height()
+            if view_h > 1:
+                total = max(self._glw.height(), math.ceil(self._glw.ci.geometry().height()))  # when it overflows
+                around = total - nrows * view_h
+            else:
+                fixed_h, row_h = self._per_head()[1], self._per_head()[3]
+                around = fixed_h + nrows * row_h
+            least = max(least, math.ceil(nrows * self._cells[0] * floor + around))
+            most = max(least, math.floor(nrows * self._cells[0] * ceiling + around))
+        if least != self._glw.minimumHeight():
+            self._glw.setMinimumHeight(least)
+        if most != self._glw.maximumHeight():
+            self._glw.setMaximumHeight(most)
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self._last_heads is not None and not self._rearranging:
+            self._rearranging = True
+            QtCore.QTimer.singleShot(0, self, self._rearrange)
+
+    def _rearrange(self) -> None:
+        """After a resize: lay the heads out again when another arrangement now fits better."""
+        self._rearranging = False
+        if self._last_heads is None or self._cells is None or self._raw is None:
+            return
+        if self._arrangement(self._n_heads, self._cells) != self._arranged:
+            weights, rows, cols, masked, title, levels, symmetric = self._last_heads
+            self.set_heads(weights, rows, cols, masked, title, levels=levels, symmetric=symmetric)
+        else:
+            self._keep_floor()
 
     def _restore_grid(self, kept: dict[str, Any], n_heads: int) -> None:
         for k, v in kept.items():
@@ -349,7 +444,7 @@ class HeadGrid(MatrixView):
         w, h = vb.width(), vb.height()
         if w <= 1 or h <= 1:
             return
-        nrows, ncols = grid_shape(self._n_heads)
+        nrows, ncols = self._arranged
         # "Too small" is judged on the widget size (not the view) so axis sizes cannot feed back.
         small = self._glw.width() / ncols < MIN_TICKED_PLOT_PX[0] or self._glw.height() / nrows < MIN_TICKED_PLOT_PX[1]
         if small:

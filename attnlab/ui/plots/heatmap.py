@@ -49,6 +49,7 @@ from attnlab.ui.plots.matrix_data import (
     printable_label,
 )
 from attnlab.ui.plots.matrix_view import MatrixView
+from attnlab.ui.window import zoom
 
 __all__ = [
     "MAX_LABEL_CHARS",
@@ -72,6 +73,10 @@ __all__ = [
 ]
 
 
+MIN_SCENE_HEIGHT = 120  # the scene's least height without a floor (MatrixView._new_scene)
+QWIDGETSIZE_MAX = 16777215  # Qt's "no maximum"
+
+
 class LabeledHeatmap(MatrixView):
     """A matrix shown as a heatmap with token labels, colour bar, hover readout and clicks.
 
@@ -93,9 +98,11 @@ class LabeledHeatmap(MatrixView):
         colormap: str = DEFAULT_SEQUENTIAL,
         signed_colormap: str | None = DEFAULT_DIVERGING,
         value_format: ValueFormat = "{:.4g}",
+        row_floor: float = zoom.ROW_PX_MATRIX,
     ) -> None:
         super().__init__(parent, colormap=colormap, signed_colormap=signed_colormap, value_format=value_format)
         self._shape: tuple[int, int] | None = None
+        self._row_floor = row_floor  # the least pixels per row presenting, before zoom (zoom.row_floor)
         self._hover: tuple[int, int] = (-1, -1)
         self._readout.setText(self.HINT)
 
@@ -122,6 +129,8 @@ class LabeledHeatmap(MatrixView):
         self._bottom.set_labels(None, 0)
         self._set_axis_sizes()
         vb.sigResized.connect(self._refresh_axis_modes)
+        # after the layout that the axes' new modes start (a rotated bottom axis is taller) has run
+        vb.sigResized.connect(lambda *_: self._floor_later())
         self._stack.setCurrentWidget(self._message)
 
     # ------------------------------------------------------------------ public API
@@ -242,10 +251,46 @@ class LabeledHeatmap(MatrixView):
         if labels_changed:
             self._set_axis_sizes()
             self._refresh_axis_modes()
+        if shape_changed:
+            self._keep_floor()
+
+    def _keep_floor(self, *_: object) -> None:
+        """Presenting, the scene is tall enough for zoom.row_floor(row floor) pixels per row and fills the room
+        up to zoom.row_ceiling: its least and most heights are the rows' pixels plus what is not the view
+        (axes, colour bar ends, margins)."""
+        rows = self._shape[0] if self._shape is not None else 0
+        floor, ceiling = zoom.row_floor(self._row_floor), zoom.row_ceiling(self._row_floor)
+        least, most = MIN_SCENE_HEIGHT, QWIDGETSIZE_MAX
+        if floor > 0 and rows:
+            view_h = self._vb.height()
+            # the scene's layout never shrinks below its least height: when it overflows the view, it is taller
+            total = max(self._view.height(), math.ceil(self._view.ci.geometry().height()))
+            around = total - view_h if view_h > 1 else self._bottom.height() + 2 * self._left_pad()
+            least = max(least, math.ceil(rows * floor + around))
+            most = max(least, math.floor(rows * ceiling + around))
+        if least != self._view.minimumHeight():
+            self._view.setMinimumHeight(least)
+        if most != self._view.maximumHeight():
+            self._view.setMaximumHeight(most)
+
+    def _left_pad(self) -> float:
+        """Above and below the view before the first layout: the scene's margins (half a tick line) and a bit."""
+        left, top, right, bottom = self._view.ci.layout.getContentsMargins()
+        return (top + bottom) / 2 + 4
+
+    def row_floor(self) -> float:
+        """The least pixels per matrix row this map keeps now (0 outside presentation mode)."""
+        return zoom.row_floor(self._row_floor)
 
     def _set_axis_sizes(self) -> None:
         self._left.setWidth(self._left.text_extent("labels"))
         self._bottom.setHeight(self._bottom.text_extent())
+        self._floor_later()
+
+    def _floor_later(self) -> None:
+        """_keep_floor after the layout the axes' new sizes start has run (a taller bottom axis, a new title)."""
+        if zoom.presenting():
+            QtCore.QTimer.singleShot(0, self, self._keep_floor)
 
     def _refresh_axis_modes(self, *_: object) -> None:
         w, h = self._vb.width(), self._vb.height()
@@ -255,6 +300,7 @@ class LabeledHeatmap(MatrixView):
         self._left.set_mode(lmode)
         if self._bottom.set_mode(bmode):
             self._bottom.setHeight(self._bottom.text_extent())
+            self._floor_later()
 
     def _set_hover(self, r: int, c: int) -> None:
         if (r, c) != self._hover:

@@ -62,7 +62,13 @@ class AddNormPanel(StagePanel):
         # three fixed slots read left to right as the data flows (no re-layout when the placement flips):
         # post-norm: F(x) | x + F(x) | LayerNorm(x + F(x));  pre-norm: x | LayerNorm(x) | x + F(LayerNorm(x))
         boxes = [
-            titled_heatmap(self, rows_title="token" if i == 0 else "", cols_title="model dimension") for i in range(3)
+            titled_heatmap(
+                self,
+                rows_title="token" if i == 0 else "",
+                cols_title="model dimension",
+                row_floor=zoom.ROW_PX_ADDNORM,
+            )
+            for i in range(3)
         ]
         self._maps = [m for _, m in boxes]
         maps = QtWidgets.QHBoxLayout()

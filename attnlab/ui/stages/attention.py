@@ -16,6 +16,7 @@ from attnlab.ui.stages.common import (
     draw_matrix,
     titled_heatmap,
 )
+from attnlab.ui.window import zoom
 
 
 class QKVPanel(StagePanel):
@@ -64,10 +65,12 @@ class QKVPanel(StagePanel):
 class MapPanel(StagePanel):
     """The body of the one-map panels: a bold header, one heatmap under it, and a note below."""
 
+    ROW_FLOOR = zoom.ROW_PX_SINGLE  # the least pixels per row presenting (zoom.row_floor)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
-        self._map = PanelHeatmap(self, header=self._header)
+        self._map = PanelHeatmap(self, header=self._header, row_floor=self.ROW_FLOOR)
         self._note = Note(self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._header)
@@ -83,6 +86,8 @@ class AttentionMapPanel(MapPanel):
     """[Tq × Tk] map of the selected head: raw scores, scaled scores, masked scores or softmax weights."""
 
     kinds = ("scores", "scaled", "capped", "masked", "weights")
+
+    ROW_FLOOR = zoom.ROW_PX_ATTENTION  # the size of one head's map presenting
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         shown = map_view(trace, stage, view, self.vocab)
@@ -104,7 +109,7 @@ class MaskPanel(StagePanel):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
-        self._map = PanelHeatmap(self, header=self._header)
+        self._map = PanelHeatmap(self, header=self._header, row_floor=zoom.ROW_PX_ATTENTION)
         self._map.set_value_format(lambda v: "allowed (adds 0)")
         self._map.colorbar().setVisible(False)  # two states only: the note says what the colours mean
         self._hint = Note(self, bold=True)

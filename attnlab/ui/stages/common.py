@@ -180,8 +180,9 @@ class PanelHeatmap(LabeledHeatmap):
         rows_title: str = "",
         cols_title: str = "",
         header: Note | TitleLabel | None = None,
+        row_floor: float = zoom.ROW_PX_MATRIX,
     ):
-        super().__init__(parent)
+        super().__init__(parent, row_floor=row_floor)
         self._header = header  # when given, titles go to this wrapping label instead of the heatmap's own
         self.record: dict = {}
         self._options: tuple = ()
@@ -273,11 +274,13 @@ def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> N
     )
 
 
-def titled_heatmap(parent: QtWidgets.QWidget, **kwargs: str) -> tuple[QtWidgets.QWidget, PanelHeatmap]:
+def titled_heatmap(
+    parent: QtWidgets.QWidget, *, row_floor: float = zoom.ROW_PX_MATRIX, **kwargs: str
+) -> tuple[QtWidgets.QWidget, PanelHeatmap]:
     """A heatmap under its own TitleLabel, in one widget to put side by side with others."""
     box = QtWidgets.QWidget(parent)
     title = TitleLabel(box)
-    heatmap = PanelHeatmap(box, header=title, **kwargs)
+    heatmap = PanelHeatmap(box, header=title, row_floor=row_floor, **kwargs)
     layout = QtWidgets.QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)
     layout.setSpacing(2)

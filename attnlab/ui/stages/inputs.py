@@ -3,7 +3,7 @@ positional-encoding stage is in positional.py. The numbers and words come from p
 
 from __future__ import annotations
 
-from PySide6 import QtWidgets
+from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
 from attnlab.present.engine_api import Trace
@@ -13,6 +13,7 @@ from attnlab.present.views.model import MatrixView, MessageView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, draw_matrix, note_font, titled_heatmap
 from attnlab.ui.stages.flow import flow_container
+from attnlab.ui.window import zoom
 
 CHIP_STYLE = """
 QLabel[chip] { border-radius: 9px; border-width: 2px; }
@@ -21,6 +22,9 @@ QLabel[chip="special"] { background: #fff2cc; color: #5a3d00; border-style: dash
 QLabel[chip="pad"]     { background: #ececec; color: #5a5a5a; border-style: dotted; border-color: #8a8a8a; }
 QLabel[chip="unk"]     { background: #fde3e1; color: #6b1510; border-style: dashed; border-color: #c0392b; }
 """
+
+
+MAX_CHIP_ROWS_PX = 420  # the chips ask for at most this height; more rows scroll
 
 
 class TokensPanel(StagePanel):
@@ -32,6 +36,7 @@ class TokensPanel(StagePanel):
         super().__init__(parent)
         self._title = Note(self, delta=2, bold=True)
         scroll, self._inner, self._flow = flow_container(self)
+        self._scroll = scroll
         self._inner.setStyleSheet(CHIP_STYLE)
         self._count = Note(self, delta=1)
         self._legend = Note(self)
@@ -75,6 +80,21 @@ class TokensPanel(StagePanel):
             self._fill(shown.chips)
         self._count.show_text(shown.count)
         self._legend.show_text(shown.legend)
+        self._fit_chips()
+
+    def _fit_chips(self) -> None:
+        """Room for every chip at the width the panel has (up to MAX_CHIP_ROWS_PX): the window gives the chips
+        the explanation's room rather than hiding the last row below a scroll bar."""
+        width = self._scroll.viewport().width()
+        if width <= 1 or not self._chips:
+            return
+        need = min(self._flow.heightForWidth(width), MAX_CHIP_ROWS_PX)
+        if need != self._scroll.minimumHeight():
+            self._scroll.setMinimumHeight(need)
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_chips()
 
     def _fill(self, chips: tuple[Chip, ...]) -> None:
         for shown in chips:
@@ -106,7 +126,9 @@ class EmbeddingPanel(StagePanel):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
-        self._map = PanelHeatmap(self, rows_title="token", cols_title="model dimension", header=self._header)
+        self._map = PanelHeatmap(
+            self, rows_title="token", cols_title="model dimension", header=self._header, row_floor=zoom.ROW_PX_SINGLE
+        )
         self._note = Note(self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._header)

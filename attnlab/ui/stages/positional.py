@@ -27,7 +27,13 @@ class PositionalPanel(StagePanel):
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
-        self._map = PanelHeatmap(self, rows_title="position", cols_title="model dimension", header=self._header)
+        self._map = PanelHeatmap(
+            self,
+            rows_title="position",
+            cols_title="model dimension",
+            header=self._header,
+            row_floor=zoom.ROW_PX_POSITIONAL,
+        )
         self._curves_view = pg.GraphicsLayoutWidget(self)
         rect_updates(self._curves_view)
         self._plot = self._curves_view.addPlot(row=0, col=0, axisItems=grid_axes())

@@ -13,9 +13,11 @@ import time
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QRect, QSettings, Qt
-from PySide6.QtGui import QCloseEvent, QKeyEvent
+from PySide6.QtGui import QCloseEvent, QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import (
+    QComboBox,
     QDockWidget,
+    QFormLayout,
     QLabel,
     QMainWindow,
     QScrollArea,
@@ -61,6 +63,8 @@ __all__ = [
 ]
 
 DEFAULT_SIZE = (1400, 900)
+TOGGLES_LEAST_WIDTH = 270  # px: the toggles dock's least width (without its scroll bar)
+TOGGLE_COMBO_CHARS = 10  # the toggles' combo boxes are at least this wide (in characters), longer choices elide
 
 
 class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWindow):
@@ -116,7 +120,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         box.addWidget(self._shapes_box)
         self.snapshot_slider = SnapshotSlider(self.session)  # training steps, when the model keeps snapshots
         box.addWidget(self.snapshot_slider)
-        box.addWidget(PanelScroll(self.panel_stack), 1)
+        self.panel_scroll = PanelScroll(self.panel_stack)
+        box.addWidget(self.panel_scroll, 1)
         split = QSplitter(Qt.Orientation.Vertical, childrenCollapsible=False)
         split.setObjectName("centralSplitter")
         split.addWidget(stage_area)
@@ -140,10 +145,17 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.controls = ControlsPanel(self.session)
         scroll = QScrollArea(widgetResizable=True)
         scroll.setObjectName("controlsScroll")
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         scroll.setWidget(self.controls)
+        for combo in self.controls.findChildren(QComboBox):  # long choices elide: the dock fits a 1024-px screen
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(TOGGLE_COMBO_CHARS)
+        for form in self.controls.findChildren(QFormLayout):  # a narrow dock puts a field under its label
+            form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         bar_width = scroll.verticalScrollBar().sizeHint().width()
-        scroll.setMinimumWidth(self.controls.minimumSizeHint().width() + bar_width)
+        # at most TOGGLES_LEAST_WIDTH: with the docks on the left, the window fits a 1024-px screen (the rows wrap,
+        # and what still does not fit scrolls sideways)
+        scroll.setMinimumWidth(min(self.controls.minimumSizeHint().width(), TOGGLES_LEAST_WIDTH) + bar_width)
         left, right = Qt.DockWidgetArea.LeftDockWidgetArea, Qt.DockWidgetArea.RightDockWidgetArea
         self.nav_dock = self._dock("Pipeline", "pipelineDock", self.navigator, left)
         self.schematic_dock = self._dock("Architecture", "architectureDock", self.schematic, left)
@@ -307,6 +319,10 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             if stage.schematic_box == box:
                 self.session.set_stage(stage.key)
                 return
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.fit_plots_to_screen()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         """Arrow keys that no focused widget used step through the stages."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDialog, QDockWidget, QMainWindow, QMenu, QWidget
+from PySide6.QtWidgets import QDialog, QDockWidget, QMainWindow, QMenu, QTextBrowser, QWidget
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -19,9 +19,11 @@ if TYPE_CHECKING:
     from attnlab.present.lessons import Step
     from attnlab.session import Session
     from attnlab.ui.controls.inputs import InputBar
+    from attnlab.ui.controls.snapshot_slider import SnapshotSlider
     from attnlab.ui.window.errors import ErrorReporter
     from attnlab.ui.window.lesson_actions import LessonPlayer
     from attnlab.ui.window.navigator import StageNavigator
+    from attnlab.ui.window.panel_area import PanelScroll
     from attnlab.ui.window.stage_search import StageSearch
 
 
@@ -36,6 +38,9 @@ class WindowHost(QMainWindow):
     controls_dock: QDockWidget
     recent_menu: QMenu  # window_menus makes it, window_files fills it
     present_action: QAction  # window_menus makes it, window_present checks it
+    explanation: QTextBrowser  # MainWindow makes these three; presentation mode folds or shrinks them
+    snapshot_slider: SnapshotSlider
+    panel_scroll: PanelScroll
     opening: str  # what the last open asked for (window_files), named when it fails (window_status)
     # set on first use by lesson_actions.py and open_model.py (read with getattr until then)
     lesson_player: LessonPlayer
@@ -70,6 +75,10 @@ class WindowHost(QMainWindow):
         raise NotImplementedError
 
     def set_presenting(self, on: bool, full_screen: bool = True) -> None: ...
+
+    def toggle_explanation(self) -> None: ...
+
+    def fit_plots_to_screen(self) -> None: ...
 
     @property
     def zoom(self) -> float:

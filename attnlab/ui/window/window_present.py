@@ -3,6 +3,9 @@ that step from anywhere, layer / sub-layer jumps and the stage search.
 
 - `set_presenting(True)` (View → Present, F5): full screen, docks and menu bar folded away, all text
   PRESENT_BOOST larger; T brings the toggles dock back (and hides it again); Esc or F5 leaves.
+  The plot comes first: the explanation folds away (E brings it back, with PRESENT_EXPLANATION_SHARE of the
+  height, and folds it again; the status bar says so), the training-step slider keeps one line, every matrix
+  plot keeps zoom.row_floor pixels per row and the stage area scrolls when the plots no longer fit.
 - Zoom (Ctrl+= / Ctrl+− / Ctrl+0): 75–300 %, remembered under settings key app.ZOOM; every panel reads
   `zoom.factor()` when it is made, so a change rebuilds the panels, the app font and the stylesheet.
 - Clicker: PageDown / PageUp / → / ← / Space step the stages wherever the focus is (a slider, a spin box, a
@@ -21,6 +24,7 @@ from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QApplication,
     QDockWidget,
+    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QSplitter,
@@ -38,7 +42,8 @@ if TYPE_CHECKING:
 else:
     WindowHost = object  # the type checker's view of MainWindow (window_host.py)
 
-PRESENT_EXPLANATION_SHARE = 0.3  # of the stage area's height, in presentation mode
+PRESENT_EXPLANATION_SHARE = 0.3  # of the stage area's height, when E brings the explanation back presenting
+PRESENT_HINT = "E: explanation · T: toggles · Esc: leave"
 CLICKER_STEPS: dict[int, int] = {  # Qt.Key -> stages to step
     Qt.Key.Key_PageDown: 1,
     Qt.Key.Key_PageUp: -1,
@@ -77,6 +82,8 @@ class ClickerFilter(QObject):
             return lambda: w.step(CLICKER_STEPS[key])  # a playing lesson's next step, else the next stage
         if w.presenting and key == Qt.Key.Key_T:
             return lambda: w.controls_dock.setVisible(not w.controls_dock.isVisible())
+        if w.presenting and key == Qt.Key.Key_E:
+            return w.toggle_explanation
         if w.presenting and key == Qt.Key.Key_Escape:
             return lambda: w.set_presenting(False)
         return None
@@ -112,6 +119,10 @@ class WindowPresent(WindowHost):
         self._zoom = zoom.clamp_zoom(cast(float, self.settings.value(appsettings.ZOOM, 1.0)))
         self._base_point_size = zoom.base_points(QApplication.font().pointSizeF())
         self._clicker = ClickerFilter(self)
+        self.present_hint = QLabel(PRESENT_HINT)  # the keys of presentation mode, shown while presenting
+        self.present_hint.setObjectName("presentHint")
+        self.present_hint.setVisible(False)
+        self.statusBar().addPermanentWidget(self.present_hint)
         appsettings.application().installEventFilter(self._clicker)
         self._apply_scale(rebuild=False)
 
@@ -129,6 +140,8 @@ class WindowPresent(WindowHost):
         if on == self._presenting:
             return
         self._presenting = on
+        zoom.set_presenting(on)  # the plot sizes hold while presenting (the panels are made again below)
+        zoom.set_screen_scale(self.width(), self.height())
         docks = self.findChildren(QDockWidget)  # pipeline, architecture, toggles, whole-model view, …
         if on:
             self._before_present = (self.isFullScreen(), [d.isVisible() for d in docks])
@@ -145,22 +158,44 @@ class WindowPresent(WindowHost):
             if self.isFullScreen() and not was_full:
                 self.showNormal()
         self.present_action.setChecked(on)
+        self.snapshot_slider.set_compact(on)
+        self.panel_scroll.set_whole_height(not on)
         self._apply_scale()
-        self._share_explanation(on)
-        self.statusBar().showMessage("Presenting · T: toggles · Esc: leave" if on else "Left presentation mode", 5000)
+        self._fold_explanation(on)
+        self.present_hint.setVisible(on)
+        self.statusBar().showMessage(f"Presenting · {PRESENT_HINT}" if on else "Left presentation mode", 5000)
 
-    def _share_explanation(self, on: bool) -> None:
-        """Presenting: the explanation gets PRESENT_EXPLANATION_SHARE of the height (its text is larger now);
-        leaving puts the splitter back where it was."""
+    def _fold_explanation(self, on: bool) -> None:
+        """Presenting: the explanation folds away (the plot comes first); leaving shows it again and puts the
+        splitter back where it was."""
         split = self.findChild(QSplitter, "centralSplitter")
         assert split is not None  # MainWindow._build_central makes it
         if on:
             self._split_sizes = split.sizes()
-            total = sum(self._split_sizes)
-            below = int(total * PRESENT_EXPLANATION_SHARE)
-            split.setSizes([total - below, below])
-        elif getattr(self, "_split_sizes", None):
-            split.setSizes(self._split_sizes)
+            self.explanation.hide()
+        else:
+            self.explanation.show()
+            if getattr(self, "_split_sizes", None):
+                split.setSizes(self._split_sizes)
+
+    def toggle_explanation(self) -> None:
+        """E while presenting: bring the explanation back under the stage (PRESENT_EXPLANATION_SHARE of the
+        height, its text is larger now), or fold it away again."""
+        split = self.findChild(QSplitter, "centralSplitter")
+        assert split is not None
+        if self.explanation.isVisible():
+            self.explanation.hide()
+            return
+        self.explanation.show()
+        total = sum(split.sizes())
+        below = int(total * PRESENT_EXPLANATION_SHARE)
+        split.setSizes([total - below, below])
+
+    def fit_plots_to_screen(self) -> None:
+        """Presenting, the plots grow with the window past 1024×768 (zoom.set_screen_scale): a window whose scale
+        changed makes its panels again."""
+        if self._presenting and zoom.set_screen_scale(self.width(), self.height()):
+            self.rebuild_panels()
 
     # ---- zoom --------------------------------------------------------------------------------------------
     @property
