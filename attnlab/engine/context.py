@@ -52,6 +52,8 @@ class RunContext:
             if rotary_on
             else None
         )
+        if self.rotary is not None and dtype is not None:  # weights as stored: tables in float32, cast as HF does
+            self.rotary = (self.rotary[0].to(dtype), self.rotary[1].to(dtype))  # 2 x [L, r/2]
         # holds no ctx: no reference cycle
         self.masks = MaskBuilder(run, rec.enabled, device, dtype, config.sliding_window)
         self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
