@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import hf_tiny
 import pytest
 import torch
 
@@ -19,9 +20,6 @@ from attnlab.engine import memory, run_budget
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.memory import RunTooBig
 from attnlab.engine.options import RunOptions
-
-sys.path.insert(0, str(Path(__file__).parent))
-import hf_tiny  # noqa: E402
 
 LLAMA_3_2_3B = ModelConfig(
     arch="decoder-only",

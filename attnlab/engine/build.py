@@ -85,7 +85,9 @@ def _install_skippable_resets() -> None:
             cls.reset_parameters = reset  # type: ignore[method-assign]
 
 
-META_ABOVE = 16_000_000  # parameters; a smaller model is allocated on the CPU (the meta device's first use costs ~2-4 s)
+META_ABOVE = (
+    16_000_000  # parameters; a smaller model is allocated on the CPU (the meta device's first use costs ~2-4 s)
+)
 
 
 def loadable_transformer(config: ModelConfig) -> Transformer:

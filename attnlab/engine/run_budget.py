@@ -30,9 +30,7 @@ class RunNeeds:
         return self.weights + self.trace + self.working
 
 
-def run_needs(
-    config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int
-) -> RunNeeds:
+def run_needs(config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int) -> RunNeeds:
     """RunNeeds of a run with a source of S and a decoder input of T tokens in `element`-byte floats;
     `weights`: the bytes of weights this run must place on its device first (0 when they are there)."""
     L = max(S, T)
@@ -44,7 +42,9 @@ def run_needs(
     return RunNeeds(weights, trace, working)
 
 
-def fitting_tokens(config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int, room: int) -> int:
+def fitting_tokens(
+    config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int, room: int
+) -> int:
     """The most tokens (of the longer side, the other kept) that fit `room`, 0 when none do."""
     low, high = 0, max(S, T)
     while low < high:
