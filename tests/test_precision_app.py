@@ -36,3 +36,19 @@ def test_the_status_bar_shows_the_precision_the_precision_combo_chose(qtbot, ope
         combo.setCurrentIndex(i)
         combo.activated.emit(i)
     qtbot.waitUntil(lambda: w.device_label.text().endswith("· bfloat16"), timeout=WAIT)
+
+
+def test_a_run_too_big_for_the_memory_is_refused_in_one_line_and_the_last_trace_stays(
+    qtbot, open_window, tiny_model, monkeypatch
+):
+    from attnlab.engine import run_budget
+
+    w = open_window(tiny_model())
+    shown = w.session.trace
+    monkeypatch.setattr(run_budget, "available_on", lambda _device: 1000)
+    with qtbot.waitSignal(w.session.failed, timeout=WAIT) as failed:
+        w.session.set_src("the small dog sees the black cat", debounce=False)
+    message = failed.args[0]
+    assert message.startswith("This run needs about ") and "\n" not in message, message
+    assert "of memory is available" in message and "no input this long fits" in message
+    assert w.session.trace is shown  # the last good trace stays on screen

@@ -346,12 +346,14 @@ def _held(tensors: dict[str, torch.Tensor] | None, dtype: str | None, problems: 
 
 
 def _too_big(tensors: dict[str, torch.Tensor] | None, held: torch.dtype, device: str, problems: Problems) -> bool:
-    """Whether the checkpoint's weights, held in `held`, cannot fit the memory of `device` (one line)."""
+    """Whether the checkpoint's weights, held in `held`, cannot fit the memory of `device`: when they cannot,
+    the CheckpointError is raised at once, its reason one line with the numbers."""
     try:
         where = pick_device(device)
     except RuntimeError:
         return False  # reported when the module is moved there
     refusal = weights_refusal(sum(t.numel() for t in (tensors or {}).values()), held, where)
-    if refusal:
+    if refusal:  # at once: not a value of the file is read (the finiteness checks would touch every page)
         problems.add(refusal)
-    return bool(refusal)
+        problems.raise_if_any()
+    return False

@@ -18,7 +18,7 @@ from attnlab.engine.budget import cuda_free_bytes
 UNLIMITED = 1 << 62
 
 
-class RunTooBig(RuntimeError):
+class RunTooBig(ValueError):
     """A run or a model that cannot fit in the memory there is; the message says the numbers and what would
     make it fit."""
 
