@@ -150,3 +150,26 @@ def test_a_run_too_big_for_a_memory_limit_is_refused_not_killed():
     assert not unchecked.stdout.strip().splitlines()[-1:] or not unchecked.stdout.strip().splitlines()[-1].startswith(
         "RAN"
     ), unchecked.stdout
+
+
+def test_a_new_input_counts_the_memory_of_the_run_it_replaces(tiny_model, monkeypatch):
+    """One trace at a time: the model forgets its last run of another input before the new one is budgeted, so
+    memory held only by that run counts as free; a trace the caller still holds does not."""
+    import weakref
+
+    m = tiny_model(arch="decoder-only", max_len=512)
+    a = " ".join(["the black cat sees the small dog"] * 30)
+    b = " ".join(["the small dog sees the black cat"] * 30)
+    first = m.trace(tgt=a)
+    alive = [weakref.ref(first)]
+    held = first.stored_bytes()
+    n = len(first["tgt.tokens"])
+    needs = run_budget.run_needs(m.config, RunOptions(), 0, n, 4, 0).total
+    room = needs + held // 2  # the new run fits only if the last run's memory is given back
+    in_use = lambda: sum(t.stored_bytes() for r in alive if (t := r()) is not None)  # noqa: E731
+    monkeypatch.setattr(run_budget, "available_on", lambda _device: int((room - in_use()) / run_budget.HEADROOM))
+    with pytest.raises(RunTooBig):
+        m.trace(tgt=b)  # the caller still holds the first trace: its memory is not free
+    del first  # only the model holds it now, and it forgets it before the next input is budgeted
+    second = m.trace(tgt=b)
+    assert alive[0]() is None and second["tgt.tokens"][:3] == ["<s>", "the", "small"]
