@@ -22,7 +22,9 @@ MAX_LAYERS = 256  # per stack
 MAX_HEADS = 1_024
 MAX_LEN = 131_072  # positions
 MAX_POSITION_TABLE = 1 << 25  # max_len x d_model cells of the sinusoid table built at load time (128 MB)
-MAX_PARAMETERS = 2_000_000_000  # 8 GB of float32
+# a sanity cap against hostile configs only (2 TB of bf16): whether a model fits is the memory actually
+# available, checked before anything is allocated (engine/memory.py, issue 23)
+MAX_PARAMETERS = 1_000_000_000_000
 
 # ---- files ------------------------------------------------------------------------------------------------
 MAX_HEADER_BYTES = 100_000_000  # a safetensors JSON header (the safetensors library's own limit)

@@ -13,11 +13,13 @@ import torch
 from attnlab import limits
 from attnlab.checkpoints.errors import Problems, name_list
 from attnlab.checkpoints.limits import check_config_sizes, shape_text
-from attnlab.engine.build import build_transformer
+from attnlab.engine.build import fill_from, loadable_transformer
 from attnlab.engine.config import ConfigError, ModelConfig
 from attnlab.engine.hf_tokenizer import FOREIGN_KINDS
 from attnlab.engine.live import LiveModel, pick_device
+from attnlab.engine.memory import weights_refusal
 from attnlab.engine.model import Transformer
+from attnlab.engine.precision import held_dtype
 from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer, tokenizer_from_json
 
 FORMAT = "attnlab/1"
@@ -87,10 +89,10 @@ def parse_config(value: object, problems: Problems) -> ModelConfig | None:
 
 # ---- tensors -----------------------------------------------------------------------------------------
 def build_module(config: ModelConfig) -> Transformer:
-    """A module on the CPU whose parameters are allocated but not initialised: the caller fills every one of
-    them from the checkpoint (build_live_model copies all of `checkpoint_tensors()`). No random numbers are
-    drawn, so the caller's RNG is untouched."""
-    return build_transformer(config, initialise=False)
+    """A module whose parameters hold no values yet (on the meta device when it is big: nothing allocated):
+    the caller fills every one of them from the checkpoint (build_live_model: `fill_from`, in the dtype the
+    weights are held in). No random numbers are drawn, so the caller's RNG is untouched."""
+    return loadable_transformer(config)
 
 
 def expected_shapes(config: ModelConfig, module: Transformer | None = None) -> dict[str, tuple[int, ...]]:
@@ -258,6 +260,7 @@ def assemble(
     metadata_value: object = None,
     device: str = "cpu",
     notices: list[str] | None = None,
+    dtype: str | None = None,
 ) -> LiveModel:
     """Check everything, then build. `tensors` None means they could not be read (already reported)."""
     notices = list(notices or [])
@@ -265,7 +268,16 @@ def assemble(
     metadata = parse_metadata(metadata_value, problems)
     src_tok, tgt_tok = resolve_tokenizers(config, src_json, tgt_json, problems, notices)
     return build_live_model(
-        problems, config, tensors, src_tok, tgt_tok, name=name, metadata=metadata, device=device, notices=notices
+        problems,
+        config,
+        tensors,
+        src_tok,
+        tgt_tok,
+        name=name,
+        metadata=metadata,
+        device=device,
+        notices=notices,
+        dtype=dtype,
     )
 
 
@@ -281,10 +293,13 @@ def build_live_model(
     device: str = "cpu",
     notices: list[str] | None = None,
     module: Transformer | None = None,
+    dtype: str | None = None,
 ) -> LiveModel:
     """Check every tensor against the config (names, shapes, values), then build; shared by every reader.
     `config` None or `tensors` None mean they could not be read (already reported). `module`: one already
-    built from `config`, to fill."""
+    built from `config`, to fill. `dtype`: the weights are held as stored (None, "stored") or in this dtype
+    ("float32", "bfloat16", "float16"); whether they fit the memory there is is checked before they are
+    placed."""
     config_problems = config.problems() if config is not None else []
     for p in config_problems:  # a reader that did not report them (nanoGPT's model_args, an HF config)
         if not any(item.endswith(limits.cut(p)) for item in problems.items):
@@ -295,6 +310,9 @@ def build_live_model(
         for p in size_problems:
             problems.add(p)
         usable = None if size_problems else usable
+    held = _held(tensors, dtype, problems)
+    if usable is not None and held is not None:  # the memory there is, before anything is allocated
+        usable = None if _too_big(tensors, held, device, problems) else usable
     if module is None:
         module = build_module(usable) if usable is not None and tensors is not None else None
     if tensors is not None:
@@ -304,9 +322,7 @@ def build_live_model(
         problems.add("the checkpoint describes no model that can be built")
         problems.raise_if_any()
     assert module is not None and tensors is not None  # for the type checker: raised just above
-    with torch.no_grad():
-        for key, param in module.checkpoint_tensors().items():
-            param.copy_(tensors[key])
+    fill_from(module, tensors, held or torch.float32)  # in the held dtype, one tensor at a time
     try:
         module.to(pick_device(device))
     except RuntimeError as e:
@@ -316,3 +332,28 @@ def build_live_model(
     if notices:
         metadata["notices"] = list(metadata.get("notices", [])) + list(notices)
     return LiveModel(module, src_tok, tgt_tok, name=limits.cut(str(name), 200), metadata=metadata)
+
+
+def _held(tensors: dict[str, torch.Tensor] | None, dtype: str | None, problems: Problems) -> torch.dtype | None:
+    """The dtype the weights will be held in (None when there are no tensors or `dtype` is unknown)."""
+    if tensors is None:
+        return None
+    try:
+        return held_dtype(tensors, dtype)
+    except ValueError as e:
+        problems.add(str(e))
+        return None
+
+
+def _too_big(tensors: dict[str, torch.Tensor] | None, held: torch.dtype, device: str, problems: Problems) -> bool:
+    """Whether the checkpoint's weights, held in `held`, cannot fit the memory of `device`: when they cannot,
+    the CheckpointError is raised at once, its reason one line with the numbers."""
+    try:
+        where = pick_device(device)
+    except RuntimeError:
+        return False  # reported when the module is moved there
+    refusal = weights_refusal(sum(t.numel() for t in (tensors or {}).values()), held, where)
+    if refusal:  # at once: not a value of the file is read (the finiteness checks would touch every page)
+        problems.add(refusal)
+        problems.raise_if_any()
+    return False

@@ -256,7 +256,7 @@ def chosen_tokenizers(
 
 
 # ---- the whole folder --------------------------------------------------------------------------------
-def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None) -> LiveModel:
+def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dtype: str | None = None) -> LiveModel:
     """`tokenizer`: a path (tokenizer.json or a folder of tokenizer files, read as this model's family reads
     them) or a built Tokenizer, used instead of the folder's own."""
     from attnlab.checkpoints.assemble import build_live_model, build_module, drop_tied_duplicates
@@ -326,4 +326,5 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None) -> 
         device=device,
         notices=notices,
         module=module,
+        dtype=dtype,
     )

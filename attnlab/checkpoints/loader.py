@@ -31,6 +31,7 @@ def load_checkpoint(
     norm: str | None = None,
     activation: str | None = None,
     tokenizer: str | Path | Tokenizer | None = None,
+    dtype: str | None = None,
 ) -> LiveModel:
     """A whole LiveModel, or one CheckpointError listing everything wrong with it.
 
@@ -38,7 +39,9 @@ def load_checkpoint(
     ckpt.pt (or its folder), or a bare nn.Transformer state dict. `heads`, `norm` ("pre"/"post") and
     `activation` ("relu"/"gelu") are used only where the weights cannot say them (a bare state dict);
     `tokenizer` (a tokenizer.json or a folder) where the file has none (nanoGPT, bare state dicts), and for a
-    Hugging Face folder instead of its own tokenizer files (read as the folder's model family reads them)."""
+    Hugging Face folder instead of its own tokenizer files (read as the folder's model family reads them).
+    `dtype`: the weights are held as stored (None, "stored": bf16 stays bf16) or in "float32", "bfloat16",
+    "float16"; a model that does not fit the memory there is is refused before it is allocated."""
     from attnlab.checkpoints.bare import ImportSettings
 
     if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes) or not str(path):
@@ -48,7 +51,8 @@ def load_checkpoint(
         )
     path = Path(path).expanduser()
     try:
-        return _load_path(path, device, ImportSettings(heads=heads, norm=norm, activation=activation), tokenizer)
+        settings = ImportSettings(heads=heads, norm=norm, activation=activation)
+        return _load_path(path, device, settings, tokenizer, dtype)
     except CheckpointError:
         raise
     except (FileRefused, LimitError) as e:  # a bounded reader's one line, naming the file
@@ -64,7 +68,11 @@ def load_checkpoint(
 
 
 def _load_path(
-    path: Path, device: str, settings: ImportSettings, tokenizer: str | Path | Tokenizer | None
+    path: Path,
+    device: str,
+    settings: ImportSettings,
+    tokenizer: str | Path | Tokenizer | None,
+    dtype: str | None = None,
 ) -> LiveModel:
     """load_checkpoint's dispatch on what `path` is."""
     mode = _stat_mode(path)
@@ -73,12 +81,12 @@ def _load_path(
         if path.is_dir():
             from attnlab.checkpoints.hf_folder import load_hf_folder
 
-            return load_hf_folder(path, device=device, tokenizer=tokenizer)
+            return load_hf_folder(path, device=device, tokenizer=tokenizer, dtype=dtype)
         mode = _stat_mode(path)
     elif path.name == "config.json" or (path.suffix == ".safetensors" and plain_safetensors_in_hf_folder(path)):
         from attnlab.checkpoints.hf_folder import load_hf_folder
 
-        return load_hf_folder(path.parent, device=device, tokenizer=tokenizer)
+        return load_hf_folder(path.parent, device=device, tokenizer=tokenizer, dtype=dtype)
     if is_snapshots_file(path):
         raise CheckpointError(
             f"Cannot load the checkpoint {str(path)!r}: it holds training snapshots of a model, not a model; "
@@ -96,8 +104,9 @@ def _load_path(
     except OSError as e:
         raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {e.strerror or e}") from e
     if path.suffix.lower() in TORCH_SUFFIXES or head == ZIP_MAGIC:
-        return load_torch_file(path, device=device, settings=settings, tokenizer=user_tokenizer(tokenizer, path))
-    return with_snapshots_file(load_safetensors(path, device=device), path)
+        tok = user_tokenizer(tokenizer, path)
+        return load_torch_file(path, device=device, settings=settings, tokenizer=tok, dtype=dtype)
+    return with_snapshots_file(load_safetensors(path, device=device, dtype=dtype), path)
 
 
 def with_snapshots_file(model: LiveModel, checkpoint: Path) -> LiveModel:

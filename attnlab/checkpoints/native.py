@@ -62,7 +62,7 @@ def read_tensors(path: Path, names: Iterable[str], problems: Problems) -> dict[s
         return None
 
 
-def load_safetensors(path: Path, device: str = "cpu") -> LiveModel:
+def load_safetensors(path: Path, device: str = "cpu", dtype: str | None = None) -> LiveModel:
     problems = Problems(path)
     layout = read_layout(path, problems)
     if layout is None:  # read_layout has said why
@@ -90,4 +90,5 @@ def load_safetensors(path: Path, device: str = "cpu") -> LiveModel:
         name=meta.get("name") or path.stem,
         metadata_value=meta.get("metadata"),
         device=device,
+        dtype=dtype,
     )

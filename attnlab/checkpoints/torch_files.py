@@ -184,7 +184,11 @@ def refuse_odd_tensors(tensors: dict[str, torch.Tensor], problems: Problems) -> 
 
 
 def load_torch_file(
-    path: Path, device: str = "cpu", settings: ImportSettings | None = None, tokenizer: Tokenizer | None = None
+    path: Path,
+    device: str = "cpu",
+    settings: ImportSettings | None = None,
+    tokenizer: Tokenizer | None = None,
+    dtype: str | None = None,
 ) -> LiveModel:
     """`settings` (bare.ImportSettings) and `tokenizer` matter only for files that do not say these
     themselves: nanoGPT checkpoints (tokenizer) and bare nn.Transformer state dicts (both)."""
@@ -199,7 +203,16 @@ def load_torch_file(
     def build(parts: ModelParts, name: str) -> LiveModel:
         config, tensors, tok, metadata = parts
         return build_live_model(
-            problems, config, tensors, tok, tok, name=name, metadata=metadata, device=device, notices=notices
+            problems,
+            config,
+            tensors,
+            tok,
+            tok,
+            name=name,
+            metadata=metadata,
+            device=device,
+            notices=notices,
+            dtype=dtype,
         )
 
     if is_nanogpt(obj):  # its tensors are checked before the conversion splits or compares any of them
@@ -232,4 +245,5 @@ def load_torch_file(
         metadata_value=extras["metadata"],
         device=device,
         notices=notices,
+        dtype=dtype,
     )

@@ -83,3 +83,53 @@ def _install_skippable_resets() -> None:
 
             reset._attnlab_skippable = True  # type: ignore[attr-defined]
             cls.reset_parameters = reset  # type: ignore[method-assign]
+
+
+META_ABOVE = (
+    16_000_000  # parameters; a smaller model is allocated on the CPU (the meta device's first use costs ~2-4 s)
+)
+
+
+def loadable_transformer(config: ModelConfig) -> Transformer:
+    """A Transformer to fill from a checkpoint with `fill_from`: on the meta device (no memory) when it is big,
+    else with uninitialised CPU parameters (or where the meta device is missing from a trimmed bundle)."""
+    if config.parameter_count() > META_ABOVE:
+        try:
+            return meta_transformer(config)
+        except ImportError:
+            pass
+    return empty_transformer(config)
+
+
+def meta_transformer(config: ModelConfig) -> Transformer:
+    """A Transformer whose parameters have shapes but no memory (the meta device): what a loader fills with
+    the checkpoint's own tensors (`fill_from`), so nothing is allocated before the sizes are checked and no
+    float32 copy of a bf16 checkpoint is ever made."""
+    _install_skippable_resets()
+    _SKIP_RESET.on = True
+    try:
+        with torch.device("meta"):
+            return Transformer(config, initialise=False)
+    finally:
+        _SKIP_RESET.on = False
+
+
+@torch.no_grad()
+def fill_from(module: Transformer, tensors: dict[str, torch.Tensor], dtype: torch.dtype) -> None:
+    """Every parameter of `module` (built by meta_transformer, or any Transformer) becomes the checkpoint's
+    tensor of its name (`tensors`: checkpoint_tensors' names), in `dtype`: a tensor already in `dtype` is used
+    as it is (a memory-mapped safetensors tensor stays mapped, never copied), one in another dtype is converted
+    alone, one at a time. Tied parameters stay one parameter. The sinusoid table is computed again."""
+    first = {id(p): name for name, p in module.checkpoint_tensors().items()}
+    made: dict[int, nn.Parameter] = {}
+    for full_name, old in list(module.named_parameters(remove_duplicate=False)):
+        owner_name, _, attr = full_name.rpartition(".")
+        owner = module.get_submodule(owner_name) if owner_name else module
+        new = made.get(id(old))
+        if new is None:
+            value = tensors[first[id(old)]]
+            value = value.to(dtype) if value.dtype != dtype else value  # [same shape]
+            new = nn.Parameter(value if value.is_contiguous() else value.contiguous(), requires_grad=old.requires_grad)
+            made[id(old)] = new
+        setattr(owner, attr, new)
+    module.sinusoid = module.sinusoid_table().to(dtype)  # [max_len, d], was on the meta device

@@ -332,7 +332,8 @@ class ModelConfig:
         ]
         if p:
             return p
-        if self.max_len * self.d_model > limits.MAX_POSITION_TABLE:
+        sinusoid = self.positional == "sinusoidal"  # only this encoding builds a [max_len, d] table (issue 23)
+        if sinusoid and self.max_len * self.d_model > limits.MAX_POSITION_TABLE:
             p.append(
                 f"max_len {self.max_len:,} x d_model {self.d_model:,} positions table is more than attnlab "
                 f"builds (at most {limits.MAX_POSITION_TABLE:,} cells)"

@@ -23,6 +23,14 @@ from attnlab.engine.runcache import LayerInputs, LayerKey, Resume
 from attnlab.engine.trace import Recorder
 
 
+def cast_tables(tables: tuple[Tensor, Tensor] | None, dtype: torch.dtype | None) -> tuple[Tensor, Tensor] | None:
+    """Rotary (cos, sin) tables [L, r/2] computed in float32, cast to the run's compute dtype (as transformers
+    casts them); None stays None."""
+    if tables is None or dtype is None:
+        return tables
+    return tables[0].to(dtype), tables[1].to(dtype)
+
+
 class RunContext:
     """What every layer needs to know about this run, read off the ResolvedOptions (resolved here when the
     caller passed plain RunOptions; LiveModel passes the ones its Trace will carry)."""
@@ -54,10 +62,13 @@ class RunContext:
             if rotary_on
             else None
         )
+        self.rotary = cast_tables(self.rotary, dtype)  # weights as stored: tables in float32, cast as HF does
         # w-norms: Gemma 3's local layers turn Q and K with their own base, plain rotary (rope_local_theta)
         local = rotary_on and config.rope_local_theta and config.sliding_window
         self.local_rotary = (
-            rotary_angles(config.max_len, config.rotary_dims(d_head), device, config.rope_local_theta)  # 2 x [L, r/2]
+            cast_tables(
+                rotary_angles(config.max_len, config.rotary_dims(d_head), device, config.rope_local_theta), dtype
+            )
             if local
             else None
         )

@@ -106,7 +106,8 @@ def _add(a: Tensor, b: Tensor) -> Tensor:
 def _probs(logits: Tensor, temperature: float) -> Tensor:
     """logits [T, V] -> softmax(logits / temperature) [T, V], safe for any temperature RunOptions accepts: the
     largest logit is subtracted first, so no NaN can appear and the argmax never changes."""
-    shifted = logits - logits.amax(dim=-1, keepdim=True)  # [T, V], max 0
+    wide = logits.float()  # [T, V]: the distribution in float32 whatever the weights' precision (issue 23)
+    shifted = wide - wide.amax(dim=-1, keepdim=True)  # [T, V], max 0
     return torch.softmax(shifted / temperature, dim=-1)
 
 

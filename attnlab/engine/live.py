@@ -19,9 +19,12 @@ from attnlab.engine.budget import estimate_trace_bytes, fits_on_device, working_
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
 from attnlab.engine.logit_lens import lens_entries
+from attnlab.engine.memory import RunTooBig
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.pairs import INPUT_CUT, pair_side
+from attnlab.engine.precision import convert_module, module_dtype, run_dtype
+from attnlab.engine.run_budget import run_refusal
 from attnlab.engine.runcache import LayerInputs, Resume, entries_before, first_changed_layer
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Recorder, Trace
@@ -143,6 +146,7 @@ class LiveModel:
         self._runs: dict[bool, tuple[tuple, Trace]] = {}
         self._last_inputs: LayerInputs | None = None  # the last recorded run's layer inputs (runcache.py)
         self._checked: RunOptions | None = None  # the last options found runnable on this model
+        self.held_dtype = module_dtype(module)  # the dtype the weights are held in (issue 23: as stored)
 
     # ---- what a run reads --------------------------------------------------------------------------
     def prompt_sides(self, src: Prompt, tgt: Prompt) -> tuple[Prompt, Prompt]:
@@ -318,12 +322,15 @@ class LiveModel:
         last = self._runs.get(options.record)
         if last is not None and last[0] == key:
             return with_temperature(last[1], options, self.config)
+        kept_runs = len(self._runs)
         self._forget_runs_unlike(key)
         device = pick_device(options.device)
         resume = self._resume_point(key, device) if options.record else None
         if resume is None and options.record:  # the last recorded run's tensors are of no further use here
             self._runs.pop(True, None)
             self._last_inputs = None
+        if device.type == "cuda" and len(self._runs) < kept_runs:  # one trace at a time on the GPU (issue 23)
+            release_device_memory()
         inputs = LayerInputs() if options.record else None
         trace: Trace | None = None
         try:
@@ -416,11 +423,10 @@ class LiveModel:
     ) -> Trace:
         """One run on `device`, whole: its entries, config, resolved options, device and notices (`after`:
         remarks about how the run came about, said after the run's own)."""
-        if self.device != device:
-            self.module.to(device)
         notices: list[str] = list(self.metadata.get("run_notices", []))  # e.g. settings a loader assumed
         types: dict[str, list[int]] = {}
         sides = self._inputs(src, tgt, options, notices, types)
+        self._place(device, options, sides)
         rec = self._recorder(device, options, sides, notices)
         kept: OrderedDict = OrderedDict()
         last_recorded = self._runs.get(True)
@@ -468,6 +474,26 @@ class LiveModel:
             info=info,
             _host=host,
         )
+
+    def _place(self, device: torch.device, options: RunOptions, sides: dict) -> None:
+        """Check that the run fits `device` in its precision (RunTooBig, one line with the numbers, before
+        anything is allocated), then put the weights there in the run's dtype (engine/precision.py)."""
+        dtype = run_dtype(self.held_dtype, options.precision)
+        moving = self.device != device or module_dtype(self.module) != dtype
+        element = torch.empty((), dtype=dtype).element_size()
+        weights = sum(p.numel() for p in self.module.checkpoint_tensors().values()) * element if moving else 0
+        lengths = {side: len(ids) for side, (_p, ids, _n) in sides.items()}
+        S, T = lengths.get("src", 0), lengths.get("tgt", 0)
+        refusal = run_refusal(self.config, options, S, T, dtype, device, weights)
+        if refusal:  # what earlier runs left unreferenced is counted once it is given back
+            release_device_memory()
+            refusal = run_refusal(self.config, options, S, T, dtype, device, weights)
+        if refusal:
+            raise RunTooBig(refusal)
+        if module_dtype(self.module) != dtype:
+            convert_module(self.module, dtype)
+        if self.device != device:
+            self.module.to(device)
 
     def _dtype_name(self) -> str:
         """The precision the weights run in: 'float32', 'bfloat16', ..."""

@@ -60,8 +60,10 @@ class Transformer(nn.Module):
             self._init_weights()
 
     def sinusoid_table(self) -> Tensor:
-        """The fixed sinusoidal positions of this config, [max_len, d] (a buffer, never stored in checkpoints)."""
-        return sinusoidal_table(self.config.max_len, self.config.d_model, self.config.sinusoidal_layout)
+        """The fixed sinusoidal positions of this config, [max_len, d] (a buffer, never stored in checkpoints);
+        [1, d] for other encodings, which never read it (a 128k-position Llama would need 1.6 GB for nothing)."""
+        rows = self.config.max_len if self.config.positional == "sinusoidal" else 1
+        return sinusoidal_table(rows, self.config.d_model, self.config.sinusoidal_layout)
 
     def _init_weights(self) -> None:
         for name, p in self.named_parameters():

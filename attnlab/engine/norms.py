@@ -65,8 +65,9 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: Tensor, rec: Recorder, name: str) -> Tensor:
         """x [B, T, d] -> [B, T, d]; records its input, the RMS sqrt(mean(x^2) + eps) per token and output."""
-        rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)  # [B, T, 1]
-        out = self.weight * (x * rstd)  # [B, T, d]
+        wide = x.float()  # [B, T, d]: in float32 whatever the weights' precision, as transformers' RMSNorm does
+        rstd = torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + self.eps)  # [B, T, 1]
+        out = self.weight * (wide * rstd).to(x.dtype)  # [B, T, d]
         if rec.enabled:
             x_name, rms_name, out_name = names.entries(name, names.RMS_STATS)
             rec.add(((x_name, x), (rms_name, rstd.reciprocal().squeeze(-1)), (out_name, out)))  # rms [B, T]

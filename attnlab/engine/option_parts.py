@@ -9,7 +9,7 @@ from typing import Any
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.option_spec import Choice, Control, LessonKey
-from attnlab.engine.options import ResolvedOptions, RunOptions, head_choices, parse_ablation
+from attnlab.engine.options import PRECISIONS, ResolvedOptions, RunOptions, head_choices, parse_ablation
 
 SHAPE, MASKS, PARTS, OUTPUT_GROUP = "Shape of the computation", "Masks", "Switch parts off", "Output and display"
 NORM_CHOICES = (("trained", "As trained"), ("pre", "Pre-norm"), ("post", "Post-norm"))  # RunOptions.norm values
@@ -227,3 +227,10 @@ def device_shown(options: RunOptions, _config: ModelConfig) -> str:
 
 def parsed_ablations(options: RunOptions, texts: list[str]) -> RunOptions:
     return options.replace(ablate=tuple(parse_ablation(text) for text in texts))
+
+
+PRECISION_VALUES = PRECISIONS  # RunOptions.precision (issue 23)
+
+
+def precision_choices(_config: ModelConfig) -> tuple[Choice, ...]:
+    return (Choice("stored", "As stored"), Choice("float32", "float32"))

@@ -320,6 +320,42 @@ DEVICE = OptionSpec(
     ),
 )
 
+# precision (issue 23, weights as stored): the stored dtype (bf16 stays bf16) or float32 for the run
+PRECISION = OptionSpec(
+    "precision",
+    controls=(
+        Control(
+            "precision",
+            "precisionCombo",
+            "combo",
+            OUTPUT_GROUP,
+            "Precision",
+            "Run in the dtype the weights are stored in (bf16, fp16, fp32), or widen them to float32",
+            choices=part.precision_choices,
+        ),
+    ),
+    cli=(
+        CliFlag(
+            "--dtype",
+            {
+                "choices": part.PRECISION_VALUES,
+                "default": "stored",
+                "help": "run in the weights' stored dtype (bf16 stays bf16) or widen them to float32",
+            },
+            lambda o, d: o.replace(precision=d),
+        ),
+    ),
+    lesson=LessonKey(
+        "precision",
+        (str,),
+        lambda v: (
+            None
+            if v in part.PRECISION_VALUES
+            else f"toggle 'precision' must be one of {', '.join(part.PRECISION_VALUES)}, not {v!r}"
+        ),
+    ),
+)
+
 # record: the API's fast path (LiveModel.trace(options=RunOptions(record=False))); no control, flag or key.
 RECORD = OptionSpec("record")
 
@@ -338,5 +374,6 @@ SPECS: tuple[OptionSpec, ...] = (
     PROJECTIONS,
     TEMPERATURE,
     DEVICE,
+    PRECISION,
     RECORD,
 )

@@ -17,6 +17,7 @@ Device = Literal["auto", "cpu", "cuda"]
 
 MIN_TEMPERATURE = 1e-4  # smaller temperatures are refused (see temperature_problems)
 MAX_TEMPERATURE = 1e3  # larger ones flatten float32 probabilities to exact ties
+PRECISIONS = ("stored", "float32")  # RunOptions.precision: the weights' stored dtype, or float32 (issue 23)
 SITE_KINDS = names.SITE_KINDS  # re-exported: the kinds a causal toggle or a per-kind mask names
 
 
@@ -52,6 +53,9 @@ class RunOptions:
     temperature: float = 1.0  # softmax(logits / temperature) for the output distribution
     device: Device = "auto"
     record: bool = True  # capture every intermediate tensor in the Trace; False = fast path
+    # weights as stored (issue 23): "stored" runs in the dtype the weights are held in (bf16 stays bf16),
+    # "float32" widens them for the run (engine/precision.py; the trace records in the compute dtype)
+    precision: str = "stored"
 
     # ---- convenience constructors -------------------------------------------------------------
     def replace(self, **changes: Any) -> RunOptions:
@@ -166,6 +170,8 @@ class RunOptions:
             p.append(f"final_norm must be None (as trained), True or False (got {excerpt(self.final_norm)})")
         if self.device not in ("auto", "cpu", "cuda"):
             p.append(f"device must be auto, cpu or cuda (got {excerpt(self.device)})")
+        if self.precision not in PRECISIONS:
+            p.append(f"precision must be one of {', '.join(PRECISIONS)} (got {excerpt(self.precision)})")
         if not _is_int(self.pad_to) or not 0 <= self.pad_to <= config.max_len:
             p.append(
                 f"pad_to must be between 0 and the model's max length {config.max_len} (got {excerpt(self.pad_to)})"

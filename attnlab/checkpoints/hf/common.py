@@ -155,7 +155,7 @@ class Tensors:
                 f"the weights' tensor {key!r} holds {str(value.dtype).removeprefix('torch.')} values; attnlab "
                 "reads floating-point weights only (quantized or integer checkpoints are not supported)"
             )
-        return value.to(torch.float32)
+        return value  # in its stored dtype: the loader decides the dtype weights are held in (issue 23)
 
     def optional(self, name: str) -> torch.Tensor | None:
         return self(name) if self.has(name) else None

@@ -88,7 +88,7 @@ class WindowStatus(WindowHost):
         counts = [f"{len(trace[n])} {what}" for n, what in SIDES if n in trace]
         notices = list(trace.notices)
         for label, text in (
-            (self.device_label, f"Device: {trace.device.upper()}"),
+            (self.device_label, f"Device: {trace.device.upper()} · {trace.options.dtype}"),  # precision: issue 23
             (
                 self.timing_label,
                 f"compute {info.get('job_ms', info.get('compute_ms', 0.0)):.1f} ms · paint {self.last_paint_ms:.1f} ms",
