@@ -97,10 +97,41 @@ def test_the_summary_says_where_each_run_of_layers_lives():
 
 def test_a_model_that_fits_nowhere_is_refused_with_the_numbers():
     module = build_transformer(LLAMA_LIKE, seed=0)
-    with pytest.raises(MemoryError, match="embeddings and output .* GiB"):
+    with pytest.raises(MemoryError, match="embeddings and output .* [kMG]B"):
         plan_placement(module, [("cpu", 10), ("disk", None)])
     resident = module_bytes(module) - sum(module_bytes(module.get_submodule(n)) for n in layer_names(module))
     with pytest.raises(MemoryError, match="fits on none of"):
         plan_placement(module, [("cpu", resident + 10)])
     everything = plan_placement(module, [("cpu", None)])
     assert not everything.offloaded
+
+
+def test_a_folder_bigger_than_the_memory_set_for_the_test_opens_spread_out_and_agrees(tmp_path, monkeypatch):
+    """attnlab.load of a folder whose weights exceed the host memory the test allows: whole layers go to disk
+    through accelerate instead of a refusal, the notice says where, and every recorded entry equals the model's
+    held whole (the same folder opened without a limit)."""
+    import hf_tiny
+
+    import attnlab
+    from attnlab.engine import memory
+
+    model, _config = hf_tiny.llama()  # 2 layers
+    folder = tmp_path / "llama"
+    model.to(torch.bfloat16).save_pretrained(folder, safe_serialization=True)  # held as stored: bfloat16
+    whole = attnlab.load(folder)
+    reference = whole.trace(tgt=[3, 9, 4, 7, 2])
+    weights = sum(p.numel() * p.element_size() for p in whole.module.checkpoint_tensors().values())
+    layers = layer_names(whole.module)
+    resident = weights - sum(module_bytes(whole.module.get_submodule(n)) for n in layers)
+    one_layer = module_bytes(whole.module.get_submodule(layers[0]))
+    monkeypatch.setattr(memory, "host_available", lambda: int((resident + 1.2 * one_layer) / 0.8))
+    spread = attnlab.load(folder)
+    assert spread.placement is not None and spread.placement.offloaded
+    assert [spread.placement.where(n) for n in layers] == ["cpu", "disk"]
+    assert any("layer 2 read from disk" in n for n in spread.metadata["notices"]), spread.metadata["notices"]
+    got = spread.trace(tgt=[3, 9, 4, 7, 2])
+    for name in reference.names():
+        if isinstance(reference[name], torch.Tensor):
+            assert torch.equal(got[name], reference[name]), name
+    with pytest.raises(ValueError, match="spread out"):
+        spread.trace(tgt=[3, 9], options=attnlab.RunOptions(precision="float32"))

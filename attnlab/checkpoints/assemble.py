@@ -13,6 +13,7 @@ import torch
 from attnlab import limits
 from attnlab.checkpoints.errors import Problems, name_list
 from attnlab.checkpoints.limits import check_config_sizes, shape_text
+from attnlab.checkpoints.placement import place, plan_for
 from attnlab.engine.build import fill_from, loadable_transformer
 from attnlab.engine.config import ConfigError, ModelConfig
 from attnlab.engine.hf_tokenizer import FOREIGN_KINDS
@@ -311,10 +312,15 @@ def build_live_model(
             problems.add(p)
         usable = None if size_problems else usable
     held = _held(tensors, dtype, problems)
-    if usable is not None and held is not None:  # the memory there is, before anything is allocated
-        usable = None if _too_big(tensors, held, device, problems) else usable
+    too_big = _too_big(tensors, held, device) if usable is not None and held is not None else ""
     if module is None:
         module = build_module(usable) if usable is not None and tensors is not None else None
+    placement = None
+    if too_big and module is not None and held is not None:  # spread whole layers over GPU, host and disk
+        placement, why_not = plan_for(module, held, pick_device(device))
+        if placement is None:  # at once: not a value of the file is read
+            problems.add(f"{too_big}; spread over memory and disk: {why_not}")
+            problems.raise_if_any()
     if tensors is not None:
         check_tensors(tensors, config if module is not None else None, problems, module)
     problems.raise_if_any()
@@ -324,14 +330,19 @@ def build_live_model(
     assert module is not None and tensors is not None  # for the type checker: raised just above
     fill_from(module, tensors, held or torch.float32)  # in the held dtype, one tensor at a time
     try:
-        module.to(pick_device(device))
+        module = place(module, placement) if placement is not None else module.to(pick_device(device))
     except RuntimeError as e:
         problems.add(str(e))
         problems.raise_if_any()
     metadata = dict(metadata)
+    if placement is not None:
+        notices = [*(notices or []), f"{too_big[0].upper()}{too_big[1:]}: {placement.summary()} (accelerate)."]
+        metadata["placement"] = placement.summary()
     if notices:
         metadata["notices"] = list(metadata.get("notices", [])) + list(notices)
-    return LiveModel(module, src_tok, tgt_tok, name=limits.cut(str(name), 200), metadata=metadata)
+    live = LiveModel(module, src_tok, tgt_tok, name=limits.cut(str(name), 200), metadata=metadata)
+    live.placement = placement
+    return live
 
 
 def _held(tensors: dict[str, torch.Tensor] | None, dtype: str | None, problems: Problems) -> torch.dtype | None:
@@ -345,15 +356,12 @@ def _held(tensors: dict[str, torch.Tensor] | None, dtype: str | None, problems: 
         return None
 
 
-def _too_big(tensors: dict[str, torch.Tensor] | None, held: torch.dtype, device: str, problems: Problems) -> bool:
-    """Whether the checkpoint's weights, held in `held`, cannot fit the memory of `device`: when they cannot,
-    the CheckpointError is raised at once, its reason one line with the numbers."""
+def _too_big(tensors: dict[str, torch.Tensor] | None, held: torch.dtype | None, device: str) -> str:
+    """Why the checkpoint's weights, held in `held`, cannot fit the memory of `device` as a whole (one line with
+    the numbers), '' when they fit; build_live_model then spreads them over memory and disk or refuses."""
     try:
         where = pick_device(device)
     except RuntimeError:
-        return False  # reported when the module is moved there
-    refusal = weights_refusal(sum(t.numel() for t in (tensors or {}).values()), held, where)
-    if refusal:  # at once: not a value of the file is read (the finiteness checks would touch every page)
-        problems.add(refusal)
-        problems.raise_if_any()
-    return False
+        return ""  # reported when the module is moved there
+    assert held is not None
+    return weights_refusal(sum(t.numel() for t in (tensors or {}).values()), held, where)

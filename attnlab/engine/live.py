@@ -21,6 +21,7 @@ from attnlab.engine.derived import Derived
 from attnlab.engine.logit_lens import lens_entries
 from attnlab.engine.memory import RunTooBig
 from attnlab.engine.model import Transformer
+from attnlab.engine.offload import Placement
 from attnlab.engine.options import RunOptions
 from attnlab.engine.pairs import INPUT_CUT, pair_side
 from attnlab.engine.precision import convert_module, module_dtype, run_dtype
@@ -147,6 +148,7 @@ class LiveModel:
         self._last_inputs: LayerInputs | None = None  # the last recorded run's layer inputs (runcache.py)
         self._checked: RunOptions | None = None  # the last options found runnable on this model
         self.held_dtype = module_dtype(module)  # the dtype the weights are held in (issue 23: as stored)
+        self.placement: Placement | None = None  # layers spread over GPU, host and disk (checkpoints/placement.py)
 
     # ---- what a run reads --------------------------------------------------------------------------
     def prompt_sides(self, src: Prompt, tgt: Prompt) -> tuple[Prompt, Prompt]:
@@ -185,6 +187,8 @@ class LiveModel:
 
     @property
     def device(self) -> torch.device:
+        if self.placement is not None:  # some layers live elsewhere: the run's device is where it computes
+            return torch.device(self.placement.main)
         return next(self.module.parameters()).device
 
     # ---- text -> ids -----------------------------------------------------------------------------
@@ -374,7 +378,8 @@ class LiveModel:
         """What decides every entry of a run but the output softmax: inputs, options but those whose change
         invalidates at most the output (the temperature; option_rules.reuse_key), and the weights (their
         in-place version counters change when anything writes to them)."""
-        weights_version = sum(p._version for p in self.module.parameters())
+        weights_version = sum(p._version for p in self.module.parameters() if not p.is_inference())
+        # (a spread-out model's layers are brought in by accelerate's hooks as inference tensors: no counter)
         src_key, tgt_key = (tuple(x) if isinstance(x, list) else x for x in (src, tgt))  # hashable
         return (src_key, tgt_key, option_rules.reuse_key(options), id(self.module), weights_version)
 
@@ -479,6 +484,11 @@ class LiveModel:
         """Check that the run fits `device` in its precision (RunTooBig, one line with the numbers, before
         anything is allocated), then put the weights there in the run's dtype (engine/precision.py)."""
         dtype = run_dtype(self.held_dtype, options.precision)
+        if self.placement is not None and (device != self.device or dtype != self.held_dtype):
+            raise RunTooBig(
+                f"this model's weights are spread out ({self.placement.summary()}): it runs on {self.device} in "
+                f"{str(self.held_dtype).removeprefix('torch.')} only"
+            )
         moving = self.device != device or module_dtype(self.module) != dtype
         element = torch.empty((), dtype=dtype).element_size()
         weights = sum(p.numel() for p in self.module.checkpoint_tensors().values()) * element if moving else 0

@@ -8,6 +8,7 @@ allocator holds unused (budget.cuda_free_bytes). Each refusal is one line with t
 
 from __future__ import annotations
 
+import os
 import resource
 from pathlib import Path
 
@@ -82,9 +83,24 @@ def address_space_room() -> int:
     return max(soft - size, 0)
 
 
+LIMIT_VARIABLE = "ATTNLAB_MEMORY_LIMIT"  # bytes this process may hold in all: a limit a person (or a test) sets
+
+
+def set_limit_room() -> int:
+    """What ATTNLAB_MEMORY_LIMIT (bytes) still allows beyond this process's resident size, UNLIMITED unset."""
+    value = os.environ.get(LIMIT_VARIABLE, "")
+    if not value.isdigit():
+        return UNLIMITED
+    try:
+        resident = int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        resident = 0
+    return max(int(value) - resident, 0)
+
+
 def host_available() -> int:
     """Bytes this process can still allocate on the host."""
-    return min(meminfo_available(), cgroup_room(), address_space_room())
+    return min(meminfo_available(), cgroup_room(), address_space_room(), set_limit_room())
 
 
 def available_on(device: torch.device) -> int:

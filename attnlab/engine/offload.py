@@ -22,6 +22,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from attnlab.engine.memory import gb
+
 DISK = "disk"
 HOST = "cpu"
 LAYER_STACKS = ("encoder", "decoder")  # the ModuleLists whose items move
@@ -106,8 +108,8 @@ def plan_placement(
     need = sum(module_bytes(getattr(module, n), dtype_bytes) for n in resident_names(module))
     if budget is not None and need > budget:
         raise MemoryError(
-            f"the embeddings and output of this model take {need / 2**30:.2f} GiB, more than the "
-            f"{budget / 2**30:.2f} GiB {_device_words(main)} can hold"
+            f"the embeddings and output of this model take {gb(need)}, more than the {gb(budget)} "
+            f"{_device_words(main)} can hold"
         )
     if left[main] is not None:
         left[main] = int(left[main] or 0) - need
@@ -123,7 +125,7 @@ def plan_placement(
                 break
             tier_index += 1  # later layers never go back to an earlier tier: runs stay contiguous
         if tier_index == len(tiers):
-            raise MemoryError(f"layer {name} ({size / 2**20:.0f} MiB) fits on none of {', '.join(left)}")
+            raise MemoryError(f"layer {name} ({gb(size)}) fits on none of {', '.join(left)}")
         where = tiers[tier_index][0]
         if left[where] is not None:
             left[where] = int(left[where] or 0) - size

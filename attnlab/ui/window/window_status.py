@@ -87,8 +87,14 @@ class WindowStatus(WindowHost):
         info = trace.info
         counts = [f"{len(trace[n])} {what}" for n, what in SIDES if n in trace]
         notices = list(trace.notices)
+        model = self.session.model
+        spread = model.metadata.get("placement") if model is not None else None  # layers over GPU, host, disk
+        device = f"Device: {trace.device.upper()} · {trace.options.dtype}" + (" · weights spread out" if spread else "")
+        tip = f"Where the weights live: {spread}" if spread else ""
+        if self.device_label.toolTip() != tip:
+            self.device_label.setToolTip(tip)
         for label, text in (
-            (self.device_label, f"Device: {trace.device.upper()} · {trace.options.dtype}"),  # precision: issue 23
+            (self.device_label, device),  # precision: issue 23
             (
                 self.timing_label,
                 f"compute {info.get('job_ms', info.get('compute_ms', 0.0)):.1f} ms · paint {self.last_paint_ms:.1f} ms",
