@@ -286,3 +286,7 @@ FAMILY_CASES = {
         "do_layer_norm_before false: post-norm, no final norm",
     ),
 }
+
+from hf_tiny_alibi import ALIBI_CASES  # noqa: E402  (w-alibi: position-bias families)
+
+FAMILY_CASES.update(ALIBI_CASES)

@@ -17,6 +17,7 @@ FFNKind = Literal["plain", "gated"]
 RotaryLayout = Literal["interleaved", "half"]
 SinusoidalLayout = Literal["interleaved", "marian"]
 RopeScaling = Literal["none", "linear", "dynamic", "yarn", "llama3"]
+PositionBias = Literal["none", "alibi"]  # an additive per-head bias on the scores (engine/position_bias.py)
 
 ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -26,6 +27,7 @@ FFN_KINDS = ("plain", "gated")
 ROTARY_LAYOUTS = ("interleaved", "half")
 SINUSOIDAL_LAYOUTS = ("interleaved", "marian")
 ROPE_SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3")
+POSITION_BIASES = ("none", "alibi")
 # (field, allowed values) for every string field with a fixed set of values
 CHOICES = (
     ("arch", ARCHITECTURES),
@@ -36,6 +38,7 @@ CHOICES = (
     ("rotary_layout", ROTARY_LAYOUTS),
     ("sinusoidal_layout", SINUSOIDAL_LAYOUTS),
     ("rope_scaling", ROPE_SCALINGS),
+    ("position_bias", POSITION_BIASES),
 )
 
 
@@ -115,6 +118,8 @@ class ModelConfig:
     parallel_residual: bool = False  # GPT-NeoX: y = x + Attn(norm1(x)) + FFN(norm2(x)), both from the same x
     shared_norm: bool = False  # Phi: norm 2 holds the same weights as norm 1 (one LayerNorm feeds both branches)
     sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
+    # ---- position bias: B[h, i, j] added to the scaled scores of self-attention (engine/position_bias.py) ----
+    position_bias: PositionBias = "none"  # "alibi": B = m_h · j (BLOOM)
 
     @property
     def d_head(self) -> int:

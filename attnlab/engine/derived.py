@@ -117,6 +117,7 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
     "activation": _activation,
     "add": _add,
     "probs": _probs,
+    "biased": _add,  # scaled [H, Tq, Tk] + the position bias [H, Tq, Tk] (engine/position_bias.py)
 }
 
 
@@ -133,6 +134,7 @@ SLICEABLE: dict[str, tuple[bool, ...]] = {
     "activation": (True,),
     "add": (True, True),
     "probs": (True,),
+    "biased": (True, True),  # the bias has a map per head
 }
 
 

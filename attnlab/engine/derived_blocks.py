@@ -22,7 +22,7 @@ from attnlab.engine.derived import Derived, compute
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
-CHAIN = ("scores", "scaled", "masked", "softmax_rows")  # the rules of a site's maps, each from the one before
+CHAIN = ("scores", "scaled", "biased", "masked", "softmax_rows")  # the rules of a site's maps, each from the one before
 BLOCK_BYTES = 64 << 20  # a map larger than this is computed in blocks of rows of about this size
 
 

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlab.engine import names
+from attnlab.engine import names, position_bias
 from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
@@ -55,6 +55,7 @@ def attention_steps(
     mask_is_zero: bool = False,
     ablate: dict[int, str] | None = None,
     divisor: float = 1.0,
+    bias: Tensor | None = None,
 ) -> Tensor:
     """Scaled dot-product attention computed step by step, each step recorded under `prefix`.
 
@@ -66,7 +67,8 @@ def attention_steps(
     own (derived.py). `ablate` {head: "zero"|"mean"}: those heads' context is replaced
     (ablate_heads); the recorded `context` is then the ablated one, stored (weights @ V would not give it).
     `divisor`: the scores are divided by √dk · divisor when scaling (GPT-2's scale_attn_by_inverse_layer_idx:
-    layer l's divisor is l + 1).
+    layer l's divisor is l + 1). `bias` [1, H, Tq, Tk]: a position bias added after scaling, before the mask
+    (engine/position_bias.py), recorded with `biased` = scaled + bias.
     """
     n = names.site_entries(prefix)
     keeps_steps = rec.enabled and rec.eager  # an eager recorder keeps scaled and masked as values
@@ -80,29 +82,37 @@ def attention_steps(
         scratch = not keeps_steps  # a new tensor, derived on read when recorded at all
     else:
         scaled = scores  # [B, H, Tq, Tk]
+    biased = scaled if bias is None else position_bias.add_bias(scaled, bias, scratch)  # [B, H, Tq, Tk]
+    scratch = scratch or (bias is not None and not keeps_steps)
     if mask_is_zero:  # adding zeros would only copy
-        masked = scaled
+        masked = biased
     else:
-        masked = scaled.add_(mask) if scratch else scaled + mask  # [B, H, Tq, Tk]
+        masked = biased.add_(mask) if scratch else biased + mask  # [B, H, Tq, Tk]
     weights = torch.softmax(masked, dim=-1)  # [B, H, Tq, Tk]
     if blocked_rows:
         weights = weights.nan_to_num_(0.0)  # rows with no allowed key: NaN -> 0 (the softmax output is no entry)
     context = ablate_heads(weights @ v, ablate)  # [B, H, Tq, dk]
     if rec.enabled:
         context_derived = not ablate and n.v in rec
+        if bias is not None:
+            position_bias.record_bias(rec, prefix, bias, biased)
         steps = (scores, scaled, masked, weights, context)
-        record_steps(rec, n, steps, mask, (scale, q.shape[-1], divisor), scores_derived, context_derived)
+        scaling = (scale, q.shape[-1], divisor, bias is not None)
+        record_steps(rec, n, steps, mask, scaling, scores_derived, context_derived)
     return context
 
 
 @lru_cache(maxsize=4096)
-def site_rules(n: names.SiteNames, scale: bool, d_head: int, divisor: float = 1.0) -> tuple[Derived, ...]:
+def site_rules(
+    n: names.SiteNames, scale: bool, d_head: int, divisor: float = 1.0, biased: bool = False
+) -> tuple[Derived, ...]:
     """How a site's scores, scaled, masked, weights, context and concat are derived on read (engine/derived.py),
-    built once per site and setting."""
+    built once per site and setting. `biased`: the mask is added to scaled + the position bias."""
+    before_mask = names.bias_entries(names.site_of(n.scaled) or "")[1] if biased else n.scaled
     return (
         Derived("scores", (n.q, n.k)),
         Derived("scaled", (n.scores,), (scale, d_head, divisor)),
-        Derived("masked", (n.scaled, n.mask)),
+        Derived("masked", (before_mask, n.mask)),
         Derived("softmax_rows", (n.masked,)),
         Derived("weighted_sum", (n.weights, n.v)),
         Derived("concat", (n.context,)),
@@ -114,7 +124,7 @@ def record_steps(
     n: names.SiteNames,
     steps: tuple[Tensor, Tensor, Tensor, Tensor, Tensor],
     mask: Tensor,
-    scaling: tuple[bool, int, float],
+    scaling: tuple[bool, int, float, bool],
     scores_derived: bool,
     context_derived: bool,
 ) -> None:
@@ -122,7 +132,7 @@ def record_steps(
     the layers that block the same cells), the rest derived on read where the trace holds their inputs
     (scores needs Q and K head for head, context needs V and no ablation), else stored. `steps`: the values
     of scores, scaled, masked, weights, context; when lazy, the first three may have been overwritten.
-    `scaling`: (scale on, d_head, divisor) as attention_steps had them."""
+    `scaling`: (scale on, d_head, divisor, position bias added) as attention_steps had them."""
     scores, scaled, masked, weights, context = steps
     by_scores, by_scaled, by_masked, by_weights, by_context, _ = site_rules(n, *scaling)
     rec.add(
@@ -171,9 +181,10 @@ class AttentionMask:
     records nothing needs no tensor (it blocks nothing, or only the causal triangle).
     causal_only: what it blocks is exactly the causal triangle (the fused kernel can generate that itself).
     blocks_nothing: every entry is 0.  blocked_rows: some query has every key blocked.
+    bias: a position bias [1, H, Tq, Tk] added to the scaled scores with the mask (engine/position_bias.py).
     """
 
-    __slots__ = ("additive", "causal_only", "blocks_nothing", "blocked_rows")
+    __slots__ = ("additive", "causal_only", "blocks_nothing", "blocked_rows", "bias", "_with_bias")
 
     def __init__(
         self,
@@ -181,13 +192,25 @@ class AttentionMask:
         causal_only: bool = False,
         blocks_nothing: bool = False,
         blocked_rows: bool | None = None,
+        bias: torch.Tensor | None = None,
     ):
         self.additive = additive
+        self.bias = bias
+        self._with_bias: torch.Tensor | None = None
         self.causal_only = causal_only
         self.blocks_nothing = blocks_nothing
         if blocked_rows is None:
             blocked_rows = additive is not None and bool(torch.isinf(additive).all(dim=-1).any())
         self.blocked_rows = blocked_rows
+
+    def fused(self) -> torch.Tensor | None:
+        """What the fused kernel adds to the scaled scores: the mask, plus the position bias when there is one
+        ([B|1, H, Tq, Tk], made once and shared by the layers that use this mask)."""
+        if self.bias is None or self.additive is None:
+            return self.additive
+        if self._with_bias is None:
+            self._with_bias = self.additive + self.bias
+        return self._with_bias
 
 
 class MultiHeadAttention(nn.Module):
@@ -298,11 +321,12 @@ def attend(
             mask_is_zero=mask.blocks_nothing,
             ablate=ablate,
             divisor=divisor,
+            bias=mask.bias,
         )
     if mask.blocks_nothing or mask.causal_only:
         fused = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only, divisor=divisor)
         return ablate_heads(fused, ablate)
-    fused = fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows, divisor=divisor)
+    fused = fused_attention(q, k, v, mask.fused(), scale, blocked_rows=mask.blocked_rows, divisor=divisor)
     return ablate_heads(fused, ablate)
 
 
@@ -329,17 +353,19 @@ def recorded_fused_attention(
     (derived_blocks.py). q, k, v [B, H, Tq|Tk, dk] (a shared K/V head repeated for each of its Q heads; the
     trace holds the K/V as projected). A query whose every key is blocked gets a zero context, as in
     attention_steps."""
-    additive = mask.additive
+    additive, biased = mask.additive, mask.bias is not None
     assert additive is not None
     if mask.blocks_nothing or mask.causal_only:
         context = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only, divisor=divisor)
     else:
-        context = fused_attention(q, k, v, additive, scale, blocked_rows=False, divisor=divisor)
+        context = fused_attention(q, k, v, mask.fused(), scale, blocked_rows=False, divisor=divisor)
         if mask.blocked_rows:  # kernels need not give zeros (NaN, or a uniform average) for such rows
             blocked = torch.isinf(additive).all(dim=-1, keepdim=True)  # [B|1, 1, Tq, 1]
             context = context.masked_fill(blocked, 0.0)  # [B, H, Tq, dk]
     n = names.site_entries(prefix)
-    by_scores, by_scaled, by_masked, by_weights, _, _ = site_rules(n, scale, q.shape[-1], divisor)
+    by_scores, by_scaled, by_masked, by_weights, _, _ = site_rules(n, scale, q.shape[-1], divisor, biased)
+    if mask.bias is not None:  # the bias stored, scaled + bias derived (the value is never made here)
+        position_bias.record_bias(rec, prefix, mask.bias, torch.empty(0))
     rec.add(
         (
             (n.scores, by_scores),

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.allocator import keep_freed_memory
+from attnlab.engine.bias_masks import with_position_bias
 from attnlab.engine.blocks import DecoderLayer, EncoderLayer, norm_of
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.context import RunContext, final_norm, residual_block
@@ -154,6 +155,7 @@ class Transformer(nn.Module):
         assert ids is not None
         ctx = RunContext(cfg, options, rec, self.dropout if self.training else 0.0, ids.device, self.sinusoid.dtype)
         ctx.resume, ctx.inputs = resume, inputs
+        with_position_bias(ctx, cfg)  # ALiBi: self-attention masks carry the bias (engine/position_bias.py)
         if src_types is not None:
             ctx.token_types["src"] = src_types
         memory: Tensor | None

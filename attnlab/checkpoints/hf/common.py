@@ -33,6 +33,8 @@ FAMILIES = {
     "phi": "phi",
     "gptj": "gptj",
     "opt": "opt",
+    # ---- position bias on the scores (engine/position_bias.py) ----
+    "bloom": "bloom",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 

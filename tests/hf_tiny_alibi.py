@@ -1,0 +1,32 @@
+"""Tiny random Hugging Face models whose attention scores get a position bias (engine/position_bias.py):
+BLOOM's ALiBi, built from config objects like hf_tiny.py's (never downloaded). Used by test_hf_alibi.py,
+test_hf_families.py and benchmarks/family_matrix.py (through hf_tiny_families.FAMILY_CASES)."""
+
+from __future__ import annotations
+
+import transformers
+from hf_tiny import VOCAB, Case, _model
+
+
+def bloom(n_head: int = 6, **changes):
+    """BLOOM with 6 heads: not a power of two, so the slopes take the second sequence's odd powers too."""
+    cfg = transformers.BloomConfig(
+        vocab_size=VOCAB, hidden_size=48, n_layer=2, n_head=n_head, layer_norm_epsilon=1e-5, **changes
+    )
+    return _model(transformers.BloomForCausalLM, cfg)
+
+
+ALIBI_CASES = {
+    "bloom": (
+        Case("bloom", bloom, "decoder-only", final_norm_in_hidden=True),
+        "ALiBi (6 heads: non-power-of-2 slopes), embedding LayerNorm, fused QKV per head, tanh-GELU, tied",
+    ),
+    "bloom-8-heads": (
+        Case("bloom-8-heads", lambda: bloom(n_head=8), "decoder-only", final_norm_in_hidden=True),
+        "ALiBi with 8 heads (a power of two)",
+    ),
+    "bloom-untied": (
+        Case("bloom-untied", lambda: bloom(tie_word_embeddings=False), "decoder-only", final_norm_in_hidden=True),
+        "tie_word_embeddings false: its own lm_head",
+    ),
+}
