@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 
 from attnlab.engine.options import RunOptions
+from attnlab.present import position_bias
 from attnlab.present.explain import explanation_html
 from attnlab.present.stages import (
     ATTENTION_STEPS,
@@ -78,6 +79,7 @@ def site_labels(trace, site):
 
 def test_registry_covers_every_pipeline_kind():
     kinds = {k for k, _ in ATTENTION_STEPS + INPUT_STEPS + OUTPUT_STEPS} | {"addnorm", NORM_COMPARE, "ffn"}
+    kinds |= {k for k, _ in position_bias.STEPS}  # the position-bias stages (ALiBi; test_stages_alibi.py)
     for kind in kinds:
         assert kind in panel_class_for(kind).kinds
     assert {k for cls in PANEL_CLASSES for k in cls.kinds} == kinds

@@ -148,6 +148,11 @@ class ModelConfig:
         return self.positional in ("sinusoidal", "learned")
 
     @property
+    def positions_kind(self) -> str:
+        """Where the positions come from: the position bias ("alibi") when the model has one, else `positional`."""
+        return self.position_bias if self.position_bias != "none" else self.positional
+
+    @property
     def has_encoder(self) -> bool:
         return self.arch != "decoder-only"
 

@@ -164,19 +164,21 @@ def masked_cells_text(options: RunOptions, _config: ModelConfig) -> str:
 
 
 # ---- parts switched off ---------------------------------------------------------------------------------------
+POSITIONAL_TEXTS = {"rotary": "Rotary positions (RoPE)", "alibi": "ALiBi position bias"}  # the check's label
 POSITIONAL_TIPS = {
     "sinusoidal": "Add the position to each token",
     "learned": "Add the learned position vector to each token",
     "rotary": "Rotate Q and K by each token's position inside every attention (rotary encoding)",
     "none": "Not meaningful for this model: it has no positional encoding",
+    "alibi": "Add each head's ALiBi bias m_h · j to its attention scores (the model's only position signal)",
 }
 
 
 def positional_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
-    if options.positional or config.positional == "none":
+    if options.positional or config.positions_kind == "none":
         return []
     return [
-        f"positional encoding is off, but the model was trained with {config.positional} "
+        f"positional encoding is off, but the model was trained with {config.positions_kind} "
         "positions: it now reads the sentence as a bag of words"
     ]
 

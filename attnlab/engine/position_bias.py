@@ -53,18 +53,14 @@ def alibi_bias(n_heads: int, Tq: int, Tk: int, device: torch.device | str, dtype
     return row[None, :, None, :].expand(1, n_heads, Tq, Tk).to(dtype or torch.float32).contiguous()
 
 
-def positions_kind(config: ModelConfig) -> str:
-    """Where a model's positions come from: its position bias ("alibi") when it has one, else
-    config.positional ("sinusoidal", "learned", "rotary", "none")."""
-    return config.position_bias if config.position_bias != "none" else config.positional
-
-
 def takes_bias(config: ModelConfig, site: str) -> bool:
     """Whether a site's scores get the model's position bias: every self-attention site of a model with one."""
     return config.position_bias != "none" and names.split_site(site)[2] == "self"
 
 
-def stack_bias(config: ModelConfig, n_heads: int, Tq: int, Tk: int, device: torch.device | str, dtype: torch.dtype | None) -> Tensor:
+def stack_bias(
+    config: ModelConfig, n_heads: int, Tq: int, Tk: int, device: torch.device | str, dtype: torch.dtype | None
+) -> Tensor:
     """The bias [1, H, Tq, Tk] of one stack's self-attention for a run with `n_heads` heads."""
     assert config.position_bias == "alibi", config.position_bias
     return alibi_bias(n_heads, Tq, Tk, device, dtype)

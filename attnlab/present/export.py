@@ -28,6 +28,8 @@ MATRIX_STEPS = {
     "scores": "scores",
     "scaled": "scaled",
     "mask": "mask",
+    "bias": "bias",
+    "biased": "biased",
     "masked": "masked",
     "weights": "weights",
     "heads": "weights",

@@ -20,6 +20,7 @@ from attnlab.present.views.inputs import embed_view, input_sum_view, tokens_view
 from attnlab.present.views.lines import lines_view
 from attnlab.present.views.norm_compare import norm_compare_view
 from attnlab.present.views.output import output_view
+from attnlab.present.views.position_bias import bias_view
 from attnlab.present.views.positional import positional_view
 from attnlab.present.views.scaling import scale_why_view
 from attnlab.present.views.site_vectors import site_vector_view
@@ -51,6 +52,8 @@ BUILDERS: dict[str, Builder] = {
     names.PROBS: output_view,
     NORM_COMPARE: norm_compare_view,
     "scale_why": scale_why_view,
+    "bias": bias_view,  # the position bias (ALiBi) and the scores with it
+    "biased": map_view,
 }
 
 

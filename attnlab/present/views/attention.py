@@ -25,6 +25,10 @@ MAP_TEXT = {
         "Cell (i, j) = qᵢ · kⱼ, the dot product of query i with key j: large when they point the same way.",
     ),
     "scaled": ("QKᵀ / √dₖ", ""),
+    "biased": (
+        "scaled scores + position bias",
+        "Each head's position bias B added to its scaled scores; the mask is added to these next.",
+    ),
     "masked": ("masked scores", "The mask adds 0 where a query may look and −∞ where it may not (hatched)."),
     "weights": (
         "attention weights",

@@ -11,6 +11,7 @@ from attnlab.ui.stages.heads import HeadsPanel, LinesPanel
 from attnlab.ui.stages.inputs import EmbeddingPanel, InputSumPanel, TokensPanel
 from attnlab.ui.stages.norm_compare import NormComparePanel
 from attnlab.ui.stages.output import OutputPanel
+from attnlab.ui.stages.position_bias import BiasPanel
 from attnlab.ui.stages.positional import PositionalPanel
 from attnlab.ui.stages.scaling import ScaleWhyPanel
 from attnlab.ui.stages.site_vectors import AttentionOutputPanel, ConcatPanel, ContextPanel
@@ -33,6 +34,7 @@ PANEL_CLASSES: list[type[StagePanel]] = [
     OutputPanel,
     ScaleWhyPanel,
     NormComparePanel,
+    BiasPanel,
 ]
 
 _BY_KIND: dict[str, type[StagePanel]] = {kind: cls for cls in PANEL_CLASSES for kind in cls.kinds}

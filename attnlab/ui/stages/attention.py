@@ -82,7 +82,7 @@ class MapPanel(StagePanel):
 class AttentionMapPanel(MapPanel):
     """[Tq × Tk] map of the selected head: raw scores, scaled scores, masked scores or softmax weights."""
 
-    kinds = ("scores", "scaled", "masked", "weights")
+    kinds = ("scores", "scaled", "biased", "masked", "weights")
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         shown = map_view(trace, stage, view, self.vocab)
