@@ -30,3 +30,29 @@ ALIBI_CASES = {
         "tie_word_embeddings false: its own lm_head",
     ),
 }
+
+
+def mpnet(head: bool = True):
+    """MPNet with its relative position bias (32 buckets, one learned number per head and bucket)."""
+    cfg = transformers.MPNetConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=40,
+    )
+    return _model(transformers.MPNetForMaskedLM if head else transformers.MPNetModel, cfg)
+
+
+# encoder-only: not in FAMILY_CASES (test_hf_families runs decoder-only models); test_hf_alibi.py checks these
+MPNET_CASES = {
+    "mpnet": (
+        Case("mpnet", mpnet, "encoder-only"),
+        "relative position bias (T5 buckets, bidirectional, one table for every layer), positions offset 2, MLM head",
+    ),
+    "mpnet-no-head": (
+        Case("mpnet-no-head", lambda: mpnet(head=False), "encoder-only", has_logits=False),
+        "MPNetModel: no masked-LM head",
+    ),
+}

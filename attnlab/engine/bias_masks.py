@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from attnlab.engine import names, position_bias
 from attnlab.engine.layers import NEG_INF, AttentionMask
@@ -24,9 +24,10 @@ class BiasedMasks(MaskBuilder):
     """MaskBuilder whose self-attention masks carry the position bias. A biased mask is never "blocks
     nothing" or "causal only": the fused kernel must be given mask + bias as a tensor."""
 
-    def __init__(self, inner: MaskBuilder, config: ModelConfig, n_heads: int):
+    def __init__(self, inner: MaskBuilder, model: nn.Module, n_heads: int):
         super().__init__(inner.options, inner.record, inner.device, inner.dtype, inner.sliding_window)
-        self.config = config
+        self.model = model  # the Transformer: its config and, for a learned bias, its tables
+        self.config: ModelConfig = model.config
         self.n_heads = n_heads
         self._biases: dict[tuple, Tensor] = {}  # (stack, Tq, Tk) -> [1, H, Tq, Tk]
         self._biased: dict[tuple, AttentionMask] = {}  # (stack, id of the plain mask) -> the biased one
@@ -48,7 +49,9 @@ class BiasedMasks(MaskBuilder):
     def _bias(self, stack: str, Tq: int, Tk: int) -> Tensor:
         key = (stack, Tq, Tk)
         if key not in self._biases:
-            self._biases[key] = position_bias.stack_bias(self.config, self.n_heads, Tq, Tk, self.device, self.dtype)
+            self._biases[key] = position_bias.stack_bias(
+                self.model, stack, self.n_heads, Tq, Tk, self.device, self.dtype
+            )
         return self._biases[key]
 
     def _plain(self, mask: AttentionMask, Tq: int, Tk: int) -> Tensor:
@@ -58,7 +61,7 @@ class BiasedMasks(MaskBuilder):
         return torch.zeros(1, 1, Tq, Tk, dtype=self.dtype, device=self.device)
 
 
-def with_position_bias(ctx: RunContext, config: ModelConfig) -> None:
-    """Give the run's masks the model's position bias (when it has one and positions are on)."""
-    if config.position_bias != "none" and ctx.options.positional:
-        ctx.masks = BiasedMasks(ctx.masks, config, ctx.n_heads)
+def with_position_bias(ctx: RunContext, model: nn.Module) -> None:
+    """Give the run's masks the position bias of `model` (the Transformer) when it has one and positions are on."""
+    if model.config.position_bias != "none" and ctx.options.positional:
+        ctx.masks = BiasedMasks(ctx.masks, model, ctx.n_heads)

@@ -17,7 +17,7 @@ FFNKind = Literal["plain", "gated"]
 RotaryLayout = Literal["interleaved", "half"]
 SinusoidalLayout = Literal["interleaved", "marian"]
 RopeScaling = Literal["none", "linear", "dynamic", "yarn", "llama3"]
-PositionBias = Literal["none", "alibi"]  # an additive per-head bias on the scores (engine/position_bias.py)
+PositionBias = Literal["none", "alibi", "t5"]  # an additive per-head bias on the scores (engine/position_bias.py)
 
 ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -27,7 +27,7 @@ FFN_KINDS = ("plain", "gated")
 ROTARY_LAYOUTS = ("interleaved", "half")
 SINUSOIDAL_LAYOUTS = ("interleaved", "marian")
 ROPE_SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3")
-POSITION_BIASES = ("none", "alibi")
+POSITION_BIASES = ("none", "alibi", "t5")
 # (field, allowed values) for every string field with a fixed set of values
 CHOICES = (
     ("arch", ARCHITECTURES),
@@ -119,7 +119,9 @@ class ModelConfig:
     shared_norm: bool = False  # Phi: norm 2 holds the same weights as norm 1 (one LayerNorm feeds both branches)
     sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
     # ---- position bias: B[h, i, j] added to the scaled scores of self-attention (engine/position_bias.py) ----
-    position_bias: PositionBias = "none"  # "alibi": B = m_h · j (BLOOM)
+    position_bias: PositionBias = "none"  # "alibi": B = m_h · j (BLOOM); "t5": learned per bucket of j − i
+    relative_buckets: int = 32  # "t5": buckets of the learned table (half exact distances, half logarithmic)
+    relative_max_distance: int = 128  # "t5": distances from this on share the last bucket
 
     @property
     def d_head(self) -> int:
@@ -206,6 +208,8 @@ class ModelConfig:
                 f"rotary encoding needs an even number of rotated dimensions; "
                 f"{self.rotary_dims(self.d_model // self.n_heads)} of a head of {self.d_model // self.n_heads} turn"
             )
+        if self.position_bias == "t5" and not self.relative_max_distance > self.relative_buckets // 4 >= 1:
+            p.append("relative_buckets must be at least 4 and relative_max_distance more than a quarter of them")
         if self.parallel_residual and not self.norm_first:
             p.append("parallel_residual needs norm_first (both sub-layers read the normed layer input)")
         if self.has_encoder and self.n_encoder_layers < 1:

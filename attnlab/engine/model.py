@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from attnlab.engine import names
+from attnlab.engine import names, position_bias
 from attnlab.engine.allocator import keep_freed_memory
 from attnlab.engine.bias_masks import with_position_bias
 from attnlab.engine.blocks import DecoderLayer, EncoderLayer, norm_of
@@ -53,6 +53,7 @@ class Transformer(nn.Module):
         self.register_buffer("sinusoid", self.sinusoid_table(), persistent=False)  # [max_len, d]
         self.out_proj = None if cfg.tie_output else nn.Linear(d, cfg.out_vocab_size, bias=cfg.has_bias("logits"))
         add_ends(self, cfg)
+        position_bias.add_bias_tables(self, cfg)  # T5-style learned relative position bias
         if initialise:  # False: the caller fills every parameter (engine/build.empty_transformer)
             self._init_weights()
 
@@ -155,7 +156,7 @@ class Transformer(nn.Module):
         assert ids is not None
         ctx = RunContext(cfg, options, rec, self.dropout if self.training else 0.0, ids.device, self.sinusoid.dtype)
         ctx.resume, ctx.inputs = resume, inputs
-        with_position_bias(ctx, cfg)  # ALiBi: self-attention masks carry the bias (engine/position_bias.py)
+        with_position_bias(ctx, self)  # ALiBi: self-attention masks carry the bias (engine/position_bias.py)
         if src_types is not None:
             ctx.token_types["src"] = src_types
         memory: Tensor | None

@@ -143,6 +143,11 @@ class RunOptions:
                 f"({config.n_heads} Q, {config.kv_heads} K/V heads); {h} heads would cut a K/V head apart. "
                 f"Choose one of {head_choices(config)}"
             )
+        elif config.position_bias == "t5" and h != config.n_heads:
+            p.append(
+                f"this model's relative position bias has one learned column per trained head, so it keeps its "
+                f"{config.n_heads} heads ({h} asked)"
+            )
         return p + self._other_problems(config)
 
     def _other_problems(self, config: ModelConfig) -> list[str]:
@@ -240,6 +245,7 @@ def head_choices(config: ModelConfig) -> list[int]:
         if config.d_model % h == 0
         and (config.positional != "rotary" or (config.d_model // h) % 2 == 0)
         and (h * config.kv_heads) % config.n_heads == 0
+        and (config.position_bias != "t5" or h == config.n_heads)  # a learned bias column per trained head
     ]
 
 

@@ -35,6 +35,7 @@ FAMILIES = {
     "opt": "opt",
     # ---- position bias on the scores (engine/position_bias.py) ----
     "bloom": "bloom",
+    "mpnet": "mpnet",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 
