@@ -13,16 +13,18 @@ pytest.importorskip("transformers")
 
 from conftest import build_tiny_model
 from hf_tiny import IDS, compare_with_hf
-from hf_tiny_alibi import ALIBI_CASES, bloom
+from hf_tiny_alibi import ALIBI_CASES, MPNET_CASES, bloom, mpnet
 from test_trace_budget import assert_estimate_close
 from transformers.models.bloom import modeling_bloom
+from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
+from transformers.models.t5.modeling_t5 import T5Attention
 
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.hf import config_from_hf, convert
 from attnlab.engine import derived_blocks, names, option_rules
 from attnlab.engine.model import Transformer
-from attnlab.engine.options import RunOptions
-from attnlab.engine.position_bias import alibi_slopes
+from attnlab.engine.options import RunOptions, head_choices
+from attnlab.engine.position_bias import alibi_slopes, relative_bucket
 from attnlab.engine.trace import Recorder
 from attnlab.present.explain import explanation_html
 from attnlab.present.stages import ViewState, stages_for
@@ -173,3 +175,98 @@ def test_what_attnlab_cannot_build_is_refused_naming_the_field(change, field):
     with pytest.raises(CheckpointError) as refused:
         config_from_hf({**hf_config, **change})
     assert field in str(refused.value) and "\n" not in str(refused.value)
+
+
+# ---- MPNet: a learned relative position bias (T5's buckets), one table for every layer -------------------------
+@pytest.mark.parametrize("name", list(MPNET_CASES))
+def test_every_mpnet_layer_agrees_with_transformers(name):
+    case, _ = MPNET_CASES[name]
+    model, hf_config = case.build()
+    config, state, _ = convert(hf_config, model.state_dict())
+    errors = compare_with_hf(case, model, config, state)
+    assert len(errors) >= 2 * config.n_encoder_layers + 1
+    worst = max(errors, key=errors.get)
+    assert errors[worst] <= TOL, f"{name} {worst} differs by {errors[worst]:.2e}"
+    assert config_from_hf(hf_config).position_bias == "t5"
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+@pytest.mark.parametrize(("buckets", "distance"), [(32, 128), (16, 20), (8, 9)])
+def test_the_buckets_are_t5s(bidirectional, buckets, distance):
+    """Every bucket up to 300 positions apart: the exact half and the logarithmic half, both directions."""
+    T = 300
+    relative = torch.arange(T)[None, :] - torch.arange(T)[:, None]  # j − i
+    theirs = T5Attention._relative_position_bucket(relative, bidirectional, buckets, distance)
+    assert torch.equal(relative_bucket(T, T, bidirectional, buckets, distance), theirs)
+    if bidirectional and buckets == 32:  # MPNet's own copy of the function
+        assert torch.equal(theirs, MPNetEncoder.relative_position_bucket(relative, buckets, distance))
+
+
+def test_a_long_mpnet_input_reaches_the_logarithmic_buckets_and_agrees():
+    """40 tokens: distances past the 8 exact buckets, so the logarithmic ones are read too."""
+    model, hf_config = mpnet()
+    config, state, _ = convert(hf_config, model.state_dict())
+    module = Transformer(config)
+    module.load_state_dict(state)
+    module.eval()
+    ids = torch.arange(2, 40)[None] % 97 + 2  # no id 1 (MPNet's padding_idx)
+    rec = Recorder(True)
+    with torch.inference_mode():
+        ours = module(ids, None, rec=rec)
+        theirs = model(input_ids=ids, output_attentions=True)
+    trace = rec.finish(config, RunOptions().resolved(config), "cpu")
+    assert (ours - theirs.logits).abs().max() <= TOL
+    for layer, weights in enumerate(theirs.attentions):
+        assert (trace[f"enc.{layer}.self.weights"] - weights[0]).abs().max() <= TOL
+    table = model.mpnet.encoder.relative_attention_bias.weight  # [32, H]
+    expected = table[
+        model.mpnet.encoder.relative_position_bucket(
+            ids.new_tensor(range(38))[None] - ids.new_tensor(range(38))[:, None]
+        )
+    ]
+    assert torch.equal(trace["enc.0.self.bias"], expected.permute(2, 0, 1))  # [H, T, T]
+    assert trace.entries["enc.1.self.bias"].data_ptr() == trace.entries["enc.0.self.bias"].data_ptr()  # one B
+
+
+def test_the_mpnet_bias_stage_draws_the_buckets_and_the_heads_numbers():
+    model, hf_config = mpnet()
+    config, state, _ = convert(hf_config, model.state_dict())
+    module = Transformer(config)
+    module.load_state_dict(state)
+    rec = Recorder(True)
+    rec.tokens(names.side_entry("src", "tokens"), [f"t{i}" for i in IDS])
+    with torch.inference_mode():
+        module.eval()(torch.tensor([IDS]), None, rec=rec)
+    trace = rec.finish(config, RunOptions().resolved(config), "cpu")
+    stage = next(s for s in stages_for(trace) if s.key == "enc.1.self.bias")
+    view = view_for(trace, stage, ViewState(head=3))
+    relative = torch.arange(T)[None, :] - torch.arange(T)[:, None]
+    buckets = MPNetEncoder.relative_position_bucket(relative)
+    assert torch.equal(torch.from_numpy(view.buckets.matrix).long(), buckets)
+    table = model.mpnet.encoder.relative_attention_bias.weight.detach()  # [32, H]
+    assert torch.equal(torch.from_numpy(view.matrix.matrix), table[buckets][..., 3])
+    page = explanation_html(stage, trace)
+    assert "b<sub>h</sub>[bucket(j − i)]" in page and "buckets 16 … 31" in page and "ln(128 / 8)" in page
+
+
+def test_mpnet_toggles_run_and_its_heads_cannot_be_re_split():
+    model, hf_config = mpnet()
+    config, state, _ = convert(hf_config, model.state_dict())
+    module = Transformer(config)
+    module.load_state_dict(state)
+    module.eval()
+    with torch.inference_mode():
+        base = module(torch.tensor([IDS]), None)
+        for options in (RunOptions(norm="pre"), RunOptions(scale=False), RunOptions(positional=False)):
+            logits = module(torch.tensor([IDS]), None, options=options.validate(config))
+            assert torch.isfinite(logits).all() and not torch.allclose(logits, base), options
+    problems = RunOptions(n_heads=2).problems(config)
+    assert len(problems) == 1 and "one learned column per trained head" in problems[0]
+    assert head_choices(config) == [config.n_heads]
+
+
+def test_mpnet_settings_attnlab_cannot_build_are_refused():
+    _model, hf_config = mpnet()
+    with pytest.raises(CheckpointError) as refused:
+        config_from_hf({**hf_config, "relative_attention_num_buckets": 64})
+    assert "relative_attention_num_buckets" in str(refused.value)

@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 STEPS = (("bias", "+ position bias B"), ("biased", "scaled + bias"))  # after ÷√dₖ, before the mask
-TITLES = {"alibi": {"bias": "ALiBi bias B = m_h · j", "biased": "+ ALiBi bias"}}
+TITLES = {
+    "alibi": {"bias": "ALiBi bias B = m_h · j", "biased": "+ ALiBi bias"},
+    "t5": {"bias": "relative position bias B = b_h[bucket(j − i)]", "biased": "+ relative position bias"},
+}
 
 
 def has_bias(trace: Trace, site: str) -> bool:
@@ -38,14 +41,33 @@ def stage_titles(config: ModelConfig, scale: bool) -> list[tuple[str, str]]:
     return titles
 
 
-def bias_formula(config: ModelConfig, n_heads: int) -> str:
-    """B of the model, with its slopes (ALiBi)."""
+def bias_formula(config: ModelConfig, n_heads: int, stack: str = "dec") -> str:
+    """B of the model, with its slopes (ALiBi) or its bucket rule (T5's relative buckets) for `stack`."""
+    if config.position_bias == "t5":
+        return bucket_formula(config, stack == "enc")
     if config.position_bias != "alibi":
         return ""
     return (
         "B<sub>h,i,j</sub> = m<sub>h</sub> · j &nbsp; (= −m<sub>h</sub>(i − j) + m<sub>h</sub> i: "
         "the m<sub>h</sub> i is the same for every key of row i, and softmax ignores it)"
         f"<br>m<sub>h</sub> = {slopes_text(n_heads)}"
+    )
+
+
+def bucket_formula(config: ModelConfig, bidirectional: bool) -> str:
+    """T5's B = b_h[bucket(j − i)] and the bucket rule with the model's numbers (engine/position_bias.relative_bucket)."""
+    n = config.relative_buckets // 2 if bidirectional else config.relative_buckets
+    exact = n // 2
+    side = (
+        f"keys after the query (j &gt; i) take buckets {n} … {2 * n - 1}, keys before it 0 … {n - 1}; then d = |j − i|"
+        if bidirectional
+        else "keys after the query all fall in bucket 0 (the causal mask blocks them); d = max(i − j, 0)"
+    )
+    return (
+        "B<sub>h,i,j</sub> = b<sub>h</sub>[bucket(j − i)] &nbsp; (b: a learned table, one number per head and "
+        f"bucket)<br>bucket: {side}; d &lt; {exact}: one bucket per distance; {exact} ≤ d: "
+        f"{exact} + ⌊ln(d / {exact}) / ln({config.relative_max_distance} / {exact}) · {n - exact}⌋, "
+        f"at most {n - 1} (every d ≥ {config.relative_max_distance} shares the last)"
     )
 
 
@@ -72,20 +94,8 @@ def bias_page(kind: str, trace: Trace, site: str, where: str) -> str:
     shape = shape_of(trace, names.bias_entries(site)[0]) or (0, 0, 0)  # [H, Tq, Tk]
     shapes = f"B: {shape[0]} heads × {shape[1]} × {shape[2] if len(shape) > 2 else 0}."
     if kind == "bias":
-        return page(
-            f"Position bias · {where}",
-            bias_formula(config, shape[0]),
-            [
-                "This model adds no position vector to its tokens. Instead every head adds a bias to its "
-                "scores that grows with the key's position, with its own slope m_h: a head with a large "
-                "slope favours recent keys strongly, one with a small slope looks far back.",
-                "Written as the paper does, −m_h(i − j) punishes a key by its distance from the query; "
-                "BLOOM adds m_h · j instead, which shifts each row by m_h · i and leaves the weights unchanged. "
-                "The map shows BLOOM's numbers.",
-                "The same B serves every layer; switching positions off removes it (a bag of words).",
-            ],
-            shapes,
-        )
+        formula = bias_formula(config, shape[0], names.stack_of(site))
+        return page(f"Position bias · {where}", formula, BIAS_SENTENCES.get(config.position_bias, []), shapes)
     return page(
         f"Scores plus position bias · {where}",
         biased_formula(trace.options.scale),
@@ -95,6 +105,27 @@ def bias_page(kind: str, trace: Trace, site: str, where: str) -> str:
         ],
         shapes,
     )
+
+
+BIAS_SENTENCES = {
+    "alibi": [
+        "This model adds no position vector to its tokens. Instead every head adds a bias to its "
+        "scores that grows with the key's position, with its own slope m_h: a head with a large "
+        "slope favours recent keys strongly, one with a small slope looks far back.",
+        "Written as the paper does, −m_h(i − j) punishes a key by its distance from the query; "
+        "BLOOM adds m_h · j instead, which shifts each row by m_h · i and leaves the weights unchanged. "
+        "The map shows BLOOM's numbers.",
+        "The same B serves every layer; switching positions off removes it (a bag of words).",
+    ],
+    "t5": [
+        "Every head adds to its scores a learned number that depends only on how far the key is from the "
+        "query (j − i), read from a small table: nearby distances each have their own bucket, far ones "
+        "share logarithmically wider buckets.",
+        "The left map shows each cell's bucket, the right one the chosen head's number for it. The bias "
+        "is computed once, in the first layer, and added in every layer of the stack; switching positions "
+        "off removes it.",
+    ],
+}
 
 
 def with_bias_steps(trace: Trace, site: str, steps: list[tuple[str, str]]) -> list[tuple[str, str]]:
