@@ -219,11 +219,8 @@ def test_a_long_mpnet_input_reaches_the_logarithmic_buckets_and_agrees():
     for layer, weights in enumerate(theirs.attentions):
         assert (trace[f"enc.{layer}.self.weights"] - weights[0]).abs().max() <= TOL
     table = model.mpnet.encoder.relative_attention_bias.weight  # [32, H]
-    expected = table[
-        model.mpnet.encoder.relative_position_bucket(
-            ids.new_tensor(range(38))[None] - ids.new_tensor(range(38))[:, None]
-        )
-    ]
+    relative = torch.arange(38)[None] - torch.arange(38)[:, None]  # j − i
+    expected = table[model.mpnet.encoder.relative_position_bucket(relative)]  # [T, T, H]
     assert torch.equal(trace["enc.0.self.bias"], expected.permute(2, 0, 1))  # [H, T, T]
     assert trace.entries["enc.1.self.bias"].data_ptr() == trace.entries["enc.0.self.bias"].data_ptr()  # one B
 

@@ -55,3 +55,33 @@ def test_positions_off_the_bias_panels_say_so(panels, tiny_model):  # noqa: F811
             panel = panels(stage.kind)
             panel.show_stage(trace, stage, ViewState())
             assert panel.shown_data().get("message"), stage.key
+
+
+T5_BIAS = {"positional": "learned", "position_bias": "t5", "relative_buckets": 8, "relative_max_distance": 6}
+
+
+@pytest.mark.parametrize("arch", ["encoder-only", "decoder-only"])
+def test_a_relative_bias_panel_draws_the_buckets_and_the_heads_numbers(panels, tiny_model, arch):  # noqa: F811
+    """8 buckets up to distance 6 over 9+ tokens: exact and logarithmic buckets, bidirectional in the encoder."""
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    model = tiny_model(arch, **T5_BIAS)
+    sentence = "the black cat sees the small dog and the cat"
+    trace = model.trace(sentence, None, RunOptions()) if arch == "encoder-only" else model.trace(None, sentence)
+    stack = "enc" if arch == "encoder-only" else "dec"
+    table = getattr(model.module, f"{stack}_rel_bias").weight.detach()  # [8, H]
+    for stage in [s for s in stages_for(trace) if s.kind in ("bias", "biased")]:
+        panel = panels(stage.kind)
+        panel.show_stage(trace, stage, ViewState(head=1))
+        data = panel.shown_data()
+        if stage.kind == "biased":
+            site = stage.site
+            np.testing.assert_array_equal(
+                data["matrix"], np_(trace, f"{site}.scaled")[1] + np_(trace, f"{site}.bias")[1]
+            )
+            continue
+        T = data["matrix"].shape[0]
+        relative = torch.arange(T)[None, :] - torch.arange(T)[:, None]
+        buckets = T5Attention._relative_position_bucket(relative, stack == "enc", 8, 6)
+        np.testing.assert_array_equal(data["buckets"], buckets.numpy())
+        np.testing.assert_array_equal(data["matrix"], table[buckets][..., 1].numpy())

@@ -55,7 +55,8 @@ def bias_formula(config: ModelConfig, n_heads: int, stack: str = "dec") -> str:
 
 
 def bucket_formula(config: ModelConfig, bidirectional: bool) -> str:
-    """T5's B = b_h[bucket(j − i)] and the bucket rule with the model's numbers (engine/position_bias.relative_bucket)."""
+    """T5's B = b_h[bucket(j − i)] and the bucket rule with the model's numbers (as
+    engine/position_bias.relative_bucket computes it)."""
     n = config.relative_buckets // 2 if bidirectional else config.relative_buckets
     exact = n // 2
     side = (
