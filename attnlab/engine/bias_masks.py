@@ -9,25 +9,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from attnlab.engine import names, position_bias
 from attnlab.engine.layers import NEG_INF, AttentionMask
 from attnlab.engine.masks import MaskBuilder
 
 if TYPE_CHECKING:
-    from attnlab.engine.config import ModelConfig
     from attnlab.engine.context import RunContext
+    from attnlab.engine.model import Transformer
 
 
 class BiasedMasks(MaskBuilder):
     """MaskBuilder whose self-attention masks carry the position bias. A biased mask is never "blocks
     nothing" or "causal only": the fused kernel must be given mask + bias as a tensor."""
 
-    def __init__(self, inner: MaskBuilder, model: nn.Module, n_heads: int):
+    def __init__(self, inner: MaskBuilder, model: Transformer, n_heads: int):
         super().__init__(inner.options, inner.record, inner.device, inner.dtype, inner.sliding_window)
         self.model = model  # the Transformer: its config and, for a learned bias, its tables
-        self.config: ModelConfig = model.config
+        self.config = model.config
         self.n_heads = n_heads
         self._biases: dict[tuple, Tensor] = {}  # (stack, Tq, Tk) -> [1, H, Tq, Tk]
         self._biased: dict[tuple, AttentionMask] = {}  # (stack, id of the plain mask) -> the biased one
@@ -61,7 +61,7 @@ class BiasedMasks(MaskBuilder):
         return torch.zeros(1, 1, Tq, Tk, dtype=self.dtype, device=self.device)
 
 
-def with_position_bias(ctx: RunContext, model: nn.Module) -> None:
+def with_position_bias(ctx: RunContext, model: Transformer) -> None:
     """Give the run's masks the position bias of `model` (the Transformer) when it has one and positions are on."""
     if model.config.position_bias != "none" and ctx.options.positional:
         ctx.masks = BiasedMasks(ctx.masks, model, ctx.n_heads)

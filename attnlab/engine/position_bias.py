@@ -29,6 +29,7 @@ from attnlab.engine.derived import Derived
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
+    from attnlab.engine.model import Transformer
     from attnlab.engine.options import RunOptions
     from attnlab.engine.trace import Recorder
 
@@ -95,11 +96,17 @@ def takes_bias(config: ModelConfig, site: str) -> bool:
 
 
 def stack_bias(
-    model: nn.Module, stack: str, n_heads: int, Tq: int, Tk: int, device: torch.device | str, dtype: torch.dtype | None
+    model: Transformer,
+    stack: str,
+    n_heads: int,
+    Tq: int,
+    Tk: int,
+    device: torch.device | str,
+    dtype: torch.dtype | None,
 ) -> Tensor:
     """The bias [1, H, Tq, Tk] of one stack's self-attention for a run with `n_heads` heads (`model`: the
     Transformer, whose config says which bias and which holds the learned tables)."""
-    config: ModelConfig = model.config
+    config = model.config
     if config.position_bias == "alibi":
         return alibi_bias(n_heads, Tq, Tk, device, dtype)
     table: nn.Embedding = getattr(model, f"{stack}_rel_bias")  # [buckets, H]
