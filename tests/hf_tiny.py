@@ -172,8 +172,9 @@ def pairs(case: Case, out, n_layers: int):
             yield f"{prefix} hidden state {i}", h[0], name
 
     if case.arch == "encoder-decoder":
-        yield from stack("enc", "src", out.encoder_attentions, out.encoder_hidden_states)
-        yield from stack("dec", "tgt", out.decoder_attentions, out.decoder_hidden_states)
+        final = case.final_norm_in_hidden  # T5: each stack's last hidden state is after its final norm
+        yield from stack("enc", "src", out.encoder_attentions, out.encoder_hidden_states, final_norm=final)
+        yield from stack("dec", "tgt", out.decoder_attentions, out.decoder_hidden_states, final_norm=final)
         for i, a in enumerate(out.cross_attentions):
             yield f"dec layer {i} cross-attention", a[0], f"dec.{i}.cross.weights"
     elif case.arch == "encoder-only":

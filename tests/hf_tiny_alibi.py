@@ -56,3 +56,38 @@ MPNET_CASES = {
         "MPNetModel: no masked-LM head",
     ),
 }
+
+
+def t5(feed_forward_proj: str = "relu", **changes):
+    """T5ForConditionalGeneration: 8 buckets up to distance 6, so 8 source tokens reach the logarithmic buckets."""
+    cfg = transformers.T5Config(
+        vocab_size=VOCAB,
+        d_model=32,
+        d_kv=8,
+        d_ff=48,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=4,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=6,
+        feed_forward_proj=feed_forward_proj,
+        decoder_start_token_id=0,
+        **changes,
+    )
+    return _model(transformers.T5ForConditionalGeneration, cfg)
+
+
+# encoder-decoder: not in FAMILY_CASES either (test_hf_families runs decoder-only models)
+T5_CASES = {
+    "t5": (
+        Case("t5", t5, "encoder-decoder", final_norm_in_hidden=True),
+        "relative position bias (buckets both ways in the encoder, backwards in the decoder), no ÷√dₖ, RMSNorm, "
+        "ReLU FFN, tied output × d_model^-0.5",
+    ),
+    "t5-v1.1": (
+        Case(
+            "t5-v1.1", lambda: t5("gated-gelu", tie_word_embeddings=False), "encoder-decoder", final_norm_in_hidden=True
+        ),
+        "Flan-T5 / v1.1: gated-GELU FFN, no output rescale",
+    ),
+}

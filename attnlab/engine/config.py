@@ -122,6 +122,9 @@ class ModelConfig:
     position_bias: PositionBias = "none"  # "alibi": B = m_h · j (BLOOM); "t5": learned per bucket of j − i
     relative_buckets: int = 32  # "t5": buckets of the learned table (half exact distances, half logarithmic)
     relative_max_distance: int = 128  # "t5": distances from this on share the last bucket
+    # ---- T5 (w-alibi): trained without ÷√dₖ; a tied output scaled by d_model^-0.5 before the projection ----
+    trained_scale: bool = True  # False: the scores were never divided by √dₖ (the ÷√dₖ toggle cannot add it)
+    output_rescale: bool = False  # the decoder's output × d_model^-0.5 before the (tied) projection
 
     @property
     def d_head(self) -> int:

@@ -183,6 +183,15 @@ def positional_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogi
     ]
 
 
+UNSCALED_TIP = "Not meaningful for this model: it was trained without ÷√dₖ (T5), so its scores are never divided"
+
+
+def scale_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
+    if options.scale or not config.trained_scale:
+        return []
+    return ["scores are not divided by √dₖ: every softmax is sharper than in training"]
+
+
 def off_reason(name: str, reason: str) -> Callable[[ModelConfig, RunOptions, PeakLogit], list[str]]:
     return lambda _config, options, _peak: [] if getattr(options, name) else [reason]
 

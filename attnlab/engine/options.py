@@ -114,6 +114,7 @@ class RunOptions:
         norm = self.norm if self.norm in ("pre", "post") else ("pre" if config.norm_first else "post")
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(RunOptions)}
         values.update(norm=norm, n_heads=self.effective_heads(config))
+        values.update(scale=self.scale and config.trained_scale)  # T5 never divides by √dₖ
         return ResolvedOptions(**values, trained_heads=config.n_heads, trained_kv_heads=config.kv_heads, dtype=dtype)
 
     def effective_heads(self, config: ModelConfig) -> int:

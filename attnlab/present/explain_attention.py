@@ -12,7 +12,7 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.present import formulas as fm
-from attnlab.present import position_bias
+from attnlab.present import position_bias, trained_scale
 from attnlab.present.explain_page import DK, DM, page, shape_of, tokens_of
 from attnlab.present.facts import scaling_on, site_name, site_sides
 from attnlab.present.stages import Stage
@@ -63,6 +63,8 @@ def attention_page(stage: Stage, trace: Trace) -> str:
         return _qkv_page(trace, s)
     if kind == "scores":
         return _scores_page(s)
+    if kind == "scaled" and trained_scale.unscaled(trace.config):  # T5
+        return trained_scale.scaled_page(s.where, s.dk, f"S′: {s.heads} × {s.tq} × {s.tk}.")
     if kind == "scaled":
         return _scaled_page(trace, s, fm.layer_divisor(trace.config, site))
     if kind == "scale_why":

@@ -37,7 +37,7 @@ def stage_titles(config: ModelConfig, scale: bool) -> list[tuple[str, str]]:
     words = TITLES.get(config.position_bias, {})
     titles = [(kind, words.get(kind, title)) for kind, title in STEPS]
     if not scale:  # the second map adds B to the raw scores
-        titles[1] = ("biased", titles[1][1] + " (on QKᵀ: ÷√dₖ off)")
+        titles[1] = ("biased", titles[1][1] + (" (on QKᵀ)" if not config.trained_scale else " (on QKᵀ: ÷√dₖ off)"))
     return titles
 
 
@@ -84,8 +84,10 @@ def slopes_text(n_heads: int) -> str:
     return f"{rule} &nbsp; ({values})"
 
 
-def biased_formula(scale: bool) -> str:
+def biased_formula(scale: bool, trained_scale: bool = True) -> str:
     scaled = f"Q Kᵀ / √{DK}" if scale else "Q Kᵀ (÷√d<sub>k</sub> switched off)"
+    if not trained_scale:  # T5
+        scaled = "Q Kᵀ (no ÷√d<sub>k</sub>: the model is trained without it)"
     return f"S″ = {scaled} + B"
 
 
@@ -99,7 +101,7 @@ def bias_page(kind: str, trace: Trace, site: str, where: str) -> str:
         return page(f"Position bias · {where}", formula, BIAS_SENTENCES.get(config.position_bias, []), shapes)
     return page(
         f"Scores plus position bias · {where}",
-        biased_formula(trace.options.scale),
+        biased_formula(trace.options.scale, config.trained_scale),
         [
             "Each head's bias is added to its scaled scores before the mask and the softmax, so the weights "
             "depend on where the keys are as well as on what they say.",

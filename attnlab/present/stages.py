@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names, option_rules
 from attnlab.engine.options import RunOptions
-from attnlab.present import formulas, position_bias, words
+from attnlab.present import formulas, position_bias, trained_scale, words
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
     from attnlab.engine.config import ModelConfig
@@ -92,6 +92,7 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
         for k, t in ATTENTION_STEPS
     }
     steps = position_bias.with_bias_steps(trace, site, list(titles.items()))  # ALiBi: bias, scaled + bias
+    steps = trained_scale.retitled(trace.config, steps)  # T5: trained without ÷√dₖ
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in steps]
 
 

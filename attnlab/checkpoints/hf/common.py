@@ -36,6 +36,7 @@ FAMILIES = {
     # ---- position bias on the scores (engine/position_bias.py) ----
     "bloom": "bloom",
     "mpnet": "mpnet",
+    "t5": "t5",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 

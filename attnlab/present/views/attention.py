@@ -11,7 +11,7 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
-from attnlab.present import words
+from attnlab.present import trained_scale, words
 from attnlab.present.explain_imported import gqa_text
 from attnlab.present.facts import array, missing, missing_message, scaling_on, score_levels
 from attnlab.present.formulas import scaled_title
@@ -27,7 +27,7 @@ MAP_TEXT = {
     "scaled": ("QKᵀ / √dₖ", ""),
     "biased": (
         "scaled scores + position bias",
-        "Each head's position bias B added to its scaled scores; the mask is added to these next.",
+        "Each head's position bias B added to the scores of the step before; the mask is added to these next.",
     ),
     "masked": ("masked scores", "The mask adds 0 where a query may look and −∞ where it may not (hatched)."),
     "weights": (
@@ -70,6 +70,8 @@ class QKVView:
 
 def map_title(trace: Trace, kind: str) -> str:
     """The map's title; the ÷√dₖ map says when scaling is switched off instead of claiming QKᵀ/√dₖ."""
+    if kind == "scaled" and trained_scale.unscaled(trace.config):
+        return trained_scale.TITLE
     return scaled_title(scaling_on(trace)) if kind == "scaled" else MAP_TEXT[kind][0]
 
 
@@ -110,7 +112,9 @@ def map_note(trace: Trace, site: str, kind: str, matrix: np.ndarray, blocked: np
     if kind == "scaled":
         q_name = names.site_entry(site, "q")
         dk = int(trace[q_name].shape[-1]) if q_name in trace else 0
-        if not scaling_on(trace):
+        if trained_scale.unscaled(trace.config):
+            text = trained_scale.NOTE
+        elif not scaling_on(trace):
             text = (
                 "Scaling is switched OFF: these are the raw scores. With large dₖ the softmax then "
                 "tends to put almost all weight on one key."
