@@ -1,0 +1,68 @@
+"""A T5 folder as transformers saves it (tiny random model + a SentencePiece spiece.model), opened by attnlab:
+the source box feeds the encoder and the target box the decoder, which starts from <pad>
+(decoder_start_token_id); the ids equal AutoTokenizer's and every map, hidden state and logit equals
+T5ForConditionalGeneration's on them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+sentencepiece = pytest.importorskip("sentencepiece")
+pytest.importorskip("google.protobuf")
+
+import tokenizer_layouts as L  # noqa: E402
+from test_hf_models import close, compare_stack  # noqa: E402
+
+import attnlab  # noqa: E402
+
+T5_SPM = {"pad_id": 0, "eos_id": 1, "unk_id": 2, "bos_id": -1}
+
+
+def t5_folder(folder, feed_forward_proj: str):
+    L.sentencepiece_model(folder, "spiece.model", "t5", "unigram", **T5_SPM)
+    pieces = sentencepiece.SentencePieceProcessor(model_file=str(folder / "spiece.model")).get_piece_size()
+    cfg = transformers.T5Config(
+        vocab_size=pieces + 100,  # T5Tokenizer adds 100 <extra_id_*> sentinels after the pieces
+        d_model=32,
+        d_kv=8,
+        d_ff=48,
+        num_layers=2,
+        num_heads=4,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=6,
+        feed_forward_proj=feed_forward_proj,
+        decoder_start_token_id=0,
+    )
+    torch.manual_seed(0)
+    model = transformers.T5ForConditionalGeneration(cfg).eval()
+    with torch.no_grad():  # a spread far from the 0.02-ish init, so a wrong mapping shows in the numbers
+        for p in model.parameters():
+            p.normal_(0.0, 0.3)
+    model.save_pretrained(str(folder))
+    return model
+
+
+@pytest.mark.parametrize("feed_forward_proj", ["relu", "gated-gelu"])
+def test_a_saved_t5_folder_opens_and_agrees(tmp_path, feed_forward_proj):
+    reference = t5_folder(tmp_path, feed_forward_proj)
+    auto = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    model = attnlab.load(tmp_path)
+    src, tgt = "the quick brown fox jumps over the lazy dog", "a quick fox"
+    t = model.trace(src, tgt)
+    src_ids = auto(src)["input_ids"]
+    tgt_ids = [0] + auto(text_target=tgt)["input_ids"][:-1]  # decoder_start_token_id = <pad>, no </s>
+    assert t["src.ids"].tolist() == src_ids and t["tgt.ids"].tolist() == tgt_ids
+    with torch.no_grad():
+        out = reference(
+            input_ids=torch.tensor([src_ids]),
+            decoder_input_ids=torch.tensor([tgt_ids]),
+            output_attentions=True,
+            output_hidden_states=True,
+        )
+    compare_stack(t, "enc", out.encoder_attentions, out.encoder_hidden_states)
+    compare_stack(t, "dec", out.decoder_attentions, out.decoder_hidden_states)
+    for i, cross in enumerate(out.cross_attentions):
+        close(t[f"dec.{i}.cross.weights"], cross[0], f"dec.{i}.cross.weights")
+    close(t["logits"], out.logits[0], "logits")
