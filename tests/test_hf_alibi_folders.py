@@ -1,7 +1,7 @@
-"""A T5 folder as transformers saves it (tiny random model + a SentencePiece spiece.model), opened by attnlab:
-the source box feeds the encoder and the target box the decoder, which starts from <pad>
-(decoder_start_token_id); the ids equal AutoTokenizer's and every map, hidden state and logit equals
-T5ForConditionalGeneration's on them."""
+"""Folders as transformers saves them (tiny random models + their tokenizers), opened by attnlab: a T5 folder
+with a SentencePiece spiece.model (the source box feeds the encoder, the target box the decoder, which starts
+from <pad>, decoder_start_token_id) and a BLOOM folder with a byte-level tokenizer.json. The ids equal
+AutoTokenizer's and every map, hidden state and logit equals transformers' on them."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ pytest.importorskip("google.protobuf")
 
 import tokenizer_layouts as L  # noqa: E402
 from test_hf_models import close, compare_stack  # noqa: E402
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
 
 import attnlab  # noqa: E402
 
@@ -66,3 +67,35 @@ def test_a_saved_t5_folder_opens_and_agrees(tmp_path, feed_forward_proj):
     for i, cross in enumerate(out.cross_attentions):
         close(t[f"dec.{i}.cross.weights"], cross[0], f"dec.{i}.cross.weights")
     close(t["logits"], out.logits[0], "logits")
+
+
+def bloom_folder(folder):
+    """A byte-level BPE tokenizer.json (BLOOM ships no vocab.json) and a 6-head BloomForCausalLM."""
+    L.byte_level_vocab(folder, "bloom", ["<unk>", "<s>", "</s>", "<pad>"], "BloomTokenizer")
+    tok = Tokenizer(models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt")))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.save(str(folder / "tokenizer.json"))
+    for name in ("vocab.json", "merges.txt"):
+        (folder / name).unlink()
+    specials = {"unk_token": "<unk>", "bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>"}
+    L.write_json(folder / "tokenizer_config.json", {"tokenizer_class": "BloomTokenizer", **specials})
+    cfg = transformers.BloomConfig(vocab_size=tok.get_vocab_size(), hidden_size=48, n_layer=2, n_head=6)
+    torch.manual_seed(0)
+    model = transformers.BloomForCausalLM(cfg).eval()
+    model.save_pretrained(str(folder))
+    return model
+
+
+def test_a_saved_bloom_folder_opens_and_agrees(tmp_path):
+    reference = bloom_folder(tmp_path)
+    auto = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    model = attnlab.load(tmp_path)
+    for text in L.SENTENCES:
+        t = model.trace(text)
+        ids = auto(text)["input_ids"]
+        assert t["tgt.ids"].tolist() == ids, text
+        with torch.no_grad():
+            out = reference(torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
+        compare_stack(t, "dec", out.attentions, out.hidden_states)
+        close(t["logits"], out.logits[0], "logits")
