@@ -99,3 +99,51 @@ def test_a_saved_bloom_folder_opens_and_agrees(tmp_path):
             out = reference(torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
         compare_stack(t, "dec", out.attentions, out.hidden_states)
         close(t["logits"], out.logits[0], "logits")
+
+
+MPNET_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "[UNK]", "<mask>"]
+
+
+def mpnet_vocab(folder, as_json: bool):
+    """An MPNetTokenizer folder: a lower-cased WordPiece vocab.txt (or the tokenizer.json transformers writes)."""
+    from tokenizers import trainers
+
+    wp = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    wp.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(vocab_size=300, special_tokens=MPNET_SPECIALS, show_progress=False)
+    wp.train_from_iterator([s.lower() for s in L.CORPUS], trainer)
+    vocab = sorted(wp.get_vocab().items(), key=lambda kv: kv[1])
+    (folder / "vocab.txt").write_text("\n".join(t for t, _ in vocab) + "\n", encoding="utf-8")
+    L.write_json(folder / "tokenizer_config.json", {"tokenizer_class": "MPNetTokenizer", "do_lower_case": True})
+    L.config(folder, "mpnet")
+    if as_json:
+        source = folder / "source"
+        source.mkdir()
+        for name in ("vocab.txt", "tokenizer_config.json", "config.json"):
+            (folder / name).rename(source / name)
+        L.saved_by_transformers(source, folder, "mpnet")
+    return len(vocab)
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["vocab.txt", "tokenizer.json"])
+def test_a_saved_mpnet_folder_opens_and_agrees_with_its_mask_predictions(tmp_path, as_json):
+    vocab = mpnet_vocab(tmp_path, as_json)
+    cfg = transformers.MPNetConfig(
+        vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48
+    )
+    torch.manual_seed(0)
+    reference = transformers.MPNetForMaskedLM(cfg).eval()
+    reference.save_pretrained(str(tmp_path))
+    auto = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    model = attnlab.load(tmp_path)
+    for text in [*L.SENTENCES, f"the {auto.mask_token} sat."]:
+        t = model.trace(text)
+        ids = auto(text)["input_ids"]
+        assert t["src.ids"].tolist() == ids, text
+        with torch.no_grad():
+            out = reference(torch.tensor([ids]), output_attentions=True, output_hidden_states=True)
+        compare_stack(t, "enc", out.attentions, out.hidden_states)
+        close(t["logits"], out.logits[0], "logits")
+    a, b = L.SENTENCES[0], L.SENTENCES[1]
+    tok = model.src_tokenizer
+    assert tok.specials.wrap_pair(tok.encode(a)[1], tok.encode(b)[1])[0] == auto(a, b)["input_ids"]

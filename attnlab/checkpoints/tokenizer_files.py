@@ -73,6 +73,7 @@ FAMILY_TOKENS["mistral"] = FAMILY_TOKENS["phi3"] = FAMILY_TOKENS["llama"]  # Lla
 FAMILY_TOKENS["gemma"] = {"bos": "<bos>", "eos": "<eos>", "unk": "<unk>", "pad": "<pad>"}  # GemmaTokenizer
 for _family in ("gpt_neox", "stablelm", "olmo", "gptj", "phi"):  # GPT-NeoX / GPT-2 byte-level BPE
     FAMILY_TOKENS[_family] = FAMILY_TOKENS["gpt2"]
+FAMILY_TOKENS["mpnet"] = {**FAMILY_TOKENS["roberta"], "unk": "[UNK]"}  # MPNetTokenizer's defaults
 FAMILY_TOKENS["opt"] = {"bos": "</s>", "eos": "</s>", "unk": "</s>", "pad": "<pad>"}  # OPT's GPT2Tokenizer
 
 

@@ -35,6 +35,7 @@ FAMILY_TEMPLATES: dict[str, tuple[str, str]] = {
 }
 FAMILY_TEMPLATES["distilbert"] = FAMILY_TEMPLATES["bert"]
 FAMILY_TEMPLATES["camembert"] = FAMILY_TEMPLATES["xlm-roberta"]
+FAMILY_TEMPLATES["mpnet"] = FAMILY_TEMPLATES["roberta"]  # MPNetTokenizer: <s> A </s> (</s></s> B </s>)
 # the role a family's single sentence plays (engine/specials.py); every other family is a decoder
 FAMILY_ROLES = {
     "bert": "encoder-only",
@@ -44,6 +45,7 @@ FAMILY_ROLES = {
     "camembert": "encoder-only",
     "marian": "encoder",
     "t5": "encoder",
+    "mpnet": "encoder-only",
 }
 SENTINEL_A, SENTINEL_B = 4_000_000_000, 4_000_000_001  # ids no vocabulary has (the library's ids are u32)
 
