@@ -164,6 +164,8 @@ def test_the_budget_counts_the_stored_bias():
     long = " ".join(["the black cat sees the small dog"] * 6)
     assert_estimate_close(build_tiny_model(**changes), RunOptions(), "", long)
     assert_estimate_close(build_tiny_model(**changes), RunOptions(n_heads=2), "", long)
+    relative = {"positional": "none", "position_bias": "t5", "n_heads": 8, "trained_scale": False}
+    assert_estimate_close(build_tiny_model(**relative), RunOptions(), long, long)  # one B per stack
 
 
 @pytest.mark.parametrize(

@@ -85,6 +85,8 @@ def test_no_square_root_as_trained_and_the_page_says_so(converted):
     spec = next(s for s in option_rules.specs() if s.field == "scale")
     assert spec.controls[0].unavailable(config, RunOptions()) is not None  # the toggle says why it does nothing
     assert option_rules.departures(config, RunOptions(), lambda: None) == []
+    logits_page = explanation_html(next(s for s in stages_for(trace) if s.kind == "logits"), trace)
+    assert ("d<sub>model</sub><sup>−½</sup>" in logits_page) is config.output_rescale
 
 
 def test_toggles_still_run_and_eager_equals_lazy(converted):

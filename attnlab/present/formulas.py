@@ -250,7 +250,8 @@ def logits_formula(config: ModelConfig) -> str:
     tied = config.tie_output
     w = "E<sup>T</sup>" if tied else "W<sub>out</sub>"
     bias = " + b" if config.has_bias("logits") else ""
-    return f"logits = h {w}{bias}"
+    h = "(h · d<sub>model</sub><sup>−½</sup>)" if config.output_rescale else "h"  # T5, tied
+    return f"logits = {h} {w}{bias}"
 
 
 def of_trace(trace: Trace) -> tuple[ModelConfig, RunOptions]:
