@@ -164,13 +164,18 @@ def masked_cells_text(options: RunOptions, _config: ModelConfig) -> str:
 
 
 # ---- parts switched off ---------------------------------------------------------------------------------------
-POSITIONAL_TEXTS = {"rotary": "Rotary positions (RoPE)", "alibi": "ALiBi position bias"}  # the check's label
+POSITIONAL_TEXTS = {
+    "rotary": "Rotary positions (RoPE)",
+    "alibi": "ALiBi position bias",
+    "t5": "Relative position bias",
+}  # the check's label
 POSITIONAL_TIPS = {
     "sinusoidal": "Add the position to each token",
     "learned": "Add the learned position vector to each token",
     "rotary": "Rotate Q and K by each token's position inside every attention (rotary encoding)",
     "none": "Not meaningful for this model: it has no positional encoding",
     "alibi": "Add each head's ALiBi bias m_h · j to its attention scores (the model's only position signal)",
+    "t5": "Add each head's learned relative position bias to its scores (and the position table, if the model has one)",
 }
 
 
