@@ -21,9 +21,14 @@ import attnlab  # noqa: E402
 T5_SPM = {"pad_id": 0, "eos_id": 1, "unk_id": 2, "bos_id": -1}
 
 
-def t5_folder(folder, feed_forward_proj: str):
-    L.sentencepiece_model(folder, "spiece.model", "t5", "unigram", **T5_SPM)
-    pieces = sentencepiece.SentencePieceProcessor(model_file=str(folder / "spiece.model")).get_piece_size()
+def t5_folder(folder, feed_forward_proj: str, as_json: bool = False):
+    """spiece.model, or (as_json) the tokenizer.json transformers writes for it, which lists the 100 sentinels."""
+    source = folder / "source" if as_json else folder
+    source.mkdir(exist_ok=True)
+    L.sentencepiece_model(source, "spiece.model", "t5", "unigram", **T5_SPM)
+    pieces = sentencepiece.SentencePieceProcessor(model_file=str(source / "spiece.model")).get_piece_size()
+    if as_json:
+        L.saved_by_transformers(source, folder, "t5")
     cfg = transformers.T5Config(
         vocab_size=pieces + 100,  # T5Tokenizer adds 100 <extra_id_*> sentinels after the pieces
         d_model=32,
@@ -45,9 +50,9 @@ def t5_folder(folder, feed_forward_proj: str):
     return model
 
 
-@pytest.mark.parametrize("feed_forward_proj", ["relu", "gated-gelu"])
-def test_a_saved_t5_folder_opens_and_agrees(tmp_path, feed_forward_proj):
-    reference = t5_folder(tmp_path, feed_forward_proj)
+@pytest.mark.parametrize(("feed_forward_proj", "as_json"), [("relu", False), ("gated-gelu", True)])
+def test_a_saved_t5_folder_opens_and_agrees(tmp_path, feed_forward_proj, as_json):
+    reference = t5_folder(tmp_path, feed_forward_proj, as_json)
     auto = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
     model = attnlab.load(tmp_path)
     src, tgt = "the quick brown fox jumps over the lazy dog", "a quick fox"
