@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from hf_tiny import CASES, compare_with_hf  # noqa: E402
+from hf_tiny_alibi import MPNET_CASES, T5_CASES  # noqa: E402  (encoder-only and encoder-decoder: not in FAMILY_CASES)
 from hf_tiny_families import FAMILY_CASES  # noqa: E402
 
 from attnlab.checkpoints.hf import convert  # noqa: E402
@@ -37,7 +38,7 @@ FIRST_SEVEN = {  # what the first seven families' cases exercise (the new ones c
 
 
 def rows(only: list[str] | None):
-    cases = {name: (case, FIRST_SEVEN[name]) for name, case in CASES.items()} | FAMILY_CASES
+    cases = {name: (case, FIRST_SEVEN[name]) for name, case in CASES.items()} | FAMILY_CASES | MPNET_CASES | T5_CASES
     for name, (case, mechanisms) in cases.items():
         if only and name not in only:
             continue

@@ -303,3 +303,7 @@ FAMILY_CASES.update(DEBERTA_CASES)
 from hf_tiny_moe import MOE_CASES  # noqa: E402  (Mixtral, Falcon: the w-moe branch)
 
 FAMILY_CASES.update(MOE_CASES)
+
+from hf_tiny_alibi import ALIBI_CASES  # noqa: E402  (w-alibi: position-bias families)
+
+FAMILY_CASES.update(ALIBI_CASES)

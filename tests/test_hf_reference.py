@@ -104,7 +104,7 @@ def test_config_from_hf_needs_no_weights(case_run):
 @pytest.mark.parametrize(
     ("changes", "field"),
     [
-        ({"model_type": "t5"}, "model_type"),
+        ({"model_type": "reformer"}, "model_type"),
         ({"model_type": None}, "model_type"),
         ({"rope_parameters": None, "rope_scaling": {"rope_type": "longrope", "factor": 2.0}}, "rope_scaling"),
         ({"rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "factor": 4.0}}, "rope_parameters"),

@@ -10,6 +10,7 @@ from PySide6.QtTest import QTest
 
 from attnlab.engine.names import DISENTANGLED_TERMS
 from attnlab.engine.options import RunOptions
+from attnlab.present import position_bias
 from attnlab.present.explain import explanation_html
 from attnlab.present.stages import (
     ATTENTION_STEPS,
@@ -85,6 +86,7 @@ def test_registry_covers_every_pipeline_kind():
     kinds |= FAMILY_ONLY_KINDS  # the stages of imported families' mechanisms (QK-norm, soft-capping, …)
     kinds |= set(DISENTANGLED_TERMS)  # DeBERTa's score terms (test_deberta_stages.py)
     kinds |= {"lens", "moe"}  # the logit lens (decoder LMs) and Mixtral's experts
+    kinds |= {k for k, _ in position_bias.STEPS}  # the position-bias stages (ALiBi; test_stages_alibi.py)
     for kind in kinds:
         assert kind in panel_class_for(kind).kinds
     assert {k for cls in PANEL_CLASSES for k in cls.kinds} == kinds

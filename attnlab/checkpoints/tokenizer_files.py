@@ -82,6 +82,7 @@ FAMILY_TOKENS["gemma"] = {"bos": "<bos>", "eos": "<eos>", "unk": "<unk>", "pad":
 for _family in ("gpt_neox", "stablelm", "olmo", "gptj", "phi"):  # GPT-NeoX / GPT-2 byte-level BPE
     FAMILY_TOKENS[_family] = FAMILY_TOKENS["gpt2"]
 FAMILY_TOKENS["deberta-v2"] = {**FAMILY_TOKENS["bert"], "bos": "[CLS]", "eos": "[SEP]"}  # DebertaV2Tokenizer
+FAMILY_TOKENS["mpnet"] = {**FAMILY_TOKENS["roberta"], "unk": "[UNK]"}  # MPNetTokenizer's defaults
 FAMILY_TOKENS["opt"] = {"bos": "</s>", "eos": "</s>", "unk": "</s>", "pad": "<pad>"}  # OPT's GPT2Tokenizer
 FAMILY_TOKENS["bart"] = FAMILY_TOKENS["mbart"] = FAMILY_TOKENS["roberta"]  # Bart/MBartTokenizer's defaults
 FAMILY_TOKENS["pegasus"] = {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"}  # PegasusTokenizer's

@@ -40,6 +40,7 @@ FAMILY_TEMPLATES["bart"] = FAMILY_TEMPLATES["roberta"]
 FAMILY_TEMPLATES["pegasus"] = FAMILY_TEMPLATES["t5"]
 FAMILY_TEMPLATES["electra"] = FAMILY_TEMPLATES["albert"] = FAMILY_TEMPLATES["bert"]  # w-bertish
 FAMILY_TEMPLATES["deberta-v2"] = FAMILY_TEMPLATES["bert"]  # DebertaV2Tokenizer: [CLS] $A [SEP] (types 0, 1)
+FAMILY_TEMPLATES["mpnet"] = FAMILY_TEMPLATES["roberta"]  # MPNetTokenizer: <s> A </s> (</s></s> B </s>)
 # the role a family's single sentence plays (engine/specials.py); every other family is a decoder
 FAMILY_ROLES = {
     "bert": "encoder-only",
@@ -55,6 +56,7 @@ FAMILY_ROLES = {
     "mbart": "encoder",
     "pegasus": "encoder",
     "deberta-v2": "encoder-only",
+    "mpnet": "encoder-only",
 }
 SENTINEL_A, SENTINEL_B = 4_000_000_000, 4_000_000_001  # ids no vocabulary has (the library's ids are u32)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attnlab.engine import position_bias
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.disentangled import trace_floats as disentangled_floats
 from attnlab.engine.options import RunOptions
@@ -139,6 +140,7 @@ def estimate_trace_bytes(
         ints += T
         out_len = T
     floats += out_len * config.out_vocab_size  # logits; probs are derived
+    floats += position_bias.bias_floats(config, options, S, T)  # ALiBi: one [H, T, T] per stack, stored
     return floats * element_size + ints * 8
 
 

@@ -20,6 +20,7 @@ SinusoidalLayout = Literal["interleaved", "marian"]
 RopeScaling = Literal["none", "linear", "dynamic", "yarn", "llama3"]
 QKNorm = Literal["none", "head", "whole"]  # w-norms: QK-norm (engine/qk_norm.py)
 SublayerNorm = Literal["input", "output", "sandwich"]  # w-norms: where a layer's norms sit (engine/context.py)
+PositionBias = Literal["none", "alibi", "t5"]  # an additive per-head bias on the scores (engine/position_bias.py)
 
 ARCHITECTURES = ("encoder-decoder", "decoder-only", "encoder-only")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -31,6 +32,7 @@ SINUSOIDAL_LAYOUTS = ("interleaved", "marian")
 ROPE_SCALINGS = ("none", "linear", "dynamic", "yarn", "llama3")
 QK_NORMS = ("none", "head", "whole")
 SUBLAYER_NORMS = ("input", "output", "sandwich")
+POSITION_BIASES = ("none", "alibi", "t5")
 # (field, allowed values) for every string field with a fixed set of values
 CHOICES = (
     ("arch", ARCHITECTURES),
@@ -43,6 +45,7 @@ CHOICES = (
     ("rope_scaling", ROPE_SCALINGS),
     ("qk_norm", QK_NORMS),
     ("sublayer_norm", SUBLAYER_NORMS),
+    ("position_bias", POSITION_BIASES),
 )
 
 
@@ -164,6 +167,13 @@ class ModelConfig:
     # sends each token to experts_per_token of them (n_experts 0: one dense FFN)
     n_experts: int = 0
     experts_per_token: int = 2
+    # ---- position bias: B[h, i, j] added to the scaled scores of self-attention (engine/position_bias.py) ----
+    position_bias: PositionBias = "none"  # "alibi": B = m_h · j (BLOOM); "t5": learned per bucket of j − i
+    relative_buckets: int = 32  # "t5": buckets of the learned table (half exact distances, half logarithmic)
+    relative_max_distance: int = 128  # "t5": distances from this on share the last bucket
+    # ---- T5 (w-alibi): trained without ÷√dₖ; a tied output scaled by d_model^-0.5 before the projection ----
+    trained_scale: bool = True  # False: the scores were never divided by √dₖ (the ÷√dₖ toggle cannot add it)
+    output_rescale: bool = False  # the decoder's output × d_model^-0.5 before the (tied) projection
 
     @property
     def d_head(self) -> int:
@@ -200,6 +210,14 @@ class ModelConfig:
         """Whether the inputs get a positional table added (sinusoidal or learned); rotary positions rotate Q
         and K inside attention instead, and "none" has no positions at all."""
         return self.positional in ("sinusoidal", "learned")
+
+    @property
+    def positions_kind(self) -> str:
+        """Where the positions come from: "relative" for DeBERTa's disentangled terms, the position bias ("alibi",
+        "t5") when the model has one, else `positional`."""
+        if self.disentangled:
+            return "relative"
+        return self.position_bias if self.position_bias != "none" else self.positional
 
     @property
     def has_encoder(self) -> bool:
@@ -260,6 +278,8 @@ class ModelConfig:
             )
         p += self.bertish_problems()
         p += disentangled_problems(self)
+        if self.position_bias == "t5" and not self.relative_max_distance > self.relative_buckets // 4 >= 1:
+            p.append("relative_buckets must be at least 4 and relative_max_distance more than a quarter of them")
         if self.parallel_residual and not self.norm_first:
             p.append("parallel_residual needs norm_first (both sub-layers read the normed layer input)")
         if self.has_encoder and self.n_encoder_layers < 1:

@@ -140,6 +140,7 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
     "probs": _probs,
     "lens_ids": _lens_ids,  # the logit lens
     "lens_probs": _lens_probs,
+    "biased": _add,  # scaled [H, Tq, Tk] + the position bias [H, Tq, Tk] (engine/position_bias.py)
 }
 
 
@@ -157,6 +158,7 @@ SLICEABLE: dict[str, tuple[bool, ...]] = {
     "activation": (True,),
     "add": (True, True),
     "probs": (True,),
+    "biased": (True, True),  # the bias has a map per head
 }
 
 

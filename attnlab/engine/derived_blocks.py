@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 CHAIN = (
     "scores",
     "scaled",
+    "biased",
     "softcap",
     "masked",
     "softmax_rows",

@@ -97,6 +97,8 @@ def project(model: Transformer, h: Tensor, rec: Recorder) -> Tensor:
         return model.out_head(h, rec)
     if isinstance(model.out_head, OutputHead):  # or None (set by add_ends)
         h = model.out_head(h, rec)
+    if model.config.output_rescale:  # T5 with tied embeddings: h × d_model^-0.5 before the projection
+        h = h * model.config.d_model**-0.5
     if model.out_proj is not None:
         return model.out_proj(h)
     table = model.tgt_embed if model.config.has_decoder else model.src_embed

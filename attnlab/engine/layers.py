@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlab.engine import disentangled, names
+from attnlab.engine import disentangled, names, position_bias
 from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
@@ -58,6 +58,7 @@ def attention_steps(
     ablate: dict[int, str] | None = None,
     divisor: float = 1.0,
     softcap: float = 0.0,
+    terms: Tensor | None = None,
     bias: Tensor | None = None,
 ) -> Tensor:
     """Scaled dot-product attention computed step by step, each step recorded under `prefix`.
@@ -71,15 +72,17 @@ def attention_steps(
     (ablate_heads); the recorded `context` is then the ablated one, stored (weights @ V would not give it).
     `divisor`: the scores are divided by √dk · divisor when scaling (GPT-2's scale_attn_by_inverse_layer_idx:
     layer l's divisor is l + 1). `softcap` > 0: the scaled scores are capped, cap · tanh(x / cap), before the
-    mask (Gemma 2; engine/softcap.py), recorded as "capped". `bias` [B, H, Tq, Tk]: terms added to Q Kᵀ before
+    mask (Gemma 2; engine/softcap.py), recorded as "capped". `terms` [B, H, Tq, Tk]: terms added to Q Kᵀ before
     the scaling (DeBERTa's position terms, disentangled.py); the scores are then stored, not derived from Q and K.
+    `bias` [1, H, Tq, Tk]: a position bias added after scaling, before the mask (ALiBi, T5:
+    engine/position_bias.py), recorded with `biased` = scaled + bias.
     """
     n = names.site_entries(prefix)
     keeps_steps = rec.enabled and rec.eager  # an eager recorder keeps scaled and masked as values
     scores_derived = rec.enabled and n.q in rec and n.k in rec  # Q, K in the trace (a shared K head serves its Qs)
     scores = q @ k.transpose(-2, -1)  # [B, H, Tq, Tk]
-    if bias is not None:  # DeBERTa: Q Kᵀ + c2p + p2c
-        scores, scores_derived = scores.add_(bias), False
+    if terms is not None:  # DeBERTa: Q Kᵀ + c2p + p2c
+        scores, scores_derived = scores.add_(terms), False
     # a step kept by nobody may be overwritten by the next (the same numbers, one buffer less to fill)
     scratch = not keeps_steps and (scores_derived or not rec.enabled)
     if scale:
@@ -88,7 +91,9 @@ def attention_steps(
         scratch = not keeps_steps  # a new tensor, derived on read when recorded at all
     else:
         scaled = scores  # [B, H, Tq, Tk]
-    capped = soft_cap(scaled, softcap) if softcap else scaled  # [B, H, Tq, Tk]: a new tensor when capped
+    biased = scaled if bias is None else position_bias.add_bias(scaled, bias, scratch)  # [B, H, Tq, Tk]
+    scratch = scratch or (bias is not None and not keeps_steps)
+    capped = soft_cap(biased, softcap) if softcap else biased  # [B, H, Tq, Tk]: a new tensor when capped
     if mask_is_zero:  # adding zeros would only copy
         masked = capped
     else:
@@ -99,8 +104,11 @@ def attention_steps(
     context = ablate_heads(weights @ v, ablate)  # [B, H, Tq, dk]
     if rec.enabled:
         context_derived = not ablate and n.v in rec
+        if bias is not None:
+            position_bias.record_bias(rec, prefix, bias, biased)
         steps = (scores, scaled, masked, weights, context)
-        record_steps(rec, n, steps, mask, (scale, q.shape[-1], divisor, softcap), scores_derived, context_derived)
+        scaling = (scale, q.shape[-1], divisor, softcap, bias is not None)
+        record_steps(rec, n, steps, mask, scaling, scores_derived, context_derived)
         if softcap:
             record_capped(rec, prefix, capped, softcap)
     return context
@@ -108,14 +116,22 @@ def attention_steps(
 
 @lru_cache(maxsize=4096)
 def site_rules(
-    n: names.SiteNames, scale: bool, d_head: int, divisor: float = 1.0, softcap: float = 0.0
+    n: names.SiteNames,
+    scale: bool,
+    d_head: int,
+    divisor: float = 1.0,
+    softcap: float = 0.0,
+    biased: bool = False,
 ) -> tuple[Derived, ...]:
     """How a site's scores, scaled, masked, weights, context and concat are derived on read (engine/derived.py),
-    built once per site and setting (`softcap`: masked adds the mask to the capped scores, engine/softcap.py)."""
+    built once per site and setting: `softcap`, the mask is added to the capped scores (engine/softcap.py);
+    `biased`, to scaled + the position bias (engine/position_bias.py)."""
+    site = names.site_of(n.scaled) or ""
+    before_mask = names.capped(site) if softcap else names.bias_entries(site)[1] if biased else n.scaled
     return (
         Derived("scores", (n.q, n.k)),
         Derived("scaled", (n.scores,), (scale, d_head, divisor)),
-        Derived("masked", (names.capped(names.site_of(n.q) or "") if softcap else n.scaled, n.mask)),
+        Derived("masked", (before_mask, n.mask)),
         Derived("softmax_rows", (n.masked,)),
         Derived("weighted_sum", (n.weights, n.v)),
         Derived("concat", (n.context,)),
@@ -127,7 +143,7 @@ def record_steps(
     n: names.SiteNames,
     steps: tuple[Tensor, Tensor, Tensor, Tensor, Tensor],
     mask: Tensor,
-    scaling: tuple[bool, int, float, float],
+    scaling: tuple[bool, int, float, float, bool],
     scores_derived: bool,
     context_derived: bool,
 ) -> None:
@@ -135,7 +151,7 @@ def record_steps(
     the layers that block the same cells), the rest derived on read where the trace holds their inputs
     (scores needs Q and K head for head, context needs V and no ablation), else stored. `steps`: the values
     of scores, scaled, masked, weights, context; when lazy, the first three may have been overwritten.
-    `scaling`: (scale on, d_head, divisor, softcap) as attention_steps had them."""
+    `scaling`: (scale on, d_head, divisor, softcap, position bias added) as attention_steps had them."""
     scores, scaled, masked, weights, context = steps
     by_scores, by_scaled, by_masked, by_weights, by_context, _ = site_rules(n, *scaling)
     rec.add(
@@ -184,9 +200,10 @@ class AttentionMask:
     records nothing needs no tensor (it blocks nothing, or only the causal triangle).
     causal_only: what it blocks is exactly the causal triangle (the fused kernel can generate that itself).
     blocks_nothing: every entry is 0.  blocked_rows: some query has every key blocked.
+    bias: a position bias [1, H, Tq, Tk] added to the scaled scores with the mask (engine/position_bias.py).
     """
 
-    __slots__ = ("additive", "causal_only", "blocks_nothing", "blocked_rows")
+    __slots__ = ("additive", "causal_only", "blocks_nothing", "blocked_rows", "bias", "_with_bias")
 
     def __init__(
         self,
@@ -194,13 +211,25 @@ class AttentionMask:
         causal_only: bool = False,
         blocks_nothing: bool = False,
         blocked_rows: bool | None = None,
+        bias: torch.Tensor | None = None,
     ):
         self.additive = additive
+        self.bias = bias
+        self._with_bias: torch.Tensor | None = None
         self.causal_only = causal_only
         self.blocks_nothing = blocks_nothing
         if blocked_rows is None:
             blocked_rows = additive is not None and bool(torch.isinf(additive).all(dim=-1).any())
         self.blocked_rows = blocked_rows
+
+    def fused(self) -> torch.Tensor | None:
+        """What the fused kernel adds to the scaled scores: the mask, plus the position bias when there is one
+        ([B|1, H, Tq, Tk], made once and shared by the layers that use this mask)."""
+        if self.bias is None or self.additive is None:
+            return self.additive
+        if self._with_bias is None:
+            self._with_bias = self.additive + self.bias
+        return self._with_bias
 
 
 class MultiHeadAttention(nn.Module):
@@ -280,11 +309,11 @@ class MultiHeadAttention(nn.Module):
         if rec.enabled:
             n = names.site_entries(prefix)
             rec.add(((n.q, q), (n.k, k), (n.v, v)))
-        bias = None  # DeBERTa's position terms [B, H, Tq, Tk]
+        terms = None  # DeBERTa's position terms [B, H, Tq, Tk]
         if self.rel_terms:  # None when the positions are off (only c2c is recorded then)
-            bias = disentangled.position_terms(self, q, k, relative, projections, rec, prefix)
+            terms = disentangled.position_terms(self, q, k, relative, projections, rec, prefix)
         context = attend(
-            q, k, v, mask, scale, rec, prefix, ablate, self.score_divisor, self.softcap, bias
+            q, k, v, mask, scale, rec, prefix, ablate, self.score_divisor, self.softcap, terms
         )  # [B, H, Tq, dk]
         concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
         out = self.w_o(concat) if projections else concat  # [B, Tq, d]
@@ -305,27 +334,27 @@ def attend(
     ablate: dict[int, str] | None,
     divisor: float = 1.0,
     softcap: float = 0.0,
-    bias: Tensor | None = None,
+    terms: Tensor | None = None,
 ) -> Tensor:
     """q [B, H, Tq, dk], k/v [B, H_kv, Tk, dk] -> context [B, H, Tq, dk]: step by step when recording, else
     through the fused kernel (told `is_causal` instead of given a mask where it can be), except with `softcap`,
-    which no fused kernel does: step by step then, recording nothing. `bias` [B, H, Tq, Tk] (DeBERTa's position
+    which no fused kernel does: step by step then, recording nothing. `terms` [B, H, Tq, Tk] (DeBERTa's position
     terms): a recording run takes attention_steps (its scores are stored: budget.py counts them), one that
-    records nothing folds the terms into the kernel's mask."""
+    records nothing folds the terms into the kernel's mask. A position bias (ALiBi, T5) rides on `mask.bias`."""
     n_heads, n_kv = q.shape[1], k.shape[1]
     if n_kv != n_heads:  # each K/V head serves n_heads / n_kv consecutive Q heads
         k = k.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
         v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
-    if bias is not None and not rec.enabled:
+    if terms is not None and not rec.enabled:
         additive = mask.additive
         if additive is None:  # nothing blocked, or only the causal triangle
             additive = torch.zeros(q.shape[-2], k.shape[-2], dtype=q.dtype, device=q.device)  # [Tq, Tk]
             additive = additive.fill_(NEG_INF).triu_(1) if mask.causal_only else additive
-        folded = disentangled.folded_mask(bias, additive, scale, q.shape[-1], divisor)  # [B, H, Tq, Tk]
+        folded = disentangled.folded_mask(terms, additive, scale, q.shape[-1], divisor)  # [B, H, Tq, Tk]
         mask = AttentionMask(folded, blocked_rows=mask.blocked_rows)
     if rec.enabled:
         assert mask.additive is not None, "a recording run builds every mask (MaskBuilder)"
-        if not rec.eager and not ablate and bias is None and lazy_steps(rec, prefix):
+        if not rec.eager and not ablate and terms is None and lazy_steps(rec, prefix):
             return recorded_fused_attention(q, k, v, mask, scale, rec, prefix, divisor, softcap)
         return attention_steps(
             q,
@@ -340,7 +369,8 @@ def attend(
             ablate=ablate,
             divisor=divisor,
             softcap=softcap,
-            bias=bias,
+            terms=terms,
+            bias=mask.bias,
         )
     if softcap:  # no fused kernel soft-caps
         additive = dense_mask(mask, q.shape[-2], k.shape[-2], q)  # [B|1, 1, Tq, Tk]
@@ -351,7 +381,7 @@ def attend(
     if mask.blocks_nothing or mask.causal_only:
         fused = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only, divisor=divisor)
         return ablate_heads(fused, ablate)
-    fused = fused_attention(q, k, v, mask.additive, scale, blocked_rows=mask.blocked_rows, divisor=divisor)
+    fused = fused_attention(q, k, v, mask.fused(), scale, blocked_rows=mask.blocked_rows, divisor=divisor)
     return ablate_heads(fused, ablate)
 
 
@@ -379,19 +409,21 @@ def recorded_fused_attention(
     (derived_blocks.py). q, k, v [B, H, Tq|Tk, dk] (a shared K/V head repeated for each of its Q heads; the
     trace holds the K/V as projected). A query whose every key is blocked gets a zero context, as in
     attention_steps."""
-    additive = mask.additive
+    additive, biased = mask.additive, mask.bias is not None
     assert additive is not None
     if softcap:  # no fused kernel soft-caps: the context step by step, nothing kept (engine/softcap.py)
         context = attention_steps(q, k, v, additive, scale, Recorder(False), "", divisor=divisor, softcap=softcap)
     elif mask.blocks_nothing or mask.causal_only:
         context = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only, divisor=divisor)
     else:
-        context = fused_attention(q, k, v, additive, scale, blocked_rows=False, divisor=divisor)
+        context = fused_attention(q, k, v, mask.fused(), scale, blocked_rows=False, divisor=divisor)
         if mask.blocked_rows:  # kernels need not give zeros (NaN, or a uniform average) for such rows
             blocked = torch.isinf(additive).all(dim=-1, keepdim=True)  # [B|1, 1, Tq, 1]
             context = context.masked_fill(blocked, 0.0)  # [B, H, Tq, dk]
     n = names.site_entries(prefix)
-    by_scores, by_scaled, by_masked, by_weights, _, _ = site_rules(n, scale, q.shape[-1], divisor, softcap)
+    by_scores, by_scaled, by_masked, by_weights, _, _ = site_rules(n, scale, q.shape[-1], divisor, softcap, biased)
+    if mask.bias is not None:  # the bias stored, scaled + bias derived (the value is never made here)
+        position_bias.record_bias(rec, prefix, mask.bias, torch.empty(0))
     rec.add(
         (
             (n.scores, by_scores),

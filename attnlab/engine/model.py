@@ -10,8 +10,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from attnlab.engine import names
+from attnlab.engine import names, position_bias
 from attnlab.engine.allocator import keep_freed_memory
+from attnlab.engine.bias_masks import with_position_bias
 from attnlab.engine.blocks import DecoderLayer, EncoderLayer, norm_of
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.context import RunContext, final_norm, residual_block
@@ -56,6 +57,7 @@ class Transformer(nn.Module):
         self.out_proj = None if cfg.tie_output else nn.Linear(d, cfg.out_vocab_size, bias=cfg.has_bias("logits"))
         add_ends(self, cfg)
         self.rel = RelativeTable(cfg) if cfg.disentangled else None  # DeBERTa's relative embeddings
+        position_bias.add_bias_tables(self, cfg)  # T5-style learned relative position bias
         if initialise:  # False: the caller fills every parameter (engine/build.empty_transformer)
             self._init_weights()
 
@@ -161,6 +163,7 @@ class Transformer(nn.Module):
         assert ids is not None
         ctx = RunContext(cfg, options, rec, self.dropout if self.training else 0.0, ids.device, self.sinusoid.dtype)
         ctx.resume, ctx.inputs = resume, inputs
+        with_position_bias(ctx, self)  # ALiBi: self-attention masks carry the bias (engine/position_bias.py)
         if src_types is not None:
             ctx.token_types["src"] = src_types
         memory: Tensor | None

@@ -90,6 +90,11 @@ def has_lens(arch: str) -> bool:
     return arch == "decoder-only"
 
 
+# A site whose scores get a position bias (engine/position_bias.py) records these too, after "scaled":
+# the bias B [H, Tq, Tk] and "biased" = scaled + B (what the mask is added to).
+BIAS_STEPS = ("bias", "biased")
+
+
 # ---- builders --------------------------------------------------------------------------------------------
 def side_entry(side: str, step: str) -> str:
     """'src', 'tokens' -> 'src.tokens'."""
@@ -115,6 +120,13 @@ def site_entry(site_name: str, step: str) -> str:
 def site_entries(site_name: str) -> SiteNames:
     """All of a site's entry names at once, built once per site (every recording run asks for them)."""
     return SiteNames(*(site_entry(site_name, step) for step in SITE_STEPS))
+
+
+@lru_cache(maxsize=4096)
+def bias_entries(site_name: str) -> tuple[str, str]:
+    """A biased site's two extra entries: 'enc.0.self' -> ('enc.0.self.bias', 'enc.0.self.biased')."""
+    bias, biased = (site_entry(site_name, step) for step in BIAS_STEPS)
+    return bias, biased
 
 
 @lru_cache(maxsize=4096)
@@ -272,7 +284,7 @@ def site_kind(site_name: str) -> str:
 def site_of(entry: str) -> str | None:
     """'enc.0.self.weights' -> 'enc.0.self'; None for an entry that is not an attention site's."""
     head, _, step = entry.rpartition(".")
-    return head if step in SITE_STEPS and is_site(head) else None
+    return head if (step in SITE_STEPS or step in BIAS_STEPS) and is_site(head) else None
 
 
 def stack_of(name: str) -> str:

@@ -170,6 +170,12 @@ def masked_cells_text(options: RunOptions, _config: ModelConfig) -> str:
 
 
 # ---- parts switched off ---------------------------------------------------------------------------------------
+POSITIONAL_TEXTS = {
+    "rotary": "Rotary positions (RoPE)",
+    "alibi": "ALiBi position bias",
+    "t5": "Relative position bias",
+    "relative": "Relative positions (c2p, p2c)",
+}  # the check's label
 POSITIONAL_TIPS = {
     "sinusoidal": "Add the position to each token",
     "learned": "Add the learned position vector to each token",
@@ -177,28 +183,37 @@ POSITIONAL_TIPS = {
     "none": "Not meaningful for this model: it has no positional encoding",
     "relative": "Add DeBERTa's relative-position terms (content → position, position → content) to every "
     "score, and the learned position vector where the model has one",
+    "alibi": "Add each head's ALiBi bias m_h · j to its attention scores (the model's only position signal)",
+    "t5": "Add each head's learned relative position bias to its scores (and the position table, if the model has one)",
 }
 
 
 def position_kind(config: ModelConfig) -> str:
-    """How the model's positions enter: its `positional` kind, or "relative" for DeBERTa's disentangled terms."""
-    return "relative" if config.disentangled else config.positional
+    """How the model's positions enter (ModelConfig.positions_kind: sinusoidal, learned, rotary, alibi, t5,
+    relative for DeBERTa's disentangled terms, none)."""
+    return config.positions_kind
 
 
 def positional_label(config: ModelConfig) -> str:
-    kind = position_kind(config)
-    return {"rotary": "Rotary positions (RoPE)", "relative": "Relative positions (c2p, p2c)"}.get(
-        kind, "Positional encoding"
-    )
+    return POSITIONAL_TEXTS.get(position_kind(config), "Positional encoding")
 
 
 def positional_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
-    if options.positional or position_kind(config) == "none":
+    if options.positional or config.positions_kind == "none":
         return []
     return [
-        f"positional encoding is off, but the model was trained with {position_kind(config)} "
+        f"positional encoding is off, but the model was trained with {config.positions_kind} "
         "positions: it now reads the sentence as a bag of words"
     ]
+
+
+UNSCALED_TIP = "Not meaningful for this model: it was trained without ÷√dₖ (T5), so its scores are never divided"
+
+
+def scale_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
+    if options.scale or not config.trained_scale:
+        return []
+    return ["scores are not divided by √dₖ: every softmax is sharper than in training"]
 
 
 def off_reason(name: str, reason: str) -> Callable[[ModelConfig, RunOptions, PeakLogit], list[str]]:

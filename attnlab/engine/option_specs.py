@@ -185,7 +185,15 @@ CUSTOM_MASKS = OptionSpec(
 SCALE = OptionSpec(
     "scale",
     controls=(
-        part.check("scale", "scaleCheck", PARTS, "Divide scores by √dₖ", "Scale QKᵀ by 1/√dₖ before the softmax"),
+        part.check(
+            "scale",
+            "scaleCheck",
+            PARTS,
+            "Divide scores by √dₖ",
+            "Scale QKᵀ by 1/√dₖ before the softmax",
+            unavailable=lambda c, _o: None if c.trained_scale else part.UNSCALED_TIP,
+            shown=lambda o, c: o.scale and c.trained_scale,
+        ),
     ),
     cli=(
         CliFlag(
@@ -194,7 +202,7 @@ SCALE = OptionSpec(
     ),
     lesson=part.bool_key("scale"),
     renames_stages=True,
-    departs=part.off_reason("scale", "scores are not divided by √dₖ: every softmax is sharper than in training"),
+    departs=part.scale_departs,
 )
 
 POSITIONAL = OptionSpec(
@@ -206,10 +214,10 @@ POSITIONAL = OptionSpec(
             PARTS,
             "Positional encoding",
             "Add the position to each token",
-            text_for=part.positional_label,
-            tooltip_for=lambda c: part.POSITIONAL_TIPS.get(part.position_kind(c), part.POSITIONAL_TIPS["sinusoidal"]),
-            unavailable=lambda c, _o: part.POSITIONAL_TIPS["none"] if part.position_kind(c) == "none" else None,
-            shown=lambda o, c: o.positional and part.position_kind(c) != "none",
+            text_for=lambda c: part.POSITIONAL_TEXTS.get(c.positions_kind, "Positional encoding"),
+            tooltip_for=lambda c: part.POSITIONAL_TIPS.get(c.positions_kind, part.POSITIONAL_TIPS["sinusoidal"]),
+            unavailable=lambda c, _o: part.POSITIONAL_TIPS["none"] if c.positions_kind == "none" else None,
+            shown=lambda o, c: o.positional and c.positions_kind != "none",
         ),
     ),
     cli=(

@@ -118,6 +118,7 @@ class RunOptions:
         norm = self.norm if self.norm in ("pre", "post") else ("pre" if config.norm_first else "post")
         values = {f.name: getattr(self, f.name) for f in dataclasses.fields(RunOptions)}
         values.update(norm=norm, n_heads=self.effective_heads(config))
+        values.update(scale=self.scale and config.trained_scale)  # T5 never divides by √dₖ
         output_norm = config.sublayer_norm != "input" and self.norm not in ("pre", "post")  # w-norms: as trained
         return ResolvedOptions(
             **values,
@@ -153,6 +154,11 @@ class RunOptions:
                 f"this model shares each K/V head among {config.n_heads // config.kv_heads} Q heads "
                 f"({config.n_heads} Q, {config.kv_heads} K/V heads); {h} heads would cut a K/V head apart. "
                 f"Choose one of {head_choices(config)}"
+            )
+        elif config.position_bias == "t5" and h != config.n_heads:
+            p.append(
+                f"this model's relative position bias has one learned column per trained head, so it keeps its "
+                f"{config.n_heads} heads ({h} asked)"
             )
         return p + self._other_problems(config)
 
@@ -257,6 +263,7 @@ def head_choices(config: ModelConfig) -> list[int]:
         if config.d_model % h == 0
         and (config.positional != "rotary" or (config.d_model // h) % 2 == 0)
         and (h * config.kv_heads) % config.n_heads == 0
+        and (config.position_bias != "t5" or h == config.n_heads)  # a learned bias column per trained head
     ]
 
 

@@ -200,7 +200,8 @@ def describe_run(trace: Trace) -> str:
     return f"“{sentence}” ({heads}{toggles})"
 
 
-_KEY_STEPS = ("scores", "scaled", "mask", "masked", "weights")  # site entries whose columns are the keys
+# site entries whose columns are the keys
+_KEY_STEPS = ("scores", "scaled", "bias", "biased", "mask", "masked", "weights")
 
 
 def axis_labels(trace: Trace, name: str, shape: tuple[int, ...]) -> tuple[list[str] | None, list[str] | None]:

@@ -12,6 +12,7 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.present import formulas as fm
+from attnlab.present import position_bias, trained_scale
 from attnlab.present.explain_page import DK, DM, page, shape_of, tokens_of
 from attnlab.present.facts import scaling_on, site_name, site_sides
 from attnlab.present.stages import Stage
@@ -63,10 +64,14 @@ def attention_page(stage: Stage, trace: Trace) -> str:
         return _qkv_page(trace, s)
     if kind == "scores":
         return _scores_page(s)
+    if kind == "scaled" and trained_scale.unscaled(trace.config):  # T5
+        return trained_scale.scaled_page(s.where, s.dk, f"S′: {s.heads} × {s.tq} × {s.tk}.")
     if kind == "scaled":
         return _scaled_page(trace, s, fm.layer_divisor(trace.config, site))
     if kind == "scale_why":
         return _scale_why(s.where, s.dk)
+    if kind in ("bias", "biased"):  # the position bias (present/position_bias.py)
+        return position_bias.bias_page(kind, trace, site, s.where)
     if kind in ("mask", "masked"):
         return _mask(trace, site, kind, s.where, s.h, s.tq, s.tk)
     if kind in ("weights", "lines", "heads"):

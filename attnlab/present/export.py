@@ -29,6 +29,8 @@ MATRIX_STEPS = {
     "scaled": "scaled",
     "capped": "capped",  # w-norms: Gemma 2's soft-capped scores
     "mask": "mask",
+    "bias": "bias",
+    "biased": "biased",
     "masked": "masked",
     "weights": "weights",
     "heads": "weights",

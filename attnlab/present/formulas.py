@@ -304,9 +304,10 @@ def logits_formula(config: ModelConfig) -> str:
     tied = config.tie_output
     w = "E<sup>T</sup>" if tied else "W<sub>out</sub>"
     bias = " + b" if config.has_bias("logits") else ""
+    h = "(h · d<sub>model</sub><sup>−½</sup>)" if config.output_rescale else "h"  # T5, tied
     if config.final_softcap:  # w-norms: Gemma 2
-        return f"z = h {w}{bias}" + fn.final_softcap_formula(config)
-    return f"logits = h {w}{bias}"
+        return f"z = {h} {w}{bias}" + fn.final_softcap_formula(config)
+    return f"logits = {h} {w}{bias}"
 
 
 def of_trace(trace: Trace) -> tuple[ModelConfig, RunOptions]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names, option_rules
 from attnlab.engine.options import RunOptions
-from attnlab.present import disentangled, formulas, words
+from attnlab.present import disentangled, formulas, position_bias, trained_scale, words
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
     from attnlab.engine.config import ModelConfig
@@ -107,7 +107,9 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
     }
     titles = norm_steps(trace.config, titles, scale)  # w-norms: QK-norm, √query_pre_attn_scalar, soft-capping
     titles = disentangled.with_terms(trace.config, titles, scale)  # DeBERTa: c2c, c2p, p2c before their sum
-    return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in titles.items()]
+    steps = position_bias.with_bias_steps(trace, site, list(titles.items()))  # ALiBi: bias, scaled + bias
+    steps = trained_scale.retitled(trace.config, steps)  # T5: trained without ÷√dₖ
+    return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in steps]
 
 
 def _addnorm(trace: Trace, layer: str, n: int, group: str) -> list[Stage]:
@@ -289,6 +291,8 @@ _SITE_TENSORS = {
     "scaled": ("scaled",),
     "scale_why": ("scores", "scaled"),
     "mask": ("mask",),
+    "bias": ("bias",),
+    "biased": ("biased",),
     "masked": ("masked",),
     "weights": ("weights",),
     "heads": ("weights",),
@@ -389,7 +393,7 @@ class ViewState:
 
 COLOUR_SCALES = (("shared", "Shared by the site's score maps"), ("panel", "Per panel"), ("fixed", "Fixed range (±10)"))
 FIXED_SCORE_RANGE = 10.0
-SCORE_KINDS = ("scores", "scaled", "capped", "masked")  # the score-like maps of an attention site
+SCORE_KINDS = ("scores", "scaled", "biased", "capped", "masked")  # the score-like maps of an attention site
 
 
 # ---- jumps: layer / sub-layer starts and the stage search (what the presenter's shortcuts use) ----------

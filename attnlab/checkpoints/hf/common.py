@@ -49,6 +49,10 @@ FAMILIES = {
     "deberta-v2": "deberta_v2",  # DeBERTa-v2 and v3: disentangled attention
     "mixtral": "mixtral",  # Mistral with a sparse mixture of experts
     "falcon": "falcon",
+    # ---- position bias on the scores (engine/position_bias.py) ----
+    "bloom": "bloom",
+    "mpnet": "mpnet",
+    "t5": "t5",
 }
 SUPPORTED_MODEL_TYPES = tuple(FAMILIES)
 # model types attnlab knows and cannot run, with the one reason said instead of the list of supported types

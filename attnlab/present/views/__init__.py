@@ -24,6 +24,7 @@ from attnlab.present.views.lines import lines_view
 from attnlab.present.views.moe import moe_view
 from attnlab.present.views.norm_compare import norm_compare_view
 from attnlab.present.views.output import output_view
+from attnlab.present.views.position_bias import bias_view
 from attnlab.present.views.positional import positional_view
 from attnlab.present.views.qk_norm import qk_norm_view
 from attnlab.present.views.scaling import scale_why_view
@@ -63,6 +64,8 @@ BUILDERS: dict[str, Builder] = {
     **{term: term_view for term in names.DISENTANGLED_TERMS},  # DeBERTa's score terms
     names.LENS: lens_view,
     MOE: moe_view,
+    "bias": bias_view,  # the position bias (ALiBi) and the scores with it
+    "biased": map_view,
 }
 # kinds only some imported families' runs have (the classroom models never show them)
 FAMILY_ONLY_KINDS = frozenset({"qk_norm", "capped", "post_norm", FACTORISED})  # kinds only imported families have

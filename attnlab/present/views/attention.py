@@ -11,7 +11,7 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
-from attnlab.present import disentangled, words
+from attnlab.present import disentangled, trained_scale, words
 from attnlab.present.explain_imported import gqa_text
 from attnlab.present.facts import array, missing, missing_message, scaling_on, score_levels
 from attnlab.present.formulas import scaled_title
@@ -28,6 +28,10 @@ MAP_TEXT = {
     "capped": (
         "soft-capped scores",
         "Each score x becomes c · tanh(x / c): nearly x where |x| is small next to c, never beyond ±c.",
+    ),
+    "biased": (
+        "scaled scores + position bias",
+        "Each head's position bias B added to the scores of the step before; the mask is added to these next.",
     ),
     "masked": ("masked scores", "The mask adds 0 where a query may look and −∞ where it may not (hatched)."),
     "weights": (
@@ -73,6 +77,8 @@ def map_title(trace: Trace, kind: str) -> str:
     deberta = disentangled.map_title(trace, kind)  # DeBERTa: a sum, ÷ √(factor·dₖ)
     if deberta:
         return deberta
+    if kind == "scaled" and trained_scale.unscaled(trace.config):
+        return trained_scale.TITLE
     return scaled_title(scaling_on(trace), None, trace.config) if kind == "scaled" else MAP_TEXT[kind][0]
 
 
@@ -113,7 +119,9 @@ def map_note(trace: Trace, site: str, kind: str, matrix: np.ndarray, blocked: np
     if kind == "scaled":
         q_name = names.site_entry(site, "q")
         dk = int(trace[q_name].shape[-1]) if q_name in trace else 0
-        if not scaling_on(trace):
+        if trained_scale.unscaled(trace.config):
+            text = trained_scale.NOTE
+        elif not scaling_on(trace):
             text = (
                 "Scaling is switched OFF: these are the raw scores. With large dₖ the softmax then "
                 "tends to put almost all weight on one key."

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 MENU_CHOICES = (("zero", "Zero this head"), ("mean", "Replace by its mean"), (None, "Clear ablation"))
 # stages that show one head of a site: right-click anywhere on the panel offers the menu for that head
-SINGLE_HEAD_KINDS = frozenset({"qkv", "qk_norm", "capped", "scores", "scaled", "masked", "weights", "context", "lines"})
+SINGLE_HEAD_KINDS = frozenset(
+    {"qkv", "qk_norm", "scores", "scaled", "bias", "biased", "capped", "masked", "weights", "context", "lines"}
+)
 
 
 def head_menu(parent: QWidget, site: str, head: int, current: str | None) -> QMenu:

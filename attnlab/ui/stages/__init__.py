@@ -15,6 +15,7 @@ from attnlab.ui.stages.lens import LensPanel
 from attnlab.ui.stages.moe import MoEPanel
 from attnlab.ui.stages.norm_compare import NormComparePanel
 from attnlab.ui.stages.output import OutputPanel
+from attnlab.ui.stages.position_bias import BiasPanel
 from attnlab.ui.stages.positional import PositionalPanel
 from attnlab.ui.stages.qk_norm import QKNormPanel
 from attnlab.ui.stages.scaling import ScaleWhyPanel
@@ -43,6 +44,7 @@ PANEL_CLASSES: list[type[StagePanel]] = [
     ScoreTermPanel,  # DeBERTa's score terms
     LensPanel,
     MoEPanel,
+    BiasPanel,
 ]
 
 _BY_KIND: dict[str, type[StagePanel]] = {kind: cls for cls in PANEL_CLASSES for kind in cls.kinds}

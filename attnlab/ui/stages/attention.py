@@ -85,7 +85,7 @@ class MapPanel(StagePanel):
 class AttentionMapPanel(MapPanel):
     """[Tq × Tk] map of the selected head: raw scores, scaled scores, masked scores or softmax weights."""
 
-    kinds = ("scores", "scaled", "capped", "masked", "weights")
+    kinds = ("scores", "scaled", "biased", "capped", "masked", "weights")
 
     ROW_FLOOR = zoom.ROW_PX_ATTENTION  # the size of one head's map presenting
 
