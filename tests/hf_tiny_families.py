@@ -300,3 +300,6 @@ FAMILY_CASES.update(BERTISH_CASES)
 from hf_tiny_deberta import DEBERTA_CASES  # noqa: E402
 
 FAMILY_CASES.update(DEBERTA_CASES)
+from hf_tiny_headdim import HEADDIM_CASES  # noqa: E402  (w-headdim: head_dim x heads ≠ hidden_size)
+
+FAMILY_CASES.update(HEADDIM_CASES)

@@ -9,7 +9,13 @@ from typing import Any
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.option_spec import Choice, Control, LessonKey
-from attnlab.engine.options import ResolvedOptions, RunOptions, head_choices, parse_ablation
+from attnlab.engine.options import (
+    ResolvedOptions,
+    RunOptions,
+    head_choices,
+    parse_ablation,
+    projections_off_problem,
+)
 
 SHAPE, MASKS, PARTS, OUTPUT_GROUP = "Shape of the computation", "Masks", "Switch parts off", "Output and display"
 NORM_CHOICES = (("trained", "As trained"), ("pre", "Pre-norm"), ("post", "Post-norm"))  # RunOptions.norm values
@@ -100,7 +106,20 @@ def heads_tip(config: ModelConfig) -> str:
         )
     if config.positional == "rotary":
         tip += "; rotary positions need an even head size"
+    if config.attn_width != config.d_model:  # w-headdim
+        tip += (
+            f". This model's heads have d_k = head_dim = {config.d_head}: W_Q makes {config.attn_width} numbers a "
+            f"token (H·d_k, not d_model = {config.d_model}), so only counts that divide {config.attn_width} are listed"
+        )
     return tip
+
+
+def projections_unavailable(config: ModelConfig, _options: RunOptions) -> str | None:
+    """Q = K = V = x needs heads that are d_model wide together (w-headdim: not so when head_dim is set)."""
+    if config.attn_width == config.d_model:
+        return None
+    reason = projections_off_problem(config)
+    return reason[0].upper() + reason[1:]
 
 
 def head_choice_items(config: ModelConfig) -> tuple[Choice, ...]:
