@@ -124,6 +124,8 @@ def head_dim_setting(hf: HFConfig, d_model: int, n_heads: int, default: int | No
     (`getattr(config, "head_dim", hidden_size // num_attention_heads)`; absent or null: the config class's
     `default`, or hidden_size / num_attention_heads): 0 when it is hidden_size / num_attention_heads."""
     head_dim = int_field(hf, "head_dim", None)
+    if head_dim == 0 and hf.get("model_type") == "mistral":  # Mistral reads `head_dim or hidden // heads`
+        head_dim = None
     head_dim = default if head_dim is None else head_dim
     if head_dim is None or (n_heads >= 1 and head_dim * n_heads == d_model):
         return 0
