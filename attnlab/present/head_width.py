@@ -66,3 +66,11 @@ def out_projection_text(width: int, d_model: int) -> str:
         f"The H·{DK} × {DM} matrix W<sub>O</sub> ({width} × {d_model}) mixes what the heads found into one vector "
         f"per token, {d_model} wide again."
     )
+
+
+def head_width_sentence(config: ModelConfig, heads: int) -> str:
+    """For the grouped-query Q, K, V page: the matrices' sizes and d_k of a model that sets head_dim ('' else)."""
+    if not own_width(config):
+        return ""
+    dk = config.attn_width // heads
+    return f"{projections_text(config)} Each head has {dk_text(config, heads, dk)} numbers."
