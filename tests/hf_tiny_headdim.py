@@ -92,6 +92,26 @@ def gemma3():
     return _model(transformers.Gemma3ForCausalLM, cfg)
 
 
+def phi3():
+    """Phi-3 with a fused qkv_proj of H·d_k + 2 H_kv·d_k = 64 + 2·32 rows, 4 Q / 2 K/V heads of 16."""
+    cfg = transformers.Phi3Config(
+        **SIZES,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        pad_token_id=0,
+        eos_token_id=2,
+    )
+    return _model(transformers.Phi3ForCausalLM, cfg)
+
+
+def phi():
+    """Phi-2's layout (parallel attention + MLP, partial rotary ½ of each head of 16), 4 heads of 16."""
+    cfg = transformers.PhiConfig(**SIZES, num_hidden_layers=2, num_attention_heads=4, head_dim=16)
+    return _model(transformers.PhiForCausalLM, cfg)
+
+
 def _case(name, build):
     return Case(name, build, "decoder-only", final_norm_in_hidden=True)
 
@@ -112,6 +132,14 @@ HEADDIM_CASES = {
     "olmo2-headdim": (
         _case("olmo2-headdim", olmo2),
         "head_dim 16 x 4 heads ≠ hidden 32, QK-norm over the whole 64-wide Q and 32-wide K",
+    ),
+    "phi3-headdim": (
+        _case("phi3-headdim", phi3),
+        "head_dim 16 x 4 heads ≠ hidden 32, fused qkv_proj split into 64 + 32 + 32 rows",
+    ),
+    "phi-headdim": (
+        _case("phi-headdim", phi),
+        "head_dim 16 x 4 heads ≠ hidden 32, partial rotary ½ of each head of 16 (8 dims turn)",
     ),
     "gemma-headdim": (
         _case("gemma-headdim", gemma),

@@ -254,7 +254,7 @@ def head_choices(config: ModelConfig) -> list[int]:
         h
         for h in range(1, width + 1)
         if width % h == 0
-        and (config.positional != "rotary" or (width // h) % 2 == 0)
+        and (config.positional != "rotary" or config.rotary_dims(width // h) % 2 == 0)
         and (h * config.kv_heads) % config.n_heads == 0
     ]
 
