@@ -228,3 +228,51 @@ def test_a_saved_folder_opens_and_agrees(tmp_path):
     with torch.no_grad():
         logits = reference(torch.tensor([ids])).logits[0]
     assert (t["logits"] - logits).abs().max() <= TOL
+
+
+def test_a_native_checkpoint_keeps_head_dim(tmp_path):
+    """attnlab's own .safetensors file stores head_dim with the config and loads the same model back."""
+    from conftest import build_tiny_model
+
+    import attnlab
+    from attnlab.checkpoints.native import save_checkpoint
+
+    live = build_tiny_model(
+        "decoder-only", d_model=32, n_heads=4, n_kv_heads=2, head_dim=4, positional="rotary", d_ff=48
+    )
+    assert live.config.attn_width == 16
+    path = save_checkpoint(live, tmp_path / "nemo.safetensors")
+    again = attnlab.load(path)
+    assert again.config == live.config
+    assert torch.equal(again.trace(None, TEXT)["logits"], live.trace(None, TEXT)["logits"])
+
+
+@pytest.mark.parametrize(
+    "changes, options",
+    [
+        ({"head_dim": 16, "qk_norm": "head"}, RunOptions()),  # heads 64 wide together over d 32, QK-norm per head
+        ({"head_dim": 4, "qk_norm": "whole"}, RunOptions(n_heads=8)),  # 16 wide, re-split into 8 heads of 2
+        ({"head_dim": 16, "attn_softcap": 2.0}, RunOptions()),  # soft-capped: step by step on every path
+    ],
+)
+def test_the_lazy_eager_and_fused_paths_agree(changes, options):
+    """The recorded forward derives scores … weights from Q, K (lazy), the eager recorder keeps every step, the
+    non-recording forward takes the fused kernel: the same numbers with heads of their own width."""
+    from conftest import build_tiny_model
+    from test_trace_derived import assert_equal_values, run_both
+
+    from attnlab.engine import names
+
+    model = build_tiny_model(
+        "decoder-only", d_model=32, n_heads=4, n_kv_heads=2, positional="rotary", rotary_layout="half", **changes
+    )
+    lazy, eager, eager_logits = run_both(model, options)
+    for site in lazy.sites():
+        for step in ("scores", "scaled", "masked", "weights", "context", "concat", "out"):
+            name = names.site_entry(site, step)
+            assert_equal_values(name, lazy[name], eager[name], tol=1e-5)
+        assert lazy[names.site_entry(site, "concat")].shape[-1] == model.config.attn_width
+    ids = lazy.device_value("tgt.ids")[None]
+    with torch.inference_mode():
+        fused = model.module(None, ids, options=options)[0]  # [T, V]: nothing recorded
+    assert torch.allclose(fused, lazy["logits"], atol=1e-5) and torch.allclose(eager_logits, lazy["logits"], atol=1e-5)
