@@ -7,15 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 from attnlab.engine import names
+from attnlab.engine import options as run_options  # w-headdim: projections_off_problem
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.option_spec import Choice, Control, LessonKey
-from attnlab.engine.options import (
-    ResolvedOptions,
-    RunOptions,
-    head_choices,
-    parse_ablation,
-    projections_off_problem,
-)
+from attnlab.engine.options import ResolvedOptions, RunOptions, head_choices, parse_ablation
 
 SHAPE, MASKS, PARTS, OUTPUT_GROUP = "Shape of the computation", "Masks", "Switch parts off", "Output and display"
 NORM_CHOICES = (("trained", "As trained"), ("pre", "Pre-norm"), ("post", "Post-norm"))  # RunOptions.norm values
@@ -118,7 +113,7 @@ def projections_unavailable(config: ModelConfig, _options: RunOptions) -> str | 
     """Q = K = V = x needs heads that are d_model wide together (w-headdim: not so when head_dim is set)."""
     if config.attn_width == config.d_model:
         return None
-    reason = projections_off_problem(config)
+    reason = run_options.projections_off_problem(config)
     return reason[0].upper() + reason[1:]
 
 
