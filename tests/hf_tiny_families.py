@@ -307,3 +307,6 @@ FAMILY_CASES.update(MOE_CASES)
 from hf_tiny_alibi import ALIBI_CASES  # noqa: E402  (w-alibi: position-bias families)
 
 FAMILY_CASES.update(ALIBI_CASES)
+from hf_tiny_headdim import HEADDIM_CASES  # noqa: E402  (w-headdim: head_dim x heads ≠ hidden_size)
+
+FAMILY_CASES.update(HEADDIM_CASES)

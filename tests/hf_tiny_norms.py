@@ -9,7 +9,7 @@ from hf_tiny import VOCAB, Case, _model
 
 
 def qwen3(**changes):
-    """Qwen3 with head_dim = hidden / heads (attnlab refuses another head_dim), GQA 4 Q / 2 K/V heads."""
+    """Qwen3 with head_dim = hidden / heads (hf_tiny_headdim.py has another head_dim), GQA 4 Q / 2 K/V heads."""
     cfg = transformers.Qwen3Config(
         vocab_size=VOCAB,
         hidden_size=32,

@@ -132,7 +132,7 @@ def test_qwen3_toggles_still_run_and_the_head_re_split_norms_the_trained_heads()
 @pytest.mark.parametrize(
     ("changes", "field"),
     [
-        ({"head_dim": 16}, "head_dim"),
+        ({"head_dim": 0}, "head_dim"),  # w-headdim: another head_dim opens now; 0 is no head size
         ({"layer_types": ["full_attention", "sliding_attention"], "sliding_window": 4}, "layer_types"),
     ],
 )
@@ -355,7 +355,7 @@ def test_the_schematic_draws_gemma2s_sandwich(qapp):
             {"layer_types": ["sliding_attention", "full_attention", "full_attention", "sliding_attention"]},
             "layer_types",
         ),
-        ({"head_dim": 16}, "head_dim"),
+        ({"head_dim": 0}, "head_dim"),  # w-headdim: another head_dim opens now; 0 is no head size
         ({"attn_logit_softcapping": -1.0}, "attn_logit_softcapping"),
     ],
 )

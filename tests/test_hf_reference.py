@@ -110,7 +110,7 @@ def test_config_from_hf_needs_no_weights(case_run):
         ({"rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "factor": 4.0}}, "rope_parameters"),
         ({"model_type": "qwen2", "use_sliding_window": True}, "use_sliding_window"),
         ({"hidden_act": "gelu_fast"}, "hidden_act"),
-        ({"head_dim": 4}, "head_dim"),
+        ({"head_dim": 0}, "head_dim"),  # w-headdim: head_dim 4 opens now (tests/test_head_dim.py)
     ],
 )
 def test_unsupported_settings_are_refused_naming_the_field(changes, field):

@@ -38,6 +38,16 @@ def _revealed(config: ModelConfig, shapes: dict[str, tuple[int, ...]]) -> list[t
     if config.has_decoder:
         show("tgt_embed.weight", (0, 1), "tgt_vocab_size", "d_model")
         show("decoder.0.ffn.lin1.weight", (0,), "d_ff")
+    for stack in ("encoder", "decoder") if config.head_dim and config.n_heads >= 1 else ():  # w-headdim
+        shape = shapes.get(f"{stack}.0.self_attn.w_q.weight")  # [H·d_k, d]
+        if shape is not None and len(shape) == 2:
+            found.append(
+                (
+                    "head_dim",
+                    int(shape[0]) // config.n_heads,
+                    f"{stack}.0.self_attn.w_q.weight is {shape_text(shape)} ({config.n_heads} heads)",
+                )
+            )
     if config.positional == "learned":
         show("src_pos.weight" if config.has_encoder else "tgt_pos.weight", (0,), "max_len")
     for stack, field in (("encoder", "n_encoder_layers"), ("decoder", "n_decoder_layers")):

@@ -56,10 +56,10 @@ def snapshots_facts(model: LiveModel) -> dict[str, Any] | None:
 
 def as_text(d: dict) -> str:
     cfg = d["config"]
+    d_k = cfg.get("head_dim") or cfg["d_model"] // cfg["n_heads"]  # w-headdim: head_dim when set
     lines = [
         f"{d['name']}: {d['arch']}, {d['parameters']:,} parameters",
-        f"  d_model {cfg['d_model']}, {cfg['n_heads']} heads (d_k {cfg['d_model'] // cfg['n_heads']}), "
-        f"d_ff {cfg['d_ff']}, {cfg['activation']}",
+        f"  d_model {cfg['d_model']}, {cfg['n_heads']} heads (d_k {d_k}), d_ff {cfg['d_ff']}, {cfg['activation']}",
         f"  layers: {cfg['n_encoder_layers']} encoder, {cfg['n_decoder_layers']} decoder"
         if d["arch"] == "encoder-decoder"
         else f"  layers: {cfg['n_decoder_layers' if d['arch'] == 'decoder-only' else 'n_encoder_layers']}",

@@ -41,6 +41,7 @@ class SiteLayout:
     heads: int  # H of the run (a re-split's count)
     projections: bool  # off: Q = x_q and K = V = x_kv, views of inputs the trace holds anyway
     rotary: bool  # rotary positions turn Q and K of self-attention sites into new tensors
+    width: int = 0  # w-headdim: Q and the context are [Tq, H·dk] when head_dim is set (0: d)
 
 
 def site_layout(config: ModelConfig, options: RunOptions) -> SiteLayout:
@@ -52,6 +53,7 @@ def site_layout(config: ModelConfig, options: RunOptions) -> SiteLayout:
         heads=options.effective_heads(config),
         projections=options.projections,
         rotary=config.positional == "rotary" and options.positional,
+        width=config.attn_width if options.projections else config.d_model,
     )
 
 
@@ -65,9 +67,10 @@ def site_floats(Tq: int, Tk: int, site: SiteLayout, self_attention: bool) -> int
     self-attention site, [Tq, d] and [Tk, d]), the context [H, Tq, dk] and out [Tq, d] (with the projections
     off out is the concat, a view of the context as the fused kernel lays it out, position by position).
     Scores, scaled, masked, weights and concat are derived."""
-    floats = (2 if site.projections else 1) * Tq * site.d  # context, out
+    width = site.width or site.d  # H·dk (w-headdim)
+    floats = Tq * width + (Tq * site.d if site.projections else 0)  # context, out
     if site.projections:
-        floats += Tq * site.d + 2 * Tk * site.kv_width
+        floats += Tq * width + 2 * Tk * site.kv_width  # Q, K, V
     elif site.rotary and self_attention:
         floats += (Tq + Tk) * site.d
     return floats

@@ -157,6 +157,9 @@ class ModelConfig:
     rel_max_distance: int = 0  # max_relative_positions: the distance the last log bucket reaches
     rel_norm: bool = False  # norm_rel_ebd "layer_norm": the table passes through its own LayerNorm
     rel_share_key: bool = False  # share_att_key: the position projections are W_Q and W_K themselves
+    # ---- w-headdim: a head size of its own (Qwen3, Gemma, Mistral-Nemo: head_dim x n_heads != d_model) ----------
+    # W_Q: d -> H·d_k, W_K/W_V: d -> H_kv·d_k, W_O: H·d_k -> d (0: d_k = d_model / n_heads, as every model above)
+    head_dim: int = 0
 
     @property
     def disentangled(self) -> tuple[str, ...]:
@@ -177,7 +180,13 @@ class ModelConfig:
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.n_heads
+        """d_k of a trained head: head_dim when set, else d_model / n_heads."""
+        return self.head_dim or self.d_model // self.n_heads
+
+    @property
+    def attn_width(self) -> int:
+        """H·d_k: how wide the trained Q (and the concatenated heads W_O reads) are; d_model unless head_dim is set."""
+        return self.n_heads * self.head_dim if self.head_dim else self.d_model
 
     def rotary_dims(self, d_head: int) -> int:
         """How many dimensions of a head of `d_head` rotary positions turn (the first ones; all but partial)."""
@@ -267,14 +276,16 @@ class ModelConfig:
         for name in ("query_scale_dim", "attn_softcap", "final_softcap", "rope_local_theta"):  # w-norms
             if not 0 <= getattr(self, name) < float("inf"):
                 p.append(f"{name} must be 0 or a positive number (got {getattr(self, name)})")
-        if self.n_heads >= 1 and self.d_model % self.n_heads:
+        if self.head_dim < 0:
+            p.append(f"head_dim must be 0 or more (got {self.head_dim})")
+        elif self.n_heads >= 1 and not self.head_dim and self.d_model % self.n_heads:
             p.append(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}")
         if not 0 < self.rotary_fraction <= 1:
             p.append(f"rotary_fraction must be more than 0 and at most 1 (got {self.rotary_fraction})")
-        elif self.positional == "rotary" and self.n_heads >= 1 and self.rotary_dims(self.d_model // self.n_heads) % 2:
+        elif self.positional == "rotary" and self.n_heads >= 1 and self.rotary_dims(self.d_head) % 2:
             p.append(
                 f"rotary encoding needs an even number of rotated dimensions; "
-                f"{self.rotary_dims(self.d_model // self.n_heads)} of a head of {self.d_model // self.n_heads} turn"
+                f"{self.rotary_dims(self.d_head)} of a head of {self.d_head} turn"
             )
         p += self.bertish_problems()
         p += disentangled_problems(self)
@@ -341,6 +352,7 @@ class ModelConfig:
             ("d_model", limits.MAX_D_MODEL),
             ("d_ff", limits.MAX_D_FF),
             ("n_heads", limits.MAX_HEADS),
+            ("head_dim", limits.MAX_D_MODEL),  # w-headdim
             ("n_encoder_layers", limits.MAX_LAYERS),
             ("n_decoder_layers", limits.MAX_LAYERS),
             ("max_len", limits.MAX_LEN),
@@ -368,7 +380,8 @@ class ModelConfig:
     def parameter_count(self) -> int:
         """Parameters a model of this config has (counted from the sizes; nothing is built)."""
         d, f, b = self.d_model, self.d_ff, int(self.bias)
-        attention = 4 * (d * d + b * d)
+        a, kv = (self.attn_width, self.kv_heads * self.d_head) if self.n_heads >= 1 else (d, d)  # H·d_k, H_kv·d_k
+        attention = 2 * d * (a + kv) + b * (a + 2 * kv + d)  # W_Q, W_O: d x H·d_k; W_K, W_V: d x H_kv·d_k
         ffn = d * f + b * f + f * d + b * d
         if self.n_experts > 0:  # Mixtral: n_experts gated experts (three matrices each) and the router
             ffn = self.n_experts * 3 * d * f + self.n_experts * d

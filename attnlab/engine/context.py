@@ -56,7 +56,7 @@ class RunContext:
         self.rec = rec
         self.dropout = dropout
         rotary_on = config.positional == "rotary" and options.positional
-        d_head = config.d_model // self.n_heads
+        d_head = (config.attn_width if run.projections else config.d_model) // self.n_heads  # w-headdim
         self.rotary = (
             rotary_angles(config.max_len, config.rotary_dims(d_head), device, config.rope_theta, config)  # 2 x [L, r/2]
             if rotary_on

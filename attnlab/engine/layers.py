@@ -1,7 +1,7 @@
 """The parts: attention as a function that exposes every step, and multi-head attention (norms.py and ffn.py
 hold LayerNorm/RMSNorm and the feed-forward networks).
 
-Shapes use B batch, H heads, Tq queries, Tk keys, d = d_model, dk = d/H.
+Shapes use B batch, H heads, Tq queries, Tk keys, d = d_model, dk = d/H (head_dim when set: H·dk ≠ d).
 """
 
 from __future__ import annotations
@@ -257,13 +257,15 @@ class MultiHeadAttention(nn.Module):
         out_bias: bool | None = None,
         rotary_layout: str = "interleaved",
         score_divisor: float = 1.0,
+        width: int | None = None,
     ):
         super().__init__()
         kv_dim = kv_dim or d_model
-        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        width = width or d_model  # w-headdim: H·d_k, the width of Q and of the concat (d_model unless head_dim)
+        self.w_q = nn.Linear(d_model, width, bias=bias)
         self.w_k = nn.Linear(d_model, kv_dim, bias=bias)
         self.w_v = nn.Linear(d_model, kv_dim, bias=bias)
-        self.w_o = nn.Linear(d_model, d_model, bias=bias if out_bias is None else out_bias)
+        self.w_o = nn.Linear(width, d_model, bias=bias if out_bias is None else out_bias)
         self.rotary_layout = rotary_layout
         self.score_divisor = score_divisor  # scores / (√dk · this) when scaling (GPT-2's inverse layer index)
         self.qk_norm: QKNorm | None = None  # QK-norm on the projections (engine/qk_norm.py), set by make_attention
@@ -291,10 +293,11 @@ class MultiHeadAttention(nn.Module):
             mask = AttentionMask(mask)
         B, Tq, d = x_q.shape
         Tk = x_kv.shape[1]
-        dk = d // n_heads
+        width = self.w_q.out_features if projections else d  # H·d_k (w-headdim; without projections d)
+        dk = width // n_heads
         if projections:
             n_kv = self.w_k.out_features // dk  # K/V heads of this split (= n_heads without GQA)
-            q_in, k_in, v_in = self.w_q(x_q), self.w_k(x_kv), self.w_v(x_kv)  # [B, Tq, d], 2 x [B, Tk, H_kv·dk]
+            q_in, k_in, v_in = self.w_q(x_q), self.w_k(x_kv), self.w_v(x_kv)  # [B, Tq, H·dk], 2 x [B, Tk, H_kv·dk]
             if self.qk_norm is not None:
                 q_in, k_in = self.qk_norm(q_in, k_in, n_heads, rec, prefix)  # the same shapes, normed
         else:  # plain dot-product attention: x itself, split into the heads' slices
@@ -315,7 +318,7 @@ class MultiHeadAttention(nn.Module):
         context = attend(
             q, k, v, mask, scale, rec, prefix, ablate, self.score_divisor, self.softcap, terms
         )  # [B, H, Tq, dk]
-        concat = context.transpose(1, 2).reshape(B, Tq, d)  # [B, Tq, d]
+        concat = context.transpose(1, 2).reshape(B, Tq, width)  # [B, Tq, H·dk]
         out = self.w_o(concat) if projections else concat  # [B, Tq, d]
         if rec.enabled:
             by_concat = site_rules(n, scale, dk, self.score_divisor)[-1]
@@ -446,6 +449,7 @@ def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention
         cfg.d_model,
         cfg.has_bias("qkv"),
         kv_dim=cfg.kv_heads * cfg.d_head,
+        width=cfg.attn_width,
         out_bias=cfg.has_bias("attn_out"),
         rotary_layout=cfg.rotary_layout,
         score_divisor=(float(layer_index + 1) if cfg.attn_scale_inverse_layer else 1.0)
@@ -454,7 +458,7 @@ def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention
     )
     attention.softcap = cfg.attn_softcap
     attention.qk_norm = make_qk_norm(
-        cfg.qk_norm, cfg.d_model, cfg.kv_heads * cfg.d_head, cfg.d_head, cfg.layer_norm_eps
+        cfg.qk_norm, cfg.attn_width, cfg.kv_heads * cfg.d_head, cfg.d_head, cfg.layer_norm_eps
     )
     disentangled.add_position_projections(attention, cfg)
     return attention

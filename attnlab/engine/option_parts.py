@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from attnlab.engine import names
+from attnlab.engine import options as run_options  # w-headdim: projections_off_problem
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.option_spec import Choice, Control, LessonKey
 from attnlab.engine.options import PRECISIONS, ResolvedOptions, RunOptions, head_choices, parse_ablation
@@ -100,7 +101,20 @@ def heads_tip(config: ModelConfig) -> str:
         )
     if config.positional == "rotary":
         tip += "; rotary positions need an even head size"
+    if config.attn_width != config.d_model:  # w-headdim
+        tip += (
+            f". This model's heads have d_k = head_dim = {config.d_head}: W_Q makes {config.attn_width} numbers a "
+            f"token (H·d_k, not d_model = {config.d_model}), so only counts that divide {config.attn_width} are listed"
+        )
     return tip
+
+
+def projections_unavailable(config: ModelConfig, _options: RunOptions) -> str | None:
+    """Q = K = V = x needs heads that are d_model wide together (w-headdim: not so when head_dim is set)."""
+    if config.attn_width == config.d_model:
+        return None
+    reason = run_options.projections_off_problem(config)
+    return reason[0].upper() + reason[1:]
 
 
 def head_choice_items(config: ModelConfig) -> tuple[Choice, ...]:

@@ -260,6 +260,7 @@ PROJECTIONS = OptionSpec(
             PARTS,
             "Projections W_Q, W_K, W_V, W_O",
             "Off: plain dot-product attention, Q = K = V = x (cross-attention: K = V = the encoder output), and no W_O",
+            unavailable=part.projections_unavailable,
         ),
     ),
     cli=(

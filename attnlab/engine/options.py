@@ -139,15 +139,16 @@ class RunOptions:
                 f"leave it unset for the trained {config.n_heads}"
             ] + self._other_problems(config)
         h = self.effective_heads(config)
-        if h > config.d_model or config.d_model % h:
-            divisors = [d for d in range(1, config.d_model + 1) if config.d_model % d == 0]
-            p.append(f"{h} heads do not divide d_model {config.d_model}; choose one of {divisors}")
-        elif config.positional == "rotary" and config.rotary_dims(config.d_model // h) % 2:
+        width, what = split_width(config)  # w-headdim: H·d_k of the trained heads (d_model unless head_dim)
+        if h > width or width % h:
+            divisors = [d for d in range(1, width + 1) if width % d == 0]
+            p.append(f"{h} heads do not divide {what} {width}; choose one of {divisors}")
+        elif config.positional == "rotary" and config.rotary_dims(width // h) % 2:
             p.append(
-                f"rotary encoding needs an even number of rotated dimensions, and {config.d_model}/{h} heads "
-                f"turn {config.rotary_dims(config.d_model // h)}"
+                f"rotary encoding needs an even number of rotated dimensions, and {width}/{h} heads "
+                f"turn {config.rotary_dims(width // h)}"
                 if config.rotary_fraction < 1
-                else f"rotary encoding needs an even head size, and {config.d_model}/{h} is odd"
+                else f"rotary encoding needs an even head size, and {width}/{h} is odd"
             )
         elif (h * config.kv_heads) % config.n_heads:
             p.append(
@@ -196,6 +197,8 @@ class RunOptions:
             if isinstance(self.projections, bool)
             else [f"projections must be True or False (got {excerpt(self.projections)})"]
         )
+        if self.projections is False and config.attn_width != config.d_model:  # w-headdim
+            p.append(projections_off_problem(config))
         return (
             p
             + mask_problems(self.custom_masks, config)
@@ -254,17 +257,35 @@ class ResolvedOptions(RunOptions):
 
 
 def head_choices(config: ModelConfig) -> list[int]:
-    """Head counts the same weights can be re-split into: divisors of d_model, with an even head size for
-    rotary encoding, and for grouped-query attention only counts that keep the Q heads a multiple of the K/V
-    heads (K/V heads of a split into h heads: h * kv_heads / n_heads, a whole number)."""
+    """Head counts the same weights can be re-split into: divisors of the attention width H·d_k (d_model
+    unless head_dim is set: then W_Q's outputs and W_O's inputs, which a re-split must keep), with an even head
+    size for rotary encoding, and for grouped-query attention only counts that keep the Q heads a multiple of
+    the K/V heads (K/V heads of a split into h heads: h * kv_heads / n_heads, a whole number)."""
+    width = config.attn_width
     return [
         h
-        for h in range(1, config.d_model + 1)
-        if config.d_model % h == 0
-        and (config.positional != "rotary" or (config.d_model // h) % 2 == 0)
+        for h in range(1, width + 1)
+        if width % h == 0
+        and (config.positional != "rotary" or config.rotary_dims(width // h) % 2 == 0)
         and (h * config.kv_heads) % config.n_heads == 0
         and (config.position_bias != "t5" or h == config.n_heads)  # a learned bias column per trained head
     ]
+
+
+def split_width(config: ModelConfig) -> tuple[int, str]:
+    """(the width the heads split, what it is): d_model, or H·d_k when head_dim sets a head size of its own."""
+    if config.head_dim and config.attn_width != config.d_model:
+        return config.attn_width, f"the trained attention width H·d_k = {config.n_heads}·{config.head_dim} ="
+    return config.d_model, "d_model"
+
+
+def projections_off_problem(config: ModelConfig) -> str:
+    """Why Q = K = V = x cannot run on a model whose heads are not d_model wide together (w-headdim)."""
+    return (
+        f"the projections cannot be switched off: this model's {config.n_heads} heads of d_k = {config.head_dim} "
+        f"are {config.attn_width} wide together, not d_model = {config.d_model}, so x cannot stand in for Q, K, V "
+        "and the concatenated heads cannot be the output"
+    )
 
 
 DEFAULT_OPTIONS = RunOptions()

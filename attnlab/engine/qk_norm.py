@@ -2,7 +2,7 @@
 
 Two kinds (ModelConfig.qk_norm):
 - "head" (Qwen3, Gemma 3): over each trained head's d_k numbers, one γ of size d_k shared by every head;
-- "whole" (OLMo-2): over all of a token's Q (d numbers) and all of its K (kv_dim numbers), one γ each.
+- "whole" (OLMo-2): over all of a token's Q (H·d_k numbers) and all of its K (kv_dim numbers), one γ each.
 
 The norm works on the projection [B, T, width] in groups of γ's size (d_k or the whole width), so a run that
 re-splits the heads (the heads toggle) norms the same trained groups and then reads the result as its own
@@ -38,9 +38,9 @@ class QKNorm(nn.Module):
         self.eps = eps
 
     def forward(self, q_in: Tensor, k_in: Tensor, n_heads: int, rec: Recorder, prefix: str) -> tuple[Tensor, Tensor]:
-        """q_in [B, Tq, d], k_in [B, Tk, kv_dim] (the projections) -> the same, normed. A recording run keeps
+        """q_in [B, Tq, H·d_k], k_in [B, Tk, kv_dim] (the projections) -> the same, normed. A recording run keeps
         both sides before and after, split into this run's heads ([B, H|H_kv, T, d_k], names.qk_norm_entries)."""
-        q = rms_groups(q_in, self.q_norm.weight, self.eps)  # [B, Tq, d]
+        q = rms_groups(q_in, self.q_norm.weight, self.eps)  # [B, Tq, H·d_k]
         k = rms_groups(k_in, self.k_norm.weight, self.eps)  # [B, Tk, kv_dim]
         if rec.enabled:
             dk = q_in.shape[-1] // n_heads
@@ -61,10 +61,10 @@ def _heads(x: Tensor, dk: int) -> Tensor:
     return x.unflatten(-1, (-1, dk)).transpose(1, 2)
 
 
-def make_qk_norm(kind: str, d_model: int, kv_dim: int, d_head: int, eps: float) -> QKNorm | None:
-    """The QK-norm a ModelConfig asks for (None: "none")."""
+def make_qk_norm(kind: str, q_width: int, kv_dim: int, d_head: int, eps: float) -> QKNorm | None:
+    """The QK-norm a ModelConfig asks for (None: "none"); q_width: H·d_k (d_model unless head_dim is set)."""
     if kind == "head":
         return QKNorm(d_head, d_head, eps)
     if kind == "whole":
-        return QKNorm(d_model, kv_dim, eps)
+        return QKNorm(q_width, kv_dim, eps)
     return None

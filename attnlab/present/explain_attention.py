@@ -12,8 +12,9 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.present import formulas as fm
+from attnlab.present import head_width as hw
 from attnlab.present import position_bias, trained_scale
-from attnlab.present.explain_page import DK, DM, page, shape_of, tokens_of
+from attnlab.present.explain_page import DK, page, shape_of, tokens_of
 from attnlab.present.facts import scaling_on, site_name, site_sides
 from attnlab.present.stages import Stage
 
@@ -76,7 +77,9 @@ def attention_page(stage: Stage, trace: Trace) -> str:
         return _mask(trace, site, kind, s.where, s.h, s.tq, s.tk)
     if kind in ("weights", "lines", "heads"):
         return _weights_page(kind, s, scaling_on(trace), trace.config)
-    return _mixing_page(kind, s, fm.out_projection_formula(trace.config, trace.options.projections))
+    return _mixing_page(
+        kind, s, fm.out_projection_formula(trace.config, trace.options.projections), trace.config.d_model
+    )
 
 
 def _qkv_page(trace: Trace, s: SiteShapes) -> str:
@@ -91,11 +94,10 @@ def _qkv_page(trace: Trace, s: SiteShapes) -> str:
         f"Q, K, V · {s.where}",
         fm.qkv_formula(rotary, trace.config, trace.options.projections),
         [
-            "Three learned d × d matrices turn every token vector into a query (what it looks "
-            "for), a key (what it can be matched on) and a value (what it hands over).",
+            hw.projections_text(trace.config),
             source,
-            f"Each result is cut into {s.heads} of {DK} = {DM} / H = {s.dk} numbers, and every head attends on "
-            "its own.",
+            f"Each result is cut into {s.heads} of {hw.dk_text(trace.config, s.h, s.dk)} numbers, and every head "
+            "attends on its own.",
         ],
         f"Q: {s.h} heads × {s.tq} tokens × {s.dk}; K and V: {s.h} heads × {s.tk} tokens × {s.dk}.",
     )
@@ -202,8 +204,9 @@ def _weights_page(kind: str, s: SiteShapes, scale: bool, config: ModelConfig | N
     )
 
 
-def _mixing_page(kind: str, s: SiteShapes, out_formula: str) -> str:
-    """What the heads hand over: weights · V, the concatenation, × W_O (`out_formula`: with the model's bias)."""
+def _mixing_page(kind: str, s: SiteShapes, out_formula: str, d_model: int) -> str:
+    """What the heads hand over: weights · V, the concatenation, × W_O (`out_formula`: with the model's bias);
+    the concatenation is H·d_k wide, d_model unless the model sets head_dim."""
     where, h, tq, tk, dk, hs = s.where, s.h, s.tq, s.tk, s.dk, s.heads
     d = h * dk
     if kind == "context":
@@ -221,8 +224,7 @@ def _mixing_page(kind: str, s: SiteShapes, out_formula: str) -> str:
             f"Concatenate the heads · {where}",
             "Concat(head<sub>1</sub>, …, head<sub>H</sub>)",
             [
-                f"The {h} head outputs of {dk} numbers are placed side by side, giving each token "
-                f"{h} × {dk} = {d} numbers again.",
+                hw.concat_text(h, dk, d_model),
                 "Nothing is mixed yet: each block of columns still comes from exactly one head.",
             ],
             f"[{tq} × {d}].",
@@ -231,10 +233,10 @@ def _mixing_page(kind: str, s: SiteShapes, out_formula: str) -> str:
         f"Output projection W_O · {where}",
         out_formula,
         [
-            f"The d × d matrix W<sub>O</sub> ({d} × {d}) mixes what the heads found into one vector per token.",
+            hw.out_projection_text(d, d_model),
             "This vector is what the residual connection adds to the layer's input in the next step.",
         ],
-        f"[{tq} × {d}] · [{d} × {d}] = [{tq} × {d}].",
+        f"[{tq} × {d}] · [{d} × {d_model}] = [{tq} × {d_model}].",
     )
 
 

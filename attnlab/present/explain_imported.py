@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from attnlab.engine import names
 from attnlab.present import explain_bertish, words
 from attnlab.present import formulas as fm
+from attnlab.present import head_width as hw
 from attnlab.present.explain_page import DM, page
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
 from attnlab.present.formulas_norms import output_where, sandwich_where
@@ -74,6 +75,7 @@ def _qkv_grouped(stage: Stage, trace: Trace) -> str:
             f"{h // h_kv} consecutive Q heads (grouped-query attention, as in Llama and Qwen2). It "
             "saves memory for the key/value cache; every Q head still gets its own attention pattern.",
             gqa_text(h, h_kv) + ".",
+            hw.head_width_sentence(trace.config, h),  # w-headdim: '' unless head_dim sets the heads' width
             _rotary_sentence(trace),
         ],
         f"Q [{h} × T × d<sub>k</sub>], K and V [{h_kv} × T × d<sub>k</sub>].",

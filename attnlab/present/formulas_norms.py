@@ -19,7 +19,7 @@ def qk_norm_formula(config: ModelConfig) -> str:
         kv = config.kv_heads * config.d_head
         return (
             f"Q̂ = RMSNorm<sub>γ<sub>q</sub></sub>(X W<sub>Q</sub>), &nbsp; K̂ = RMSNorm<sub>γ<sub>k</sub></sub>(X "
-            f"W<sub>K</sub>), &nbsp; {rms}, &nbsp; mean over all {config.d_model} numbers of a token's Q (K: "
+            f"W<sub>K</sub>), &nbsp; {rms}, &nbsp; mean over all {config.attn_width} numbers of a token's Q (K: "
             f"{kv}), {eps}; then the heads are split and rotated"
         )
     return (

@@ -95,7 +95,7 @@ def site_scaling(trace: Trace, site: str, bins: int = HISTOGRAM_BINS) -> SiteSca
     if q_name in trace:
         d_k = int(trace[q_name].shape[-1])
     else:
-        d_k = trace.config.d_model // trace.n_heads
+        d_k = trace.config.attn_width // trace.n_heads  # H·d_k: d_model unless head_dim is set
     mask = _mask_for(trace, site, scores.shape)  # [Tq, Tk]
     scaled = scores / math.sqrt(d_k * scale_factor(trace.config))  # [H, Tq, Tk]; DeBERTa: √(factor · dₖ)
     allowed = np.broadcast_to(np.isfinite(mask), scores.shape)  # [H, Tq, Tk]

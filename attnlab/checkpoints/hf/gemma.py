@@ -16,10 +16,12 @@ from attnlab.checkpoints.hf.common import (
 )
 from attnlab.engine.config import Activation, ModelConfig
 
+HEAD_DIM_DEFAULT = 256  # GemmaConfig's (and Gemma 2's, Gemma 3's) head_dim when config.json has none
+
 
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
     require_value(hf, "use_bidirectional_attention", (None, False), None, "Gemma as a causal language model only")
-    config, notes = llama.config_from_hf(hf)
+    config, notes = llama.config_from_hf(hf, head_dim_default=HEAD_DIM_DEFAULT)
     key = "hidden_activation" if field(hf, "hidden_activation") else "hidden_act"
     act: Activation
     if field(hf, key, "gelu_pytorch_tanh") == "gelu":  # a legacy value: transformers reads it as the tanh GELU

@@ -3,7 +3,7 @@ output) with sandwich norms, x + post_norm(F(norm(x))) (input_layernorm / post_a
 attention, pre_feedforward_layernorm / post_feedforward_layernorm around the feed-forward network), scores
 divided by √query_pre_attn_scalar, soft-capped by attn_logit_softcapping before the mask, logits soft-capped by
 final_logit_softcapping, and local (sliding-window) layers alternating with global ones (layer_types: every
-p-th layer global; any other mix is refused). head_dim must be hidden_size / num_attention_heads."""
+p-th layer global; any other mix is refused). head_dim × num_attention_heads may differ from hidden_size."""
 
 from __future__ import annotations
 

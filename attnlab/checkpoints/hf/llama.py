@@ -119,16 +119,27 @@ def sliding_window(hf: HFConfig) -> int:
     return window
 
 
-def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
+def head_dim_setting(hf: HFConfig, d_model: int, n_heads: int, default: int | None = None) -> int:
+    """ModelConfig.head_dim from config.json's head_dim, read as these families' attention modules read it
+    (`getattr(config, "head_dim", hidden_size // num_attention_heads)`; absent or null: the config class's
+    `default`, or hidden_size / num_attention_heads): 0 when it is hidden_size / num_attention_heads."""
+    head_dim = int_field(hf, "head_dim", None)
+    if head_dim == 0 and hf.get("model_type") == "mistral":  # Mistral reads `head_dim or hidden // heads`
+        head_dim = None
+    head_dim = default if head_dim is None else head_dim
+    if head_dim is None or (n_heads >= 1 and head_dim * n_heads == d_model):
+        return 0
+    if head_dim < 1:
+        raise refuse("head_dim", f"must be at least 1, not {head_dim}")
+    return head_dim
+
+
+def config_from_hf(hf: HFConfig, head_dim_default: int | None = None) -> tuple[ModelConfig, list[str]]:
+    """`head_dim_default`: what the family's config class sets when config.json has no head_dim (Qwen3: 128,
+    Gemma: 256); None: hidden_size / num_attention_heads."""
     d_model = int_field(hf, "hidden_size", required=True)
     n_heads = int_field(hf, "num_attention_heads", required=True)
-    head_dim = int_field(hf, "head_dim", None)
-    if head_dim is not None and head_dim * n_heads != d_model:
-        raise refuse(
-            "head_dim",
-            f"{head_dim} x {n_heads} heads differs from hidden_size {d_model}; attnlab "
-            f"needs head_dim = hidden_size / num_attention_heads",
-        )
+    head_dim = head_dim_setting(hf, d_model, n_heads, head_dim_default)
     notes: list[str] = []
     n_kv = int_field(hf, "num_key_value_heads", None)
     if n_kv is None:
@@ -159,6 +170,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         ffn_bias=bool(field(hf, "mlp_bias", False)),
         logits_bias=False,
         sliding_window=sliding_window(hf),
+        head_dim=head_dim,
     )
     return config, notes
 

@@ -40,6 +40,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         parallel_residual=True,
         shared_norm=True,
         **llama.rope_settings(hf, partial=True),
+        head_dim=llama.head_dim_setting(hf, sizes["d_model"], sizes["n_heads"]),  # PhiAttention reads head_dim
     )
     return config, []
 

@@ -22,7 +22,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
 
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     t = Tensors(state_dict, ("model.",))
-    q_rows, kv_rows, f = config.d_model, config.kv_heads * config.d_head, config.d_ff
+    q_rows, kv_rows, f = config.attn_width, config.kv_heads * config.d_head, config.d_ff  # H·d_k, H_kv·d_k
     out = {"tgt_embed.weight": t("embed_tokens.weight")}
     for i in range(config.n_decoder_layers):
         hf_layer, layer = f"layers.{i}", f"decoder.{i}"

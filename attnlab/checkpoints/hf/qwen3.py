@@ -1,7 +1,7 @@
 """Qwen3: Llama's layout (biases on Q, K, V and W_O only where attention_bias says) with QK-norm: an RMSNorm
 over each head's d_k numbers of Q and of K (q_norm, k_norm: one γ of size head_dim each), after the projection
-and before rotary positions. head_dim must be hidden_size / num_attention_heads; layer_types must not mix
-full and sliding-window layers (llama.sliding_window)."""
+and before rotary positions. head_dim × num_attention_heads may differ from hidden_size (every released
+Qwen3); layer_types must not mix full and sliding-window layers (llama.sliding_window)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ QK_NORM_SOURCES = {"qk_norm.q_norm": "q_norm", "qk_norm.k_norm": "k_norm"}  # at
 
 
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
-    config, notes = llama.config_from_hf(hf)
+    config, notes = llama.config_from_hf(hf, head_dim_default=128)  # Qwen3Config's head_dim when none is given
     return dataclasses.replace(config, qk_norm="head"), notes
 
 

@@ -57,7 +57,8 @@ def site_vector_view(
             ctx.shape[1],
         )
     d = values.shape[1]
-    dk = d // max(sv.n_heads, 1)
+    width = trace.config.attn_width if trace.options.projections else trace.config.d_model  # H·d_k (w-headdim)
+    dk = width // max(sv.n_heads, 1)
     if kind == "concat":
         outputs = "The one head's output" if sv.n_heads == 1 else f"The {sv.n_heads} heads' outputs"
         return SiteVectorView(
@@ -67,10 +68,10 @@ def site_vector_view(
                 values,
                 sv.rows,
                 f"concat(head 1 … head {sv.n_heads}) · {sv.name}",
-                axes=(sv.query_axis, f"model dimension ({counted(sv.n_heads, 'head')} × {dk})"),
+                axes=(sv.query_axis, f"{_concat_axis(d, trace.config.d_model)} ({counted(sv.n_heads, 'head')} × {dk})"),
             ),
             f"{outputs} (d_k = {dk} each) side by side give back "
-            f"d_model = {d} numbers per token; the orange box is {sv.head_text}.",
+            f"{_concat_width(d, trace.config.d_model)} numbers per token; the orange box is {sv.head_text}.",
             sv.head,
             sv.n_heads,
             dk,
@@ -79,9 +80,18 @@ def site_vector_view(
     return SiteVectorView(
         kind,
         matrix_view(name, values, sv.rows, f"concat · W_O · {sv.name}", axes=(sv.query_axis, "model dimension")),
-        f"W_O ({d} × {d}) mixes the heads' results into one vector per token; then it is added to the layer "
+        f"W_O ({width} × {d}) mixes the heads' results into one vector per token; then it is added to the layer "
         "input (residual).",
         sv.head,
         sv.n_heads,
         dk,
     )
+
+
+def _concat_width(width: int, d_model: int) -> str:
+    """'d_model = 32', or for heads with a head_dim of their own 'H·d_k = 64 (not d_model = 32)' (w-headdim)."""
+    return f"d_model = {width}" if width == d_model else f"H·d_k = {width} (not d_model = {d_model})"
+
+
+def _concat_axis(width: int, d_model: int) -> str:
+    return "model dimension" if width == d_model else "H·d_k (the heads' own width)"
