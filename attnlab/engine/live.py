@@ -284,6 +284,14 @@ class LiveModel:
         if not ids and specials.start_id is not None:  # a model without a forced <s> still needs one token
             ids = [specials.start_id]
             notices.append(f"The input is empty, so the model starts from {tok.id_to_token(ids[0])}.")
+        if not ids:  # nothing to run on: no piece of the text, no special token, no start token
+            what = "source" if side == "src" else "decoder input"
+            how = (
+                ": this model has no tokenizer, so type token ids as numbers, e.g. 12 7 40"
+                if getattr(tok, "kind", "") == "numbers"
+                else ""
+            )
+            raise InputError(f"the {what} gives no token this model can read{how}")
         n_real = len(ids)
         if pad_to > n_real:
             ids = ids + [specials.pad_id] * (pad_to - n_real)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSettings
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDialog, QDockWidget, QMainWindow, QMenu, QTextBrowser, QWidget
+from PySide6.QtWidgets import QDialog, QDockWidget, QLabel, QMainWindow, QMenu, QTextBrowser, QWidget
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -39,6 +39,8 @@ class WindowHost(QMainWindow):
     recent_menu: QMenu  # window_menus makes it, window_files fills it
     present_action: QAction  # window_menus makes it, window_present checks it
     explanation: QTextBrowser  # MainWindow makes these three; presentation mode folds or shrinks them
+    placeholder: QLabel  # the panel shown before the first trace (window_status says there why a run failed)
+    stage_title: QLabel
     snapshot_slider: SnapshotSlider
     panel_scroll: PanelScroll
     opening: str  # what the last open asked for (window_files), named when it fails (window_status)

@@ -165,7 +165,12 @@ class WindowStatus(WindowHost):
             self.statusBar().showMessage(f"Stopped opening {name} — {still}", 10000)
 
     def _on_failed(self, message: str) -> None:
-        self.statusBar().showMessage("Not run: " + message.replace("\n", " "), 10000)
+        line = "Not run: " + message.replace("\n", " ")
+        self.statusBar().showMessage(line, 10000)
+        if self.session.trace is None:  # nothing drawn yet: the panel says why instead of "Loading…" for ever
+            self.placeholder.setText(line)
+            self.placeholder.setWordWrap(True)
+            self.stage_title.setText("Nothing to show yet")
 
     def _on_busy(self, busy: bool) -> None:
         self.busy.setVisible(busy)
