@@ -91,7 +91,9 @@ def test_every_derived_entry_equals_the_eagerly_recorded_one(arch, label):
     } & set(derived)
     # LiveModel adds the tokens and ids before the forward and probs after it
     assert [n for n in lazy.names() if n in eager] == eager.names()
-    assert {n for n in lazy.names() if n not in eager} <= {"src.tokens", "src.ids", "tgt.tokens", "tgt.ids", "probs"}
+    # (and a decoder LM's logit lens, engine/logit_lens.py: read from the layer outputs, tests/test_logit_lens.py)
+    added = {"src.tokens", "src.ids", "tgt.tokens", "tgt.ids", "probs", "lens.ids", "lens.probs"}
+    assert {n for n in lazy.names() if n not in eager} <= added
     for name in eager.names():
         value = eager[name]
         if isinstance(value, list):
