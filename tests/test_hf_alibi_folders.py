@@ -152,3 +152,20 @@ def test_a_saved_mpnet_folder_opens_and_agrees_with_its_mask_predictions(tmp_pat
     a, b = L.SENTENCES[0], L.SENTENCES[1]
     tok = model.src_tokenizer
     assert tok.specials.wrap_pair(tok.encode(a)[1], tok.encode(b)[1])[0] == auto(a, b)["input_ids"]
+
+
+def test_t5_greedy_generation_equals_transformers_generate(tmp_path):
+    """Generation for an imported T5 (issue 25): attnlab's greedy steps, from decoder_start_token_id (<pad>), give
+    transformers' generate(do_sample=False, num_beams=1) ids, with the cross-attention recorded at every step."""
+    reference = t5_folder(tmp_path, "gated-gelu", as_json=True)
+    reference.generation_config.forced_eos_token_id = None
+    model = attnlab.load(tmp_path)
+    traces = list(model.generate("the quick brown fox jumps over the lazy dog", max_new_tokens=8))
+    last = traces[-1]
+    ours = [int(i) for i in last["tgt.ids"]] + [last.info["next_id"]]
+    src = torch.tensor([[int(i) for i in traces[0]["src.ids"]]])  # [1, S]
+    with torch.no_grad():
+        theirs = reference.generate(src, do_sample=False, num_beams=1, max_new_tokens=len(ours) - 1)[0].tolist()
+    assert ours == theirs and ours[0] == 0 and len(ours) > 3
+    for step in traces:  # each step's cross-attention: one row per decoder position, over the source
+        assert tuple(step["dec.1.cross.weights"].shape) == (4, len(step["tgt.ids"]), src.shape[1])
