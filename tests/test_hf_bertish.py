@@ -339,4 +339,6 @@ def test_an_attnlab_checkpoint_saved_from_the_folder_reopens_the_same(tmp_path, 
     model = attnlab.load(folder)
     again = attnlab.load(save_checkpoint(model, tmp_path / f"{kind}.safetensors"))
     assert again.config == model.config and again.config.embed_dim == 16
-    assert torch.equal(again.trace(TEXT)["logits"], model.trace(TEXT)["logits"])
+    # the same numbers up to the last bits: the folder's weights are memory-mapped where the file puts them, the
+    # reopened ones where the native file does, and a matrix kernel may sum in another order on other alignments
+    torch.testing.assert_close(again.trace(TEXT)["logits"], model.trace(TEXT)["logits"], rtol=0, atol=1e-6)
