@@ -62,6 +62,7 @@ BUILDERS: dict[str, Builder] = {
     "post_norm": addnorm_view,
     FACTORISED: factorised_view,
     **{term: term_view for term in names.DISENTANGLED_TERMS},  # DeBERTa's score terms
+    **{term: term_view for term in names.RELATIVE_KEY_TERMS},  # BERT relative_key's score terms
     names.LENS: lens_view,
     MOE: moe_view,
     "bias": bias_view,  # the position bias (ALiBi) and the scores with it
