@@ -55,7 +55,7 @@ def old_transformers() -> Path:
     if old_version(folder) == "4.46.3":
         return folder
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--target", str(folder), *OLD, "--no-deps", "-q"],
+        [sys.executable, "-m", "pip", "install", "--target", str(folder), *OLD, "--no-deps", "--upgrade", "-q"],
         capture_output=True,
         text=True,
     )

@@ -70,6 +70,7 @@ BUILDERS: dict[str, Builder] = {
 }
 # kinds only some imported families' runs have (the classroom models never show them)
 FAMILY_ONLY_KINDS = frozenset({"qk_norm", "capped", "post_norm", FACTORISED})  # kinds only imported families have
+FAMILY_ONLY_KINDS |= frozenset(names.RELATIVE_KEY_TERMS)  # BERT relative_key's score terms
 
 
 def view_for(trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None) -> Any:
