@@ -155,6 +155,9 @@ def test_the_terms_are_drawn_before_the_score(reference, qapp):
     by_kind = {s.kind: s for s in stages}
     assert "scores = (Q Kᵀ + Q·R(i−j)ᵀ + K·R(i−j)ᵀ) / √d<sub>k</sub>" in explanation_html(by_kind["scores"], trace)
     assert f"R<sub>i − j + {M - 1}</sub>" in explanation_html(by_kind["rel_key"], trace)
+    assert "S′ = S / √d<sub>k</sub>, &nbsp; S = Q Kᵀ + Q·R(i−j)ᵀ + K·R(i−j)ᵀ" in explanation_html(
+        by_kind["scaled"], trace
+    )
     score = view_for(trace, by_kind["scores"], ViewState())
     assert score.matrix.title.startswith("score = QKᵀ + Q·R(i−j)ᵀ + K·R(i−j)ᵀ")
 

@@ -98,7 +98,7 @@ def map_text(trace: Trace, kind: str) -> str | None:
 def relative_key_page(stage: Stage, trace: Trace) -> str | None:
     """The explanation of such a site's term or score stage; None for any other stage."""
     config, site, kind = trace.config, stage.site or "", stage.kind
-    if not site or not terms_of(config) or kind not in (*TERMS, "scores"):
+    if not site or not terms_of(config) or kind not in (*TERMS, "scores", "scaled"):
         return None
     where = site_name(site)
     shape = shape_of(trace, names.site_entry(site, "q")) or (0, 0, 0)  # [H, T, dk]
@@ -108,6 +108,18 @@ def relative_key_page(stage: Stage, trace: Trace) -> str | None:
         f"{2 * config.rel_key_span - 1} rows for the distances −{config.rel_key_span - 1} … "
         f"{config.rel_key_span - 1}, each one head wide; the model adds no absolute positions to its inputs."
     )
+    if kind == "scaled":
+        on = scaling_on(trace)
+        return page(
+            f"Divide by √dₖ · {where}",
+            f"S′ = S / √{DK}, &nbsp; S = Q Kᵀ" + "".join(f" + {SUMMANDS[t]}" for t in run_terms(trace)),
+            [
+                f"The whole score, relative terms included, is divided by √dₖ = √{shape[-1]}, as BERT does."
+                if on
+                else "Scaling is switched OFF in this run: these are the raw sums."
+            ],
+            shapes,
+        )
     if kind == "scores":
         return page(
             f"The score adds the relative terms · {where}",
