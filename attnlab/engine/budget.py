@@ -24,6 +24,7 @@ from attnlab.engine import position_bias
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.disentangled import trace_floats as disentangled_floats
 from attnlab.engine.options import RunOptions
+from attnlab.engine.relative_key import trace_floats as relative_key_floats
 
 # While a layer runs, besides the trace: the fused kernel's blocks (a recording run never makes a site's
 # [H, Tq, Tk] maps) and the FFN activation; we ask for room for this many [Tq, Tk] maps of one head on top
@@ -134,6 +135,7 @@ def estimate_trace_bytes(
         floats += config.n_encoder_layers * layer_floats(S, None, config, site, options.residual)
         floats += final_norm_floats(S, config)
         floats += disentangled_floats(config, S, site.heads, options.positional)  # DeBERTa: scores, c2p, p2c
+        floats += relative_key_floats(config, S, site.heads, options.positional)  # BERT relative_key
         ints += S
     if config.has_decoder:
         cross = S if config.has_encoder else None
@@ -152,7 +154,7 @@ def working_bytes(config: ModelConfig, options: RunOptions, src_len: int, tgt_le
     site still computes its steps for every head at once."""
     T = max(src_len, tgt_len)
     # an ablated site, and DeBERTa's (disentangled.py: recorded step by step), compute every head at once
-    stepwise = options.ablate or (config.disentangled and options.positional)
+    stepwise = options.ablate or ((config.disentangled or config.rel_key_terms) and options.positional)
     heads = options.effective_heads(config) if stepwise else 1
     return (WORKING_SITE_MATRICES * heads * T * T + 2 * T * config.d_ff) * element_size
 

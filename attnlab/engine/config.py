@@ -157,6 +157,9 @@ class ModelConfig:
     rel_max_distance: int = 0  # max_relative_positions: the distance the last log bucket reaches
     rel_norm: bool = False  # norm_rel_ebd "layer_norm": the table passes through its own LayerNorm
     rel_share_key: bool = False  # share_att_key: the position projections are W_Q and W_K themselves
+    # ---- BERT's relative_key / relative_key_query (engine/relative_key.py); "" keeps every model above as it was --
+    rel_key_terms: str = ""  # "key": + Q·R(i − j); "key_query": + Q·R(i − j) + K·R(i − j) (no absolute positions)
+    rel_key_span: int = 0  # M (max_position_embeddings): each layer's distance table has 2M − 1 rows, d_k wide
     # ---- w-headdim: a head size of its own (Qwen3, Gemma, Mistral-Nemo: head_dim x n_heads != d_model) ----------
     # W_Q: d -> H·d_k, W_K/W_V: d -> H_kv·d_k, W_O: H·d_k -> d (0: d_k = d_model / n_heads, as every model above)
     head_dim: int = 0
@@ -226,6 +229,8 @@ class ModelConfig:
         "t5") when the model has one, else `positional`."""
         if self.disentangled:
             return "relative"
+        if self.rel_key_terms:  # BERT's relative_key(_query)
+            return "relative_key"
         return self.position_bias if self.position_bias != "none" else self.positional
 
     @property
@@ -289,6 +294,7 @@ class ModelConfig:
             )
         p += self.bertish_problems()
         p += disentangled_problems(self)
+        p += relative_key_problems(self)
         if self.position_bias == "t5" and not self.relative_max_distance > self.relative_buckets // 4 >= 1:
             p.append("relative_buckets must be at least 4 and relative_max_distance more than a quarter of them")
         if self.parallel_residual and not self.norm_first:
@@ -401,7 +407,16 @@ class ModelConfig:
         )
         final = norms * (int(self.has_encoder) + int(self.has_decoder)) if self.final_norm else 0
         out = 0 if self.tie_output else self.out_vocab_size * d + b * self.out_vocab_size
-        return enc + dec + embeddings + positions + final + out + relative_parameter_count(self)
+        return (
+            enc
+            + dec
+            + embeddings
+            + positions
+            + final
+            + out
+            + relative_parameter_count(self)
+            + relative_key_parameter_count(self)
+        )
 
     def validate(self) -> ModelConfig:
         problems = self.problems()
@@ -454,3 +469,24 @@ def relative_parameter_count(config: ModelConfig) -> int:
     d = config.d_model
     own = 0 if config.rel_share_key else len(config.disentangled)
     return 2 * config.rel_span * d + 2 * d * int(config.rel_norm) + config.n_encoder_layers * own * (d * d + d)
+
+
+def relative_key_problems(config: ModelConfig) -> list[str]:
+    """What is wrong with BERT's relative_key fields (engine/relative_key.py; empty when nothing or none)."""
+    if not config.rel_key_terms:
+        return []
+    p: list[str] = []
+    if config.rel_key_terms not in ("key", "key_query"):
+        p.append(f"rel_key_terms must be 'key' or 'key_query' (got {limits.excerpt(config.rel_key_terms)})")
+    if config.arch != "encoder-only":
+        p.append("relative_key positions (rel_key_terms) are built for encoder-only models")
+    if config.rel_key_span < 1 or config.max_len > config.rel_key_span:
+        p.append(f"rel_key_span must be at least 1 and at least max_len (got {config.rel_key_span})")
+    return p
+
+
+def relative_key_parameter_count(config: ModelConfig) -> int:
+    """BERT's relative_key: each encoder layer's distance table [2M − 1, d_k] (0 without)."""
+    if not config.rel_key_terms:
+        return 0
+    return config.n_encoder_layers * (2 * config.rel_key_span - 1) * config.d_head

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlab.engine import disentangled, names, position_bias
+from attnlab.engine import disentangled, names, position_bias, relative_key
 from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
@@ -247,6 +247,9 @@ class MultiHeadAttention(nn.Module):
     rel_terms: tuple[str, ...] = ()
     w_pk: nn.Linear | None
     w_pq: nn.Linear | None
+    # BERT's relative_key(_query) terms and distance table R [2M − 1, dk] (engine/relative_key.py)
+    rel_key_terms: tuple[str, ...] = ()
+    distance_embedding: nn.Embedding | None
 
     def __init__(
         self,
@@ -315,6 +318,8 @@ class MultiHeadAttention(nn.Module):
         terms = None  # DeBERTa's position terms [B, H, Tq, Tk]
         if self.rel_terms:  # None when the positions are off (only c2c is recorded then)
             terms = disentangled.position_terms(self, q, k, relative, projections, rec, prefix)
+        if self.rel_key_terms:  # BERT's relative_key(_query): None when the positions are off
+            terms = relative_key.key_terms(self, q, k, relative, rec, prefix)
         context = attend(
             q, k, v, mask, scale, rec, prefix, ablate, self.score_divisor, self.softcap, terms
         )  # [B, H, Tq, dk]
@@ -461,6 +466,7 @@ def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention
         cfg.qk_norm, cfg.attn_width, cfg.kv_heads * cfg.d_head, cfg.d_head, cfg.layer_norm_eps
     )
     disentangled.add_position_projections(attention, cfg)
+    relative_key.add_distance_table(attention, cfg)
     return attention
 
 

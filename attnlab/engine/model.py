@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from attnlab.engine import names, position_bias
+from attnlab.engine import names, position_bias, relative_key
 from attnlab.engine.allocator import keep_freed_memory
 from attnlab.engine.bias_masks import with_position_bias
 from attnlab.engine.blocks import DecoderLayer, EncoderLayer, norm_of
@@ -87,6 +87,9 @@ class Transformer(nn.Module):
         S = src_ids.shape[1]
         src_keys = padded_keys(src_pad, ctx.options)
         ctx.relative = self.rel(S, ctx) if self.rel is not None else None  # [2k, d] table, [S, S] rows
+        ctx.relative = ctx.relative or relative_key.run_inputs(
+            S, self.config, ctx, src_ids.device
+        )  # BERT's relative_key: [S, S] rows
         for i, layer in enumerate(self.encoder):
             if i < start:
                 continue

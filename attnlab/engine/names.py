@@ -77,6 +77,10 @@ QK_NORM_STEPS = ("q_in", "k_in", "q_normed", "k_normed")
 # once per run "enc.rel.table" (the relative embeddings as the layers read them: after their LayerNorm
 # "enc.rel.norm.*") and "enc.rel.distance" (the bucketed distance i - j of each cell [Tq, Tk]).
 DISENTANGLED_TERMS = ("c2c", "c2p", "p2c")
+# BERT's relative_key(_query) (engine/relative_key.py): "enc.0.self.rel_key" (Q_i · R(i − j)) and, for
+# relative_key_query, "enc.0.self.rel_query" (K_j · R(i − j)), recorded before "scores"; once per run
+# "enc.rel.distance" (i − j of each cell [Tq, Tk]).
+RELATIVE_KEY_TERMS = ("rel_key", "rel_query")
 REL = "rel"
 # The logit lens (engine/logit_lens.py): the residual stream after each layer through the final norm and the
 # output projection; the top-k ids (int64) and probabilities of each layer and position, [L + 1, T, k].
@@ -220,6 +224,12 @@ def term_entries(site_name: str) -> tuple[str, str, str]:
     """A site's disentangled score terms: 'enc.0.self' -> ('enc.0.self.c2c', '….c2p', '….p2c')."""
     c2c, c2p, p2c = (site_entry(site_name, term) for term in DISENTANGLED_TERMS)
     return c2c, c2p, p2c
+
+
+def key_term_entries(site_name: str) -> tuple[str, str]:
+    """A site's BERT relative_key terms: 'enc.0.self' -> ('enc.0.self.rel_key', 'enc.0.self.rel_query')."""
+    rel_key, rel_query = (site_entry(site_name, term) for term in RELATIVE_KEY_TERMS)
+    return rel_key, rel_query
 
 
 def kv_head_map(n_heads: int, n_kv_heads: int) -> list[int]:

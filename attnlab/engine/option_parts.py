@@ -101,6 +101,8 @@ def heads_tip(config: ModelConfig) -> str:
         )
     if config.positional == "rotary":
         tip += "; rotary positions need an even head size"
+    if config.rel_key_terms:  # BERT relative_key (engine/relative_key.py)
+        tip += f". Only the trained {config.n_heads}: the distance table is one head (d_k = {config.d_head}) wide"
     if config.attn_width != config.d_model:  # w-headdim
         tip += (
             f". This model's heads have d_k = head_dim = {config.d_head}: W_Q makes {config.attn_width} numbers a "
@@ -189,6 +191,7 @@ POSITIONAL_TEXTS = {
     "alibi": "ALiBi position bias",
     "t5": "Relative position bias",
     "relative": "Relative positions (c2p, p2c)",
+    "relative_key": "Relative positions (Q·R, K·R)",
 }  # the check's label
 POSITIONAL_TIPS = {
     "sinusoidal": "Add the position to each token",
@@ -199,6 +202,8 @@ POSITIONAL_TIPS = {
     "score, and the learned position vector where the model has one",
     "alibi": "Add each head's ALiBi bias m_h · j to its attention scores (the model's only position signal)",
     "t5": "Add each head's learned relative position bias to its scores (and the position table, if the model has one)",
+    "relative_key": "Add BERT's relative_key terms Q·R(i − j) (and K·R(i − j) for relative_key_query) to every score: "
+    "the model's only position signal",
 }
 
 

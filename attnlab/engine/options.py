@@ -161,6 +161,8 @@ class RunOptions:
                 f"this model's relative position bias has one learned column per trained head, so it keeps its "
                 f"{config.n_heads} heads ({h} asked)"
             )
+        elif config.rel_key_terms and h != config.n_heads:
+            p.append(relative_key_heads_problem(config, h))
         return p + self._other_problems(config)
 
     def _other_problems(self, config: ModelConfig) -> list[str]:
@@ -269,7 +271,16 @@ def head_choices(config: ModelConfig) -> list[int]:
         and (config.positional != "rotary" or config.rotary_dims(width // h) % 2 == 0)
         and (h * config.kv_heads) % config.n_heads == 0
         and (config.position_bias != "t5" or h == config.n_heads)  # a learned bias column per trained head
+        and (not config.rel_key_terms or h == config.n_heads)  # BERT relative_key: a d_k-wide distance table
     ]
+
+
+def relative_key_heads_problem(config: ModelConfig, h: int) -> str:
+    """Why a BERT with relative_key positions keeps its heads (engine/relative_key.py)."""
+    return (
+        f"this model's distance table (position_embedding_type relative_key) is d_k = {config.d_head} numbers "
+        f"wide, one head's width, so it keeps its {config.n_heads} heads ({h} asked)"
+    )
 
 
 def split_width(config: ModelConfig) -> tuple[int, str]:

@@ -27,6 +27,7 @@ from attnlab.present.explain_moe import moe_page
 from attnlab.present.explain_norms import local_rope_note, norms_page
 from attnlab.present.explain_page import page, shape_of
 from attnlab.present.explain_study import study_notes
+from attnlab.present.relative_key import relative_key_page
 from attnlab.present.stages import MOE, NORM_COMPARE, Stage
 from attnlab.present.unsure import unsure_sentence
 
@@ -81,7 +82,7 @@ def explanation_html(stage: Stage, trace: Trace) -> str:
 
 
 def _explanation(stage: Stage, trace: Trace) -> str:
-    deberta = disentangled_page(stage, trace)  # DeBERTa's score terms, their sum and its scale
+    deberta = disentangled_page(stage, trace) or relative_key_page(stage, trace)  # score terms, their sum
     if deberta is not None:
         return deberta + explain_imported.extra_notes(stage, trace)
     normed = norms_page(stage, trace)  # w-norms: QK-norm, soft-capping

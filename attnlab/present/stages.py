@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names, option_rules
 from attnlab.engine.options import RunOptions
-from attnlab.present import disentangled, formulas, position_bias, trained_scale, words
+from attnlab.present import disentangled, formulas, position_bias, relative_key, trained_scale, words
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
     from attnlab.engine.config import ModelConfig
@@ -107,6 +107,7 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
     }
     titles = norm_steps(trace.config, titles, scale)  # w-norms: QK-norm, √query_pre_attn_scalar, soft-capping
     titles = disentangled.with_terms(trace.config, titles, scale)  # DeBERTa: c2c, c2p, p2c before their sum
+    titles = relative_key.with_terms(trace.config, titles)  # BERT relative_key: Q·R, K·R before the score
     steps = position_bias.with_bias_steps(trace, site, list(titles.items()))  # ALiBi: bias, scaled + bias
     steps = trained_scale.retitled(trace.config, steps)  # T5: trained without ÷√dₖ
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in steps]
@@ -287,6 +288,7 @@ _SITE_TENSORS = {
     "qk_norm": names.QK_NORM_STEPS,
     "capped": ("capped",),
     **{term: (term,) for term in names.DISENTANGLED_TERMS},  # DeBERTa's score terms
+    **{term: (term,) for term in names.RELATIVE_KEY_TERMS},  # BERT relative_key's score terms
     "scores": ("scores",),
     "scaled": ("scaled",),
     "scale_why": ("scores", "scaled"),

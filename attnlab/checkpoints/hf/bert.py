@@ -26,6 +26,8 @@ from attnlab.engine.config import ModelConfig
 
 IGNORABLE = ("position_ids", "token_type_ids")  # index buffers some versions saved
 MLM_ARCHITECTURES = ("ForMaskedLM", "ForPreTraining")
+# position_embedding_type -> ModelConfig.rel_key_terms ("" : absolute learned positions)
+RELATIVE_TYPES = {"absolute": "", "relative_key": "key", "relative_key_query": "key_query"}
 ROBERTA_LAYOUT = ("roberta", "xlm-roberta", "camembert")  # model types with RoBERTa's tensors and position offset
 NO_HEAD_NOTE = (
     "the weights have no masked-LM head, so the output stage shows each final hidden vector "
@@ -77,11 +79,23 @@ def declares_mlm_head(hf: HFConfig) -> bool:
     return any(a.endswith(MLM_ARCHITECTURES) for a in field(hf, "architectures", []) or [])
 
 
+def relative_fields(hf: HFConfig, roberta: bool) -> dict:
+    """config.json's position_embedding_type as ModelConfig fields: {} for absolute positions; for BERT's
+    relative_key(_query) the terms, the distance table's M and no position table (engine/relative_key.py)."""
+    why = "attnlab computes 'absolute', 'relative_key' and 'relative_key_query' (BERT's layout)"
+    require_value(hf, "position_embedding_type", ("absolute",) if roberta else RELATIVE_TYPES, "absolute", why)
+    kind = field(hf, "position_embedding_type", "absolute")
+    if kind == "absolute":
+        return {}
+    span = int_field(hf, "max_position_embeddings", 512)
+    return {"positional": "none", "rel_key_terms": RELATIVE_TYPES[kind], "rel_key_span": span, "max_len": span}
+
+
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
-    require_value(hf, "position_embedding_type", ("absolute",), "absolute", "only absolute learned positions")
+    roberta = hf["model_type"] in ROBERTA_LAYOUT
+    relative = relative_fields(hf, roberta)
     require_value(hf, "is_decoder", (False,), False, "BERT used as a decoder")
     require_value(hf, "add_cross_attention", (False,), False)
-    roberta = hf["model_type"] in ROBERTA_LAYOUT
     offset = int_field(hf, "pad_token_id", 1) + 1 if roberta else 0
     head = declares_mlm_head(hf)
     vocab = int_field(hf, "vocab_size", required=True)
@@ -97,6 +111,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         pos_offset=offset,
         output_head=head,
     )
+    config = dataclasses.replace(config, **relative)
     if roberta and head and config.activation != "gelu":
         raise refuse(
             "hidden_act",
@@ -138,14 +153,19 @@ def head_notes(t: Tensors, config: ModelConfig, leftovers_are: str) -> list[str]
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
     names = names_for(hf["model_type"])
     t = Tensors(state_dict, names["prefixes"])
+    positions = t("embeddings.position_embeddings.weight")  # BERT keeps it with relative_key, never adds it
     out = {
         "src_embed.weight": t("embeddings.word_embeddings.weight"),
-        "src_pos.weight": t("embeddings.position_embeddings.weight"),
         "src_type_embed.weight": t("embeddings.token_type_embeddings.weight"),
         "src_embed_norm.weight": t("embeddings.LayerNorm.weight"),
         "src_embed_norm.bias": t("embeddings.LayerNorm.bias"),
     }
+    if config.adds_position_table:
+        out["src_pos.weight"] = positions
     for i in range(config.n_encoder_layers):
         take_linears(t, f"encoder.layer.{i}", f"encoder.{i}", LAYER_SOURCES, out)
+        if config.rel_key_terms:  # each layer's distance table R [2M - 1, d_k]
+            distance = f"encoder.layer.{i}.attention.self.distance_embedding.weight"
+            out[f"encoder.{i}.self_attn.distance_embedding.weight"] = t(distance)
     take_head(t, config, names["dense"], names["norm"], names["decoder"], names["bias"], out)
     return out, head_notes(t, config, "the pooler and task heads are not shown")

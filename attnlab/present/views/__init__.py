@@ -62,6 +62,7 @@ BUILDERS: dict[str, Builder] = {
     "post_norm": addnorm_view,
     FACTORISED: factorised_view,
     **{term: term_view for term in names.DISENTANGLED_TERMS},  # DeBERTa's score terms
+    **{term: term_view for term in names.RELATIVE_KEY_TERMS},  # BERT relative_key's score terms
     names.LENS: lens_view,
     MOE: moe_view,
     "bias": bias_view,  # the position bias (ALiBi) and the scores with it
@@ -69,6 +70,7 @@ BUILDERS: dict[str, Builder] = {
 }
 # kinds only some imported families' runs have (the classroom models never show them)
 FAMILY_ONLY_KINDS = frozenset({"qk_norm", "capped", "post_norm", FACTORISED})  # kinds only imported families have
+FAMILY_ONLY_KINDS |= frozenset(names.RELATIVE_KEY_TERMS)  # BERT relative_key's score terms
 
 
 def view_for(trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None) -> Any:

@@ -11,7 +11,7 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
-from attnlab.present import disentangled, trained_scale, words
+from attnlab.present import disentangled, relative_key, trained_scale, words
 from attnlab.present.explain_imported import gqa_text
 from attnlab.present.facts import array, missing, missing_message, scaling_on, score_levels
 from attnlab.present.formulas import scaled_title
@@ -74,7 +74,7 @@ class QKVView:
 
 def map_title(trace: Trace, kind: str) -> str:
     """The map's title; the ÷√dₖ map says when scaling is switched off instead of claiming QKᵀ/√dₖ."""
-    deberta = disentangled.map_title(trace, kind)  # DeBERTa: a sum, ÷ √(factor·dₖ)
+    deberta = disentangled.map_title(trace, kind) or relative_key.map_title(trace, kind)  # a sum of terms
     if deberta:
         return deberta
     if kind == "scaled" and trained_scale.unscaled(trace.config):
@@ -131,7 +131,7 @@ def map_note(trace: Trace, site: str, kind: str, matrix: np.ndarray, blocked: np
                 f"Every score is divided by √dₖ = √{dk} ≈ {math.sqrt(dk):.2f}, so the spread of the "
                 f"scores does not grow with the head size and the softmax stays soft."
             )
-    text = disentangled.map_text(trace, site, kind) or text  # DeBERTa's sum and scale
+    text = disentangled.map_text(trace, site, kind) or relative_key.map_text(trace, kind) or text  # sums
     if kind == "weights":
         row_sums = np.nansum(matrix, axis=1)
         return text + f" Row sums: {row_sums.min():.3f} … {row_sums.max():.3f}."

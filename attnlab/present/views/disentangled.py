@@ -10,7 +10,8 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
-from attnlab.present.disentangled import TITLES
+from attnlab.present import relative_key
+from attnlab.present.disentangled import TITLES as DEBERTA_TITLES
 from attnlab.present.facts import array
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
@@ -21,6 +22,8 @@ CELL = {
     "c2p": "cell (i, j) = Qcᵢ · Kr[δ(i, j)]",
     "p2c": "cell (i, j) = Kcⱼ · Qr[δ(i, j)]",
 }
+TITLES = {**DEBERTA_TITLES, **relative_key.TITLES}  # BERT relative_key's terms share the view
+CELL.update(relative_key.CELL)
 POSITIONS_OFF = "The positions are switched off in this run: there is no {term} term, only content → content."
 
 
@@ -47,12 +50,19 @@ def table_rows(trace: Trace, kind: str) -> np.ndarray:
     return np.clip(rows + k, 0, 2 * k - 1)  # [Tq, Tk]
 
 
+def rows_of(trace: Trace, kind: str) -> np.ndarray:
+    """δ [Tq, Tk]: DeBERTa's clamped, bucketed row, or BERT relative_key's i − j + M − 1."""
+    return relative_key.table_rows(trace) if kind in relative_key.TERMS else table_rows(trace, kind)
+
+
 def term_view(
     trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None
 ) -> TermView | MessageView:
     site, kind = stage.site or "", stage.kind
     name = names.site_entry(site, kind)
     if name not in trace:
+        if kind in relative_key.TERMS and not trace.options.positional:
+            return MessageView(kind, f"The positions are switched off in this run: there is no {TITLES[kind]} term.")
         if kind != "c2c" and not trace.options.positional:
             return MessageView(kind, POSITIONS_OFF.format(term=TITLES[kind]))
         return MessageView(kind, f"This run did not record {name}.")
@@ -66,7 +76,7 @@ def term_view(
     if kind != "c2c":
         rows = matrix_view(
             names.rel_entry("enc", "distance"),
-            table_rows(trace, kind).astype(np.float32),
+            rows_of(trace, kind).astype(np.float32),
             sv.rows,
             "δ: the row of R each cell reads",
             cols=sv.cols,

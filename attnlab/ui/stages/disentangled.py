@@ -14,9 +14,9 @@ from attnlab.ui.stages.common import Note, draw_matrix, titled_heatmap
 
 
 class ScoreTermPanel(StagePanel):
-    """One of DeBERTa's score terms [Tq × Tk] beside the relative rows it reads."""
+    """One of DeBERTa's (or BERT relative_key's) score terms [Tq × Tk] beside the relative rows it reads."""
 
-    kinds = ("c2c", "c2p", "p2c")
+    kinds = ("c2c", "c2p", "p2c", "rel_key", "rel_query")  # DeBERTa; BERT relative_key
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
