@@ -158,6 +158,18 @@ def test_stage_table_equals_the_trace(tiny_model):
     np.testing.assert_array_equal(norm, trace["dec.0.norm2.out"].numpy())
 
 
+def settled_size(qtbot, widget) -> tuple[int, int]:
+    """The widget's size once two looks 50 ms apart agree (at most 2 s)."""
+    before = None
+    for _ in range(40):
+        qtbot.wait(50)
+        now = (widget.width(), widget.height())
+        if now == before:
+            return now
+        before = now
+    return before
+
+
 def test_window_export_menu_writes_every_format(qtbot, tmp_path, tiny_model):
     w = MainWindow()
     qtbot.addWidget(w)
@@ -175,10 +187,11 @@ def test_window_export_menu_writes_every_format(qtbot, tmp_path, tiny_model):
         assert w.findChild(type(w.dark_action), name) is not None, name
     w.session.set_stage("enc.0.self.weights")
     panel = w.current_panel()
+    size = settled_size(qtbot, panel)  # the heatmap's row floor may re-lay the panel out once after its first paint
     export_current(w, "png", tmp_path / "a.png", 1)
     export_current(w, "png", tmp_path / "b.png", 3)
-    assert png_size(tmp_path / "b.png") == (panel.width() * 3, panel.height() * 3)
-    assert png_size(tmp_path / "a.png") == (panel.width(), panel.height())
+    assert png_size(tmp_path / "b.png") == (size[0] * 3, size[1] * 3)
+    assert png_size(tmp_path / "a.png") == size
     export_current(w, "svg", tmp_path / "a.svg")
     assert "<svg" in (tmp_path / "a.svg").read_text(encoding="utf-8")
     export_current(w, "csv", tmp_path / "a.csv")
