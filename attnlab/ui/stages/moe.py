@@ -30,8 +30,8 @@ class MoEPanel(StagePanel):
         self._marks = CellTexts(tick_font())  # "● 62%" in each chosen cell, "●" where that does not fit
         self._router.view_box().addItem(self._marks)
         maps = QtWidgets.QHBoxLayout()
-        maps.addWidget(router_box, 2)
-        maps.addWidget(out_box, 3)
+        maps.addWidget(router_box, 3)  # the router map carries the token labels and its colour bar: the wider half
+        maps.addWidget(out_box, 2)
         self._note = Note(self)
         body = QtWidgets.QWidget(self)
         body_layout = QtWidgets.QVBoxLayout(body)
