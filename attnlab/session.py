@@ -78,6 +78,7 @@ class Session(QObject):
     stageChanged = Signal(str)  # stage key
     textsChanged = Signal()  # src/tgt changed from code (generation, reset, a new model)
     notice = Signal(str)  # a transient remark for the status bar
+    layerStreamed = Signal(int, int)  # (k, n): the k-th of n layers kept away from the run's device streams in
     pinnedChanged = Signal(object)  # Trace or None: the run pinned as A for comparisons (present/compare.py)
     snapshotsChanged = Signal(object)  # Snapshots or None: the open model's weights at a few training steps
     trainingStepChanged = Signal(object)  # int or None: the snapshot step the runs use (None: the final weights)
@@ -133,6 +134,8 @@ class Session(QObject):
         """Open `model` now; its options go back to the defaults (the trained placement, heads), and the runs
         use its final weights. `snapshots`: its weights at a few training steps (checkpoints.snapshots)."""
         self.model, self.model_path = model, path
+        if getattr(model, "placement", None) is not None:  # layers spread over GPU, host and disk (offload.py)
+            model.on_stream = self.layerStreamed.emit  # emitted on the worker, received on the GUI thread
         self.snapshots, self.training_step = snapshots, None
         previous, self.options = self.options, RunOptions(device=self.options.device)
         self.src = example_sentence(model) if src is None else src

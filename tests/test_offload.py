@@ -135,3 +135,36 @@ def test_a_folder_bigger_than_the_memory_set_for_the_test_opens_spread_out_and_a
             assert torch.equal(got[name], reference[name]), name
     with pytest.raises(ValueError, match="spread out"):
         spread.trace(tgt=[3, 9], options=attnlab.RunOptions(precision="float32"))
+
+
+def test_the_app_counts_the_layers_that_stream_in(qtbot, tmp_path, monkeypatch, isolated_settings):
+    """A spread-out model in the app: each run reports the layers read from elsewhere as they stream in (the busy
+    bar counts them), the device label says the weights are spread out, and its tooltip where they live."""
+    import hf_tiny
+
+    import attnlab
+    from attnlab.engine import memory
+    from attnlab.ui.window.main_window import MainWindow
+
+    model, _config = hf_tiny.llama()
+    folder = tmp_path / "llama"
+    model.save_pretrained(folder, safe_serialization=True)
+    whole = attnlab.load(folder)
+    layers = layer_names(whole.module)
+    weights = sum(p.numel() * p.element_size() for p in whole.module.checkpoint_tensors().values())
+    resident = weights - sum(module_bytes(whole.module.get_submodule(n)) for n in layers)
+    one_layer = module_bytes(whole.module.get_submodule(layers[0]))
+    monkeypatch.setattr(memory, "host_available", lambda: int((resident + 1.2 * one_layer) / 0.8))
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.show()
+    qtbot.waitExposed(w)
+    streamed: list[tuple[int, int]] = []
+    w.session.layerStreamed.connect(lambda k, n: streamed.append((k, n)))
+    with qtbot.waitSignal(w.session.traceReady, timeout=30000):
+        w.session.set_src("12 7 40 5", debounce=False)
+        w.open_checkpoint(str(folder))
+    qtbot.waitUntil(lambda: (1, 1) in streamed, timeout=10000)  # layer 2 of 2, the one on disk
+    assert set(streamed) == {(1, 1)}
+    qtbot.waitUntil(lambda: "weights spread out" in w.device_label.text(), timeout=10000)
+    assert "layer 2 read from disk" in w.device_label.toolTip()

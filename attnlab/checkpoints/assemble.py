@@ -341,7 +341,8 @@ def build_live_model(
     if notices:
         metadata["notices"] = list(metadata.get("notices", [])) + list(notices)
     live = LiveModel(module, src_tok, tgt_tok, name=limits.cut(str(name), 200), metadata=metadata)
-    live.placement = placement
+    if placement is not None:
+        live.spread(placement)
     return live
 
 

@@ -9,7 +9,8 @@ import gc
 import operator
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from typing import Any
 
 import torch
@@ -21,7 +22,7 @@ from attnlab.engine.derived import Derived
 from attnlab.engine.logit_lens import lens_entries
 from attnlab.engine.memory import RunTooBig
 from attnlab.engine.model import Transformer
-from attnlab.engine.offload import Placement
+from attnlab.engine.offload import Placement, streamed_layers
 from attnlab.engine.options import RunOptions
 from attnlab.engine.pairs import INPUT_CUT, pair_side
 from attnlab.engine.precision import convert_module, module_dtype, run_dtype
@@ -149,6 +150,8 @@ class LiveModel:
         self._checked: RunOptions | None = None  # the last options found runnable on this model
         self.held_dtype = module_dtype(module)  # the dtype the weights are held in (issue 23: as stored)
         self.placement: Placement | None = None  # layers spread over GPU, host and disk (checkpoints/placement.py)
+        # called (k, n) on the worker as the k-th of the n layers that live away from the run's device streams in
+        self.on_stream: Callable[[int, int], None] | None = None
 
     # ---- what a run reads --------------------------------------------------------------------------
     def prompt_sides(self, src: Prompt, tgt: Prompt) -> tuple[Prompt, Prompt]:
@@ -184,6 +187,18 @@ class LiveModel:
     @property
     def config(self) -> ModelConfig:
         return self.module.config
+
+    def spread(self, placement: Placement) -> None:
+        """Say that this model's layers were placed by `placement` (engine/offload.py): runs compute on its
+        device, and each layer that streams in from elsewhere calls `on_stream` (the app's progress bar)."""
+        self.placement = placement
+        streamed = streamed_layers(self.module, placement)
+        for k, (_number, layer) in enumerate(streamed, start=1):
+            layer.register_forward_pre_hook(partial(self._streaming, k, len(streamed)))
+
+    def _streaming(self, k: int, n: int, *_hook_args: object) -> None:
+        if self.on_stream is not None:
+            self.on_stream(k, n)
 
     @property
     def device(self) -> torch.device:

@@ -186,6 +186,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         s.loadingChanged.connect(self.cancel_load_button.setVisible)
         s.failed.connect(self._on_failed)
         s.busyChanged.connect(self._on_busy)
+        s.layerStreamed.connect(self._on_streamed)
         s.notice.connect(lambda text: self.statusBar().showMessage(text, 6000))
         s.pinnedChanged.connect(lambda _trace: self.refresh())
         self.navigator.stageActivated.connect(s.set_stage)

@@ -172,7 +172,20 @@ class WindowStatus(WindowHost):
             self.placeholder.setWordWrap(True)
             self.stage_title.setText("Nothing to show yet")
 
+    def _on_streamed(self, k: int, n: int) -> None:
+        """A layer of a spread-out model streams in: the busy bar counts them ("layer 3 of 10 streaming")."""
+        self.busy.setRange(0, n)
+        self.busy.setValue(k)
+        self.busy.setFormat(f"layer {k} of {n} streaming")
+        self.busy.setTextVisible(True)
+        self.busy.setMaximumWidth(220)
+        self.busy.setToolTip("Layers kept in the computer's memory or on disk are brought in one at a time")
+
     def _on_busy(self, busy: bool) -> None:
+        if not busy:  # back to the plain "working" bar for the next run
+            self.busy.setRange(0, 0)
+            self.busy.setTextVisible(False)
+            self.busy.setMaximumWidth(120)
         self.busy.setVisible(busy)
         if busy:  # a run that takes long (a slow tokenizer, a big model) can be cancelled too
             QTimer.singleShot(CANCEL_AFTER_MS, self.cancel_load_button, self._offer_cancel)
