@@ -18,14 +18,13 @@ from attnlab.checkpoints.hf.common import (
     HFConfig,
     StateDict,
     Tensors,
-    activation,
     field,
     int_field,
     leftover_note,
     refuse,
     take_tied_copy,
 )
-from attnlab.checkpoints.hf.marian import attention, check_positions, linear_and_norms, same_for_both_stacks
+from attnlab.checkpoints.hf.marian import attention, check_positions, linear_and_norms, seq2seq_sizes
 from attnlab.engine.config import ModelConfig
 
 PREFIXES = ("model.",)
@@ -45,12 +44,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         arch="encoder-decoder",
         src_vocab_size=vocab,
         tgt_vocab_size=vocab,
-        d_model=int_field(hf, "d_model", required=True),
-        n_heads=same_for_both_stacks(hf, "encoder_attention_heads", "decoder_attention_heads"),
-        d_ff=same_for_both_stacks(hf, "encoder_ffn_dim", "decoder_ffn_dim"),
-        n_encoder_layers=int_field(hf, "encoder_layers", required=True),
-        n_decoder_layers=int_field(hf, "decoder_layers", required=True),
-        activation=activation(hf, "activation_function", "gelu"),
+        **seq2seq_sizes(hf),
         norm_first=pre_norm,
         final_norm=pre_norm,
         layer_norm_eps=1e-5,

@@ -4,6 +4,8 @@ embeddings, and final_logits_bias added to the logits."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from attnlab.checkpoints.hf.common import (
@@ -27,6 +29,19 @@ PREFIXES = ("model.",)
 IGNORABLE = ("embed_positions.weight",)  # Marian's sinusoids, stored; attnlab computes them (checked below)
 
 
+def seq2seq_sizes(hf: HFConfig) -> dict[str, Any]:
+    """The sizes and activation every Marian-style encoder-decoder config.json names the same way (Marian, BART,
+    mBART, Pegasus), as ModelConfig keywords; both stacks must have the same head count and FFN size."""
+    return {
+        "d_model": int_field(hf, "d_model", required=True),
+        "n_heads": same_for_both_stacks(hf, "encoder_attention_heads", "decoder_attention_heads"),
+        "d_ff": same_for_both_stacks(hf, "encoder_ffn_dim", "decoder_ffn_dim"),
+        "n_encoder_layers": int_field(hf, "encoder_layers", required=True),
+        "n_decoder_layers": int_field(hf, "decoder_layers", required=True),
+        "activation": activation(hf, "activation_function", "gelu"),
+    }
+
+
 def same_for_both_stacks(hf: HFConfig, encoder_key: str, decoder_key: str) -> int:
     value = int_field(hf, encoder_key, required=True)
     if int_field(hf, decoder_key, value) != value:
@@ -46,12 +61,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         arch="encoder-decoder",
         src_vocab_size=vocab,
         tgt_vocab_size=tgt_vocab,
-        d_model=int_field(hf, "d_model", required=True),
-        n_heads=same_for_both_stacks(hf, "encoder_attention_heads", "decoder_attention_heads"),
-        d_ff=same_for_both_stacks(hf, "encoder_ffn_dim", "decoder_ffn_dim"),
-        n_encoder_layers=int_field(hf, "encoder_layers", required=True),
-        n_decoder_layers=int_field(hf, "decoder_layers", required=True),
-        activation=activation(hf, "activation_function", "gelu"),
+        **seq2seq_sizes(hf),
         norm_first=False,
         final_norm=False,
         layer_norm_eps=1e-5,
