@@ -24,7 +24,7 @@ from attnlab.engine import names
 from attnlab.engine.options import RunOptions
 from attnlab.present.ablation import BASELINE_PROBS, baseline_probs
 from attnlab.present.runtime import configure_torch
-from attnlab.present.stages import Stage, ViewState, pick_stage, warm_up
+from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage, warm_up
 from attnlab.present.texts import default_prefix, example_sentence, extended_ids, ids_text, next_token, real_length
 
 if TYPE_CHECKING:
@@ -102,7 +102,8 @@ class Session(QObject):
         self.stages: list[Stage] = []
         self.snapshots: Snapshots | None = None  # the open model's, when its checkpoint has them
         self.training_step: int | None = None  # a snapshot step the runs use instead of the final weights
-        self._generation = {"trace": 0, "load": 0}
+        self._generation = {"trace": 0, "load": 0, "warm": 0}
+        self._stage_on_the_way: str | None = None  # a stage whose recomputed layers the worker computes
         self._running: _Job | None = None
         self._waiting: dict[str, _Job] = {}
         self._generate_presses = 0
@@ -242,6 +243,22 @@ class Session(QObject):
             self.viewChanged.emit(view)
 
     def set_stage(self, key: str) -> None:
+        """Show stage `key`. When its panel reads layers a lean run must recompute (engine/replay.py), they
+        are computed on the worker first and the stage follows (stageChanged) when they are on the host."""
+        stage = next((s for s in self.stages if s.key == key), None)
+        if stage is None or key == (self._stage_on_the_way or self.stage_key):
+            return
+        trace = self.trace
+        slow = slow_to_show(trace, stage) if trace is not None else []
+        if trace is not None and slow:
+            self._stage_on_the_way = key
+            self._submit("warm", lambda: (warm_stage(trace, stage), key)[1])
+            return
+        self._stage_on_the_way = None
+        self._generation["warm"] += 1  # a stage still being warmed is moot
+        self._show_stage(key)
+
+    def _show_stage(self, key: str) -> None:
         if key != self.stage_key and any(s.key == key for s in self.stages):
             self.stage_key = key
             self.stageChanged.emit(key)
@@ -251,7 +268,8 @@ class Session(QObject):
         if not self.stages:
             return
         keys = [s.key for s in self.stages]
-        i = keys.index(self.stage_key) if self.stage_key in keys else 0
+        current = self._stage_on_the_way or self.stage_key
+        i = keys.index(current) if current in keys else 0
         self.set_stage(keys[max(0, min(len(keys) - 1, i + delta))])
 
     # ---- generation --------------------------------------------------------------------------------------
@@ -426,13 +444,19 @@ class Session(QObject):
     def _on_job_done(self, result: tuple[_Job, Any, str | None]) -> None:
         job, value, error = result
         self._running = None
-        for kind in ("load", "trace"):
+        for kind in ("load", "trace", "warm"):
             if kind in self._waiting:
                 self._start(self._waiting.pop(kind))
                 break
         if job.generation == self._generation[job.kind]:
             if job.kind == "load":
                 self._accept_model(value, error)
+            elif job.kind == "warm":
+                self._stage_on_the_way = None
+                if error is None:
+                    self._show_stage(value)
+                else:
+                    self.failed.emit(error)
             else:
                 self._accept_trace(value, error)
         self._set_busy()

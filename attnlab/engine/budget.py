@@ -119,28 +119,33 @@ def mask_floats(config: ModelConfig, options: RunOptions, S: int, T: int) -> int
 
 
 def estimate_trace_bytes(
-    config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4
+    config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4, lean: bool = False
 ) -> int:
     """Bytes a recorded run's trace holds (tensors stored where the model ran), for sources of `src_len`
-    and decoder inputs of `tgt_len` tokens (specials and padding included; the unused side is ignored)."""
+    and decoder inputs of `tgt_len` tokens (specials and padding included; the unused side is ignored).
+    `lean`: a run whose layers are recomputed on read (engine/replay.py) keeps only each layer's output."""
     d = config.d_model
     positional = options.positional and config.adds_position_table
     site = site_layout(config, options)
     S, T = src_len, tgt_len
+
+    def per_layer(T: int, S: int | None) -> int:  # a lean run keeps only the layer's output [T, d]
+        return T * d if lean else layer_floats(T, S, config, site, options.residual)
+
     floats = mask_floats(config, options, S, T)
     ints = 0
     out_len = S
     if config.has_encoder:
         floats += side_floats(S, d, positional)
-        floats += config.n_encoder_layers * layer_floats(S, None, config, site, options.residual)
+        floats += config.n_encoder_layers * per_layer(S, None)
         floats += final_norm_floats(S, config)
-        floats += disentangled_floats(config, S, site.heads, options.positional)  # DeBERTa: scores, c2p, p2c
-        floats += relative_key_floats(config, S, site.heads, options.positional)  # BERT relative_key
+        floats += disentangled_floats(config, S, site.heads, options.positional, not lean)  # DeBERTa: scores, c2p, p2c
+        floats += relative_key_floats(config, S, site.heads, options.positional, not lean)  # BERT relative_key
         ints += S
     if config.has_decoder:
         cross = S if config.has_encoder else None
         floats += side_floats(T, d, positional)
-        floats += config.n_decoder_layers * layer_floats(T, cross, config, site, options.residual)
+        floats += config.n_decoder_layers * per_layer(T, cross)
         floats += final_norm_floats(T, config)
         ints += T
         out_len = T
@@ -149,14 +154,21 @@ def estimate_trace_bytes(
     return floats * element_size + ints * 8
 
 
-def working_bytes(config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4) -> int:
+def working_bytes(
+    config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4, lean: bool = False
+) -> int:
     """Transient memory of the recorded forward besides the trace (a few one-head maps, one FFN); an ablated
-    site still computes its steps for every head at once."""
+    site still computes its steps for every head at once. `lean`: plus one layer's whole record, what reading
+    a recomputed layer holds (engine/replay.py)."""
     T = max(src_len, tgt_len)
     # an ablated site, and DeBERTa's (disentangled.py: recorded step by step), compute every head at once
     stepwise = options.ablate or ((config.disentangled or config.rel_key_terms) and options.positional)
     heads = options.effective_heads(config) if stepwise else 1
-    return (WORKING_SITE_MATRICES * heads * T * T + 2 * T * config.d_ff) * element_size
+    floats = WORKING_SITE_MATRICES * heads * T * T + 2 * T * config.d_ff
+    if lean:
+        S = src_len if config.has_encoder and config.has_decoder else None
+        floats += layer_floats(T, S, config, site_layout(config, options), options.residual)
+    return floats * element_size
 
 
 def fits_on_device(device: torch.device, needed: int) -> tuple[bool, int]:

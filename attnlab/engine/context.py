@@ -19,7 +19,7 @@ from attnlab.engine.masks import Device, MaskBuilder
 from attnlab.engine.norms import LayerNorm, RMSNorm, layer_norm
 from attnlab.engine.options import ResolvedOptions, RunOptions
 from attnlab.engine.positional import rotary_angles
-from attnlab.engine.runcache import LayerInputs, LayerKey, Resume
+from attnlab.engine.runcache import LayerDone, LayerInputs, LayerKey, Resume
 from attnlab.engine.trace import Recorder
 
 
@@ -90,6 +90,11 @@ class RunContext:
     def start(self, stack: str) -> int:
         """The first layer of `stack` this run computes."""
         return self.resume.start(stack) if self.resume is not None else 0
+
+    def layer_done(self, stack: str, index: int) -> None:
+        """After layer `index` of `stack`: a run of that one layer (Resume.only) stops here."""
+        if self.resume is not None and self.resume.only and (stack, index) == (self.resume.stack, self.resume.layer):
+            raise LayerDone
 
     def keep(self, key: LayerKey, x: Tensor) -> None:
         if self.inputs is not None:

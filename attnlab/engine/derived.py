@@ -125,6 +125,13 @@ def _lens_probs(*values: object) -> Tensor:
     return lens_probs(*values)
 
 
+def _replayed(*values: object) -> Tensor:
+    """A lean run's layer entry, from its layer run again (engine/replay.py)."""
+    from attnlab.engine.replay import replayed
+
+    return replayed(*values)  # type: ignore[arg-type]
+
+
 RULES: dict[str, Callable[..., torch.Tensor]] = {
     "scores": _scores,
     "scaled": _scaled_by,
@@ -141,6 +148,7 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
     "lens_ids": _lens_ids,  # the logit lens
     "lens_probs": _lens_probs,
     "biased": _add,  # scaled [H, Tq, Tk] + the position bias [H, Tq, Tk] (engine/position_bias.py)
+    "replay": _replayed,  # a lean run's layer entry: the layer runs again (engine/replay.py)
 }
 
 

@@ -168,11 +168,13 @@ def folded_mask(bias: Tensor, additive: Tensor, scale: bool, d_head: int, diviso
     return bias * factor + additive
 
 
-def trace_floats(config: ModelConfig, T: int, heads: int, positional: bool = True) -> int:
+def trace_floats(config: ModelConfig, T: int, heads: int, positional: bool = True, per_site: bool = True) -> int:
     """What disentangled attention adds to a recorded trace: per encoder site the stored scores, c2p and p2c
     [H, T, T] (such sites are recorded step by step, layers.attend); once the table, its norm and the
-    distances. Nothing with the positions off (the sites are then recorded like any other)."""
+    distances.
+    `per_site=False`: only these (a lean run's, engine/replay.py).
+    Nothing with the positions off (the sites are then recorded like any other)."""
     if not config.disentangled or not positional:
         return 0
     table = 2 * config.rel_span * config.d_model * (2 if config.rel_norm else 1)
-    return config.n_encoder_layers * (1 + len(config.disentangled)) * heads * T * T + table + T * T
+    return per_site * config.n_encoder_layers * (1 + len(config.disentangled)) * heads * T * T + table + T * T

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import gc
 import operator
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from functools import partial
 from typing import Any
 
 import torch
 
-from attnlab.engine import names, option_rules
+from attnlab.engine import names, option_rules, replay
 from attnlab.engine.budget import estimate_trace_bytes, fits_on_device, working_bytes
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
+from attnlab.engine.gpu_failures import GpuFailures
 from attnlab.engine.logit_lens import lens_entries
 from attnlab.engine.memory import RunTooBig
 from attnlab.engine.model import Transformer
@@ -33,6 +36,7 @@ from attnlab.engine.trace import Recorder, Trace
 from attnlab.engine.typed import UNSURE_BELOW, classroom_language, typed_form, unsure_notice
 from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 
+LEAN_ABOVE_BYTES = 64 << 20  # LiveModel.lean_above: whole traces up to this size; layers recomputed on read above
 Prompt = str | tuple[str, str] | list[int] | None  # text, a sentence pair, or token ids fed back by generation
 
 
@@ -85,6 +89,12 @@ def checked_ids(ids: Iterable[Any], vocab_size: int, side: str) -> list[int]:
             )
         out.append(i)
     return out
+
+
+def side_lengths(sides: dict) -> tuple[int, int]:
+    """(S, T): the source and decoder-input lengths of a run's sides (0 for a side the model does not read)."""
+    lengths = {side: len(ids) for side, (_p, ids, _n) in sides.items()}
+    return lengths.get("src", 0), lengths.get("tgt", 0)
 
 
 def tempered_softmax(logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -152,6 +162,12 @@ class LiveModel:
         self.placement: Placement | None = None  # layers spread over GPU, host and disk (checkpoints/placement.py)
         # called (k, n) on the worker as the k-th of the n layers that live away from the run's device streams in
         self.on_stream: Callable[[int, int], None] | None = None
+        # a recorded run whose whole trace would exceed this many bytes keeps each layer's output only and
+        # recomputes the rest of a layer when it is read (engine/replay.py)
+        self.lean_above = LEAN_ABOVE_BYTES
+        self._gpu_failures = GpuFailures()  # the sizes the GPU ran out of memory at (engine/gpu_failures.py)
+        self._lengths = (0, 0)  # (S, T) of the run under way
+        self._module_lock = threading.RLock()  # a spread-out model runs one forward (or layer replay) at a time
 
     # ---- what a run reads --------------------------------------------------------------------------
     def prompt_sides(self, src: Prompt, tgt: Prompt) -> tuple[Prompt, Prompt]:
@@ -368,7 +384,7 @@ class LiveModel:
         if trace is None:  # out of GPU memory; outside the handler, whose traceback held the run's tensors
             release_device_memory()
             inputs = None  # the previous run's inputs live on the GPU; a CPU run starts afresh
-            fallback = "The GPU ran out of memory; this run was computed on the CPU instead."
+            fallback = self._gpu_failures.failed(options, self._lengths)
             trace = self._trace_on(torch.device("cpu"), src, tgt, options, after=[fallback])
         self._runs[options.record] = (key, trace)
         if options.record:
@@ -418,15 +434,25 @@ class LiveModel:
             sides["tgt"] = self._side(tgt, "tgt", options.pad_to, notices)
         return sides
 
-    def _recorder(self, device: torch.device, options: RunOptions, sides: dict, notices: list[str]) -> Recorder:
+    def _lean(self, options: RunOptions, sides: dict) -> bool:
+        """Whether this run's layers are recomputed on read (engine/replay.py): a recorded run whose whole
+        trace would hold more than `lean_above` bytes."""
+        if not options.record:
+            return False
+        S, T = side_lengths(sides)
+        element = torch.empty((), dtype=run_dtype(self.held_dtype, options.precision)).element_size()
+        return estimate_trace_bytes(self.config, options, S, T, element) > self.lean_above
+
+    def _recorder(
+        self, device: torch.device, options: RunOptions, sides: dict, notices: list[str], lean: bool
+    ) -> Recorder:
         """A recorder that keeps the trace on `device` when it fits there, else copies it to the host."""
         if not options.record or device.type == "cpu":
             return Recorder(options.record)
-        lengths = {side: len(ids) for side, (_p, ids, _n) in sides.items()}
-        S, T = lengths.get("src", 0), lengths.get("tgt", 0)
+        S, T = side_lengths(sides)
         element = self.module.sinusoid.element_size()
-        trace_bytes = estimate_trace_bytes(self.config, options, S, T, element)
-        working = working_bytes(self.config, options, S, T, element)
+        trace_bytes = estimate_trace_bytes(self.config, options, S, T, element, lean)
+        working = working_bytes(self.config, options, S, T, element, lean)
         fits, free = fits_on_device(device, trace_bytes + working)
         if fits:
             return Recorder(True)
@@ -454,8 +480,12 @@ class LiveModel:
         notices: list[str] = list(self.metadata.get("run_notices", []))  # e.g. settings a loader assumed
         types: dict[str, list[int]] = {}
         sides = self._inputs(src, tgt, options, notices, types)
-        self._place(device, options, sides)
-        rec = self._recorder(device, options, sides, notices)
+        self._lengths = side_lengths(sides)
+        if device.type == "cuda":  # a run as long as one the GPU had no memory for goes to the CPU at once
+            self._gpu_failures.check(options, self._lengths)
+        lean = self._lean(options, sides)
+        self._place(device, options, sides, lean)
+        rec = self._recorder(device, options, sides, notices, lean)
         kept: OrderedDict = OrderedDict()
         last_recorded = self._runs.get(True)
         if resume is not None and last_recorded is not None:
@@ -470,18 +500,14 @@ class LiveModel:
             pad_of[side] = (torch.arange(len(ids), device=device) >= n_real)[None]  # [1, S] or [1, T]
             rec(names.side_entry(side, "ids"), ids_of[side])
         resolved = options.resolved(self.config, dtype=self._dtype_name())  # what the run and its Trace read
+        src_types = torch.tensor([types["src"]], device=device) if "src" in types else None  # [1, S]
+        run = replay.run_of(self.module, resolved, ids_of, pad_of, src_types)
+        lock = self._module_lock if self.placement is not None else None  # accelerate's hooks move weights
+        if lean and inputs is not None:  # each layer but its output is recomputed when read (engine/replay.py)
+            rec.recompute_layers(replay.LayerReplay(self.module, run, inputs, lock))
         start = time.perf_counter()
-        logits = self.module(
-            ids_of.get("src"),
-            ids_of.get("tgt"),
-            options=resolved,
-            rec=rec,
-            src_pad=pad_of.get("src"),
-            tgt_pad=pad_of.get("tgt"),
-            resume=resume,
-            inputs=inputs,
-            src_types=torch.tensor([types["src"]], device=device) if "src" in types else None,  # [1, S]
-        )
+        with lock or nullcontext():
+            logits = run(resume, rec, inputs)
         entries = rec.entries()
         if not options.record:  # the fast path still returns what the output panel needs
             entries[names.LOGITS] = logits[0]  # [T, V]
@@ -503,7 +529,7 @@ class LiveModel:
             _host=host,
         )
 
-    def _place(self, device: torch.device, options: RunOptions, sides: dict) -> None:
+    def _place(self, device: torch.device, options: RunOptions, sides: dict, lean: bool = False) -> None:
         """Check that the run fits `device` in its precision (RunTooBig, one line with the numbers, before
         anything is allocated), then put the weights there in the run's dtype (engine/precision.py)."""
         dtype = run_dtype(self.held_dtype, options.precision)
@@ -515,12 +541,11 @@ class LiveModel:
         moving = self.device != device or module_dtype(self.module) != dtype
         element = torch.empty((), dtype=dtype).element_size()
         weights = sum(p.numel() for p in self.module.checkpoint_tensors().values()) * element if moving else 0
-        lengths = {side: len(ids) for side, (_p, ids, _n) in sides.items()}
-        S, T = lengths.get("src", 0), lengths.get("tgt", 0)
-        refusal = run_refusal(self.config, options, S, T, dtype, device, weights)
+        S, T = side_lengths(sides)
+        refusal = run_refusal(self.config, options, S, T, dtype, device, weights, lean)
         if refusal:  # what earlier runs left unreferenced is counted once it is given back
             release_device_memory()
-            refusal = run_refusal(self.config, options, S, T, dtype, device, weights)
+            refusal = run_refusal(self.config, options, S, T, dtype, device, weights, lean)
         if refusal:
             raise RunTooBig(refusal)
         if module_dtype(self.module) != dtype:

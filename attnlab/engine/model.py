@@ -96,6 +96,7 @@ class Transformer(nn.Module):
             ctx.keep(("enc", i), x)
             layer_name = names.layer("enc", i)
             x = layer(x, ctx.masks(names.site(layer_name, "self"), S, S, src_keys), ctx, layer_name)
+            ctx.layer_done("enc", i)
         x = final_norm(self.enc_norm, x, ctx, "enc")
         ctx.rec(names.stack_out("enc"), x)
         ctx.keep(MEMORY, x)
@@ -121,6 +122,7 @@ class Transformer(nn.Module):
             if memory is not None:
                 cross_mask = ctx.masks(names.site(layer_name, "cross"), T, memory.shape[1], src_keys)
             y = layer(y, memory, self_mask, cross_mask, ctx, layer_name)
+            ctx.layer_done("dec", i)
         y = final_norm(self.dec_norm, y, ctx, "dec")
         ctx.rec(names.stack_out("dec"), y)
         return y

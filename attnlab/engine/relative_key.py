@@ -79,9 +79,10 @@ def key_terms(
     return total
 
 
-def trace_floats(config: ModelConfig, T: int, heads: int, positional: bool = True) -> int:
+def trace_floats(config: ModelConfig, T: int, heads: int, positional: bool = True, per_site: bool = True) -> int:
     """What the terms add to a recorded trace: per encoder site the stored scores and each term [H, T, T]
-    (such sites are recorded step by step); once the distances. Nothing with the positions off."""
+    (such sites are recorded step by step); once the distances.
+    `per_site=False`: only these (a lean run's, engine/replay.py). Nothing with the positions off."""
     if not terms_of(config) or not positional:
         return 0
-    return config.n_encoder_layers * (1 + len(terms_of(config))) * heads * T * T + T * T
+    return per_site * config.n_encoder_layers * (1 + len(terms_of(config))) * heads * T * T + T * T

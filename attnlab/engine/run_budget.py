@@ -30,27 +30,30 @@ class RunNeeds:
         return self.weights + self.trace + self.working
 
 
-def run_needs(config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int) -> RunNeeds:
+def run_needs(
+    config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int, lean: bool = False
+) -> RunNeeds:
     """RunNeeds of a run with a source of S and a decoder input of T tokens in `element`-byte floats;
-    `weights`: the bytes of weights this run must place on its device first (0 when they are there)."""
+    `weights`: the bytes of weights this run must place on its device first (0 when they are there); `lean`:
+    a recorded run whose layers are recomputed on read (engine/replay.py)."""
     L = max(S, T)
     if options.record:
-        trace = estimate_trace_bytes(config, options, S, T, element)
+        trace = estimate_trace_bytes(config, options, S, T, element, lean)
     else:  # the fast path keeps the logits; a layer's activations live while it runs
         trace = L * config.out_vocab_size * element
-    working = working_bytes(config, options, S, T, element) + 4 * L * config.d_model * element
+    working = working_bytes(config, options, S, T, element, lean) + 4 * L * config.d_model * element
     return RunNeeds(weights, trace, working)
 
 
 def fitting_tokens(
-    config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int, room: int
+    config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int, room: int, lean: bool = False
 ) -> int:
     """The most tokens (of the longer side, the other kept) that fit `room`, 0 when none do."""
     low, high = 0, max(S, T)
     while low < high:
         mid = (low + high + 1) // 2
         s, t = (min(S, mid), min(T, mid))
-        if run_needs(config, options, s, t, element, weights).total <= room:
+        if run_needs(config, options, s, t, element, weights, lean).total <= room:
             low = mid
         else:
             high = mid - 1
@@ -65,17 +68,18 @@ def run_refusal(
     dtype: torch.dtype,
     device: torch.device,
     weights: int,
+    lean: bool = False,
 ) -> str:
     """Why this run cannot fit `device` (empty: it fits). On a GPU the trace may go to the host instead
     (LiveModel._recorder), so the trace is counted against the GPU and the host together there."""
     element = torch.empty((), dtype=dtype).element_size()
-    needs = run_needs(config, options, S, T, element, weights)
+    needs = run_needs(config, options, S, T, element, weights, lean)
     room = int(HEADROOM * available_on(device))
     if device.type == "cuda":
         room += int(HEADROOM * host_available()) if needs.weights + needs.working <= room else 0
     if needs.total <= room:
         return ""
-    fits = fitting_tokens(config, options, S, T, element, weights, room)
+    fits = fitting_tokens(config, options, S, T, element, weights, room, lean)
     name = str(dtype).removeprefix("torch.")
     parts = f"the trace {gb(needs.trace)}, working memory {gb(needs.working)}"
     if needs.weights:

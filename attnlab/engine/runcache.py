@@ -46,6 +46,7 @@ class Resume:
     stack: str
     layer: int
     previous: LayerInputs
+    only: bool = False  # run that one layer and stop (LayerDone): a layer recomputed on read (engine/replay.py)
 
     def start(self, stack: str) -> int:
         """The first layer of `stack` this run computes (0: all of them)."""
@@ -64,6 +65,10 @@ class Resume:
             elif self.stack == "enc" and stack == "enc" and index < self.layer:
                 kept[key] = x
         return LayerInputs(kept)
+
+
+class LayerDone(Exception):
+    """Raised after the one layer a Resume(only=True) run computes: the rest of the pass is not wanted."""
 
 
 def sites_in_run_order(config: ModelConfig) -> list[str]:

@@ -22,11 +22,14 @@ import torch
 
 from attnlab.engine import derived_blocks
 from attnlab.engine.derived import SLICEABLE, Derived, compute
+from attnlab.engine.replay import RULE as REPLAY_RULE
+from attnlab.engine.replay import kept_whole
 from attnlab.fileio import atomic_write
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.options import ResolvedOptions
+    from attnlab.engine.replay import LayerReplay
 
 Entry = torch.Tensor | list[str] | Derived
 RECENT_DERIVED = 6  # derived entries kept where they were computed (a site's chain: scores … weights)
@@ -41,21 +44,25 @@ class Recorder:
     model's device: nothing is copied during or after the run. `derived()` keeps a rule instead of a value
     (the value is kept too when `eager`, which tests use to check every rule against the forward's numbers).
     With `host=True` each tensor is copied to (pinned) host memory as it is recorded, asynchronously: what a
-    run does when its trace would not fit in GPU memory.
+    run does when its trace would not fit in GPU memory. With `replay` (a lean run, engine/replay.py) each
+    tensor of a layer but its output is kept as a placeholder that runs the layer again when read.
     """
 
-    __slots__ = ("enabled", "eager", "host", "_items", "_copies", "_direct", "_last", "_last_first")
+    __slots__ = ("enabled", "eager", "host", "replay", "_items", "_copies", "_direct", "_last", "_last_first")
 
-    def __init__(self, enabled: bool = True, *, eager: bool = False, host: bool = False):
+    def __init__(
+        self, enabled: bool = True, *, eager: bool = False, host: bool = False, replay: LayerReplay | None = None
+    ):
         self.enabled = enabled
         self.eager = eager
         self.host = host
+        self.replay = replay
         self._items: OrderedDict[str, Entry] = OrderedDict()
         # host=True: storage key -> (the recorded tensor, weakly; its host copy); see _host_copy
         self._copies: dict[tuple, tuple[weakref.ref, torch.Tensor]] = {}
         # `add` may store straight into the entries unless every tensor must pass through `__call__`: host
         # copies, or a subclass that keeps its own selection (training/evaluate.py's cross-attention recorder)
-        self._direct = not host and type(self).__call__ is Recorder.__call__
+        self._direct = not host and replay is None and type(self).__call__ is Recorder.__call__
         # (batched tensor, its first sequence) of the last tensor recorded: the next entry is often the same
         # tensor under another name (a residual sum is the next norm's input, a norm's output the layer's),
         # which then shares that view instead of making its own
@@ -71,6 +78,9 @@ class Recorder:
                 self._last, self._last_first = tensor, tensor[0]
             t = self._last_first
         t = t.detach() if t.requires_grad else t  # detaching costs a dispatch per entry
+        if self.replay is not None and not kept_whole(name):
+            self._items[name] = self.replay.placeholder(name)
+            return
         if self.host and off_host(t):
             t = self._host_copy(t)
         self._items[name] = t
@@ -87,6 +97,11 @@ class Recorder:
         copy = to_host_async(t)
         self._copies[key] = (weakref.ref(owner), copy)
         return copy
+
+    def recompute_layers(self, replay: LayerReplay) -> None:
+        """From now on keep each layer's entries but its output as placeholders `replay` computes on read."""
+        self.replay = replay
+        self._direct = False
 
     def derived(
         self,
@@ -331,6 +346,26 @@ class Trace:
             first = next(stored, None)
             self._home = (first.device, first.dtype) if first is not None else (copy.device, copy.dtype)
         return (copy.device, copy.dtype) == self._home
+
+    def on_host(self, name: str) -> bool:
+        """Whether reading `name` costs nothing: its host copy is cached (or it is a token list)."""
+        return name in self._host or isinstance(self.entries.get(name), list)
+
+    def recomputed_inputs(self, names: Iterable[str]) -> list[str]:
+        """The entries recomputed on read (a lean run's layers, engine/replay.py) that reading `names` needs,
+        directly or through derived rules, and that are not on the host yet: what is slow to read."""
+        out: list[str] = []
+        todo, seen = list(names), set()
+        while todo:
+            name = todo.pop()
+            entry = self.entries.get(name)
+            if name in seen or not isinstance(entry, Derived) or self.on_host(name):
+                continue
+            seen.add(name)
+            if entry.rule == REPLAY_RULE:
+                out.append(name)
+            todo.extend(entry.inputs)
+        return out
 
     def read(self, name: str, index: int | slice | tuple[int | slice, ...]) -> torch.Tensor:
         """Only `value[index]` of an entry on the host (e.g. one head: `trace.read(site + '.weights', h)`),

@@ -337,6 +337,12 @@ def warm_entries(stage: Stage) -> list[str]:
     return wanted
 
 
+def slow_to_show(trace: Trace, stage: Stage) -> list[str]:
+    """What the panel of `stage` reads that a lean run (engine/replay.py) must recompute first: the layer
+    entries to bring to the host on the worker before the panel is shown (empty: show it at once)."""
+    return trace.recomputed_inputs(name for name in warm_entries(stage) if name in trace)
+
+
 OUTPUT_WARM_LIMIT = 4_000_000  # elements of the [T, V] output: up to 16 MB of float32 is warmed whole
 
 
@@ -356,13 +362,18 @@ def warm_up(trace: Trace, stage_key: str | None) -> list[Stage]:
     read it, and its softmax on the GUI thread took 20–100 ms there on a busy machine."""
     stages = stages_for(trace)
     stage = pick_stage(stages, stage_key)
-    if stage is None:
-        return stages
+    if stage is not None:
+        warm_stage(trace, stage)
+    return stages
+
+
+def warm_stage(trace: Trace, stage: Stage) -> None:
+    """Compute (derived and recomputed entries) and bring to the host what the panel of `stage` reads first."""
     wanted = warm_entries(stage)
     if stage.kind in (names.LOGITS, names.PROBS) and output_fits(trace):
         wanted = [stage.kind]
-    trace.fetch([name for name in wanted if name in trace])
-    return stages
+    wanted = [name for name in wanted if name in trace]
+    trace.fetch(wanted + [name for name in trace.recomputed_inputs(wanted) if name not in wanted])
 
 
 def shape_text(trace: Trace, stage: Stage) -> str:

@@ -1,0 +1,152 @@
+"""Layers recomputed on read: what keeps a long run's trace O(layers · T · d) (issue 23).
+
+A full recorded trace keeps every layer's Q, K, V, context, norms and feed-forward tensors: about 40 GiB for
+a Llama-3-8B shape at 8,192 tokens, 350 MiB for GPT-2 small at 512. A *lean* run (LiveModel decides, by the
+trace's size) keeps only what enters each layer (the previous layer's `out`, which the trace keeps anyway),
+the stack-level entries and the logits; each other entry of a layer is a `Derived` "replay" placeholder.
+Reading one runs that layer again, alone, from its kept input, with the run's own options, ids and masks
+(`Resume(only=True)`: the forward stops after it, runcache.LayerDone), and takes the entry from the layer's
+fresh record. The same kernels on the same inputs give the same numbers: every entry equals the full trace's
+bit for bit (tests/test_replay.py). The last few replayed layers are kept, so a panel reading a layer's
+entries one after another runs that layer once.
+
+A replay needs the model as it was: the same module, weights, dtype and device. When any of them changed
+(the model was closed, its precision switched), reading a replayed entry raises ReplayError, one line.
+Qt-free.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from attnlab.engine import names
+from attnlab.engine.derived import Derived
+from attnlab.engine.runcache import LayerDone, LayerInputs, Resume
+
+if TYPE_CHECKING:
+    from attnlab.engine.model import Transformer
+    from attnlab.engine.options import ResolvedOptions
+
+KEPT_LAYERS = 2  # replayed layers kept (a panel and the next one; the model view steps layer by layer)
+RULE = "replay"
+
+
+class ReplayError(ValueError):
+    """A replayed entry can no longer be computed: the model it came from changed or was closed."""
+
+
+def fingerprint(module: Transformer) -> tuple:
+    """What must not change between a run and the replay of one of its layers: the weights' in-place version
+    counters, their dtype and their device."""
+    version = sum(p._version for p in module.parameters() if not p.is_inference())
+    return (version, module.sinusoid.dtype, module.sinusoid.device)
+
+
+class LayerReplay:
+    """Recomputes the layers of one lean run. `run(resume, rec)` is the run's own forward (the module with
+    its ids, pads, token types and resolved options bound), `inputs` the LayerInputs that run kept."""
+
+    def __init__(
+        self,
+        module: Transformer,
+        run: Callable[..., Tensor],
+        inputs: LayerInputs,
+        lock: threading.RLock | None = None,
+    ):
+        self._module = weakref.ref(module)
+        self._run = run
+        self._inputs = inputs
+        self._lock = lock or threading.RLock()
+        self._fingerprint = fingerprint(module)
+        self._layers: OrderedDict[tuple[str, int], OrderedDict] = OrderedDict()
+        self.replays = 0  # layers run again so far (tests and benchmarks read it)
+
+    def placeholder(self, name: str) -> Derived:
+        """The trace entry that stands for `name` of a layer: its value is computed on read."""
+        return Derived(RULE, (), (self, name))
+
+    def value(self, name: str) -> Tensor:
+        """The entry `name` of its layer, from the layer run again (or kept from the last replay)."""
+        where = names.layer_position(name)
+        if where is None:
+            raise KeyError(f"{name!r} is not inside a layer")
+        entries = self._layer(where)
+        value = entries.get(name)
+        if not isinstance(value, Tensor):
+            raise KeyError(f"{name!r} was not recorded again by its layer")
+        return value
+
+    def _layer(self, where: tuple[str, int]) -> OrderedDict:
+        with self._lock:
+            kept = self._layers.get(where)
+            if kept is not None:
+                self._layers.move_to_end(where)
+                return kept
+            entries = self._replayed(where)
+            self._layers[where] = entries
+            while len(self._layers) > KEPT_LAYERS:
+                self._layers.popitem(last=False)
+            return entries
+
+    def _replayed(self, where: tuple[str, int]) -> OrderedDict:
+        from attnlab.engine.trace import Recorder
+
+        module = self._module()
+        if module is None:
+            raise ReplayError("the model this run came from is closed: run the input again to see this layer")
+        if fingerprint(module) != self._fingerprint:
+            raise ReplayError(
+                "the model's weights, precision or device changed since this run: run it again to see this layer"
+            )
+        rec = Recorder(True)
+        with torch.inference_mode():
+            try:
+                self._run(Resume(where[0], where[1], self._inputs, only=True), rec)
+            except LayerDone:
+                pass
+        self.replays += 1
+        return rec.entries()
+
+
+def run_of(
+    module: Transformer,
+    options: ResolvedOptions,
+    ids: dict[str, Tensor],
+    pads: dict[str, Tensor],
+    types: Tensor | None,
+) -> Callable[..., Tensor]:
+    """The forward of one run, bound to its ids [1, S]/[1, T], pads and token types: what LayerReplay runs."""
+
+    def run(resume: Resume | None, rec: object, inputs: LayerInputs | None = None) -> Tensor:
+        return module(
+            ids.get("src"),
+            ids.get("tgt"),
+            options=options,
+            rec=rec,
+            src_pad=pads.get("src"),
+            tgt_pad=pads.get("tgt"),
+            resume=resume,
+            inputs=inputs,
+            src_types=types,
+        )
+
+    return run
+
+
+def kept_whole(name: str) -> bool:
+    """Whether a lean run stores entry `name` as it is: everything outside the layers, and each layer's
+    output (the next layer's input, the residual stream the logit lens and the flow panels read)."""
+    layer_name = names.layer_of(name)
+    return layer_name is None or name == names.layer_out(layer_name)
+
+
+def replayed(replay: LayerReplay, name: str) -> Tensor:
+    """RULES["replay"]: the value of a replayed entry."""
+    return replay.value(name)

@@ -1,0 +1,155 @@
+"""A lean run (engine/replay.py) keeps each layer's output only and recomputes a layer when one of its entries is
+read. Every entry must equal the whole trace's to the last bit, for every imported family and the toggles that
+change how a layer runs; the lean trace must hold a fraction of the bytes; a replay of a changed model must
+refuse in one line instead of giving other numbers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import assert_same_trace, build_tiny_model
+from hf_tiny import DEC_IDS, IDS
+from hf_tiny_families import FAMILY_CASES
+
+from attnlab.checkpoints.hf import convert
+from attnlab.engine import replay
+from attnlab.engine.hf_tokenizer import NumberTokenizer
+from attnlab.engine.live import LiveModel
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.replay import ReplayError
+
+SRC, TGT = "the black cat sees the dog", "le chat noir voit"
+
+
+def family_model(name: str) -> LiveModel:
+    case, _mechanisms = FAMILY_CASES[name]
+    model, hf_config = case.build()
+    config, state, _notes = convert(hf_config, model.state_dict())
+    module = Transformer(config)
+    module.load_state_dict(state)
+    numbers = NumberTokenizer(max(config.src_vocab_size, config.tgt_vocab_size))
+    return LiveModel(module, numbers, numbers, name=name)
+
+
+def lean(model: LiveModel) -> LiveModel:
+    """The same module, run lean whatever the trace's size."""
+    twin = LiveModel(model.module, model.src_tokenizer, model.tgt_tokenizer, name=model.name)
+    twin.lean_above = 0
+    return twin
+
+
+def replays_of(trace) -> set[int]:
+    return {id(e.params[0]) for e in trace.entries.values() if getattr(e, "rule", None) == replay.RULE}
+
+
+@pytest.mark.parametrize("name", list(FAMILY_CASES))
+def test_every_family_reads_the_same_entries_from_a_lean_run(name):
+    whole_model = family_model(name)
+    config = whole_model.config
+    src = list(IDS) if config.has_encoder else None
+    tgt = list(DEC_IDS if config.has_encoder else IDS) if config.has_decoder else None
+    if not config.has_encoder:
+        src, tgt = tgt, None
+    whole = whole_model.trace(src, tgt)
+    thin = lean(whole_model).trace(src, tgt)
+    assert not replays_of(whole) and len(replays_of(thin)) == 1
+    assert thin.stored_bytes() < whole.stored_bytes()
+    assert_same_trace(whole, thin)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        RunOptions(norm="pre"),
+        RunOptions(n_heads=8),
+        RunOptions(scale=False, positional=False),
+        RunOptions(residual=False, projections=False),
+        RunOptions().with_causal("dec.self", False),
+        RunOptions().toggled_mask_cell("dec.1.cross", 1, 3),
+        RunOptions(ablate=(("dec.0.self", 1, "zero"),)),
+        RunOptions(pad_to=12),
+    ],
+    ids=["pre-norm", "8 heads", "no scale no positions", "no residual", "causal off", "mask cell", "ablated", "padded"],
+)
+def test_toggles_read_the_same_from_a_lean_run(options):
+    whole_model = build_tiny_model()
+    whole = whole_model.trace(SRC, TGT, options)
+    thin = lean(whole_model).trace(SRC, TGT, options)
+    assert_same_trace(whole, thin)
+
+
+def test_a_layer_runs_again_once_for_all_of_its_entries():
+    thin = lean(build_tiny_model()).trace(SRC, TGT)
+    (layer_replay,) = {e.params[0] for e in thin.entries.values() if getattr(e, "rule", None) == replay.RULE}
+    names = [n for n in thin.names() if n.startswith("dec.1.")]
+    thin.fetch(names)
+    assert layer_replay.replays == 1
+    thin["enc.0.ffn.out"], thin["enc.1.self.q"]  # two other layers: one run each
+    assert layer_replay.replays == 3
+
+
+def test_a_mask_toggle_after_a_lean_run_resumes_and_still_reads_the_same():
+    model = lean(build_tiny_model())
+    model.trace(SRC, TGT)
+    after = RunOptions().toggled_mask_cell("dec.1.self", 2, 0)
+    resumed = model.trace(SRC, TGT, after)
+    assert resumed.info["resumed_from"] == "dec.1"
+    assert_same_trace(build_tiny_model().trace(SRC, TGT, after), resumed)
+
+
+def test_a_lean_trace_of_a_changed_model_refuses_in_one_line():
+    model = lean(build_tiny_model())
+    thin = model.trace(SRC, TGT)
+    with torch.no_grad():
+        next(model.module.parameters()).add_(1.0)  # the training-step slider writes weights in place
+    with pytest.raises(ReplayError, match="changed since this run") as caught:
+        thin["dec.0.self.q"]
+    assert "\n" not in str(caught.value)
+    assert thin["dec.0.out"].shape[0] == len(thin["tgt.tokens"])  # what the run stored still reads
+
+
+def test_small_runs_stay_whole_and_long_ones_go_lean():
+    model = build_tiny_model()
+    assert not replays_of(model.trace(SRC, TGT))
+    model.lean_above = 1 << 10  # bytes: this small run's whole trace is larger
+    assert replays_of(model.trace(SRC, TGT + " ."))
+
+
+# ---- in the app: a stage whose layer must be recomputed is computed on the worker, then shown --------------
+
+
+@pytest.fixture
+def session(qtbot):
+    from attnlab.session import Session
+
+    s = Session()
+    yield s
+    s.shutdown()
+
+
+def test_the_session_recomputes_a_lean_layer_on_the_worker_before_showing_its_stage(qtbot, session):
+    model = lean(build_tiny_model())
+    with qtbot.waitSignal(session.traceReady, timeout=10000):
+        session.set_model(model, SRC, "le chat")
+    trace = session.trace
+    key = next(s.key for s in session.stages if s.key.startswith("dec.1.") and s.kind == "ffn")
+    shown = []
+    session.stageChanged.connect(shown.append)
+    session.set_stage(key)
+    assert shown == [] and session.stage_key != key  # not yet: the worker runs layer dec.1 again
+    qtbot.waitUntil(lambda: shown == [key], timeout=10000)
+    stage = session.stage
+    assert stage is not None and stage.key == key
+    from attnlab.present.stages import slow_to_show, warm_entries
+
+    assert slow_to_show(trace, stage) == [] and all(trace.on_host(n) for n in warm_entries(stage) if n in trace)
+
+
+def test_a_whole_trace_shows_a_stage_at_once(qtbot, session):
+    with qtbot.waitSignal(session.traceReady, timeout=10000):
+        session.set_model(build_tiny_model(), SRC, "le chat")
+    key = next(s.key for s in session.stages if s.key.startswith("dec.1.") and s.kind == "ffn")
+    with qtbot.waitSignal(session.stageChanged, timeout=10):
+        session.set_stage(key)
+    assert session.stage_key == key
