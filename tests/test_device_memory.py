@@ -8,6 +8,7 @@ import torch
 from conftest import build_tiny_model as make
 
 from attnlab.engine import live
+from attnlab.engine.gpu_failures import FELL_BACK
 from attnlab.engine.live import LiveModel, out_of_device_memory
 from attnlab.engine.options import RunOptions
 
@@ -67,3 +68,31 @@ def test_what_counts_as_out_of_memory():
     assert out_of_device_memory(RuntimeError("CUDA error: out of memory"))
     assert not out_of_device_memory(RuntimeError("Expected all tensors to be on the same device"))
     assert not out_of_device_memory(ValueError("out of memory"))  # not an error torch raises for memory
+
+
+def test_after_a_fallback_a_run_at_least_as_long_goes_to_the_cpu_at_once(monkeypatch):
+    """The size that failed is remembered: the GPU is not tried again for a run as long or longer, and is for
+    a shorter one (which may fit)."""
+    placed: list[str] = []
+    cpu_place = LiveModel._place
+
+    def place(self, device, options, sides, lean=False):
+        placed.append(device.type)
+        if device.type != "cpu":
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return cpu_place(self, device, options, sides, lean)
+
+    monkeypatch.setattr(live, "pick_device", lambda requested: GPU)
+    monkeypatch.setattr(LiveModel, "_place", place)
+    model = make()
+    first = model.trace("the black cat", "le chat noir", RunOptions(device="cuda"))
+    assert placed == ["cuda", "cpu"] and first.notices[-1] == FELL_BACK
+    longer = model.trace("the black cat sees the dog", "le chat noir", RunOptions(device="cuda"))
+    assert placed[2:] == ["cpu"]  # not tried on the GPU
+    assert longer.notices[-1].startswith("Runs of 4 tokens or more ran out of GPU memory before; this one (7 tokens)")
+    fast = model.trace("the black cat sees the dog", "le chat noir", RunOptions(device="cuda", record=False))
+    assert placed[3:] == ["cuda", "cpu"] and fast.notices[-1] == FELL_BACK  # another kind of run: tried
+    shorter = model.trace("the cat", "le chat", RunOptions(device="cuda"))
+    assert placed[5:] == ["cuda", "cpu"] and shorter.notices[-1] == FELL_BACK  # shorter: it might have fit
+    model.trace("the black cat", "le chat noir", RunOptions(device="cuda", temperature=2.0))
+    assert placed[7:] == ["cpu"]  # as long as the shortest failure

@@ -444,7 +444,7 @@ class LiveModel:
         return estimate_trace_bytes(self.config, options, S, T, element) > self.lean_above
 
     def _recorder(
-        self, device: torch.device, options: RunOptions, sides: dict, notices: list[str], lean: bool
+        self, device: torch.device, options: RunOptions, sides: dict, notices: list[str], lean: bool = False
     ) -> Recorder:
         """A recorder that keeps the trace on `device` when it fits there, else copies it to the host."""
         if not options.record or device.type == "cpu":
