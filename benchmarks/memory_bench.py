@@ -60,12 +60,13 @@ def unique_bytes(tensors) -> int:
     return sum(seen.values())
 
 
-def run_attnlab(tokens: int) -> dict:
+def run_attnlab(tokens: int, whole: bool) -> dict:
+    """The trace as LiveModel.trace makes it (the app's and attnlab.load's path); `whole`: with every layer's
+    tensors kept, as runs whose trace is at most LiveModel.lean_above bytes keep them (engine/replay.py)."""
     from attnlab.engine.config import ModelConfig
-    from attnlab.engine.live import output_probs
+    from attnlab.engine.hf_tokenizer import NumberTokenizer
+    from attnlab.engine.live import LiveModel
     from attnlab.engine.model import Transformer
-    from attnlab.engine.options import RunOptions
-    from attnlab.engine.trace import Recorder
 
     torch.manual_seed(0)
     cfg = ModelConfig(
@@ -82,16 +83,15 @@ def run_attnlab(tokens: int) -> dict:
         scale_embedding=False,
         max_len=CTX,
     )
-    model = Transformer(cfg).eval()
-    ids = torch.randint(4, VOCAB, (1, tokens))  # [1, T]
+    numbers = NumberTokenizer(VOCAB)
+    model = LiveModel(Transformer(cfg).eval(), None, numbers)
+    if whole:
+        model.lean_above = 1 << 62
+    ids = torch.randint(4, VOCAB, (tokens,)).tolist()
+    model.trace(tgt=ids[:8])  # warm: the first run's one-time allocations are not the trace's
     trim()
     before = rss_bytes()
-    with torch.inference_mode():
-        rec = Recorder(True)
-        rec(("tgt.ids"), ids)
-        model(None, ids, rec=rec)
-        trace = rec.finish(cfg, RunOptions().resolved(cfg), str(ids.device))
-        trace.entries["probs"] = output_probs(1.0)
+    trace = model.trace(tgt=ids)
     trim()
     held = rss_bytes() - before
     return {"tensor_bytes": trace.stored_bytes(), "rss_held": held, "entries": len(trace)}
@@ -159,7 +159,7 @@ def run_transformer_lens(tokens: int) -> dict:
 
 def child(side: str, tokens: int, threads: int) -> None:
     torch.set_num_threads(threads)
-    result = run_attnlab(tokens) if side == "attnlab" else run_transformer_lens(tokens)
+    result = run_attnlab(tokens, side == "whole") if side != "tl" else run_transformer_lens(tokens)
     result["peak_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps(result))
 
@@ -182,7 +182,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, default=512)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--child", choices=("attnlab", "tl"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("attnlab", "whole", "tl"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(args.child, args.tokens, args.threads)
@@ -193,12 +193,14 @@ def main(argv=None) -> int:
         f"{args.tokens} tokens, torch {torch.__version__}"
     )
     ours = measure("attnlab", args.tokens, args.threads)
+    whole = measure("whole", args.tokens, args.threads)
     theirs = measure("tl", args.tokens, args.threads)
-    print(f"{'':<26} {'tensor MiB':>11} {'RSS held MiB':>13} {'peak RSS MiB':>13} {'entries':>8}")
-    for label, r in (("attnlab trace", ours), ("TransformerLens cache", theirs)):
+    print(f"{'':<30} {'tensor MiB':>11} {'RSS held MiB':>13} {'peak RSS MiB':>13} {'entries':>8}")
+    rows = (("attnlab trace (lean)", ours), ("attnlab, every layer kept", whole), ("TransformerLens cache", theirs))
+    for label, r in rows:
         if r is not None:
             print(
-                f"{label:<26} {r['tensor_bytes'] / mib:>11.1f} {r['rss_held'] / mib:>13.1f} "
+                f"{label:<30} {r['tensor_bytes'] / mib:>11.1f} {r['rss_held'] / mib:>13.1f} "
                 f"{r['peak_rss'] / mib:>13.1f} {r['entries']:>8}"
             )
     if ours is None:
@@ -206,12 +208,12 @@ def main(argv=None) -> int:
     if theirs is not None:
         print(
             f"attnlab / TransformerLens: tensor bytes {ours['tensor_bytes'] / theirs['tensor_bytes']:.2f}x, "
-            f"RSS held {ours['rss_held'] / max(theirs['rss_held'], 1):.2f}x   (target <= 0.5x)"
+            f"RSS held {ours['rss_held'] / max(theirs['rss_held'], 1):.2f}x   (target <= 0.25x)"
         )
     else:
         print(
             f"TransformerLens not importable: against DESIGN.md's {DESIGN_TL_MIB:.0f} MiB, tensor bytes "
-            f"{ours['tensor_bytes'] / mib / DESIGN_TL_MIB:.2f}x (target <= 0.5x)"
+            f"{ours['tensor_bytes'] / mib / DESIGN_TL_MIB:.2f}x (target <= 0.25x)"
         )
     return 0
 

@@ -96,3 +96,40 @@ def test_after_a_fallback_a_run_at_least_as_long_goes_to_the_cpu_at_once(monkeyp
     assert placed[5:] == ["cuda", "cpu"] and shorter.notices[-1] == FELL_BACK  # shorter: it might have fit
     model.trace("the black cat", "le chat noir", RunOptions(device="cuda", temperature=2.0))
     assert placed[7:] == ["cpu"]  # as long as the shortest failure
+
+
+def test_a_new_input_moves_the_traces_still_held_off_the_gpu(monkeypatch):
+    """One trace at a time on the GPU: before a run of another input, the last run's traces that someone still
+    holds (the app keeps one on screen) move to the host, those nobody holds are only collected, and a
+    temperature change (which reuses the run) moves nothing."""
+    from attnlab.engine.trace import Trace
+
+    moved: list[int] = []
+    monkeypatch.setattr(Trace, "move_to_host", lambda self: moved.append(id(self)))
+    monkeypatch.setattr(live, "pick_device", lambda requested: GPU)
+    cpu_run = LiveModel._trace_on
+    monkeypatch.setattr(  # "on the GPU" here means: computed on the CPU, chosen as a GPU run is
+        LiveModel, "_trace_on", lambda self, device, *a, **k: cpu_run(self, torch.device("cpu"), *a, **k)
+    )
+    model = make()
+    first = model.trace(SRC, TGT)
+    warmer = model.trace(SRC, TGT, RunOptions(temperature=2.0))  # the same tensors, another Trace
+    assert moved == []
+    model.trace("the dog sees the cat", TGT)  # another input; its trace is not kept by anyone here
+    assert sorted(moved) == sorted([id(first), id(warmer)])
+    moved.clear()
+    model.trace("the cat", TGT)
+    assert moved == []
+
+
+def test_a_lean_trace_moved_to_the_host_reads_the_same():
+    """Trace.move_to_host on a lean run (engine/replay.py): its layers still run again (their input and, for
+    the decoder of an encoder-decoder, the encoder's output, brought back to the model) and read the same."""
+    from conftest import assert_same_trace
+
+    whole = make().trace(SRC, TGT)
+    model = make()
+    model.lean_above = 0
+    thin = model.trace(SRC, TGT)
+    thin.move_to_host()
+    assert_same_trace(whole, thin)

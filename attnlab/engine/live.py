@@ -9,6 +9,7 @@ import gc
 import operator
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
@@ -58,6 +59,19 @@ def out_of_device_memory(error: BaseException) -> bool:
     if isinstance(error, torch.cuda.OutOfMemoryError):
         return True
     return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+
+
+def free_device_memory_of(dropped: list[weakref.ref]) -> None:
+    """Give back the GPU memory of runs this model no longer keeps: a trace someone still holds (the app keeps
+    the last one on screen while the next computes) moves to the host (Trace.move_to_host); the rest is
+    collected; then the caching allocator returns the blocks, so the next run's budget counts them as free."""
+    gc.collect()
+    for ref in dropped:
+        trace = ref()
+        if trace is not None:
+            trace.move_to_host()
+        del trace
+    release_device_memory()
 
 
 def release_device_memory() -> None:
@@ -157,6 +171,8 @@ class LiveModel:
         # when only the temperature changes; a fast run holds little more than its logits. See trace().
         self._runs: dict[bool, tuple[tuple, Trace]] = {}
         self._last_inputs: LayerInputs | None = None  # the last recorded run's layer inputs (runcache.py)
+        # {record: the traces handed out that hold that run's tensors (the run's, its temperature variants)}
+        self._handed_out: dict[bool, list[weakref.ref]] = {True: [], False: []}
         self._checked: RunOptions | None = None  # the last options found runnable on this model
         self.held_dtype = module_dtype(module)  # the dtype the weights are held in (issue 23: as stored)
         self.placement: Placement | None = None  # layers spread over GPU, host and disk (checkpoints/placement.py)
@@ -364,16 +380,20 @@ class LiveModel:
         key = self._run_key(src, tgt, options)
         last = self._runs.get(options.record)
         if last is not None and last[0] == key:
-            return with_temperature(last[1], options, self.config)
-        kept_runs = len(self._runs)
+            warmer = with_temperature(last[1], options, self.config)
+            self._handed_out[options.record].append(weakref.ref(warmer))  # it shares the run's tensors
+            return warmer
+        del last
+        kept_before = set(self._runs)
         self._forget_runs_unlike(key)
         device = pick_device(options.device)
         resume = self._resume_point(key, device) if options.record else None
         if resume is None and options.record:  # the last recorded run's tensors are of no further use here
             self._runs.pop(True, None)
             self._last_inputs = None
-        if device.type == "cuda" and len(self._runs) < kept_runs:  # one trace at a time on the GPU (issue 23)
-            release_device_memory()
+        dropped = [ref for record in kept_before - set(self._runs) for ref in self._handed_out.pop(record, [])]
+        if device.type == "cuda" and dropped:  # one trace at a time on the GPU (issue 23)
+            free_device_memory_of(dropped)
         inputs = LayerInputs() if options.record else None
         trace: Trace | None = None
         try:
@@ -387,6 +407,8 @@ class LiveModel:
             fallback = self._gpu_failures.failed(options, self._lengths)
             trace = self._trace_on(torch.device("cpu"), src, tgt, options, after=[fallback])
         self._runs[options.record] = (key, trace)
+        sharing = self._handed_out[options.record] if resume is not None else []  # a resumed run shares tensors
+        self._handed_out[options.record] = [*sharing, weakref.ref(trace)]
         if options.record:
             self._last_inputs = inputs
         return trace

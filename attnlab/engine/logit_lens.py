@@ -59,12 +59,12 @@ class Unembedding:
     def __call__(self, h: Tensor) -> Tensor:
         off = Recorder(False)
         with torch.no_grad():
-            x = h[None]  # [1, T, d]
+            x = h[None].to(self.model.sinusoid.device)  # [1, T, d] (a trace moved to the host: back to the model)
             if self.norm == "trained" and self.trained is not None:
                 x = self.trained(x, off, "")
             elif self.norm == "plain":
                 x = layer_norm(x, None, None, self.model.config.layer_norm_eps, off, "")
-            return self.model.project(x, off)[0]  # [T, V]
+            return self.model.project(x, off)[0].to(h.device)  # [T, V]
 
 
 def residual_names(entries: OrderedDict[str, Entry] | dict, stack: str) -> list[str]:

@@ -28,7 +28,7 @@ from torch import Tensor
 
 from attnlab.engine import names
 from attnlab.engine.derived import Derived
-from attnlab.engine.runcache import LayerDone, LayerInputs, Resume
+from attnlab.engine.runcache import MEMORY, LayerDone, LayerInputs, Resume
 
 if TYPE_CHECKING:
     from attnlab.engine.model import Transformer
@@ -66,7 +66,17 @@ class LayerReplay:
         self._lock = lock or threading.RLock()
         self._fingerprint = fingerprint(module)
         self._layers: OrderedDict[tuple[str, int], OrderedDict] = OrderedDict()
+        self._on_host = False  # the trace moved to the host: replayed entries land there too
         self.replays = 0  # layers run again so far (tests and benchmarks read it)
+
+    def move_to_host(self) -> None:
+        """Keep the layer inputs in host memory (Trace.move_to_host); a replay then brings its layer's input
+        to the model's device and hands its entries back on the host."""
+        with self._lock:
+            if not self._on_host:
+                self._inputs = LayerInputs({key: x.to("cpu") for key, x in self._inputs.tensors.items()})
+                self._layers.clear()
+                self._on_host = True
 
     def placeholder(self, name: str) -> Derived:
         """The trace entry that stands for `name` of a layer: its value is computed on read."""
@@ -106,13 +116,21 @@ class LayerReplay:
                 "the model's weights, precision or device changed since this run: run it again to see this layer"
             )
         rec = Recorder(True)
+        device = module.sinusoid.device
+        wanted = (where, MEMORY)  # the layer's input; an encoder-decoder's decoder layers read the memory too
+        inputs = LayerInputs({key: x.to(device) for key, x in self._inputs.tensors.items() if key in wanted})
         with torch.inference_mode():
             try:
-                self._run(Resume(where[0], where[1], self._inputs, only=True), rec)
+                self._run(Resume(where[0], where[1], inputs, only=True), rec)
             except LayerDone:
                 pass
         self.replays += 1
-        return rec.entries()
+        entries = rec.entries()
+        if self._on_host:
+            for name, value in entries.items():
+                if isinstance(value, Tensor):
+                    entries[name] = value.to("cpu")
+        return entries
 
 
 def run_of(

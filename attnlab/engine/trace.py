@@ -441,6 +441,23 @@ class Trace:
                 held[key] = max(held.get(key, 0), value.numel() * value.element_size())
         return sum(held.values())
 
+    def move_to_host(self) -> None:
+        """Move the stored tensors off the device into host memory, in their dtype, so that the device's memory
+        is free for the next run while this trace stays on screen (LiveModel.trace, issue 23). It reads the
+        same values: derived entries are computed on the host from then on, recomputed layers run on the
+        model's device and land on the host (engine/replay.py). Nothing to do for a CPU run."""
+        copies: dict[tuple, torch.Tensor] = {}
+        for name, value in self.entries.items():
+            if isinstance(value, torch.Tensor) and off_host(value):
+                key = _storage_key(value)
+                if key not in copies:
+                    copies[key] = value.to("cpu")
+                self.entries[name] = copies[key]
+            elif isinstance(value, Derived) and value.rule == REPLAY_RULE:
+                value.params[0].move_to_host()
+        self._recent.clear()
+        self._home = None
+
     def to(self, device: str | torch.device = "cpu") -> Trace:
         """A Trace whose every entry (derived ones included) is a concrete tensor on `device`; "cpu" gives the
         public dtypes (float32, int64), everything materialised."""
