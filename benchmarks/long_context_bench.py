@@ -2,6 +2,7 @@
 
     python benchmarks/long_context_bench.py                   # 8,192 tokens, rotary positions
     python benchmarks/long_context_bench.py --tokens 4096 --positional learned
+    python benchmarks/long_context_bench.py --whole           # every layer's tensors kept (no recomputing)
 
 The model (issue 23's CPU target): decoder-only, d_model 512, 8 heads, 8 layers, d_ff 2048, a word
 vocabulary of about 1,000, random weights. Two traces of different random prompts go through
@@ -11,7 +12,10 @@ Reported, in GiB of resident memory (/proc/self/statm after gc and malloc_trim):
   peak                     the process's peak RSS minus the same baseline (a sampling thread, every 5 ms,
                            and getrusage's ru_maxrss at the end: the larger); peak_process: the whole
                            process's peak (torch, the model and the baseline included)
-  read one head            seconds to read the last layer's head 0 attention weights (`trace.read`)
+  read one head            seconds to read the last layer's head 0 attention weights (`trace.read`); a
+                           lean trace (engine/replay.py, what LiveModel makes of a trace this size) runs
+                           that layer again first
+  read next head           seconds to read head 1 of the same site after that (the layer is kept)
   stored                   Trace.stored_bytes() of the second trace
 Prints one JSON line. Run under `ulimit -v` to keep a version that needs more memory from the OOM killer.
 """
@@ -92,11 +96,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tokens", type=int, default=8192)
     parser.add_argument("--positional", default="rotary", choices=("rotary", "learned"))
+    parser.add_argument("--whole", action="store_true", help="keep every layer's tensors (no lean trace)")
     args = parser.parse_args(argv)
     from attnlab.engine.options import RunOptions
 
     torch.set_grad_enabled(False)
     model, vocab = build(args.tokens, args.positional)
+    if args.whole:
+        model.lean_above = 1 << 62
     rng = random.Random(0)
     # token ids (a text of 8,192 words is longer than the app reads): ids past the specials
     prompts = [[rng.randrange(8, vocab) for _ in range(args.tokens - 1)] for _ in range(2)]
@@ -117,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     head = trace.read(f"{site}.weights", 0)  # [T, T]
     read_s = time.perf_counter() - start
+    start = time.perf_counter()
+    trace.read(f"{site}.weights", 1)
+    next_s = time.perf_counter() - start
     sampler.running = False
     sampler.join()
     peak = max(sampler.peak, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
@@ -127,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         "peak_gib": round((peak - base) / GIB, 2),
         "peak_process_gib": round(peak / GIB, 2),
         "trace_s": [round(s, 1) for s in seconds],
+        "kept": "whole" if args.whole else "lean",
         "read_one_head_s": round(read_s, 2),
+        "read_next_head_s": round(next_s, 2),
         "head_shape": list(head.shape),
         "stored_gib": round(trace.stored_bytes() / GIB, 2),
     }

@@ -13,6 +13,7 @@ from hf_tiny_families import FAMILY_CASES
 
 from attnlab.checkpoints.hf import convert
 from attnlab.engine import replay
+from attnlab.engine.budget import estimate_trace_bytes
 from attnlab.engine.hf_tokenizer import NumberTokenizer
 from attnlab.engine.live import LiveModel
 from attnlab.engine.model import Transformer
@@ -56,6 +57,24 @@ def test_every_family_reads_the_same_entries_from_a_lean_run(name):
     assert not replays_of(whole) and len(replays_of(thin)) == 1
     assert thin.stored_bytes() < whole.stored_bytes()
     assert_same_trace(whole, thin)
+
+
+@pytest.mark.parametrize("name", list(FAMILY_CASES))
+def test_the_memory_budget_bounds_every_family_whole_and_lean(name):
+    """engine/budget.py's estimate, which decides before a run whether it fits (and whether it runs lean), is
+    never below what the trace stores, and not far above, at two lengths (what grows with the input)."""
+    model = family_model(name)
+    config = model.config
+    for repeat in (1, 2):
+        src = list(IDS) * repeat if config.has_encoder else None
+        tgt = list(DEC_IDS if config.has_encoder else IDS) * repeat if config.has_decoder else None
+        if not config.has_encoder:
+            src, tgt = tgt, None
+        for runner, is_lean in ((model, False), (lean(model), True)):
+            trace = runner.trace(src, tgt)
+            S, T = (len(trace[f"{side}.tokens"]) if f"{side}.tokens" in trace else 0 for side in ("src", "tgt"))
+            estimate = estimate_trace_bytes(config, RunOptions(), S, T, 4, is_lean)
+            assert trace.stored_bytes() <= estimate <= 1.5 * trace.stored_bytes(), (repeat, is_lean)
 
 
 @pytest.mark.parametrize(

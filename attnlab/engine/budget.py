@@ -43,6 +43,7 @@ class SiteLayout:
     projections: bool  # off: Q = x_q and K = V = x_kv, views of inputs the trace holds anyway
     rotary: bool  # rotary positions turn Q and K of self-attention sites into new tensors
     width: int = 0  # w-headdim: Q and the context are [Tq, H·dk] when head_dim is set (0: d)
+    qk_norm: bool = False  # Q and K normed (Qwen3, OLMo-2, Gemma 3): their inputs and the normed values stored
 
 
 def site_layout(config: ModelConfig, options: RunOptions) -> SiteLayout:
@@ -55,12 +56,25 @@ def site_layout(config: ModelConfig, options: RunOptions) -> SiteLayout:
         projections=options.projections,
         rotary=config.positional == "rotary" and options.positional,
         width=config.attn_width if options.projections else config.d_model,
+        qk_norm=config.qk_norm != "none" and options.projections,
     )
 
 
-def side_floats(T: int, d: int, positional: bool) -> int:
-    """Input side: embedding, the positions slice and their sum (the sum is the embedding when PE is off)."""
-    return T * d * (3 if positional else 1)
+def side_floats(T: int, config: ModelConfig, positional: bool) -> int:
+    """Input side: embedding, the positions slice and their sum (the sum is the embedding when PE is off), in
+    the embedding width (ALBERT's and ELECTRA's are narrower, then projected to d_model); the token types; an
+    embedding norm's input and output."""
+    width = config.embed_dim or config.d_model
+    floats = T * width * (3 if positional else 1)
+    floats += T * width * ((1 if config.type_vocab_size else 0) + (2 if config.embed_norm else 0))
+    return floats + (T * config.d_model if config.embed_dim else 0)  # the projection to d_model
+
+
+def head_floats(T: int, config: ModelConfig) -> int:
+    """An output head before the projection (BERT's MLM head: dense, activation, LayerNorm in and out; ELECTRA's
+    discriminator: dense and activation)."""
+    width = config.embed_dim or config.d_model
+    return T * width * (4 if config.output_head else 2 if config.replaced_head else 0)
 
 
 def site_floats(Tq: int, Tk: int, site: SiteLayout, self_attention: bool) -> int:
@@ -72,15 +86,19 @@ def site_floats(Tq: int, Tk: int, site: SiteLayout, self_attention: bool) -> int
     floats = Tq * width + (Tq * site.d if site.projections else 0)  # context, out
     if site.projections:
         floats += Tq * width + 2 * Tk * site.kv_width  # Q, K, V
+        if site.qk_norm:  # q_in, q_normed [H, Tq, dk]; k_in, k_normed [H_kv, Tk, dk]
+            floats += 2 * (Tq * width + Tk * site.kv_width)
     elif site.rotary and self_attention:
         floats += (Tq + Tk) * site.d
     return floats
 
 
-def sublayer_floats(T: int, d: int, residual: bool, rms: bool) -> int:
+def sublayer_floats(T: int, d: int, residual: bool, rms: bool, post_norm: bool = False) -> int:
     """The residual sum (the sub-layer's output itself when the residual is off), the norm's output and an
-    RMSNorm's RMS [T] (a LayerNorm's mean and variance are derived)."""
-    return T * d * (2 if residual else 1) + (T if rms else 0)
+    RMSNorm's RMS [T] (a LayerNorm's mean and variance are derived); a norm on the sub-layer's output too
+    (Gemma 2's sandwich, OLMo-2): its input, output and RMS."""
+    floats = T * d * (2 if residual else 1) + (T if rms else 0)
+    return floats + ((2 * T * d + (T if rms else 0)) if post_norm else 0)
 
 
 def ffn_floats(T: int, config: ModelConfig) -> int:
@@ -91,7 +109,8 @@ def ffn_floats(T: int, config: ModelConfig) -> int:
 
 def layer_floats(T: int, S: int | None, config: ModelConfig, site: SiteLayout, residual: bool) -> int:
     """One layer: self-attention over T, cross-attention to S (decoder of an encoder-decoder), FFN."""
-    sublayer = sublayer_floats(T, config.d_model, residual, config.norm == "rmsnorm")
+    post_norm = config.sublayer_norm != "input"
+    sublayer = sublayer_floats(T, config.d_model, residual, config.norm == "rmsnorm", post_norm)
     n = site_floats(T, T, site, self_attention=True) + sublayer
     if S is not None:
         n += site_floats(T, S, site, self_attention=False) + sublayer
@@ -132,11 +151,11 @@ def estimate_trace_bytes(
     def per_layer(T: int, S: int | None) -> int:  # a lean run keeps only the layer's output [T, d]
         return T * d if lean else layer_floats(T, S, config, site, options.residual)
 
-    floats = mask_floats(config, options, S, T)
+    floats = 0 if lean else mask_floats(config, options, S, T)  # a lean run's masks live in its layers
     ints = 0
     out_len = S
     if config.has_encoder:
-        floats += side_floats(S, d, positional)
+        floats += side_floats(S, config, positional)
         floats += config.n_encoder_layers * per_layer(S, None)
         floats += final_norm_floats(S, config)
         floats += disentangled_floats(config, S, site.heads, options.positional, not lean)  # DeBERTa: scores, c2p, p2c
@@ -144,13 +163,14 @@ def estimate_trace_bytes(
         ints += S
     if config.has_decoder:
         cross = S if config.has_encoder else None
-        floats += side_floats(T, d, positional)
+        floats += side_floats(T, config, positional)
         floats += config.n_decoder_layers * per_layer(T, cross)
         floats += final_norm_floats(T, config)
         ints += T
         out_len = T
-    floats += out_len * config.out_vocab_size  # logits; probs are derived
-    floats += position_bias.bias_floats(config, options, S, T)  # ALiBi: one [H, T, T] per stack, stored
+    floats += head_floats(out_len, config) + out_len * config.out_vocab_size  # logits; probs are derived
+    floats += out_len * config.out_vocab_size if config.final_softcap else 0  # Gemma 2: the logits before the cap
+    floats += 0 if lean else position_bias.bias_floats(config, options, S, T)  # ALiBi: [H, T, T] per stack
     return floats * element_size + ints * 8
 
 
@@ -165,9 +185,12 @@ def working_bytes(
     stepwise = options.ablate or ((config.disentangled or config.rel_key_terms) and options.positional)
     heads = options.effective_heads(config) if stepwise else 1
     floats = WORKING_SITE_MATRICES * heads * T * T + 2 * T * config.d_ff
-    if lean:
+    if lean:  # one layer's record, the masks and a position bias (kept by the trace when not lean)
         S = src_len if config.has_encoder and config.has_decoder else None
         floats += layer_floats(T, S, config, site_layout(config, options), options.residual)
+        floats += mask_floats(config, options, src_len, tgt_len) + position_bias.bias_floats(
+            config, options, src_len, tgt_len
+        )
     return floats * element_size
 
 
