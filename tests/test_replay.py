@@ -33,10 +33,13 @@ def family_model(name: str) -> LiveModel:
     return LiveModel(module, numbers, numbers, name=name)
 
 
-def lean(model: LiveModel) -> LiveModel:
-    """The same module, run lean whatever the trace's size."""
+def lean(model: LiveModel, attention: bool = False) -> LiveModel:
+    """The same module, run lean whatever the trace's size; `attention`: keeping each site's Q, K, V and mask
+    (what a long CPU run keeps) however short the input."""
     twin = LiveModel(model.module, model.src_tokenizer, model.tgt_tokenizer, name=model.name)
     twin.lean_above = 0
+    if attention:
+        twin._keep = lambda device, options, sides: replay.ATTENTION  # type: ignore[method-assign]
     return twin
 
 
@@ -57,6 +60,9 @@ def test_every_family_reads_the_same_entries_from_a_lean_run(name):
     assert not replays_of(whole) and len(replays_of(thin)) == 1
     assert thin.stored_bytes() < whole.stored_bytes()
     assert_same_trace(whole, thin)
+    sites = lean(whole_model, attention=True).trace(src, tgt)
+    assert thin.stored_bytes() < sites.stored_bytes() < whole.stored_bytes()
+    assert_same_trace(whole, sites)
 
 
 @pytest.mark.parametrize("name", list(FAMILY_CASES))
@@ -70,11 +76,15 @@ def test_the_memory_budget_bounds_every_family_whole_and_lean(name):
         tgt = list(DEC_IDS if config.has_encoder else IDS) * repeat if config.has_decoder else None
         if not config.has_encoder:
             src, tgt = tgt, None
-        for runner, is_lean in ((model, False), (lean(model), True)):
+        for runner, keep in (
+            (model, replay.WHOLE),
+            (lean(model), replay.OUTPUTS),
+            (lean(model, True), replay.ATTENTION),
+        ):
             trace = runner.trace(src, tgt)
             S, T = (len(trace[f"{side}.tokens"]) if f"{side}.tokens" in trace else 0 for side in ("src", "tgt"))
-            estimate = estimate_trace_bytes(config, RunOptions(), S, T, 4, is_lean)
-            assert trace.stored_bytes() <= estimate <= 1.5 * trace.stored_bytes(), (repeat, is_lean)
+            estimate = estimate_trace_bytes(config, RunOptions(), S, T, 4, keep)
+            assert trace.stored_bytes() <= estimate <= 1.5 * trace.stored_bytes(), (repeat, keep)
 
 
 @pytest.mark.parametrize(
@@ -96,6 +106,24 @@ def test_toggles_read_the_same_from_a_lean_run(options):
     whole = whole_model.trace(SRC, TGT, options)
     thin = lean(whole_model).trace(SRC, TGT, options)
     assert_same_trace(whole, thin)
+
+
+def test_a_long_cpu_run_keeps_what_its_maps_are_derived_from(monkeypatch):
+    """On the CPU an input of KEEP_ATTENTION_FROM tokens or more keeps each site's Q, K, V and mask: reading
+    a head's map runs no layer again; reading the FFN does."""
+    from attnlab.engine import live
+
+    monkeypatch.setattr(live, "KEEP_ATTENTION_FROM", 5)
+    model = build_tiny_model(arch="decoder-only")
+    model.lean_above = 0
+    short, long = model.trace(tgt="the cat"), model.trace(tgt="the black cat sees")  # 3 and 5 tokens
+    assert all(e.params[0].keep == replay.OUTPUTS for e in short.entries.values() if getattr(e, "rule", "") == "replay")
+    (layer_replay,) = {e.params[0] for e in long.entries.values() if getattr(e, "rule", None) == replay.RULE}
+    assert layer_replay.keep == replay.ATTENTION
+    long.read("dec.1.self.weights", 2), long["dec.0.self.masked"]
+    assert layer_replay.replays == 0
+    long["dec.1.ffn.out"]
+    assert layer_replay.replays == 1
 
 
 def test_a_layer_runs_again_once_for_all_of_its_entries():

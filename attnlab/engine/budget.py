@@ -25,6 +25,7 @@ from attnlab.engine.config import ModelConfig
 from attnlab.engine.disentangled import trace_floats as disentangled_floats
 from attnlab.engine.options import RunOptions
 from attnlab.engine.relative_key import trace_floats as relative_key_floats
+from attnlab.engine.replay import ATTENTION, OUTPUTS, WHOLE, Keep
 
 # While a layer runs, besides the trace: the fused kernel's blocks (a recording run never makes a site's
 # [H, Tq, Tk] maps) and the FFN activation; we ask for room for this many [Tq, Tk] maps of one head on top
@@ -93,6 +94,14 @@ def site_floats(Tq: int, Tk: int, site: SiteLayout, self_attention: bool) -> int
     return floats
 
 
+def site_input_floats(Tq: int, Tk: int, site: SiteLayout, self_attention: bool) -> int:
+    """What a site's maps are derived from: Q [Tq, H·dk], K and V [Tk, kv_width] (with the projections off
+    only the rotated Q and K of a self-attention site)."""
+    if site.projections:
+        return Tq * (site.width or site.d) + 2 * Tk * site.kv_width
+    return (Tq + Tk) * site.d if site.rotary and self_attention else 0
+
+
 def sublayer_floats(T: int, d: int, residual: bool, rms: bool, post_norm: bool = False) -> int:
     """The residual sum (the sub-layer's output itself when the residual is off), the norm's output and an
     RMSNorm's RMS [T] (a LayerNorm's mean and variance are derived); a norm on the sub-layer's output too
@@ -134,24 +143,29 @@ def mask_floats(config: ModelConfig, options: RunOptions, S: int, T: int) -> int
         if config.has_encoder:
             shapes.append(T * S)
     per_site = [site for site, _cells in options.custom_masks if site.count(".") == 2]
-    return sum(shapes) + len(per_site) * max(shapes)
+    windowed = shapes[:1] if config.sliding_window else []  # a sliding window's band beside the full mask
+    return sum(shapes + windowed) + len(per_site) * max(shapes)
 
 
 def estimate_trace_bytes(
-    config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4, lean: bool = False
+    config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4, keep: Keep = WHOLE
 ) -> int:
     """Bytes a recorded run's trace holds (tensors stored where the model ran), for sources of `src_len`
     and decoder inputs of `tgt_len` tokens (specials and padding included; the unused side is ignored).
-    `lean`: a run whose layers are recomputed on read (engine/replay.py) keeps only each layer's output."""
+    `keep`: what a lean run (its layers recomputed on read, engine/replay.py) stores of each layer."""
+    lean = keep != WHOLE
     d = config.d_model
     positional = options.positional and config.adds_position_table
     site = site_layout(config, options)
     S, T = src_len, tgt_len
 
-    def per_layer(T: int, S: int | None) -> int:  # a lean run keeps only the layer's output [T, d]
-        return T * d if lean else layer_floats(T, S, config, site, options.residual)
+    def per_layer(T: int, S: int | None) -> int:  # a lean run keeps the layer's output [T, d] (and Q, K, V)
+        if not lean:
+            return layer_floats(T, S, config, site, options.residual)
+        sites = site_input_floats(T, T, site, True) + (site_input_floats(T, S, site, False) if S is not None else 0)
+        return T * d + (sites if keep == ATTENTION else 0)
 
-    floats = 0 if lean else mask_floats(config, options, S, T)  # a lean run's masks live in its layers
+    floats = mask_floats(config, options, S, T) if keep != OUTPUTS else 0  # OUTPUTS: the masks live in the layers
     ints = 0
     out_len = S
     if config.has_encoder:
@@ -170,24 +184,25 @@ def estimate_trace_bytes(
         out_len = T
     floats += head_floats(out_len, config) + out_len * config.out_vocab_size  # logits; probs are derived
     floats += out_len * config.out_vocab_size if config.final_softcap else 0  # Gemma 2: the logits before the cap
-    floats += 0 if lean else position_bias.bias_floats(config, options, S, T)  # ALiBi: [H, T, T] per stack
+    floats += position_bias.bias_floats(config, options, S, T) if keep != OUTPUTS else 0  # ALiBi: [H, T, T]
     return floats * element_size + ints * 8
 
 
 def working_bytes(
-    config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4, lean: bool = False
+    config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, element_size: int = 4, keep: Keep = WHOLE
 ) -> int:
     """Transient memory of the recorded forward besides the trace (a few one-head maps, one FFN); an ablated
-    site still computes its steps for every head at once. `lean`: plus one layer's whole record, what reading
-    a recomputed layer holds (engine/replay.py)."""
+    site still computes its steps for every head at once. A lean run (`keep`): plus one layer's whole record,
+    what reading a recomputed layer holds (engine/replay.py), and the masks when the layers keep them."""
     T = max(src_len, tgt_len)
     # an ablated site, and DeBERTa's (disentangled.py: recorded step by step), compute every head at once
     stepwise = options.ablate or ((config.disentangled or config.rel_key_terms) and options.positional)
     heads = options.effective_heads(config) if stepwise else 1
     floats = WORKING_SITE_MATRICES * heads * T * T + 2 * T * config.d_ff
-    if lean:  # one layer's record, the masks and a position bias (kept by the trace when not lean)
+    if keep != WHOLE:
         S = src_len if config.has_encoder and config.has_decoder else None
         floats += layer_floats(T, S, config, site_layout(config, options), options.residual)
+    if keep == OUTPUTS:
         floats += mask_floats(config, options, src_len, tgt_len) + position_bias.bias_floats(
             config, options, src_len, tgt_len
         )

@@ -38,6 +38,7 @@ from attnlab.engine.typed import UNSURE_BELOW, classroom_language, typed_form, u
 from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 
 LEAN_ABOVE_BYTES = 64 << 20  # LiveModel.lean_above: whole traces up to this size; layers recomputed on read above
+KEEP_ATTENTION_FROM = 1024  # tokens: a lean CPU run this long keeps each site's Q, K, V and mask (LiveModel._keep)
 Prompt = str | tuple[str, str] | list[int] | None  # text, a sentence pair, or token ids fed back by generation
 
 
@@ -456,25 +457,34 @@ class LiveModel:
             sides["tgt"] = self._side(tgt, "tgt", options.pad_to, notices)
         return sides
 
-    def _lean(self, options: RunOptions, sides: dict) -> bool:
-        """Whether this run's layers are recomputed on read (engine/replay.py): a recorded run whose whole
-        trace would hold more than `lean_above` bytes."""
+    def _keep(self, device: torch.device, options: RunOptions, sides: dict) -> replay.Keep:
+        """What this run stores of each layer (engine/replay.py): everything, unless its whole trace would hold
+        more than `lean_above` bytes; then each layer's output (the rest recomputed on read), and on the CPU
+        for inputs of KEEP_ATTENTION_FROM tokens or more each site's Q, K, V and mask too (recomputing a long
+        layer's attention there takes seconds; on a GPU milliseconds)."""
         if not options.record:
-            return False
+            return replay.WHOLE
         S, T = side_lengths(sides)
         element = torch.empty((), dtype=run_dtype(self.held_dtype, options.precision)).element_size()
-        return estimate_trace_bytes(self.config, options, S, T, element) > self.lean_above
+        if estimate_trace_bytes(self.config, options, S, T, element) <= self.lean_above:
+            return replay.WHOLE
+        return replay.ATTENTION if device.type == "cpu" and max(S, T) >= KEEP_ATTENTION_FROM else replay.OUTPUTS
 
     def _recorder(
-        self, device: torch.device, options: RunOptions, sides: dict, notices: list[str], lean: bool = False
+        self,
+        device: torch.device,
+        options: RunOptions,
+        sides: dict,
+        notices: list[str],
+        keep: replay.Keep = replay.WHOLE,
     ) -> Recorder:
         """A recorder that keeps the trace on `device` when it fits there, else copies it to the host."""
         if not options.record or device.type == "cpu":
             return Recorder(options.record)
         S, T = side_lengths(sides)
         element = self.module.sinusoid.element_size()
-        trace_bytes = estimate_trace_bytes(self.config, options, S, T, element, lean)
-        working = working_bytes(self.config, options, S, T, element, lean)
+        trace_bytes = estimate_trace_bytes(self.config, options, S, T, element, keep)
+        working = working_bytes(self.config, options, S, T, element, keep)
         fits, free = fits_on_device(device, trace_bytes + working)
         if fits:
             return Recorder(True)
@@ -505,9 +515,9 @@ class LiveModel:
         self._lengths = side_lengths(sides)
         if device.type == "cuda":  # a run as long as one the GPU had no memory for goes to the CPU at once
             self._gpu_failures.check(options, self._lengths)
-        lean = self._lean(options, sides)
-        self._place(device, options, sides, lean)
-        rec = self._recorder(device, options, sides, notices, lean)
+        keep = self._keep(device, options, sides)
+        self._place(device, options, sides, keep)
+        rec = self._recorder(device, options, sides, notices, keep)
         kept: OrderedDict = OrderedDict()
         last_recorded = self._runs.get(True)
         if resume is not None and last_recorded is not None:
@@ -525,8 +535,8 @@ class LiveModel:
         src_types = torch.tensor([types["src"]], device=device) if "src" in types else None  # [1, S]
         run = replay.run_of(self.module, resolved, ids_of, pad_of, src_types)
         lock = self._module_lock if self.placement is not None else None  # accelerate's hooks move weights
-        if lean and inputs is not None:  # each layer but its output is recomputed when read (engine/replay.py)
-            rec.recompute_layers(replay.LayerReplay(self.module, run, inputs, lock))
+        if keep != replay.WHOLE and inputs is not None:  # the rest of a layer is recomputed when read
+            rec.recompute_layers(replay.LayerReplay(self.module, run, inputs, lock, keep))
         start = time.perf_counter()
         with lock or nullcontext():
             logits = run(resume, rec, inputs)
@@ -551,7 +561,7 @@ class LiveModel:
             _host=host,
         )
 
-    def _place(self, device: torch.device, options: RunOptions, sides: dict, lean: bool = False) -> None:
+    def _place(self, device: torch.device, options: RunOptions, sides: dict, keep: replay.Keep = replay.WHOLE) -> None:
         """Check that the run fits `device` in its precision (RunTooBig, one line with the numbers, before
         anything is allocated), then put the weights there in the run's dtype (engine/precision.py)."""
         dtype = run_dtype(self.held_dtype, options.precision)
@@ -564,10 +574,10 @@ class LiveModel:
         element = torch.empty((), dtype=dtype).element_size()
         weights = sum(p.numel() for p in self.module.checkpoint_tensors().values()) * element if moving else 0
         S, T = side_lengths(sides)
-        refusal = run_refusal(self.config, options, S, T, dtype, device, weights, lean)
+        refusal = run_refusal(self.config, options, S, T, dtype, device, weights, keep)
         if refusal:  # what earlier runs left unreferenced is counted once it is given back
             release_device_memory()
-            refusal = run_refusal(self.config, options, S, T, dtype, device, weights, lean)
+            refusal = run_refusal(self.config, options, S, T, dtype, device, weights, keep)
         if refusal:
             raise RunTooBig(refusal)
         if module_dtype(self.module) != dtype:

@@ -34,6 +34,13 @@ if TYPE_CHECKING:
     from attnlab.engine.model import Transformer
     from attnlab.engine.options import ResolvedOptions
 
+# What a recorded run stores of each layer (engine/budget.py counts each): WHOLE every entry; OUTPUTS only the
+# layer's output, the rest recomputed on read; ATTENTION that and each site's Q, K, V, mask and position bias,
+# so that an attention map is derived without running the layer again (LiveModel picks it for long CPU runs,
+# where a layer's attention costs seconds to recompute).
+Keep = str
+WHOLE, OUTPUTS, ATTENTION = "whole", "outputs", "attention"
+SITE_INPUTS = ("q", "k", "v", "mask", "bias")  # names.step_of of what ATTENTION keeps
 KEPT_LAYERS = 2  # replayed layers kept (a panel and the next one; the model view steps layer by layer)
 RULE = "replay"
 
@@ -59,7 +66,9 @@ class LayerReplay:
         run: Callable[..., Tensor],
         inputs: LayerInputs,
         lock: threading.RLock | None = None,
+        keep: Keep = OUTPUTS,
     ):
+        self.keep = keep
         self._module = weakref.ref(module)
         self._run = run
         self._inputs = inputs
@@ -158,11 +167,14 @@ def run_of(
     return run
 
 
-def kept_whole(name: str) -> bool:
-    """Whether a lean run stores entry `name` as it is: everything outside the layers, and each layer's
-    output (the next layer's input, the residual stream the logit lens and the flow panels read)."""
+def kept_whole(name: str, keep: Keep = OUTPUTS) -> bool:
+    """Whether a lean run stores entry `name` as it is: everything outside the layers, each layer's output
+    (the next layer's input, the residual stream the logit lens and the flow panels read), and with ATTENTION
+    each site's Q, K, V, mask and bias."""
     layer_name = names.layer_of(name)
-    return layer_name is None or name == names.layer_out(layer_name)
+    if layer_name is None or name == names.layer_out(layer_name):
+        return True
+    return keep == ATTENTION and names.site_of(name) is not None and names.step_of(name) in SITE_INPUTS
 
 
 def replayed(replay: LayerReplay, name: str) -> Tensor:

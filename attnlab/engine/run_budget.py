@@ -15,6 +15,7 @@ from attnlab.engine.budget import HEADROOM, estimate_trace_bytes, working_bytes
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.memory import available_on, gb, host_available
 from attnlab.engine.options import RunOptions
+from attnlab.engine.replay import WHOLE, Keep
 
 
 @dataclass(frozen=True)
@@ -31,29 +32,29 @@ class RunNeeds:
 
 
 def run_needs(
-    config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int, lean: bool = False
+    config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int, keep: Keep = WHOLE
 ) -> RunNeeds:
     """RunNeeds of a run with a source of S and a decoder input of T tokens in `element`-byte floats;
-    `weights`: the bytes of weights this run must place on its device first (0 when they are there); `lean`:
-    a recorded run whose layers are recomputed on read (engine/replay.py)."""
+    `weights`: the bytes of weights this run must place on its device first (0 when they are there); `keep`:
+    what a lean run stores of its layers (engine/replay.py)."""
     L = max(S, T)
     if options.record:
-        trace = estimate_trace_bytes(config, options, S, T, element, lean)
+        trace = estimate_trace_bytes(config, options, S, T, element, keep)
     else:  # the fast path keeps the logits; a layer's activations live while it runs
         trace = L * config.out_vocab_size * element
-    working = working_bytes(config, options, S, T, element, lean) + 4 * L * config.d_model * element
+    working = working_bytes(config, options, S, T, element, keep) + 4 * L * config.d_model * element
     return RunNeeds(weights, trace, working)
 
 
 def fitting_tokens(
-    config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int, room: int, lean: bool = False
+    config: ModelConfig, options: RunOptions, S: int, T: int, element: int, weights: int, room: int, keep: Keep = WHOLE
 ) -> int:
     """The most tokens (of the longer side, the other kept) that fit `room`, 0 when none do."""
     low, high = 0, max(S, T)
     while low < high:
         mid = (low + high + 1) // 2
         s, t = (min(S, mid), min(T, mid))
-        if run_needs(config, options, s, t, element, weights, lean).total <= room:
+        if run_needs(config, options, s, t, element, weights, keep).total <= room:
             low = mid
         else:
             high = mid - 1
@@ -68,18 +69,18 @@ def run_refusal(
     dtype: torch.dtype,
     device: torch.device,
     weights: int,
-    lean: bool = False,
+    keep: Keep = WHOLE,
 ) -> str:
     """Why this run cannot fit `device` (empty: it fits). On a GPU the trace may go to the host instead
     (LiveModel._recorder), so the trace is counted against the GPU and the host together there."""
     element = torch.empty((), dtype=dtype).element_size()
-    needs = run_needs(config, options, S, T, element, weights, lean)
+    needs = run_needs(config, options, S, T, element, weights, keep)
     room = int(HEADROOM * available_on(device))
     if device.type == "cuda":
         room += int(HEADROOM * host_available()) if needs.weights + needs.working <= room else 0
     if needs.total <= room:
         return ""
-    fits = fitting_tokens(config, options, S, T, element, weights, room, lean)
+    fits = fitting_tokens(config, options, S, T, element, weights, room, keep)
     name = str(dtype).removeprefix("torch.")
     parts = f"the trace {gb(needs.trace)}, working memory {gb(needs.working)}"
     if needs.weights:

@@ -78,7 +78,7 @@ class Recorder:
                 self._last, self._last_first = tensor, tensor[0]
             t = self._last_first
         t = t.detach() if t.requires_grad else t  # detaching costs a dispatch per entry
-        if self.replay is not None and not kept_whole(name):
+        if self.replay is not None and not kept_whole(name, self.replay.keep):
             self._items[name] = self.replay.placeholder(name)
             return
         if self.host and off_host(t):
