@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_gib": round((peak - base) / GIB, 2),
         "peak_process_gib": round(peak / GIB, 2),
         "trace_s": [round(s, 1) for s in seconds],
-        "kept": "whole" if args.whole else "lean",
+        "kept": trace.info.get("kept"),
         "read_one_head_s": round(read_s, 2),
         "read_next_head_s": round(next_s, 2),
         "head_shape": list(head.shape),

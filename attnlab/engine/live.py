@@ -546,6 +546,7 @@ class LiveModel:
         entries[names.PROBS] = output_probs(options.temperature)  # [T, V], softmax on read
         entries.update(lens_entries(self.module, entries, resolved))  # the logit lens, derived on read
         info: dict[str, Any] = {"model": self.name, "compute_ms": (time.perf_counter() - start) * 1000.0}
+        info["kept"] = keep  # what the trace stores of each layer (engine/replay.py)
         info["specials"] = {side: self.wrapping(side, src if side == "src" else tgt) for side in sides}
         host: dict[str, torch.Tensor] = {}
         if kept and last_recorded is not None and resume is not None:  # host copies of reused entries stay valid
