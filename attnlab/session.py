@@ -252,7 +252,12 @@ class Session(QObject):
         slow = slow_to_show(trace, stage) if trace is not None else []
         if trace is not None and slow:
             self._stage_on_the_way = key
-            self._submit("warm", lambda: (warm_stage(trace, stage), key)[1])
+
+            def warm() -> str:
+                warm_stage(trace, stage)
+                return key
+
+            self._submit("warm", warm)
             return
         self._stage_on_the_way = None
         self._generation["warm"] += 1  # a stage still being warmed is moot

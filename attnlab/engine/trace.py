@@ -454,7 +454,8 @@ class Trace:
                     copies[key] = value.to("cpu")
                 self.entries[name] = copies[key]
             elif isinstance(value, Derived) and value.rule == REPLAY_RULE:
-                value.params[0].move_to_host()
+                replay: LayerReplay = value.params[0]  # type: ignore[assignment]
+                replay.move_to_host()
         self._recent.clear()
         self._home = None
 
