@@ -117,8 +117,10 @@ CHILD = textwrap.dedent(
     if sys.argv[2] == "outputs":  # each layer's output only, as a long GPU run keeps (engine/replay.py)
         import attnlab.engine.live as live_module
         live_module.KEEP_ATTENTION_FROM = 1 << 30
-    m.trace(tgt="w1 w2 w3")  # warm: the first run's allocations are made before the limit
+    good = m.trace(tgt="w1 w2 w3")  # warm: the first run's allocations are made before the limit
+    good_logits = good["logits"].clone()
     size = int(open("/proc/self/status").read().split("VmSize:")[1].split()[0]) * 1024
+    rss_before = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) * 1024
     resource.setrlimit(resource.RLIMIT_AS, (size + (400 << 20), resource.RLIM_INFINITY))  # 400 MiB more
     if sys.argv[1] == "unchecked":
         run_budget.run_refusal = lambda *a, **k: ""
@@ -132,6 +134,12 @@ CHILD = textwrap.dedent(
         print("REFUSED", e)
     except (MemoryError, RuntimeError) as e:
         print("FAILED", type(e).__name__, str(e).splitlines()[0][:200])
+    import ctypes, gc
+    gc.collect()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    rss = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) * 1024
+    same = torch.equal(good["logits"], good_logits) and good["dec.7.self.weights"].shape[-1] == 4
+    print("AFTER", int(same), (rss - rss_before) >> 20, len(m.trace(tgt="w4 w5")["tgt.tokens"]))
     """
 )
 
@@ -144,21 +152,31 @@ def _child(mode: str, keep: str = "whole") -> subprocess.CompletedProcess:
     )
 
 
+def after_the_run(done: subprocess.CompletedProcess) -> tuple[bool, int, int]:
+    """(the trace held before still reads the same, RSS above the run's start in MiB after the run and a
+    collection, tokens of a short run made afterwards): what the child prints last."""
+    _word, same, mib, tokens = done.stdout.strip().splitlines()[-1].split()
+    return same == "1", int(mib), int(tokens)
+
+
 def test_a_run_too_big_for_a_memory_limit_is_refused_not_killed():
     done = _child("checked")
     assert done.returncode == 0, done.stderr[-2000:]
-    line = done.stdout.strip().splitlines()[-1]
+    assert after_the_run(done) == (True, after_the_run(done)[1], 3) and after_the_run(done)[1] < 100
+    line = done.stdout.strip().splitlines()[-2]
     assert line.startswith("REFUSED This run needs about "), line
     assert "tokens fit" in line and "of memory is available" in line
     # the limit is real: the same run without the check does not get through
     unchecked = _child("unchecked")
-    assert not unchecked.stdout.strip().splitlines()[-1:] or not unchecked.stdout.strip().splitlines()[-1].startswith(
-        "RAN"
-    ), unchecked.stdout
+    assert unchecked.returncode == 0, unchecked.stderr[-2000:]
+    assert unchecked.stdout.strip().splitlines()[-2].startswith("FAILED"), unchecked.stdout
+    # a run that fails mid-way frees what it took, the last good trace still reads the same, the next run works
+    same, mib, tokens = after_the_run(unchecked)
+    assert same and mib < 100 and tokens == 3, unchecked.stdout
     # the same run keeping each layer's output only (what attnlab does with a trace this size) fits the limit
     lean = _child("checked", "outputs")
     assert lean.returncode == 0, lean.stderr[-2000:]
-    line = lean.stdout.strip().splitlines()[-1]
+    line = lean.stdout.strip().splitlines()[-2]
     assert line.startswith("RAN") and int(line.split()[1]) < 200 << 20, line
 
 

@@ -184,7 +184,7 @@ def estimate_trace_bytes(
         out_len = T
     floats += head_floats(out_len, config) + out_len * config.out_vocab_size  # logits; probs are derived
     floats += out_len * config.out_vocab_size if config.final_softcap else 0  # Gemma 2: the logits before the cap
-    floats += position_bias.bias_floats(config, options, S, T) if keep != OUTPUTS else 0  # ALiBi: [H, T, T]
+    floats += position_bias.bias_floats(config, options, S, T) if keep == WHOLE else 0  # ALiBi: [H, T, T]
     return floats * element_size + ints * 8
 
 
@@ -202,10 +202,9 @@ def working_bytes(
     if keep != WHOLE:
         S = src_len if config.has_encoder and config.has_decoder else None
         floats += layer_floats(T, S, config, site_layout(config, options), options.residual)
-    if keep == OUTPUTS:
-        floats += mask_floats(config, options, src_len, tgt_len) + position_bias.bias_floats(
-            config, options, src_len, tgt_len
-        )
+    if keep != WHOLE:  # a position bias lives in the layers; so do the masks of OUTPUTS
+        floats += position_bias.bias_floats(config, options, src_len, tgt_len)
+        floats += mask_floats(config, options, src_len, tgt_len) if keep == OUTPUTS else 0
     return floats * element_size
 
 

@@ -35,12 +35,13 @@ if TYPE_CHECKING:
     from attnlab.engine.options import ResolvedOptions
 
 # What a recorded run stores of each layer (engine/budget.py counts each): WHOLE every entry; OUTPUTS only the
-# layer's output, the rest recomputed on read; ATTENTION that and each site's Q, K, V, mask and position bias,
+# layer's output, the rest recomputed on read; ATTENTION that and each site's Q, K, V and mask,
 # so that an attention map is derived without running the layer again (LiveModel picks it for long CPU runs,
 # where a layer's attention costs seconds to recompute).
 Keep = str
 WHOLE, OUTPUTS, ATTENTION = "whole", "outputs", "attention"
-SITE_INPUTS = ("q", "k", "v", "mask", "bias")  # names.step_of of what ATTENTION keeps
+# names.step_of of what ATTENTION keeps; not a position bias (ALiBi, T5: [H, T, T], recomputed with its layer)
+SITE_INPUTS = ("q", "k", "v", "mask")
 KEPT_LAYERS = 2  # replayed layers kept (a panel and the next one; the model view steps layer by layer)
 RULE = "replay"
 
@@ -170,7 +171,7 @@ def run_of(
 def kept_whole(name: str, keep: Keep = OUTPUTS) -> bool:
     """Whether a lean run stores entry `name` as it is: everything outside the layers, each layer's output
     (the next layer's input, the residual stream the logit lens and the flow panels read), and with ATTENTION
-    each site's Q, K, V, mask and bias."""
+    each site's Q, K, V and mask."""
     layer_name = names.layer_of(name)
     if layer_name is None or name == names.layer_out(layer_name):
         return True
