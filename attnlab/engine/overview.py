@@ -67,8 +67,13 @@ def overview(trace: Trace, name: str, head: int | None, rows: int, cols: int) ->
     """About rows × cols tiles of head `head`'s map of entry `name` (None: a [Tq, Tk] entry such as the mask),
     each the max of its block (module docstring): a float32 host tensor [ceil(Tq / s_r), ceil(Tk / s_c)]."""
     shape = map_shape(trace, name)
+    return pooled(trace, name, head, tile_size(shape[-2], rows), tile_size(shape[-1], cols))
+
+
+def pooled(trace: Trace, name: str, head: int | None, s_r: int, s_c: int) -> Tensor:
+    """The map cut into tiles of s_r × s_c cells, each the max of its cells: [ceil(Tq / s_r), ceil(Tk / s_c)]."""
+    shape = map_shape(trace, name)
     tq, tk = shape[-2], shape[-1]
-    s_r, s_c = tile_size(tq, rows), tile_size(tk, cols)
     step = max(1, BLOCK_BYTES // (4 * tk * s_r)) * s_r  # whole tiles of rows per block
     parts = [_pool(_rows(trace, name, head, r, min(r + step, tq)), s_r, s_c) for r in range(0, tq, step)]
     return torch.cat(parts).cpu()  # [n_r, n_c]

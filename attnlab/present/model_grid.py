@@ -14,11 +14,13 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.present import words
+from attnlab.present.views.long_map import is_long, map_shape, map_source
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 GAP = 1  # NaN pixels between cells
+MODEL_TILES = 64  # a long input: each head's thumbnail has at most this many tiles a side
 # The colour scale tops out at this percentile of the weights shown: with 128 keys most weights are near
 # 1/128 and a few near 1, so a scale up to the maximum would paint almost everything dark.
 TOP_PERCENTILE = 99.5
@@ -34,16 +36,20 @@ class SiteGrid:
     cols: int  # Tk
     image: np.ndarray  # [L·(Tq+GAP) − GAP, H·(Tk+GAP) − GAP] float32, NaN in the gaps
     top: float  # the top of the colour scale (TOP_PERCENTILE of the weights shown)
+    # a long input: each image cell is a tile of row_step × col_step cells, the max of them (long_map.py);
+    # rows and cols then count tiles, and the queries and keys below are the first cell of a tile
+    row_step: int = 1
+    col_step: int = 1
 
     @property
     def layers(self) -> int:
         return len(self.sites)
 
     def row_of(self, layer: int, q: int) -> int:
-        return layer * (self.rows + GAP) + q
+        return layer * (self.rows + GAP) + q // self.row_step
 
     def col_of(self, head: int, k: int) -> int:
-        return head * (self.cols + GAP) + k
+        return head * (self.cols + GAP) + k // self.col_step
 
     def row_centre(self, layer: int) -> float:
         return layer * (self.rows + GAP) + self.rows / 2
@@ -73,7 +79,7 @@ class SiteGrid:
         head, k = divmod(int(x), self.cols + GAP)
         if layer >= self.layers or head >= self.heads or q >= self.rows or k >= self.cols:
             return None
-        return layer, head, q, k
+        return layer, head, q * self.row_step, k * self.col_step
 
 
 def tile(weights: np.ndarray) -> np.ndarray:
@@ -100,7 +106,11 @@ def site_grids(trace: Trace) -> dict[str, SiteGrid]:
         sites = by_kind.get(kind)
         if not sites:
             continue
-        stacked = np.stack([trace[names.site_entry(s, "weights")].numpy() for s in sites])  # [L, H, Tq, Tk]
+        steps = (1, 1)
+        if is_long(map_shape(trace, names.site_entry(sites[0], "weights"))):  # each head's overview tiles
+            stacked, steps = _long_tiles(trace, sites)  # [L, H, n_r, n_c]
+        else:
+            stacked = np.stack([trace[names.site_entry(s, "weights")].numpy() for s in sites])  # [L, H, Tq, Tk]
         finite = stacked[np.isfinite(stacked)]
         top = float(np.percentile(finite, TOP_PERCENTILE)) if finite.size else 1.0
         grids[kind] = SiteGrid(
@@ -112,5 +122,23 @@ def site_grids(trace: Trace) -> dict[str, SiteGrid]:
             stacked.shape[3],
             tile(stacked.astype(np.float32)),
             top if top > 0 else 1.0,
+            *steps,
         )
     return grids
+
+
+def _long_tiles(trace: Trace, sites: list[str]) -> tuple[np.ndarray, tuple[int, int]]:
+    """[L, H, n_r, n_c]: every head's weights as at most MODEL_TILES tiles a side, each the max of its cells
+    (one pass over each map not read before; the full maps are never held), and the cells per tile."""
+    tiles = []
+    for site in sites:
+        n_heads = int(map_shape(trace, names.site_entry(site, "weights"))[0])
+        tiles.append(
+            [
+                map_source(trace, site, "weights", h).overview(MODEL_TILES, MODEL_TILES, keep=False)
+                for h in range(n_heads)
+            ]
+        )
+    first = tiles[0][0]
+    stacked = np.stack([[np.where(np.isneginf(p.values), np.nan, p.values) for p in row] for row in tiles])
+    return stacked.astype(np.float32), (first.row_step, first.col_step)

@@ -4,7 +4,8 @@ cell opens that head's attention weights stage.
 
 Few graphics items, so 12 layers × 12 heads at 128 tokens stays responsive: ONE ImageItem per site kind holds
 every cell, tiled with a one-pixel transparent gap between cells (the grid lines). The tiling is Qt-free
-(attnlab/present/model_grid.py); each site's weights are read through `trace[name]` once per run.
+(attnlab/present/model_grid.py); each site's weights are read through `trace[name]` once per run, or for a long
+input as each head's overview tiles (present/views/long_map.py), never the full maps.
 """
 
 from __future__ import annotations
@@ -137,9 +138,12 @@ class ModelView(QWidget):
         site, _layer, head, q, k = found
         grid = self._grids[names.site_kind(site)]
         value = float(grid.image[grid.row_of(_layer, q), grid.col_of(head, k)])
+        if grid.row_step > 1 or grid.col_step > 1:  # a long input: the cell is a tile, its value their max
+            where = f"queries {q}–{q + grid.row_step - 1} → keys {k}–{k + grid.col_step - 1}: largest"
+        else:
+            where = f"query {q} → key {k}:"
         self._readout.setText(
-            f"{words.site_full_words(site)} · head {head + 1} · query {q} → key {k}: "
-            f"{value:.3f}   (click to open this head)"
+            f"{words.site_full_words(site)} · head {head + 1} · {where} {value:.3f}   (click to open this head)"
         )
 
     def shown_data(self) -> dict[str, np.ndarray]:

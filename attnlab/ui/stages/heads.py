@@ -60,7 +60,10 @@ class HeadsPanel(StagePanel):
         if view.colormap != self._cmap:
             self._cmap = view.colormap
             self._grid.set_colormap(view.colormap)
-        self._grid.set_heads(shown.weights, shown.rows, shown.cols, shown.masked, "", levels=shown.levels)
+        self._grid.set_heads(
+            shown.weights, shown.rows, shown.cols, shown.masked, "", levels=shown.levels,
+            cells=shown.cells, steps=shown.steps, sources=shown.sources,
+        )  # fmt: skip
         self._header.show_text(shown.title)
         self._grid.set_selected(shown.head)
         self._data = {
