@@ -166,6 +166,8 @@ def test_heads_grid_reads_small_tiles_and_exact_cells(qtbot, long_run):
     _model, _ids, trace = long_run
     panel = shown_panel(qtbot, HeadsPanel, trace, f"{SITE}.heads")
     grid = panel._grid
+    qtbot.waitUntil(lambda: not panel.loading(), timeout=60_000)  # heads not read before: off the GUI thread
+    assert "Reading" not in grid.readout_text()
     name = names.site_entry(SITE, "weights")
     steps = panel.shown_data()["weights"].shape
     assert steps[0] == trace.n_heads and max(steps[1:]) <= 256
@@ -204,5 +206,10 @@ def test_model_view_reads_thumbnails(qtbot, long_run):
     view.resize(900, 600)
     view.show()
     view.set_trace(trace)
+    assert view.loading()  # the thumbnails are read off the GUI thread and fill in
+    qtbot.waitUntil(lambda: not view.loading(), timeout=60_000)
+    shown = view.shown_data()["dec.self"]
     n_layers, n_heads = len(grid.sites), grid.heads
-    assert view.shown_data()["dec.self"].shape == (n_layers * (grid.rows + 1) - 1, n_heads * (grid.cols + 1) - 1)
+    assert shown.shape == (n_layers * (grid.rows + 1) - 1, n_heads * (grid.cols + 1) - 1)
+    np.testing.assert_array_equal(shown, grid.image)  # NaN in the same places (gaps, wholly blocked tiles)
+    assert "Reading" not in view._readout.text()

@@ -57,10 +57,14 @@ def _pool(rows: Tensor, s_r: int, s_c: int) -> Tensor:
     """[r, Tk] -> [ceil(r / s_r), ceil(Tk / s_c)]: the max of each s_r × s_c block, NaN as −∞."""
     r, tk = rows.shape
     n_r, n_c = math.ceil(r / s_r), math.ceil(tk / s_c)
-    work = rows.float().nan_to_num(nan=-math.inf, posinf=math.inf, neginf=-math.inf)  # [r, Tk]
+    work = rows.float()
     if n_r * s_r != r or n_c * s_c != tk:  # pad the last tiles with −∞, which never wins
         work = torch.nn.functional.pad(work, (0, n_c * s_c - tk, 0, n_r * s_r - r), value=-math.inf)
-    return work.reshape(n_r, s_r, n_c, s_c).amax(dim=(1, 3))  # [n_r, n_c]
+    across = work.reshape(n_r * s_r, n_c, s_c).amax(dim=2)  # [r, n_c]: along each row first (contiguous)
+    if across.isnan().any():  # a NaN cell (amax keeps NaN): that rows' tiles again, NaN as −∞
+        across = work.nan_to_num(nan=-math.inf, posinf=math.inf, neginf=-math.inf).reshape(n_r * s_r, n_c, s_c)
+        across = across.amax(dim=2)
+    return across.reshape(n_r, s_r, n_c).amax(dim=1)  # [n_r, n_c]
 
 
 def overview(trace: Trace, name: str, head: int | None, rows: int, cols: int) -> Tensor:

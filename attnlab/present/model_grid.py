@@ -7,6 +7,8 @@ cells are NaN (drawn transparent: the grid lines).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -96,8 +98,9 @@ def _kind_title(kind: str) -> str:
     return f"{words.word(stack).lower()} {words.word(attention)}"
 
 
-def site_grids(trace: Trace) -> dict[str, SiteGrid]:
-    """One SiteGrid per site kind present in the run, in names.SITE_KINDS order."""
+def site_grids(trace: Trace, *, defer: bool = False) -> dict[str, SiteGrid]:
+    """One SiteGrid per site kind present in the run, in names.SITE_KINDS order. `defer`: a long input's
+    thumbnails are left blank (NaN, colour scale 0 … 1) for the caller to fill with `thumbnail_jobs`."""
     by_kind: dict[str, list[str]] = {}
     for site in trace.sites():
         by_kind.setdefault(names.site_kind(site), []).append(site)
@@ -108,11 +111,11 @@ def site_grids(trace: Trace) -> dict[str, SiteGrid]:
             continue
         steps = (1, 1)
         if is_long(map_shape(trace, names.site_entry(sites[0], "weights"))):  # each head's overview tiles
-            stacked, steps = _long_tiles(trace, sites)  # [L, H, n_r, n_c]
+            stacked, steps = _long_tiles(trace, sites, defer)  # [L, H, n_r, n_c]
         else:
             stacked = np.stack([trace[names.site_entry(s, "weights")].numpy() for s in sites])  # [L, H, Tq, Tk]
         finite = stacked[np.isfinite(stacked)]
-        top = float(np.percentile(finite, TOP_PERCENTILE)) if finite.size else 1.0
+        top = top_of(finite)
         grids[kind] = SiteGrid(
             kind,
             _kind_title(kind),
@@ -121,24 +124,48 @@ def site_grids(trace: Trace) -> dict[str, SiteGrid]:
             stacked.shape[2],
             stacked.shape[3],
             tile(stacked.astype(np.float32)),
-            top if top > 0 else 1.0,
+            top,
             *steps,
         )
     return grids
 
 
-def _long_tiles(trace: Trace, sites: list[str]) -> tuple[np.ndarray, tuple[int, int]]:
-    """[L, H, n_r, n_c]: every head's weights as at most MODEL_TILES tiles a side, each the max of its cells
-    (one pass over each map not read before; the full maps are never held), and the cells per tile."""
-    tiles = []
-    for site in sites:
-        n_heads = int(map_shape(trace, names.site_entry(site, "weights"))[0])
-        tiles.append(
-            [
-                map_source(trace, site, "weights", h).overview(MODEL_TILES, MODEL_TILES, keep=False)
-                for h in range(n_heads)
-            ]
-        )
-    first = tiles[0][0]
-    stacked = np.stack([[np.where(np.isneginf(p.values), np.nan, p.values) for p in row] for row in tiles])
-    return stacked.astype(np.float32), (first.row_step, first.col_step)
+def top_of(finite: np.ndarray) -> float:
+    """The top of the colour scale for these finite weights (TOP_PERCENTILE; 1.0 when there are none)."""
+    top = float(np.percentile(finite, TOP_PERCENTILE)) if finite.size else 1.0
+    return top if top > 0 else 1.0
+
+
+def thumbnail(trace: Trace, site: str, head: int) -> np.ndarray:
+    """One head's weights as at most MODEL_TILES tiles a side, each the max of its cells (wholly blocked: NaN)."""
+    piece = map_source(trace, site, "weights", head).overview(MODEL_TILES, MODEL_TILES, keep=False)
+    return np.where(np.isneginf(piece.values), np.nan, piece.values).astype(np.float32)  # [n_r, n_c]
+
+
+def thumbnail_jobs(trace: Trace, grid: SiteGrid) -> list[tuple[int, int, Callable[[], np.ndarray]]]:
+    """(layer, head, the function that reads its thumbnail) for every head of a long input's grid."""
+    return [
+        (layer, head, functools.partial(thumbnail, trace, site, head))
+        for layer, site in enumerate(grid.sites)
+        for head in range(grid.heads)
+    ]
+
+
+def put(grid: SiteGrid, layer: int, head: int, tiles: np.ndarray) -> None:
+    """Write one head's thumbnail [rows, cols] into the grid's image, in place."""
+    r, c = grid.row_of(layer, 0), grid.col_of(head, 0)
+    grid.image[r : r + grid.rows, c : c + grid.cols] = tiles
+
+
+def _long_tiles(trace: Trace, sites: list[str], defer: bool) -> tuple[np.ndarray, tuple[int, int]]:
+    """[L, H, n_r, n_c]: every head's thumbnail (blank when `defer`), and the cells per tile. One pass over each
+    map not read before; the full maps are never held."""
+    source = map_source(trace, sites[0], "weights", 0)
+    s_r, s_c = source.tile_steps(MODEL_TILES, MODEL_TILES)
+    tq, tk = source.shape
+    n_heads = int(map_shape(trace, names.site_entry(sites[0], "weights"))[0])
+    if defer:
+        stacked = np.full((len(sites), n_heads, -(-tq // s_r), -(-tk // s_c)), np.nan, np.float32)
+    else:
+        stacked = np.stack([[thumbnail(trace, site, h) for h in range(n_heads)] for site in sites])
+    return stacked, (s_r, s_c)

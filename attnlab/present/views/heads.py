@@ -45,13 +45,21 @@ class HeadsView:
     sources: list[MapSource] | None = None
     steps: tuple[int, int] = (1, 1)
     cells: tuple[int, int] | None = None
+    pending: tuple[int, ...] = ()  # heads whose tiles are not read yet (NaN): heads_view's `defer`
 
     kind = "heads"
 
 
 def heads_view(
-    trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None
+    trace: Trace,
+    stage: Stage,
+    display: ViewState,
+    vocab: Callable[[int], str] | None = None,
+    *,
+    defer: bool = False,
 ) -> HeadsView | MessageView:
+    """All heads of the stage's site. `defer`: a long input's heads not read before come as NaN tiles, listed
+    in `pending`, for the panel to read off the GUI thread (`sources[h].overview(HEAD_TILES, HEAD_TILES)`)."""
     site = stage.site or ""
     name = names.site_entry(site, "weights")
     if name not in trace:
@@ -61,13 +69,17 @@ def heads_view(
     title = f"{heads} · {sv.name} · query rows, key columns"
     if is_long((sv.tq, sv.tk)):  # each head's overview tiles, never the [H, Tq, Tk] maps
         sources = head_sources(trace, site, sv.n_heads)
-        pieces = [source.overview(HEAD_TILES, HEAD_TILES) for source in sources]
+        pending = tuple(h for h, source in enumerate(sources) if defer and not source.ready())
+        pieces = [
+            source.placeholder(HEAD_TILES, HEAD_TILES) if h in pending else source.overview(HEAD_TILES, HEAD_TILES)
+            for h, source in enumerate(sources)
+        ]
         tiles = np.ascontiguousarray(np.stack([p.values for p in pieces]), dtype=np.float32)  # [H, n_r, n_c]
         steps = (pieces[0].row_step, pieces[0].col_step)
         note = HEADS_NOTE + LONG_HEADS_NOTE.format(tq=sv.tq, tk=sv.tk, r=steps[0], c=steps[1])
         return HeadsView(
             title, tiles, sv.rows, sv.cols, pieces[0].masked, sv.head, sv.n_heads, note, sources=sources,
-            steps=steps, cells=(sv.tq, sv.tk),
+            steps=steps, cells=(sv.tq, sv.tk), pending=pending,
         )  # fmt: skip
     weights = np.ascontiguousarray(array(trace, name))  # [H, Tq, Tk]
     return HeadsView(title, weights, sv.rows, sv.cols, blocked_cells(trace, site), sv.head, sv.n_heads)

@@ -14,6 +14,7 @@ view after the weights stage, cost one pass over each head at most.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ BASE_TILES = 1024  # the finest overview computed first: at most this many tiles
 MAP_STEPS = frozenset({"scores", "scaled", "biased", "capped", "masked", "weights", "mask"})  # [H, Tq, Tk] steps
 CACHE_BYTES = 96 << 20  # the overviews kept, all traces together (the least recently read go first)
 
+# re-entrant: a finalizer (_forget) may run under it; the views read tiles on a background thread too
+_lock = threading.RLock()
 _cache: OrderedDict[tuple[int, str, int | None, int, int], np.ndarray] = OrderedDict()
 
 
@@ -63,8 +66,9 @@ class MapPiece:
 
 
 def _forget(key: int) -> None:
-    for k in [k for k in _cache if k[0] == key]:
-        del _cache[k]
+    with _lock:
+        for k in [k for k in _cache if k[0] == key]:
+            del _cache[k]
 
 
 def _pool(values: np.ndarray, f_r: int, f_c: int) -> np.ndarray:
@@ -107,10 +111,22 @@ class MapSource:
             values = self._tiles(self.name, self.head, s_r, s_c, keep)
         return MapPiece(values, masked if masked is not None and masked.any() else None, 0, 0, s_r, s_c)
 
+    def ready(self) -> bool:
+        """Whether this map's finest overview is kept: any overview of it is then a cheap pooling."""
+        with _lock:
+            return (id(self.trace), self.name, self.head, *self.shape) in _cache
+
+    def placeholder(self, rows: int, cols: int) -> MapPiece:
+        """The overview `overview(rows, cols)` will give, with NaN tiles (not read yet) but its blocked tiles."""
+        piece = MapSource(self.trace, self.name, self.head, self.shape, self.mask, allowed=True).overview(rows, cols)
+        return MapPiece(np.full_like(piece.values, np.nan), piece.masked, 0, 0, piece.row_step, piece.col_step)
+
     def _tiles(self, name: str, head: int | None, s_r: int, s_c: int, keep: bool) -> np.ndarray:
         """The s_r × s_c tiles of one map: pooled from its finest overview, or computed alone."""
         base_r, base_c = self.tile_steps(BASE_TILES, BASE_TILES)
-        if keep or (id(self.trace), name, head, *self.shape) in _cache:
+        with _lock:
+            kept = (id(self.trace), name, head, *self.shape) in _cache
+        if keep or kept:
             return _pool(self._base(name, head), s_r // base_r, s_c // base_c)
         return overview.pooled(self.trace, name, head, s_r, s_c).numpy()
 
@@ -135,16 +151,18 @@ class MapSource:
     def _base(self, name: str, head: int | None) -> np.ndarray:
         """The finest overview of one map (computed once per trace, map and head; kept while there is room)."""
         key = (id(self.trace), name, head, *self.shape)
-        found = _cache.get(key)
-        if found is not None:
-            _cache.move_to_end(key)
-            return found
-        if not any(k[0] == id(self.trace) for k in _cache):
-            weakref.finalize(self.trace, _forget, id(self.trace))
+        with _lock:
+            found = _cache.get(key)
+            if found is not None:
+                _cache.move_to_end(key)
+                return found
         found = overview.overview(self.trace, name, head, BASE_TILES, BASE_TILES).numpy()  # [≤1024, ≤1024]
-        _cache[key] = found
-        while sum(v.nbytes for v in _cache.values()) > CACHE_BYTES and len(_cache) > 1:
-            _cache.popitem(last=False)
+        with _lock:
+            if not any(k[0] == id(self.trace) for k in _cache):
+                weakref.finalize(self.trace, _forget, id(self.trace))
+            _cache[key] = found
+            while sum(v.nbytes for v in _cache.values()) > CACHE_BYTES and len(_cache) > 1:
+                _cache.popitem(last=False)
         return found
 
 

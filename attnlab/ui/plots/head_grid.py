@@ -68,6 +68,7 @@ class HeadGrid(MatrixView):
         self._row_floor = row_floor  # the least pixels per row presenting, before zoom (zoom.row_floor)
         self._last_heads: tuple[Any, ...] | None = None  # set_heads' arguments, to lay them out again
         self._sources: list[MapSource] | None = None  # a long input's heads, read cell by cell (set_heads)
+        self._loading = 0  # heads of a long input still being read (set_loading)
         self._hovered: tuple[object, str] = (None, "")  # (sources, (head, row, col)) -> its readout
         self._rearranging = False
         self._selected: int | None = None
@@ -162,6 +163,11 @@ class HeadGrid(MatrixView):
         if self._selected is not None and self._selected >= n_heads:
             self.set_selected(None)
         self._keep_floor()
+
+    def set_loading(self, heads: int) -> None:
+        """Say in the readout that `heads` heads of a long input are still being read (0: done)."""
+        self._loading = heads
+        self._readout.setText(f"Reading {heads} more head(s) of this long input …" if heads else self.HINT)
 
     def arrangement(self) -> tuple[int, int]:
         """(rows, columns) of the grid shown."""
@@ -488,6 +494,9 @@ class HeadGrid(MatrixView):
         if self._raw is None:
             return
         hit = self.cell_at_scene_pos(pos)
+        if hit is None and self._loading:
+            self.set_loading(self._loading)
+            return
         if hit is not None:
             if self._sources is None or self._hovered[0] != (self._sources, hit):  # a long map: read once a cell
                 self._hovered = ((self._sources, hit), self.describe_cell(*hit))
