@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from attnlab.checkpoints.loader import load_checkpoint
     from attnlab.ui.plots.heatmap import LabeledHeatmap
+    from attnlab.ui.stages.heads import HeadsPanel
     from attnlab.ui.window import app as appsettings
     from attnlab.ui.window.main_window import MainWindow
 
@@ -105,11 +106,19 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, float] = {}
     held: dict[str, float] = {}
 
-    def settle(until=lambda: True, timeout: float = 900.0) -> None:
+    stalls: dict[str, float] = {}
+
+    def settle(until=lambda: True, timeout: float = 900.0, label: str = "") -> None:
+        """Run the event loop until `until()`; the longest single pass is how long the GUI did not answer."""
         end = time.perf_counter() + timeout
+        longest = 0.0
         while time.perf_counter() < end and not until():
+            start = time.perf_counter()
             app.processEvents()
+            longest = max(longest, time.perf_counter() - start)
             time.sleep(0.002)
+        if label:
+            stalls[label] = longest
 
     def step(label: str, action, until=lambda: True) -> None:
         start = time.perf_counter()
@@ -145,15 +154,35 @@ def main(argv: list[str] | None = None) -> int:
     step("zoom 64 x 64", zoom)
     if args.shots:
         window.grab().save(str(args.shots / "weights-zoomed.png"))
+        heatmap.view_box().setRange(xRange=(k0 + 32.5, k0 + 48.5), yRange=(q0 - 0.5, q0 + 15.5), padding=0.0)
+        detail.refresh()
+        settle(lambda: False, 0.2)
+        window.repaint()
+        window.grab().save(str(args.shots / "weights-zoomed-labels.png"))  # 16 × 16: each row has room
     pos = heatmap.scene_pos_of_cell(q0 + 10, k0 + 40)
     start = time.perf_counter()
     heatmap._on_mouse_moved(pos)
     hover = time.perf_counter() - start
     print(f"{'hover':<16} {hover:8.3f} s   {heatmap.readout_text()}", flush=True)
     step("heads", lambda: session.set_stage("dec.0.self.heads"))
+    panel = window.findChild(HeadsPanel)
+    step("heads filled", lambda: None, lambda: not panel.loading())
+    settle(lambda: False, 0.2)
     if args.shots:
         window.grab().save(str(args.shots / "heads.png"))
     step("model view", window.model_view_dock.show)
+    view = window.model_view_dock.view
+    start = time.perf_counter()
+    settle(lambda: not view.loading(), label="model view")
+    rows["model view filled"] = time.perf_counter() - start + rows["model view"]
+    held["model view filled"] = rss_bytes() / MIB
+    print(
+        f"{'model view filled':<16} {rows['model view filled']:8.2f} s   RSS {held['model view filled']:7.0f} MiB   "
+        f"longest GUI pass while filling {stalls['model view']:.3f} s",
+        flush=True,
+    )
+    window.repaint()
+    app.processEvents()
     if args.shots:
         window.grab().save(str(args.shots / "model-view.png"))
     sampler.running = False
@@ -164,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         "tokens": n,
         "seconds": {k: round(v, 2) for k, v in rows.items()},
         "hover_s": round(hover, 3),
+        "longest_gui_pass_while_filling_s": {k: round(v, 3) for k, v in stalls.items()},
         "held_mib": {k: round(v) for k, v in held.items()},
         "peak_mib": round(peak),
         "torch_threads": torch.get_num_threads(),
