@@ -55,6 +55,9 @@ def shown_panel(qtbot, cls, trace, key, head=0):
     panel.show()
     qtbot.waitExposed(panel)
     panel.show_stage(trace, stage(trace, key), ViewState(head=head))
+    loading = panel.loading if isinstance(panel, HeadsPanel) else panel._map.loading
+    if loading():  # a map not read before is read off the GUI thread, then drawn
+        qtbot.waitUntil(lambda: not loading(), timeout=60_000)
     qtbot.wait(10)
     return panel
 
@@ -79,8 +82,14 @@ def test_view_model_carries_a_source_and_an_overview(long_run):
 def test_overview_is_no_larger_than_the_view_and_is_the_max_pool(qtbot, long_run):
     _model, _ids, trace = long_run
     name = names.site_entry(SITE, "weights")
+    first = AttentionMapPanel()
+    qtbot.addWidget(first)
+    first.show_stage(trace, stage(trace, names.site_entry("dec.0.self", "weights")), ViewState(head=1))
+    assert first._map.loading()  # not read before: blank tiles first, the map read off the GUI thread
+    assert np.isnan(first._map.image_item().image).all()
     panel = shown_panel(qtbot, AttentionMapPanel, trace, name, head=1)
     heatmap = panel._map
+    assert not np.isnan(heatmap.image_item().image).all() and panel.shown_data()["matrix"] is heatmap._raw
     image = heatmap.image_item().image
     vb = heatmap.view_box()
     assert heatmap.source() is not None and heatmap.shape() == (T, T)

@@ -85,8 +85,15 @@ def map_title(trace: Trace, kind: str) -> str:
 
 
 def map_view(
-    trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None
+    trace: Trace,
+    stage: Stage,
+    display: ViewState,
+    vocab: Callable[[int], str] | None = None,
+    *,
+    defer: bool = False,
 ) -> MapView | MessageView:
+    """One head's map of the stage's kind. `defer`: a long map not read before is left for the widget to read
+    off the GUI thread (long_attention.long_matrix)."""
     site, kind = stage.site or "", stage.kind
     wanted = [names.site_entry(site, kind), names.site_entry(site, "weights")]
     lost = missing(trace, wanted)
@@ -95,7 +102,7 @@ def map_view(
     sv = SiteView(trace, site, display, vocab)
     title = f"{map_title(trace, kind)} · {sv.name} · {sv.head_text}"
     if is_long(map_shape(trace, names.site_entry(site, kind))):  # read in pieces (long_attention.py)
-        long = long_matrix(trace, sv, kind, title, display)
+        long = long_matrix(trace, sv, kind, title, display, defer)
         return MapView(kind, long, long_note(MAP_TEXT[kind][1], (sv.tq, sv.tk)), sv.head, sv.n_heads)
     matrix = array(trace, names.site_entry(site, kind))[sv.head]  # [Tq, Tk]
     blocked = blocked_cells(trace, site)

@@ -36,12 +36,16 @@ def overview_levels(piece: MapPiece, kind: str, display: ViewState) -> tuple[flo
     return (-peak, peak) if peak > 0 else None
 
 
-def long_matrix(trace: Trace, sv: SiteView, kind: str, title: str, display: ViewState) -> MatrixView:
+def long_matrix(
+    trace: Trace, sv: SiteView, kind: str, title: str, display: ViewState, defer: bool = False
+) -> MatrixView:
     """A MatrixView of head sv.head's map `kind` ("mask": the allowed cells) carrying its source; `matrix` is
-    its overview of at most LONG_SIDE tiles a side, `masked` that overview's wholly blocked tiles."""
+    its overview of at most LONG_SIDE tiles a side, `masked` that overview's wholly blocked tiles. `defer`: a
+    map not read before is not read here (NaN tiles; the widget reads it off the GUI thread)."""
     mask = kind == "mask"
     source = map_source(trace, sv.site, kind, None if mask else sv.head, allowed=mask)
-    piece = source.overview(LONG_SIDE, LONG_SIDE)
+    ready = not defer or mask or source.ready()
+    piece = source.overview(LONG_SIDE, LONG_SIDE) if ready else source.placeholder(LONG_SIDE, LONG_SIDE)
     return MatrixView(
         names.site_entry(sv.site, kind),
         np.ascontiguousarray(piece.values, dtype=np.float32),

@@ -111,6 +111,7 @@ class LabeledHeatmap(MatrixView):
         self._hover: tuple[int, int] = (-1, -1)
         self._lod: LongMapDetail | None = None  # a long map's level of detail (long_map_view.py), made when needed
         self._source: MapSource | None = None  # the long map shown now (None: an ordinary matrix)
+        self._source_levels: tuple[tuple[float, float] | None, bool | None] = (None, None)  # set_source's
         self._described: tuple[object, str] = (None, "")  # (source, row, col) -> the readout of that cell
         self._readout.setText(self.HINT)
 
@@ -201,18 +202,21 @@ class LabeledHeatmap(MatrixView):
         view's pixels, exact cells once zoomed in; labels are one per row / column of the whole map."""
         if self._lod is None:
             self._lod = LongMapDetail(self._vb, self._bar, self._image)
+            self._lod.loader.ready.connect(self._map_read)
         piece = self._lod.overview_for(source)
         raw, display, mask, bad = prepare_matrix(piece.values, piece.masked)
         rows, cols = source.shape
         rlabels = check_labels(row_labels, rows, "row_labels")
         clabels = check_labels(col_labels, cols, "col_labels")
         lo, hi = compute_levels(raw, bad, levels, symmetric)
-        self._source = source
+        self._source, self._source_levels = source, (levels, symmetric)
         self._levels = (lo, hi)
         self._apply_colormap()
         self._show_overview(piece)
         self._show_cells(rows, cols, rlabels, clabels)
         self._lod.start(source, piece, (lo, hi))
+        if not self._lod.has_read(source):
+            self._lod.read_later(source)
         self._set_title(title)
         if self._stack.currentWidget() is not self._view:
             self._stack.setCurrentWidget(self._view)
@@ -229,6 +233,26 @@ class LabeledHeatmap(MatrixView):
         if (bad is not None) != self._mask_bg.isVisible():
             self._mask_bg.setVisible(bad is not None)
 
+    def _map_read(self, generation: int, _index: int, _value: object) -> None:
+        """A long map not read before has been read (off the GUI thread): its overview at the view's size."""
+        lod, source = self._lod, self._source
+        if lod is None or source is None or generation != lod.loader.generation or not lod.has_read(source):
+            return
+        piece = lod.overview_for(source)
+        raw, _display, _mask, bad = prepare_matrix(piece.values, piece.masked)
+        self._levels = compute_levels(raw, bad, *self._source_levels)
+        self._apply_colormap()
+        lod.set_levels(*self._levels)
+        self._show_overview(piece)
+        self._overview_shown()
+
+    def _overview_shown(self) -> None:
+        """A long map's overview was drawn again (read late, or resized): for subclasses that keep a record."""
+
+    def loading(self) -> bool:
+        """Whether a long map is being read for its overview."""
+        return self._lod is not None and self._lod.loader.busy()
+
     def _resized(self, *_: object) -> None:
         """A long map's view changed size: an overview sized to the new pixels (pooled from the kept tiles)."""
         lod, source = self._lod, self._source
@@ -237,6 +261,7 @@ class LabeledHeatmap(MatrixView):
         piece = lod.overview_for(source)
         if (piece.row_step, piece.col_step) != (lod.overview.row_step, lod.overview.col_step):
             self._show_overview(piece)
+            self._overview_shown()
         lod.schedule()
 
     def source(self) -> MapSource | None:

@@ -12,6 +12,7 @@ exact value from the source.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,7 @@ from attnlab.ui.plots.axes import MaskBackground
 from attnlab.ui.plots.matrix_data import prepare_matrix
 from attnlab.ui.plots.matrix_view import set_image
 from attnlab.ui.plots.raster import MatrixImage
+from attnlab.ui.plots.tile_loader import TileLoader
 
 if TYPE_CHECKING:
     from attnlab.present.views.long_map import MapPiece, MapSource
@@ -59,14 +61,24 @@ class LongMapDetail:
         self._timer.setInterval(SETTLE_MS)
         self._timer.timeout.connect(self.refresh)
         self.levels: tuple[float, float] = (0.0, 1.0)
+        self.loader = TileLoader()  # a map not read before: its one pass runs off the GUI thread
         self.fetches = 0  # exact windows read (tests)
 
     # ---- the overview ------------------------------------------------------------------------------------
     def overview_for(self, source: MapSource) -> MapPiece:
-        """The overview of `source` sized to the view's pixels (at least OVERVIEW_MIN_PX tiles a side)."""
+        """The overview of `source` sized to the view's pixels (at least OVERVIEW_MIN_PX tiles a side); blank
+        (NaN tiles, the blocked ones hatched) until its map has been read once (`read_later`)."""
         rows = max(OVERVIEW_MIN_PX, math.ceil(self._vb.height()) if self._vb.height() > 1 else 512)
         cols = max(OVERVIEW_MIN_PX, math.ceil(self._vb.width()) if self._vb.width() > 1 else 512)
-        return source.overview(rows, cols)
+        return source.overview(rows, cols) if self.has_read(source) else source.placeholder(rows, cols)
+
+    @staticmethod
+    def has_read(source: MapSource) -> bool:
+        return source.allowed or source.ready()
+
+    def read_later(self, source: MapSource) -> None:
+        """Read `source`'s map once, off the GUI thread (one pass over it; `loader.ready` says when)."""
+        self.loader.start([functools.partial(source.overview, 1, 1)])
 
     def place_overview(self, image: pg.ImageItem, piece: MapPiece) -> None:
         """Stretch the overview image so that each tile covers its cells (position -0.5 stays the item's)."""
@@ -88,6 +100,7 @@ class LongMapDetail:
     def stop(self, image: pg.ImageItem) -> None:
         """Back to an ordinary (small) map: no zoom, no limits, one cell per image pixel."""
         self.source = self.overview = None
+        self.loader.cancel()
         self.hide_window()
         self._timer.stop()
         vb = self._vb
@@ -155,7 +168,11 @@ class LongMapDetail:
         self.background.setVisible(False)
 
     def set_levels(self, lo: float, hi: float) -> None:
-        self.levels = (lo, hi)
+        """New colour levels (a map read late): the exact window drawn again at them."""
+        if (lo, hi) != self.levels:
+            self.levels = (lo, hi)
+            if self.window is not None and self.image.isVisible():
+                self.show_window(self.window)
 
     # ---- reading -----------------------------------------------------------------------------------------
     def visible_counts(self) -> tuple[int, int]:

@@ -257,6 +257,11 @@ class PanelHeatmap(LabeledHeatmap):
         }
         self._options = (matrix.levels, matrix.symmetric)
 
+    def _overview_shown(self) -> None:
+        """A long map's overview was drawn again: the record holds what is shown."""
+        if "source" in self.record:
+            self.record.update(matrix=self._raw, masked=self._bad, levels=self.levels())
+
     def _unchanged(
         self,
         matrix: np.ndarray,
