@@ -222,3 +222,12 @@ def test_model_view_reads_thumbnails(qtbot, long_run):
     assert shown.shape == (n_layers * (grid.rows + 1) - 1, n_heads * (grid.cols + 1) - 1)
     np.testing.assert_array_equal(shown, grid.image)  # NaN in the same places (gaps, wholly blocked tiles)
     assert "Reading" not in view._readout.text()
+
+
+def test_token_lines_say_why_instead_of_reading_the_map(long_run):
+    from attnlab.present.views.lines import lines_view
+    from attnlab.present.views.model import MessageView
+
+    _model, _ids, trace = long_run
+    shown = lines_view(trace, stage(trace, f"{SITE}.lines"), ViewState())
+    assert isinstance(shown, MessageView) and f"{T:,} queries" in shown.message

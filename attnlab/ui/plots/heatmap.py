@@ -38,6 +38,7 @@ from attnlab.ui.plots.axes import (
     title_font,
 )
 from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
+from attnlab.ui.plots.long_heatmap import LongMapHeatmap
 from attnlab.ui.plots.long_map_view import LongMapDetail
 from attnlab.ui.plots.matrix_data import (
     MAX_LABEL_CHARS,
@@ -54,7 +55,7 @@ from attnlab.ui.plots.matrix_view import MatrixView
 from attnlab.ui.window import zoom
 
 if TYPE_CHECKING:
-    from attnlab.present.views.long_map import MapPiece, MapSource
+    from attnlab.present.views.long_map import MapSource
 
 __all__ = [
     "MAX_LABEL_CHARS",
@@ -82,7 +83,7 @@ MIN_SCENE_HEIGHT = 120  # the scene's least height without a floor (MatrixView._
 QWIDGETSIZE_MAX = 16777215  # Qt's "no maximum"
 
 
-class LabeledHeatmap(MatrixView):
+class LabeledHeatmap(MatrixView, LongMapHeatmap):
     """A matrix shown as a heatmap with token labels, colour bar, hover readout and clicks.
 
     Signals:
@@ -187,90 +188,6 @@ class LabeledHeatmap(MatrixView):
             r, c = self._hover
             if r < rows and c < cols:
                 self._readout.setText(self.describe_cell(r, c))
-
-    def set_source(
-        self,
-        source: MapSource,
-        row_labels: Sequence[str] | None = None,
-        col_labels: Sequence[str] | None = None,
-        *,
-        title: str = "",
-        levels: tuple[float, float] | None = None,
-        symmetric: bool | None = None,
-    ) -> None:
-        """Show a long map read from *source* with level of detail (long_map_view.py): an overview sized to the
-        view's pixels, exact cells once zoomed in; labels are one per row / column of the whole map."""
-        if self._lod is None:
-            self._lod = LongMapDetail(self._vb, self._bar, self._image)
-            self._lod.loader.ready.connect(self._map_read)
-        piece = self._lod.overview_for(source)
-        raw, display, mask, bad = prepare_matrix(piece.values, piece.masked)
-        rows, cols = source.shape
-        rlabels = check_labels(row_labels, rows, "row_labels")
-        clabels = check_labels(col_labels, cols, "col_labels")
-        lo, hi = compute_levels(raw, bad, levels, symmetric)
-        self._source, self._source_levels = source, (levels, symmetric)
-        self._levels = (lo, hi)
-        self._apply_colormap()
-        self._show_overview(piece)
-        self._show_cells(rows, cols, rlabels, clabels)
-        self._lod.start(source, piece, (lo, hi))
-        if not self._lod.has_read(source):
-            self._lod.read_later(source)
-        self._set_title(title)
-        if self._stack.currentWidget() is not self._view:
-            self._stack.setCurrentWidget(self._view)
-        self._refresh_axis_modes()
-
-    def _show_overview(self, piece: MapPiece) -> None:
-        """Draw a long map's overview tiles at the levels set, each stretched over its cells."""
-        assert self._lod is not None and self._levels is not None
-        raw, display, mask, bad = prepare_matrix(piece.values, piece.masked)
-        self._raw, self._mask, self._bad = raw, mask, bad  # the overview's tiles
-        self._lod.overview = piece
-        self._show_levels([self._image], display, self._bar, *self._levels)
-        self._lod.place_overview(self._image, piece)
-        if (bad is not None) != self._mask_bg.isVisible():
-            self._mask_bg.setVisible(bad is not None)
-
-    def _map_read(self, generation: int, _index: int, _value: object) -> None:
-        """A long map not read before has been read (off the GUI thread): its overview at the view's size."""
-        lod, source = self._lod, self._source
-        if lod is None or source is None or generation != lod.loader.generation or not lod.has_read(source):
-            return
-        piece = lod.overview_for(source)
-        raw, _display, _mask, bad = prepare_matrix(piece.values, piece.masked)
-        self._levels = compute_levels(raw, bad, *self._source_levels)
-        self._apply_colormap()
-        lod.set_levels(*self._levels)
-        self._show_overview(piece)
-        self._overview_shown()
-
-    def _overview_shown(self) -> None:
-        """A long map's overview was drawn again (read late, or resized): for subclasses that keep a record."""
-
-    def loading(self) -> bool:
-        """Whether a long map is being read for its overview."""
-        return self._lod is not None and self._lod.loader.busy()
-
-    def _resized(self, *_: object) -> None:
-        """A long map's view changed size: an overview sized to the new pixels (pooled from the kept tiles)."""
-        lod, source = self._lod, self._source
-        if lod is None or source is None or lod.overview is None:
-            return
-        piece = lod.overview_for(source)
-        if (piece.row_step, piece.col_step) != (lod.overview.row_step, lod.overview.col_step):
-            self._show_overview(piece)
-            self._overview_shown()
-        lod.schedule()
-
-    def source(self) -> MapSource | None:
-        """The long map shown now (None: an ordinary matrix)."""
-        return self._source
-
-    def detail(self) -> LongMapDetail | None:
-        """The level-of-detail state of a long map (None before the first one)."""
-        return self._lod
 
     def clear(self, message: str = "") -> None:
         """Hide the data and show *message* centred instead (e.g. 'Not available for this model')."""
@@ -419,12 +336,6 @@ class LabeledHeatmap(MatrixView):
         if self._bottom.set_mode(bmode):
             self._bottom.setHeight(self._bottom.text_extent())
             self._floor_later()
-
-    def _range_changed(self, *_: object) -> None:
-        """A long map zoomed or panned: tick labels for the cells now in view, exact cells once they fit."""
-        if self._source is not None and self._lod is not None:
-            self._refresh_axis_modes()
-            self._lod.schedule()
 
     def _set_hover(self, r: int, c: int) -> None:
         if (r, c) != self._hover:
