@@ -10,9 +10,13 @@ tokenizer splits into one token per character, so 8,191 characters are 8,191 tok
 (1280 × 900, offscreen) runs it on its worker thread; then, on the GUI thread, each step is timed from the
 call to the window painted (`repaint()` and the events it queued):
   trace           set_model → traceReady (the worker's run and warm-up) and the Q, K, V stage painted
-  weights         the weights stage of layer 0 (head 1): its overview computed and painted
-  heads           the all-heads stage of layer 0: every head's overview tiles
-  model view      View → Whole-model attention: 8 layers × 8 heads of thumbnails
+  weights         the weights stage of layer 0 (head 1) painted: blank tiles (the blocked ones hatched) first
+  weights filled  then (from there) its overview, the map read once off the GUI thread, painted
+  heads           the all-heads stage of layer 0 painted (the heads read before drawn, the others blank)
+  heads filled    then (from there) every head's overview tiles read off the GUI thread and painted
+  model view      View → Whole-model attention: 8 layers × 8 heads, blank thumbnails painted
+  model view filled  from the dock shown to every thumbnail painted (read off the GUI thread, one head after
+                  another), with the longest the GUI thread went without answering meanwhile
   zoom 64 × 64    the weights map zoomed to a 64 × 64 window: the exact cells fetched and painted
   hover           the readout of one cell under the mouse (its exact value read from the engine)
   mask click      a click on a mask cell at that zoom: the (query, key) it names
@@ -140,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     n = len(session.trace["tgt.tokens"])
     step("weights", lambda: session.set_stage("dec.0.self.weights"))
     heatmap = next(h for h in window.findChildren(LabeledHeatmap) if h.isVisible() and h.source() is not None)
+    step("weights filled", lambda: None, lambda: not heatmap.loading())  # its one pass, off the GUI thread
     if args.shots:
         args.shots.mkdir(parents=True, exist_ok=True)
         window.grab().save(str(args.shots / "weights-overview.png"))

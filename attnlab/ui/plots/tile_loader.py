@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 
 
 class TileLoader(QObject):
@@ -27,6 +27,9 @@ class TileLoader(QObject):
         self.generation = 0
         self.pending = 0  # jobs of the current generation not back yet
         self.ready.connect(self._arrived)
+        app = QCoreApplication.instance()
+        if app is not None:  # jobs still queued at exit would each run before Python could end: skip them
+            app.aboutToQuit.connect(self.cancel)
 
     def start(self, jobs: Sequence[Callable[[], object]]) -> int:
         """Run `jobs` in order (dropping any earlier ones not done); returns their generation."""
