@@ -361,9 +361,7 @@ def warm_up(trace: Trace, stage_key: str | None) -> list[Stage]:
     wanted = warm_entries(stage)
     if stage.kind in (names.LOGITS, names.PROBS) and output_fits(trace):
         wanted = [stage.kind]
-    from attnlab.present.views.long_map import long_shape  # long maps are read in pieces, never whole (issue 23)
-
-    trace.fetch([name for name in wanted if name in trace and long_shape(trace, name) is None])
+    trace.fetch([name for name in wanted if name in trace])
     return stages
 
 

@@ -46,7 +46,7 @@ def map_shape(trace: Trace, name: str) -> tuple[int, ...]:
 
 def long_shape(trace: Trace, name: str) -> tuple[int, ...] | None:
     """The shape of `name` when it is a long attention map or mask (never read whole), else None."""
-    if name not in trace or names.step_of(name) not in MAP_STEPS or isinstance(trace.entries[name], list):
+    if name not in trace or names.step_of(name) not in MAP_STEPS:
         return None
     shape = map_shape(trace, name)
     return shape if is_long(shape) else None
