@@ -29,6 +29,10 @@ def _formula(text: str) -> str:
 
 def shape_of(trace: Trace, name: str) -> tuple[int, ...] | None:
     """The shape of the trace entry `name` ((n,) for a list), or None when the trace does not hold it."""
+    from attnlab.present.views.long_map import long_shape  # a long map: its shape, without reading it
+
+    if (shape := long_shape(trace, name)) is not None:
+        return tuple(int(n) for n in shape)
     value = trace.get(name)
     if value is None:
         return None

@@ -7,6 +7,8 @@ cells are NaN (drawn transparent: the grid lines).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -14,11 +16,13 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.present import words
+from attnlab.present.views.long_map import is_long, map_shape, map_source
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 GAP = 1  # NaN pixels between cells
+MODEL_TILES = 64  # a long input: each head's thumbnail has at most this many tiles a side
 # The colour scale tops out at this percentile of the weights shown: with 128 keys most weights are near
 # 1/128 and a few near 1, so a scale up to the maximum would paint almost everything dark.
 TOP_PERCENTILE = 99.5
@@ -34,16 +38,20 @@ class SiteGrid:
     cols: int  # Tk
     image: np.ndarray  # [L·(Tq+GAP) − GAP, H·(Tk+GAP) − GAP] float32, NaN in the gaps
     top: float  # the top of the colour scale (TOP_PERCENTILE of the weights shown)
+    # a long input: each image cell is a tile of row_step × col_step cells, the max of them (long_map.py);
+    # rows and cols then count tiles, and the queries and keys below are the first cell of a tile
+    row_step: int = 1
+    col_step: int = 1
 
     @property
     def layers(self) -> int:
         return len(self.sites)
 
     def row_of(self, layer: int, q: int) -> int:
-        return layer * (self.rows + GAP) + q
+        return layer * (self.rows + GAP) + q // self.row_step
 
     def col_of(self, head: int, k: int) -> int:
-        return head * (self.cols + GAP) + k
+        return head * (self.cols + GAP) + k // self.col_step
 
     def row_centre(self, layer: int) -> float:
         return layer * (self.rows + GAP) + self.rows / 2
@@ -73,7 +81,7 @@ class SiteGrid:
         head, k = divmod(int(x), self.cols + GAP)
         if layer >= self.layers or head >= self.heads or q >= self.rows or k >= self.cols:
             return None
-        return layer, head, q, k
+        return layer, head, q * self.row_step, k * self.col_step
 
 
 def tile(weights: np.ndarray) -> np.ndarray:
@@ -90,8 +98,9 @@ def _kind_title(kind: str) -> str:
     return f"{words.word(stack).lower()} {words.word(attention)}"
 
 
-def site_grids(trace: Trace) -> dict[str, SiteGrid]:
-    """One SiteGrid per site kind present in the run, in names.SITE_KINDS order."""
+def site_grids(trace: Trace, *, defer: bool = False) -> dict[str, SiteGrid]:
+    """One SiteGrid per site kind present in the run, in names.SITE_KINDS order. `defer`: a long input's
+    thumbnails are left blank (NaN, colour scale 0 … 1) for the caller to fill with `thumbnail_jobs`."""
     by_kind: dict[str, list[str]] = {}
     for site in trace.sites():
         by_kind.setdefault(names.site_kind(site), []).append(site)
@@ -100,9 +109,13 @@ def site_grids(trace: Trace) -> dict[str, SiteGrid]:
         sites = by_kind.get(kind)
         if not sites:
             continue
-        stacked = np.stack([trace[names.site_entry(s, "weights")].numpy() for s in sites])  # [L, H, Tq, Tk]
+        steps = (1, 1)
+        if is_long(map_shape(trace, names.site_entry(sites[0], "weights"))):  # each head's overview tiles
+            stacked, steps = _long_tiles(trace, sites, defer)  # [L, H, n_r, n_c]
+        else:
+            stacked = np.stack([trace[names.site_entry(s, "weights")].numpy() for s in sites])  # [L, H, Tq, Tk]
         finite = stacked[np.isfinite(stacked)]
-        top = float(np.percentile(finite, TOP_PERCENTILE)) if finite.size else 1.0
+        top = top_of(finite)
         grids[kind] = SiteGrid(
             kind,
             _kind_title(kind),
@@ -111,6 +124,48 @@ def site_grids(trace: Trace) -> dict[str, SiteGrid]:
             stacked.shape[2],
             stacked.shape[3],
             tile(stacked.astype(np.float32)),
-            top if top > 0 else 1.0,
+            top,
+            *steps,
         )
     return grids
+
+
+def top_of(finite: np.ndarray) -> float:
+    """The top of the colour scale for these finite weights (TOP_PERCENTILE; 1.0 when there are none)."""
+    top = float(np.percentile(finite, TOP_PERCENTILE)) if finite.size else 1.0
+    return top if top > 0 else 1.0
+
+
+def thumbnail(trace: Trace, site: str, head: int) -> np.ndarray:
+    """One head's weights as at most MODEL_TILES tiles a side, each the max of its cells (wholly blocked: NaN)."""
+    piece = map_source(trace, site, "weights", head).overview(MODEL_TILES, MODEL_TILES, keep=False)
+    return np.where(np.isneginf(piece.values), np.nan, piece.values).astype(np.float32)  # [n_r, n_c]
+
+
+def thumbnail_jobs(trace: Trace, grid: SiteGrid) -> list[tuple[int, int, Callable[[], np.ndarray]]]:
+    """(layer, head, the function that reads its thumbnail) for every head of a long input's grid."""
+    return [
+        (layer, head, functools.partial(thumbnail, trace, site, head))
+        for layer, site in enumerate(grid.sites)
+        for head in range(grid.heads)
+    ]
+
+
+def put(grid: SiteGrid, layer: int, head: int, tiles: np.ndarray) -> None:
+    """Write one head's thumbnail [rows, cols] into the grid's image, in place."""
+    r, c = grid.row_of(layer, 0), grid.col_of(head, 0)
+    grid.image[r : r + grid.rows, c : c + grid.cols] = tiles
+
+
+def _long_tiles(trace: Trace, sites: list[str], defer: bool) -> tuple[np.ndarray, tuple[int, int]]:
+    """[L, H, n_r, n_c]: every head's thumbnail (blank when `defer`), and the cells per tile. One pass over each
+    map not read before; the full maps are never held."""
+    source = map_source(trace, sites[0], "weights", 0)
+    s_r, s_c = source.tile_steps(MODEL_TILES, MODEL_TILES)
+    tq, tk = source.shape
+    n_heads = int(map_shape(trace, names.site_entry(sites[0], "weights"))[0])
+    if defer:
+        stacked = np.full((len(sites), n_heads, -(-tq // s_r), -(-tk // s_c)), np.nan, np.float32)
+    else:
+        stacked = np.stack([[thumbnail(trace, site, h) for h in range(n_heads)] for site in sites])
+    return stacked, (s_r, s_c)

@@ -379,11 +379,14 @@ def warm_stage(trace: Trace, stage: Stage) -> None:
 
 def shape_text(trace: Trace, stage: Stage) -> str:
     """'enc.0.self.q [4 × 7 × 32] · …': the live shapes of what the stage shows."""
+    from attnlab.present.views.long_map import long_shape  # long maps: the shape without reading them
+
     parts = []
     for name in stage_tensors(stage):
-        value = trace.get(name)
-        if value is not None and hasattr(value, "shape"):
-            parts.append(f"{name} [{' × '.join(str(n) for n in value.shape)}]")
+        value = long_shape(trace, name) or trace.get(name)
+        shape = value if isinstance(value, tuple) else getattr(value, "shape", None)
+        if shape is not None:
+            parts.append(f"{name} [{' × '.join(str(n) for n in shape)}]")
     return " · ".join(parts)
 
 

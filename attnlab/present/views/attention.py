@@ -16,6 +16,8 @@ from attnlab.present.explain_imported import gqa_text
 from attnlab.present.facts import array, missing, missing_message, scaling_on, score_levels
 from attnlab.present.formulas import scaled_title
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.views.long_attention import long_matrix, long_note
+from attnlab.present.views.long_map import is_long, map_shape
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
 from attnlab.present.views.site import SiteView, axis_title, blocked_cells
 
@@ -83,14 +85,25 @@ def map_title(trace: Trace, kind: str) -> str:
 
 
 def map_view(
-    trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None
+    trace: Trace,
+    stage: Stage,
+    display: ViewState,
+    vocab: Callable[[int], str] | None = None,
+    *,
+    defer: bool = False,
 ) -> MapView | MessageView:
+    """One head's map of the stage's kind. `defer`: a long map not read before is left for the widget to read
+    off the GUI thread (long_attention.long_matrix)."""
     site, kind = stage.site or "", stage.kind
     wanted = [names.site_entry(site, kind), names.site_entry(site, "weights")]
     lost = missing(trace, wanted)
     if lost:
         return MessageView(kind, missing_message(MAP_TEXT[kind][0], lost))
     sv = SiteView(trace, site, display, vocab)
+    title = f"{map_title(trace, kind)} · {sv.name} · {sv.head_text}"
+    if is_long(map_shape(trace, names.site_entry(site, kind))):  # read in pieces (long_attention.py)
+        long = long_matrix(trace, sv, kind, title, display, defer)
+        return MapView(kind, long, long_note(MAP_TEXT[kind][1], (sv.tq, sv.tk)), sv.head, sv.n_heads)
     matrix = array(trace, names.site_entry(site, kind))[sv.head]  # [Tq, Tk]
     blocked = blocked_cells(trace, site)
     levels = (0.0, 1.0) if kind == "weights" else score_levels(trace, site, sv.head, display.colour_scale)
@@ -98,7 +111,7 @@ def map_view(
         names.site_entry(site, kind),
         matrix,
         sv.rows,
-        f"{map_title(trace, kind)} · {sv.name} · {sv.head_text}",
+        title,
         cols=sv.cols,
         masked=blocked,
         levels=levels,
@@ -147,6 +160,8 @@ def mask_view(
     if missing(trace, [name]):
         return MessageView("mask", missing_message("The mask", [name]))
     sv = SiteView(trace, site, display, vocab)
+    if is_long(map_shape(trace, name)):
+        return long_mask_view(trace, sv, display)
     additive = array(trace, name)  # [Tq, Tk], 0 or -inf
     blocked = np.isneginf(additive)  # [Tq, Tk]
     square = blocked.shape[0] == blocked.shape[1] and blocked.shape[0] > 1
@@ -168,6 +183,20 @@ def mask_view(
         axes=(sv.query_axis, sv.key_axis),
     )
     return MapView("mask", allowed, note, sv.head, sv.n_heads, MASK_HINT, blocked, additive)
+
+
+def long_mask_view(trace: Trace, sv: SiteView, display: ViewState) -> MapView:
+    """The mask of a long input: the same sentence, the allowed cells read in pieces (long_attention.py)."""
+    additive = array(trace, names.site_entry(sv.site, "mask"))  # [Tq, Tk], the stored entry (no copy on the CPU)
+    blocked = np.isneginf(additive)  # [Tq, Tk]
+    causal = sv.q_side == sv.k_side and not np.triu(~blocked, 1).any()
+    what = " The upper triangle is blocked: the causal (look-ahead) mask." if causal else ""
+    note = (
+        f"Coloured = allowed (adds 0 to the score); hatched = blocked (adds −∞, so its "
+        f"weight becomes exactly 0). {int(blocked.sum())} of {blocked.size} cells blocked.{what}"
+    )
+    allowed = long_matrix(trace, sv, "mask", f"mask · {sv.name}", display)
+    return MapView("mask", allowed, long_note(note, blocked.shape), sv.head, sv.n_heads, MASK_HINT, blocked, additive)
 
 
 def qkv_view(

@@ -12,6 +12,7 @@ from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.facts import array, missing_message
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.views.long_map import is_long
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.site import SiteView
 
@@ -45,6 +46,12 @@ class LinesView:
     kind = "lines"
 
 
+LONG_LINES = (
+    "The token → token lines draw one label per token: with {tq:,} queries and {tk:,} keys they cannot be read. "
+    "The weights step shows this head's map; zoom in there to read single tokens."
+)
+
+
 def lines_view(
     trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None
 ) -> LinesView | MessageView:
@@ -53,6 +60,8 @@ def lines_view(
     if name not in trace:
         return MessageView("lines", missing_message("The attention weights", [name]))
     sv = SiteView(trace, site, display, vocab)
+    if is_long((sv.tq, sv.tk)):  # one line per strong weight and a label per token: not at thousands of tokens
+        return MessageView("lines", LONG_LINES.format(tq=sv.tq, tk=sv.tk))
     weights = np.ascontiguousarray(array(trace, name)[sv.head], dtype=np.float32)  # [Tq, Tk]
     tq, tk = weights.shape
     q_idx, k_idx, values = strong_links(weights)

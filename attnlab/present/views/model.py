@@ -6,8 +6,12 @@ check them without a window and the widgets only draw them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from attnlab.present.views.long_map import MapSource
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,8 @@ class MatrixView:
     levels: tuple[float, float] | None = None
     message: str = ""
     axes: tuple[str, str] | None = None  # (rows' title, columns' title); None: the widget's own
+    # a long map (present/views/long_map.py): read in pieces by the widget; `matrix` is then its overview
+    source: MapSource | None = None
 
 
 def matrix_view(

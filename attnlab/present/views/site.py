@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from attnlab.engine import names
+from attnlab.engine.overview import map_shape
 from attnlab.engine.trace import Trace
 from attnlab.present import words
 from attnlab.present.facts import array, row_labels, site_name, site_sides, tokens
@@ -32,9 +33,10 @@ class SiteView:
         q = trace[q_name] if q_name in trace else trace[weights_name]
         self.n_heads = int(q.shape[0])
         self.head = clamp_head(view.head, self.n_heads)
-        weights = trace.get(weights_name)
-        tq = int(weights.shape[1]) if weights is not None else int(q.shape[1])
-        tk = int(weights.shape[2]) if weights is not None else tq
+        shape = map_shape(trace, weights_name) if weights_name in trace else None  # read nothing (long maps)
+        tq = int(shape[1]) if shape is not None else int(q.shape[1])
+        tk = int(shape[2]) if shape is not None else tq
+        self.tq, self.tk = tq, tk  # the map's query rows and key columns
         self.rows = row_labels(trace, self.q_side, tq, vocab)  # decoder rows: "<s> → le"
         self.cols = tokens(trace, self.k_side, tk)
         self.name = site_name(site)

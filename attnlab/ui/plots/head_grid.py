@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -26,6 +26,9 @@ from attnlab.ui.plots.grid_arrangement import best_grid_shape, cell_size, grid_s
 from attnlab.ui.plots.matrix_data import ValueFormat, check_labels, compute_levels, elide_label, prepare_matrix
 from attnlab.ui.plots.matrix_view import MatrixView
 from attnlab.ui.window import zoom
+
+if TYPE_CHECKING:
+    from attnlab.present.views.long_map import MapSource
 
 __all__ = ["HeadGrid", "best_grid_shape", "cell_size", "grid_shape"]
 
@@ -64,6 +67,9 @@ class HeadGrid(MatrixView):
         self._arranged: tuple[int, int] = (0, 0)  # (rows, columns) of the grid shown
         self._row_floor = row_floor  # the least pixels per row presenting, before zoom (zoom.row_floor)
         self._last_heads: tuple[Any, ...] | None = None  # set_heads' arguments, to lay them out again
+        self._sources: list[MapSource] | None = None  # a long input's heads, read cell by cell (set_heads)
+        self._loading = 0  # heads of a long input still being read (set_loading)
+        self._hovered: tuple[object, str] = (None, "")  # (sources, (head, row, col)) -> its readout
         self._rearranging = False
         self._selected: int | None = None
         self._n_heads = 0
@@ -93,8 +99,15 @@ class HeadGrid(MatrixView):
         *,
         levels: tuple[float, float] | None = None,
         symmetric: bool | None = None,
+        cells: tuple[int, int] | None = None,
+        steps: tuple[int, int] = (1, 1),
+        sources: Sequence[MapSource] | None = None,
     ) -> None:
         """Show *weights* [H, Tq, Tk], one small heatmap per head, one shared colour scale.
+
+        A long input: *weights* [H, n_r, n_c] are overview tiles of *steps* (rows, cols) cells each over maps of
+        *cells* (Tq, Tk) cells (labels and *masked* then follow the cells and the tiles); the axes stay token
+        positions and the readout reads the exact cell from the head's entry of *sources*.
 
         *masked* is [Tq, Tk] (shared by all heads) or [H, Tq, Tk]; masked, NaN and ±inf cells
         are hatched grey. Levels: *levels* if given; else 0..1 when every valid value lies in
@@ -104,6 +117,9 @@ class HeadGrid(MatrixView):
         if raw.ndim != 3:
             raise ValueError(f"weights must be [H, Tq, Tk], got shape {raw.shape}")
         n_heads, tq, tk = raw.shape
+        if cells is not None:
+            tq, tk = cells
+        self._sources = None if sources is None else list(sources)
         rlabels = check_labels(row_labels, tq, "row_labels")
         clabels = check_labels(col_labels, tk, "col_labels")
         if levels is None and symmetric is None:
@@ -112,7 +128,7 @@ class HeadGrid(MatrixView):
                 levels = (0.0, 1.0)
         lo, hi = compute_levels(raw, bad, levels, symmetric)
 
-        self._last_heads = (weights, row_labels, col_labels, masked, title, levels, symmetric)
+        self._last_heads = (weights, row_labels, col_labels, masked, title, levels, symmetric, cells, steps, sources)
         shape = self._arrangement(n_heads, (tq, tk))
         if n_heads != self._n_heads or shape != self._arranged:
             self._build(n_heads, shape)
@@ -121,6 +137,9 @@ class HeadGrid(MatrixView):
         self._apply_colormap()
 
         self._show_levels(self._images, display, self._bar, lo, hi)
+        for img in self._images:  # each image pixel covers one tile of cells (1 × 1 for an ordinary map)
+            if (img.transform().m11(), img.transform().m22()) != (steps[1], steps[0]):
+                img.setTransform(QtGui.QTransform.fromScale(steps[1], steps[0]))
         for h, bg in enumerate(self._mask_bgs):
             show = bad is not None and bool(bad[h].any())
             if show != bg.isVisible():
@@ -144,6 +163,11 @@ class HeadGrid(MatrixView):
         if self._selected is not None and self._selected >= n_heads:
             self.set_selected(None)
         self._keep_floor()
+
+    def set_loading(self, heads: int) -> None:
+        """Say in the readout that `heads` heads of a long input are still being read (0: done)."""
+        self._loading = heads
+        self._readout.setText(f"Reading {heads} more head(s) of this long input …" if heads else self.HINT)
 
     def arrangement(self) -> tuple[int, int]:
         """(rows, columns) of the grid shown."""
@@ -185,8 +209,13 @@ class HeadGrid(MatrixView):
     def describe_cell(self, head: int, r: int, c: int) -> str:
         """'head h: row label → col label  [r, c] = value' ('' when out of range)."""
         raw = self._raw
-        if raw is None or not (0 <= head < raw.shape[0] and 0 <= r < raw.shape[1] and 0 <= c < raw.shape[2]):
+        if raw is None or self._cells is None:
             return ""
+        if not (0 <= head < raw.shape[0] and 0 <= r < self._cells[0] and 0 <= c < self._cells[1]):
+            return ""
+        if self._sources is not None:  # a long map: the exact cell, read from the head's entry
+            value, blocked = self._sources[head].value(r, c)
+            return f"{words.head_words(head)}: {self._cell_text(value, blocked, r, c)}"
         explicitly = self._mask is not None and bool(self._mask[head, r, c])
         return f"{words.head_words(head)}: {self._cell_text(float(raw[head, r, c]), explicitly, r, c)}"
 
@@ -199,11 +228,11 @@ class HeadGrid(MatrixView):
 
     def cell_at_scene_pos(self, pos: QtCore.QPointF) -> tuple[int, int, int] | None:
         """(head, row, col) under scene position *pos*, or None."""
-        if self._raw is None:
+        if self._raw is None or self._cells is None:
             return None
         for h, vb in enumerate(self._views):
             if vb.sceneBoundingRect().contains(pos):
-                cell = self._cell_in(vb, pos, *self._raw.shape[1:])
+                cell = self._cell_in(vb, pos, *self._cells)
                 return None if cell is None else (h, *cell)
         return None
 
@@ -317,7 +346,7 @@ class HeadGrid(MatrixView):
         fills the room up to zoom.row_ceiling."""
         floor, ceiling = zoom.row_floor(self._row_floor), zoom.row_ceiling(self._row_floor)
         least, most = 120, QWIDGETSIZE_MAX  # the scene's own least height (MatrixView._new_scene), no most
-        if floor > 0 and self._cells is not None and self._views:
+        if floor > 0 and self._cells is not None and self._views and self._sources is None:  # a long map: no floor
             nrows = self._arranged[0]
             view_h = self._views[0].height()
             if view_h > 1:
@@ -345,8 +374,11 @@ class HeadGrid(MatrixView):
         if self._last_heads is None or self._cells is None or self._raw is None:
             return
         if self._arrangement(self._n_heads, self._cells) != self._arranged:
-            weights, rows, cols, masked, title, levels, symmetric = self._last_heads
-            self.set_heads(weights, rows, cols, masked, title, levels=levels, symmetric=symmetric)
+            weights, rows, cols, masked, title, levels, symmetric, cells, steps, sources = self._last_heads
+            self.set_heads(
+                weights, rows, cols, masked, title, levels=levels, symmetric=symmetric, cells=cells, steps=steps,
+                sources=sources,
+            )  # fmt: skip
         else:
             self._keep_floor()
 
@@ -462,8 +494,13 @@ class HeadGrid(MatrixView):
         if self._raw is None:
             return
         hit = self.cell_at_scene_pos(pos)
+        if hit is None and self._loading:
+            self.set_loading(self._loading)
+            return
         if hit is not None:
-            self._readout.setText(self.describe_cell(*hit))
+            if self._sources is None or self._hovered[0] != (self._sources, hit):  # a long map: read once a cell
+                self._hovered = ((self._sources, hit), self.describe_cell(*hit))
+            self._readout.setText(self._hovered[1])
         else:
             self._readout.setText(self.HINT)
 

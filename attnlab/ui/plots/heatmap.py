@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -37,6 +38,8 @@ from attnlab.ui.plots.axes import (
     title_font,
 )
 from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
+from attnlab.ui.plots.long_heatmap import LongMapHeatmap
+from attnlab.ui.plots.long_map_view import LongMapDetail
 from attnlab.ui.plots.matrix_data import (
     MAX_LABEL_CHARS,
     ValueFormat,
@@ -50,6 +53,9 @@ from attnlab.ui.plots.matrix_data import (
 )
 from attnlab.ui.plots.matrix_view import MatrixView
 from attnlab.ui.window import zoom
+
+if TYPE_CHECKING:
+    from attnlab.present.views.long_map import MapSource
 
 __all__ = [
     "MAX_LABEL_CHARS",
@@ -77,7 +83,7 @@ MIN_SCENE_HEIGHT = 120  # the scene's least height without a floor (MatrixView._
 QWIDGETSIZE_MAX = 16777215  # Qt's "no maximum"
 
 
-class LabeledHeatmap(MatrixView):
+class LabeledHeatmap(MatrixView, LongMapHeatmap):
     """A matrix shown as a heatmap with token labels, colour bar, hover readout and clicks.
 
     Signals:
@@ -104,6 +110,10 @@ class LabeledHeatmap(MatrixView):
         self._shape: tuple[int, int] | None = None
         self._row_floor = row_floor  # the least pixels per row presenting, before zoom (zoom.row_floor)
         self._hover: tuple[int, int] = (-1, -1)
+        self._lod: LongMapDetail | None = None  # a long map's level of detail (long_map_view.py), made when needed
+        self._source: MapSource | None = None  # the long map shown now (None: an ordinary matrix)
+        self._source_levels: tuple[tuple[float, float] | None, bool | None] = (None, None)  # set_source's
+        self._described: tuple[object, str] = (None, "")  # (source, row, col) -> the readout of that cell
         self._readout.setText(self.HINT)
 
         self._view = self._new_scene()
@@ -131,6 +141,8 @@ class LabeledHeatmap(MatrixView):
         vb.sigResized.connect(self._refresh_axis_modes)
         # after the layout that the axes' new modes start (a rotated bottom axis is taller) has run
         vb.sigResized.connect(lambda *_: self._floor_later())
+        vb.sigRangeChanged.connect(self._range_changed)
+        vb.sigResized.connect(self._resized)
         self._stack.setCurrentWidget(self._message)
 
     # ------------------------------------------------------------------ public API
@@ -154,6 +166,9 @@ class LabeledHeatmap(MatrixView):
         raw, display, mask, bad = prepare_matrix(matrix, masked)
         if raw.ndim != 2:
             raise ValueError(f"matrix must be 2-D, got shape {raw.shape}")
+        if self._source is not None and self._lod is not None:  # a long map before: back to one pixel per cell
+            self._source = None
+            self._lod.stop(self._image)
         rows, cols = raw.shape
         rlabels = check_labels(row_labels, rows, "row_labels")
         clabels = check_labels(col_labels, cols, "col_labels")
@@ -208,13 +223,23 @@ class LabeledHeatmap(MatrixView):
 
     def is_masked(self, r: int, c: int) -> bool:
         """True when cell (r, c) is drawn as masked (mask flag, NaN or ±inf)."""
+        if self._source is not None:
+            value, blocked = self._source.value(r, c)
+            return blocked or not math.isfinite(value)
         return self._bad is not None and bool(self._bad[r, c])
 
     def describe_cell(self, r: int, c: int) -> str:
-        """Readout text for cell (r, c): 'row label → col label  [r, c] = value' ('' if none)."""
+        """Readout text for cell (r, c): 'row label → col label  [r, c] = value' ('' if none). A long map's
+        value is read exactly from its source (one cell), never from the overview's tiles."""
         raw = self._raw
-        if raw is None or not (0 <= r < raw.shape[0] and 0 <= c < raw.shape[1]):
+        if raw is None or not (0 <= r < self._cell_shape()[0] and 0 <= c < self._cell_shape()[1]):
             return ""
+        if self._source is not None:
+            key = (self._source, r, c)
+            if self._described[0] != key:  # one cell's exact value, read once per cell the mouse enters
+                value, blocked = self._source.value(r, c)
+                self._described = (key, self._cell_text(value, blocked, r, c))
+            return self._described[1]
         explicitly = self._mask is not None and bool(self._mask[r, c])
         return self._cell_text(float(raw[r, c]), explicitly, r, c)
 
@@ -222,7 +247,14 @@ class LabeledHeatmap(MatrixView):
         """(row, col) of the cell under scene position *pos*, or None."""
         if self._raw is None or not self._vb.sceneBoundingRect().contains(pos):
             return None
-        return self._cell_in(self._vb, pos, *self._raw.shape)
+        return self._cell_in(self._vb, pos, *self._cell_shape())
+
+    def _cell_shape(self) -> tuple[int, int]:
+        """(rows, cols) of the map in cells: a long map's whole shape, else the matrix's."""
+        if self._source is not None:
+            return self._source.shape
+        assert self._raw is not None
+        return self._raw.shape[0], self._raw.shape[1]
 
     def scene_pos_of_cell(self, r: int, c: int) -> QtCore.QPointF:
         """Scene position of the centre of cell (r, c) (handy for tests and overlays)."""
@@ -258,7 +290,7 @@ class LabeledHeatmap(MatrixView):
         """Presenting, the scene is tall enough for zoom.row_floor(row floor) pixels per row and fills the room
         up to zoom.row_ceiling: its least and most heights are the rows' pixels plus what is not the view
         (axes, colour bar ends, margins)."""
-        rows = self._shape[0] if self._shape is not None else 0
+        rows = self._shape[0] if self._shape is not None and self._source is None else 0  # a long map: no floor
         floor, ceiling = zoom.row_floor(self._row_floor), zoom.row_ceiling(self._row_floor)
         least, most = MIN_SCENE_HEIGHT, QWIDGETSIZE_MAX
         if floor > 0 and rows:
@@ -296,6 +328,9 @@ class LabeledHeatmap(MatrixView):
         w, h = self._vb.width(), self._vb.height()
         if w <= 1 or h <= 1:
             return
+        if self._source is not None and self._lod is not None and self._shape is not None:
+            rows, cols = self._lod.visible_counts()  # the labels must fit the cells in view, not the whole map
+            w, h = w * self._shape[1] / cols, h * self._shape[0] / rows
         bmode, lmode = choose_modes(self._bottom, self._left, w, h)
         self._left.set_mode(lmode)
         if self._bottom.set_mode(bmode):
@@ -317,7 +352,7 @@ class LabeledHeatmap(MatrixView):
             self._view.setToolTip("")
             return
         self._set_hover(-1, -1)
-        text = self._axis_label_at(pos, self._raw.shape)
+        text = self._axis_label_at(pos, self._cell_shape())
         self._readout.setText(text or self.HINT)
         self._view.setToolTip(text)
 

@@ -4,11 +4,13 @@ cell opens that head's attention weights stage.
 
 Few graphics items, so 12 layers × 12 heads at 128 tokens stays responsive: ONE ImageItem per site kind holds
 every cell, tiled with a one-pixel transparent gap between cells (the grid lines). The tiling is Qt-free
-(attnlab/present/model_grid.py); each site's weights are read through `trace[name]` once per run.
+(attnlab/present/model_grid.py); each site's weights are read through `trace[name]` once per run, or for a long
+input as each head's overview tiles (present/views/long_map.py), never the full maps.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,9 +20,10 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from attnlab.present import words
 from attnlab.present.engine_api import names
-from attnlab.present.model_grid import SiteGrid, site_grids
+from attnlab.present.model_grid import SiteGrid, put, site_grids, thumbnail_jobs, top_of
 from attnlab.ui.plots.colormaps import DEFAULT_SEQUENTIAL, get_colormap
 from attnlab.ui.plots.raster import QtReadyImage, rect_updates
+from attnlab.ui.plots.tile_loader import TileLoader
 
 if TYPE_CHECKING:
     from pyqtgraph.GraphicsScene.mouseEvents import MouseClickEvent
@@ -53,13 +56,17 @@ class ModelView(QWidget):
         self._grids: dict[str, SiteGrid] = {}
         self._layout_key: tuple[tuple[str, int, int, int, int], ...] = ()
         self.draw_count = 0
+        self._loader = TileLoader(self)  # a long input's thumbnails, read off the GUI thread
+        self._loader.ready.connect(self._thumbnail)
+        self._jobs: list[tuple[str, int, int]] = []  # (kind, layer, head) of each job of the loader
         self._scene.scene().sigMouseClicked.connect(self._on_click)
         self._scene.scene().sigMouseMoved.connect(self._on_move)
 
     # ---- drawing -----------------------------------------------------------------------------------------
     def set_trace(self, trace: Trace) -> None:
-        """Draw every site of `trace` (one read of each site's weights)."""
-        grids = site_grids(trace)
+        """Draw every site of `trace` (one read of each site's weights; a long input's thumbnails fill in as
+        the TileLoader reads them off the GUI thread)."""
+        grids = site_grids(trace, defer=True)
         key = tuple((kind, g.layers, g.heads, g.rows, g.cols) for kind, g in grids.items())
         if key != self._layout_key:
             self._rebuild(grids)
@@ -71,8 +78,43 @@ class ModelView(QWidget):
             plot.getAxis("bottom").setLabel(f"head (colour scale 0 … {grid.top:.2f})")
         self._grids = grids
         self.draw_count += 1
+        jobs = [(kind, layer, head, job) for kind, g in grids.items() for layer, head, job in thumbnail_jobs(trace, g)]
+        jobs = [job for job in jobs if grids[job[0]].row_step > 1 or grids[job[0]].col_step > 1]
+        self._jobs = [(kind, layer, head) for kind, layer, head, _ in jobs]
+        if jobs:
+            self._readout.setText(f"Reading each head's overview: 0 of {len(jobs)} …")
+            self._loader.start([job for *_, job in jobs])
+        else:
+            self._loader.cancel()
+
+    def _thumbnail(self, generation: int, index: int, tiles: object) -> None:
+        """One head's thumbnail arrived from the TileLoader: into its grid's image, redrawn."""
+        if generation != self._loader.generation:
+            return
+        if not isinstance(tiles, np.ndarray):
+            self._readout.setText(f"Could not read this run's attention thumbnails: {tiles}")
+            return
+        kind, layer, head = self._jobs[index]
+        grid = self._grids[kind]
+        put(grid, layer, head, tiles)
+        if not self._loader.busy():  # every head read: the colour scale of what is shown
+            for k, g in self._grids.items():
+                self._grids[k] = g = replace(g, top=top_of(g.image[np.isfinite(g.image)]))
+                self._plots[k][0].getAxis("bottom").setLabel(f"head (colour scale 0 … {g.top:.2f})")
+            self._readout.setText(HINT)
+        else:
+            self._readout.setText(
+                f"Reading each head's overview: {len(self._jobs) - self._loader.pending} of {len(self._jobs)} …"
+            )
+        plot, image = self._plots[kind]
+        image.setImage(self._grids[kind].image, autoLevels=False, levels=(0.0, self._grids[kind].top))
+
+    def loading(self) -> bool:
+        """Whether a long input's thumbnails are still being read."""
+        return self._loader.busy()
 
     def clear(self) -> None:
+        self._loader.cancel()
         self._scene.clear()
         self._plots, self._grids, self._layout_key = {}, {}, ()
 
@@ -137,9 +179,12 @@ class ModelView(QWidget):
         site, _layer, head, q, k = found
         grid = self._grids[names.site_kind(site)]
         value = float(grid.image[grid.row_of(_layer, q), grid.col_of(head, k)])
+        if grid.row_step > 1 or grid.col_step > 1:  # a long input: the cell is a tile, its value their max
+            where = f"queries {q}–{q + grid.row_step - 1} → keys {k}–{k + grid.col_step - 1}: largest"
+        else:
+            where = f"query {q} → key {k}:"
         self._readout.setText(
-            f"{words.site_full_words(site)} · head {head + 1} · query {q} → key {k}: "
-            f"{value:.3f}   (click to open this head)"
+            f"{words.site_full_words(site)} · head {head + 1} · {where} {value:.3f}   (click to open this head)"
         )
 
     def shown_data(self) -> dict[str, np.ndarray]:

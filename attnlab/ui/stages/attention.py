@@ -79,6 +79,8 @@ class MapPanel(StagePanel):
         self._data: dict = {}
 
     def shown_data(self) -> dict:
+        if "source" in self._map.record:  # a long map: its overview as drawn now (it may arrive after the stage)
+            return {**self._data, **self._map.record}
         return dict(self._data)
 
 
@@ -90,7 +92,7 @@ class AttentionMapPanel(MapPanel):
     ROW_FLOOR = zoom.ROW_PX_ATTENTION  # the size of one head's map presenting
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = map_view(trace, stage, view, self.vocab)
+        shown = map_view(trace, stage, view, self.vocab, defer=True)  # a long map: read off the GUI thread
         if isinstance(shown, MessageView):
             self._map.clear(shown.message)
             self._note.show_text("")

@@ -229,6 +229,39 @@ class PanelHeatmap(LabeledHeatmap):
         }
         self._options = (levels, symmetric)
 
+    def draw_source(self, matrix: MatrixView, colormap: str) -> None:
+        """Draw a long map (`matrix.source`) with level of detail; `record` holds the overview drawn."""
+        self.use_colormap(colormap)
+        if self._header is not None:
+            self._header.show_text(matrix.title)
+        if self.record.get("source") is matrix.source and self._options == (matrix.levels, matrix.symmetric):
+            return
+        own_title = "" if self._header is not None else matrix.title
+        assert matrix.source is not None
+        self.set_source(
+            matrix.source,
+            matrix.rows,
+            matrix.cols,
+            title=own_title,
+            levels=matrix.levels,
+            symmetric=matrix.symmetric,
+        )
+        self.record = {
+            "matrix": self._raw,
+            "rows": matrix.rows,
+            "cols": matrix.cols,
+            "masked": self._bad,
+            "title": matrix.title,
+            "levels": self.levels(),
+            "source": matrix.source,
+        }
+        self._options = (matrix.levels, matrix.symmetric)
+
+    def _overview_shown(self) -> None:
+        """A long map's overview was drawn again: the record holds what is shown."""
+        if "source" in self.record:
+            self.record.update(matrix=self._raw, masked=self._bad, levels=self.levels())
+
     def _unchanged(
         self,
         matrix: np.ndarray,
@@ -262,6 +295,9 @@ def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> N
     """Draw a view-model's matrix: its numbers, axis labels, title and colour scale, in the chosen colour map."""
     if matrix.axes is not None:
         panel_map.titles(*matrix.axes)
+    if matrix.source is not None:  # a long map: overview and exact windows read from its source
+        panel_map.draw_source(matrix, colormap)
+        return
     panel_map.draw(
         matrix.matrix,
         matrix.rows,

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.views.heads import heads_view
+from attnlab.present.views.heads import HEAD_TILES, HeadsView, heads_view
 from attnlab.present.views.lines import KEY_HEADER, LINE_THRESHOLD, QUERY_HEADER, Line, lines_view, strong_links
+from attnlab.present.views.long_map import MapPiece
 from attnlab.present.views.model import MessageView
 from attnlab.ui.plots.colormaps import get_colormap
 from attnlab.ui.plots.head_grid import HeadGrid
 from attnlab.ui.plots.heatmap import elide_label
 from attnlab.ui.plots.raster import opaque_over, plot_background, rect_updates
+from attnlab.ui.plots.tile_loader import TileLoader
 from attnlab.ui.plots.value_labels import ValueLabel, ValueLabels
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -43,6 +47,36 @@ class HeadsPanel(StagePanel):
         self._data: dict = {}
         self._grid.headClicked.connect(self._clicked)
         self._grid.headMenuRequested.connect(self.headMenuRequested)  # right click: the head's ablation menu
+        self._loader = TileLoader(self)  # a long input's heads, read off the GUI thread
+        self._loader.ready.connect(self._head_read)
+        self._shown: HeadsView | MessageView | None = None
+
+    def _draw_heads(self, shown: HeadsView) -> None:
+        self._grid.set_heads(
+            shown.weights, shown.rows, shown.cols, shown.masked, "", levels=shown.levels,
+            cells=shown.cells, steps=shown.steps, sources=shown.sources,
+        )  # fmt: skip
+        if shown.pending and shown.sources is not None:  # a long input: the heads not read yet, off the GUI thread
+            sources = shown.sources
+            self._loader.start([functools.partial(sources[h].overview, HEAD_TILES, HEAD_TILES) for h in shown.pending])
+            self._grid.set_loading(len(shown.pending))
+
+    def _head_read(self, generation: int, index: int, piece: object) -> None:
+        """One head's overview tiles arrived from the TileLoader: into the grid."""
+        shown = self._shown
+        if generation != self._loader.generation or not isinstance(shown, HeadsView):
+            return
+        if isinstance(piece, MapPiece):
+            shown.weights[shown.pending[index]] = piece.values  # [n_r, n_c] into [H, n_r, n_c]
+            self._grid.set_heads(
+                shown.weights, shown.rows, shown.cols, shown.masked, "", levels=shown.levels,
+                cells=shown.cells, steps=shown.steps, sources=shown.sources,
+            )  # fmt: skip
+        self._grid.set_loading(self._loader.pending)
+
+    def loading(self) -> bool:
+        """Whether a long input's heads are still being read."""
+        return self._loader.busy()
 
     def _clicked(self, head: int) -> None:
         self._grid.set_selected(head)
@@ -50,7 +84,9 @@ class HeadsPanel(StagePanel):
         self.headSelected.emit(head)
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = heads_view(trace, stage, view, self.vocab)
+        shown = heads_view(trace, stage, view, self.vocab, defer=True)
+        self._loader.cancel()
+        self._shown = shown
         if isinstance(shown, MessageView):
             self._grid.clear(shown.message)
             self._header.show_text("")
@@ -60,7 +96,7 @@ class HeadsPanel(StagePanel):
         if view.colormap != self._cmap:
             self._cmap = view.colormap
             self._grid.set_colormap(view.colormap)
-        self._grid.set_heads(shown.weights, shown.rows, shown.cols, shown.masked, "", levels=shown.levels)
+        self._draw_heads(shown)
         self._header.show_text(shown.title)
         self._grid.set_selected(shown.head)
         self._data = {
