@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from attnlab.engine import names
+from attnlab.engine import names, overview
 from attnlab.present.disentangled import scale_factor
 from attnlab.present.facts import array
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 HISTOGRAM_BINS = 30
+SAMPLE_CELLS = 1 << 22  # a site's maps larger than this are read from their last query rows (_last_rows)
 SWEEP_DKS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 DRAW_QUERIES = 128  # random queries per draw
 DRAW_KEYS = 32  # random keys per draw (the softmax runs over these)
@@ -61,6 +62,7 @@ class SiteScaling:
     max_raw: np.ndarray  # [H] mean over query rows of the largest softmax weight without ÷√dₖ
     max_scaled: np.ndarray  # [H] the same with ÷√dₖ
     entropy_uniform: float  # mean over rows of log(#allowed keys): the entropy of an even spread
+    rows: tuple[int, int] | None = None  # a long map: the query rows [first, last) the figures come from
 
     @property
     def std_raw(self) -> float:
@@ -88,15 +90,34 @@ def _row_stats(scores: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.nda
     return entropy.mean(axis=-1), top.mean(axis=-1)
 
 
+def _last_rows(trace: Trace, site: str) -> tuple[np.ndarray, np.ndarray, tuple[int, int] | None]:
+    """(scores [H, r, Tk] float64, mask [r, Tk] float64, the rows taken or None for all): a map of more than
+    SAMPLE_CELLS cells is read as its last query rows only (they see the most keys under a causal mask), one
+    head at a time (engine/overview.py): all of an 8,192-token site would be 4 GiB of float64 here."""
+    name = names.site_entry(site, "scores")
+    H, Tq, Tk = overview.map_shape(trace, name)
+    if H * Tq * Tk <= SAMPLE_CELLS:
+        scores = array(trace, name).astype(np.float64)  # [H, Tq, Tk]
+        return scores, _mask_for(trace, site, scores.shape), None
+    rows = (max(0, Tq - max(1, SAMPLE_CELLS // (H * Tk))), Tq)
+    heads = [overview.window(trace, name, h, rows, (0, Tk)).numpy() for h in range(H)]
+    scores = np.stack(heads).astype(np.float64)  # [H, r, Tk]
+    mask_name = names.site_entry(site, "mask")
+    if mask_name in trace:
+        mask = overview.window(trace, mask_name, None, rows, (0, Tk)).numpy().astype(np.float64)  # [r, Tk]
+    else:
+        mask = np.zeros(scores.shape[-2:])
+    return scores, mask, rows
+
+
 def site_scaling(trace: Trace, site: str, bins: int = HISTOGRAM_BINS) -> SiteScaling:
     """The spread of the scores and the softmax entropy per head of `site`, with and without ÷√dₖ."""
-    scores = array(trace, names.site_entry(site, "scores")).astype(np.float64)  # [H, Tq, Tk]
+    scores, mask, rows = _last_rows(trace, site)  # [H, Tq, Tk] (or its last rows), [Tq, Tk]
     q_name = names.site_entry(site, "q")
     if q_name in trace:
-        d_k = int(trace[q_name].shape[-1])
+        d_k = int(trace.device_value(q_name).shape[-1])
     else:
         d_k = trace.config.attn_width // trace.n_heads  # H·d_k: d_model unless head_dim is set
-    mask = _mask_for(trace, site, scores.shape)  # [Tq, Tk]
     scaled = scores / math.sqrt(d_k * scale_factor(trace.config))  # [H, Tq, Tk]; DeBERTa: √(factor · dₖ)
     allowed = np.broadcast_to(np.isfinite(mask), scores.shape)  # [H, Tq, Tk]
     raw_cells, scaled_cells = scores[allowed], scaled[allowed]  # [N] each
@@ -119,6 +140,7 @@ def site_scaling(trace: Trace, site: str, bins: int = HISTOGRAM_BINS) -> SiteSca
         max_raw,
         max_scaled,
         uniform,
+        rows,
     )
 
 

@@ -41,7 +41,8 @@ def scale_why_view(
         [(i, words.head_words(i)) for i in range(len(stats.entropy_raw))],
         f"std of the scores: {stats.std_raw:.2f} raw, {stats.std_scaled:.2f} after ÷√dₖ. Mean entropy "
         f"{stats.entropy_raw.mean():.2f} → {stats.entropy_scaled.mean():.2f} nats (an even spread over the "
-        f"allowed keys: {stats.entropy_uniform:.2f}, dashed).",
+        f"allowed keys: {stats.entropy_uniform:.2f}, dashed)."
+        + (f" A long input: from the last query rows, {stats.rows[0]:,}–{stats.rows[1] - 1:,}." if stats.rows else ""),
     )
 
 
