@@ -16,7 +16,8 @@ from attnlab.ui.plots.bars import SolidBars
 from attnlab.ui.plots.heatmap import cache_axis, tick_font
 from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import MessageStack, Note, TokenTicks, draw_matrix, note_font, titled_heatmap
+from attnlab.ui.stages.common import MessageStack, Note, TokenTicks, draw_matrix, layer_side, note_font, titled_heatmap
+from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
 
 BEFORE_COLOR = "#3b7dd8"
@@ -96,6 +97,8 @@ class AddNormPanel(StagePanel):
         body_layout.setContentsMargins(0, 0, 0, 0)
         body_layout.addWidget(self._placement)
         body_layout.addLayout(maps, 3)
+        self.windowing = PositionWindowing(self, self._maps[0], zoom.ROW_PX_ADDNORM)
+        body_layout.addWidget(self.windowing.bar)
         body_layout.addWidget(key)
         body_layout.addLayout(bars_row, 2)
         body_layout.addWidget(self._note)
@@ -108,6 +111,7 @@ class AddNormPanel(StagePanel):
         self._data: dict = {}
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        view = self.windowing.view(trace, stage, view, layer_side(stage.layer or ""))
         shown_view = addnorm_view(trace, stage, view, self.vocab)
         if isinstance(shown_view, MessageView):
             self._data = {"message": shown_view.message}
