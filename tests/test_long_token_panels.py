@@ -13,7 +13,9 @@ from attnlab.engine import names
 from attnlab.engine.options import RunOptions
 from attnlab.present.stages import ViewState, stages_for
 from attnlab.ui.controls.position_range import PositionRangeBar
+from attnlab.ui.plots.axes import CategoryAxis
 from attnlab.ui.stages import panel_class_for
+from attnlab.ui.stages.common import PanelHeatmap
 from attnlab.ui.stages.token_chips import ChipList, ChipRole
 
 T = 2000
@@ -108,6 +110,11 @@ def test_a_windowed_panel_draws_exactly_the_windows_rows(qtbot, trace, kind):
     np.testing.assert_array_equal(record["matrix"], full[1234 : 1234 + size])
     assert record["rows"][0].startswith("1234 ")
     assert panel.windowing.window.start == 1234
+    maps = [m for m in panel.findChildren(PanelHeatmap) if m.isVisible() and "matrix" in m.record]
+    assert maps and all(m._left.first == 1234 for m in maps)  # numbered rows count from the window's start
+    if kind == "addnorm":  # the bars under the maps count (or name) the window's positions, not 0, 1, …
+        ticks = panel._mean_plot.getPlotItem().getAxis("bottom")._tickLevels[0]
+        assert ticks[0][0] == 0 and ticks[0][1].startswith("1234")
 
 
 def test_the_window_persists_from_the_view_and_is_clamped(qtbot, trace):
@@ -186,3 +193,12 @@ def test_in_the_app_the_window_persists_from_stage_to_stage(qtbot, tiny_model):
         window.errors.uninstall()
         window.session.shutdown()
         window.close()
+
+
+def test_numbered_ticks_count_from_the_windows_first_position(qtbot):
+    axis = CategoryAxis("left")
+    axis.set_labels(None, 40)
+    axis.set_first(1234)
+    assert axis.tickStrings([0.0, 6.0], 1.0, 1.0) == ["1234", "1240"]
+    ((step, values),) = axis.tickValues(-0.5, 39.5, 200.0)  # 5 px a row: a tick every few rows
+    assert step > 1 and values and all((1234 + v) % step == 0 for v in values)  # round position numbers

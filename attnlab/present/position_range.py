@@ -110,6 +110,11 @@ def read_rows(trace: Trace, name: str, window: PositionWindow | None) -> np.ndar
     return np.asarray(trace.read(name, window.rows).numpy(), dtype=np.float32)  # [size, ...]
 
 
+def first_of(window: PositionWindow | None) -> int:
+    """The position of the window's first row (0 without a window)."""
+    return 0 if window is None else window.start
+
+
 def window_labels(labels: list[str] | None, window: PositionWindow | None) -> list[str] | None:
     """The row labels of the window; a partial window puts each row's position before its label
     ('4000 cat'), so the rows say where in the sequence they are."""

@@ -24,7 +24,7 @@ from attnlab.present.facts import (
     sublayer_output,
 )
 from attnlab.present.formulas import addnorm_texts, norm_word
-from attnlab.present.position_range import PositionWindow, read_rows, window_for, window_labels
+from attnlab.present.position_range import PositionWindow, first_of, read_rows, window_for, window_labels
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import BarSeries, BarsView, MatrixView, MessageView, Note, matrix_view, missing_matrix
 
@@ -107,7 +107,7 @@ def addnorm_view(
     flows_in = placement in ("pre", "output", "sandwich", "sandwich_post")
     order = (entry["in"], entry["out"], resid_name) if flows_in else (sub_name, entry["in"], entry["out"])
     slots = tuple(
-        matrix_view(name, read_rows(trace, name, window), labels, title)
+        matrix_view(name, read_rows(trace, name, window), labels, title, first_row=first_of(window))
         if name in trace
         else missing_matrix(name, title, missing_message(title, [name]))
         for name, title in zip(order, titles, strict=True)

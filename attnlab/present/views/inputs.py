@@ -12,7 +12,7 @@ from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.facts import SPECIAL_TOKENS, missing, missing_message, side_name, tokens
 from attnlab.present.labels import printable_label
-from attnlab.present.position_range import PositionWindow, read_rows, window_for, window_labels
+from attnlab.present.position_range import PositionWindow, first_of, read_rows, window_for, window_labels
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MatrixView, MessageView, Note, matrix_view
 
@@ -111,7 +111,7 @@ def embed_view(
     title = f"{side_name(side)} embeddings · {total} tokens × {x.shape[1]} dimensions"
     title += _window_caption(window)
     labels = window_labels(tokens(trace, side, total), window)
-    return EmbedView(matrix_view(name, x, labels, title), EMBED_NOTE)
+    return EmbedView(matrix_view(name, x, labels, title, first_row=first_of(window)), EMBED_NOTE)
 
 
 def _window_caption(window: PositionWindow | None) -> str:
@@ -205,7 +205,7 @@ def input_sum_view(
     def shown(part: str, values: np.ndarray | None, title: str) -> MatrixView:
         if values is None:  # the box stays in place (no re-layout on the toggle) and says why it is empty
             return MatrixView(part, np.zeros((0, 0), np.float32), None, None, title, message=NOT_IN_RUN)
-        return matrix_view(part, values, labels, title, levels=levels, symmetric=None)
+        return matrix_view(part, values, labels, title, levels=levels, symmetric=None, first_row=first_of(window))
 
     return InputSumView(
         embed=shown(embed_name, embed, "token embedding"),

@@ -16,7 +16,7 @@ from attnlab.engine.trace import Trace
 from attnlab.present import words
 from attnlab.present.facts import tokens
 from attnlab.present.labels import elide_label, printable_label
-from attnlab.present.position_range import window_for, window_labels
+from attnlab.present.position_range import first_of, window_for, window_labels
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
 from attnlab.present.views.output import known_tokens
@@ -88,7 +88,17 @@ def lens_view(
     stack = words.word(names.side_stack(side)).lower()
     title = f"Logit lens: the top prediction after each {stack} layer"
     axes = ("", "")  # the row and column labels say it; the rows get the height the titles would take
-    matrix = matrix_view(names.LENS_PROBS, top, rows, title, cols=cols, symmetric=False, levels=(0.0, 1.0), axes=axes)
+    matrix = matrix_view(
+        names.LENS_PROBS,
+        top,
+        rows,
+        title,
+        cols=cols,
+        symmetric=False,
+        levels=(0.0, 1.0),
+        axes=axes,
+        first_col=first_of(window),
+    )
     agree = int((ids[:, :, 0] == ids[-1, :, 0]).sum()) - n_pos
     note = (
         f"{norm_sentence(trace)} Colour: the top token's probability. The last row is the model's own prediction; "

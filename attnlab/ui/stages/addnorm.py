@@ -131,7 +131,7 @@ class AddNormPanel(StagePanel):
         var, out_var = (series.values for series in shown_view.spread.series)
         self._set_bars(mean, var, out_mean, out_var)
         labels = shown_view.tokens
-        self._set_ticks(labels, mean.shape[0])
+        self._set_ticks(labels, mean.shape[0], self.windowing.window.start if self.windowing.window else 0)
         self._note.show_text(shown_view.note.text, alternatives=shown_view.note.alternatives)
         entry = shown_view.entries
         self._data = {
@@ -184,13 +184,13 @@ class AddNormPanel(StagePanel):
                 self._y_ranges[stat] = y_range
                 plot.setYRange(*y_range, padding=0)
 
-    def _set_ticks(self, labels: list[str] | None, t: int) -> None:
-        if (labels, t) == self._ticks_key:
+    def _set_ticks(self, labels: list[str] | None, t: int, first: int) -> None:
+        if (labels, t, first) == self._ticks_key:
             return
-        self._ticks_key = (labels, t)
+        self._ticks_key = (labels, t, first)
         for plot, ticks in zip((self._mean_plot, self._var_plot), self._token_ticks, strict=True):
             plot.setXRange(-0.8, t - 0.2, padding=0)
-            ticks.set_labels(labels, t)
+            ticks.set_labels(labels, t, first)
 
     def shown_data(self) -> dict:
         return dict(self._data)

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnlab.present import position_range
 from attnlab.present.engine_api import Trace
 from attnlab.present.position_range import PositionWindow
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.controls.position_range import PositionRangeBar
+from attnlab.ui.plots.axes import tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.window import zoom
 
@@ -20,8 +21,10 @@ UNLAID_HEIGHT = 480  # the picture's height before the panel is laid out (a 768-
 
 
 def readable_row_px(base: float) -> float:
-    """The pixels a row needs to read: the zoom.py figure at the current text scale (and screen, presenting)."""
-    return base * zoom.factor() * (zoom.screen_scale() if zoom.presenting() else 1.0)
+    """The pixels a row needs to read: the zoom.py figure at the current text scale (and screen, presenting),
+    and never less than a line of tick labels (a row whose token label is not drawn cannot be read)."""
+    label_line = QtGui.QFontMetrics(tick_font()).lineSpacing()
+    return max(base * zoom.factor() * (zoom.screen_scale() if zoom.presenting() else 1.0), float(label_line))
 
 
 class PositionWindowing(QtCore.QObject):
@@ -74,7 +77,8 @@ class PositionWindowing(QtCore.QObject):
         self._panel.positionsChanged.emit(start, size)
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
-        if watched is self._picture and event.type() == QtCore.QEvent.Type.Resize:
+        # getattr: at interpreter exit Qt may still deliver events after this object's attributes are gone
+        if watched is getattr(self, "_picture", None) and event.type() == QtCore.QEvent.Type.Resize:
             QtCore.QTimer.singleShot(0, self, self._refit)
         return False
 
