@@ -11,6 +11,7 @@ from PySide6.QtCore import QPoint, Qt
 
 from attnlab.engine import names
 from attnlab.engine.options import RunOptions
+from attnlab.present.position_range import MIN_ROWS
 from attnlab.present.stages import ViewState, stages_for
 from attnlab.ui.controls.position_range import PositionRangeBar
 from attnlab.ui.plots.axes import CategoryAxis
@@ -95,7 +96,7 @@ def test_a_windowed_panel_draws_exactly_the_windows_rows(qtbot, trace, kind):
     bar = panel.findChild(PositionRangeBar, "positionRange")
     assert bar is not None and bar.isVisible()
     window = panel.windowing.window
-    assert window is not None and not window.whole and window.start == 0 and 16 <= window.size < T
+    assert window is not None and not window.whole and window.start == 0 and MIN_ROWS <= window.size < T
     assert name not in trace._host  # only the window's rows were read, never the whole [T, …] entry
     full = trace.numpy(name)  # [T, …] (read here, after the panel, to compare)
     record = record_of(panel.shown_data())

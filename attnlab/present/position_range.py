@@ -18,7 +18,7 @@ from attnlab.engine import names
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
-MIN_ROWS = 16  # a window is never smaller than this many positions (fewer reads as a glitch, not a window)
+MIN_ROWS = 8  # a window is never smaller than this many positions (fewer reads as a glitch, not a window)
 FOLLOW_MARGIN = 2  # a followed position is kept this many rows inside the window's edge where it can be
 
 

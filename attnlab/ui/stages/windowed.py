@@ -46,7 +46,11 @@ class PositionWindowing(QtCore.QObject):
 
     def fit(self) -> int:
         """Readable rows the picture has room for now."""
-        room = self._picture.width() if self._across else self._picture.height()
+        room = float(self._picture.width() if self._across else self._picture.height())
+        view_box = getattr(self._picture, "view_box", None)  # a heatmap: the rows get its plot area, not its axes
+        if callable(view_box):
+            box = view_box()
+            room = min(room, box.width() if self._across else box.height()) if box.height() > 1 else room
         laid_out = self._picture.isVisible() and room > 40
         unlaid = UNLAID_HEIGHT * 2 if self._across else UNLAID_HEIGHT
         return position_range.rows_that_fit(room if laid_out else unlaid, readable_row_px(self._row_px))
