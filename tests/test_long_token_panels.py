@@ -203,3 +203,22 @@ def test_numbered_ticks_count_from_the_windows_first_position(qtbot):
     assert axis.tickStrings([0.0, 6.0], 1.0, 1.0) == ["1234", "1240"]
     ((step, values),) = axis.tickValues(-0.5, 39.5, 200.0)  # 5 px a row: a tick every few rows
     assert step > 1 and values and all((1234 + v) % step == 0 for v in values)  # round position numbers
+
+
+def test_the_range_bar_moves_by_keyboard(qtbot, trace):
+    panel = make_panel(qtbot, "embed", trace)
+    bar = panel.windowing.bar
+    size = panel.windowing.window.size
+    assert bar.slider.focusPolicy() != Qt.FocusPolicy.NoFocus and bar.start.focusPolicy() != Qt.FocusPolicy.NoFocus
+    step = bar.start.singleStep()
+    assert 1 <= step <= size
+    qtbot.keyClick(bar.start, Qt.Key.Key_Up)  # ↑ on the spin box: an eighth of a window on
+    assert panel.windowing.window.start == step
+    qtbot.keyClick(bar.slider, Qt.Key.Key_Up)  # ↑ on the slider: the same step
+    assert panel.windowing.window.start == 2 * step
+    bar.start.lineEdit().selectAll()
+    qtbot.keyClicks(bar.start, str(T - size))  # the last window's first position, typed, then Enter
+    qtbot.keyClick(bar.start, Qt.Key.Key_Return)
+    assert panel.windowing.window.stop == T
+    embed = trace.numpy(names.side_entry("tgt", "embed"))
+    np.testing.assert_array_equal(panel.shown_data()["matrix"], embed[T - size :])

@@ -98,7 +98,7 @@ class ChipDelegate(QtWidgets.QStyledItemDelegate):
         if not isinstance(chip, Chip):
             return
         fill, ink, border, style = CHIP_LOOK.get(chip.kind, CHIP_LOOK["word"])
-        rect = QtCore.QRectF(option.rect).adjusted(BORDER / 2, BORDER / 2, -BORDER / 2, -BORDER / 2)  # type: ignore[attr-defined]
+        rect = QtCore.QRectF(option.rect).adjusted(BORDER / 2, BORDER / 2, -BORDER / 2, -BORDER / 2)
         painter.save()
         painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
         painter.setPen(QtGui.QPen(QtGui.QColor(border), BORDER, style))
