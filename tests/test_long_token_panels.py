@@ -82,6 +82,7 @@ WINDOWED = {
     # kind: (the shown data's matrix record, the trace entry of those rows)
     "embed": (lambda d: d, lambda stage: names.side_entry("tgt", "embed")),
     "input": (lambda d: d, lambda stage: names.side_entry("tgt", "input")),
+    "pos": (lambda d: d, lambda stage: names.side_entry("tgt", "pos")),
     "ffn": (lambda d: d["hidden"], lambda stage: names.ffn_entry(stage.layer, "hidden")),
     "addnorm": (lambda d: d["before"], lambda stage: names.norm_entry(names.norm(stage.layer, stage.norm), "in")),
 }
@@ -222,3 +223,23 @@ def test_the_range_bar_moves_by_keyboard(qtbot, trace):
     assert panel.windowing.window.stop == T
     embed = trace.numpy(names.side_entry("tgt", "embed"))
     np.testing.assert_array_equal(panel.shown_data()["matrix"], embed[T - size :])
+
+
+def test_the_positional_curves_follow_the_window(qtbot, tiny_model):
+    model = tiny_model("decoder-only", n_decoder_layers=1, n_heads=2, max_len=T + 8)  # sinusoidal positions
+    rng = np.random.default_rng(1)
+    sinus = model.trace("", [int(i) for i in rng.integers(4, model.tgt_tokenizer.vocab_size, T - 1)], RunOptions())
+    panel = make_panel(qtbot, "pos", sinus, ViewState(positions=(1500, 0)))
+    window = panel.windowing.window
+    assert window.start == 1500 and not window.whole
+    shown = panel.shown_data()
+    pe = sinus.numpy(names.side_entry("tgt", "pos"))  # [T, d]
+    assert shown["kind"] == "sinusoidal"  # recognised from the window's rows at their own positions
+    for dim, values in shown["curves"].items():
+        np.testing.assert_array_equal(values, pe[window.rows, dim])
+    for curve, dim in zip(panel._curves, shown["dims"], strict=False):  # the drawn sinusoid at x = position - start
+        xs, ys = curve.getData()
+        on_tokens = np.isclose(xs, np.round(xs))
+        np.testing.assert_allclose(
+            ys[on_tokens], pe[window.start + np.round(xs[on_tokens]).astype(int), dim], atol=1e-4
+        )

@@ -127,7 +127,7 @@ class TokenTicks:
         px_per_token = width / max(hi - lo, 1e-9) if width > 1 else 0.0
         widest = max((self._metrics.horizontalAdvance(s) for s in self._labels), default=0)
         if self._labels and px_per_token >= widest + 4:
-            ticks = [(i, f"{i}\n{s}" if self._with_index else s) for i, s in enumerate(self._labels)]
+            ticks = [(i, f"{self._first + i}\n{s}" if self._with_index else s) for i, s in enumerate(self._labels)]
             mode = "labels"
         else:
             need = self._metrics.horizontalAdvance(str(max(n - 1, 0))) + 14
