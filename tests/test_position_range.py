@@ -11,8 +11,10 @@ from attnlab.present import position_range as pr
 from attnlab.present.position_range import PositionWindow
 
 
-def test_every_position_shows_when_they_fit():
+def test_every_position_shows_when_they_fit_or_are_few():
     assert pr.default_window(30, 40) == PositionWindow(0, 30, 30)
+    assert pr.default_window(pr.WHOLE_UP_TO, 8).whole  # a short sentence is drawn whole even in a small panel
+    assert pr.window_size(pr.WHOLE_UP_TO + 1, 8) == 8 and pr.window_size(100, 200) == 0
     assert pr.default_window(40, 40).whole
     assert pr.clamp(17, 0, 50).whole  # size 0 = all
 

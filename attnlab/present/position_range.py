@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 MIN_ROWS = 8  # a window is never smaller than this many positions (fewer reads as a glitch, not a window)
+WHOLE_UP_TO = 64  # sequences this short are always drawn whole, as before (a classroom sentence never gets a window)
 FOLLOW_MARGIN = 2  # a followed position is kept this many rows inside the window's edge where it can be
 
 
@@ -64,9 +65,15 @@ def clamp(start: int, size: int, total: int) -> PositionWindow:
     return PositionWindow(start, start + size, total)
 
 
+def window_size(total: int, fit: int) -> int:
+    """The positions a panel with room for `fit` readable rows shows of `total`: 0 (all of them) when they fit
+    or the sequence is short (WHOLE_UP_TO), else `fit`."""
+    return 0 if total <= max(fit, WHOLE_UP_TO) else fit
+
+
 def default_window(total: int, fit: int) -> PositionWindow:
-    """What a panel shows first: every position when they fit, else the first `fit`."""
-    return clamp(0, fit, total)
+    """What a panel shows first: every position when they fit (or are few), else the first `fit`."""
+    return clamp(0, window_size(total, fit), total)
 
 
 def follow(window: PositionWindow, position: int) -> PositionWindow:

@@ -61,7 +61,9 @@ class PositionWindowing(QtCore.QObject):
         moves to hold it. The bar shows the window."""
         self._last = (trace, stage, view)
         self._fit = self.fit()
-        window = position_range.window_for(trace, side, (view.positions[0], self._fit))
+        total = position_range.side_length(trace, side) or 0
+        size = position_range.window_size(total, self._fit)
+        window = position_range.window_for(trace, side, (view.positions[0], size))
         if window is not None and view.position >= 0 and view.position != self._selected:
             window = position_range.follow(window, view.position)
         self._selected = view.position
@@ -90,7 +92,7 @@ class PositionWindowing(QtCore.QObject):
         """After a resize: draw again when the rows that fit changed and the sequence does not fit."""
         if self._last is None or self.window is None or self.fit() == self._fit:
             return
-        if self.window.whole and self.window.total <= self.fit():
+        if self.window.whole and position_range.window_size(self.window.total, self.fit()) == 0:
             return
         trace, stage, view = self._last
         at_end = self.window.stop == self.window.total  # a window at the end stays there (clamped to the last)
