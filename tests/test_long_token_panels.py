@@ -243,3 +243,36 @@ def test_the_positional_curves_follow_the_window(qtbot, tiny_model):
         np.testing.assert_allclose(
             ys[on_tokens], pe[window.start + np.round(xs[on_tokens]).astype(int), dim], atol=1e-4
         )
+
+
+def test_a_panel_does_not_keep_its_trace_alive(qtbot, tiny_model):
+    import gc
+    import weakref
+
+    model = tiny_model("decoder-only", n_decoder_layers=1, n_heads=2, max_len=200)
+    short = model.trace("", [5] * 150, RunOptions())
+    panel = make_panel(qtbot, "embed", short)
+    assert not panel.windowing.window.whole
+    gone = weakref.ref(short)
+    model._runs.clear()  # the model's own run cache holds its last run
+    del short
+    gc.collect()
+    assert gone() is None
+    panel.windowing.bar.start.setValue(3)  # moving the window of a trace that is gone draws nothing, and no error
+
+
+@pytest.mark.parametrize("kind", ["tokens", "embed", "input", "pos", "ffn", "addnorm", "lens"])
+def test_a_dropped_panel_is_freed_at_once_not_by_the_garbage_collector(qtbot, kind):
+    """No reference cycle through the window helper: the garbage collector may run on the session's worker
+    thread (engine/live.py release_device_memory), and a QWidget it deletes there aborts the process."""
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        panel = panel_class_for(kind)()
+        gone = weakref.ref(panel)
+        del panel
+        assert gone() is None  # freed by its reference count, on this (the GUI) thread
+    finally:
+        gc.enable()

@@ -4,6 +4,7 @@ picture has room for (ui/window/zoom.py's row-pixel figures), and the view it ha
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -35,9 +36,14 @@ class PositionWindowing(QtCore.QObject):
     def __init__(self, panel: StagePanel, picture: QtWidgets.QWidget, row_px: float, *, across: bool = False):
         super().__init__(panel)
         self.bar = PositionRangeBar(panel)
-        self._panel, self._picture, self._row_px = panel, picture, row_px
+        # the panel is this object's Qt parent (self.parent()), never an attribute: a panel <-> helper reference
+        # cycle would leave a dropped panel to the garbage collector, which may run on the session's worker
+        # thread, and a QWidget deleted there aborts the process
+        self._picture, self._row_px = picture, row_px
         self._across = across  # positions run across the picture (columns: the logit lens), not down it
-        self._last: tuple[Trace, Stage, ViewState] | None = None
+        # what was last shown, to draw again when the window moves; the trace weakly (a panel out of sight must
+        # not keep an 8,192-token trace alive once the session has a newer one)
+        self._last: tuple[weakref.ref[Trace], Stage, ViewState] | None = None
         self._fit = 0
         self._selected = -1  # the selected position last seen (followed once when it changes)
         self.window: PositionWindow | None = None
@@ -59,7 +65,7 @@ class PositionWindowing(QtCore.QObject):
         """`view` with the window this panel shows (its start from `view`, its size what fits); when the selected
         position (`ViewState.position`, picked on the output stage) has changed since the last call, the window
         moves to hold it. The bar shows the window."""
-        self._last = (trace, stage, view)
+        self._last = (weakref.ref(trace), stage, view)
         self._fit = self.fit()
         total = position_range.side_length(trace, side) or 0
         size = position_range.window_size(total, self._fit)
@@ -75,12 +81,23 @@ class PositionWindowing(QtCore.QObject):
         return replace(view, positions=(window.start, 0 if window.whole else window.size))
 
     def _moved(self, start: int) -> None:
-        if self._last is None or self.window is None:
+        shown = self._shown()
+        if shown is None or self.window is None:
             return
-        trace, stage, view = self._last
+        trace, stage, view = shown
         size = self.window.size
-        self._panel.show_stage(trace, stage, replace(view, positions=(start, size)))
-        self._panel.positionsChanged.emit(start, size)
+        panel = self.parent()
+        if isinstance(panel, StagePanel):
+            panel.show_stage(trace, stage, replace(view, positions=(start, size)))
+            panel.positionsChanged.emit(start, size)
+
+    def _shown(self) -> tuple[Trace, Stage, ViewState] | None:
+        """(trace, stage, view) last shown, while that trace is alive."""
+        if self._last is None:
+            return None
+        ref, stage, view = self._last
+        trace = ref()
+        return None if trace is None else (trace, stage, view)
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:
         # getattr: at interpreter exit Qt may still deliver events after this object's attributes are gone
@@ -90,11 +107,14 @@ class PositionWindowing(QtCore.QObject):
 
     def _refit(self) -> None:
         """After a resize: draw again when the rows that fit changed and the sequence does not fit."""
-        if self._last is None or self.window is None or self.fit() == self._fit:
+        shown = self._shown()
+        if shown is None or self.window is None or self.fit() == self._fit:
             return
         if self.window.whole and position_range.window_size(self.window.total, self.fit()) == 0:
             return
-        trace, stage, view = self._last
+        trace, stage, view = shown
         at_end = self.window.stop == self.window.total  # a window at the end stays there (clamped to the last)
         start = self.window.total if at_end and not self.window.whole else self.window.start
-        self._panel.show_stage(trace, stage, replace(view, positions=(start, 0)))
+        panel = self.parent()
+        if isinstance(panel, StagePanel):
+            panel.show_stage(trace, stage, replace(view, positions=(start, 0)))
