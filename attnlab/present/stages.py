@@ -406,6 +406,9 @@ class ViewState:
     # so the ÷√dₖ shrinking is seen; "panel" each autoscaled; "fixed" the same ±FIXED_SCORE_RANGE everywhere
     colour_scale: str = "shared"
     compare: str = "off"  # with a pinned run A: "off", "side" (A | B) or "diff" (A | B | B − A); compare.py
+    # w-chips (long inputs): the window of positions the panels that list tokens show, (start, size); size 0 = all
+    # (present/position_range.py)
+    positions: tuple[int, int] = (0, 0)
 
 
 COLOUR_SCALES = (("shared", "Shared by the site's score maps"), ("panel", "Per panel"), ("fixed", "Fixed range (±10)"))

@@ -24,6 +24,7 @@ from attnlab.present.facts import (
     sublayer_output,
 )
 from attnlab.present.formulas import addnorm_texts, norm_word
+from attnlab.present.position_range import PositionWindow, first_of, read_rows, window_for, window_labels
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import BarSeries, BarsView, MatrixView, MessageView, Note, matrix_view, missing_matrix
 
@@ -63,14 +64,17 @@ def is_rmsnorm(trace: Trace) -> bool:
     return trace.config.norm == "rmsnorm"
 
 
-def norm_statistics(trace: Trace, entry: dict[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def norm_statistics(
+    trace: Trace, entry: dict[str, str], window: PositionWindow | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(mean, spread) per token before the norm (as recorded) and after it (computed from the output): LayerNorm's
-    spread is the variance, RMSNorm's the RMS it divides by. Each [T] float32."""
-    x_out = array(trace, entry["out"])  # [T, d]
+    spread is the variance, RMSNorm's the RMS it divides by. Each [T] float32 (the window's positions)."""
+    x_out = read_rows(trace, entry["out"], window)  # [T, d]
     if "rms" in entry:  # RMSNorm records the RMS; the mean it leaves in place is computed
-        mean, spread = array(trace, entry["in"]).mean(axis=1), array(trace, entry["rms"])  # [T] each
+        mean = read_rows(trace, entry["in"], window).mean(axis=1)  # [T]
+        spread = read_rows(trace, entry["rms"], window)  # [T]
         return mean, spread, x_out.mean(axis=1), np.sqrt((x_out**2).mean(axis=1))
-    mean, spread = array(trace, entry["mean"]), array(trace, entry["var"])  # [T] each
+    mean, spread = read_rows(trace, entry["mean"], window), read_rows(trace, entry["var"], window)  # [T] each
     return mean, spread, x_out.mean(axis=1), x_out.var(axis=1)
 
 
@@ -86,8 +90,10 @@ def addnorm_view(
     placement = "sandwich_post" if post else norm_placement(trace)
     if lost or placement is None:
         return MessageView("addnorm", missing_message("This add & norm step", lost) if lost else NO_PLACEMENT)
-    x_in = array(trace, entry["in"])  # [T, d]
-    labels = row_labels(trace, layer_side(layer), x_in.shape[0], vocab)  # decoder rows: "<s> → le"
+    side = layer_side(layer)
+    window = window_for(trace, side, display.positions)  # read only the window's rows (issue 23: long inputs)
+    total = window.total if window is not None else array(trace, entry["in"]).shape[0]
+    labels = window_labels(row_labels(trace, side, total, vocab), window)  # decoder rows: "<s> → le"
     sub = words.sublayer_kind_words(sublayer_kind(trace, layer, n), short=True)
     where, word = layer_name(layer), norm_word(trace.config)
     residual = residual_on(trace)
@@ -101,12 +107,12 @@ def addnorm_view(
     flows_in = placement in ("pre", "output", "sandwich", "sandwich_post")
     order = (entry["in"], entry["out"], resid_name) if flows_in else (sub_name, entry["in"], entry["out"])
     slots = tuple(
-        matrix_view(name, array(trace, name), labels, title)
+        matrix_view(name, read_rows(trace, name, window), labels, title, first_row=first_of(window))
         if name in trace
         else missing_matrix(name, title, missing_message(title, [name]))
         for name, title in zip(order, titles, strict=True)
     )
-    mean, spread, out_mean, out_spread = norm_statistics(trace, entry)
+    mean, spread, out_mean, out_spread = norm_statistics(trace, entry, window)
     kind_word = words.word("rmsnorm" if rms else "norm")
     legend = (f"{kind_word} input", f"{kind_word} output")
     note = RMSNORM_NOTE if rms else LAYERNORM_NOTE

@@ -11,7 +11,8 @@ import numpy as np
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present import words
-from attnlab.present.facts import array, layer_name, layer_side, missing, missing_message, row_labels
+from attnlab.present.facts import layer_name, layer_side, missing, missing_message, row_labels
+from attnlab.present.position_range import first_of, read_rows, window_for, window_labels
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
 
@@ -73,9 +74,13 @@ def ffn_view(
     lost = missing(trace, [hidden_name, out_name])
     if lost:
         return MessageView("ffn", missing_message("The feed-forward step", lost))
-    hidden = array(trace, hidden_name)  # [T, d_ff]
-    out = array(trace, out_name)  # [T, d]
-    labels = row_labels(trace, layer_side(layer), hidden.shape[0], vocab)  # decoder rows: "<s> → le"
+    side = layer_side(layer)
+    window = window_for(trace, side, display.positions)  # read only the window's rows (issue 23: long inputs)
+    hidden = read_rows(trace, hidden_name, window)  # [T, d_ff]
+    out = read_rows(trace, out_name, window)  # [T, d]
+    total = window.total if window is not None else hidden.shape[0]
+    first = first_of(window)  # the position of the first row
+    labels = window_labels(row_labels(trace, side, total, vocab), window)  # decoder rows: "<s> → le"
     activation = run_activation(trace, hidden)
     gate_name, up_name = names.ffn_entry(layer, "gate"), names.ffn_entry(layer, "up")
     gated = gate_name in trace and up_name in trace
@@ -86,7 +91,8 @@ def ffn_view(
     shape = "gate it, multiply by the up projection" if gated else "apply the non-linearity"
     return FFNView(
         activation=activation,
-        summary=activation_summary(activation, hidden, gated),
+        summary=activation_summary(activation, hidden, gated)
+        + ("" if window is None or window.whole else f" · {window.caption()}"),
         hidden=matrix_view(
             hidden_name,
             hidden,
@@ -94,10 +100,15 @@ def ffn_view(
             hidden_title,
             masked=zeros if hatch else None,
             symmetric=True if activation != "relu" else None,
+            first_row=first_of(window),
         ),
-        out=matrix_view(out_name, out, labels, f"{words.word('ffn.short')} output"),
-        gate=matrix_view(gate_name, array(trace, gate_name), labels, "gate: x W_gate") if gated else None,
-        up=matrix_view(up_name, array(trace, up_name), labels, "up: x W_up") if gated else None,
+        out=matrix_view(out_name, out, labels, f"{words.word('ffn.short')} output", first_row=first),
+        gate=matrix_view(gate_name, read_rows(trace, gate_name, window), labels, "gate: x W_gate", first_row=first)
+        if gated
+        else None,
+        up=matrix_view(up_name, read_rows(trace, up_name, window), labels, "up: x W_up", first_row=first)
+        if gated
+        else None,
         zeros=zeros,
         zero_share=zero_share(hidden),
         note=(

@@ -10,8 +10,9 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
-from attnlab.present.facts import SPECIAL_TOKENS, array, missing, missing_message, side_name, tokens
+from attnlab.present.facts import SPECIAL_TOKENS, missing, missing_message, side_name, tokens
 from attnlab.present.labels import printable_label
+from attnlab.present.position_range import PositionWindow, first_of, read_rows, window_for, window_labels
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MatrixView, MessageView, Note, matrix_view
 
@@ -104,9 +105,18 @@ def embed_view(
     name = names.side_entry(side, "embed")
     if name not in trace:
         return MessageView("embed", missing_message("The token embedding", [name]))
-    x = array(trace, name)  # [T, d]
-    title = f"{side_name(side)} embeddings · {x.shape[0]} tokens × {x.shape[1]} dimensions"
-    return EmbedView(matrix_view(name, x, tokens(trace, side, x.shape[0]), title), EMBED_NOTE)
+    window = window_for(trace, side, display.positions)
+    x = read_rows(trace, name, window)  # [T, d]: only the window's rows
+    total = window.total if window is not None else x.shape[0]
+    title = f"{side_name(side)} embeddings · {total} tokens × {x.shape[1]} dimensions"
+    title += _window_caption(window)
+    labels = window_labels(tokens(trace, side, total), window)
+    return EmbedView(matrix_view(name, x, labels, title, first_row=first_of(window)), EMBED_NOTE)
+
+
+def _window_caption(window: PositionWindow | None) -> str:
+    """' · positions 4,000–4,039 of 8,192' for a partial window, else nothing."""
+    return "" if window is None or window.whole else f" · {window.caption()}"
 
 
 @dataclass(frozen=True)
@@ -127,17 +137,19 @@ class InputSumView:
     kind = "input"
 
 
-def _added_part(trace: Trace, side: str) -> tuple[np.ndarray | None, np.ndarray | None, str]:
-    """(position + token type, token type alone, the middle map's title)."""
+def _added_part(
+    trace: Trace, side: str, window: PositionWindow | None = None
+) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+    """(position + token type, token type alone, the middle map's title), the window's rows."""
     pos_name, type_name = names.side_entry(side, "pos"), names.side_entry(side, names.TYPE)
-    pos = array(trace, pos_name) if pos_name in trace else None  # [T, d]
+    pos = read_rows(trace, pos_name, window) if pos_name in trace else None  # [T, d]
     if type_name not in trace:
         return pos, None, "positional encoding"
-    token_type = array(trace, type_name)  # [T, d]
+    token_type = read_rows(trace, type_name, window)  # [T, d]
     return (token_type if pos is None else pos + token_type), token_type, "position + token type"
 
 
-def input_note(x: np.ndarray, has_pos: bool, token_type: bool, embed_norm: bool) -> Note:
+def input_note(shape: tuple[int, ...], has_pos: bool, token_type: bool, embed_norm: bool) -> Note:
     """The sentence under the three maps; the positional toggle switches between the two classroom texts."""
     if token_type or embed_norm:
         parts = (
@@ -153,7 +165,7 @@ def input_note(x: np.ndarray, has_pos: bool, token_type: bool, embed_norm: bool)
         return Note(parts + ending)
     with_pos = (
         f"Each token's vector is its embedding plus the encoding of its position "
-        f"({x.shape[0]} × {x.shape[1]} each, one shared colour scale). This sum is "
+        f"({shape[0]} × {shape[1]} each, one shared colour scale). This sum is "
         f"what the first layer reads."
     )
     without_pos = (
@@ -180,11 +192,12 @@ def input_sum_view(
     factorised = names.side_entry(side, names.EMBED_PROJ) in trace  # ALBERT, ELECTRA: the next stage widens it
     if factorised:  # this stage ends at the e-wide LayerNorm(sum); the layer input is the next stage's
         name = names.norm_entry(names.embed_norm(side), "out")
-    x = array(trace, name)  # [T, d] ([T, e] when factorised)
-    labels = tokens(trace, side, x.shape[0])
+    window = window_for(trace, side, display.positions)
+    x = read_rows(trace, name, window)  # [T, d] ([T, e] when factorised): only the window's rows
+    labels = window_labels(tokens(trace, side, window.total if window is not None else x.shape[0]), window)
     embed_name = names.side_entry(side, "embed")
-    embed = array(trace, embed_name) if embed_name in trace else None  # [T, d]
-    added, token_type, added_title = _added_part(trace, side)
+    embed = read_rows(trace, embed_name, window) if embed_name in trace else None  # [T, d]
+    added, token_type, added_title = _added_part(trace, side, window)
     embed_norm = names.norm_entry(names.embed_norm(side), "out") in trace
     bound = max(float(np.abs(p).max()) for p in (embed, added, x) if p is not None and p.size) or 1.0
     levels = (-bound, bound)
@@ -192,7 +205,7 @@ def input_sum_view(
     def shown(part: str, values: np.ndarray | None, title: str) -> MatrixView:
         if values is None:  # the box stays in place (no re-layout on the toggle) and says why it is empty
             return MatrixView(part, np.zeros((0, 0), np.float32), None, None, title, message=NOT_IN_RUN)
-        return matrix_view(part, values, labels, title, levels=levels, symmetric=None)
+        return matrix_view(part, values, labels, title, levels=levels, symmetric=None, first_row=first_of(window))
 
     return InputSumView(
         embed=shown(embed_name, embed, "token embedding"),
@@ -202,7 +215,9 @@ def input_sum_view(
         else shown(names.side_entry(side, "pos"), np.zeros_like(x), POSITION_OFF_TITLE),
         input=shown(name, x, input_title(embed_norm, factorised)),
         operator="→ LayerNorm →" if embed_norm else "=",
-        note=input_note(x, added is not None, token_type is not None, embed_norm),
+        note=input_note(
+            (window.total if window else x.shape[0], x.shape[1]), added is not None, token_type is not None, embed_norm
+        ),
         embed_values=embed,
         pos_values=added,
         token_type=token_type,

@@ -16,6 +16,7 @@ from attnlab.engine.trace import Trace
 from attnlab.present import words
 from attnlab.present.facts import tokens
 from attnlab.present.labels import elide_label, printable_label
+from attnlab.present.position_range import first_of, window_for, window_labels
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
 from attnlab.present.views.output import known_tokens
@@ -52,18 +53,26 @@ def norm_sentence(trace: Trace) -> str:
     return "This model has no final norm: the lens applies the output projection alone."
 
 
+def lens_side(trace: Trace) -> str:
+    """The side whose positions are the lens's columns: the decoder's where the run has one."""
+    return "tgt" if names.side_entry("tgt", "tokens") in trace else "src"
+
+
 def lens_view(
     trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None
 ) -> LensView | MessageView:
     if names.LENS_PROBS not in trace or names.LENS_IDS not in trace:
         return MessageView(stage.kind, "The logit lens needs a recorded run (every layer's output).")
-    probs, ids = trace.fetch([names.LENS_PROBS, names.LENS_IDS])
-    probs = np.asarray(probs, dtype=np.float32)  # [L + 1, T, k]
-    ids = np.asarray(ids, dtype=np.int64)  # [L + 1, T, k]
+    side = lens_side(trace)
+    window = window_for(trace, side, display.positions)  # the columns: only the window's positions
+    cut = (slice(None), window.rows) if window is not None and not window.whole else slice(None)
+    probs = np.asarray(trace.read(names.LENS_PROBS, cut), dtype=np.float32)  # [L + 1, T, k]
+    ids = np.asarray(trace.read(names.LENS_IDS, cut), dtype=np.int64)  # [L + 1, T, k]
     n_rows, n_pos, _k = probs.shape
     name = vocab if vocab is not None else known_tokens(trace)
-    side = "tgt" if names.side_entry("tgt", "tokens") in trace else "src"
-    cols = [printable_label(t) for t in tokens(trace, side, n_pos) or [str(i) for i in range(n_pos)]]
+    total = window.total if window is not None else n_pos
+    labels = window_labels(tokens(trace, side, total), window)
+    cols = [printable_label(t) for t in labels or [str(i) for i in range(n_pos)]]
     rows = lens_rows(n_rows)
     texts = {i: printable_label(name(i)) for i in np.unique(ids).tolist()}
     cell_texts = [[elide_label(texts[int(ids[r, c, 0])], CELL_CHARS) for c in range(n_pos)] for r in range(n_rows)]
@@ -79,7 +88,17 @@ def lens_view(
     stack = words.word(names.side_stack(side)).lower()
     title = f"Logit lens: the top prediction after each {stack} layer"
     axes = ("", "")  # the row and column labels say it; the rows get the height the titles would take
-    matrix = matrix_view(names.LENS_PROBS, top, rows, title, cols=cols, symmetric=False, levels=(0.0, 1.0), axes=axes)
+    matrix = matrix_view(
+        names.LENS_PROBS,
+        top,
+        rows,
+        title,
+        cols=cols,
+        symmetric=False,
+        levels=(0.0, 1.0),
+        axes=axes,
+        first_col=first_of(window),
+    )
     agree = int((ids[:, :, 0] == ids[-1, :, 0]).sum()) - n_pos
     note = (
         f"{norm_sentence(trace)} Colour: the top token's probability. The last row is the model's own prediction; "

@@ -34,6 +34,9 @@ class MatrixView:
     axes: tuple[str, str] | None = None  # (rows' title, columns' title); None: the widget's own
     # a long map (present/views/long_map.py): read in pieces by the widget; `matrix` is then its overview
     source: MapSource | None = None
+    # long inputs: the position of the first row / column when a window of positions is shown
+    first_row: int = 0
+    first_col: int = 0
 
 
 def matrix_view(
@@ -47,10 +50,14 @@ def matrix_view(
     masked: np.ndarray | None = None,
     levels: tuple[float, float] | None = None,
     axes: tuple[str, str] | None = None,
+    first_row: int = 0,
+    first_col: int = 0,
 ) -> MatrixView:
     """A MatrixView over `values` as float32, C-contiguous (no copy when it already is)."""
     matrix = np.ascontiguousarray(values, dtype=np.float32)
-    return MatrixView(name, matrix, rows, cols, title, symmetric, masked, levels, axes=axes)
+    return MatrixView(
+        name, matrix, rows, cols, title, symmetric, masked, levels, axes=axes, first_row=first_row, first_col=first_col
+    )
 
 
 def missing_matrix(name: str, title: str, message: str) -> MatrixView:

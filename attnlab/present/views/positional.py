@@ -12,7 +12,8 @@ import numpy as np
 from attnlab.engine import names
 from attnlab.engine.positional import sinusoidal_period
 from attnlab.engine.trace import Trace
-from attnlab.present.facts import array, tokens
+from attnlab.present.facts import tokens
+from attnlab.present.position_range import first_of, read_rows, window_for, window_labels
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
 
@@ -45,10 +46,11 @@ def sinusoid_values(positions: np.ndarray, dim: int, d_model: int) -> np.ndarray
     return np.sin(angle) if dim % 2 == 0 else np.cos(angle)
 
 
-def is_sinusoidal(pe: np.ndarray) -> bool:
-    """True when the recorded table [T, d] is the fixed sine/cosine encoding (not a learned one)."""
+def is_sinusoidal(pe: np.ndarray, first: int = 0) -> bool:
+    """True when the recorded table [T, d] (its rows positions first, first + 1, …) is the fixed sine/cosine
+    encoding (not a learned one)."""
     t, d = pe.shape
-    pos = np.arange(t, dtype=np.float64)[:, None]
+    pos = np.arange(first, first + t, dtype=np.float64)[:, None]
     expected = np.stack([sinusoid_values(pos[:, 0], j, d) for j in range(d)], axis=1)  # [T, d]
     return bool(np.allclose(pe, expected, atol=1e-4))
 
@@ -71,6 +73,7 @@ class PositionalView:
     curves: tuple[PECurve, ...]
     labels: list[str] | None  # token labels along the curves' x axis
     note: str
+    first: int = 0  # w-chips: the position of the first row (a window of positions; x = position - first)
 
     kind = "pos"
 
@@ -87,7 +90,8 @@ class PositionalView:
         return int(self.matrix.matrix.shape[0])
 
 
-def pe_curve(pe: np.ndarray, dim: int, sinusoidal: bool) -> PECurve:
+def pe_curve(pe: np.ndarray, dim: int, sinusoidal: bool, first: int = 0) -> PECurve:
+    """Dimension `dim` of the table's rows (positions first, first + 1, …) over x = position - first."""
     t, d = pe.shape
     positions = np.arange(t, dtype=np.float64)  # [T]
     values = pe[:, dim]  # [T]
@@ -96,7 +100,7 @@ def pe_curve(pe: np.ndarray, dim: int, sinusoidal: bool) -> PECurve:
     fine = np.linspace(0.0, max(t - 1, 0), max(2, (t - 1) * CURVE_SAMPLES + 1))  # [n]
     wave = "sin" if dim % 2 == 0 else "cos"
     legend = f"dim {dim} ({wave}, period {sinusoidal_period(dim, d):.3g})"
-    return PECurve(dim, fine, sinusoid_values(fine, dim, d), values, legend)
+    return PECurve(dim, fine, sinusoid_values(fine + first, dim, d), values, legend)
 
 
 def positional_view(
@@ -107,17 +111,22 @@ def positional_view(
     if name not in trace:
         switched_off = trace.config.adds_position_table and not trace.options.positional
         return MessageView("pos", SWITCHED_OFF if switched_off else NONE_ADDED)
-    pe = array(trace, name)  # [T, d]
-    t, d = pe.shape
+    window = window_for(trace, side, display.positions)  # read only the window's rows (issue 23: long inputs)
+    pe = read_rows(trace, name, window)  # [T, d]
+    first, d = first_of(window), pe.shape[1]
+    t = window.total if window is not None else pe.shape[0]
     labels = tokens(trace, side, t)
-    sinusoidal = is_sinusoidal(pe)
+    sinusoidal = is_sinusoidal(pe, first)
     encoding = "sinusoidal" if sinusoidal else "learned"
     title = f"{encoding} positional encoding · {t} positions × {d} dimensions"
+    if window is not None and not window.whole:
+        title += f" · {window.caption()}"
     dims = [j for j in dict.fromkeys(display.pe_dims) if 0 <= j < d]
     return PositionalView(
-        matrix=matrix_view(name, pe, labels, title),
+        matrix=matrix_view(name, pe, window_labels(labels, window), title, first_row=first),
         encoding=encoding,
-        curves=tuple(pe_curve(pe, dim, sinusoidal) for dim in dims),
-        labels=labels,
+        curves=tuple(pe_curve(pe, dim, sinusoidal, first) for dim in dims),
+        labels=labels[window.rows] if labels is not None and window is not None else labels,
         note=SINUSOID_NOTE if sinusoidal else LEARNED_NOTE,
+        first=first,
     )

@@ -168,6 +168,7 @@ class CategoryAxis(pg.AxisItem):
         self._labels: list[str] | None = None  # elided, printable
         self._label_px = 0  # widest elided label, pixels
         self.mode = "numeric"
+        self.first = 0  # the number of cell 0 in numeric mode (a window of positions starts later: w-chips)
 
     # -- state
     @property
@@ -189,7 +190,7 @@ class CategoryAxis(pg.AxisItem):
 
     def index_px(self) -> int:
         """Width in pixels of the widest index string."""
-        return self._metrics.horizontalAdvance(str(max(self._n - 1, 0))) + 2
+        return self._metrics.horizontalAdvance(str(max(self.first + self._n - 1, 0))) + 2
 
     def set_labels(self, labels: Sequence[str] | None, n: int) -> None:
         """Install elided *labels* (or None for numeric ticks) for an axis of *n* cells."""
@@ -204,6 +205,13 @@ class CategoryAxis(pg.AxisItem):
         self._update_overflow()
         self.picture = None
         self.update()
+
+    def set_first(self, first: int) -> None:
+        """Number the cells from `first` in numeric mode (cell i is position first + i)."""
+        if int(first) != self.first:
+            self.first = int(first)
+            self.picture = None
+            self.update()
 
     def set_mode(self, mode: str) -> bool:
         """Switch the tick mode; returns True when it changed."""
@@ -263,14 +271,14 @@ class CategoryAxis(pg.AxisItem):
         else:
             need = self.line_px * 1.6
         step = nice_step(need / max(px_per_cell, 1e-9))
-        start = math.ceil(first / step) * step
+        start = math.ceil((self.first + first) / step) * step - self.first  # round numbers of the positions
         return [(float(step), list(range(start, last + 1, step)))]
 
     def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:
         if self.mode in ("labels", "rotated") and self._labels is not None:
             labels = self._labels
             return [labels[int(v)] if 0 <= int(v) < len(labels) else "" for v in values]
-        return [str(int(v)) for v in values]
+        return [str(self.first + int(v)) for v in values]
 
     def drawPicture(
         self, p: QtGui.QPainter, axisSpec: AxisLine, tickSpecs: list[AxisLine], textSpecs: list[TickText]

@@ -16,7 +16,8 @@ from attnlab.ui.plots.bars import SolidBars
 from attnlab.ui.plots.heatmap import cache_axis, tick_font
 from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import MessageStack, Note, TokenTicks, draw_matrix, note_font, titled_heatmap
+from attnlab.ui.stages.common import MessageStack, Note, TokenTicks, draw_matrix, layer_side, note_font, titled_heatmap
+from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
 
 BEFORE_COLOR = "#3b7dd8"
@@ -96,6 +97,8 @@ class AddNormPanel(StagePanel):
         body_layout.setContentsMargins(0, 0, 0, 0)
         body_layout.addWidget(self._placement)
         body_layout.addLayout(maps, 3)
+        self.windowing = PositionWindowing(self, self._maps[0], zoom.ROW_PX_ADDNORM)
+        body_layout.addWidget(self.windowing.bar)
         body_layout.addWidget(key)
         body_layout.addLayout(bars_row, 2)
         body_layout.addWidget(self._note)
@@ -108,6 +111,7 @@ class AddNormPanel(StagePanel):
         self._data: dict = {}
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        view = self.windowing.view(trace, stage, view, layer_side(stage.layer or ""))
         shown_view = addnorm_view(trace, stage, view, self.vocab)
         if isinstance(shown_view, MessageView):
             self._data = {"message": shown_view.message}
@@ -127,7 +131,7 @@ class AddNormPanel(StagePanel):
         var, out_var = (series.values for series in shown_view.spread.series)
         self._set_bars(mean, var, out_mean, out_var)
         labels = shown_view.tokens
-        self._set_ticks(labels, mean.shape[0])
+        self._set_ticks(labels, mean.shape[0], self.windowing.window.start if self.windowing.window else 0)
         self._note.show_text(shown_view.note.text, alternatives=shown_view.note.alternatives)
         entry = shown_view.entries
         self._data = {
@@ -180,13 +184,13 @@ class AddNormPanel(StagePanel):
                 self._y_ranges[stat] = y_range
                 plot.setYRange(*y_range, padding=0)
 
-    def _set_ticks(self, labels: list[str] | None, t: int) -> None:
-        if (labels, t) == self._ticks_key:
+    def _set_ticks(self, labels: list[str] | None, t: int, first: int) -> None:
+        if (labels, t, first) == self._ticks_key:
             return
-        self._ticks_key = (labels, t)
+        self._ticks_key = (labels, t, first)
         for plot, ticks in zip((self._mean_plot, self._var_plot), self._token_ticks, strict=True):
             plot.setXRange(-0.8, t - 0.2, padding=0)
-            ticks.set_labels(labels, t)
+            ticks.set_labels(labels, t, first)
 
     def shown_data(self) -> dict:
         return dict(self._data)

@@ -19,6 +19,7 @@ class StagePanel(QWidget):
     maskCellToggled = Signal(str, int, int)  # site, query index, key index: the person clicked a mask cell
     headSelected = Signal(int)  # the person picked a head (e.g. clicked one in the grid)
     headMenuRequested = Signal(int, QPoint)  # the person right-clicked a head (head, global position)
+    positionsChanged = Signal(int, int)  # the person moved the window of positions: (start, size) (w-chips)
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         raise NotImplementedError

@@ -111,12 +111,14 @@ class TokenTicks:
         self._metrics = QtGui.QFontMetrics(tick_font())
         self._labels: list[str] = []
         self._n = 0
+        self._first = 0  # the position of the first tick (a window of positions starts later than 0)
         self._key: tuple | None = None
         self._vb.sigResized.connect(self.fit)
 
-    def set_labels(self, labels: list[str] | None, n: int) -> None:
+    def set_labels(self, labels: list[str] | None, n: int, first: int = 0) -> None:
+        """Ticks 0..n-1 named by `labels`; position numbers count from `first` when the names do not fit."""
         self._labels = [elide_label(s, 8) for s in labels] if labels else []
-        self._n = n
+        self._n, self._first = n, first
         self.fit()
 
     def fit(self, *_: object) -> None:
@@ -125,14 +127,14 @@ class TokenTicks:
         px_per_token = width / max(hi - lo, 1e-9) if width > 1 else 0.0
         widest = max((self._metrics.horizontalAdvance(s) for s in self._labels), default=0)
         if self._labels and px_per_token >= widest + 4:
-            ticks = [(i, f"{i}\n{s}" if self._with_index else s) for i, s in enumerate(self._labels)]
+            ticks = [(i, f"{self._first + i}\n{s}" if self._with_index else s) for i, s in enumerate(self._labels)]
             mode = "labels"
         else:
             need = self._metrics.horizontalAdvance(str(max(n - 1, 0))) + 14
             step = max(1, int(np.ceil(need / px_per_token))) if px_per_token > 0 else max(1, n // 4)
-            ticks = [(i, str(i)) for i in range(0, n, step)]
+            ticks = [(i, str(self._first + i)) for i in range(0, n, step)]
             mode = f"numbers/{step}"
-        key = (tuple(self._labels), n, mode)
+        key = (tuple(self._labels), n, mode, self._first)
         if key == self._key:
             return
         self._key = key
@@ -194,6 +196,11 @@ class PanelHeatmap(LabeledHeatmap):
         if (rows, cols) != self._axis_titles:
             self._axis_titles = (rows, cols)
             self.set_axis_titles(rows, cols)
+
+    def number_from(self, first_row: int, first_col: int) -> None:
+        """Numbered ticks count rows from `first_row` and columns from `first_col` (a window of positions)."""
+        self._left.set_first(first_row)
+        self._bottom.set_first(first_col)
 
     def use_colormap(self, name: str) -> None:
         if name != self._view_cmap:
@@ -295,6 +302,7 @@ def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> N
     """Draw a view-model's matrix: its numbers, axis labels, title and colour scale, in the chosen colour map."""
     if matrix.axes is not None:
         panel_map.titles(*matrix.axes)
+    panel_map.number_from(matrix.first_row, matrix.first_col)  # 0, 0 unless a window of positions is shown
     if matrix.source is not None:  # a long map: overview and exact windows read from its source
         panel_map.draw_source(matrix, colormap)
         return

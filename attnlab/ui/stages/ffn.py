@@ -10,7 +10,9 @@ from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.ffn import FFNView, ffn_view
 from attnlab.present.views.model import MessageView
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, titled_heatmap
+from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, layer_side, titled_heatmap
+from attnlab.ui.stages.windowed import PositionWindowing
+from attnlab.ui.window import zoom
 
 
 class FFNPanel(StagePanel):
@@ -38,6 +40,8 @@ class FFNPanel(StagePanel):
         body_layout.setContentsMargins(0, 0, 0, 0)
         body_layout.addWidget(self._share)
         body_layout.addLayout(maps, 1)
+        self.windowing = PositionWindowing(self, self._hidden, zoom.ROW_PX_MATRIX)
+        body_layout.addWidget(self.windowing.bar)
         body_layout.addWidget(self._note)
         self._stack = MessageStack(body, self)
         layout = QtWidgets.QVBoxLayout(self)
@@ -45,6 +49,7 @@ class FFNPanel(StagePanel):
         self._data: dict = {}
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        view = self.windowing.view(trace, stage, view, layer_side(stage.layer or ""))
         shown_view = ffn_view(trace, stage, view, self.vocab)
         if isinstance(shown_view, MessageView):
             self._data = {"message": shown_view.message}

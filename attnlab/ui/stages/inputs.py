@@ -12,54 +12,33 @@ from attnlab.present.views.inputs import Chip, InputSumView, embed_view, input_s
 from attnlab.present.views.model import MatrixView, MessageView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, draw_matrix, note_font, titled_heatmap
-from attnlab.ui.stages.flow import flow_container
+from attnlab.ui.stages.token_chips import ChipList
+from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
-
-CHIP_STYLE = """
-QLabel[chip] { border-radius: 9px; border-width: 2px; }
-QLabel[chip="word"]    { background: #e6f0fb; color: #0d2440; border-style: solid; border-color: #3b7dd8; }
-QLabel[chip="special"] { background: #fff2cc; color: #5a3d00; border-style: dashed; border-color: #c98a00; }
-QLabel[chip="pad"]     { background: #ececec; color: #5a5a5a; border-style: dotted; border-color: #8a8a8a; }
-QLabel[chip="unk"]     { background: #fde3e1; color: #6b1510; border-style: dashed; border-color: #c0392b; }
-"""
-
 
 MAX_CHIP_ROWS_PX = 420  # the chips ask for at most this height; more rows scroll
 
 
 class TokensPanel(StagePanel):
-    """The text split into its pieces: one chip per token with its position and id; specials stand out."""
+    """The text split into its pieces: one chip per token with its position and id; specials stand out. The chips
+    are painted by one list view (token_chips.py), only those in view: 8,192 tokens are one widget."""
 
     kinds = ("tokens",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._title = Note(self, delta=2, bold=True)
-        scroll, self._inner, self._flow = flow_container(self)
-        self._scroll = scroll
-        self._inner.setStyleSheet(CHIP_STYLE)
+        self._scroll = ChipList(self)
         self._count = Note(self, delta=1)
         self._legend = Note(self)
-        self._stack = MessageStack(scroll, self)
+        self._stack = MessageStack(self._scroll, self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._title)
         layout.addWidget(self._stack, 1)
         layout.addWidget(self._count)
         layout.addWidget(self._legend)
-        self._chips: list[QtWidgets.QLabel] = []
         self._shown: tuple[Chip, ...] | None = None
         self._data: dict = {}
-
-    def _chip(self, i: int) -> QtWidgets.QLabel:
-        while len(self._chips) <= i:
-            chip = QtWidgets.QLabel(self._inner)
-            chip.setTextFormat(Qt.TextFormat.RichText)
-            chip.setAlignment(Qt.AlignmentFlag.AlignCenter)
-            chip.setContentsMargins(10, 4, 10, 4)
-            chip.setProperty("chip", "")
-            self._flow.addWidget(chip)
-            self._chips.append(chip)
-        return self._chips[i]
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         shown = tokens_view(trace, stage, view, self.vocab)
@@ -77,7 +56,7 @@ class TokensPanel(StagePanel):
         self._title.show_text(shown.title)
         if self._shown != shown.chips:
             self._shown = shown.chips
-            self._fill(shown.chips)
+            self._scroll.set_chips(shown.chips)
         self._count.show_text(shown.count)
         self._legend.show_text(shown.legend)
         self._fit_chips()
@@ -86,33 +65,15 @@ class TokensPanel(StagePanel):
         """Room for every chip at the width the panel has (up to MAX_CHIP_ROWS_PX): the window gives the chips
         the explanation's room rather than hiding the last row below a scroll bar."""
         width = self._scroll.viewport().width()
-        if width <= 1 or not self._chips:
+        if width <= 1 or not self._shown:
             return
-        need = min(self._flow.heightForWidth(width), MAX_CHIP_ROWS_PX)
+        need = min(self._scroll.needed_height(width), MAX_CHIP_ROWS_PX)
         if need != self._scroll.minimumHeight():
             self._scroll.setMinimumHeight(need)
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         super().resizeEvent(event)
         self._fit_chips()
-
-    def _fill(self, chips: tuple[Chip, ...]) -> None:
-        for shown in chips:
-            chip = self._chip(shown.position)
-            text = shown.printable.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            chip.setText(
-                f"<div style='font-size:11pt;color:#777'>{shown.position}</div>"
-                f"<div style='font-size:24pt'>{text}</div>"
-                f"<div style='font-size:12pt;color:#555'>id {shown.token_id}</div>"
-            )
-            if chip.property("chip") != shown.kind:
-                chip.setProperty("chip", shown.kind)
-                chip.style().unpolish(chip)
-                chip.style().polish(chip)
-            chip.setVisible(True)
-        for chip in self._chips[len(chips) :]:
-            chip.setVisible(False)
-        self._flow.invalidate()
 
     def shown_data(self) -> dict:
         return dict(self._data)
@@ -130,12 +91,15 @@ class EmbeddingPanel(StagePanel):
             self, rows_title="token", cols_title="model dimension", header=self._header, row_floor=zoom.ROW_PX_SINGLE
         )
         self._note = Note(self)
+        self.windowing = PositionWindowing(self, self._map, zoom.ROW_PX_SINGLE)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._header)
         layout.addWidget(self._map, 1)
+        layout.addWidget(self.windowing.bar)
         layout.addWidget(self._note)
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        view = self.windowing.view(trace, stage, view, stage.side or "src")
         shown = embed_view(trace, stage, view, self.vocab)
         if isinstance(shown, MessageView):
             self._map.clear(shown.message)
@@ -172,8 +136,10 @@ class InputSumPanel(StagePanel):
         row.addWidget(self._equals)
         row.addWidget(boxes["input"][0], 1)
         self._note = Note(self, reserve_lines=3)
+        self.windowing = PositionWindowing(self, self._maps["input"], zoom.ROW_PX_MATRIX)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addLayout(row, 1)
+        layout.addWidget(self.windowing.bar)
         layout.addWidget(self._note)
         self._data: dict = {}
 
@@ -184,6 +150,7 @@ class InputSumPanel(StagePanel):
         return label
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        view = self.windowing.view(trace, stage, view, stage.side or "src")
         shown = input_sum_view(trace, stage, view, self.vocab)
         if isinstance(shown, MessageView):
             for m in self._maps.values():

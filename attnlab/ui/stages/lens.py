@@ -7,12 +7,15 @@ from PySide6 import QtWidgets
 
 from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.views.lens import LensView, lens_view
+from attnlab.present.views.lens import LensView, lens_side, lens_view
 from attnlab.present.views.model import MessageView
 from attnlab.ui.plots.axes import tick_font
 from attnlab.ui.plots.cell_texts import CellText, CellTexts
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, TitleLabel, draw_matrix
+from attnlab.ui.stages.windowed import PositionWindowing
+
+LENS_COLUMN_PX = 48.0  # a readable lens column: a cell's token text (CELL_CHARS characters of the tick font)
 
 MAX_CELL_TEXTS = 4000  # more cells than this: no texts are laid out, the hover names the tokens
 
@@ -45,6 +48,8 @@ class LensPanel(StagePanel):
         body_layout.setContentsMargins(0, 0, 0, 0)
         body_layout.addWidget(title)
         body_layout.addWidget(self._map, 1)
+        self.windowing = PositionWindowing(self, self._map, LENS_COLUMN_PX, across=True)
+        body_layout.addWidget(self.windowing.bar)
         body_layout.addWidget(self._note)
         self._stack = MessageStack(body, self)
         layout = QtWidgets.QVBoxLayout(self)
@@ -52,6 +57,7 @@ class LensPanel(StagePanel):
         self._data: dict = {}
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        view = self.windowing.view(trace, stage, view, lens_side(trace))
         shown = lens_view(trace, stage, view, self.vocab)
         if isinstance(shown, MessageView):
             self._data = {"message": shown.message}

@@ -16,6 +16,7 @@ from attnlab.ui.plots.heatmap import tick_font
 from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, TokenTicks, draw_matrix, foreground_color
+from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
 
 
@@ -57,6 +58,7 @@ class PositionalPanel(StagePanel):
         self._ticks_key: tuple | None = None
         self._token_ticks = TokenTicks(self._plot, with_index=True)
         self._note = Note(self)
+        self.windowing = PositionWindowing(self, self._map, zoom.ROW_PX_POSITIONAL)
         self._stack = MessageStack(self._body(), self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._stack, 1)
@@ -69,6 +71,7 @@ class PositionalPanel(StagePanel):
         layout.addWidget(self._header)
         layout.addWidget(self._map, 5)
         layout.addWidget(self._curves_view, 4)
+        layout.addWidget(self.windowing.bar)
         layout.addWidget(self._note)
         return body
 
@@ -83,6 +86,7 @@ class PositionalPanel(StagePanel):
         return self._curves[i], self._markers[i]
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
+        view = self.windowing.view(trace, stage, view, stage.side or "src")
         shown = positional_view(trace, stage, view, self.vocab)
         if isinstance(shown, MessageView):
             self._stack.show_message(shown.message)
@@ -91,7 +95,7 @@ class PositionalPanel(StagePanel):
         self._stack.show_content()
         draw_matrix(self._map, shown.matrix, view.colormap)
         curves = self._draw_curves(shown)
-        self._set_ticks(shown.labels, shown.positions)
+        self._set_ticks(shown.labels, shown.positions, shown.first)
         self._data = {**self._map.record, "kind": shown.encoding, "dims": shown.dims, "curves": curves}
         self._note.show_text(shown.note)
 
@@ -127,12 +131,12 @@ class PositionalPanel(StagePanel):
         curve.setVisible(True)
         markers.setVisible(True)
 
-    def _set_ticks(self, labels: list[str] | None, t: int) -> None:
-        if (labels, t) == self._ticks_key:
+    def _set_ticks(self, labels: list[str] | None, t: int, first: int) -> None:
+        if (labels, t, first) == self._ticks_key:
             return
-        self._ticks_key = (labels, t)
+        self._ticks_key = (labels, t, first)
         self._plot.setXRange(-0.5, max(t - 0.5, 0.5), padding=0.02)
-        self._token_ticks.set_labels(labels, t)
+        self._token_ticks.set_labels(labels, t, first)
 
     def shown_data(self) -> dict:
         return dict(self._data)

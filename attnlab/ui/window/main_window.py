@@ -208,6 +208,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             self._give_vocabulary(panel)
             panel.maskCellToggled.connect(self.session.toggle_mask_cell)
             panel.headSelected.connect(lambda h: self.session.set_view(head=h))
+            panel.positionsChanged.connect(lambda s, n: self.session.set_view(positions=(s, n)))  # w-chips
             head_menu.attach(panel, self.session)  # right-click a head: zero / mean / clear its ablation
             if hasattr(panel, "positionChosen"):  # the output bars' position chooser
                 panel.positionChosen.connect(lambda p: self.session.set_view(position=p))
