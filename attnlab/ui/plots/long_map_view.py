@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
+from shiboken6 import isValid
 
 from attnlab.ui.plots.axes import MaskBackground
 from attnlab.ui.plots.matrix_data import prepare_matrix
@@ -136,7 +137,7 @@ class LongMapDetail:
 
     def refresh(self) -> None:
         """Draw the exact cells in view (fetching them unless the drawn window covers the view), or hide them."""
-        if self.source is None:
+        if self.source is None or not isValid(self._vb):  # the panel was closed before its settle timer fired
             return
         if not self.wants_cells():
             self.hide_window()
