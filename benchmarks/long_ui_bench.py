@@ -35,7 +35,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -46,21 +45,8 @@ sys.path.insert(0, str(ROOT))
 MIB = float(1 << 20)
 
 
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-class PeakSampler(threading.Thread):
-    def __init__(self) -> None:
-        super().__init__(daemon=True)
-        self.peak = rss_bytes()
-        self.running = True
-
-    def run(self) -> None:
-        while self.running:
-            self.peak = max(self.peak, rss_bytes())
-            time.sleep(0.005)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from long_context_bench import PeakSampler, rss_bytes  # noqa: E402  (the same RSS readings there)
 
 
 def checkpoint(path: Path, tokens: int) -> Path:
