@@ -105,7 +105,7 @@ def test_a_new_input_moves_the_traces_still_held_off_the_gpu(monkeypatch):
     from attnlab.engine.trace import Trace
 
     moved: list[int] = []
-    monkeypatch.setattr(Trace, "move_to_host", lambda self: moved.append(id(self)))
+    monkeypatch.setattr(Trace, "move_to_host", lambda self, copies=None: moved.append(id(self)))
     monkeypatch.setattr(live, "pick_device", lambda requested: GPU)
     cpu_run = LiveModel._trace_on
     monkeypatch.setattr(  # "on the GPU" here means: computed on the CPU, chosen as a GPU run is

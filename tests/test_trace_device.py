@@ -184,3 +184,24 @@ def test_reading_everything_copies_in_batches_and_frees_each_on_the_device(monke
     for name in whole.names():
         a, b = concrete.entries[name], whole.entries[name]
         assert a == b if isinstance(b, list) else torch.equal(a.nan_to_num(), b.nan_to_num()), name
+
+
+def test_a_lean_trace_copied_to_the_host_recomputes_its_layers_onto_the_host(monkeypatch):
+    """A run too big for the GPU copies its steps to the host as they are recorded; when it is also lean
+    (engine/replay.py), its recomputed layers must land on the host too, or a derived map would mix a host
+    copy and a device tensor. The host stands in for the device as above."""
+    from conftest import assert_same_trace
+
+    from attnlab.engine.live import LiveModel
+    from attnlab.engine.replay import RULE
+
+    whole = make().trace(SRC, TGT)
+    model = make()
+    model.lean_above = 0
+    monkeypatch.setattr(LiveModel, "_recorder", lambda self, *a, **k: Recorder(True, host=True))
+    pretend_the_host_is_a_device(monkeypatch)
+    lean = model.trace(SRC, TGT)
+    monkeypatch.undo()
+    replays = {e.params[0] for e in lean.entries.values() if getattr(e, "rule", None) == RULE}
+    assert replays and all(r._on_host for r in replays)
+    assert_same_trace(whole, lean)

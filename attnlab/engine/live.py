@@ -67,11 +67,13 @@ def free_device_memory_of(dropped: list[weakref.ref]) -> None:
     the last one on screen while the next computes) moves to the host (Trace.move_to_host); the rest is
     collected; then the caching allocator returns the blocks, so the next run's budget counts them as free."""
     gc.collect()
+    copies: dict[tuple, torch.Tensor] = {}  # one host copy of a tensor several of these traces share
     for ref in dropped:
         trace = ref()
         if trace is not None:
-            trace.move_to_host()
+            trace.move_to_host(copies)
         del trace
+    del copies
     release_device_memory()
 
 
@@ -536,7 +538,7 @@ class LiveModel:
         run = replay.run_of(self.module, resolved, ids_of, pad_of, src_types)
         lock = self._module_lock if self.placement is not None else None  # accelerate's hooks move weights
         if keep != replay.WHOLE and inputs is not None:  # the rest of a layer is recomputed when read
-            rec.recompute_layers(replay.LayerReplay(self.module, run, inputs, lock, keep))
+            rec.recompute_layers(replay.LayerReplay(self.module, run, inputs, lock, keep, on_host=rec.host))
         start = time.perf_counter()
         with lock or nullcontext():
             logits = run(resume, rec, inputs)

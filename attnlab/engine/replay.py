@@ -68,6 +68,7 @@ class LayerReplay:
         inputs: LayerInputs,
         lock: threading.RLock | None = None,
         keep: Keep = OUTPUTS,
+        on_host: bool = False,
     ):
         self.keep = keep
         self._module = weakref.ref(module)
@@ -76,17 +77,18 @@ class LayerReplay:
         self._lock = lock or threading.RLock()
         self._fingerprint = fingerprint(module)
         self._layers: OrderedDict[tuple[str, int], OrderedDict] = OrderedDict()
-        self._on_host = False  # the trace moved to the host: replayed entries land there too
+        # the trace lives on the host (copied there as recorded, or moved later): replayed entries land there too
+        self._on_host = on_host
         self.replays = 0  # layers run again so far (tests and benchmarks read it)
 
     def move_to_host(self) -> None:
         """Keep the layer inputs in host memory (Trace.move_to_host); a replay then brings its layer's input
         to the model's device and hands its entries back on the host."""
         with self._lock:
-            if not self._on_host:
+            if any(x.device.type != "cpu" for x in self._inputs.tensors.values()):
                 self._inputs = LayerInputs({key: x.to("cpu") for key, x in self._inputs.tensors.items()})
-                self._layers.clear()
-                self._on_host = True
+            self._layers.clear()
+            self._on_host = True
 
     def placeholder(self, name: str) -> Derived:
         """The trace entry that stands for `name` of a layer: its value is computed on read."""

@@ -441,21 +441,26 @@ class Trace:
                 held[key] = max(held.get(key, 0), value.numel() * value.element_size())
         return sum(held.values())
 
-    def move_to_host(self) -> None:
+    def move_to_host(self, copies: dict[tuple, torch.Tensor] | None = None) -> None:
         """Move the stored tensors off the device into host memory, in their dtype, so that the device's memory
         is free for the next run while this trace stays on screen (LiveModel.trace, issue 23). It reads the
         same values: derived entries are computed on the host from then on, recomputed layers run on the
-        model's device and land on the host (engine/replay.py). Nothing to do for a CPU run."""
-        copies: dict[tuple, torch.Tensor] = {}
+        model's device and land on the host (engine/replay.py). Nothing to do for a CPU run. `copies`: host
+        copies by storage, shared by traces that share tensors (a run and its temperature variants). The
+        entries are swapped in one assignment, so a reader on another thread sees one dict or the other."""
+        copies = {} if copies is None else copies
+        moved: OrderedDict[str, Entry] = OrderedDict()
         for name, value in self.entries.items():
             if isinstance(value, torch.Tensor) and off_host(value):
                 key = _storage_key(value)
                 if key not in copies:
                     copies[key] = value.to("cpu")
-                self.entries[name] = copies[key]
+                value = copies[key]
             elif isinstance(value, Derived) and value.rule == REPLAY_RULE:
                 replay: LayerReplay = value.params[0]  # type: ignore[assignment]
                 replay.move_to_host()
+            moved[name] = value
+        self.entries = moved
         self._recent.clear()
         self._home = None
 
