@@ -99,9 +99,9 @@ def test_after_a_fallback_a_run_at_least_as_long_goes_to_the_cpu_at_once(monkeyp
 
 
 def test_a_new_input_moves_the_traces_still_held_off_the_gpu(monkeypatch):
-    """One trace at a time on the GPU: before a run of another input, the last run's traces that someone still
-    holds (the app keeps one on screen) move to the host, those nobody holds are only collected, and a
-    temperature change (which reuses the run) moves nothing."""
+    """One trace at a time on the GPU: before a run of another input that does not fit beside them, the last
+    run's traces that someone still holds (the app keeps one on screen) move to the host, those nobody holds
+    are only collected, and a temperature change (which reuses the run) moves nothing."""
     from attnlab.engine.trace import Trace
 
     moved: list[int] = []
@@ -115,8 +115,15 @@ def test_a_new_input_moves_the_traces_still_held_off_the_gpu(monkeypatch):
     first = model.trace(SRC, TGT)
     warmer = model.trace(SRC, TGT, RunOptions(temperature=2.0))  # the same tensors, another Trace
     assert moved == []
+    room = {"bytes": 0}
+    monkeypatch.setattr(live, "available_on", lambda device: room["bytes"])  # the GPU's free memory
+    room["bytes"] = 1 << 40  # both traces fit: the one on screen stays where it is
+    model.trace("the dog sees the cat", TGT)
+    assert moved == []
+    held = model.trace("the black cat", TGT)
+    room["bytes"] = 1 << 10  # the next run fits only once the traces still held are off the GPU
     model.trace("the dog sees the cat", TGT)  # another input; its trace is not kept by anyone here
-    assert sorted(moved) == sorted([id(first), id(warmer)])
+    assert sorted(moved) == sorted([id(first), id(warmer), id(held)])
     moved.clear()
     model.trace("the cat", TGT)
     assert moved == []

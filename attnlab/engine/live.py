@@ -19,18 +19,18 @@ from typing import Any
 import torch
 
 from attnlab.engine import names, option_rules, replay
-from attnlab.engine.budget import estimate_trace_bytes, fits_on_device, working_bytes
+from attnlab.engine.budget import HEADROOM, estimate_trace_bytes, fits_on_device, working_bytes
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
 from attnlab.engine.gpu_failures import GpuFailures
 from attnlab.engine.logit_lens import lens_entries
-from attnlab.engine.memory import RunTooBig
+from attnlab.engine.memory import RunTooBig, available_on
 from attnlab.engine.model import Transformer
 from attnlab.engine.offload import Placement, streamed_layers
 from attnlab.engine.options import RunOptions
 from attnlab.engine.pairs import INPUT_CUT, pair_side
 from attnlab.engine.precision import convert_module, module_dtype, run_dtype
-from attnlab.engine.run_budget import run_refusal
+from attnlab.engine.run_budget import run_needs, run_refusal
 from attnlab.engine.runcache import LayerInputs, Resume, entries_before, first_changed_layer
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Recorder, Trace
@@ -176,6 +176,8 @@ class LiveModel:
         self._last_inputs: LayerInputs | None = None  # the last recorded run's layer inputs (runcache.py)
         # {record: the traces handed out that hold that run's tensors (the run's, its temperature variants)}
         self._handed_out: dict[bool, list[weakref.ref]] = {True: [], False: []}
+        # traces of earlier runs still held elsewhere (the one on screen, a pinned one), on the run's device
+        self._displaced: list[weakref.ref] = []
         self._checked: RunOptions | None = None  # the last options found runnable on this model
         self.held_dtype = module_dtype(module)  # the dtype the weights are held in (issue 23: as stored)
         self.placement: Placement | None = None  # layers spread over GPU, host and disk (checkpoints/placement.py)
@@ -395,8 +397,10 @@ class LiveModel:
             self._runs.pop(True, None)
             self._last_inputs = None
         dropped = [ref for record in kept_before - set(self._runs) for ref in self._handed_out.pop(record, [])]
-        if device.type == "cuda" and dropped:  # one trace at a time on the GPU (issue 23)
-            free_device_memory_of(dropped)
+        self._displaced = [ref for ref in self._displaced + dropped if ref() is not None]
+        if device.type == "cuda" and self._displaced and not self._fits_beside(device, src, tgt, options):
+            free_device_memory_of(self._displaced)  # one trace at a time on the GPU when two do not fit (issue 23)
+            self._displaced = []
         inputs = LayerInputs() if options.record else None
         trace: Trace | None = None
         try:
@@ -415,6 +419,26 @@ class LiveModel:
         if options.record:
             self._last_inputs = inputs
         return trace
+
+    def _fits_beside(self, device: torch.device, src: Prompt, tgt: Prompt, options: RunOptions) -> bool:
+        """Whether this run fits the GPU's free memory beside the traces of the last run that someone still
+        holds (the app keeps one on screen): then they stay where they are, and the new run pays nothing for
+        them; else they move to the host first (free_device_memory_of), and the budget counts that memory."""
+        gc.collect()  # traces nobody holds are freed first
+        sides = self._inputs(src, tgt, options, [], {})
+        S, T = side_lengths(sides)
+        keep = self._keep(device, options, sides)
+        dtype = run_dtype(self.held_dtype, options.precision)
+        element = torch.empty((), dtype=dtype).element_size()
+        needs = run_needs(self.config, options, S, T, element, self._weights_to_place(device, dtype), keep)
+        return needs.total <= HEADROOM * available_on(device)
+
+    def _weights_to_place(self, device: torch.device, dtype: torch.dtype) -> int:
+        """Bytes of weights a run on `device` in `dtype` must put there first (0 when they are there)."""
+        if self.device == device and module_dtype(self.module) == dtype:
+            return 0
+        element = torch.empty((), dtype=dtype).element_size()
+        return sum(p.numel() for p in self.module.checkpoint_tensors().values()) * element
 
     def _forget_runs_unlike(self, key: tuple) -> None:
         """Drop the kept runs of other text, weights or model than `key`'s: nothing of theirs can be reused."""
@@ -573,9 +597,7 @@ class LiveModel:
                 f"this model's weights are spread out ({self.placement.summary()}): it runs on {self.device} in "
                 f"{str(self.held_dtype).removeprefix('torch.')} only"
             )
-        moving = self.device != device or module_dtype(self.module) != dtype
-        element = torch.empty((), dtype=dtype).element_size()
-        weights = sum(p.numel() for p in self.module.checkpoint_tensors().values()) * element if moving else 0
+        weights = self._weights_to_place(device, dtype)
         S, T = side_lengths(sides)
         refusal = run_refusal(self.config, options, S, T, dtype, device, weights, keep)
         if refusal:  # what earlier runs left unreferenced is counted once it is given back
