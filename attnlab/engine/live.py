@@ -22,6 +22,7 @@ from attnlab.engine import names, option_rules, replay
 from attnlab.engine.budget import HEADROOM, estimate_trace_bytes, fits_on_device, working_bytes
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
+from attnlab.engine.devices import free_device_memory_of, out_of_device_memory, pick_device, release_device_memory
 from attnlab.engine.gpu_failures import GpuFailures
 from attnlab.engine.logit_lens import lens_entries
 from attnlab.engine.memory import RunTooBig, available_on
@@ -40,49 +41,6 @@ from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 LEAN_ABOVE_BYTES = 64 << 20  # LiveModel.lean_above: whole traces up to this size; layers recomputed on read above
 KEEP_ATTENTION_FROM = 1024  # tokens: a lean CPU run this long keeps each site's Q, K, V and mask (LiveModel._keep)
 Prompt = str | tuple[str, str] | list[int] | None  # text, a sentence pair, or token ids fed back by generation
-
-
-def pick_device(requested: str) -> torch.device:
-    """The device a run with RunOptions.device `requested` uses, with its index ("cuda:0", never a bare
-    "cuda": the parameters' device has one, and the two must compare equal)."""
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("CUDA was requested but no CUDA GPU is available; choose 'cpu' or 'auto'")
-    if requested == "auto":
-        requested = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(requested)
-    if device.type == "cuda" and device.index is None:
-        device = torch.device("cuda", torch.cuda.current_device())
-    return device
-
-
-def out_of_device_memory(error: BaseException) -> bool:
-    """Whether `error` says the GPU (or the pinned host memory a GPU run copies into) ran out of memory."""
-    if isinstance(error, torch.cuda.OutOfMemoryError):
-        return True
-    return isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
-
-
-def free_device_memory_of(dropped: list[weakref.ref]) -> None:
-    """Give back the GPU memory of runs this model no longer keeps: a trace someone still holds (the app keeps
-    the last one on screen while the next computes) moves to the host (Trace.move_to_host); the rest is
-    collected; then the caching allocator returns the blocks, so the next run's budget counts them as free."""
-    gc.collect()
-    copies: dict[tuple, torch.Tensor] = {}  # one host copy of a tensor several of these traces share
-    for ref in dropped:
-        trace = ref()
-        if trace is not None:
-            trace.move_to_host(copies)
-        del trace
-    del copies
-    release_device_memory()
-
-
-def release_device_memory() -> None:
-    """Give the memory of a failed GPU run back: the tensors it left behind are collected first, then the
-    caching allocator returns its unused blocks (for the CPU run that follows, and for other programs)."""
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
 
 
 class InputError(ValueError):
