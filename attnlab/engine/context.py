@@ -43,6 +43,7 @@ class RunContext:
         dropout: float,
         device: Device,
         dtype: torch.dtype | None = None,
+        positions: int | None = None,
     ):
         run = options if isinstance(options, ResolvedOptions) else options.resolved(config)
         self.norm_first = run.norm_first
@@ -57,8 +58,11 @@ class RunContext:
         self.dropout = dropout
         rotary_on = config.positional == "rotary" and options.positional
         d_head = (config.attn_width if run.projections else config.d_model) // self.n_heads  # w-headdim
+        # the rotary tables of the positions this run has (`positions`; all of max_len when not given): a
+        # 131,072-position Llama 3 would compute 64 MiB of them on every run and every recomputed layer
+        rows = min(config.max_len, positions) if positions else config.max_len
         self.rotary = (
-            rotary_angles(config.max_len, config.rotary_dims(d_head), device, config.rope_theta, config)  # 2 x [L, r/2]
+            rotary_angles(rows, config.rotary_dims(d_head), device, config.rope_theta, config)  # 2 x [rows, r/2]
             if rotary_on
             else None
         )
@@ -66,9 +70,7 @@ class RunContext:
         # w-norms: Gemma 3's local layers turn Q and K with their own base, plain rotary (rope_local_theta)
         local = rotary_on and config.rope_local_theta and config.sliding_window
         self.local_rotary = (
-            cast_tables(
-                rotary_angles(config.max_len, config.rotary_dims(d_head), device, config.rope_local_theta), dtype
-            )
+            cast_tables(rotary_angles(rows, config.rotary_dims(d_head), device, config.rope_local_theta), dtype)
             if local
             else None
         )

@@ -166,7 +166,9 @@ class Transformer(nn.Module):
             )
         ids = src_ids if src_ids is not None else tgt_ids
         assert ids is not None
-        ctx = RunContext(cfg, options, rec, self.dropout if self.training else 0.0, ids.device, self.sinusoid.dtype)
+        positions = max(x.shape[1] for x in (src_ids, tgt_ids) if x is not None)
+        dropout = self.dropout if self.training else 0.0
+        ctx = RunContext(cfg, options, rec, dropout, ids.device, self.sinusoid.dtype, positions)
         ctx.resume, ctx.inputs = resume, inputs
         with_position_bias(ctx, self)  # ALiBi: self-attention masks carry the bias (engine/position_bias.py)
         if src_types is not None:
