@@ -85,12 +85,9 @@ def site_floats(Tq: int, Tk: int, site: SiteLayout, self_attention: bool) -> int
     Scores, scaled, masked, weights and concat are derived."""
     width = site.width or site.d  # H·dk (w-headdim)
     floats = Tq * width + (Tq * site.d if site.projections else 0)  # context, out
-    if site.projections:
-        floats += Tq * width + 2 * Tk * site.kv_width  # Q, K, V
-        if site.qk_norm:  # q_in, q_normed [H, Tq, dk]; k_in, k_normed [H_kv, Tk, dk]
-            floats += 2 * (Tq * width + Tk * site.kv_width)
-    elif site.rotary and self_attention:
-        floats += (Tq + Tk) * site.d
+    floats += site_input_floats(Tq, Tk, site, self_attention)  # Q, K, V
+    if site.projections and site.qk_norm:  # q_in, q_normed [H, Tq, dk]; k_in, k_normed [H_kv, Tk, dk]
+        floats += 2 * (Tq * width + Tk * site.kv_width)
     return floats
 
 

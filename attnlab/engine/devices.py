@@ -32,8 +32,8 @@ def out_of_device_memory(error: BaseException) -> bool:
 def free_device_memory_of(dropped: list[weakref.ref]) -> None:
     """Give back the GPU memory of runs this model no longer keeps: a trace someone still holds (the app keeps
     the last one on screen while the next computes) moves to the host (Trace.move_to_host); the rest is
-    collected; then the caching allocator returns the blocks, so the next run's budget counts them as free."""
-    gc.collect()
+    collected (release_device_memory); then the caching allocator returns the blocks, so the next run's budget
+    counts them as free."""
     copies: dict[tuple, torch.Tensor] = {}  # one host copy of a tensor several of these traces share
     for ref in dropped:
         trace = ref()
