@@ -2,8 +2,9 @@
 # CI: does a plain (non-editable) install of the wheel work without the source tree?
 #
 # Builds the wheel, checks that it carries every module and every run-time resource, installs it into a fresh
-# virtual environment outside the source tree (--system-site-packages, so torch and PySide6 come from the
-# machine rather than being downloaded again; attnlab itself from the wheel only), then, from a temporary
+# virtual environment outside the source tree (with the building interpreter's site-packages on its path, so torch
+# and PySide6 come from there rather than being downloaded again; attnlab itself from the wheel only), then, from a
+# temporary
 # folder: `attnlab --version`, `attnlab info` and `attnlab trace` on both bundled models, and the app offscreen
 # to its first painted trace.  PYTHON picks the interpreter (default python3).
 set -euo pipefail
@@ -47,8 +48,13 @@ print(f"{len(wanted)} source files and resources all present ({len(shipped)} ent
 PY
 
 step "fresh virtual environment outside the source tree"
-"$PYTHON" -m venv --system-site-packages "$WORK/venv"
+"$PYTHON" -m venv "$WORK/venv"
 VPY="$WORK/venv/bin/python"
+# torch, PySide6 and the rest come from the interpreter that built the wheel (a virtual environment too, in CI),
+# not from a second download: its site-packages goes on the new environment's path after the environment's own,
+# where the wheel is installed. Its .pth files are not run from there, so its editable attnlab stays out.
+"$PYTHON" -c "import site; print('\n'.join(site.getsitepackages()))" \
+  >"$("$VPY" -c "import site; print(site.getsitepackages()[0])")/attnlab-ci-host.pth"
 "$VPY" -m pip install -q --no-deps --force-reinstall "$WHEEL"
 
 cd "$WORK"  # nothing of the source tree on sys.path from here on
