@@ -4,9 +4,8 @@
 # Builds the wheel, checks that it carries every module and every run-time resource, installs it into a fresh
 # virtual environment outside the source tree (with the building interpreter's site-packages on its path, so torch
 # and PySide6 come from there rather than being downloaded again; attnlab itself from the wheel only), then, from a
-# temporary
-# folder: `attnlab --version`, `attnlab info` and `attnlab trace` on both bundled models, and the app offscreen
-# to its first painted trace.  PYTHON picks the interpreter (default python3).
+# temporary folder: `attnlab --version`, `attnlab info` and `attnlab trace` on both bundled models, and the app
+# offscreen to its first painted trace.  PYTHON picks the interpreter (default python3).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
