@@ -12,7 +12,7 @@ attnlab/ui/window/slides.py with the app's own panels.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -105,14 +105,14 @@ def _stage(trace: Trace, key: str, where: str) -> Stage:
 
 
 # ---- PDF: one page per lesson step --------------------------------------------------------------------------
-def _question_line(lesson: Lesson, index: int, trace: Trace, vocab: object) -> str:
+def _question_line(lesson: Lesson, index: int, trace: Trace, vocab: Callable[[int], str]) -> str:
     from attnlab.present.lesson_questions import QuestionError, choice_labels, question_text, solve
 
     q = lesson.steps[index].question
     if q is None:
         return ""
     try:
-        choices = "   ".join(choice_labels(solve(q, trace, vocab)))  # type: ignore[arg-type]
+        choices = "   ".join(choice_labels(solve(q, trace, vocab)))
     except QuestionError:
         choices = ""
     return f"Question: {question_text(q)}" + (f"\n{choices}" if choices else "")

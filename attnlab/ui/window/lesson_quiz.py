@@ -8,6 +8,7 @@ attnlab/present/lesson_questions.py; the kept answers and their CSV in attnlab/p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,12 @@ CHOICES_HINT = "Answer with A–D; → shows the answer."
 RIGHT, WRONG = "#1e7b34", "#b3261e"  # the revealed answer's and a wrong pick's borders
 
 
+def _label(name: str) -> QLabel:
+    label = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText)
+    label.setObjectName(name)
+    return label
+
+
 class QuestionCard(QFrame):
     """The question, its choices as buttons A–D, and one status line (what to do, what was picked, the
     reveal)."""
@@ -48,16 +55,17 @@ class QuestionCard(QFrame):
         super().__init__(parent)
         self.setObjectName("lessonQuestion")
         self.setStyleSheet("QFrame#lessonQuestion { border-left: 4px solid #c98a00; padding: 2px 8px; }")
-        self.question = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText, objectName="lessonQuestionText")
+        self.question = _label("lessonQuestionText")
         self.question.setStyleSheet("font-size: 15pt; font-weight: bold;")
-        self.buttons = [QPushButton(objectName=f"lessonChoice{letter}") for letter in LETTERS]
+        self.buttons = [QPushButton() for _ in LETTERS]
         row = QHBoxLayout()
-        for button in self.buttons:
+        for letter, button in zip(LETTERS, self.buttons, strict=True):
+            button.setObjectName(f"lessonChoice{letter}")
             button.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # the clicker's keys stay with the window
             button.setStyleSheet("font-size: 13pt; padding: 4px 12px;")
             row.addWidget(button)
         row.addStretch(1)
-        self.status = QLabel(wordWrap=True, textFormat=Qt.TextFormat.PlainText, objectName="lessonQuestionStatus")
+        self.status = _label("lessonQuestionStatus")
         self.status.setStyleSheet("font-size: 13pt;")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
@@ -134,12 +142,9 @@ class Quiz(QObject):
         self.card.set_choices(choice_labels(self.solution))
         self._say_pick()
 
-    def _vocab(self) -> object:
+    def _vocab(self) -> Callable[[int], str] | None:
         model = self.window.session.model
-        if model is None:
-            return None
-        tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer
-        return tok.id_to_token if tok is not None else None
+        return model.output_tokenizer.id_to_token if model is not None else None
 
     def _on_trace(self, _trace: Trace) -> None:
         if self.waiting:
