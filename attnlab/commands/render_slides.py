@@ -60,6 +60,7 @@ class Start:
     tgt: str | None
     options: RunOptions
     stage: str
+    head: int = 0  # 0-based: the head attention stages show (--head)
 
 
 def _renderer(model: LiveModel) -> StageRenderer:
@@ -152,7 +153,7 @@ def _frame(renderer: StageRenderer, trace: Trace, start: Start, caption: str, wh
     from attnlab.ui.window.slides import Slide
 
     stage = _stage(trace, start.stage, where)
-    panel = renderer.panel(trace, stage, ViewState())
+    panel = renderer.panel(trace, stage, ViewState(head=start.head))
     fixed = getattr(panel, "fixed_axis", None)  # the output bars: one 0–1 axis, so a flatter curve looks flatter
     if fixed is not None and hasattr(fixed, "setChecked"):
         fixed.setChecked(True)
@@ -249,7 +250,8 @@ def run_slides(args: argparse.Namespace) -> int:
             else:
                 src, tgt, options = args.src, args.tgt, RunOptions()
             stage = next((k for item in args.stage or () for k in item.split(",") if k.strip()), "")
-            start = Start(Runs(model), src, tgt, options, stage.strip() or _default_stage(model, args.sweep))
+            stage = stage.strip() or _default_stage(model, args.sweep)
+            start = Start(Runs(model), src, tgt, options, stage, max(0, args.head - 1))
             path, frames = write_gif(args.gif, sweep_slides(start, args.sweep, renderer, args.frames))
             print(f"Wrote {frames} frames ({args.sweep}) to {path}.")
     except (LessonError, CheckpointError, SlideError) as e:
