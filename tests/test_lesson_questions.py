@@ -235,3 +235,31 @@ def test_window_asks_takes_a_click_reveals_and_exports(qtbot, tmp_path, translat
     assert rows[0]["correct?"] == ("yes" if keys[int(weights.argmax())] == "dog" else "no")
     assert float(rows[0]["value"]) == pytest.approx(float(weights[1]), rel=1e-4)
     w.session.shutdown()
+
+
+@pytest.mark.usefixtures("isolated_settings")
+def test_a_press_during_the_run_reveals_from_the_run_that_follows(qtbot, tmp_path, translation):
+    from attnlab.ui.window.lesson_actions import open_lesson
+    from attnlab.ui.window.main_window import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
+        w.session.set_model(translation, SRC, TGT)
+    path = tmp_path / "quiz.toml"
+    path.write_text(ASKING, encoding="utf-8")
+    open_lesson(w, path)
+    qtbot.waitUntil(lambda: not w.session.busy and w.session.stage_key == "src.tokens", timeout=WAIT)
+    w.session.set_src("the man bites the dog", debounce=False)  # a new run is under way
+    assert w.session.busy
+    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
+        w.lesson_player.step(1)
+        assert w.lesson_player.card.status.text() == "Running the model…"
+    qtbot.waitUntil(lambda: w.session.stage_key == "dec.2.cross.weights", timeout=WAIT)
+    trace = w.session.trace
+    assert list(trace["src.tokens"])[1] == "man"
+    weights = torch.as_tensor(trace["dec.2.cross.weights"])[2, list(trace["tgt.tokens"]).index("chien")]
+    assert f"put {float(weights.max()):.2f} on “{list(trace['src.tokens'])[int(weights.argmax())]}”" in (
+        w.lesson_player.card.status.text()
+    )
+    w.session.shutdown()

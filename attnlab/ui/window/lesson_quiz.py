@@ -100,6 +100,7 @@ class Quiz(QObject):
         self.pick: Pick | None = None
         self.solution: Solution | None = None
         self.revealed = False
+        self._reveal_on_trace = False  # pressed while the step's run was still under way
         self._hooked: set[int] = set()
         for i, button in enumerate(card.buttons):
             button.clicked.connect(partial(self._chose, i))
@@ -114,6 +115,7 @@ class Quiz(QObject):
     def ask(self, lesson: Lesson, index: int) -> None:
         step = lesson.steps[index]
         self.question, self.pick, self.solution, self.revealed = step.question, None, None, False
+        self._reveal_on_trace = False
         self.lesson_title, self.number = lesson.title, index + 1
         if step.question is None:
             self.card.hide()
@@ -147,7 +149,10 @@ class Quiz(QObject):
         return model.output_tokenizer.id_to_token if model is not None else None
 
     def _on_trace(self, _trace: Trace) -> None:
-        if self.waiting:
+        if self._reveal_on_trace and not self.window.session.busy:
+            self._reveal_on_trace = False
+            self._show_answer()
+        elif self.waiting:
             self._solve()
         self._hook_panels()
 
@@ -210,11 +215,19 @@ class Quiz(QObject):
         waiting to be revealed (the press then moves on)."""
         if not self.waiting or self.question is None:
             return False
+        self.revealed = True
+        if self.window.session.busy:  # the step's own run is not in yet: answer from it when it is
+            self._reveal_on_trace = True
+            self.card.status.setText("Running the model…")
+        else:
+            self._show_answer()
+        return True
+
+    def _show_answer(self) -> None:
         self._solve()
         s, q = self.solution, self.question
-        self.revealed = True
-        if s is None:
-            return True  # the card already says why it cannot be answered
+        if s is None or q is None:
+            return  # the card already says why it cannot be answered
         self.answers.record(answer_row(self.lesson_title, self.number, q, s, self.pick))
         self.card.status.setText(reveal_text(q, s, self.pick))
         self.card.mark(s.choices.index(s.answer) if s.answer in s.choices else -1, RIGHT)
@@ -226,4 +239,3 @@ class Quiz(QObject):
         if s.position is not None:
             session.set_view(position=s.position)
         session.set_stage(s.reveal_stage)
-        return True
