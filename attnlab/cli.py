@@ -21,7 +21,8 @@ COMMANDS = {
     "trace": "Run a checkpoint on a sentence and save every intermediate tensor to an .npz file.",
     "train": "Train the bundled classroom models from a seed (reproducible).",
     "eval": "Report held-out accuracy (and alignment, perplexity) for a checkpoint.",
-    "render": "Draw stages of a run to PNG/SVG files plus an index.html handout, without a display.",
+    "render": "Draw stages of a run to PNG/SVG files plus an index.html handout, a lesson to PDF slides, or a sweep "
+    "to an animated GIF, without a display.",
     "translate": "Print the greedy translation of a sentence (the bundled translation model or --checkpoint).",
     "generate": "Print the greedy continuation of a text by a decoder-only model (default: the bundled one).",
 }

@@ -3,6 +3,8 @@ them in order with their titles and explanations.
 
     attnlab render --checkpoint bundled:translation --src "the dog bites the man" --stage all --out handout/
     attnlab render --src "…" --stage enc.0.self.weights --stage out.probs --out slides/ --format png,svg --scale 2
+    attnlab render lesson.toml --pdf deck.pdf                       # one page per step (render_slides.py)
+    attnlab render lesson.toml --gif t.gif --sweep temperature      # or generation, training (needs Pillow)
 
 No display is needed: with neither DISPLAY nor WAYLAND_DISPLAY set, Qt draws off screen.
 """
@@ -17,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
+from attnlab.commands.render_slides import add_arguments as add_slide_arguments
+from attnlab.commands.render_slides import run_slides
 
 if TYPE_CHECKING:
     from attnlab.engine.live import LiveModel
@@ -32,18 +36,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="bundled:translation",
         help="a checkpoint file or folder, or bundled:NAME (default: bundled:translation)",
     )
-    parser.add_argument("--src", required=True, help="source sentence (a decoder-only model's prompt)")
+    parser.add_argument("--src", help="source sentence (a decoder-only model's prompt); required without a lesson")
     parser.add_argument(
         "--tgt", default=None, help="decoder input (default: the model's own greedy translation minus its last token)"
     )
     parser.add_argument(
         "--stage",
         action="append",
-        required=True,
         metavar="NAME",
-        help="a stage key such as enc.0.self.weights or out.probs, or 'all'; repeat it or separate keys by commas",
+        help="a stage key such as enc.0.self.weights or out.probs, or 'all'; repeat it or separate keys by commas "
+        "(required for pictures; with --gif the stage animated, default out.probs or the last cross-attention)",
     )
-    parser.add_argument("--out", required=True, metavar="DIR", help="folder for the files and index.html")
+    parser.add_argument("--out", metavar="DIR", help="folder for the files and index.html (pictures)")
     parser.add_argument("--format", default="png", help="png, svg or png,svg (default: png)")
     parser.add_argument(
         "--scale",
@@ -53,6 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--head", type=int, default=1, help="which head attention stages show (1-based)")
     add_import_arguments(parser)
+    add_slide_arguments(parser)
 
 
 def fail(message: str) -> int:
@@ -77,6 +82,9 @@ def _wanted_stages(requested: list[str], stages: Sequence[Stage]) -> tuple[list[
 
 
 def _check(args: argparse.Namespace, formats: list[str] | None) -> str:
+    missing = [flag for flag, value in (("--src", args.src), ("--stage", args.stage), ("--out", args.out)) if not value]
+    if missing:
+        return f"pictures need {', '.join(missing)} (or give a lesson file with --pdf or --gif)"
     if formats is None:
         return f"--format takes png, svg or png,svg (got {args.format!r})."
     if not 1.0 <= args.scale <= MAX_SCALE:
@@ -89,6 +97,8 @@ def _check(args: argparse.Namespace, formats: list[str] | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError
 
+    if args.lesson is not None or args.pdf is not None or args.gif is not None:
+        return run_slides(args)
     formats = _formats(args.format)
     problem = _check(args, formats)
     if problem or formats is None:  # _check names a None format list
@@ -126,19 +136,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def start_qt() -> None:
+    """The Qt application drawing needs; off screen when there is no display to reach."""
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from attnlab.ui.window import app as appsettings
+
+    appsettings.create_app(["attnlab-render"])
+
+
 def render_stages(
     model: LiveModel, trace: Trace, stages: Sequence[Stage], out: Path, formats: list[str], scale: float, head: int
 ) -> int:
     """Draw every stage in every format into `out` and write index.html; returns how many pictures."""
-    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    start_qt()
     from attnlab.present.explain import explanation_html
     from attnlab.present.export import HandoutEntry, handout_html, safe_file_stem, write_text
     from attnlab.present.stages import ViewState
-    from attnlab.ui.window import app as appsettings
     from attnlab.ui.window.export import StageRenderer
 
-    appsettings.create_app(["attnlab-render"])
     tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer
     renderer = StageRenderer(vocabulary=tok.id_to_token if tok is not None else None)
     view = ViewState(head=head)

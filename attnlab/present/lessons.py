@@ -26,6 +26,7 @@ from typing import Any
 from attnlab.bounded_read import FileRefused, loads_toml, read_text, regular_file_size
 from attnlab.engine import option_rules
 from attnlab.engine.options import RunOptions
+from attnlab.present.lesson_questions import Question, QuestionError, parse_question
 
 MAX_BYTES = 256 * 1024
 MAX_STEPS = 200
@@ -36,7 +37,7 @@ SUFFIX = ".toml"
 # The toggles a lesson may set are the option table's lesson keys (engine/option_specs.py): their TOML types,
 # what values they refuse and how they set RunOptions come from there.
 LESSON_KEYS = {"title", "model", "src", "tgt", "toggles", "step", "description"}
-STEP_KEYS = {"stage", "note", "toggles", "head", "src", "tgt"}
+STEP_KEYS = {"stage", "note", "toggles", "head", "src", "tgt", "question"}
 
 
 class LessonError(ValueError):
@@ -51,6 +52,7 @@ class Step:
     head: int | None = None  # 1-based head to select, if any
     src: str | None = None  # a sentence for this step (else the lesson's)
     tgt: str | None = None
+    question: Question | None = None  # asked before the stage shows its answer (present/lesson_questions.py)
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,10 @@ def _step(table: Any, number: int) -> Step:
     head = table.get("head")
     if head is not None and (isinstance(head, bool) or not isinstance(head, int) or head < 1):
         raise LessonError(f"{where}: 'head' counts from 1 and must be a whole number, not {head!r}")
+    try:
+        question = parse_question(table.get("question"))
+    except QuestionError as e:
+        raise LessonError(f"{where}: {e}") from None
     return Step(
         stage=stage,
         note=_string(table, "note", where, limit=MAX_NOTE) or "",
@@ -160,6 +166,7 @@ def _step(table: Any, number: int) -> Step:
         head=head,
         src=_string(table, "src", where),
         tgt=_string(table, "tgt", where),
+        question=question,
     )
 
 
@@ -230,6 +237,8 @@ def _value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
     return json.dumps(str(value), ensure_ascii=False)  # a JSON string is a TOML basic string
@@ -255,5 +264,7 @@ def lesson_toml(lesson: Lesson) -> str:
                 lines.append(f"{key} = {_value(getattr(step, key))}")
         if step.toggles:
             lines.append(f"toggles = {_value(dict(step.toggles))}")
+        if step.question is not None:
+            lines.append(f"question = {_value(step.question.table())}")
         lines.append(f"note = {_value(step.note)}")
     return "\n".join(lines) + "\n"

@@ -111,6 +111,8 @@ class StageRenderer:
         panel = self._panels.get(cls)
         if panel is None:
             panel = self._panels[cls] = cls()
+            if callable(self._vocabulary):
+                panel.vocab = self._vocabulary  # names the decoder rows' predictions ("mord → l'homme")
             if self._vocabulary is not None and hasattr(panel, "set_vocabulary"):
                 panel.set_vocabulary(self._vocabulary)
             panel.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)  # laid out like a shown one

@@ -26,6 +26,7 @@ from attnlab.present.lessons import (
     stage_problems,
     toggles_of,
 )
+from attnlab.ui.window.lesson_quiz import QuestionCard, Quiz
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import LiveModel, Trace
@@ -52,6 +53,9 @@ class LessonPlayer(QObject):
         layout = central.layout() if central is not None else None
         assert isinstance(layout, QBoxLayout)  # MainWindow._build_central's column
         layout.insertWidget(max(0, layout.count() - 1), self.note)  # above the stage and its explanation
+        self.card = QuestionCard()
+        layout.insertWidget(layout.indexOf(self.note) + 1, self.card)  # a step's question, under its note
+        self.quiz = Quiz(window, self.card)
         self._checked = False
         window.session.traceReady.connect(self._check_stages)
 
@@ -69,6 +73,7 @@ class LessonPlayer(QObject):
     def stop(self) -> None:
         self.lesson = None
         self.note.hide()
+        self.quiz.stop()
 
     def go(self, index: int) -> None:
         lesson, s = self.lesson, self.window.session
@@ -92,10 +97,14 @@ class LessonPlayer(QObject):
             s.stage_key = step.stage  # picked when the next trace (of the new options) arrives
         self.note.setText(f"{lesson.title} · step {index + 1} of {len(lesson.steps)}\n{step.note}")
         self.note.show()
+        self.quiz.ask(lesson, index)
 
     def step(self, delta: int) -> None:
-        if self.lesson is not None:
-            self.go(self.index + delta)
+        """The clicker: the next press on a step with an open question reveals its answer; the press after
+        moves on."""
+        if self.lesson is None or (delta > 0 and self.quiz.reveal()):
+            return
+        self.go(self.index + delta)
 
     def _check_stages(self, _trace: Trace) -> None:
         """Once the lesson's model has run: say which steps name stages it does not have."""
@@ -258,3 +267,26 @@ def add_lesson_actions(window: WindowHost, menu: QMenu) -> None:
     window._action(
         menu, "&Add current stage to lesson", lambda: add_current_stage(window), ["Ctrl+Shift+A"], "addLessonStepAction"
     )
+    window._action(menu, "E&xport lesson answers…", lambda: _export_answers_dialog(window), name="exportAnswersAction")
+
+
+# ---- the answers a class gave ---------------------------------------------------------------------------------
+def export_answers(window: WindowHost, path: str | Path) -> Path:
+    """Write the answers given to this session's lesson questions as CSV (lesson_answers.COLUMNS)."""
+    return write_text(path, player_of(window).quiz.answers.csv_text())
+
+
+def _export_answers_dialog(window: WindowHost) -> None:
+    answers = player_of(window).quiz.answers
+    if not len(answers):
+        window.statusBar().showMessage("No lesson question has been answered yet in this session.", 6000)
+        return
+    path, _ = QFileDialog.getSaveFileName(window, "Export lesson answers", "answers.csv", "CSV (*.csv)")
+    if not path:
+        return
+    try:
+        written = export_answers(window, path if path.endswith(".csv") else path + ".csv")
+    except OSError as e:
+        QMessageBox.warning(window, "Cannot write the answers", str(e))
+        return
+    window.statusBar().showMessage(f"Wrote {len(answers)} answer(s) to {written}", 6000)
