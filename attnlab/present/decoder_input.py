@@ -58,7 +58,6 @@ def written_for_banner(trace: Trace) -> str:
         return ""
     tgt, other = stale
     return (
-        f"The decoder input “{tgt}” was typed for another sentence, “{other}”: cross-attention and the output "
-        "now pair it with this source. Type the decoder input for this sentence, or Clear it to start from the "
-        "start token."
+        f"The decoder input “{tgt}” was typed for another sentence, “{other}”, and is read here beside this one. "
+        "Type one for this sentence, or Clear it."
     )
