@@ -23,6 +23,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from attnlab.engine import names
 from attnlab.engine.options import RunOptions
 from attnlab.present.ablation import BASELINE_PROBS, baseline_probs
+from attnlab.present.decoder_input import FOLLOWED, WRITTEN_FOR, DecoderInput
 from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage, warm_up
 from attnlab.present.texts import default_prefix, example_sentence, extended_ids, ids_text, next_token, real_length
@@ -94,6 +95,9 @@ class Session(QObject):
         # The decoder side as ids once Generate has extended it (the box shows them as text): generated
         # tokens are fed back exactly, with no text round trip. Editing the text drops them.
         self.tgt_ids: list[int] | None = None
+        # who wrote the decoder input, for which sentence (present/decoder_input.py): the model's follows the source
+        self.tgt_origin = DecoderInput()
+        self._follow = False  # the next run replaces the decoder input with the model's translation of the source
         self.options = RunOptions()
         self.view: ViewState = ViewState()
         self.stage_key: str | None = None
@@ -142,6 +146,7 @@ class Session(QObject):
         self.src = example_sentence(model) if src is None else src
         self.tgt = (tgt or "") if self._has_decoder_input() else ""
         self.tgt_ids = None
+        self.tgt_origin, self._follow = DecoderInput().written(self.src, typed=False), False  # the loader's or a demo's
         self._generate_presses = 0
         self.modelChanged.emit(model)
         self.snapshotsChanged.emit(snapshots)
@@ -165,14 +170,24 @@ class Session(QObject):
             self.request_trace()
 
     def set_src(self, text: str, debounce: bool = True) -> None:
+        """A new source sentence; a decoder input the person did not type follows it on the next run."""
         if text != self.src:
             self.src = text
-            if self.model is not None and self.model.config.arch == "decoder-only":
+            config = self.model.config if self.model is not None else None
+            if config is not None and config.arch == "decoder-only":
                 self.tgt_ids = None
+            if self.tgt_origin.follows(config):
+                self._follow, self.tgt_ids = True, None
             self._schedule(debounce)
 
-    def set_tgt(self, text: str, debounce: bool = True) -> None:
-        if text != self.tgt and self._has_decoder_input():
+    def set_tgt(self, text: str, debounce: bool = True, typed: bool = True) -> None:
+        """A new decoder input, `typed` by the person (kept when the source changes) or not (a lesson's step,
+        which follows the source like the model's own)."""
+        if not self._has_decoder_input():
+            return
+        following, self._follow = self._follow, False
+        self.tgt_origin = self.tgt_origin.written(self.src, typed)
+        if text != self.tgt or following:  # a run about to replace the input with the model's: run again
             self.tgt = text
             self.tgt_ids = None
             self._schedule(debounce)
@@ -305,6 +320,7 @@ class Session(QObject):
             self.notice.emit(f"The decoder input has reached this model's limit of {model.config.max_len} tokens.")
             return
         self.tgt_ids = extended_ids(trace, token_id, tok.specials.n_added("decoder"))
+        self.tgt_origin = self.tgt_origin.generated(self.src)
         text = ids_text(tok, self.tgt_ids)
         self.notice.emit(f"Generated “{piece}”")
         if model.config.arch == "decoder-only":
@@ -335,9 +351,11 @@ class Session(QObject):
         self._debounce.stop()
         if self.model is None:
             return
-        model, options = self.model, self.options
+        model, options, text = self.model, self.options, self.src
         typed_or_generated = list(self.tgt_ids) if self.tgt_ids is not None else self.tgt
-        src, tgt = model.prompt_sides(self.src, typed_or_generated)
+        follow = self._follow and self.tgt_origin.follows(model.config)
+        stale = self.tgt_origin.stale_for(text, self.tgt)
+        written_for = (self.tgt, stale) if stale is not None and not follow else None
         stage_key = self.stage_key
         snapshots, step = self.snapshots, self.training_step
 
@@ -345,8 +363,12 @@ class Session(QObject):
             start = time.perf_counter()
             # a snapshot: built once, here (a step is only set while the model has snapshots)
             weights = snapshots.model_at(step) if step is not None and snapshots is not None else model
+            followed = default_prefix(weights, text) if follow else None  # the model's own translation
+            src, tgt = model.prompt_sides(text, typed_or_generated if followed is None else followed)
             before = baseline_probs(weights, src, tgt, options)  # [T, V] or None: the run without ablations
             trace = weights.trace(src, tgt, options)
+            trace.info[FOLLOWED] = None if followed is None else (text, followed)
+            trace.info[WRITTEN_FOR] = written_for
             if step is not None:
                 trace.info["training_step"] = step
             stages = warm_up(trace, stage_key)  # the stage list, and the shown panel's entries on the host
@@ -487,6 +509,8 @@ class Session(QObject):
             return
         trace, self.stages = finished
         self.trace = trace
+        if trace.info.get(FOLLOWED) is not None:
+            self._take_followed(*trace.info[FOLLOWED])
         stage = pick_stage(self.stages, self.stage_key)
         self.stage_key = stage.key if stage else None
         heads = trace.n_heads
@@ -496,6 +520,14 @@ class Session(QObject):
         if self._generate_presses and not self.busy:
             self._generate_presses -= 1
             self._generate_one()
+
+    def _take_followed(self, src: str, tgt: str) -> None:
+        """The decoder input a run made to follow source `src`: the box shows it (the follow is done unless
+        the source changed again since)."""
+        self.tgt, self.tgt_ids = tgt, None
+        self.tgt_origin = self.tgt_origin.written(src, typed=False)
+        self._follow = self._follow and src != self.src
+        self.textsChanged.emit()
 
     def _set_busy(self) -> None:
         busy, loading = self.busy, self.loading

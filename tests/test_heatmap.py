@@ -310,7 +310,7 @@ def test_masked_cells(heatmap, qtbot):
 def test_masked_value_explicitly_flagged_is_masked_even_if_finite(heatmap):
     m = np.array([[0.5, 0.7]], np.float32)
     heatmap.set_data(m, ["q"], ["a", "b"], masked=np.array([[False, True]]))
-    assert heatmap.describe_cell(0, 1) == "q → b  [0, 1] = masked"
+    assert heatmap.describe_cell(0, 1) == "row q (0) · column b (1) · value masked"
     assert heatmap.levels() == pytest.approx((0.25, 0.75))  # only the valid 0.5 counts
 
 
@@ -342,23 +342,23 @@ def test_all_masked_and_nan_do_not_break(heatmap, qtbot):
 def test_describe_cell_text(heatmap):
     m = np.array([[0.1, 0.2, 0.25], [0.3, 0.4, 0.5]])
     heatmap.set_data(m, ["the", "black"], ["cat", "sees", "dog"])
-    assert heatmap.describe_cell(1, 2) == "black → dog  [1, 2] = 0.5"
-    assert heatmap.describe_cell(0, 2) == "the → dog  [0, 2] = 0.25"
+    assert heatmap.describe_cell(1, 2) == "row black (1) · column dog (2) · value 0.5"
+    assert heatmap.describe_cell(0, 2) == "row the (0) · column dog (2) · value 0.25"
     assert heatmap.describe_cell(5, 0) == ""
     heatmap.set_value_format("{:.3f}")
-    assert heatmap.describe_cell(0, 0) == "the → cat  [0, 0] = 0.100"
+    assert heatmap.describe_cell(0, 0) == "row the (0) · column cat (0) · value 0.100"
     heatmap.set_value_format(lambda v: f"{100 * v:.0f}%")
-    assert heatmap.describe_cell(1, 1).endswith("= 40%")
+    assert heatmap.describe_cell(1, 1).endswith("value 40%")
     heatmap.set_data(m, None, None)  # the format persists across updates
-    assert heatmap.describe_cell(1, 2) == "[1, 2] = 50%"
+    assert heatmap.describe_cell(1, 2) == "row 1 · column 2 · value 50%"
     heatmap.set_value_format("{:.4g}")
-    assert heatmap.describe_cell(1, 2) == "[1, 2] = 0.5"
+    assert heatmap.describe_cell(1, 2) == "row 1 · column 2 · value 0.5"
 
 
 def test_describe_cell_uses_full_label(heatmap):
     long = "<extraordinarily_long>"
     heatmap.set_data(np.eye(2), [long, "b"], ["x", long])
-    assert heatmap.describe_cell(0, 1) == f"{long} → {long}  [0, 1] = 0"
+    assert heatmap.describe_cell(0, 1) == f"row {long} (0) · column {long} (1) · value 0"
 
 
 def test_hover_readout(heatmap, qtbot):
@@ -368,9 +368,9 @@ def test_hover_readout(heatmap, qtbot):
     with qtbot.waitSignal(heatmap.cellHovered) as blocker:
         heatmap._on_mouse_moved(heatmap.scene_pos_of_cell(2, 1))
     assert blocker.args == [2, 1]
-    assert heatmap.readout_text() == "c → y  [2, 1] = 7"
+    assert heatmap.readout_text() == "row c (2) · column y (1) · value 7"
     heatmap._on_mouse_moved(heatmap.scene_pos_of_cell(1, 1))
-    assert heatmap.readout_text() == "b → y  [1, 1] = masked"
+    assert heatmap.readout_text() == "row b (1) · column y (1) · value masked"
     # Over the left tick labels: the full row label.
     left = heatmap.plot_item().getAxis("left")
     y = heatmap.scene_pos_of_cell(1, 0).y()
@@ -384,7 +384,7 @@ def test_hover_with_real_mouse(heatmap, qtbot):
     view = heatmap.graphics_view()
     pt = view.mapFromScene(heatmap.scene_pos_of_cell(0, 2))
     qtbot.mouseMove(view.viewport(), pt)
-    qtbot.waitUntil(lambda: heatmap.readout_text() == "a → z  [0, 2] = 0", timeout=2000)
+    qtbot.waitUntil(lambda: heatmap.readout_text() == "row a (0) · column z (2) · value 0", timeout=2000)
 
 
 def test_cell_clicked_signal(heatmap, qtbot):
@@ -597,8 +597,8 @@ def test_head_grid_selection_and_readout(grid, qtbot):
     settle(grid, qtbot)
     vb = grid.view_boxes()[1]
     grid._on_mouse_moved(vb.mapViewToScene(QtCore.QPointF(1, 3)))
-    assert grid.readout_text() == f"head 2: sees → black  [3, 1] = {w[1, 3, 1]:.3f}"
-    assert grid.describe_cell(0, 0, 6) == "head 1: the → .  [0, 6] = masked"
+    assert grid.readout_text() == f"head 2: query sees (3) · key black (1) · weight {w[1, 3, 1]:.3f}"
+    assert grid.describe_cell(0, 0, 6) == "head 1: query the (0) · key . (6) · weight masked"
 
 
 def test_head_grid_clear(grid, qtbot):

@@ -11,7 +11,7 @@ import torch
 
 from attnlab.checkpoints import load_bundled
 from attnlab.engine import names
-from attnlab.engine.typed import UNSURE_BELOW, classroom_language, typed_form
+from attnlab.engine.typed import UNSURE_BELOW, classroom_language, percent_below, typed_form
 from attnlab.present.lexicon import lexicon, out_of_domain_text, outside_words
 from attnlab.present.unsure import unsure_positions, unsure_sentence
 from attnlab.training.handwritten import sentence_key
@@ -94,10 +94,10 @@ def test_the_output_stage_names_the_unsure_positions(translation):
     trace = translation.trace("I love you.", "j'adorez vous")
     probs = torch.stack([trace.read(names.PROBS, t) for t in range(len(trace["tgt.tokens"]))])  # [T, V]
     expected = [(t, float(p)) for t, p in enumerate(probs.max(dim=-1).values) if p < UNSURE_BELOW]
-    got = unsure_positions(trace)
-    assert expected and [t for t, _ in got] == [t for t, _ in expected]
-    assert [p for _, p in got] == pytest.approx([p for _, p in expected])  # pytest 9.2 refuses nested approx
-    assert f"{expected[0][0] + 1} ({expected[0][1]:.0%})" in unsure_sentence(trace)
+    found = unsure_positions(trace)
+    assert expected and [t for t, _ in found] == [t for t, _ in expected]  # pytest 9 refuses a nested approx
+    assert [p for _, p in found] == pytest.approx([p for _, p in expected])
+    assert f"{expected[0][0] + 1} ({percent_below(expected[0][1])})" in unsure_sentence(trace)
     assert unsure_sentence(translation.trace("The dog is big.", "le chien est grand")) == ""
 
 

@@ -74,9 +74,16 @@ def as_text(d: dict) -> str:
         lines.append(
             f"  {'source' if side == 'src' else 'target'} tokenizer: {tok['kind']}, {tok['vocab_size']} tokens"
         )
-    if d["metadata"]:
+    meta = dict(d["metadata"])
+    settings, notices = meta.pop("settings", None), meta.pop("notices", None)
+    if meta:
         lines.append("metadata:")
-        lines += [f"  {k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in d["metadata"].items()]
+        lines += [f"  {k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in meta.items()]
+    if isinstance(notices, list) and notices:
+        lines.append("notes from loading:")
+        lines += [f"  - {note}" for note in notices]
+    if isinstance(settings, dict) and settings:
+        lines += settings_table(settings)
     snaps = d["snapshots"]
     if snaps:
         kept = ", ".join(map(str, snaps["steps"])) if "steps" in snaps else f"unreadable ({snaps['error']})"
@@ -85,6 +92,45 @@ def as_text(d: dict) -> str:
     width = max(len(n) for n in d["tensors"])
     lines += [f"  {name:<{width}}  [{', '.join(map(str, shape))}]" for name, shape in d["tensors"].items()]
     return "\n".join(lines)
+
+
+def _applies(field: str, entry: dict[str, Any], defaults: dict[str, Any]) -> bool:
+    """Whether a setting says something about this model: read from its files, inferred with a reason,
+    assumed, or decided by its model type (a value other than attnlab's default)."""
+    source = str(entry.get("source", ""))
+    if source.startswith("inferred from model_type"):
+        return field not in defaults or entry.get("value") != defaults[field]
+    return True
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def settings_table(settings: dict[str, Any]) -> list[str]:
+    """Where each setting that applies came from, as aligned columns (setting, value, from); the settings
+    left at attnlab's defaults are counted, not listed (`--json` gives them all)."""
+    from attnlab.engine.config import ModelConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig) if f.default is not dataclasses.MISSING}
+    rows = [
+        (field, _shown(entry.get("value")), str(entry.get("source", "")))
+        for field, entry in settings.items()
+        if isinstance(entry, dict) and _applies(field, entry, defaults)
+    ]
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in [("setting", "value", "from"), *rows]) for i in range(2)]
+    lines = ["where each setting came from:"]
+    lines += [
+        f"  {a:<{widths[0]}}  {b:<{widths[1]}}  {c}".rstrip() for a, b, c in [("setting", "value", "from"), *rows]
+    ]
+    left = len(settings) - len(rows)
+    if left:
+        lines.append(
+            f"  ({left} more keep attnlab's defaults, which this model type does not change; --json lists all)"
+        )
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:

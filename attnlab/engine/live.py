@@ -531,6 +531,7 @@ class LiveModel:
         entries.update(lens_entries(self.module, entries, resolved))  # the logit lens, derived on read
         info: dict[str, Any] = {"model": self.name, "compute_ms": (time.perf_counter() - start) * 1000.0}
         info["kept"] = keep  # what the trace stores of each layer (engine/replay.py)
+        info["pads"] = sum(len(ids) - n_real for _p, ids, n_real in sides.values())  # <pad> positions (pad_to)
         info["specials"] = {side: self.wrapping(side, src if side == "src" else tgt) for side in sides}
         host: dict[str, torch.Tensor] = {}
         if kept and last_recorded is not None and resume is not None:  # host copies of reused entries stay valid

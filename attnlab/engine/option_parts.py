@@ -9,12 +9,11 @@ from typing import Any
 from attnlab.engine import names
 from attnlab.engine import options as run_options  # w-headdim: projections_off_problem
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.option_spec import Choice, Control, LessonKey
+from attnlab.engine.option_spec import Choice, Control, LessonKey, RunFacts
 from attnlab.engine.options import PRECISIONS, ResolvedOptions, RunOptions, head_choices, parse_ablation
 
 SHAPE, MASKS, PARTS, OUTPUT_GROUP = "Shape of the computation", "Masks", "Switch parts off", "Output and display"
 NORM_CHOICES = (("trained", "As trained"), ("pre", "Pre-norm"), ("post", "Post-norm"))  # RunOptions.norm values
-PeakLogit = Callable[[], "float | None"]
 
 
 def cuda_available() -> bool:
@@ -55,7 +54,7 @@ def final_norm_on(config: ModelConfig, options: RunOptions) -> bool:
     return config.final_norm if options.final_norm is None else bool(options.final_norm)
 
 
-def norm_departs(config: ModelConfig, options: RunOptions, peak_logit: PeakLogit) -> list[str]:
+def norm_departs(config: ModelConfig, options: RunOptions, run: RunFacts) -> list[str]:
     placement, trained = options.norm, _trained_norm(config)
     if config.sublayer_norm != "input":  # w-norms: OLMo-2 x + norm(F(x)), Gemma 2's sandwich; pre/post move norms
         moved = isinstance(options, ResolvedOptions) and not options.output_norm
@@ -64,7 +63,7 @@ def norm_departs(config: ModelConfig, options: RunOptions, peak_logit: PeakLogit
     if placement == trained:
         return []
     if placement == "pre" and not final_norm_on(config, options):
-        peak = peak_logit()
+        peak = run.peak_logit()
         size = f", logits reach ~{peak:.0f}" if peak is not None else ""
         return [f"pre-norm without a final LayerNorm: the residual stream is never normalised before the output{size}"]
     return [
@@ -73,7 +72,7 @@ def norm_departs(config: ModelConfig, options: RunOptions, peak_logit: PeakLogit
     ]
 
 
-def final_norm_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
+def final_norm_departs(config: ModelConfig, options: RunOptions, _run: RunFacts) -> list[str]:
     if options.final_norm is False and config.final_norm:
         return ["the trained final LayerNorm is skipped"]
     if options.final_norm and not config.final_norm and options.norm == _trained_norm(config):
@@ -123,7 +122,7 @@ def head_choice_items(config: ModelConfig) -> tuple[Choice, ...]:
     return tuple(Choice(h, f"{h} (trained)" if h == config.n_heads else str(h)) for h in head_choices(config))
 
 
-def heads_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
+def heads_departs(config: ModelConfig, options: RunOptions, _run: RunFacts) -> list[str]:
     if options.n_heads is None or options.n_heads == config.n_heads:
         return []
     return [
@@ -162,6 +161,65 @@ def causal_control(stack: str, attr: str, name: str, text: str) -> Control:
         shown=lambda o, c: has_stack(c) and o.is_causal(f"{stack}.0.self"),
         written=lambda o, _c, on: o.with_causal(f"{stack}.self", bool(on)),
     )
+
+
+CAUSAL_DEPARTS = {  # site kind -> why the opposite of how it was trained departs (the banner's words)
+    "dec.self": "the decoder's causal mask is off: each position now sees the tokens after it, which it never could "
+    "in training (its prediction can read the answer)",
+    "enc.self": "the encoder's causal mask is on: each token now sees only the tokens before it, though the encoder "
+    "was trained reading the whole sentence",
+    "dec.cross": "cross-attention is masked causally: decoder position t now sees only the first t + 1 source tokens, "
+    "not the whole sentence it was trained on",
+}
+
+
+def causal_departs(config: ModelConfig, options: RunOptions, _run: RunFacts) -> list[str]:
+    """A causal mask switched against training at a kind of site the model has (trained: causal decoder
+    self-attention only)."""
+    has = {"enc.self": config.has_encoder, "dec.self": config.has_decoder}
+    has["dec.cross"] = config.has_encoder and config.has_decoder
+    return [
+        reason
+        for kind, reason in CAUSAL_DEPARTS.items()
+        if has[kind] and options.is_causal(_first_site(kind)) != (kind == "dec.self")
+    ]
+
+
+def _first_site(kind: str) -> str:
+    """'dec.cross' -> 'dec.0.cross': a site of that kind (the causal toggle is per kind)."""
+    stack, attention = names.site_kind_parts(kind)
+    return names.site(names.layer(stack, 0), attention)
+
+
+def padding_departs(_config: ModelConfig, options: RunOptions, run: RunFacts) -> list[str]:
+    """The padding mask off departs only when the inputs hold <pad> tokens: then real tokens attend to them."""
+    if options.padding_mask:
+        return []
+    pads = run.pads()
+    if not pads:
+        return []
+    return [
+        f"the padding mask is off: every token also attends to the {pads} <pad> token{'s' if pads > 1 else ''}, "
+        "which training always hid"
+    ]
+
+
+def custom_mask_departs(_config: ModelConfig, options: RunOptions, _run: RunFacts) -> list[str]:
+    if not options.custom_masks:
+        return []
+    cells = sum(len(c) for _, c in options.custom_masks)
+    where = ", ".join(site for site, c in options.custom_masks if c)
+    return [
+        f"{cells} attention cell{'s are' if cells > 1 else ' is'} blocked by hand ({where}): those queries no "
+        "longer see keys they saw in training"
+    ]
+
+
+def ablation_departs(_config: ModelConfig, options: RunOptions, _run: RunFacts) -> list[str]:
+    if not options.ablate:
+        return []
+    heads = ", ".join(f"{site} head {head + 1} ({mode})" for site, head, mode in options.ablate)
+    return [f"heads are ablated, their output replaced by zeros or by its mean: {heads}"]
 
 
 def causal_problem(value: dict) -> str | None:
@@ -217,7 +275,7 @@ def positional_label(config: ModelConfig) -> str:
     return POSITIONAL_TEXTS.get(position_kind(config), "Positional encoding")
 
 
-def positional_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
+def positional_departs(config: ModelConfig, options: RunOptions, _run: RunFacts) -> list[str]:
     if options.positional or config.positions_kind == "none":
         return []
     return [
@@ -229,14 +287,14 @@ def positional_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogi
 UNSCALED_TIP = "Not meaningful for this model: it was trained without ÷√dₖ (T5), so its scores are never divided"
 
 
-def scale_departs(config: ModelConfig, options: RunOptions, _peak: PeakLogit) -> list[str]:
+def scale_departs(config: ModelConfig, options: RunOptions, _run: RunFacts) -> list[str]:
     if options.scale or not config.trained_scale:
         return []
     return ["scores are not divided by √dₖ: every softmax is sharper than in training"]
 
 
-def off_reason(name: str, reason: str) -> Callable[[ModelConfig, RunOptions, PeakLogit], list[str]]:
-    return lambda _config, options, _peak: [] if getattr(options, name) else [reason]
+def off_reason(name: str, reason: str) -> Callable[[ModelConfig, RunOptions, RunFacts], list[str]]:
+    return lambda _config, options, _run: [] if getattr(options, name) else [reason]
 
 
 def check(attr: str, name: str, group: str, text: str, tip: str, **more: Any) -> Control:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 from attnlab.engine import option_specs
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.option_spec import NOTHING, OUTPUT, CliFlag, Control, LessonKey, OptionSpec
+from attnlab.engine.option_spec import NOTHING, OUTPUT, CliFlag, Control, LessonKey, OptionSpec, RunFacts
 from attnlab.engine.options import RunOptions
 
 
@@ -48,11 +48,27 @@ def stage_key(options: RunOptions) -> tuple:
     return tuple(getattr(options, s.field) for s in specs() if s.renames_stages)
 
 
-def departures(config: ModelConfig, options: RunOptions, peak_logit: Callable[[], float | None]) -> list[str]:
+def departures(
+    config: ModelConfig,
+    options: RunOptions,
+    peak_logit: Callable[[], float | None],
+    pads: Callable[[], int] = lambda: 0,
+) -> list[str]:
     """Why a run with `options` is not the trained model's, in the banner's words (empty: it is), one spec
-    after the other in the table's order. `peak_logit()` gives the run's largest |logit| when a reason needs it."""
+    after the other in the table's order. `peak_logit()` gives the run's largest |logit| and `pads()` how many
+    <pad> positions its inputs hold, when a reason needs them."""
+    return [
+        reason
+        for reasons in departures_by_field(config, options, RunFacts(peak_logit, pads)).values()
+        for reason in reasons
+    ]
+
+
+def departures_by_field(config: ModelConfig, options: RunOptions, run: RunFacts) -> dict[str, list[str]]:
+    """{field: its reasons} for each spec whose value departs from training, in the table's order."""
     resolved = options.resolved(config)
-    return [reason for s in specs() if s.departs is not None for reason in s.departs(config, resolved, peak_logit)]
+    found = {s.field: s.departs(config, resolved, run) for s in specs() if s.departs is not None}
+    return {field: reasons for field, reasons in found.items() if reasons}
 
 
 def controls() -> Iterator[tuple[OptionSpec, Control]]:

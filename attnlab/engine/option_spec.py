@@ -94,6 +94,29 @@ class LessonKey:
     saved: Callable[[Any], Any] = lambda value: value
 
 
+def _no_peak() -> float | None:
+    return None
+
+
+def _no_pads() -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a departure's reason may ask of the run itself, each read only when a reason needs it:
+    `peak_logit()` the run's largest |logit| (None: no logits), `pads()` how many <pad> positions its inputs
+    hold (a padding mask switched off changes nothing without them)."""
+
+    peak_logit: Callable[[], float | None] = _no_peak
+    pads: Callable[[], int] = _no_pads
+
+
+# Why a run departs from training, for the banner (present/facts.py): (config, options resolved for it, the
+# run's facts) -> reasons in words, none when the value is as trained.
+Departs = Callable[["ModelConfig", "RunOptions", RunFacts], list[str]]
+
+
 @dataclass(frozen=True)
 class OptionSpec:
     """Everything said about one RunOptions field (see the module docstring)."""
@@ -107,9 +130,11 @@ class OptionSpec:
     # the first site where one does (engine/runcache.py)
     site_changed: Callable[[RunOptions, RunOptions, str], bool] | None = None
     renames_stages: bool = False  # the stage list's titles name this switch (present/stages.py's cache key)
-    # Why this run departs from training, for the banner (present/facts.py): (config, options resolved for
-    # it, the run's peak |logit| or None) -> reasons in words; none when the value is as trained.
-    departs: Callable[[ModelConfig, RunOptions, Callable[[], float | None]], list[str]] | None = None
+    # Every spec says whether its field can take the model away from how it was trained, in one of two ways:
+    # `departs` (Departs above: the banner's reasons, each naming the switch), or `as_trained`: why no value of
+    # it does (a decoding or display choice, where the run happens). tests/test_departures.py walks the table.
+    departs: Departs | None = None
+    as_trained: str = ""
 
     def shown(self, control: Control, options: RunOptions, config: ModelConfig) -> Any:
         return control.shown(options, config) if control.shown else _same(options, config, self.field)

@@ -118,6 +118,7 @@ ABLATE = OptionSpec(
             part.parsed_ablations,
         ),
     ),
+    departs=part.ablation_departs,
 )
 
 CAUSAL = OptionSpec(
@@ -136,12 +137,14 @@ CAUSAL = OptionSpec(
         ),
     ),
     lesson=LessonKey("causal", (dict,), part.causal_problem, part.with_causal_table, saved=dict),
+    departs=part.causal_departs,
 )
 
 PADDING_MASK = OptionSpec(
     "padding_mask",
     controls=(part.check("padding", "paddingCheck", MASKS, "Padding mask", "Block attention to <pad> tokens"),),
     lesson=part.bool_key("padding_mask"),
+    departs=part.padding_departs,
 )
 
 PAD_TO = OptionSpec(
@@ -159,6 +162,8 @@ PAD_TO = OptionSpec(
         ),
     ),
     lesson=LessonKey("pad_to", (int,), part.at_least("pad_to", 0)),
+    as_trained="padding only appends <pad> tokens; with the padding mask on no real token sees them, so the "
+    "real tokens' numbers are the trained model's (the padding mask's spec says when it is off)",
 )
 
 CUSTOM_MASKS = OptionSpec(
@@ -180,6 +185,7 @@ CUSTOM_MASKS = OptionSpec(
             settings={"info": "mask_info"},
         ),
     ),
+    departs=part.custom_mask_departs,
 )
 
 SCALE = OptionSpec(
@@ -270,6 +276,11 @@ PROJECTIONS = OptionSpec(
             part.switch_off("projections"),
         ),
     ),
+    departs=part.off_reason(
+        "projections",
+        "the projections W_Q, W_K, W_V, W_O are off: attention compares and mixes the raw vectors, "
+        "which the trained layers never saw",
+    ),
 )
 
 TEMPERATURE = OptionSpec(
@@ -308,6 +319,8 @@ TEMPERATURE = OptionSpec(
         lambda t: None if 0 < t <= 100 else "toggle 'temperature' must be above 0 and at most 100",
         lambda o, t: o.replace(temperature=float(t)),
     ),
+    as_trained="a decoding choice: every tensor up to the logits is the trained model's, and the output stage "
+    "names the temperature its probabilities use",
 )
 
 DEVICE = OptionSpec(
@@ -327,6 +340,7 @@ DEVICE = OptionSpec(
     cli=(
         CliFlag("--device", {"choices": ("auto", "cpu", "cuda"), "default": "auto"}, lambda o, d: o.replace(device=d)),
     ),
+    as_trained="where the run happens: the same computation on the CPU or a GPU",
 )
 
 # precision (issue 23, weights as stored): the stored dtype (bf16 stays bf16) or float32 for the run
@@ -363,10 +377,11 @@ PRECISION = OptionSpec(
             else f"toggle 'precision' must be one of {', '.join(part.PRECISION_VALUES)}, not {v!r}"
         ),
     ),
+    as_trained="the stored dtype is the weights as trained, and float32 only widens them (no rounding is added)",
 )
 
 # record: the API's fast path (LiveModel.trace(options=RunOptions(record=False))); no control, flag or key.
-RECORD = OptionSpec("record")
+RECORD = OptionSpec("record", as_trained="what the trace keeps, not what the model computes")
 
 SPECS: tuple[OptionSpec, ...] = (
     NORM,

@@ -65,11 +65,25 @@ def classroom_language(metadata: Mapping, role: str) -> str | None:
     return languages[0] if role != "decoder" or len(languages) == 1 else languages[-1]
 
 
+def percent_below(prob: float, limit: float = UNSURE_BELOW) -> str:
+    """`prob` as a percentage that reads as below `limit`: 0.31 -> '31%', 0.497 -> '49.7%' (not '50%')."""
+    for places in range(4):
+        text = f"{prob:.{places}%}"
+        if float(text.rstrip("%")) < limit * 100:
+            return text
+    return f"{prob:.4%}"
+
+
 def unsure_notice(unsure: list[tuple[str, float]], limit: int = 4) -> str:
-    """One line on the greedy choices below UNSURE_BELOW: [("vous", 0.31), …] -> 'Unsure: …'."""
-    shown = ", ".join(f"“{piece}” {prob:.0%}" for piece, prob in unsure[:limit])
-    more = f" and {len(unsure) - limit} more" if len(unsure) > limit else ""
-    return (
-        f"Unsure: the model gave {shown}{more} less than {UNSURE_BELOW:.0%} probability when it chose "
-        f"{'it' if len(unsure) == 1 else 'them'}; the output may be wrong there."
-    )
+    """One line on the greedy choices below UNSURE_BELOW: [("vous", 0.31)] -> 'Unsure: the model chose “vous”
+    with only 31% probability (under 50%); the output may be wrong there.'"""
+    under = f"{UNSURE_BELOW:.0%}"
+    if len(unsure) == 1:
+        piece, prob = unsure[0]
+        chosen = f"“{piece}” with only {percent_below(prob)} probability (under {under})"
+    else:
+        shown = [f"“{piece}” ({percent_below(prob)})" for piece, prob in unsure[:limit]]
+        if len(unsure) > limit:
+            shown.append(f"{len(unsure) - limit} more")
+        chosen = ", ".join(shown[:-1]) + f" and {shown[-1]}, each with under {under} probability"
+    return f"Unsure: the model chose {chosen}; the output may be wrong there."

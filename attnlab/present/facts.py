@@ -167,7 +167,7 @@ def untrained_reasons(trace: Trace) -> list[str]:
     computation away from the one the weights were fitted to, in words a person reads on the banner (the
     `departs` of each spec in the option table)."""
     config, options = trace.config, trace.options
-    return option_rules.departures(config, options, lambda: _peak_logit(trace))
+    return option_rules.departures(config, options, lambda: _peak_logit(trace), lambda: int(trace.info.get("pads", 0)))
 
 
 def untrained_remedies(trace: Trace) -> list[str]:

@@ -16,17 +16,24 @@ EXAMPLE_SENTENCE = "the black cat sees the small dog"
 EXAMPLE_SENTENCES = (EXAMPLE_SENTENCE, "le chat noir voit le petit chien")  # English, then French
 MAX_PREFIX_TOKENS = 12  # the greedy decoder prefix shown at start-up
 RANDOM_PREFIX_TOKENS = 3  # a random model's "translation" is noise: keep it short
+# A language model opens on the first words of the example, not all of it: a whole sentence leaves Generate
+# nothing to add but "." and </s>. The bundled French model continues "le chat noir" greedily with "est assis
+# sur la colline ." (tests/test_readable_texts.py runs it).
+PROMPT_WORDS = 3
 
 
 def example_sentence(model: LiveModel) -> str:
-    """The model's own example, else the first built-in one its vocabulary covers (no <unk>)."""
+    """The model's own example, else the first built-in one its vocabulary covers (no <unk>); for a
+    decoder-only model only its first PROMPT_WORDS words, a prompt Generate can continue."""
     if model.metadata.get("example"):
         return str(model.metadata["example"])
     tokenizer = model.src_tokenizer if model.config.has_encoder else model.tgt_tokenizer
+    found = EXAMPLE_SENTENCE
     for sentence in EXAMPLE_SENTENCES:
         if tokenizer is not None and tokenizer.unk_id not in tokenizer.encode(sentence)[1]:
-            return sentence
-    return EXAMPLE_SENTENCE
+            found = sentence
+            break
+    return " ".join(found.split()[:PROMPT_WORDS]) if model.config.arch == "decoder-only" else found
 
 
 def default_prefix(model: LiveModel, src: str) -> str:

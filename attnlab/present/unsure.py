@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
-from attnlab.engine.typed import UNSURE_BELOW
+from attnlab.engine.typed import UNSURE_BELOW, percent_below
 from attnlab.present.texts import real_length
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def unsure_sentence(trace: Trace, limit: int = 6) -> str:
     found = unsure_positions(trace)
     if not found:
         return ""
-    shown = ", ".join(f"{position + 1} ({top:.0%})" for position, top in found[:limit])
+    shown = ", ".join(f"{position + 1} ({percent_below(top)})" for position, top in found[:limit])
     more = f" and {len(found) - limit} more" if len(found) > limit else ""
     return (
         f"<b>Unsure:</b> at decoder position{'s' if len(found) > 1 else ''} {shown}{more} the most likely next "

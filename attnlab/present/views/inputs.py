@@ -34,7 +34,7 @@ def chip_kind(piece: str) -> str:
 class Chip:
     position: int
     piece: str  # the token as the tokenizer wrote it
-    printable: str  # the piece made visible (control characters escaped, blanks as ␣)
+    printable: str  # the piece made visible (space marks and blanks as ␣, control characters escaped)
     token_id: int
     kind: str  # chip_kind
 

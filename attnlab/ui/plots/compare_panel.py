@@ -86,6 +86,7 @@ class _GridRow(QtWidgets.QWidget):
         super().__init__(parent)
         self.a, self.b = HeadGrid(self), HeadGrid(self)
         self.diff = HeadGrid(self, colormap=DEFAULT_DIVERGING, signed_colormap=DEFAULT_DIVERGING)
+        self.diff.set_value_role("change in weight")
         self.message = QtWidgets.QLabel(self, wordWrap=True, alignment=Qt.AlignmentFlag.AlignCenter)
         grid = self._grid = QtWidgets.QGridLayout(self)
         grid.setContentsMargins(0, 0, 0, 0)

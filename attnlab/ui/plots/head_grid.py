@@ -63,6 +63,7 @@ class HeadGrid(MatrixView):
         row_floor: float = zoom.ROW_PX_GRID,
     ) -> None:
         super().__init__(parent, colormap=colormap, signed_colormap=signed_colormap, value_format=value_format)
+        self.readout_roles = ("query", "key", "weight")  # every head's attention weights
         self._cells: tuple[int, int] | None = None  # (Tq, Tk)
         self._arranged: tuple[int, int] = (0, 0)  # (rows, columns) of the grid shown
         self._row_floor = row_floor  # the least pixels per row presenting, before zoom (zoom.row_floor)

@@ -25,6 +25,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 from PySide6.QtCore import Qt, Signal
 
+from attnlab.present.labels import axis_role
 from attnlab.ui.plots.axes import (
     TICK_POINT_SIZE,
     TITLE_POINT_SIZE,
@@ -198,6 +199,7 @@ class LabeledHeatmap(MatrixView, LongMapHeatmap):
         """Titles of the row (left) and column (bottom) axes, e.g. 'query' / 'key'."""
         set_axis_title(self._left, rows)
         set_axis_title(self._bottom, cols)
+        self.readout_roles = (axis_role(rows), axis_role(cols), self.readout_roles[2])
         self._set_axis_sizes()
 
     def set_colorbar_label(self, text: str) -> None:

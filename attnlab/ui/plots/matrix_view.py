@@ -18,6 +18,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
+from attnlab.present.labels import cell_readout
 from attnlab.ui.plots.axes import (
     MaskBackground,
     cache_axis,
@@ -75,6 +76,8 @@ class MatrixView(QtWidgets.QWidget):
         self._row_labels: list[str] | None = None
         self._col_labels: list[str] | None = None
         self._title = ""
+        # what the rows, columns and values are, for the readout ("query", "key", "weight"; '': row, column, value)
+        self.readout_roles: tuple[str, str, str] = ("", "", "")
 
         self._title_label = QtWidgets.QLabel(self)
         self._title_label.setFont(title_font())
@@ -185,12 +188,19 @@ class MatrixView(QtWidgets.QWidget):
             self._title_label.setText(title)
             self._title_label.setVisible(bool(title))
 
+    def set_value_role(self, word: str) -> None:
+        """What the cells are, in the readout ('weight', 'score'; present/labels.value_word)."""
+        self.readout_roles = (*self.readout_roles[:2], word)
+
     def _cell_text(self, value: float, explicitly_masked: bool, r: int, c: int) -> str:
-        """'row label → col label  [r, c] = value' (just '[r, c] = value' without labels)."""
-        where = f"[{r}, {c}] = {describe_value(value, explicitly_masked, self._value_format)}"
-        if self._row_labels is None and self._col_labels is None:
-            return where
-        return f"{self.row_label(r)} → {self.col_label(c)}  {where}"
+        """'query ␣sentence (408) · key ␣and (179) · weight 0.31' (present/labels.cell_readout)."""
+        rows, cols = self._row_labels, self._col_labels
+        return cell_readout(
+            (r, None if rows is None else rows[r]),
+            (c, None if cols is None else cols[c]),
+            describe_value(value, explicitly_masked, self._value_format),
+            self.readout_roles,
+        )
 
     def _new_scene(self) -> pg.GraphicsLayoutWidget:
         """A pyqtgraph scene placed in the stack before the message, its mouse wired to this view."""

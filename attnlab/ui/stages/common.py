@@ -26,6 +26,7 @@ from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
     sublayer_output,
     tokens,
 )
+from attnlab.present.labels import value_word
 from attnlab.present.views.model import MatrixView
 from attnlab.present.views.site import axis_title, clamp_head  # noqa: F401 (re-exported for the panels)
 from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label, tick_font
@@ -302,6 +303,7 @@ def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> N
     """Draw a view-model's matrix: its numbers, axis labels, title and colour scale, in the chosen colour map."""
     if matrix.axes is not None:
         panel_map.titles(*matrix.axes)
+    panel_map.set_value_role(value_word(matrix.name))
     panel_map.number_from(matrix.first_row, matrix.first_col)  # 0, 0 unless a window of positions is shown
     if matrix.source is not None:  # a long map: overview and exact windows read from its source
         panel_map.draw_source(matrix, colormap)

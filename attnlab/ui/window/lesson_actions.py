@@ -85,7 +85,7 @@ class LessonPlayer(QObject):
         texts_change = src != s.src or (tgt is not None and tgt != s.tgt)
         s.set_src(src, debounce=False)
         if tgt is not None:
-            s.set_tgt(tgt, debounce=False)
+            s.set_tgt(tgt, debounce=False, typed=False)  # the lesson's: it follows a sentence typed later
         if texts_change:
             s.textsChanged.emit()  # the input boxes show the step's sentence
         s.set_options(lesson.options(index, RunOptions(device=s.options.device)))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QPushButton
 
+from attnlab.present.decoder_input import written_for_banner
 from attnlab.present.engine_api import INPUT_CUT, names
 from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
@@ -121,6 +122,7 @@ class WindowStatus(WindowHost):
             read = model.typed_form(typed or "", side)  # what the model reads: "don't" is "do not"
             warnings.append(out_of_domain_text(str(meta["classroom_model"]), read))
         warnings += [n for n in trace.notices if INPUT_CUT in n]  # an input longer than the model reads
+        warnings.append(written_for_banner(trace))  # a typed decoder input beside another sentence
         untrained = untrained_banner(trace)
         if untrained and not meta.get("random"):
             warnings.append(untrained)
