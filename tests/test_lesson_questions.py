@@ -250,14 +250,15 @@ def test_a_press_during_the_run_reveals_from_the_run_that_follows(qtbot, tmp_pat
     path.write_text(ASKING, encoding="utf-8")
     open_lesson(w, path)
     qtbot.waitUntil(lambda: not w.session.busy and w.session.stage_key == "src.tokens", timeout=WAIT)
-    w.session.set_src("the man bites the dog", debounce=False)  # a new run is under way
+    # a new run is under way; the lesson's decoder input follows the new sentence ("le chien voit")
+    w.session.set_src("the dog sees the man", debounce=False)
     assert w.session.busy
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
         w.lesson_player.step(1)
         assert w.lesson_player.card.status.text() == "Running the model…"
     qtbot.waitUntil(lambda: w.session.stage_key == "dec.2.cross.weights", timeout=WAIT)
     trace = w.session.trace
-    assert list(trace["src.tokens"])[1] == "man"
+    assert list(trace["src.tokens"])[2] == "sees" and "chien" in list(trace["tgt.tokens"])
     weights = torch.as_tensor(trace["dec.2.cross.weights"])[2, list(trace["tgt.tokens"]).index("chien")]
     assert f"put {float(weights.max()):.2f} on “{list(trace['src.tokens'])[int(weights.argmax())]}”" in (
         w.lesson_player.card.status.text()
