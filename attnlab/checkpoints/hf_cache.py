@@ -16,15 +16,13 @@ imported only when an id is looked up. Plain Python (no torch, no Qt).
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from attnlab.bounded_read import cache_blobs
 from attnlab.checkpoints.errors import CheckpointError
+from attnlab.model_ids import looks_like_id
 
-ID_PATTERN = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w./-]+)?")  # org/name[@revision]
 HF_CACHE_KEY = "hf_cache"  # LiveModel.metadata of a model read from a cached snapshot: repo, commit, folder
-COMMIT = re.compile(r"[0-9a-f]{40}")  # huggingface_hub's REGEX_COMMIT_HASH
 
 
 class NotCached(CheckpointError):
@@ -42,10 +40,9 @@ def cache_dir() -> Path:
 def model_spec(spec: str | os.PathLike[str]) -> tuple[str, str | None] | None:
     """(repo id, revision or None) when `spec` names a model by id: 'org/name' or 'org/name@revision' that is
     not an existing path (a path that exists is always a path); None for a path."""
-    text = str(spec)
-    if not isinstance(spec, str) or not ID_PATTERN.fullmatch(text) or os.path.lexists(Path(text).expanduser()):
+    if not looks_like_id(spec):
         return None
-    repo_id, _, revision = text.partition("@")
+    repo_id, _, revision = str(spec).partition("@")
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     try:

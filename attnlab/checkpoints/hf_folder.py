@@ -22,8 +22,8 @@ from attnlab import limits
 from attnlab.bounded_read import MAX_INDEX_BYTES, FileRefused, confined, regular_file_size
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
 from attnlab.checkpoints.header import read_layout, short_reason
-from attnlab.checkpoints.hf_cache import HF_CACHE_KEY, cached_repo_of, display_name
 from attnlab.checkpoints.hf.bert import NO_HEAD_NOTE
+from attnlab.checkpoints.hf_cache import HF_CACHE_KEY, cached_repo_of, display_name
 from attnlab.checkpoints.limits import UNCHECKED_PARAMETERS, check_config_sizes, tensor_layout_problems
 from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_file, tokenizer_at
 from attnlab.engine.config import ModelConfig
