@@ -61,9 +61,8 @@ def folder_files(folder: Path) -> dict[str, bytes]:
 
 def tiny_gpt2(seed: int = 0):
     """A tiny random GPT2LMHeadModel (tests/hf_tiny.py), its weights drawn from `seed`."""
-    import torch
-
     import hf_tiny
+    import torch
 
     model, _ = hf_tiny.gpt2()
     if seed:

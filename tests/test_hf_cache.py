@@ -7,16 +7,16 @@ from __future__ import annotations
 import os
 import socket
 
+import hf_tiny
 import pytest
 import torch
 import transformers
+from hf_cache_files import add_revision, saved_gpt2
 from huggingface_hub import constants, scan_cache_dir, snapshot_download
 
-import hf_tiny
 from attnlab.checkpoints import CheckpointError, load_checkpoint
 from attnlab.checkpoints.hf_cache import cached_repo_of, model_spec, resolve_cached
 from attnlab.cli import main
-from hf_cache_files import add_revision, saved_gpt2
 
 REPO = "acme/tiny-gpt2"
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 import os
 
+import hostile_files as h
 import pytest
+from hf_cache_files import add_revision, blob_name
 from huggingface_hub import constants
 from safetensors.torch import save_file
 
-import hostile_files as h
 from attnlab.bounded_read import FileRefused, confined
 from attnlab.checkpoints import CheckpointError, load_checkpoint
-from hf_cache_files import add_revision, blob_name
 
 REPO = "acme/tiny"
 

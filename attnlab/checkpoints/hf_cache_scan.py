@@ -70,7 +70,9 @@ def cached_models(cache: str | os.PathLike[str] | None = None) -> tuple[list[Cac
         )
         status = folder_status(chosen.snapshot_path)
         models.append(
-            CachedModel(repo.repo_id, repo.size_on_disk, _size(repo.size_on_disk_str), names, chosen.snapshot_path, status)
+            CachedModel(
+                repo.repo_id, repo.size_on_disk, _size(repo.size_on_disk_str), names, chosen.snapshot_path, status
+            )
         )
     problems = [limits.cut(" ".join(str(w).split()), 300) for w in info.warnings]
     return models, problems
