@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint",
         default="bundled:translation",
-        help="a checkpoint file or folder, or bundled:NAME (default: bundled:translation)",
+        help="a checkpoint file or folder, a model in the Hugging Face cache (org/name[@revision]), or bundled:NAME "
+        "(default: bundled:translation)",
     )
     parser.add_argument("--src", required=True, help="source sentence (a decoder-only model's prompt)")
     parser.add_argument(

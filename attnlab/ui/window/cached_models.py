@@ -100,8 +100,9 @@ class CachedModelsDialog(QDialog):
                 item.setToolTip(text if column < 3 else (m.status or f"opens {m.spec}"))
                 if not m.opens:
                     item.setForeground(QColor(muted))
+                if column == 1:  # sizes line up on the right
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(row, column, item)
-            self.table.item(row, 1).setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         first = next((row for row, m in enumerate(models) if m.opens), None)
         if first is not None:
             self.table.selectRow(first)
