@@ -156,3 +156,11 @@ def test_huggingface_hub_is_not_imported_for_a_path(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_the_stage_check_reads_an_ids_config_without_its_weights(cache, files):
+    from attnlab.checkpoints.config_only import config_without_weights
+
+    add_revision(cache, REPO, files)
+    assert config_without_weights(REPO) == load_checkpoint(REPO).config
+    assert config_without_weights("acme/not-cached") is None
