@@ -164,3 +164,22 @@ def test_the_stage_check_reads_an_ids_config_without_its_weights(cache, files):
     add_revision(cache, REPO, files)
     assert config_without_weights(REPO) == load_checkpoint(REPO).config
     assert config_without_weights("acme/not-cached") is None
+
+
+def test_hf_home_places_the_cache_as_huggingface_hub_places_it(files, tmp_path):
+    """A fresh process with only HF_HOME set: the cache is HF_HOME/hub, as huggingface_hub.constants say."""
+    import subprocess
+    import sys
+
+    add_revision(tmp_path / "home" / "hub", REPO, files)
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE")}
+    env |= {"HF_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.getcwd()}
+    code = (
+        "import sys; from huggingface_hub import constants; from attnlab.cli import main; "
+        "print(constants.HF_HUB_CACHE); sys.exit(main(['models']))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == str(tmp_path / "home" / "hub")
+    assert lines[2].split()[0] == REPO and lines[2].endswith("opens")

@@ -13,8 +13,8 @@ from attnlab.bounded_read import confined, read_json
 from attnlab.checkpoints.bundled import BUNDLED, bundled_path, stand_in_config
 from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.header import read_layout
+from attnlab.checkpoints.hf_cache import resolve_model
 from attnlab.engine.config import ModelConfig
-from attnlab.model_ids import looks_like_id
 
 
 def bundled_config(name: str) -> ModelConfig | None:
@@ -29,11 +29,7 @@ def config_without_weights(path: str | os.PathLike[str]) -> ModelConfig | None:
     """The config a checkpoint file, model folder or cached model id declares, read without any tensor; None
     when unknown."""
     try:
-        if looks_like_id(path):  # a model in the Hugging Face cache: its snapshot folder
-            from attnlab.checkpoints.hf_cache import resolve_cached
-
-            path = resolve_cached(str(path))
-        where = Path(path).expanduser()
+        where = resolve_model(path)  # a model in the Hugging Face cache by id: its snapshot folder
         if where.is_dir() or where.name == "config.json":
             folder = where if where.is_dir() else where.parent
             return _hf_config(folder / "config.json") if (folder / "config.json").is_file() else None

@@ -1,6 +1,7 @@
 """Models in the Hugging Face cache, named by id, read offline through huggingface_hub's own functions.
 
-    resolve_cached("acme/tiny-gpt2")          # Path of snapshots/<commit>/ (refs/main), never the network
+    resolve_model("acme/tiny-gpt2")           # Path of snapshots/<commit>/ (refs/main); a path stays a path
+    resolve_cached("acme/tiny-gpt2")          # the same for an id only, never the network
     resolve_cached("acme/tiny-gpt2@step1000") # a branch or tag recorded in refs/, or a commit hash
     model_spec("acme/tiny-gpt2")              # ("acme/tiny-gpt2", None) for an id, None for a path
     cached_repo_of(folder)                    # (repo id, commit) when `folder` is a cached snapshot
@@ -50,6 +51,14 @@ def model_spec(spec: str | os.PathLike[str]) -> tuple[str, str | None] | None:
     except HFValidationError:
         return None
     return repo_id, revision or None
+
+
+def resolve_model(spec: str | os.PathLike[str]) -> Path:
+    """What `spec` opens: a path (expanded) when it is one, the cached snapshot folder when it is a model id
+    ('org/name[@revision]' that is no existing path; NotCached when the cache does not hold it)."""
+    if model_spec(spec) is not None:
+        return resolve_cached(str(spec))
+    return Path(spec).expanduser()
 
 
 def resolve_cached(spec: str, cache: str | os.PathLike[str] | None = None) -> Path:

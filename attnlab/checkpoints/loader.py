@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.bounded_read import FileRefused, confined
 from attnlab.checkpoints.errors import CheckpointError
-from attnlab.checkpoints.hf_cache import model_spec, resolve_cached
+from attnlab.checkpoints.hf_cache import resolve_model
 from attnlab.checkpoints.native import load_safetensors
 from attnlab.checkpoints.snapshots_file import is_snapshots_file, snapshots_path
 from attnlab.checkpoints.torch_files import ZIP_MAGIC, load_torch_file
@@ -51,9 +51,7 @@ def load_checkpoint(
             f"Cannot load a checkpoint from {excerpt(path)}: give the path of a .safetensors or "
             ".pt file, or of a model folder"
         )
-    if model_spec(path) is not None:  # 'org/name[@revision]' that is no path: a model in the Hugging Face cache
-        path = resolve_cached(str(path))
-    path = Path(path).expanduser()
+    path = resolve_model(path)  # 'org/name[@revision]' that is no path: a model in the Hugging Face cache
     try:
         settings = ImportSettings(heads=heads, norm=norm, activation=activation)
         return _load_path(path, device, settings, tokenizer, dtype)
