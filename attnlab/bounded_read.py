@@ -180,10 +180,11 @@ def _in_cache_blobs(target: Path, resolved: Path, root: Path) -> bool:
     except ImportError:
         return False
     cache = blobs.parent.parent
-    if not _shared_blobs.is_shared_blobs_dir(_shared_blobs.shared_blobs_dir(cache)):
+    store = _shared_blobs.shared_blobs_dir(cache)
+    if store.is_symlink() or not _shared_blobs.is_shared_blobs_dir(store):  # a real folder, marked as the store
         return False
     shared = _shared_blobs.shared_blob_target(first, cache)
-    return shared is not None and shared.resolve() == resolved
+    return shared is not None and resolved.is_relative_to(store) and shared.resolve() == resolved
 
 
 def _first_hop(target: Path) -> Path | None:

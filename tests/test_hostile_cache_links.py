@@ -130,3 +130,24 @@ def test_a_blob_in_huggingface_hubs_shared_store_is_read(snapshot, tmp_path):
     assert load_checkpoint(REPO).name == REPO
     relink(blob, tmp_path / "outside.safetensors")
     refused_in_one_line(REPO, "model.safetensors", "outside the model folder")
+
+
+def test_a_shared_store_reached_through_a_link_counts_for_nothing(snapshot, tmp_path):
+    """<cache>/blobs, or one of its prefix folders, linked to another store (the user's own cache, say) does
+    not open that store's files."""
+    _shared_blobs = pytest.importorskip("huggingface_hub.utils._shared_blobs")
+    cache, blob = snapshot.parents[2], (snapshot / "model.safetensors").resolve()
+    xet = "cd" + "1" * 62
+    elsewhere = tmp_path / "other-cache-store"
+    (elsewhere / xet[:2]).mkdir(parents=True)
+    blob.rename(elsewhere / xet[:2] / xet)
+    store = _shared_blobs.shared_blobs_dir(cache)
+    store.mkdir()
+    (store / _shared_blobs.SHARED_BLOBS_MARKER_NAME).write_text(f"{_shared_blobs.SHARED_BLOBS_LAYOUT_VERSION}\n")
+    (store / xet[:2]).symlink_to(elsewhere / xet[:2])  # the prefix folder leads out of the store
+    blob.symlink_to(os.path.relpath(_shared_blobs.shared_blob_path(cache, xet), blob.parent))
+    assert _shared_blobs.shared_blob_target(blob, cache) is not None  # huggingface_hub's own check lets it by
+    refused_in_one_line(REPO, "model.safetensors", "outside the model folder")
+    store.rename(tmp_path / "old-store")
+    store.symlink_to(elsewhere)  # the whole store a link
+    refused_in_one_line(REPO, "model.safetensors", "outside the model folder")
