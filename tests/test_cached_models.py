@@ -145,3 +145,29 @@ def test_recent_files_and_drops_take_ids(tmp_path, cache):
     data = QMimeData()
     data.setUrls([QUrl.fromLocalFile(str(tmp_path))])
     assert dropped_model(data) == str(tmp_path)
+
+
+@pytest.mark.usefixtures("isolated_settings")
+def test_file_open_model_opens_the_double_clicked_one_in_the_window(cache, qtbot):
+    from PySide6.QtGui import QAction
+
+    from attnlab.ui.window.main_window import MainWindow
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    try:
+        win.session.src = "1 2 3"  # token ids: the tiny model has no tokenizer
+        win.findChild(QAction, "openCachedModelAction").trigger()
+        dialog = win._cached_models_dialog
+        qtbot.waitUntil(lambda: dialog.table.rowCount() > 0, timeout=10_000)
+        row = [m.repo_id for m in dialog.models].index("acme/gpt2")
+        with qtbot.waitSignal(win.session.traceReady, timeout=15_000):
+            dialog.table.cellDoubleClicked.emit(row, 0)
+        assert win.session.model.name == "acme/gpt2" and win.session.model_path == "acme/gpt2"
+        assert not dialog.isVisible()
+        assert appsettings.recent_files(win.settings)[0] == "acme/gpt2"
+    finally:
+        win.errors.uninstall()
+        win.session.shutdown()
