@@ -151,3 +151,15 @@ def test_a_shared_store_reached_through_a_link_counts_for_nothing(snapshot, tmp_
     store.rename(tmp_path / "old-store")
     store.symlink_to(elsewhere)  # the whole store a link
     refused_in_one_line(REPO, "model.safetensors", "outside the model folder")
+
+
+def test_a_fifo_in_refs_is_refused_before_huggingface_hub_reads_it(snapshot):
+    """huggingface_hub opens a refs/ file and reads it whole: a FIFO there would hang the open and the scan."""
+    from attnlab.checkpoints.hf_cache_scan import cached_models
+
+    main = snapshot.parents[1] / "refs" / "main"
+    main.unlink()
+    os.mkfifo(main)
+    refused_in_one_line(REPO, "refs/main is not a commit hash")
+    models, problems = cached_models()
+    assert models == [] and "refs/main is not a commit hash" in problems[0]

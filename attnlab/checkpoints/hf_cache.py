@@ -17,6 +17,7 @@ imported only when an id is looked up. Plain Python (no torch, no Qt).
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from attnlab.bounded_read import cache_blobs
@@ -73,6 +74,9 @@ def resolve_cached(spec: str, cache: str | os.PathLike[str] | None = None) -> Pa
     from huggingface_hub.utils import HFValidationError, LocalEntryNotFoundError
 
     root = Path(cache).expanduser() if cache is not None else cache_dir()
+    odd = refs_problem(root / repo_folder(repo_id))
+    if odd:
+        raise NotCached(f"{repo_id} cannot be opened from the Hugging Face cache at {root}: {odd}")
     try:
         folder = Path(snapshot_download(repo_id, revision=revision, cache_dir=root, local_files_only=True))
     except (LocalEntryNotFoundError, HFValidationError, OSError, ValueError) as e:
@@ -93,6 +97,24 @@ def not_cached_message(repo_id: str, revision: str | None, root: Path, error: Ba
         f"{repo_id} is in the Hugging Face cache at {root}, but not at revision {revision or 'main'!r} "
         f"(it holds: {held}); {get}"
     )
+
+
+MAX_REF_BYTES = 1024  # a refs/ file holds one 40-digit commit hash
+
+
+def refs_problem(repo: Path) -> str:
+    """'' when every file under `repo`/refs is a small regular file, as huggingface_hub writes them; else
+    which one is not (huggingface_hub opens and reads them whole: a FIFO there would hang it)."""
+    for folder, _dirs, names in os.walk(repo / "refs"):
+        for name in names:
+            path = Path(folder) / name
+            try:
+                info = path.stat()
+            except OSError as e:
+                return f"{path} cannot be read ({e.strerror or e})"
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_REF_BYTES:
+                return f"{path} is not a commit hash (a pipe, device, folder or large file); attnlab reads no further"
+    return ""
 
 
 def _names(refs: Path) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from attnlab import limits
 from attnlab.bounded_read import FileRefused, confined, read_json
-from attnlab.checkpoints.hf_cache import cache_dir
+from attnlab.checkpoints.hf_cache import cache_dir, refs_problem
 
 WEIGHT_FILES = (
     "model.safetensors",
@@ -53,6 +53,12 @@ def cached_models(cache: str | os.PathLike[str] | None = None) -> tuple[list[Cac
     from huggingface_hub.utils import CacheNotFound
 
     root = Path(cache).expanduser() if cache is not None else cache_dir()
+    try:
+        odd = next(filter(None, (refs_problem(repo) for repo in root.iterdir() if repo.is_dir())), "")
+    except OSError:  # no cache (yet), or not a folder: the scan says which
+        odd = ""
+    if odd:  # huggingface_hub's scan reads every refs/ file whole: one that is a FIFO would hang it
+        return [], [f"the Hugging Face cache at {root} cannot be listed: {odd}"]
     try:
         info = scan_cache_dir(root)
     except CacheNotFound:

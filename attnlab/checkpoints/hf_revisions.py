@@ -20,7 +20,7 @@ import torch
 
 from attnlab import limits
 from attnlab.bounded_read import FileRefused, confined, read_json
-from attnlab.checkpoints.hf_cache import HF_CACHE_KEY
+from attnlab.checkpoints.hf_cache import HF_CACHE_KEY, refs_problem
 from attnlab.checkpoints.snapshots import Snapshots
 from attnlab.engine.live import LiveModel
 
@@ -93,6 +93,8 @@ def revision_steps(folder: Path) -> dict[int, Path]:
     from huggingface_hub import scan_cache_dir
 
     repo = folder.resolve().parent.parent
+    if refs_problem(repo):  # the scan would read it whole
+        return {}
     try:
         info = scan_cache_dir(repo.parent)
     except (OSError, ValueError):  # CacheNotFound is a FileNotFoundError
