@@ -4,6 +4,7 @@ Python API::
 
     import attnlab
     m = attnlab.load("model.safetensors")        # or attnlab.load_bundled("translation")
+    m = attnlab.load("openai-community/gpt2")    # from the Hugging Face cache, offline
     t = m.trace(src="the black cat sees the dog", tgt="le chat noir")
     t["enc.0.self.weights"]                      # [heads, src, src] float32 CPU tensor
     s = attnlab.load_snapshots("translation")    # the same model at a few training steps
@@ -30,8 +31,9 @@ __all__ = ["ModelConfig", "RunOptions", "Trace", "load", "load_bundled", "load_s
 
 
 def load(path: str | Path, **kwargs: Any) -> LiveModel | AdditiveModel:
-    """Load a checkpoint (.safetensors, or .pt/.pth through weights_only) as a LiveModel; an additive-attention
-    (GRU) file written by attnlab.checkpoints.additive loads as an AdditiveModel."""
+    """Load a checkpoint (.safetensors, or .pt/.pth through weights_only, a model folder, or a model in the
+    Hugging Face cache by id: "org/name" or "org/name@revision", read offline) as a LiveModel; an
+    additive-attention (GRU) file written by attnlab.checkpoints.additive loads as an AdditiveModel."""
     from attnlab.checkpoints import load_checkpoint
     from attnlab.checkpoints.additive import is_additive_file, load_additive
 

@@ -126,7 +126,9 @@ def _toml_depth_bound(text: str) -> int:
 
 def confined(folder: str | os.PathLike[str], name: str, what: str) -> Path:
     """`folder / name` when it stays inside `folder`: no absolute path, no '..', and no symlink (of the file
-    or of a folder on the way) that resolves outside. Refused with one line otherwise, before it is opened."""
+    or of a folder on the way) that resolves outside, except into the same Hugging Face cache repository's
+    `blobs/` when `folder` is one of its snapshots (`cache_blobs`). Refused with one line otherwise, before it
+    is opened."""
     folder = Path(folder)
     text = str(name)
     relative = Path(text)
@@ -136,12 +138,57 @@ def confined(folder: str | os.PathLike[str], name: str, what: str) -> Path:
         )
     target = folder / relative
     try:
-        inside = target.resolve().is_relative_to(folder.resolve())
+        resolved, root = target.resolve(), folder.resolve()
+        inside = resolved.is_relative_to(root) or _in_cache_blobs(target, resolved, root)
     except (OSError, RuntimeError):  # a symlink loop
         inside = False
     if not inside:
         raise FileRefused(
-            f"{what} {limits.excerpt(text)} is a link to a file outside the model folder; attnlab reads only "
-            "files inside it"
+            f"{what} {limits.excerpt(text)} is a link to a file outside the model folder (and outside its cached "
+            "repository's blobs/); attnlab reads only files inside them"
         )
     return target
+
+
+# ---- the Hugging Face cache: models--org--name/{blobs/<hash>, snapshots/<commit>/file -> ../../blobs/<hash>}
+def cache_blobs(folder: Path) -> Path | None:
+    """`<repo>/blobs` when the resolved `folder` is (or lies inside) a snapshot of a Hugging Face cache
+    repository, `<cache>/models--org--name/snapshots/<revision>/…`, whose blobs/ is a real folder (not a link
+    that could lead anywhere); None otherwise."""
+    for part in (folder, *folder.parents):
+        repo = part.parent.parent
+        if part.parent.name == "snapshots" and repo.name.startswith("models--") and len(repo.name) > 8:
+            blobs = repo / "blobs"
+            return blobs if blobs.is_dir() and not blobs.is_symlink() else None
+    return None
+
+
+def _in_cache_blobs(target: Path, resolved: Path, root: Path) -> bool:
+    """Whether `target` (in the snapshot folder `root`, resolved: `resolved`) is a cached file: its link leads
+    into the same repository's blobs/, or through a blob there into huggingface_hub's cache-wide shared store
+    (`<cache>/blobs/<2 hex>/<xet hash>`, a blob being a link to it, as huggingface_hub itself checks it)."""
+    blobs = cache_blobs(root)
+    if blobs is None:
+        return False
+    if resolved.is_relative_to(blobs):
+        return True
+    first = _first_hop(target)  # the repo blob the snapshot's link names (huggingface_hub's first hop)
+    if first is None or first.parent != blobs:
+        return False
+    try:
+        from huggingface_hub.utils import _shared_blobs  # huggingface_hub >= 2.4; earlier ones have no store
+    except ImportError:
+        return False
+    cache = blobs.parent.parent
+    store = _shared_blobs.shared_blobs_dir(cache)
+    if store.is_symlink() or not _shared_blobs.is_shared_blobs_dir(store):  # a real folder, marked as the store
+        return False
+    shared = _shared_blobs.shared_blob_target(first, cache)
+    return shared is not None and resolved.is_relative_to(store) and shared.resolve() == resolved
+
+
+def _first_hop(target: Path) -> Path | None:
+    """Where the link `target` points, one hop, its folder resolved (None when it is no link)."""
+    if not target.is_symlink():
+        return None
+    return Path(os.path.normpath(target.parent.resolve() / os.readlink(target)))

@@ -111,6 +111,18 @@ def outside_cases(d) -> dict:
         if name == "index-symlink":
             (folder / target).symlink_to(d / "outside.safetensors")
         cases[name] = folder
+    torch.save(shard, d / "outside.bin")
+    for name, weights, target in (  # the weights themselves: a link out of the folder, or a FIFO (issue 34)
+        ("weights-symlink", "model.safetensors", d / "outside.safetensors"),
+        ("bin-symlink", "pytorch_model.bin", d / "outside.bin"),
+        ("weights-fifo", "model.safetensors", None),
+    ):
+        folder = h.gpt2_folder(d / name, state={})
+        if target is None:
+            os.mkfifo(folder / weights)
+        else:
+            (folder / weights).symlink_to(target)
+        cases[name] = folder
     return cases
 
 
@@ -183,6 +195,15 @@ def test_a_sparse_3_gb_structured_file_is_refused_from_its_size(outcomes, case, 
 @pytest.mark.parametrize("case", ["index-dotdot", "index-absolute", "index-symlink"])
 def test_a_shard_index_cannot_point_outside_the_folder(outcomes, case):
     refused(outcomes[case], "outside the model folder")
+
+
+@pytest.mark.parametrize("case", ["weights-symlink", "bin-symlink"])
+def test_a_weights_file_linked_from_outside_the_folder_is_refused(outcomes, case):
+    refused(outcomes[case], "is a link to a file outside the model folder")
+
+
+def test_a_fifo_for_weights_is_refused_unopened(outcomes):
+    refused(outcomes["weights-fifo"], "model.safetensors", "a pipe, device or socket, not a regular file")
 
 
 def test_a_deeply_nested_config_json_is_refused(outcomes):

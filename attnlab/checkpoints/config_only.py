@@ -9,9 +9,11 @@ import os
 from pathlib import Path
 
 from attnlab import limits
+from attnlab.bounded_read import confined, read_json
 from attnlab.checkpoints.bundled import BUNDLED, bundled_path, stand_in_config
 from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.header import read_layout
+from attnlab.checkpoints.hf_cache import resolve_model
 from attnlab.engine.config import ModelConfig
 
 
@@ -24,9 +26,10 @@ def bundled_config(name: str) -> ModelConfig | None:
 
 
 def config_without_weights(path: str | os.PathLike[str]) -> ModelConfig | None:
-    """The config a checkpoint file or model folder declares, read without any tensor; None when unknown."""
+    """The config a checkpoint file, model folder or cached model id declares, read without any tensor; None
+    when unknown."""
     try:
-        where = Path(path).expanduser()
+        where = resolve_model(path)  # a model in the Hugging Face cache by id: its snapshot folder
         if where.is_dir() or where.name == "config.json":
             folder = where if where.is_dir() else where.parent
             return _hf_config(folder / "config.json") if (folder / "config.json").is_file() else None
@@ -51,7 +54,5 @@ def _native_config(path: Path) -> ModelConfig | None:
 def _hf_config(path: Path) -> ModelConfig | None:
     from attnlab.checkpoints.hf import config_from_hf
 
-    if path.stat().st_size > limits.MAX_CONFIG_CHARS:
-        return None
-    data = limits.loads_bounded(path.read_text(encoding="utf-8"), "config.json", limits.MAX_CONFIG_CHARS)
+    data = read_json(confined(path.parent, path.name, path.name), path.name, limits.MAX_CONFIG_CHARS)
     return config_from_hf(data) if isinstance(data, dict) else None

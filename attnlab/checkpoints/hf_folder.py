@@ -19,10 +19,11 @@ from typing import Any
 import torch
 
 from attnlab import limits
-from attnlab.bounded_read import MAX_INDEX_BYTES, FileRefused, confined
+from attnlab.bounded_read import MAX_INDEX_BYTES, FileRefused, confined, regular_file_size
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
 from attnlab.checkpoints.header import read_layout, short_reason
 from attnlab.checkpoints.hf.bert import NO_HEAD_NOTE
+from attnlab.checkpoints.hf_cache import HF_CACHE_KEY, cached_repo_of, display_name
 from attnlab.checkpoints.limits import UNCHECKED_PARAMETERS, check_config_sizes, tensor_layout_problems
 from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_file, tokenizer_at
 from attnlab.engine.config import ModelConfig
@@ -31,6 +32,7 @@ from attnlab.engine.live import LiveModel
 
 SAFETENSORS, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
 TORCH_BIN, TORCH_BIN_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"
+MAX_WEIGHTS_BYTES = 1 << 50  # a weights file's size is checked against the memory, not here
 NO_TOKENIZER_NOTICE = "The folder has no tokenizer files, so tokens are shown as their ids (#0, #1, …)."
 # attnlab field -> the config.json keys that set it, in any family (which family reads which is hf/*.py's)
 CONFIG_KEYS = {
@@ -94,7 +96,7 @@ def shard_files(folder: Path, index_name: str, problems: Problems) -> dict[str, 
     outside, missing = [], set()
     for file in files:  # each shard name once: linear in the index
         try:
-            if not confined(folder, file, f"{index_name} names the shard").is_file():
+            if not weight_file(folder, file, f"{index_name} names the shard"):
                 missing.add(file)
         except FileRefused as e:
             outside.append(str(e))
@@ -104,6 +106,18 @@ def shard_files(folder: Path, index_name: str, problems: Problems) -> dict[str, 
     if missing:
         problems.add(f"{index_name} names shard files that are not in the folder: {name_list(sorted(missing))}")
     return {f: names for f, names in files.items() if f not in missing}
+
+
+def weight_file(folder: Path, name: str, what: str = "") -> bool:
+    """Whether `folder` holds the weights file `name` (False: nothing by that name). A file that is there is
+    held to the rule every file of a folder is (bounded_read.confined): inside the folder, or inside its
+    cached repository's blobs/; a link leading elsewhere, a FIFO, a device or a folder is refused in one line
+    (FileRefused) before it is opened."""
+    if not os.path.lexists(folder / name):
+        return False
+    path = confined(folder, name, what or name)
+    regular_file_size(path, name, MAX_WEIGHTS_BYTES)
+    return True
 
 
 def read_safetensors_shards(folder: Path, files: dict[str, list[str] | None], problems: Problems) -> dict:
@@ -189,7 +203,7 @@ def read_folder_weights(folder: Path, problems: Problems) -> dict[str, torch.Ten
     index = shard_files(folder, SAFETENSORS_INDEX, problems)
     if index is not None:
         return read_safetensors_shards(folder, dict(index), problems)
-    if (folder / SAFETENSORS).is_file():
+    if weight_file(folder, SAFETENSORS):
         return read_safetensors_shards(folder, {SAFETENSORS: None}, problems)
     shards = sorted(p.name for p in folder.glob("model-*-of-*.safetensors"))
     if shards:
@@ -200,7 +214,7 @@ def read_folder_weights(folder: Path, problems: Problems) -> dict[str, torch.Ten
     index = shard_files(folder, TORCH_BIN_INDEX, problems)
     if index is not None:
         return read_torch_shards(folder, list(index), problems)
-    if (folder / TORCH_BIN).is_file():
+    if weight_file(folder, TORCH_BIN):
         return read_torch_shards(folder, [TORCH_BIN], problems)
     problems.add(f"the folder has a config.json but no weights ({SAFETENSORS}, its shards, or {TORCH_BIN})")
     return {}
@@ -302,6 +316,9 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
         "settings": setting_sources(hf_config, config, notes),
         "tokenizer": tok_desc + (f"; specials {src.specials.description}" if src is not None else ""),
     }
+    cached = cached_repo_of(folder)
+    if cached is not None:  # a snapshot in the Hugging Face cache: its other revisions may be training steps
+        metadata[HF_CACHE_KEY] = {"repo": cached[0], "commit": cached[1], "folder": str(folder)}
     banner = banner_notices(notices)
     if banner:
         metadata["notice"] = banner  # the app's banner
@@ -321,7 +338,7 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
         tensors,
         src,
         tgt,
-        name=folder.name,
+        name=display_name(folder),
         metadata=metadata,
         device=device,
         notices=notices,

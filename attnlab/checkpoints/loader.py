@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.bounded_read import FileRefused, confined
 from attnlab.checkpoints.errors import CheckpointError
+from attnlab.checkpoints.hf_cache import resolve_model
 from attnlab.checkpoints.native import load_safetensors
 from attnlab.checkpoints.snapshots_file import is_snapshots_file, snapshots_path
 from attnlab.checkpoints.torch_files import ZIP_MAGIC, load_torch_file
@@ -35,8 +36,9 @@ def load_checkpoint(
 ) -> LiveModel:
     """A whole LiveModel, or one CheckpointError listing everything wrong with it.
 
-    `path`: an attnlab .safetensors/.pt file, a Hugging Face model folder (config.json + weights), a nanoGPT
-    ckpt.pt (or its folder), or a bare nn.Transformer state dict. `heads`, `norm` ("pre"/"post") and
+    `path`: an attnlab .safetensors/.pt file, a Hugging Face model folder (config.json + weights), a model
+    in the Hugging Face cache by id ('org/name', 'org/name@revision': read offline, see hf_cache.py), a
+    nanoGPT ckpt.pt (or its folder), or a bare nn.Transformer state dict. `heads`, `norm` ("pre"/"post") and
     `activation` ("relu"/"gelu") are used only where the weights cannot say them (a bare state dict);
     `tokenizer` (a tokenizer.json or a folder) where the file has none (nanoGPT, bare state dicts), and for a
     Hugging Face folder instead of its own tokenizer files (read as the folder's model family reads them).
@@ -49,7 +51,7 @@ def load_checkpoint(
             f"Cannot load a checkpoint from {excerpt(path)}: give the path of a .safetensors or "
             ".pt file, or of a model folder"
         )
-    path = Path(path).expanduser()
+    path = resolve_model(path)  # 'org/name[@revision]' that is no path: a model in the Hugging Face cache
     try:
         settings = ImportSettings(heads=heads, norm=norm, activation=activation)
         return _load_path(path, device, settings, tokenizer, dtype)

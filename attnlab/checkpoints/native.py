@@ -22,7 +22,7 @@ from attnlab.engine.live import LiveModel
 from attnlab.fileio import WriteError, atomic_write
 
 # facts about one loading (or one snapshot of the training), never written back
-RUN_ONLY_METADATA = ("notices", "notice", "run_notices", "snapshots_file", "training_step")
+RUN_ONLY_METADATA = ("notices", "notice", "run_notices", "snapshots_file", "training_step", "hf_cache")
 
 
 def checkpoint_metadata(model: LiveModel) -> dict[str, str]:

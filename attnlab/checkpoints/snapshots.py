@@ -23,6 +23,7 @@ from attnlab import limits
 from attnlab.checkpoints.assemble import all_finite, shape_text
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
 from attnlab.checkpoints.header import read_layout
+from attnlab.checkpoints.hf_cache import HF_CACHE_KEY
 from attnlab.checkpoints.native import read_tensors
 from attnlab.checkpoints.snapshots_file import SNAPSHOTS_FORMAT, snapshots_path, step_key, tensor_digest
 from attnlab.engine.build import build_transformer
@@ -96,6 +97,19 @@ def load_snapshots(source: str | os.PathLike[str] | LiveModel, model: LiveModel 
     from attnlab.checkpoints.bundled import BUNDLED, bundled_path, load_bundled
     from attnlab.checkpoints.loader import load_checkpoint
 
+    if (
+        isinstance(source, LiveModel)
+        and not source.metadata.get(SNAPSHOTS_FILE_KEY)
+        and source.metadata.get(HF_CACHE_KEY)
+    ):
+        from attnlab.checkpoints.hf_revisions import cached_revisions  # the cache's revisions as training steps
+
+        revisions = cached_revisions(source)
+        if revisions is None:
+            raise CheckpointError(
+                f"The model {source.name!r} has no other cached revisions named by training step (step1000, …)"
+            )
+        return revisions
     if isinstance(source, LiveModel):
         model, found = source, source.metadata.get(SNAPSHOTS_FILE_KEY)
         if not found:
@@ -216,9 +230,14 @@ def parse_losses(value: str | None, problems: Problems) -> dict[int, float]:
 
 
 def find_snapshots(model: LiveModel) -> tuple[Snapshots | None, str]:
-    """(the snapshots of `model`, '') when its checkpoint has a snapshots file beside it; (None, why not) when
-    that file cannot be used; (None, '') when there is none."""
+    """(the snapshots of `model`, '') when its checkpoint has a snapshots file beside it, or when it was read
+    from the Hugging Face cache where earlier revisions named by training step are cached too
+    (hf_revisions.py); (None, why not) when that file cannot be used; (None, '') when there is none."""
     if not model.metadata.get(SNAPSHOTS_FILE_KEY):
+        if model.metadata.get(HF_CACHE_KEY):  # read from the Hugging Face cache: its revisions named by step
+            from attnlab.checkpoints.hf_revisions import cached_revisions
+
+            return cached_revisions(model), ""
         return None, ""
     try:
         return load_snapshots(model), ""

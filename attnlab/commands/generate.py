@@ -15,7 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint",
         default="bundled:language",
-        help="a decoder-only checkpoint or model folder, or bundled:NAME (default: bundled:language)",
+        help="a decoder-only checkpoint or model folder, a model in the Hugging Face cache (org/name[@revision]), or "
+        "bundled:NAME (default: bundled:language)",
     )
     add_max_new_tokens(parser, 30)
     add_import_arguments(parser)

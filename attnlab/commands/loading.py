@@ -1,6 +1,6 @@
-"""What every command that opens a checkpoint shares: the path (a file, a folder, or bundled:NAME) and the
-settings a bare nn.Transformer state dict cannot say itself (--heads --norm --activation) or a nanoGPT
-checkpoint / bare state dict lacks (--tokenizer)."""
+"""What every command that opens a checkpoint shares: the path (a file, a folder, a model in the Hugging Face cache
+by id: org/name[@revision], or bundled:NAME) and the settings a bare nn.Transformer state dict cannot say itself
+(--heads --norm --activation) or a nanoGPT checkpoint / bare state dict lacks (--tokenizer)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ def import_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def load_any(spec: str, **settings: Any) -> LiveModel:
-    """A checkpoint path (file or folder), or 'bundled:NAME' for a bundled classroom model."""
+    """A checkpoint path (file or folder), a model id in the Hugging Face cache, or 'bundled:NAME' for a bundled
+    classroom model."""
     from attnlab.checkpoints import load_bundled, load_checkpoint
 
     if spec.startswith("bundled:"):

@@ -34,7 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint",
         default="bundled:translation",
-        help="a checkpoint file or folder, or bundled:NAME (default: bundled:translation)",
+        help="a checkpoint file or folder, a model in the Hugging Face cache (org/name[@revision]), or bundled:NAME "
+        "(default: bundled:translation)",
     )
     parser.add_argument("--src", help="source sentence (a decoder-only model's prompt); required without a lesson")
     parser.add_argument(

@@ -24,7 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint",
         default="bundled:translation",
-        help="an encoder-decoder checkpoint or model folder, or bundled:NAME (default: bundled:translation)",
+        help="an encoder-decoder checkpoint or model folder, a model in the Hugging Face cache (org/name[@revision]), "
+        "or bundled:NAME (default: bundled:translation)",
     )
     add_max_new_tokens(parser, 40)
     add_import_arguments(parser)

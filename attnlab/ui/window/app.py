@@ -17,6 +17,8 @@ from PySide6.QtCore import QSettings
 from PySide6.QtGui import QColor, QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
+from attnlab.model_ids import looks_like_id
+
 ORG = APP = "attnlab"
 MAX_RECENT = 8
 ICON = Path(str(resources.files("attnlab.resources").joinpath("icons").joinpath("attnlab.svg")))  # ships in the wheel
@@ -66,14 +68,14 @@ def recent_files(settings: QSettings) -> list[str]:
     value = settings.value(RECENT, [])
     # an .ini store gives one remembered path back as a str, several as a list of str
     paths = [value] if isinstance(value, str) else list(cast("Iterable[str]", value or []))
-    kept = [p for p in paths if p and Path(p).is_file()][:MAX_RECENT]
+    kept = [p for p in paths if p and (Path(p).is_file() or looks_like_id(p))][:MAX_RECENT]  # files and model ids
     if kept != paths:
         settings.setValue(RECENT, kept)
     return kept
 
 
 def add_recent_file(settings: QSettings, path: str) -> list[str]:
-    path = str(Path(path).resolve())
+    path = path if looks_like_id(path) else str(Path(path).resolve())  # an id stays an id (org/name@revision)
     paths = [path] + [p for p in recent_files(settings) if p != path]
     settings.setValue(RECENT, paths[:MAX_RECENT])
     settings.setValue(LAST_CHECKPOINT, path)

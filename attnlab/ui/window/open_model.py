@@ -1,5 +1,6 @@
-"""Opening models attnlab did not write: File → Open folder…, File → Model info…, and the dialog that asks
-for what a bare nn.Transformer state dict cannot say (heads, norm placement, activation, tokenizer).
+"""Opening models attnlab did not write: File → Open model… (the Hugging Face cache: cached_models.py), File →
+Open folder…, File → Model info…, and the dialog that asks for what a bare nn.Transformer state dict cannot
+say (heads, norm placement, activation, tokenizer).
 
 main_window.py only calls `add_file_actions(window, menu)`; window_files.py opens a file with `file_job(path)`
 on the worker and comes back through `ask_settings` for a bare state dict. Nothing here reads a file on the GUI
@@ -195,6 +196,9 @@ def show_model_info(window: WindowHost) -> None:
 
 
 def add_file_actions(window: WindowHost, menu: QMenu) -> None:
-    """File → Open folder… and File → Model info…"""
+    """File → Open model… (the Hugging Face cache), Open folder… and Model info…"""
+    from attnlab.ui.window.cached_models import show_cached_models
+
+    window._action(menu, "Open &model…", lambda: show_cached_models(window), [], "openCachedModelAction")
     window._action(menu, "Open &folder…", lambda: open_folder_dialog(window), ["Ctrl+Shift+O"], "openFolderAction")
     window._action(menu, "Model &info…", lambda: show_model_info(window), ["Ctrl+I"], "modelInfoAction")

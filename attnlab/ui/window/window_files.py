@@ -7,10 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtCore import QEvent, QMimeData, QObject, Qt, QTimer
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QDialog, QFileDialog
 
+from attnlab.model_ids import looks_like_id
 from attnlab.session import LoadDetour
 from attnlab.ui.window import app as appsettings
 from attnlab.ui.window import open_model
@@ -26,6 +27,7 @@ else:
 
 FIRST_PAINT_WAIT_MS = 1000
 CHECKPOINT_FILTER = open_model.FILE_FILTER
+HUB_HOSTS = ("huggingface.co", "hf.co")  # a model page dragged from the browser opens its id from the cache
 
 
 class WindowFiles(WindowHost):
@@ -98,7 +100,7 @@ class WindowFiles(WindowHost):
             def open_recent(p: str = path) -> None:
                 self.open_checkpoint(p)
 
-            action = self.recent_menu.addAction(Path(path).name, open_recent)
+            action = self.recent_menu.addAction(path if looks_like_id(path) else Path(path).name, open_recent)
             action.setToolTip(path)
         if not paths:
             self.recent_menu.addAction("(none yet)").setEnabled(False)
@@ -113,15 +115,14 @@ class WindowFiles(WindowHost):
             self.session.load_async(lambda: random_model(config, seed), src=self.session.src or None, prefix=True)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        urls = event.mimeData().urls() if event.mimeData().hasUrls() else []
-        if urls and urls[0].isLocalFile():
+        if dropped_model(event.mimeData()):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:
-        urls = event.mimeData().urls()
-        if urls and urls[0].isLocalFile():
+        spec = dropped_model(event.mimeData())
+        if spec:
             event.acceptProposedAction()
-            self.open_checkpoint(urls[0].toLocalFile())
+            self.open_checkpoint(spec)
 
     # ---- the start-up load -------------------------------------------------------------------------------
     def start(
@@ -156,3 +157,16 @@ class WindowFiles(WindowHost):
         if watched is self and event.type() == QEvent.Type.Paint and self._pending_start is not None:
             QTimer.singleShot(0, self._run_pending_start)
         return False
+
+
+def dropped_model(data: QMimeData) -> str:
+    """What a drop names: a local file or folder, a model id ('org/name[@revision]' as text), or a model's
+    page on huggingface.co (its id); '' for anything else."""
+    urls = data.urls() if data.hasUrls() else []
+    if urls and urls[0].isLocalFile():
+        return urls[0].toLocalFile()
+    if urls and urls[0].host() in HUB_HOSTS:
+        text = "/".join(urls[0].path().strip("/").split("/")[:2])
+    else:
+        text = data.text().strip() if data.hasText() else ""
+    return text if looks_like_id(text) else ""

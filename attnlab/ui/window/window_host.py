@@ -48,6 +48,7 @@ class WindowHost(QMainWindow):
     lesson_player: LessonPlayer
     lesson_draft: list[Step]
     _model_info_dialog: QDialog
+    _cached_models_dialog: QDialog  # File → Open model… (cached_models.py), kept alive while open
 
     # ---- MainWindow ---------------------------------------------------------------------------------------
     def current_panel(self) -> QWidget:
