@@ -171,7 +171,7 @@ class WindowMenus(WindowHost):
         s.set_view(compare=modes[(modes.index(s.view.compare) + 1) % len(modes)])
 
     def _focus(self, edit: QLineEdit) -> None:
-        edit.setFocus()
+        self.edit_text(edit)  # presenting, the box keeps its keys from now on (clicker.py)
         edit.selectAll()
 
     def _toggle_full_screen(self) -> None:
