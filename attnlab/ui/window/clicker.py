@@ -6,7 +6,8 @@
 - Presenting (F5): the keys step whatever has the focus, text boxes included: Home / End jump to the ends, E
   folds the explanation, T the toggles dock, Esc leaves. A text box keeps its keys only after the person asked
   to type: a click into it, or Ctrl+L (source) / Ctrl+Shift+L (decoder input). Until then it takes no typing
-  at all (a letter, Backspace, a paste), so a stray key never changes the sentence in front of a class. Enter
+  at all (a letter, Backspace, a paste), so a stray key never changes the sentence in front of a class, and
+  the focus handed to it otherwise (a hidden dock or panel passing it on, Tab) goes back to the stage. Enter
   or Esc in the box, or the focus leaving it, gives the keys back to the clicker.
 """
 
@@ -92,6 +93,16 @@ class ClickerFilter(QObject):
     def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
         if self.typing_in is not None and new is not None and new is not self.typing_in:
             self.stop_typing()
+        w = self.window
+        if (
+            w.presenting
+            and new is not self.typing_in
+            and is_text_box(new)
+            and new is not None
+            and new.window() is w
+            and QApplication.mouseButtons() == Qt.MouseButton.NoButton
+        ):  # not a click: a hidden dock or panel handed it on, or Tab; the keys stay the presenter's
+            w.stage_area.setFocus()
 
     # ---- the keys -----------------------------------------------------------------------------------------
     def _action(self, target: QWidget, event: QKeyEvent) -> Callable[[], None] | None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QByteArray, QRect, QSettings, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QKeyEvent, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QComboBox,
     QDockWidget,
     QFormLayout,
@@ -307,6 +308,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
 
     def rebuild_panels(self) -> None:
         """Make the panels again (they take their colours and fonts when made) and redraw the current stage."""
+        if self.panel_stack.isAncestorOf(QApplication.focusWidget()):  # a focused plot goes: the focus stays
+            self.stage_area.setFocus()  # in the stage area (never handed on to the source box)
         for panel in self._panels.values():  # plots take their colours when created: make them again
             self.panel_stack.removeWidget(panel)
             panel.deleteLater()
