@@ -14,7 +14,10 @@ DEFAULT_SIZE = (1400, 900)  # the window's inside, where the screen has room
 FRAME_GUESS = QMargins(2, 32, 2, 4)
 SMALL_SCREEN_WIDTH = 1280  # narrower than this: the docks keep their least widths (DOCK_WIDTHS_SMALL)
 DOCK_WIDTHS = (290, 280)  # px: the stage list | the toggles, on a wide screen
-DOCK_WIDTHS_SMALL = (190, 250)  # on a small screen (a 1024-px projector): the centre column gets the rest
+# on a small screen (a 1024-px projector): the docks at their least widths, the centre column gets the rest (the
+# schematic's least width is 220 px; the toggles' rows need 270 px: narrower, they scroll sideways)
+DOCK_WIDTHS_SMALL = (220, 270)
+TOGGLES_LEAST_WIDTH = 270  # px: the toggles dock's least width (without its scroll bar)
 
 
 def frame_margins(inner: QRect, frame: QRect) -> QMargins:
@@ -50,6 +53,10 @@ def inside_screen(inner: QRect, frame: QRect, available: QRect, least: QSize | N
     return QRect(x, y, width, height)
 
 
+def small_screen(available: QRect) -> bool:
+    return available.width() < SMALL_SCREEN_WIDTH
+
+
 def dock_widths(available: QRect) -> tuple[int, int]:
     """The stage list's and the toggles' first widths: narrower on a small screen."""
-    return DOCK_WIDTHS_SMALL if available.width() < SMALL_SCREEN_WIDTH else DOCK_WIDTHS
+    return DOCK_WIDTHS_SMALL if small_screen(available) else DOCK_WIDTHS

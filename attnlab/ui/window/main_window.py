@@ -38,7 +38,7 @@ from attnlab.ui.controls.snapshot_slider import SnapshotSlider
 from attnlab.ui.plots.schematic import Schematic
 from attnlab.ui.window import app as appsettings
 from attnlab.ui.window.errors import ErrorReporter
-from attnlab.ui.window.geometry import DEFAULT_SIZE, default_geometry, dock_widths
+from attnlab.ui.window.geometry import DEFAULT_SIZE, TOGGLES_LEAST_WIDTH, default_geometry, dock_widths
 from attnlab.ui.window.navigator import STEP_KEYS, StageNavigator
 from attnlab.ui.window.overview_strip import OverviewStrip
 from attnlab.ui.window.panel_area import CurrentPageStack, PanelScroll
@@ -65,8 +65,8 @@ __all__ = [
     "explanation_for",
 ]
 
-PLACE_AFTER_MS = (0, 400)  # after the first show: the window manager frames the window in between
-TOGGLES_LEAST_WIDTH = 270  # px: the toggles dock's least width (without its scroll bar)
+# after the first show: the window manager frames the window meanwhile (later on a busy machine)
+PLACE_AFTER_MS = (0, 300, 1000, 2500)
 TOGGLE_COMBO_CHARS = 10  # the toggles' combo boxes are at least this wide (in characters), longer choices elide
 
 

@@ -25,6 +25,7 @@ MAX_HEIGHT = 60  # px: what the strip may take from the plot (two rows)
 ARROW = 10.0  # px between two boxes, an arrow drawn in it
 HIGHLIGHT = "#ff9f1c"  # the schematic's highlight (ui/plots/schematic.py)
 GROUP_WORDS = {"Encoder layer": "Encoder", "Decoder layer": "Decoder", "Layer": "Layer"}
+SHORT_WORDS = {"Encoder": "Enc", "Decoder": "Dec", "Layer": "L", "Source input": "Source", "Decoder input": "Dec in"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Box:
     key: str  # the stage a click goes to (the first stage of the box)
     label: str
     part: str  # the group (top row) or the schematic box (bottom row) it stands for
+    short: str = ""  # the label where the row has no room for the labels (empty: the label, elided)
 
 
 def group_label(group: str) -> str:
@@ -46,18 +48,30 @@ def group_boxes(stages: list[Stage]) -> list[Box]:
     """One box per stage group, in pipeline order."""
     boxes: dict[str, Box] = {}
     for stage in stages:
-        boxes.setdefault(stage.group, Box(stage.key, group_label(stage.group), stage.group))
+        if stage.group not in boxes:
+            label = group_label(stage.group)
+            short = next((label.replace(w, s, 1) for w, s in SHORT_WORDS.items() if label.startswith(w)), label)
+            boxes[stage.group] = Box(stage.key, label, stage.group, short)
     return list(boxes.values())
+
+
+def part_of(stage: Stage, single: bool) -> str:
+    """The bottom-row box a stage lights: its schematic box, or the stage itself in a group of one box."""
+    return stage.key if single else stage.schematic_box
 
 
 def part_boxes(stages: list[Stage], group: str) -> list[Box]:
     """One box per schematic box of `group` (attention, add & norm, feed-forward, …), named by the first part
-    of its first stage's title ('self-attention · QKᵀ scores' -> 'self-attn.')."""
+    of its first stage's title ('self-attention · QKᵀ scores' -> 'self-attn.'); a group that is one schematic
+    box (an input: tokens, embedding, positions) has a box per stage."""
+    members = [s for s in stages if s.group == group]
+    single = len({s.schematic_box for s in members}) == 1
     boxes: dict[str, Box] = {}
-    for stage in stages:
-        if stage.group == group and stage.schematic_box not in boxes:
-            label = words.short_words(stage.title.split(" · ")[0])
-            boxes[stage.schematic_box] = Box(stage.key, label, stage.schematic_box)
+    for stage in members:
+        part = part_of(stage, single)
+        if part not in boxes:
+            label = words.short_words(stage.title if single else stage.title.split(" · ")[0])
+            boxes[part] = Box(stage.key, label, part)
     return list(boxes.values())
 
 
@@ -98,9 +112,12 @@ class OverviewStrip(QWidget):
             self.update()
 
     def highlighted(self) -> tuple[str, str]:
-        """(group, schematic box) drawn highlighted: ('' , '') when no stage is current."""
+        """(group, part) drawn highlighted: ('', '') when no stage is current."""
         stage = self._current
-        return (stage.group, stage.schematic_box) if stage is not None else ("", "")
+        if stage is None:
+            return ("", "")
+        parts = {box.part for _rect, box in self._rows[1]}
+        return stage.group, stage.key if stage.key in parts else stage.schematic_box
 
     def box_rects(self) -> list[tuple[QRectF, Box]]:
         """Every box drawn, with where (both rows; tests click them)."""
@@ -109,7 +126,7 @@ class OverviewStrip(QWidget):
     # ---- layout and drawing --------------------------------------------------------------------------------
     def _font(self) -> QFont:
         font = QFont(self.font())
-        font.setPointSizeF(max(7.0, font.pointSizeF() * 0.85))
+        font.setPointSizeF(max(7.0, font.pointSizeF() * 0.9))
         return font
 
     def _row_height(self) -> int:
@@ -135,6 +152,9 @@ class OverviewStrip(QWidget):
         metrics = QFontMetrics(self._font())
         room = max(1.0, self.width() - 2.0 - ARROW * (len(boxes) - 1))
         wanted = [metrics.horizontalAdvance(b.label) + 12.0 for b in boxes]
+        if sum(wanted) > room and any(b.short for b in boxes):  # no room for the labels: the short ones
+            boxes = [Box(b.key, b.short or b.label, b.part) for b in boxes]
+            wanted = [metrics.horizontalAdvance(b.label) + 12.0 for b in boxes]
         scale = min(1.0, room / sum(wanted))
         x, laid = 1.0, []
         for box, width in zip(boxes, wanted, strict=True):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QByteArray
+from PySide6.QtCore import QByteArray, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QDockWidget, QLabel, QSplitter, QWidget
 
@@ -109,7 +109,8 @@ class WindowPresent(WindowHost):
             self.showNormal()
         if not was_full and not geometry.isEmpty():
             self.restoreGeometry(geometry)
-        self.keep_on_screen()
+        for delay in (0, 300, 1000):  # once the window manager has framed the normal window again
+            QTimer.singleShot(delay, self, self.keep_on_screen)
 
     def keep_on_screen(self) -> None:
         """Move and shrink the window so its frame (title bar included) lies inside its screen's available
