@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
-from PySide6.QtCore import QByteArray, QTimer
+from PySide6.QtCore import QRect, QTimer
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QDockWidget, QLabel, QSplitter, QWidget
 
@@ -49,7 +49,7 @@ class WindowPresent(WindowHost):
 
     def _init_present(self) -> None:
         self._presenting = False
-        self._before_present: tuple[bool, list[bool], QByteArray] | None = None
+        self._before_present: tuple[bool, list[bool], QRect] | None = None
         # whatever the store holds: clamp_zoom makes 1.0 of what is no number
         self._zoom = zoom.clamp_zoom(cast(float, self.settings.value(appsettings.ZOOM, 1.0)))
         self._base_point_size = zoom.base_points(QApplication.font().pointSizeF())
@@ -81,7 +81,7 @@ class WindowPresent(WindowHost):
         docks = self.findChildren(QDockWidget)  # pipeline, architecture, toggles, whole-model view, …
         if on:
             self.park_focus()  # before the docks go: hiding a focused dock hands the focus to the source box
-            self._before_present = (self.isFullScreen(), [d.isVisible() for d in docks], self.saveGeometry())
+            self._before_present = (self.isFullScreen(), [d.isVisible() for d in docks], self.geometry())
             for dock in docks:
                 dock.hide()
             self.menuBar().hide()
@@ -101,29 +101,32 @@ class WindowPresent(WindowHost):
 
     def _restore_after_present(self, docks: list[QDockWidget]) -> None:
         """Leaving: the docks and menu bar back, and the window where it was, inside its screen."""
-        was_full, visible, geometry = self._before_present or (False, [True] * len(docks), QByteArray())
+        was_full, visible, geometry = self._before_present or (False, [True] * len(docks), QRect())
         for dock, shown in zip(docks, visible, strict=True):
             dock.setVisible(shown)
         self.menuBar().show()
         if self.isFullScreen() and not was_full:
             self.showNormal()
-        if not was_full and not geometry.isEmpty():
-            self.restoreGeometry(geometry)
+        if not was_full and geometry.isValid():
+            self.setGeometry(geometry)  # the least size is the normal one again (_apply_scale ran first)
         for delay in (0, 300, 1000):  # once the window manager has framed the normal window again
             QTimer.singleShot(delay, self, self.keep_on_screen)
 
     def keep_on_screen(self) -> None:
         """Move and shrink the window so its frame (title bar included) lies inside its screen's available
-        area; a full-screen window is left alone."""
-        if self.isFullScreen() or self.isMaximized():
+        area; a full-screen or maximised window is left alone."""
+        available = self.available_geometry()
+        if self.isFullScreen() or self.isMaximized() or available is None:
             return
-        screen = self.screen()
-        if screen is None:
-            return
-        frame, inner = self.frameGeometry(), self.geometry()
-        rect = inside_screen(inner, frame, screen.availableGeometry(), self.minimumSizeHint())
+        inner = self.geometry()
+        rect = inside_screen(inner, self.frameGeometry(), available, self.minimumSizeHint())
         if rect != inner:
             self.setGeometry(rect)
+
+    def available_geometry(self) -> QRect | None:
+        """The window's screen less its panels and docks (None before it has a screen)."""
+        screen = self.screen()
+        return screen.availableGeometry() if screen is not None else None
 
     def park_focus(self) -> None:
         """Give the keyboard focus to the stage area (never a text box): the clicker keys reach it as before."""
