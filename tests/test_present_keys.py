@@ -156,9 +156,9 @@ def test_a_click_into_the_sentence_types_and_enter_gives_the_keys_back(qtbot, wi
     press(qtbot, Qt.Key.Key_E)
     press(qtbot, Qt.Key.Key_Left)  # the cursor moves, the stage does not
     assert edit.text() == SENTENCE + " e" and index(win) == here and edit.cursorPosition() == len(SENTENCE) + 1
-    assert "Typing" in win.statusBar().currentMessage()
+    assert "Typing" in win.present_hint.text()
     press(qtbot, Qt.Key.Key_Return)
-    assert not is_text_box(QApplication.focusWidget()) and win.presenting
+    assert not is_text_box(QApplication.focusWidget()) and win.presenting and "Esc: leave" in win.present_hint.text()
     press(qtbot, Qt.Key.Key_Right)
     assert index(win) == here + 1 and edit.text() == SENTENCE + " e"
 

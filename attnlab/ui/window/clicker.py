@@ -41,8 +41,8 @@ EDITING = (  # what a text box not asked to type never gets while presenting
     QKeySequence.StandardKey.DeleteEndOfWord,
 )
 _ERASERS = (Qt.Key.Key_Backspace, Qt.Key.Key_Delete)
-TYPE_HINT = "Click into the sentence or press Ctrl+L to type into it"
-TYPING_HINT = "Typing into the sentence · Enter or Esc: back to the presenting keys"
+TYPE_HINT = "To type: click into the sentence, or Ctrl+L"
+TYPING_HINT = "Typing into the sentence · Enter or Esc: done"
 
 
 def is_text_box(widget: QWidget | None) -> bool:
@@ -83,12 +83,12 @@ class ClickerFilter(QObject):
         """The person asked to type into `box` (a click, Ctrl+L): it keeps its keys until the focus leaves it."""
         if self.window.presenting and box is not self.typing_in:
             self.typing_in = box
-            self.window.statusBar().showMessage(TYPING_HINT)
+            self.window.present_hint.setText(TYPING_HINT)  # where the keys are said (no second message)
 
     def stop_typing(self) -> None:
         if self.typing_in is not None:
             self.typing_in = None
-            self.window.statusBar().clearMessage()
+            self.window.present_hint.setText(self.window.present_keys_hint)
 
     def _focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
         if self.typing_in is not None and new is not None and new is not self.typing_in:

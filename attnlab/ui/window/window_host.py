@@ -45,6 +45,8 @@ class WindowHost(QMainWindow):
     stage_area: QWidget  # the stage (title, shapes, panel): presenting, the keyboard focus rests here
     timing_label: QLabel  # window_status makes it, window_present hides it while presenting
     overview_strip: OverviewStrip
+    present_hint: QLabel  # window_present makes it: the keys of presentation mode, in the status bar
+    present_keys_hint: str
     snapshot_slider: SnapshotSlider
     panel_scroll: PanelScroll
     opening: str  # what the last open asked for (window_files), named when it fails (window_status)

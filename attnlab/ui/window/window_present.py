@@ -46,6 +46,7 @@ class WindowPresent(WindowHost):
 
     _split_sizes: list[int]
     stage_search: StageSearch
+    present_keys_hint = PRESENT_HINT  # what present_hint says while no text box is being typed into
 
     def _init_present(self) -> None:
         self._presenting = False
