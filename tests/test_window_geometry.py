@@ -139,3 +139,20 @@ def test_the_centre_column_has_room_at_1024x768(qtbot, generating_model):
     taken = w.centralWidget().width() - w.inputs.tgt.width()
     assert centre - taken >= 120
     w.close()
+
+
+@pytest.mark.parametrize("sized", [False, True])
+def test_the_start_placement_keeps_the_window_on_screen_unless_a_caller_sized_it(qtbot, monkeypatch, sized):
+    """A remembered geometry from a larger screen comes back inside this one; a window a caller sized (a test
+    or a screenshot standing for a larger screen) keeps its size."""
+    w = MainWindow()
+    qtbot.addWidget(w)
+    monkeypatch.setattr(w, "available_geometry", lambda: PROJECTOR)
+    w.setGeometry(600, 500, 1000, 740)  # as restoreGeometry leaves it: partly off the projector
+    if sized:
+        w.resize(1000, 740)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.wait(400)  # the placements after the first show (0 and 300 ms)
+    assert frame_inside(w) is not sized
+    w.close()

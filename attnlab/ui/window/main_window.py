@@ -10,7 +10,7 @@ and draws the current stage.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QByteArray, QRect, QSettings, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QKeyEvent, QResizeEvent, QShowEvent
@@ -92,6 +92,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.setGeometry(default_geometry(self.screen().availableGeometry()))  # frame inside the screen
         self._restore_layout()
         self._placed = False  # keep_on_screen once the window manager has framed the shown window
+        self._sized = False  # … unless a caller sized it since (a test, a screenshot at 1024×768): see resize
 
     # ---- layout -------------------------------------------------------------------------------------------
     def _build_central(self) -> None:
@@ -340,7 +341,18 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         if not self._placed:  # the frame (title bar) is known once the window manager has drawn it
             self._placed = True
             for delay in PLACE_AFTER_MS:
-                QTimer.singleShot(delay, self, self.keep_on_screen)
+                QTimer.singleShot(delay, self, self._place_at_start)
+
+    def _place_at_start(self) -> None:
+        """The start geometry (the default or the remembered one), framed, kept inside the screen."""
+        if not self._sized:
+            self.keep_on_screen()
+
+    def resize(self, *size: Any) -> None:  # QWidget.resize: a QSize, or a width and a height
+        """A size a caller asks for is kept at start (tests and screenshots size the window for a screen they
+        stand for); the start geometry of the window itself is kept inside the screen (_place_at_start)."""
+        self._sized = True
+        super().resize(*size)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)

@@ -106,9 +106,10 @@ class WindowPresent(WindowHost):
         for dock, shown in zip(docks, visible, strict=True):
             dock.setVisible(shown)
         self.menuBar().show()
-        if self.isFullScreen() and not was_full:
-            self.showNormal()
-        if not was_full and geometry.isValid():
+        if not self.isFullScreen() or was_full:  # presenting in a window (screenshots, tests): its size stays
+            return
+        self.showNormal()
+        if geometry.isValid():
             self.setGeometry(geometry)  # the least size is the normal one again (_apply_scale ran first)
         for delay in (0, 300, 1000):  # once the window manager has framed the normal window again
             QTimer.singleShot(delay, self, self.keep_on_screen)
@@ -117,7 +118,7 @@ class WindowPresent(WindowHost):
         """Move and shrink the window so its frame (title bar included) lies inside its screen's available
         area; a full-screen or maximised window is left alone."""
         available = self.available_geometry()
-        if self.isFullScreen() or self.isMaximized() or available is None:
+        if self._presenting or self.isFullScreen() or self.isMaximized() or available is None:
             return
         inner = self.geometry()
         rect = inside_screen(inner, self.frameGeometry(), available, self.minimumSizeHint())
