@@ -54,6 +54,12 @@ def is_text_box(widget: QWidget | None) -> bool:
     return False
 
 
+def has_focus_inside(widget: QWidget) -> bool:
+    """Whether the keyboard focus is on a widget inside `widget`."""
+    focus = QApplication.focusWidget()
+    return focus is not None and widget.isAncestorOf(focus)
+
+
 def text_box_of(widget: QObject | None) -> QWidget | None:
     """The text box `widget` is, or is the viewport of (a QTextEdit's clicks go to its viewport)."""
     for candidate in (widget, widget.parent() if widget is not None else None):

@@ -10,12 +10,11 @@ and draws the current stage.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QByteArray, QRect, QSettings, Qt, QTimer
-from PySide6.QtGui import QCloseEvent, QKeyEvent, QResizeEvent, QShowEvent
+from PySide6.QtCore import QByteArray, QRect, QSettings, Qt
+from PySide6.QtGui import QCloseEvent, QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import (
-    QApplication,
     QComboBox,
     QDockWidget,
     QFormLayout,
@@ -37,6 +36,7 @@ from attnlab.ui.controls.panel import ControlsPanel
 from attnlab.ui.controls.snapshot_slider import SnapshotSlider
 from attnlab.ui.plots.schematic import Schematic
 from attnlab.ui.window import app as appsettings
+from attnlab.ui.window.clicker import has_focus_inside
 from attnlab.ui.window.errors import ErrorReporter
 from attnlab.ui.window.geometry import DEFAULT_SIZE, TOGGLES_LEAST_WIDTH, default_geometry, dock_widths
 from attnlab.ui.window.navigator import STEP_KEYS, StageNavigator
@@ -65,8 +65,6 @@ __all__ = [
     "explanation_for",
 ]
 
-# after the first show: the window manager frames the window meanwhile (later on a busy machine)
-PLACE_AFTER_MS = (0, 300, 1000, 2500)
 TOGGLE_COMBO_CHARS = 10  # the toggles' combo boxes are at least this wide (in characters), longer choices elide
 
 
@@ -91,8 +89,6 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self._connect()
         self.setGeometry(default_geometry(self.screen().availableGeometry()))  # frame inside the screen
         self._restore_layout()
-        self._placed = False  # keep_on_screen once the window manager has framed the shown window
-        self._sized = False  # … unless a caller sized it since (a test, a screenshot at 1024×768): see resize
 
     # ---- layout -------------------------------------------------------------------------------------------
     def _build_central(self) -> None:
@@ -119,7 +115,9 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.explanation.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         self._explanation_html = ""
         # presenting, the keyboard focus rests here (never in a text box): a click on it takes it there too
-        stage_area = self.stage_area = QWidget(objectName="stageArea", focusPolicy=Qt.FocusPolicy.ClickFocus)
+        stage_area = self.stage_area = QWidget()
+        stage_area.setObjectName("stageArea")
+        stage_area.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         box = QVBoxLayout(stage_area)
         box.setContentsMargins(8, 4, 8, 0)
         self.overview_strip = OverviewStrip()  # presenting: where the current step sits in the model
@@ -309,7 +307,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
 
     def rebuild_panels(self) -> None:
         """Make the panels again (they take their colours and fonts when made) and redraw the current stage."""
-        if self.panel_stack.isAncestorOf(QApplication.focusWidget()):  # a focused plot goes: the focus stays
+        if has_focus_inside(self.panel_stack):  # a focused plot goes: the focus stays
             self.stage_area.setFocus()  # in the stage area (never handed on to the source box)
         for panel in self._panels.values():  # plots take their colours when created: make them again
             self.panel_stack.removeWidget(panel)
@@ -335,24 +333,6 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             if stage.schematic_box == box:
                 self.session.set_stage(stage.key)
                 return
-
-    def showEvent(self, event: QShowEvent) -> None:
-        super().showEvent(event)
-        if not self._placed:  # the frame (title bar) is known once the window manager has drawn it
-            self._placed = True
-            for delay in PLACE_AFTER_MS:
-                QTimer.singleShot(delay, self, self._place_at_start)
-
-    def _place_at_start(self) -> None:
-        """The start geometry (the default or the remembered one), framed, kept inside the screen."""
-        if not self._sized:
-            self.keep_on_screen()
-
-    def resize(self, *size: Any) -> None:  # QWidget.resize: a QSize, or a width and a height
-        """A size a caller asks for is kept at start (tests and screenshots size the window for a screen they
-        stand for); the start geometry of the window itself is kept inside the screen (_place_at_start)."""
-        self._sized = True
-        super().resize(*size)
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)

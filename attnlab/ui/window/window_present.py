@@ -17,16 +17,16 @@ that step from anywhere, layer / sub-layer jumps and the stage search.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from PySide6.QtCore import QRect, QTimer
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QShowEvent
 from PySide6.QtWidgets import QApplication, QDockWidget, QLabel, QSplitter, QWidget
 
 from attnlab.present.stages import layer_jump, sublayer_jump
 from attnlab.ui.window import app as appsettings
 from attnlab.ui.window import zoom
-from attnlab.ui.window.clicker import CLICKER_STEPS, ClickerFilter, is_text_box
+from attnlab.ui.window.clicker import CLICKER_STEPS, ClickerFilter, has_focus_inside, is_text_box
 from attnlab.ui.window.geometry import inside_screen
 
 if TYPE_CHECKING:
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 else:
     WindowHost = object  # the type checker's view of MainWindow (window_host.py)
 
+# after the first show: the window manager frames the window meanwhile (later on a busy machine)
+PLACE_AFTER_MS = (0, 300, 1000, 2500)
 PRESENT_EXPLANATION_SHARE = 0.3  # of the stage area's height, when E brings the explanation back presenting
 PRESENT_HINT = "→ / Space: next · E: explanation · T: toggles · Ctrl+L: type · Esc: leave"
 __all__ = ["CLICKER_STEPS", "PRESENT_EXPLANATION_SHARE", "PRESENT_HINT", "ClickerFilter", "WindowPresent"]
@@ -50,6 +52,8 @@ class WindowPresent(WindowHost):
 
     def _init_present(self) -> None:
         self._presenting = False
+        self._placed = False  # keep_on_screen once the window manager has framed the shown window
+        self._sized = False  # … unless a caller sized it since (a test, a screenshot at 1024×768): see resize
         self._before_present: tuple[bool, list[bool], QRect] | None = None
         # whatever the store holds: clamp_zoom makes 1.0 of what is no number
         self._zoom = zoom.clamp_zoom(cast(float, self.settings.value(appsettings.ZOOM, 1.0)))
@@ -114,6 +118,25 @@ class WindowPresent(WindowHost):
         for delay in (0, 300, 1000):  # once the window manager has framed the normal window again
             QTimer.singleShot(delay, self, self.keep_on_screen)
 
+    # ---- where the window goes -----------------------------------------------------------------------------
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._placed:  # the frame (title bar) is known once the window manager has drawn it
+            self._placed = True
+            for delay in PLACE_AFTER_MS:
+                QTimer.singleShot(delay, self, self._place_at_start)
+
+    def _place_at_start(self) -> None:
+        """The start geometry (the default or the remembered one), framed, kept inside the screen."""
+        if not self._sized:
+            self.keep_on_screen()
+
+    def resize(self, *size: Any) -> None:  # QWidget.resize: a QSize, or a width and a height
+        """A size a caller asks for is kept at start (tests and screenshots size the window for a screen they
+        stand for); the start geometry of the window itself is kept inside the screen (_place_at_start)."""
+        self._sized = True
+        super().resize(*size)
+
     def keep_on_screen(self) -> None:
         """Move and shrink the window so its frame (title bar included) lies inside its screen's available
         area; a full-screen or maximised window is left alone."""
@@ -132,7 +155,8 @@ class WindowPresent(WindowHost):
 
     def park_focus(self) -> None:
         """Give the keyboard focus to the stage area (never a text box): the clicker keys reach it as before."""
-        if is_text_box(QApplication.focusWidget()) or not self.centralWidget().isAncestorOf(QApplication.focusWidget()):
+        central = self.centralWidget()
+        if is_text_box(QApplication.focusWidget()) or central is None or not has_focus_inside(central):
             self.stage_area.setFocus()
 
     def leave_text_box(self) -> None:
@@ -153,7 +177,7 @@ class WindowPresent(WindowHost):
         """T while presenting: the toggles dock comes back, or goes (the focus never falls to a text box)."""
         dock = self.controls_dock
         if dock.isVisible():
-            if dock.isAncestorOf(QApplication.focusWidget()):
+            if has_focus_inside(dock):
                 self.stage_area.setFocus()
             dock.hide()
         else:
