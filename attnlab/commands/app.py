@@ -1,5 +1,5 @@
-"""`attnlab [CHECKPOINT] [--src TEXT] [--tgt TEXT] [--stage KEY] [--present] [--view model] [--compare]`: the
-desktop app.
+"""`attnlab [CHECKPOINT | --checkpoint PATH] [--src TEXT] [--tgt TEXT] [--stage KEY] [--present] [--view model]
+[--compare]`: the desktop app.
 
 The window paints first; the model loads and the first sentence is traced on a worker thread meanwhile. A
 `--stage` name is checked against the model's config before anything loads (checkpoints/config_only.py).
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from attnlab.ui.window.main_window import MainWindow
 
 START = time.perf_counter()
+BUNDLED_NAMES = ("translation", "language")
 
 
 def seconds_since_start() -> float:
@@ -48,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "cache by id (org/name or org/name@revision; `attnlab models` lists them) or a nanoGPT ckpt.pt to open, "
         "or a lesson .toml to play in presentation mode; default: the bundled model",
     )
+    parser.add_argument(
+        "--checkpoint",
+        dest="checkpoint_option",
+        metavar="PATH",
+        help="the same as CHECKPOINT (the spelling the sub-commands take); also bundled:NAME",
+    )
     parser.add_argument("--src", metavar="TEXT", help="start on this sentence (the prompt for a decoder-only model)")
     parser.add_argument(
         "--tgt",
@@ -62,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--bundled",
-        choices=("translation", "language"),
+        choices=BUNDLED_NAMES,
         default="translation",
         help="which bundled model opens when no CHECKPOINT is given (default: translation)",
     )
@@ -104,9 +111,35 @@ def _read_lesson(path: str) -> Lesson:
     return read_lesson(path)
 
 
+BOTH_CHECKPOINTS = "give the checkpoint once: as CHECKPOINT or as --checkpoint, not both"
+
+
+def checkpoint_problem(args: argparse.Namespace) -> str:
+    """`--checkpoint PATH` means CHECKPOINT (bundled:NAME means --bundled NAME): moved there, or the one-line
+    error when both are given ('' when all is well)."""
+    option = getattr(args, "checkpoint_option", None)
+    if option is None:
+        return ""
+    if args.checkpoint:
+        return BOTH_CHECKPOINTS
+    if option.startswith("bundled:"):
+        name = option.split(":", 1)[1] or "translation"
+        if name not in BUNDLED_NAMES:
+            return f"unknown bundled model {name[:40]!r}; the bundled models are: {', '.join(BUNDLED_NAMES)}"
+        args.bundled = name
+    else:
+        args.checkpoint = option
+    args.checkpoint_option = None
+    return ""
+
+
 def run(args: argparse.Namespace) -> int:
     from attnlab.present.lessons import SUFFIX, LessonError
 
+    problem = checkpoint_problem(args)
+    if problem:
+        print(f"attnlab: error: {problem}", file=sys.stderr)
+        return 2
     lesson = None
     if args.checkpoint and args.checkpoint.lower().endswith(SUFFIX):
         try:

@@ -19,7 +19,7 @@ from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.long_attention import long_matrix, long_note
 from attnlab.present.views.long_map import is_long, map_shape
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
-from attnlab.present.views.site import SiteView, axis_title, blocked_cells
+from attnlab.present.views.site import SiteView, blocked_cells, token_axis
 
 MAP_TEXT = {
     "scores": (
@@ -212,7 +212,7 @@ def qkv_view(
     kv_head = trace.kv_head_map[sv.head]  # GQA: a shared K/V head
     grouped = trace.n_kv_heads < trace.n_heads
     kv = f", K/V head {kv_head + 1}" if grouped else ""
-    q_axes, kv_axes = ((axis_title(side, "token"), "d_k dimension") for side in (sv.q_side, sv.k_side))
+    q_axes, kv_axes = ((token_axis(side), "d_k dimension") for side in (sv.q_side, sv.k_side))
     q = matrix_view(entry["q"], array(trace, entry["q"])[sv.head], sv.rows, "Q (queries)", axes=q_axes)  # [Tq, d_k]
     k, v = (
         matrix_view(entry[p], array(trace, entry[p])[kv_head], sv.cols, title, axes=kv_axes)  # [Tk, d_k]

@@ -13,7 +13,7 @@ from attnlab.engine.trace import Trace
 from attnlab.present.facts import array, missing, missing_message
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
-from attnlab.present.views.site import SiteView, axis_title
+from attnlab.present.views.site import SiteView, token_axis
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def qk_norm_view(
     eps = trace.config.layer_norm_eps
     values = {step: array(trace, name) for step, name in entry.items()}  # [H|H_kv, T, d_k] each
     rms = (_rms(values["q_in"], sv.head, whole, eps), _rms(values["k_in"], kv_head, whole, eps))
-    q_axes, k_axes = ((axis_title(side, "token"), "d_k dimension") for side in (sv.q_side, sv.k_side))
+    q_axes, k_axes = ((token_axis(side), "d_k dimension") for side in (sv.q_side, sv.k_side))
     shown = {
         step: matrix_view(
             entry[step],

@@ -19,8 +19,14 @@ def clamp_head(head: int, n_heads: int) -> int:
 
 
 def axis_title(side: str, role: str) -> str:
-    """'query (decoder tokens)' style axis titles."""
-    return f"{role} ({words.word(names.side_stack(side)).lower()} tokens)"
+    """'decoder query' style axis titles: short, as a map of four rows is about 150 px tall at 1024×768 (the
+    title runs along it; 'query (decoder tokens)' was cut off)."""
+    return f"{words.word(names.side_stack(side)).lower()} {role}"
+
+
+def token_axis(side: str) -> str:
+    """'encoder token': the rows of Q, K and V."""
+    return axis_title(side, "token")
 
 
 class SiteView:

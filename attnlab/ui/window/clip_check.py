@@ -1,4 +1,4 @@
-"""Is any label cut off? For every plot view inside a widget: each axis tick label, text item and plot label,
+"""Is any label cut off? For every plot view inside a widget: each axis tick label and title, text item and plot label,
 mapped from its scene into the view's pixels, must lie inside the view; every visible one-line QLabel must
 be as wide as its text. Used by the tests (tests/test_clip_check.py); returns readable offenders."""
 
@@ -75,6 +75,11 @@ def _scene_texts(scene: QtWidgets.QGraphicsScene) -> list[tuple[str, QtCore.QRec
             continue
         if isinstance(item, pg.AxisItem):
             found += [(t, item.mapRectToScene(r)) for t, r in _axis_text_rects(item)]
+            title = item.label.toPlainText().strip() if item.label.isVisible() else ""
+            if title:  # the axis title ("token", "d_k dimension"), turned a quarter beside a vertical axis
+                inner = item.label.document().documentMargin()  # the text, not its padding
+                box = item.label.boundingRect().adjusted(inner, inner, -inner, -inner)
+                found.append((title, item.label.mapRectToScene(box)))
         elif isinstance(item, pg.TextItem) and item.toPlainText().strip():
             inner = item.textItem.document().documentMargin()  # the text, not its padding
             box = item.textItem.boundingRect().adjusted(inner, inner, -inner, -inner)

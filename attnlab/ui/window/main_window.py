@@ -36,8 +36,11 @@ from attnlab.ui.controls.panel import ControlsPanel
 from attnlab.ui.controls.snapshot_slider import SnapshotSlider
 from attnlab.ui.plots.schematic import Schematic
 from attnlab.ui.window import app as appsettings
+from attnlab.ui.window.clicker import has_focus_inside
 from attnlab.ui.window.errors import ErrorReporter
+from attnlab.ui.window.geometry import DEFAULT_SIZE, TOGGLES_LEAST_WIDTH, default_geometry, dock_widths
 from attnlab.ui.window.navigator import STEP_KEYS, StageNavigator
+from attnlab.ui.window.overview_strip import OverviewStrip
 from attnlab.ui.window.panel_area import CurrentPageStack, PanelScroll
 from attnlab.ui.window.steady import SteadyBox, settle_views
 from attnlab.ui.window.window_files import CHECKPOINT_FILTER, FIRST_PAINT_WAIT_MS, WindowFiles
@@ -62,8 +65,6 @@ __all__ = [
     "explanation_for",
 ]
 
-DEFAULT_SIZE = (1400, 900)
-TOGGLES_LEAST_WIDTH = 270  # px: the toggles dock's least width (without its scroll bar)
 TOGGLE_COMBO_CHARS = 10  # the toggles' combo boxes are at least this wide (in characters), longer choices elide
 
 
@@ -86,7 +87,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self._build_menus()
         self._init_present()
         self._connect()
-        self.resize(*default_size(self.screen().availableGeometry()))
+        self.setGeometry(default_geometry(self.screen().availableGeometry()))  # frame inside the screen
         self._restore_layout()
 
     # ---- layout -------------------------------------------------------------------------------------------
@@ -113,9 +114,14 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         # vanish and come back, resizing the viewport (and relaying out the text) twice per toggle
         self.explanation.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOn)
         self._explanation_html = ""
-        stage_area = QWidget()
+        # presenting, the keyboard focus rests here (never in a text box): a click on it takes it there too
+        stage_area = self.stage_area = QWidget()
+        stage_area.setObjectName("stageArea")
+        stage_area.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         box = QVBoxLayout(stage_area)
         box.setContentsMargins(8, 4, 8, 0)
+        self.overview_strip = OverviewStrip()  # presenting: where the current step sits in the model
+        box.addWidget(self.overview_strip)
         box.addWidget(self._title_box)
         box.addWidget(self._shapes_box)
         self.snapshot_slider = SnapshotSlider(self.session)  # training steps, when the model keeps snapshots
@@ -160,7 +166,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.nav_dock = self._dock("Pipeline", "pipelineDock", self.navigator, left)
         self.schematic_dock = self._dock("Architecture", "architectureDock", self.schematic, left)
         self.controls_dock = self._dock("Toggles", "togglesDock", scroll, right)
-        self.resizeDocks([self.nav_dock, self.controls_dock], [290, 280], Qt.Orientation.Horizontal)
+        widths = dock_widths(self.screen().availableGeometry())  # narrower on a small screen (a projector)
+        self.resizeDocks([self.nav_dock, self.controls_dock], list(widths), Qt.Orientation.Horizontal)
         self.resizeDocks([self.nav_dock, self.schematic_dock], [380, 420], Qt.Orientation.Vertical)
 
     def _dock(self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
@@ -192,8 +199,9 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self.navigator.stageActivated.connect(s.set_stage)
         self.navigator.stepRequested.connect(self.step)  # a playing lesson takes the steps
         self.schematic.boxClicked.connect(self.go_to_box)
-        self.inputs.src.returnPressed.connect(self.navigator.setFocus)
-        self.inputs.tgt.returnPressed.connect(self.navigator.setFocus)
+        self.overview_strip.stageClicked.connect(s.set_stage)
+        self.inputs.src.returnPressed.connect(self.leave_text_box)
+        self.inputs.tgt.returnPressed.connect(self.leave_text_box)
 
     # ---- drawing ---------------------------------------------------------------------------------------
     def panel_for(self, kind: str) -> StagePanel:
@@ -276,6 +284,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         self._shown = (id(trace), stage.key)
         self.navigator.select(stage.key)
         self.schematic.set_current(stage.schematic_box)
+        self.overview_strip.set_current(stage.key)
         self.last_paint_ms = (time.perf_counter() - start) * 1000.0
         self._show_status(trace)
 
@@ -283,6 +292,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         s = self.session
         # the run the panels show, never the request; its repaint is queued behind the panel's (Schematic.set_run)
         self.schematic.set_run(trace.config, trace.options)
+        self.overview_strip.set_stages(s.stages)
         if s.stages is not self.navigator.stages():  # a new list: the title makes room for its longest headings
             self._title_box.alternatives = longest_headings(s.stages)
             self._title_box.fit()
@@ -297,6 +307,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
 
     def rebuild_panels(self) -> None:
         """Make the panels again (they take their colours and fonts when made) and redraw the current stage."""
+        if has_focus_inside(self.panel_stack):  # a focused plot goes: the focus stays
+            self.stage_area.setFocus()  # in the stage area (never handed on to the source box)
         for panel in self._panels.values():  # plots take their colours when created: make them again
             self.panel_stack.removeWidget(panel)
             panel.deleteLater()
@@ -372,11 +384,9 @@ def longest_headings(stages: list[Stage], count: int = 3) -> tuple[str, ...]:
 
 
 def default_size(available: QRect) -> tuple[int, int]:
-    """DEFAULT_SIZE where the screen has room; else 92 % of the screen's available area (1280×720, 1024×768)."""
-    width, height = available.width(), available.height()
-    if width >= DEFAULT_SIZE[0] and height >= DEFAULT_SIZE[1]:
-        return DEFAULT_SIZE
-    return min(DEFAULT_SIZE[0], int(width * 0.92)), min(DEFAULT_SIZE[1], int(height * 0.92))
+    """The window's inside at start on a screen with this available area (geometry.default_geometry)."""
+    size = default_geometry(available).size()
+    return size.width(), size.height()
 
 
 def explanation_for(stage: Stage, trace: Trace) -> str:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from attnlab.ui.window.errors import ErrorReporter
     from attnlab.ui.window.lesson_actions import LessonPlayer
     from attnlab.ui.window.navigator import StageNavigator
+    from attnlab.ui.window.overview_strip import OverviewStrip
     from attnlab.ui.window.panel_area import PanelScroll
     from attnlab.ui.window.stage_search import StageSearch
 
@@ -41,6 +42,11 @@ class WindowHost(QMainWindow):
     explanation: QTextBrowser  # MainWindow makes these three; presentation mode folds or shrinks them
     placeholder: QLabel  # the panel shown before the first trace (window_status says there why a run failed)
     stage_title: QLabel
+    stage_area: QWidget  # the stage (title, shapes, panel): presenting, the keyboard focus rests here
+    timing_label: QLabel  # window_status makes it, window_present hides it while presenting
+    overview_strip: OverviewStrip
+    present_hint: QLabel  # window_present makes it: the keys of presentation mode, in the status bar
+    present_keys_hint: str
     snapshot_slider: SnapshotSlider
     panel_scroll: PanelScroll
     opening: str  # what the last open asked for (window_files), named when it fails (window_status)
@@ -57,6 +63,8 @@ class WindowHost(QMainWindow):
     def rebuild_panels(self) -> None: ...
 
     def set_dark(self, dark: bool) -> None: ...
+
+    def go_to_box(self, box: str) -> None: ...
 
     # ---- window_menus -------------------------------------------------------------------------------------
     def _action(
@@ -80,6 +88,14 @@ class WindowHost(QMainWindow):
     def set_presenting(self, on: bool, full_screen: bool = True) -> None: ...
 
     def toggle_explanation(self) -> None: ...
+
+    def toggle_controls_dock(self) -> None: ...
+
+    def leave_text_box(self) -> None: ...
+
+    def edit_text(self, edit: QWidget) -> None: ...
+
+    def keep_on_screen(self) -> None: ...
 
     def fit_plots_to_screen(self) -> None: ...
 

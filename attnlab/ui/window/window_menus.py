@@ -41,7 +41,8 @@ SHORTCUTS_HTML = """<table cellspacing=4>
 <tr><td><b>Ctrl+→</b> / <b>Ctrl+←</b></td><td>next / previous layer</td></tr>
 <tr><td><b>Alt+→</b> / <b>Alt+←</b></td><td>next / previous sub-layer</td></tr>
 <tr><td><b>Ctrl+K</b> or <b>/</b></td><td>find a stage by typing</td></tr>
-<tr><td><b>F5</b></td><td>present (full screen, docks folded; <b>T</b> toggles, <b>Esc</b> leaves)</td></tr>
+<tr><td><b>F5</b></td><td>present (full screen, docks folded; the keys step from anywhere, <b>E</b> explanation, \
+<b>T</b> toggles, <b>Ctrl+L</b> or a click types into the sentence, <b>Esc</b> leaves)</td></tr>
 <tr><td><b>Ctrl+=</b> / <b>Ctrl+−</b> / <b>Ctrl+0</b></td><td>zoom all text in / out / 100 %</td></tr>
 <tr><td><b>F11</b></td><td>full screen</td></tr>
 <tr><td><b>F1</b></td><td>this list</td></tr></table>"""
@@ -171,7 +172,7 @@ class WindowMenus(WindowHost):
         s.set_view(compare=modes[(modes.index(s.view.compare) + 1) % len(modes)])
 
     def _focus(self, edit: QLineEdit) -> None:
-        edit.setFocus()
+        self.edit_text(edit)  # presenting, the box keeps its keys from now on (clicker.py)
         edit.selectAll()
 
     def _toggle_full_screen(self) -> None:

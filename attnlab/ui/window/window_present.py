@@ -8,33 +8,26 @@ that step from anywhere, layer / sub-layer jumps and the stage search.
   plot keeps zoom.row_floor pixels per row and the stage area scrolls when the plots no longer fit.
 - Zoom (Ctrl+= / Ctrl+− / Ctrl+0): 75–300 %, remembered under settings key app.ZOOM; every panel reads
   `zoom.factor()` when it is made, so a change rebuilds the panels, the app font and the stylesheet.
-- Clicker: PageDown / PageUp / → / ← / Space step the stages wherever the focus is (a slider, a spin box, a
-  button, the explanation), except in a text box with a cursor. An application event filter takes them before
-  the focused widget does, so a focused slider never swallows a step. ↑ / ↓ still move sliders and spin boxes.
+- The keys (clicker.py): PageDown / PageUp / → / ← / Space step from any focus; presenting, also Home / End,
+  E, T and Esc, whatever has the focus: a text box keeps its keys only after a click into it or Ctrl+L.
+  Presenting never leaves the focus in a text box (hiding the docks would hand it to the source box).
+- Presenting, the status bar shows no timings (the class reads the plot) and the compact architecture strip
+  (ui/window/overview_strip.py) stays above the stage.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from PySide6.QtCore import QEvent, QObject, Qt
-from PySide6.QtGui import QFont, QKeyEvent
-from PySide6.QtWidgets import (
-    QAbstractSpinBox,
-    QApplication,
-    QDockWidget,
-    QLabel,
-    QLineEdit,
-    QPlainTextEdit,
-    QSplitter,
-    QTextEdit,
-    QWidget,
-)
+from PySide6.QtCore import QRect, QTimer
+from PySide6.QtGui import QFont, QShowEvent
+from PySide6.QtWidgets import QApplication, QDockWidget, QLabel, QSplitter, QWidget
 
 from attnlab.present.stages import layer_jump, sublayer_jump
 from attnlab.ui.window import app as appsettings
 from attnlab.ui.window import zoom
+from attnlab.ui.window.clicker import CLICKER_STEPS, ClickerFilter, has_focus_inside, is_text_box
+from attnlab.ui.window.geometry import inside_screen
 
 if TYPE_CHECKING:
     from attnlab.ui.window.stage_search import StageSearch
@@ -42,68 +35,12 @@ if TYPE_CHECKING:
 else:
     WindowHost = object  # the type checker's view of MainWindow (window_host.py)
 
+# after the first show: the window manager frames the window meanwhile (later on a busy machine)
+PLACE_AFTER_MS = (0, 300, 1000, 2500)
 PRESENT_EXPLANATION_SHARE = 0.3  # of the stage area's height, when E brings the explanation back presenting
-PRESENT_HINT = "E: explanation · T: toggles · Esc: leave"
-CLICKER_STEPS: dict[int, int] = {  # Qt.Key -> stages to step
-    Qt.Key.Key_PageDown: 1,
-    Qt.Key.Key_PageUp: -1,
-    Qt.Key.Key_Right: 1,
-    Qt.Key.Key_Left: -1,
-    Qt.Key.Key_Space: 1,
-}
-
-
-def is_text_box(widget: QWidget | None) -> bool:
-    """A widget where keys type text: an editable line edit (not a spin box's) or text editor."""
-    if isinstance(widget, QLineEdit):
-        return not widget.isReadOnly() and not isinstance(widget.parent(), QAbstractSpinBox)
-    if isinstance(widget, QTextEdit | QPlainTextEdit):
-        return not widget.isReadOnly()
-    return False
-
-
-class ClickerFilter(QObject):
-    """Application-wide: the clicker keys, T and Esc in presentation mode, before any focused widget sees them."""
-
-    def __init__(self, window: WindowHost):
-        super().__init__(window)
-        self.window = window
-
-    def _action(self, target: QWidget, event: QKeyEvent) -> Callable[[], None] | None:
-        w = self.window
-        if QApplication.activePopupWidget() is not None or QApplication.activeModalWidget() is not None:
-            return None
-        if target.window() is not w:  # another window (a dialog, the stage search) keeps its keys
-            return None
-        if is_text_box(target) or event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
-            return None
-        key = event.key()
-        if key in CLICKER_STEPS:
-            return lambda: w.step(CLICKER_STEPS[key])  # a playing lesson's next step, else the next stage
-        if w.presenting and key == Qt.Key.Key_T:
-            return lambda: w.controls_dock.setVisible(not w.controls_dock.isVisible())
-        if w.presenting and key == Qt.Key.Key_E:
-            return w.toggle_explanation
-        if w.presenting and key == Qt.Key.Key_Escape:
-            return lambda: w.set_presenting(False)
-        return None
-
-    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
-        # every event of the application passes here: a type test first (reading event.type() makes a Python
-        # enum per event, ~1 ms of each repaint); KeyPress and ShortcutOverride are both QKeyEvents
-        if not isinstance(event, QKeyEvent):
-            return False
-        kind = event.type()
-        if kind not in (QEvent.Type.KeyPress, QEvent.Type.ShortcutOverride) or not isinstance(obj, QWidget):
-            return False
-        action = self._action(obj, event)
-        if action is None:
-            return False
-        if kind == QEvent.Type.ShortcutOverride:  # claim the key so no window shortcut (PgDown, Esc) fires too
-            event.accept()
-            return True
-        action()
-        return True
+PRESENT_HINT = "→ / Space: next · E: explanation · T: toggles · Ctrl+L: type · Esc: leave"
+__all__ = ["CLICKER_STEPS", "PRESENT_EXPLANATION_SHARE", "PRESENT_HINT", "ClickerFilter", "WindowPresent"]
+__all__ += ["is_text_box"]
 
 
 class WindowPresent(WindowHost):
@@ -111,10 +48,13 @@ class WindowPresent(WindowHost):
 
     _split_sizes: list[int]
     stage_search: StageSearch
+    present_keys_hint = PRESENT_HINT  # what present_hint says while no text box is being typed into
 
     def _init_present(self) -> None:
         self._presenting = False
-        self._before_present: tuple[bool, list[bool]] | None = None
+        self._placed = False  # keep_on_screen once the window manager has framed the shown window
+        self._sized = False  # … unless a caller sized it since (a test, a screenshot at 1024×768): see resize
+        self._before_present: tuple[bool, list[bool], QRect] | None = None
         # whatever the store holds: clamp_zoom makes 1.0 of what is no number
         self._zoom = zoom.clamp_zoom(cast(float, self.settings.value(appsettings.ZOOM, 1.0)))
         self._base_point_size = zoom.base_points(QApplication.font().pointSizeF())
@@ -139,31 +79,109 @@ class WindowPresent(WindowHost):
         on = bool(on)
         if on == self._presenting:
             return
+        self._clicker.stop_typing()
         self._presenting = on
         zoom.set_presenting(on)  # the plot sizes hold while presenting (the panels are made again below)
         zoom.set_screen_scale(self.width(), self.height())
         docks = self.findChildren(QDockWidget)  # pipeline, architecture, toggles, whole-model view, …
         if on:
-            self._before_present = (self.isFullScreen(), [d.isVisible() for d in docks])
+            self.park_focus()  # before the docks go: hiding a focused dock hands the focus to the source box
+            self._before_present = (self.isFullScreen(), [d.isVisible() for d in docks], self.geometry())
             for dock in docks:
                 dock.hide()
             self.menuBar().hide()
             if full_screen and not self.isFullScreen():
                 self.showFullScreen()
-        else:
-            was_full, visible = self._before_present or (False, [True] * len(docks))
-            for dock, shown in zip(docks, visible, strict=True):
-                dock.setVisible(shown)
-            self.menuBar().show()
-            if self.isFullScreen() and not was_full:
-                self.showNormal()
         self.present_action.setChecked(on)
         self.snapshot_slider.set_compact(on)
         self.panel_scroll.set_whole_height(not on)
-        self._apply_scale()
+        self._apply_scale()  # leaving: the normal fonts first, so the window's least size is the normal one
         self._fold_explanation(on)
+        if not on:
+            self._restore_after_present(docks)
         self.present_hint.setVisible(on)
-        self.statusBar().showMessage(f"Presenting · {PRESENT_HINT}" if on else "Left presentation mode", 5000)
+        self.timing_label.setVisible(not on)  # compute / paint times are for the developer, not the class
+        self.overview_strip.set_presenting(on)
+        self.statusBar().showMessage("" if on else "Left presentation mode", 5000)  # the hint says the keys
+
+    def _restore_after_present(self, docks: list[QDockWidget]) -> None:
+        """Leaving: the docks and menu bar back, and the window where it was, inside its screen."""
+        was_full, visible, geometry = self._before_present or (False, [True] * len(docks), QRect())
+        for dock, shown in zip(docks, visible, strict=True):
+            dock.setVisible(shown)
+        self.menuBar().show()
+        if not self.isFullScreen() or was_full:  # presenting in a window (screenshots, tests): its size stays
+            return
+        self.showNormal()
+        if geometry.isValid():
+            self.setGeometry(geometry)  # the least size is the normal one again (_apply_scale ran first)
+        for delay in (0, 300, 1000):  # once the window manager has framed the normal window again
+            QTimer.singleShot(delay, self, self.keep_on_screen)
+
+    # ---- where the window goes -----------------------------------------------------------------------------
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._placed:  # the frame (title bar) is known once the window manager has drawn it
+            self._placed = True
+            for delay in PLACE_AFTER_MS:
+                QTimer.singleShot(delay, self, self._place_at_start)
+
+    def _place_at_start(self) -> None:
+        """The start geometry (the default or the remembered one), framed, kept inside the screen."""
+        if not self._sized:
+            self.keep_on_screen()
+
+    def resize(self, *size: Any) -> None:  # QWidget.resize: a QSize, or a width and a height
+        """A size a caller asks for is kept at start (tests and screenshots size the window for a screen they
+        stand for); the start geometry of the window itself is kept inside the screen (_place_at_start)."""
+        self._sized = True
+        super().resize(*size)
+
+    def keep_on_screen(self) -> None:
+        """Move and shrink the window so its frame (title bar included) lies inside its screen's available
+        area; a full-screen or maximised window is left alone."""
+        available = self.available_geometry()
+        if self._presenting or self.isFullScreen() or self.isMaximized() or available is None:
+            return
+        inner = self.geometry()
+        rect = inside_screen(inner, self.frameGeometry(), available, self.minimumSizeHint())
+        if rect != inner:
+            self.setGeometry(rect)
+
+    def available_geometry(self) -> QRect | None:
+        """The window's screen less its panels and docks (None before it has a screen)."""
+        screen = self.screen()
+        return screen.availableGeometry() if screen is not None else None
+
+    def park_focus(self) -> None:
+        """Give the keyboard focus to the stage area (never a text box): the clicker keys reach it as before."""
+        central = self.centralWidget()
+        if is_text_box(QApplication.focusWidget()) or central is None or not has_focus_inside(central):
+            self.stage_area.setFocus()
+
+    def leave_text_box(self) -> None:
+        """Enter or Esc in the sentence: presenting, the focus goes back to the stage (the keys step again);
+        else to the stage list."""
+        self._clicker.stop_typing()
+        if self._presenting:
+            self.stage_area.setFocus()
+        else:
+            self.navigator.setFocus()
+
+    def edit_text(self, edit: QWidget) -> None:
+        """Ctrl+L / Ctrl+Shift+L: type into this box (presenting, it keeps its keys from now on)."""
+        self._clicker.allow_typing(edit)
+        edit.setFocus()
+
+    def toggle_controls_dock(self) -> None:
+        """T while presenting: the toggles dock comes back, or goes (the focus never falls to a text box)."""
+        dock = self.controls_dock
+        if dock.isVisible():
+            if has_focus_inside(dock):
+                self.stage_area.setFocus()
+            dock.hide()
+        else:
+            dock.show()
 
     def _fold_explanation(self, on: bool) -> None:
         """Presenting: the explanation folds away (the plot comes first); leaving shows it again and puts the
