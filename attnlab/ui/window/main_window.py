@@ -36,6 +36,7 @@ from attnlab.ui.controls.panel import ControlsPanel
 from attnlab.ui.controls.snapshot_slider import SnapshotSlider
 from attnlab.ui.plots.schematic import Schematic
 from attnlab.ui.window import app as appsettings
+from attnlab.ui.window import zoom
 from attnlab.ui.window.clicker import has_focus_inside
 from attnlab.ui.window.errors import ErrorReporter
 from attnlab.ui.window.geometry import DEFAULT_SIZE, TOGGLES_LEAST_WIDTH, default_geometry, dock_widths
@@ -364,6 +365,10 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             if self.session.model is not None:
                 st.setValue(appsettings.LAST_SENTENCE_MODEL, self.session.model.name)
         st.sync()
+        if self._presenting:  # the text scale and the plot floors are the application's: give them back
+            self._presenting = False
+            zoom.set_presenting(False)
+            self._apply_scale(rebuild=False)
         self.errors.uninstall()
         self._remove_clicker()
         self.session.shutdown()
