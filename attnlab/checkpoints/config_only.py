@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from attnlab import limits
-from attnlab.checkpoints.bundled import BUNDLED, bundled_path, stand_in_config
+from attnlab.checkpoints.bundled_files import BUNDLED, bundled_path, stand_in_config
 from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.header import read_layout
 from attnlab.engine.config import ModelConfig
