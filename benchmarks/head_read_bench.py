@@ -1,6 +1,7 @@
 """Clicking a head after a run: how long its map takes to read, and every map back against TransformerLens.
 
     PYTHONPATH=/path/to/transformer_lens python benchmarks/head_read_bench.py [--tokens 512] [--rounds 6]
+    python benchmarks/head_read_bench.py --keep outputs     # a lean trace of layer outputs only, for comparison
 
 The GPT-2-small shape of benchmarks/memory_bench.py (d768, 12 layers, 12 heads, vocabulary 50257, random
 weights), traced as the app traces it (`LiveModel.trace`: a trace of this size is lean, engine/replay.py).
@@ -138,9 +139,19 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument(
+        "--keep",
+        choices=("outputs", "attention", "whole"),
+        help="force what the trace keeps (engine/replay.py) instead of LiveModel's choice: 'outputs' is what a "
+        "lean CPU run below 1,024 tokens kept before issue 32 (and a GPU run keeps)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     ours = gpt2_small_live()
+    if args.keep == "whole":
+        ours.lean_above = 1 << 62
+    elif args.keep:
+        ours._keep = lambda _device, _options, _sides: args.keep
     try:
         theirs = gpt2_small_tl()
     except ImportError as e:
