@@ -60,9 +60,8 @@ def unique_bytes(tensors) -> int:
     return sum(seen.values())
 
 
-def run_attnlab(tokens: int, whole: bool) -> dict:
-    """The trace as LiveModel.trace makes it (the app's and attnlab.load's path); `whole`: with every layer's
-    tensors kept, as runs whose trace is at most LiveModel.lean_above bytes keep them (engine/replay.py)."""
+def gpt2_small_live():
+    """attnlab's LiveModel of the GPT-2-small shape, random weights (seed 0), token ids read as numbers."""
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.hf_tokenizer import NumberTokenizer
     from attnlab.engine.live import LiveModel
@@ -84,7 +83,13 @@ def run_attnlab(tokens: int, whole: bool) -> dict:
         max_len=CTX,
     )
     numbers = NumberTokenizer(VOCAB)
-    model = LiveModel(Transformer(cfg).eval(), None, numbers)
+    return LiveModel(Transformer(cfg).eval(), None, numbers)
+
+
+def run_attnlab(tokens: int, whole: bool) -> dict:
+    """The trace as LiveModel.trace makes it (the app's and attnlab.load's path); `whole`: with every layer's
+    tensors kept, as runs whose trace is at most LiveModel.lean_above bytes keep them (engine/replay.py)."""
+    model = gpt2_small_live()
     if whole:
         model.lean_above = 1 << 62
     ids = torch.randint(4, VOCAB, (tokens,)).tolist()
@@ -94,7 +99,12 @@ def run_attnlab(tokens: int, whole: bool) -> dict:
     trace = model.trace(tgt=ids)
     trim()
     held = rss_bytes() - before
-    return {"tensor_bytes": trace.stored_bytes(), "rss_held": held, "entries": len(trace)}
+    return {
+        "tensor_bytes": trace.stored_bytes(),
+        "rss_held": held,
+        "entries": len(trace),
+        "kept": trace.info.get("kept", "whole"),
+    }
 
 
 def stub_unused_imports() -> None:
@@ -127,7 +137,8 @@ def stub_unused_imports() -> None:
     sys.meta_path.insert(0, Finder())
 
 
-def run_transformer_lens(tokens: int) -> dict:
+def gpt2_small_tl():
+    """TransformerLens's HookedTransformer of the same shape, random weights (seed 0)."""
     stub_unused_imports()
     import warnings
 
@@ -146,7 +157,11 @@ def run_transformer_lens(tokens: int) -> dict:
         act_fn="gelu",
         normalization_type="LN",
     )
-    model = HookedTransformer(cfg).eval()
+    return HookedTransformer(cfg).eval()
+
+
+def run_transformer_lens(tokens: int) -> dict:
+    model = gpt2_small_tl()
     ids = torch.randint(4, VOCAB, (1, tokens))  # [1, T]
     trim()
     before = rss_bytes()
@@ -195,12 +210,13 @@ def main(argv=None) -> int:
     ours = measure("attnlab", args.tokens, args.threads)
     whole = measure("whole", args.tokens, args.threads)
     theirs = measure("tl", args.tokens, args.threads)
-    print(f"{'':<30} {'tensor MiB':>11} {'RSS held MiB':>13} {'peak RSS MiB':>13} {'entries':>8}")
-    rows = (("attnlab trace (lean)", ours), ("attnlab, every layer kept", whole), ("TransformerLens cache", theirs))
+    print(f"{'':<34} {'tensor MiB':>11} {'RSS held MiB':>13} {'peak RSS MiB':>13} {'entries':>8}")
+    lean_label = f"attnlab trace (lean: {ours['kept']})" if ours is not None else "attnlab trace (lean)"
+    rows = ((lean_label, ours), ("attnlab, every layer kept", whole), ("TransformerLens cache", theirs))
     for label, r in rows:
         if r is not None:
             print(
-                f"{label:<30} {r['tensor_bytes'] / mib:>11.1f} {r['rss_held'] / mib:>13.1f} "
+                f"{label:<34} {r['tensor_bytes'] / mib:>11.1f} {r['rss_held'] / mib:>13.1f} "
                 f"{r['peak_rss'] / mib:>13.1f} {r['entries']:>8}"
             )
     if ours is None:

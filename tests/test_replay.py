@@ -34,12 +34,12 @@ def family_model(name: str) -> LiveModel:
 
 
 def lean(model: LiveModel, attention: bool = False) -> LiveModel:
-    """The same module, run lean whatever the trace's size; `attention`: keeping each site's Q, K, V and mask
-    (what a long CPU run keeps) however short the input."""
+    """The same module, run lean whatever the trace's size, keeping each layer's output only (what a GPU run, or
+    one short of memory, keeps); `attention`: each site's Q, K, V and mask too (what a CPU run keeps)."""
     twin = LiveModel(model.module, model.src_tokenizer, model.tgt_tokenizer, name=model.name)
     twin.lean_above = 0
-    if attention:
-        twin._keep = lambda device, options, sides: replay.ATTENTION  # type: ignore[method-assign]
+    keep = replay.ATTENTION if attention else replay.OUTPUTS
+    twin._keep = lambda device, options, sides: keep  # type: ignore[method-assign]
     return twin
 
 
@@ -108,22 +108,70 @@ def test_toggles_read_the_same_from_a_lean_run(options):
     assert_same_trace(whole, thin)
 
 
-def test_a_long_cpu_run_keeps_what_its_maps_are_derived_from(monkeypatch):
-    """On the CPU an input of KEEP_ATTENTION_FROM tokens or more keeps each site's Q, K, V and mask: reading
-    a head's map runs no layer again; reading the FFN does."""
-    from attnlab.engine import live
+def the_replay(trace) -> replay.LayerReplay:
+    (layer_replay,) = {e.params[0] for e in trace.entries.values() if getattr(e, "rule", None) == replay.RULE}
+    return layer_replay
 
-    monkeypatch.setattr(live, "KEEP_ATTENTION_FROM", 5)
-    model = build_tiny_model(arch="decoder-only")
-    model.lean_above = 0
-    short, long = model.trace(tgt="the cat"), model.trace(tgt="the black cat sees")  # 3 and 5 tokens
-    assert all(e.params[0].keep == replay.OUTPUTS for e in short.entries.values() if getattr(e, "rule", "") == "replay")
-    (layer_replay,) = {e.params[0] for e in long.entries.values() if getattr(e, "rule", None) == replay.RULE}
-    assert layer_replay.keep == replay.ATTENTION
-    long.read("dec.1.self.weights", 2), long["dec.0.self.masked"]
+
+def twin_of(model: LiveModel, lean_above: int) -> LiveModel:
+    """The same module in another LiveModel (a model hands back its last run for the same input)."""
+    twin = LiveModel(model.module, model.src_tokenizer, model.tgt_tokenizer, name=model.name)
+    twin.lean_above = lean_above
+    return twin
+
+
+def small_model_512() -> tuple[LiveModel, list[int]]:
+    """A small decoder-only model and 511 token ids (512 tokens with <s>)."""
+    model = build_tiny_model(arch="decoder-only", max_len=512)
+    return model, [4 + (7 * i) % (model.config.tgt_vocab_size - 4) for i in range(511)]
+
+
+def test_a_lean_cpu_run_keeps_each_sites_q_k_v_and_mask_and_reads_a_head_without_its_layer():
+    """On the CPU a lean run keeps what a head's map is derived from whenever it fits the memory (LiveModel._keep):
+    at 512 tokens every head of every site reads without running a layer again, equal to the whole trace's to the
+    last bit; an FFN entry still runs its layer."""
+    model, ids = small_model_512()
+    whole, thin = model.trace(tgt=ids), twin_of(model, 0).trace(tgt=ids)
+    assert len(thin["tgt.tokens"]) == 512 and not replays_of(whole)
+    assert thin.info["kept"] == replay.ATTENTION and thin.stored_bytes() < whole.stored_bytes()
+    layer_replay = the_replay(thin)
+    for site in thin.sites():
+        for step in replay.SITE_INPUTS:
+            assert isinstance(thin.entries[f"{site}.{step}"], torch.Tensor), (site, step)  # stored, not replayed
+        for head in range(thin.n_heads):
+            assert torch.equal(thin.read(f"{site}.weights", head), whole[f"{site}.weights"][head]), (site, head)
     assert layer_replay.replays == 0
-    long["dec.1.ffn.out"]
+    thin["dec.1.ffn.out"]
     assert layer_replay.replays == 1
+    assert_same_trace(whole, thin)
+
+
+def test_a_lean_cpu_run_short_of_memory_keeps_each_layers_output_only(monkeypatch):
+    """When the run does not fit the memory with each site's Q, K, V and mask but fits without them, it keeps the
+    layers' outputs only (and a head's map runs its layer again, to the same numbers); a GPU run never keeps them
+    (a layer runs there in milliseconds)."""
+    from attnlab.engine import live, run_budget
+
+    model, ids = small_model_512()
+    model.lean_above = 0
+    options = RunOptions()
+    needs = {
+        keep: run_budget.run_needs(model.config, options, 0, 512, 4, 0, keep).total
+        for keep in (replay.OUTPUTS, replay.ATTENTION)
+    }
+    assert needs[replay.OUTPUTS] < needs[replay.ATTENTION]
+    room = (needs[replay.OUTPUTS] + needs[replay.ATTENTION]) // 2
+    monkeypatch.setattr(live, "available_on", lambda _device: int(room / live.HEADROOM))
+    thin = model.trace(tgt=ids)
+    assert thin.info["kept"] == replay.OUTPUTS
+    assert not isinstance(thin.entries["dec.0.self.q"], torch.Tensor)
+    monkeypatch.undo()
+    whole = twin_of(model, 1 << 62).trace(tgt=ids)
+    assert torch.equal(thin.read("dec.1.self.weights", 2), whole["dec.1.self.weights"][2])
+    assert the_replay(thin).replays == 1
+    sides = model._inputs(*model.prompt_sides(None, ids), options, [], {})
+    assert model._keep(torch.device("cuda"), options, sides) == replay.OUTPUTS
+    assert model._keep(torch.device("cpu"), options, sides) == replay.ATTENTION
 
 
 def test_a_layer_runs_again_once_for_all_of_its_entries():

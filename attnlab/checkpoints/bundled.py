@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from importlib import resources
-from pathlib import Path
-from typing import Any
 
+from attnlab.checkpoints.bundled_files import BUNDLED, SMALL, bundled_path, stand_in_config
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.loader import load_checkpoint
 from attnlab.checkpoints.words import word_list
 from attnlab.engine.build import build_transformer
-from attnlab.engine.config import Architecture, ModelConfig
+from attnlab.engine.config import ModelConfig
 from attnlab.engine.live import LiveModel
 from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer
 
-BUNDLED = {
-    "translation": "English -> French translation (encoder-decoder)",
-    "language": "next-word prediction (decoder-only)",
-}
 NO_BUNDLED_NOTICE = "No bundled model found; showing a randomly initialised one."
-SMALL: dict[str, Any] = dict(d_model=128, n_heads=4, d_ff=512, n_encoder_layers=3, n_decoder_layers=3)
 
 
 def default_tokenizer() -> WordTokenizer:
@@ -45,16 +38,6 @@ def random_model(
         config = dataclasses.replace(config, share_embeddings=False)
     module = build_transformer(config, seed=seed)  # a private generator: the caller's random state is untouched
     return LiveModel(module, src_tok, tgt_tok, name=f"random-{config.arch}", metadata={"random": True, "seed": seed})
-
-
-def bundled_path(name: str) -> Path:
-    return Path(str(resources.files("attnlab.resources").joinpath(f"{name}.safetensors")))
-
-
-def stand_in_config(name: str) -> ModelConfig:
-    """The config of the random model that stands in for bundled model `name` while its file is absent."""
-    arch: Architecture = "decoder-only" if name == "language" else "encoder-decoder"
-    return ModelConfig(arch=arch, **SMALL)
 
 
 def load_bundled(name: str = "translation", device: str = "cpu") -> LiveModel:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from attnlab import limits
 from attnlab.bounded_read import confined, read_json
-from attnlab.checkpoints.bundled import BUNDLED, bundled_path, stand_in_config
+from attnlab.checkpoints.bundled_files import BUNDLED, bundled_path, stand_in_config
 from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.header import read_layout
 from attnlab.checkpoints.hf_cache import resolve_model

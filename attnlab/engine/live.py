@@ -39,7 +39,6 @@ from attnlab.engine.typed import UNSURE_BELOW, classroom_language, typed_form, u
 from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 
 LEAN_ABOVE_BYTES = 64 << 20  # LiveModel.lean_above: whole traces up to this size; layers recomputed on read above
-KEEP_ATTENTION_FROM = 1024  # tokens: a lean CPU run this long keeps each site's Q, K, V and mask (LiveModel._keep)
 Prompt = str | tuple[str, str] | list[int] | None  # text, a sentence pair, or token ids fed back by generation
 
 
@@ -443,16 +442,22 @@ class LiveModel:
 
     def _keep(self, device: torch.device, options: RunOptions, sides: dict) -> replay.Keep:
         """What this run stores of each layer (engine/replay.py): everything, unless its whole trace would hold
-        more than `lean_above` bytes; then each layer's output (the rest recomputed on read), and on the CPU
-        for inputs of KEEP_ATTENTION_FROM tokens or more each site's Q, K, V and mask too (recomputing a long
-        layer's attention there takes seconds; on a GPU milliseconds)."""
+        more than `lean_above` bytes; then each layer's output (the rest recomputed on read) and, on the CPU
+        whenever the run fits the memory there with them, each site's Q, K, V and mask too, so that a head's
+        map is derived from them without running its layer again (a GPT-2-small layer at 512 tokens takes
+        about half a second on a CPU, a long one seconds; on a GPU a layer takes milliseconds)."""
         if not options.record:
             return replay.WHOLE
         S, T = side_lengths(sides)
-        element = torch.empty((), dtype=run_dtype(self.held_dtype, options.precision)).element_size()
+        dtype = run_dtype(self.held_dtype, options.precision)
+        element = torch.empty((), dtype=dtype).element_size()
         if estimate_trace_bytes(self.config, options, S, T, element) <= self.lean_above:
             return replay.WHOLE
-        return replay.ATTENTION if device.type == "cpu" and max(S, T) >= KEEP_ATTENTION_FROM else replay.OUTPUTS
+        if device.type != "cpu":
+            return replay.OUTPUTS
+        weights = self._weights_to_place(device, dtype)
+        needs = run_needs(self.config, options, S, T, element, weights, replay.ATTENTION)
+        return replay.ATTENTION if needs.total <= HEADROOM * available_on(device) else replay.OUTPUTS
 
     def _recorder(
         self,

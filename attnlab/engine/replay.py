@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 
 # What a recorded run stores of each layer (engine/budget.py counts each): WHOLE every entry; OUTPUTS only the
 # layer's output, the rest recomputed on read; ATTENTION that and each site's Q, K, V and mask,
-# so that an attention map is derived without running the layer again (LiveModel picks it for long CPU runs,
-# where a layer's attention costs seconds to recompute).
+# so that an attention map is derived without running the layer again (LiveModel._keep picks it for a lean CPU
+# run whenever the run fits the memory with them: a layer costs a CPU half a second at 512 tokens, seconds
+# when long; OUTPUTS on a GPU, where a layer runs in milliseconds, or when memory is short).
 Keep = str
 WHOLE, OUTPUTS, ATTENTION = "whole", "outputs", "attention"
 # names.step_of of what ATTENTION keeps; not a position bias (ALiBi, T5: [H, T, T], recomputed with its layer)

@@ -23,14 +23,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from attnlab.engine import names
-from attnlab.engine.trace import Trace
 from attnlab.present import words
 from attnlab.present.facts import array, site_sides
+
+if TYPE_CHECKING:
+    from attnlab.engine.trace import Trace  # annotations only: the first paint never waits for torch
 
 KINDS = ("argmax_key", "top_token", "choice")
 MEASURES = ("next", "weight")  # what a "choice" question compares

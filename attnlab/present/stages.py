@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attnlab.engine import derived_blocks, names, option_rules
+from attnlab.engine import names, option_rules
 from attnlab.engine.options import RunOptions
 from attnlab.present import disentangled, formulas, position_bias, relative_key, trained_scale, words
 
@@ -373,6 +373,8 @@ def warm_stage(trace: Trace, stage: Stage) -> None:
     if stage.kind in (names.LOGITS, names.PROBS) and output_fits(trace):
         wanted = [stage.kind]
     wanted = [name for name in wanted if name in trace]
+    from attnlab.engine import derived_blocks  # torch: here, on the worker, never before the window's first paint
+
     small = [name for name in wanted if not derived_blocks.is_big_map(trace, name)]  # a long map: read by head
     trace.fetch(small + [name for name in trace.recomputed_inputs(wanted) if name not in small])
 

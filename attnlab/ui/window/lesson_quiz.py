@@ -29,9 +29,9 @@ from attnlab.present.lesson_questions import (
     reveal_text,
     solve,
 )
-from attnlab.ui.plots.heatmap import LabeledHeatmap
 
 if TYPE_CHECKING:
+    from attnlab.ui.plots.heatmap import LabeledHeatmap  # pyqtgraph: loaded with the first panel, not before
     from attnlab.present.engine_api import Trace
     from attnlab.present.lessons import Lesson
     from attnlab.ui.window.window_host import WindowHost
@@ -197,6 +197,8 @@ class Quiz(QObject):
 
     def _hook_panels(self) -> None:
         """Listen to the cells and chips of every panel made so far (panels are made on first use)."""
+        from attnlab.ui.plots.heatmap import LabeledHeatmap
+
         stack = getattr(self.window, "panel_stack", None)
         if stack is None:
             return
