@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-LESSON = ROOT / "attnlab" / "resources" / "lessons" / "transformer-step-by-step.toml"
+LESSON = ROOT / "resources" / "lessons" / "transformer-step-by-step.toml"  # shipped as attnlab.resources
 
 # The app as `attnlab ARGS` starts it, except that the load after the first paint is replaced by a report.
 CHILD = """

@@ -31,9 +31,9 @@ from attnlab.present.lesson_questions import (
 )
 
 if TYPE_CHECKING:
-    from attnlab.ui.plots.heatmap import LabeledHeatmap  # pyqtgraph: loaded with the first panel, not before
     from attnlab.present.engine_api import Trace
     from attnlab.present.lessons import Lesson
+    from attnlab.ui.plots.heatmap import LabeledHeatmap  # pyqtgraph: loaded with the first panel, not before
     from attnlab.ui.window.window_host import WindowHost
 
 ASK_HINT = "Answer with A–D, a click on a token or a cell of the map; → shows the answer."
