@@ -197,6 +197,14 @@ class PanelHeatmap(LabeledHeatmap):
             self._axis_titles = (rows, cols)
             self.set_axis_titles(rows, cols)
 
+    def title_text(self) -> str:
+        """The whole title (a TitleLabel header may show it elided)."""
+        header = self._header
+        return header.full_text() if isinstance(header, TitleLabel) else header.text() if header else self._title
+
+    def title_font(self) -> QtGui.QFont:
+        return (self._header or self._title_label).font()
+
     def number_from(self, first_row: int, first_col: int) -> None:
         """Numbered ticks count rows from `first_row` and columns from `first_col` (a window of positions)."""
         self._left.set_first(first_row)

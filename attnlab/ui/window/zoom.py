@@ -62,7 +62,7 @@ ROW_PX_GRID = 30.0  # each head of the all-heads grid
 ROW_PX_SINGLE = 30.0  # one [tokens × d] matrix alone in its panel (embedding, context, concat, W_O output)
 ROW_PX_MATRIX = 15.0  # [tokens × d] matrices side by side (Q/K/V, embedding + PE, FFN, norm comparison)
 ROW_PX_POSITIONAL = 13.0  # the positional encoding over its curves
-ROW_PX_ADDNORM = 10.0  # add & norm: three maps over two bar charts
+ROW_PX_ADDNORM = 20.0  # add & norm: three maps over two bar charts
 SCREEN = (1024, 768)  # the screen the sizes above are for
 
 _presenting = False
