@@ -15,17 +15,29 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QSignalBlocker
-from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QPushButton, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from attnlab.session import Session
 from attnlab.ui.controls.control_rows import Row, rows
+from attnlab.ui.window import zoom
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import RunOptions, Trace
     from attnlab.present.stages import Stage, ViewState
 
 ALL_FIELDS = None  # sync(ALL_FIELDS): re-read every row
+PRESENT_DOCK_SHARE = 0.34  # presenting, the toggles take up to this share of the window for their whole choices
 
 
 class _FromRow:
@@ -102,6 +114,39 @@ class ControlsPanel(QWidget):
         session.traceReady.connect(self._on_trace)
         session.pinnedChanged.connect(lambda _trace: self.sync(frozenset({"pinned"})))
         self.sync(ALL_FIELDS)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        QTimer.singleShot(0, self, self.fit_presenting)  # after the dock (T, or leaving presentation) is laid out
+
+    def fit_presenting(self) -> None:
+        """Presenting (large text; T brings this dock back), the dock is as wide as its widest row: no choice
+        elided, no sideways scroll bar (issue 32). Otherwise the window's narrow dock comes back (rows wrap and
+        long choices elide, so the window fits a 1024-px screen: main_window)."""
+        scroll = self.parentWidget()
+        while scroll is not None and not isinstance(scroll, QScrollArea):
+            scroll = scroll.parentWidget()
+        if scroll is None:
+            return
+        kept = getattr(self, "_narrow", None)  # (least width, combos' policies) of the window's narrow dock
+        combos = self.findChildren(QComboBox)
+        if zoom.presenting():
+            if kept is None:
+                self._narrow = (scroll.minimumWidth(), [c.sizeAdjustPolicy() for c in combos])
+            for combo in combos:
+                combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+            self.adjustSize()
+            bar = scroll.verticalScrollBar().sizeHint().width()
+            around = bar + 2 * scroll.frameWidth()
+            room = int(PRESENT_DOCK_SHARE * self.window().width())  # the plots keep the rest of the window
+            scroll.setMinimumWidth(max(self.minimumSizeHint().width(), min(self.sizeHint().width(), room)) + around)
+            scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        elif kept is not None:
+            self._narrow = None
+            for combo, policy in zip(combos, kept[1], strict=False):
+                combo.setSizeAdjustPolicy(policy)
+            scroll.setMinimumWidth(kept[0])
+            scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
 
     def _on_view(self, view: ViewState) -> None:
         old = self._view
