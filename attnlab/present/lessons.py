@@ -36,7 +36,7 @@ SUFFIX = ".toml"
 # The toggles a lesson may set are the option table's lesson keys (engine/option_specs.py): their TOML types,
 # what values they refuse and how they set RunOptions come from there.
 LESSON_KEYS = {"title", "model", "src", "tgt", "toggles", "step", "description"}
-STEP_KEYS = {"stage", "note", "toggles", "head", "src", "tgt"}
+STEP_KEYS = {"stage", "note", "toggles", "head", "src", "tgt", "fixed_axis"}
 
 
 class LessonError(ValueError):
@@ -51,6 +51,7 @@ class Step:
     head: int | None = None  # 1-based head to select, if any
     src: str | None = None  # a sentence for this step (else the lesson's)
     tgt: str | None = None
+    fixed_axis: bool | None = None  # the output's probability axis fixed at 0–1 (None: as the person left it)
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,9 @@ def _step(table: Any, number: int) -> Step:
     head = table.get("head")
     if head is not None and (isinstance(head, bool) or not isinstance(head, int) or head < 1):
         raise LessonError(f"{where}: 'head' counts from 1 and must be a whole number, not {head!r}")
+    fixed_axis = table.get("fixed_axis")
+    if fixed_axis is not None and not isinstance(fixed_axis, bool):
+        raise LessonError(f"{where}: 'fixed_axis' must be true or false, not {fixed_axis!r}")
     return Step(
         stage=stage,
         note=_string(table, "note", where, limit=MAX_NOTE) or "",
@@ -160,6 +164,7 @@ def _step(table: Any, number: int) -> Step:
         head=head,
         src=_string(table, "src", where),
         tgt=_string(table, "tgt", where),
+        fixed_axis=fixed_axis,
     )
 
 
@@ -250,7 +255,7 @@ def lesson_toml(lesson: Lesson) -> str:
         lines.append(f"toggles = {_value(dict(lesson.toggles))}")
     for step in lesson.steps:
         lines += ["", "[[step]]", f"stage = {_value(step.stage)}"]
-        for key in ("head", "src", "tgt"):
+        for key in ("head", "src", "tgt", "fixed_axis"):
             if getattr(step, key) is not None:
                 lines.append(f"{key} = {_value(getattr(step, key))}")
         if step.toggles:
