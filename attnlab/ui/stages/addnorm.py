@@ -21,7 +21,7 @@ from attnlab.ui.plots.bars import SolidBars
 from attnlab.ui.plots.heatmap import cache_axis, elide_label, tick_font, title_font
 from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import MessageStack, Note, TokenTicks, draw_matrix, layer_side, note_font, titled_heatmap
+from attnlab.ui.stages.common import MessageStack, Note, TokenTicks, draw_matrix, layer_side, titled_heatmap
 from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
 

@@ -28,6 +28,7 @@ from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
 )
 from attnlab.present.views.model import MatrixView
 from attnlab.present.views.site import axis_title, clamp_head  # noqa: F401 (re-exported for the panels)
+from attnlab.ui.plots.axes import name_scale
 from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label, tick_font
 from attnlab.ui.window import zoom
 from attnlab.ui.window.steady import SteadyHeight
@@ -311,6 +312,7 @@ def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> N
     if matrix.axes is not None:
         panel_map.titles(*matrix.axes)
     panel_map.number_from(matrix.first_row, matrix.first_col)  # 0, 0 unless a window of positions is shown
+    name_scale(panel_map.colorbar(), matrix.scale_label)  # a percentile scale says so (weight_scale.py)
     if matrix.source is not None:  # a long map: overview and exact windows read from its source
         panel_map.draw_source(matrix, colormap)
         return
