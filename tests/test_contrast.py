@@ -29,7 +29,9 @@ def luminance(colour: QColor) -> float:
 def over(ink: QColor, background: QColor) -> QColor:
     """`ink` as drawn on `background` (a translucent ink, like Fusion's placeholder text, is blended)."""
     a = ink.alphaF()
-    return QColor.fromRgbF(*(a * i + (1 - a) * b for i, b in zip(ink.getRgbF()[:3], background.getRgbF()[:3])))
+    return QColor.fromRgbF(
+        *(a * i + (1 - a) * b for i, b in zip(ink.getRgbF()[:3], background.getRgbF()[:3], strict=True))
+    )
 
 
 def contrast(a: QColor, b: QColor) -> float:
