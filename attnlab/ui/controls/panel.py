@@ -15,12 +15,13 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QSignalBlocker, Qt, QTimer
+from PySide6.QtCore import QSignalBlocker, QTimer
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
     QGroupBox,
+    QMainWindow,
     QPushButton,
     QScrollArea,
     QSpinBox,
@@ -121,8 +122,10 @@ class ControlsPanel(QWidget):
 
     def fit_presenting(self) -> None:
         """Presenting (large text; T brings this dock back), the dock is as wide as its widest row: no choice
-        elided, no sideways scroll bar (issue 32). Otherwise the window's narrow dock comes back (rows wrap and
-        long choices elide, so the window fits a 1024-px screen: main_window)."""
+        elided, no sideways scroll bar (issue 32), as far as the centre keeps its least width (at 150 % it may
+        not: then the dock scrolls sideways rather than widen the window past its screen). Otherwise the
+        window's narrow dock comes back (rows wrap and long choices elide, so the window fits a 1024-px screen:
+        main_window)."""
         scroll = self.parentWidget()
         while scroll is not None and not isinstance(scroll, QScrollArea):
             scroll = scroll.parentWidget()
@@ -136,17 +139,19 @@ class ControlsPanel(QWidget):
             for combo in combos:
                 combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
             self.adjustSize()
-            bar = scroll.verticalScrollBar().sizeHint().width()
-            around = bar + 2 * scroll.frameWidth()
-            room = int(PRESENT_DOCK_SHARE * self.window().width())  # the plots keep the rest of the window
-            scroll.setMinimumWidth(max(self.minimumSizeHint().width(), min(self.sizeHint().width(), room)) + around)
-            scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            around = scroll.verticalScrollBar().sizeHint().width() + 2 * scroll.frameWidth()
+            window = self.window()
+            room = int(PRESENT_DOCK_SHARE * window.width())  # the plots keep the rest of the window
+            want = max(self.minimumSizeHint().width(), min(self.sizeHint().width(), room)) + around
+            central = window.centralWidget() if isinstance(window, QMainWindow) else None
+            # never wider than leaves the centre its least width: the window must not grow past its screen
+            most = window.width() - (central.minimumSizeHint().width() + 8 if central is not None else 0)
+            scroll.setMinimumWidth(max(self._narrow[0], min(want, most)))
         elif kept is not None:
             self._narrow = None
             for combo, policy in zip(combos, kept[1], strict=False):
                 combo.setSizeAdjustPolicy(policy)
             scroll.setMinimumWidth(kept[0])
-            scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
 
     def _on_view(self, view: ViewState) -> None:
         old = self._view

@@ -18,7 +18,7 @@ from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.model import BarsView, MessageView
 from attnlab.ui.plots.axes import grid_axes, quiet_hidden_axes, show_grid_behind
 from attnlab.ui.plots.bars import SolidBars
-from attnlab.ui.plots.heatmap import cache_axis, elide_label, tick_font, title_font
+from attnlab.ui.plots.heatmap import cache_axis, tick_font
 from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, TokenTicks, draw_matrix, layer_side, titled_heatmap
@@ -113,12 +113,7 @@ class AddNormPanel(StagePanel):
         self._ticks_key: tuple | None = None
         self._y_ranges: dict[str, tuple[float, float]] = {}
         self._token_ticks = [TokenTicks(p.getPlotItem()) for p in (self._mean_plot, self._var_plot)]
-        self._bar_labels: list[str] = []
         self._data: dict = {}
-        if zoom.presenting():  # room for a few value ticks on each bar chart's y axis
-            lines = QtGui.QFontMetrics(tick_font()).lineSpacing() * BAR_LINES
-            for plot in (self._mean_plot, self._var_plot):
-                plot.setMinimumHeight(lines + 2 * QtGui.QFontMetrics(title_font()).lineSpacing())
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         view = self.windowing.view(trace, stage, view, layer_side(stage.layer or ""))
@@ -143,6 +138,7 @@ class AddNormPanel(StagePanel):
         labels = shown_view.tokens
         self._set_ticks(labels, mean.shape[0], self.windowing.window.start if self.windowing.window else 0)
         self._arrange()
+        self._bar_room()
         self._note.show_text(shown_view.note.text, alternatives=shown_view.note.alternatives)
         entry = shown_view.entries
         self._data = {
@@ -200,10 +196,22 @@ class AddNormPanel(StagePanel):
         if (labels, t, first) == self._ticks_key:
             return
         self._ticks_key = (labels, t, first)
-        self._bar_labels = [elide_label(s, 8) for s in labels] if labels else []
         for plot, ticks in zip((self._mean_plot, self._var_plot), self._token_ticks, strict=True):
             plot.setXRange(-0.8, t - 0.2, padding=0)
             ticks.set_labels(labels, t, first)
+
+    def _bar_room(self) -> None:
+        """Presenting, each bar chart's plot area is BAR_LINES tick lines tall (a few value ticks), above its
+        title and its token names (one or two lines)."""
+        if not zoom.presenting():
+            return
+        for plot in (self._mean_plot, self._var_plot):
+            item = plot.getPlotItem()
+            metrics = QtGui.QFontMetrics(tick_font())
+            names = 2 * metrics.height() + 34  # the token names' axis at its tallest (TokenTicks: two lines)
+            least = int(metrics.lineSpacing() * BAR_LINES + item.titleLabel.height() + names + 12)
+            if least != plot.minimumHeight():
+                plot.setMinimumHeight(least)
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         super().resizeEvent(event)
@@ -218,10 +226,9 @@ class AddNormPanel(StagePanel):
         spacing = max(self._maps_row.spacing(), 0)
         need = max(QtGui.QFontMetrics(m.title_font()).horizontalAdvance(m.title_text()) + 8 for m in self._maps)
         self._turn(self._maps_row, 3 * need + 2 * spacing + 24, width)
-        metrics = QtGui.QFontMetrics(tick_font())
-        widest = max((metrics.horizontalAdvance(s) for s in self._bar_labels), default=0)
+        widest = self._token_ticks[0].widest()
         left_axis = self._mean_plot.getPlotItem().getAxis("left").width()
-        n = max(len(self._bar_labels), 1)
+        n = max(self._ticks_key[1] if self._ticks_key else 0, 1)
         self._turn(self._bars_row, 2 * (left_axis + (n + 0.6) * (widest + 4)) + spacing + 16, width)  # TokenTicks.fit
 
     @staticmethod

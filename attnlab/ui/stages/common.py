@@ -8,6 +8,7 @@ from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
 from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
+    PREDICTS,
     SPECIAL_TOKENS,
     array,
     layer_name,
@@ -114,19 +115,33 @@ class TokenTicks:
         self._n = 0
         self._first = 0  # the position of the first tick (a window of positions starts later than 0)
         self._key: tuple | None = None
+        self._lines = 1  # lines of tick text the axis has room for
         self._vb.sigResized.connect(self.fit)
 
     def set_labels(self, labels: list[str] | None, n: int, first: int = 0) -> None:
         """Ticks 0..n-1 named by `labels`; position numbers count from `first` when the names do not fit."""
-        self._labels = [elide_label(s, 8) for s in labels] if labels else []
+        # a decoder row "<s> → le" stands on two lines ("<s> →" over "le"): its width is its wider half
+        self._labels = [self._label(s) for s in labels] if labels else []
         self._n, self._first = n, first
         self.fit()
+
+    def _label(self, text: str) -> str:
+        """A tick's text: at most 8 characters a line; a decoder row "<s> → le" on two lines, "<s> →" over "le"
+        (not under a position number: with_index has its two lines already)."""
+        if PREDICTS in text and not self._with_index:
+            given, predicted = text.split(PREDICTS, 1)
+            return f"{elide_label(given, 6)}{PREDICTS.rstrip()}\n{elide_label(predicted, 8)}"
+        return elide_label(text, 8)
+
+    def widest(self) -> int:
+        """The pixels of the widest line of the names (0 without names)."""
+        return max((self._metrics.horizontalAdvance(line) for s in self._labels for line in s.split("\n")), default=0)
 
     def fit(self, *_: object) -> None:
         n = self._n
         (lo, hi), width = self._vb.viewRange()[0], self._vb.width()
         px_per_token = width / max(hi - lo, 1e-9) if width > 1 else 0.0
-        widest = max((self._metrics.horizontalAdvance(s) for s in self._labels), default=0)
+        widest = self.widest()
         if self._labels and px_per_token >= widest + 4:
             ticks = [(i, f"{self._first + i}\n{s}" if self._with_index else s) for i, s in enumerate(self._labels)]
             mode = "labels"
@@ -140,8 +155,9 @@ class TokenTicks:
             return
         self._key = key
         self._axis.setTicks([ticks])
-        if self._with_index:
-            lines = 2 if mode == "labels" else 1
+        lines = 1 + (mode == "labels" and (self._with_index or any("\n" in s for s in self._labels)))
+        if self._with_index or lines > 1 or self._lines > 1:
+            self._lines = lines
             self._axis.setHeight(lines * self._metrics.height() + 34)
 
 
