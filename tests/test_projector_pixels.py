@@ -248,11 +248,14 @@ def shown_stage(window: MainWindow, key: str) -> list[RowPixels]:
 
 
 @pytest.mark.parametrize("zoom_level", [1.0, 1.5])
-@pytest.mark.parametrize("key", ["enc.0.norm1", "dec.0.norm2"])
-def test_add_and_norm_reads_from_the_back(qapp, module_settings, translation, zoom_level, key):
+@pytest.mark.parametrize(
+    ("key", "norm"), [("enc.0.norm1", "trained"), ("dec.0.norm2", "trained"), ("dec.0.norm2", "pre")]
+)
+def test_add_and_norm_reads_from_the_back(qapp, module_settings, translation, zoom_level, key, norm):
     """Issue 32 item 4: ≥ 24 px per token row, the rows labelled by token, a token name under each pair of bars,
-    the bar charts tall enough for several value ticks, every title whole (at 100 % and 150 %)."""
-    with presenting(translation, zoom_level) as window:
+    the bar charts tall enough for several value ticks, every title whole (at 100 % and 150 %; pre-norm's titles
+    are the longest: "x + cross-attention(LayerNorm(x))")."""
+    with presenting(translation, zoom_level, **({"norm": norm} if norm != "trained" else {})) as window:
         maps = shown_stage(window, key)
         panel = window.current_panel()
         tokens = panel.shown_data()["tokens"]
@@ -263,8 +266,9 @@ def test_add_and_norm_reads_from_the_back(qapp, module_settings, translation, zo
         for heatmap in panel._maps:
             left = heatmap.plot_item().getAxis("left")
             assert left.mode == "labels" and left.labels == [elide_label(t) for t in tokens]  # not 0 and 5
-            header = heatmap._header
-            assert header.text() == header.full_text() and "…" not in header.text()  # the title whole
+            header = heatmap.header()  # the title whole: never elided, tall enough for its lines at its width
+            assert header.text().replace("\u200b", "") == header.full_text() and "…" not in header.text()
+            assert header.height() >= header.heightForWidth(header.width()) > 0
         for plot in (panel._mean_plot, panel._var_plot):
             axis = plot.getPlotItem().getAxis("bottom")  # a decoder row "<s> → le" on two lines
             assert [text.replace(" →\n", " → ") for _pos, text in axis._tickLevels[0]] == tokens

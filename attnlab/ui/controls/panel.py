@@ -89,6 +89,7 @@ class ControlsPanel(QWidget):
         self._stage: Stage | None = None  # the stage last shown; a trace can pick one (`--stage`, a lesson step)
         # (row, options, view before its call) while a row's own widget is changing the session
         self._source: tuple[Row, RunOptions, ViewState] | None = None
+        self._narrow: tuple[int, list[QComboBox.SizeAdjustPolicy]] | None = None  # fit_presenting
         self.rows = rows()
         layout = QVBoxLayout(self)
         forms: dict[str, QFormLayout] = {}
@@ -131,11 +132,11 @@ class ControlsPanel(QWidget):
             scroll = scroll.parentWidget()
         if scroll is None:
             return
-        kept = getattr(self, "_narrow", None)  # (least width, combos' policies) of the window's narrow dock
+        kept = self._narrow  # (least width, combos' policies) of the window's narrow dock, while presenting
         combos = self.findChildren(QComboBox)
         if zoom.presenting():
             if kept is None:
-                self._narrow = (scroll.minimumWidth(), [c.sizeAdjustPolicy() for c in combos])
+                kept = self._narrow = (scroll.minimumWidth(), [c.sizeAdjustPolicy() for c in combos])
             for combo in combos:
                 combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
             self.adjustSize()
@@ -146,7 +147,7 @@ class ControlsPanel(QWidget):
             central = window.centralWidget() if isinstance(window, QMainWindow) else None
             # never wider than leaves the centre its least width: the window must not grow past its screen
             most = window.width() - (central.minimumSizeHint().width() + 8 if central is not None else 0)
-            scroll.setMinimumWidth(max(self._narrow[0], min(want, most)))
+            scroll.setMinimumWidth(max(kept[0], min(want, most)))
         elif kept is not None:
             self._narrow = None
             for combo, policy in zip(combos, kept[1], strict=False):

@@ -21,7 +21,15 @@ from attnlab.ui.plots.bars import SolidBars
 from attnlab.ui.plots.heatmap import cache_axis, tick_font
 from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import MessageStack, Note, TokenTicks, draw_matrix, layer_side, titled_heatmap
+from attnlab.ui.stages.common import (
+    MessageStack,
+    Note,
+    TokenTicks,
+    WrapTitle,
+    draw_matrix,
+    layer_side,
+    titled_heatmap,
+)
 from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
 
@@ -76,10 +84,14 @@ class AddNormPanel(StagePanel):
                 rows_title="token" if i == 0 else "",
                 cols_title="model dimension",
                 row_floor=zoom.ROW_PX_ADDNORM,
+                wrap=True,
             )
             for i in range(3)
         ]
         self._maps = [m for _, m in boxes]
+        self._titles = [title for _, m in boxes if isinstance(title := m.header(), WrapTitle)]
+        for title in self._titles:
+            title.row = self._titles
         maps = self._maps_row = QtWidgets.QBoxLayout(ACROSS)
         for box, _ in boxes:
             maps.addWidget(box, 1)
@@ -224,8 +236,14 @@ class AddNormPanel(StagePanel):
         if width <= 1:
             return
         spacing = max(self._maps_row.spacing(), 0)
-        need = max(QtGui.QFontMetrics(m.title_font()).horizontalAdvance(m.title_text()) + 8 for m in self._maps)
-        self._turn(self._maps_row, 3 * need + 2 * spacing + 24, width)
+        # side by side while every title takes at most two lines of a third (then wrapped, whole), and its
+        # longest unbreakable piece fits one
+        third = (width - 2 * spacing - 24) // 3
+        need = 0.0
+        for title in self._titles:
+            text = title.fontMetrics().horizontalAdvance(title.full_text())
+            need = max(need, 3 * (title.widest_piece() + 8), 3 * (text / 2 + 0.15 * third))
+        self._turn(self._maps_row, need + 2 * spacing + 24, width)
         widest = self._token_ticks[0].widest()
         left_axis = self._mean_plot.getPlotItem().getAxis("left").width()
         n = max(self._ticks_key[1] if self._ticks_key else 0, 1)
@@ -241,7 +259,8 @@ class AddNormPanel(StagePanel):
 
     def arrangement(self) -> tuple[str, str]:
         """("across" or "down") for the maps and for the bar charts (for tests)."""
-        return tuple("across" if r.direction() == ACROSS else "down" for r in (self._maps_row, self._bars_row))
+        maps, bars = ("across" if r.direction() == ACROSS else "down" for r in (self._maps_row, self._bars_row))
+        return maps, bars
 
     def shown_data(self) -> dict:
         return dict(self._data)

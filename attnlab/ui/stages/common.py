@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtGui, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
 from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
@@ -100,6 +102,42 @@ class TitleLabel(QtWidgets.QLabel):
         shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, max(self.width(), 20))
         if shown != self.text():
             self.setText(shown)
+
+
+class WrapTitle(TitleLabel):
+    """A TitleLabel that wraps onto more lines instead of eliding (add & norm's titles are whole, issue 32); its
+    owner keeps the titles of a row at one height (`even_heights`), so the pictures under them line up."""
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self.setWordWrap(True)
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Minimum)
+
+        self.row: list[WrapTitle] = [self]  # the titles side by side with this one (kept at one height)
+
+    def _elide(self) -> None:
+        shown = self._full.replace("(", "(\u200b")  # a formula may break after "(" (a zero-width space)
+        if self.text() != shown:
+            self.setText(shown)
+            QtCore.QTimer.singleShot(0, self, lambda: even_heights(self.row))
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        QtCore.QTimer.singleShot(0, self, lambda: even_heights(self.row))  # after the row's layout has run
+
+    def widest_piece(self) -> int:
+        """The pixels of the longest piece the title cannot break inside (it breaks at spaces, after a hyphen
+        and after "(")."""
+        pieces = re.split(r"(?<=[-(])|\s+", self._full)
+        return max((self.fontMetrics().horizontalAdvance(p) for p in pieces), default=0)
+
+
+def even_heights(titles: list[WrapTitle]) -> None:
+    """Each title as tall as the tallest at its width now (the pictures under a row of titles line up)."""
+    tallest = max((t.heightForWidth(max(t.width(), 1)) for t in titles if t.text()), default=0)
+    for title in titles:
+        if title.minimumHeight() != tallest:
+            title.setMinimumHeight(tallest)
 
 
 class TokenTicks:
@@ -218,6 +256,10 @@ class PanelHeatmap(LabeledHeatmap):
         """The whole title (a TitleLabel header may show it elided)."""
         header = self._header
         return header.full_text() if isinstance(header, TitleLabel) else header.text() if header else self._title
+
+    def header(self) -> Note | TitleLabel | None:
+        """The label above the map that shows its title (None: the map's own title line)."""
+        return self._header
 
     def title_font(self) -> QtGui.QFont:
         return (self._header or self._title_label).font()
@@ -345,11 +387,11 @@ def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> N
 
 
 def titled_heatmap(
-    parent: QtWidgets.QWidget, *, row_floor: float = zoom.ROW_PX_MATRIX, **kwargs: str
+    parent: QtWidgets.QWidget, *, row_floor: float = zoom.ROW_PX_MATRIX, wrap: bool = False, **kwargs: str
 ) -> tuple[QtWidgets.QWidget, PanelHeatmap]:
-    """A heatmap under its own TitleLabel, in one widget to put side by side with others."""
+    """A heatmap under its own TitleLabel (`wrap`: a WrapTitle), in one widget to put side by side with others."""
     box = QtWidgets.QWidget(parent)
-    title = TitleLabel(box)
+    title = WrapTitle(box) if wrap else TitleLabel(box)
     heatmap = PanelHeatmap(box, header=title, row_floor=row_floor, **kwargs)
     layout = QtWidgets.QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)

@@ -61,10 +61,11 @@ def row_pixels(root: QtWidgets.QWidget, viewport: QtWidgets.QWidget | None = Non
         if not view.isVisibleTo(root) or view.scene() is None:
             continue
         owner = _owner(view, root)
-        if hasattr(view.scene(), "prepareForPaint"):
+        scene = view.scene()
+        if isinstance(scene, pg.GraphicsScene):
             # a view box updates its transform just before it paints: a view scrolled out of sight has not
             # painted since its last resize, so bring it to what it will draw
-            view.scene().prepareForPaint()
+            scene.prepareForPaint()
         images = [
             item
             for item in view.scene().items()
