@@ -230,9 +230,15 @@ class AddNormPanel(StagePanel):
         self._arrange()
 
     def _arrange(self) -> None:
-        """Maps side by side while every title fits a third of the width, bars side by side while a token name
-        fits under each bar; else one under the other."""
+        """Maps side by side while every title takes at most two lines of a third of the width, and the maps' least
+        widths fit; bars side by side while a token name fits under each bar; else one under the other. The
+        width is what is on screen: a stage area narrower than the panel would cut the right-hand map off."""
         width = self.width()
+        area = self.parentWidget()
+        while area is not None and not isinstance(area, QtWidgets.QScrollArea):
+            area = area.parentWidget()
+        if area is not None and area.viewport().width() > 1:
+            width = min(width, area.viewport().width())
         if width <= 1:
             return
         spacing = max(self._maps_row.spacing(), 0)
@@ -243,7 +249,8 @@ class AddNormPanel(StagePanel):
         for title in self._titles:
             text = title.fontMetrics().horizontalAdvance(title.full_text())
             need = max(need, 3 * (title.widest_piece() + 8), 3 * (text / 2 + 0.15 * third))
-        self._turn(self._maps_row, need + 2 * spacing + 24, width)
+        least = sum(m.minimumSizeHint().width() for m in self._maps)  # axes and colour bars, side by side
+        self._turn(self._maps_row, max(need, least) + 2 * spacing + 24, width)
         widest = self._token_ticks[0].widest()
         left_axis = self._mean_plot.getPlotItem().getAxis("left").width()
         n = max(self._ticks_key[1] if self._ticks_key else 0, 1)
