@@ -97,3 +97,21 @@ def test_the_heads_grid_of_2000_tokens_shows_structure_on_one_scale(qtbot, long_
     old = [luma_std(view, image) for image in grid.image_items()]
     # on 0 … 1 heads go uniformly dark (a head with one strong column of maxima may still pass)
     assert sum(before < LUMA_STD_FLOOR for before in old) >= len(old) // 2, old
+
+
+def test_a_map_drawn_whole_with_many_keys_gets_the_same_scale():
+    """300 tokens: drawn whole (below long_map.LONG_SIDE), its weights as small as a long map's; the single map
+    and the heads grid take weight_scale's percentile scale and name it, like the long map."""
+    from attnlab.present.views.attention import map_view
+    from attnlab.present.views.heads import heads_view
+
+    model = build_tiny_model("encoder-only", seed=3, max_len=320)
+    ids = torch.randint(4, model.config.src_vocab_size, (298,), generator=torch.Generator().manual_seed(5))
+    trace = model.trace([int(i) for i in ids], None, RunOptions())
+    weights = trace.numpy("enc.0.self.weights")  # [H, T, T]
+    single = map_view(trace, stage(trace, "weights"), ViewState(head=1))
+    assert single.matrix.source is None  # drawn whole, not as a long map
+    top = float(np.percentile(weights[1], 99.5))
+    assert single.matrix.levels == pytest.approx((0.0, top)) and "99.5th pct" in single.matrix.scale_label
+    grid = heads_view(trace, stage(trace, "heads"), ViewState())
+    assert grid.levels == pytest.approx((0.0, float(np.percentile(weights, 99.5)))) and grid.scale_label
