@@ -35,7 +35,8 @@ from attnlab.ui.window import zoom
 
 BEFORE_COLOR = "#3b7dd8"
 AFTER_COLOR = "#ff9f1c"
-BAR_LINES = 4  # a bar chart's plot area is at least this many tick-label lines tall presenting (≥ 2 value ticks)
+BAR_LINES = 3  # a bar chart's plot area is at least this many tick-label lines tall presenting (2 or 3 value ticks)
+MIN_IMAGE_PX = 80  # the least width of a map's picture side by side (128 model dimensions: ≥ 0.6 px each)
 HYSTERESIS = 24  # px: a side-by-side row comes back only this much wider than it needs (no flip-flop at the edge)
 ACROSS, DOWN = QtWidgets.QBoxLayout.Direction.LeftToRight, QtWidgets.QBoxLayout.Direction.TopToBottom
 
@@ -220,8 +221,9 @@ class AddNormPanel(StagePanel):
         for plot in (self._mean_plot, self._var_plot):
             item = plot.getPlotItem()
             metrics = QtGui.QFontMetrics(tick_font())
-            names = 2 * metrics.height() + 34  # the token names' axis at its tallest (TokenTicks: two lines)
-            least = int(metrics.lineSpacing() * BAR_LINES + item.titleLabel.height() + names + 12)
+            lines = self._token_ticks[0].lines()  # the token names' axis (TokenTicks: one line, or two)
+            names = lines * metrics.height() + 34 if lines > 1 else item.getAxis("bottom").height()
+            least = int(metrics.lineSpacing() * BAR_LINES + item.titleLabel.height() + names + 4)
             if least != plot.minimumHeight():
                 plot.setMinimumHeight(least)
 
@@ -249,7 +251,13 @@ class AddNormPanel(StagePanel):
         for title in self._titles:
             text = title.fontMetrics().horizontalAdvance(title.full_text())
             need = max(need, 3 * (title.widest_piece() + 8), 3 * (text / 2 + 0.15 * third))
-        least = sum(m.minimumSizeHint().width() for m in self._maps)  # axes and colour bars, side by side
+        # ... and each map keeps MIN_IMAGE_PX for its picture beside its token labels and colour bar (what is
+        # not the picture is the same in either arrangement; before the first layout, the least widths)
+        around = [
+            m.width() - m.view_box().width() if m.view_box().width() > 1 else m.minimumSizeHint().width()
+            for m in self._maps
+        ]
+        least = sum(around) + 3 * MIN_IMAGE_PX
         self._turn(self._maps_row, max(need, least) + 2 * spacing + 24, width)
         widest = self._token_ticks[0].widest()
         left_axis = self._mean_plot.getPlotItem().getAxis("left").width()

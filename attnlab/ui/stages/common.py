@@ -171,6 +171,10 @@ class TokenTicks:
             return f"{elide_label(given, 6)}{PREDICTS.rstrip()}\n{elide_label(predicted, 8)}"
         return elide_label(text, 8)
 
+    def lines(self) -> int:
+        """The lines of text a tick takes with the names (2: under position numbers, or a decoder row)."""
+        return 2 if self._with_index or any("\n" in s for s in self._labels) else 1
+
     def widest(self) -> int:
         """The pixels of the widest line of the names (0 without names)."""
         return max((self._metrics.horizontalAdvance(line) for s in self._labels for line in s.split("\n")), default=0)
