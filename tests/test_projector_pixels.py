@@ -30,9 +30,10 @@ pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 SIZE = (1024, 768)
 SENTENCE, DECODER_INPUT = "the black cat sees the small dog", "le chat noir voit le"
+# the issues' targets, stated here (not read from pixel_check.FLOORS, which the app's benchmark prints)
 SINGLE_HEAD_KINDS = ("scores", "scaled", "masked", "weights", "mask")
 FLOORS = {**dict.fromkeys(SINGLE_HEAD_KINDS, 36.0), "heads": 16.0, "addnorm": 24.0, "post_norm": 24.0}
-OTHER_FLOOR = 12.0  # add & norm, positional encoding and every other matrix
+OTHER_FLOOR = 12.0  # positional encoding and every other matrix
 WHOLE_ON_SCREEN = (*SINGLE_HEAD_KINDS, "heads", "addnorm", "pos")
 
 
