@@ -66,7 +66,8 @@ def test_the_rule_keeps_short_maps_on_0_to_1_and_names_a_percentile_scale():
     assert weight_scale(short, 8) == ((0.0, 1.0), "")
     long = rng.dirichlet(np.ones(T), size=50)  # [50, 2000]: every weight near 1/2000
     (low, high), label = weight_scale(long, T)
-    assert low == 0.0 and high == pytest.approx(np.percentile(long, 99.5)) and high < 0.01
+    # the percentile of a sample of 65,536 weights spread over the map: within a few % of numpy's over all
+    assert low == 0.0 and high == pytest.approx(np.percentile(long, 99.5), rel=0.03) and high < 0.01
     assert "99.5th pct" in label and label.startswith("0 – ")
     assert weight_scale(long, MIN_KEYS - 1)[0] == (0.0, 1.0)
 
@@ -112,6 +113,6 @@ def test_a_map_drawn_whole_with_many_keys_gets_the_same_scale():
     single = map_view(trace, stage(trace, "weights"), ViewState(head=1))
     assert single.matrix.source is None  # drawn whole, not as a long map
     top = float(np.percentile(weights[1], 99.5))
-    assert single.matrix.levels == pytest.approx((0.0, top)) and "99.5th pct" in single.matrix.scale_label
+    assert single.matrix.levels == pytest.approx((0.0, top), rel=0.03) and "99.5th pct" in single.matrix.scale_label
     grid = heads_view(trace, stage(trace, "heads"), ViewState())
-    assert grid.levels == pytest.approx((0.0, float(np.percentile(weights, 99.5)))) and grid.scale_label
+    assert grid.levels == pytest.approx((0.0, float(np.percentile(weights, 99.5))), rel=0.03) and grid.scale_label

@@ -8,16 +8,28 @@ view."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 TOP_PERCENTILE = 99.5  # the scale's top: this percentile of the finite weights shown
 SMALL_TOP = 0.25  # below this top the 0 … 1 scale leaves most of the colours unused
+SAMPLE = 1 << 16  # weights the percentile is taken over, at most
+# primes: stepping through the flattened map by one of these lands on rows and columns alike (no stride lines up
+# with a row's length); the first one that shares no factor with the map's size is used
+STRIDES = (40_499, 40_507, 40_519, 1)  # (1: a map whose size all three divide, over 6·10¹³ cells)
 MIN_KEYS = 64  # a map with fewer keys keeps 0 … 1 (its few weights are read against each other as shares of 1)
 
 
 def percentile_top(finite: np.ndarray) -> float:
-    """The top of the colour scale for these finite weights (TOP_PERCENTILE; 1.0 when there are none)."""
-    top = float(np.percentile(finite, TOP_PERCENTILE)) if finite.size else 1.0
+    """The top of the colour scale for these finite weights (TOP_PERCENTILE; 1.0 when there are none). Over more
+    than SAMPLE weights, of SAMPLE of them spread over the whole map (a colour scale, on the repaint path: the
+    percentile of a 1024 × 1024 map costs ~11 ms, of the sample ~1 ms)."""
+    flat = finite.reshape(-1)
+    if flat.size > SAMPLE:
+        stride = next(p for p in STRIDES if math.gcd(p, flat.size) == 1)  # visits SAMPLE distinct cells
+        flat = flat[(np.arange(SAMPLE, dtype=np.int64) * stride) % flat.size]
+    top = float(np.percentile(flat, TOP_PERCENTILE)) if flat.size else 1.0
     return top if top > 0 else 1.0
 
 

@@ -30,7 +30,7 @@ def overview_levels(piece: MapPiece, kind: str, display: ViewState) -> tuple[flo
     small), 0 … 1 for the mask; for the scores ±FIXED_SCORE_RANGE with "fixed", else
     ±max |x| over the overview's finite tiles (the tiles are maxima: the most negative scores are not in them)."""
     if kind == "weights":
-        return weight_scale(piece.values, piece.values.shape[-1] * piece.col_step)[0]
+        return weight_scale(piece.values, piece.values.shape[-1] * piece.col_step)[0]  # long_matrix: with its name
     if kind == "mask":
         return (0.0, 1.0)
     if display.colour_scale == "fixed":
@@ -50,6 +50,9 @@ def long_matrix(
     source = map_source(trace, sv.site, kind, None if mask else sv.head, allowed=mask)
     ready = not defer or mask or source.ready()
     piece = source.overview(LONG_SIDE, LONG_SIDE) if ready else source.placeholder(LONG_SIDE, LONG_SIDE)
+    levels, scale = (
+        weight_scale(piece.values, sv.tk) if kind == "weights" else (overview_levels(piece, kind, display), "")
+    )
     return MatrixView(
         names.site_entry(sv.site, kind),
         np.ascontiguousarray(piece.values, dtype=np.float32),
@@ -58,10 +61,10 @@ def long_matrix(
         title,
         symmetric=None if kind in ("weights", "mask") else True,
         masked=piece.masked,
-        levels=overview_levels(piece, kind, display),
+        levels=levels,
         axes=(sv.query_axis, sv.key_axis),
         source=source,
-        scale_label=weight_scale(piece.values, sv.tk)[1] if kind == "weights" else "",
+        scale_label=scale,
     )
 
 
