@@ -7,8 +7,9 @@ For each size (default 1024×768 and 1920×1080) and theme (light, dark) a windo
 model enters presentation mode at that size and shows the first stage of every kind; each is saved as
 <out>/<size>-<theme>-<stage key>.png. For every heatmap the stage shows, the screen pixels per matrix row (its
 image mapped into its view's pixels / its rows, attnlab.ui.window.pixel_check) are printed per stage and
-checked against the floors of issue 26: one head's attention map and the mask ≥ 36 px per row, each head of the
-all-heads grid ≥ 16 px, every other matrix (add & norm, positional encoding, …) ≥ 12 px. The exit status is 1
+checked against the floors of issues 26 and 32 (pixel_check.FLOORS): one head's attention map and the mask ≥ 36 px
+per row, each head of the all-heads grid ≥ 16 px, add & norm ≥ 24 px, every other matrix (positional encoding, …)
+≥ 12 px. The exit status is 1
 when any heatmap is below its floor. (It used to check only that no label was clipped, which passed on screens
 where the heads were 1-px lines.) Runs offscreen unless QT_QPA_PLATFORM says otherwise.
 """
@@ -27,12 +28,9 @@ os.environ.setdefault("ATTNLAB_SETTINGS", os.path.join(tempfile.mkdtemp(), "sett
 
 from attnlab.checkpoints import load_bundled
 from attnlab.ui.window.app import apply_theme, create_app
-from attnlab.ui.window.pixel_check import RowPixels, row_pixels
+from attnlab.ui.window.pixel_check import RowPixels, floor_of, row_pixels  # the floors: pixel_check.FLOORS
 
 SENTENCE, DECODER_INPUT = "the black cat sees the small dog", "le chat noir voit le"
-SINGLE_HEAD_KINDS = ("scores", "scaled", "masked", "weights", "mask")
-FLOORS = {**dict.fromkeys(SINGLE_HEAD_KINDS, 36.0), "heads": 16.0}  # px per matrix row
-OTHER_FLOOR = 12.0  # add & norm, positional encoding and every other matrix
 
 
 def window_for(model, size: tuple[int, int], dark: bool, zoom: float):
@@ -82,7 +80,7 @@ def shoot_kinds(window, out: Path, tag: str) -> list[str]:
         window.session.set_stage(stage.key)
         maps = settled(window)
         window.grab().save(str(out / f"{tag}{stage.key}.png"))
-        floor = FLOORS.get(stage.kind, OTHER_FLOOR)
+        floor = floor_of(stage.kind)
         rows = ", ".join(f"{m.px_per_row:.1f}" for m in maps) or "no heatmap"
         least = min((m.px_per_row for m in maps), default=None)
         verdict = "" if least is None else ("ok" if least >= floor else f"BELOW {floor:g}")

@@ -119,7 +119,7 @@ def test_layernorm_statistics_are_torchs(enc_dec):
         assert [s.name for s in view.slots] == [view.sublayer, f"{prefix}.in", f"{prefix}.out"]
         for slot in view.slots:
             assert_matrix(slot, entry(enc_dec, slot.name))
-        assert view.spread.title == "variance per token" and view.mean.series[0].label == "LayerNorm input"
+        assert view.spread.title == "variance per token" and view.mean.series[0].label == "input"
 
 
 def test_pre_norm_and_residual_off_change_the_slots_and_notes(tiny_model):

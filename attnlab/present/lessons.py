@@ -37,7 +37,7 @@ SUFFIX = ".toml"
 # The toggles a lesson may set are the option table's lesson keys (engine/option_specs.py): their TOML types,
 # what values they refuse and how they set RunOptions come from there.
 LESSON_KEYS = {"title", "model", "src", "tgt", "toggles", "step", "description"}
-STEP_KEYS = {"stage", "note", "toggles", "head", "src", "tgt", "question"}
+STEP_KEYS = {"stage", "note", "toggles", "head", "src", "tgt", "question", "fixed_axis"}
 
 
 class LessonError(ValueError):
@@ -53,6 +53,7 @@ class Step:
     src: str | None = None  # a sentence for this step (else the lesson's)
     tgt: str | None = None
     question: Question | None = None  # asked before the stage shows its answer (present/lesson_questions.py)
+    fixed_axis: bool | None = None  # the output's probability axis fixed at 0–1 (None: as the person left it)
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,9 @@ def _step(table: Any, number: int) -> Step:
         question = parse_question(table.get("question"))
     except QuestionError as e:
         raise LessonError(f"{where}: {e}") from None
+    fixed_axis = table.get("fixed_axis")
+    if fixed_axis is not None and not isinstance(fixed_axis, bool):
+        raise LessonError(f"{where}: 'fixed_axis' must be true or false, not {fixed_axis!r}")
     return Step(
         stage=stage,
         note=_string(table, "note", where, limit=MAX_NOTE) or "",
@@ -167,6 +171,7 @@ def _step(table: Any, number: int) -> Step:
         src=_string(table, "src", where),
         tgt=_string(table, "tgt", where),
         question=question,
+        fixed_axis=fixed_axis,
     )
 
 
@@ -259,7 +264,7 @@ def lesson_toml(lesson: Lesson) -> str:
         lines.append(f"toggles = {_value(dict(lesson.toggles))}")
     for step in lesson.steps:
         lines += ["", "[[step]]", f"stage = {_value(step.stage)}"]
-        for key in ("head", "src", "tgt"):
+        for key in ("head", "src", "tgt", "fixed_axis"):
             if getattr(step, key) is not None:
                 lines.append(f"{key} = {_value(getattr(step, key))}")
         if step.toggles:

@@ -17,15 +17,15 @@ import numpy as np
 from attnlab.engine import names
 from attnlab.present import words
 from attnlab.present.views.long_map import is_long, map_shape, map_source
+from attnlab.present.weight_scale import TOP_PERCENTILE, percentile_top  # noqa: F401 (TOP_PERCENTILE re-exported)
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 GAP = 1  # NaN pixels between cells
 MODEL_TILES = 64  # a long input: each head's thumbnail has at most this many tiles a side
-# The colour scale tops out at this percentile of the weights shown: with 128 keys most weights are near
-# 1/128 and a few near 1, so a scale up to the maximum would paint almost everything dark.
-TOP_PERCENTILE = 99.5
+# The colour scale tops out at TOP_PERCENTILE of the weights shown (present/weight_scale.py): with 128 keys most
+# weights are near 1/128 and a few near 1, so a scale up to the maximum would paint almost everything dark.
 
 
 @dataclass(frozen=True)
@@ -132,8 +132,7 @@ def site_grids(trace: Trace, *, defer: bool = False) -> dict[str, SiteGrid]:
 
 def top_of(finite: np.ndarray) -> float:
     """The top of the colour scale for these finite weights (TOP_PERCENTILE; 1.0 when there are none)."""
-    top = float(np.percentile(finite, TOP_PERCENTILE)) if finite.size else 1.0
-    return top if top > 0 else 1.0
+    return percentile_top(finite)
 
 
 def thumbnail(trace: Trace, site: str, head: int) -> np.ndarray:

@@ -113,8 +113,7 @@ def addnorm_view(
         for name, title in zip(order, titles, strict=True)
     )
     mean, spread, out_mean, out_spread = norm_statistics(trace, entry, window)
-    kind_word = words.word("rmsnorm" if rms else "norm")
-    legend = (f"{kind_word} input", f"{kind_word} output")
+    legend = ("input", "output")  # of the norm (the panel's heading names it): short, in the bar charts' titles
     note = RMSNORM_NOTE if rms else LAYERNORM_NOTE
     return AddNormView(
         norm_kind="rmsnorm" if rms else "layernorm",

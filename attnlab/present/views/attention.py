@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from attnlab.present.views.long_attention import long_matrix, long_note
 from attnlab.present.views.long_map import is_long, map_shape
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
 from attnlab.present.views.site import SiteView, blocked_cells, token_axis
+from attnlab.present.weight_scale import weight_scale
 
 MAP_TEXT = {
     "scores": (
@@ -106,7 +107,10 @@ def map_view(
         return MapView(kind, long, long_note(MAP_TEXT[kind][1], (sv.tq, sv.tk)), sv.head, sv.n_heads)
     matrix = array(trace, names.site_entry(site, kind))[sv.head]  # [Tq, Tk]
     blocked = blocked_cells(trace, site)
-    levels = (0.0, 1.0) if kind == "weights" else score_levels(trace, site, sv.head, display.colour_scale)
+    weights = kind == "weights"  # 0 … 1, or a percentile scale when a map of many keys has small weights
+    levels, scale = (
+        weight_scale(matrix, sv.tk) if weights else (score_levels(trace, site, sv.head, display.colour_scale), "")
+    )
     shown = matrix_view(
         names.site_entry(site, kind),
         matrix,
@@ -118,6 +122,8 @@ def map_view(
         symmetric=None if kind == "weights" else True,
         axes=(sv.query_axis, sv.key_axis),
     )
+    if scale:
+        shown = replace(shown, scale_label=scale)
     return MapView(kind, shown, map_note(trace, site, kind, matrix, blocked), sv.head, sv.n_heads)
 
 

@@ -17,6 +17,7 @@ from attnlab.present.views.long_attention import head_sources
 from attnlab.present.views.long_map import MapSource, is_long
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.site import SiteView, blocked_cells
+from attnlab.present.weight_scale import weight_scale
 
 HEAD_TILES = 256  # a long input: each head's overview has at most this many tiles a side
 LONG_HEADS_NOTE = (
@@ -40,6 +41,7 @@ class HeadsView:
     n_heads: int
     note: str = HEADS_NOTE
     levels: tuple[float, float] = (0.0, 1.0)
+    scale_label: str = ""  # the colour bar's name for a percentile scale (weight_scale.py)
     # a long input (long_attention.py): `weights` are each head's overview tiles of steps (rows, cols) cells
     # over a map of `cells` (Tq, Tk); `sources` read each head's exact cells
     sources: list[MapSource] | None = None
@@ -77,9 +79,21 @@ def heads_view(
         tiles = np.ascontiguousarray(np.stack([p.values for p in pieces]), dtype=np.float32)  # [H, n_r, n_c]
         steps = (pieces[0].row_step, pieces[0].col_step)
         note = HEADS_NOTE + LONG_HEADS_NOTE.format(tq=sv.tq, tk=sv.tk, r=steps[0], c=steps[1])
+        levels, label = weight_scale(tiles, sv.tk)  # one scale for every head (the heads compare on it)
         return HeadsView(
-            title, tiles, sv.rows, sv.cols, pieces[0].masked, sv.head, sv.n_heads, note, sources=sources,
-            steps=steps, cells=(sv.tq, sv.tk), pending=pending,
+            title, tiles, sv.rows, sv.cols, pieces[0].masked, sv.head, sv.n_heads, note, levels, label,
+            sources=sources, steps=steps, cells=(sv.tq, sv.tk), pending=pending,
         )  # fmt: skip
     weights = np.ascontiguousarray(array(trace, name))  # [H, Tq, Tk]
-    return HeadsView(title, weights, sv.rows, sv.cols, blocked_cells(trace, site), sv.head, sv.n_heads)
+    levels, label = weight_scale(weights, sv.tk)
+    return HeadsView(
+        title,
+        weights,
+        sv.rows,
+        sv.cols,
+        blocked_cells(trace, site),
+        sv.head,
+        sv.n_heads,
+        levels=levels,
+        scale_label=label,
+    )

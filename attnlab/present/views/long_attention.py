@@ -11,6 +11,7 @@ from attnlab.present.stages import FIXED_SCORE_RANGE, ViewState
 from attnlab.present.views.long_map import LONG_SIDE, MapPiece, MapSource, map_source
 from attnlab.present.views.model import MatrixView
 from attnlab.present.views.site import SiteView
+from attnlab.present.weight_scale import weight_scale
 
 LONG_NOTE = (
     " A long input: {tq:,} × {tk:,} cells, drawn as an overview where each pixel shows the largest value of its "
@@ -25,9 +26,12 @@ def long_note(text: str, shape: tuple[int, int]) -> str:
 
 
 def overview_levels(piece: MapPiece, kind: str, display: ViewState) -> tuple[float, float] | None:
-    """Colour levels of a long map: 0 … 1 for weights; for the scores ±FIXED_SCORE_RANGE with "fixed", else
+    """Colour levels of a long map: weight_scale for weights (0 … 1, or a percentile top when the weights are
+    small), 0 … 1 for the mask; for the scores ±FIXED_SCORE_RANGE with "fixed", else
     ±max |x| over the overview's finite tiles (the tiles are maxima: the most negative scores are not in them)."""
-    if kind in ("weights", "mask"):
+    if kind == "weights":
+        return weight_scale(piece.values, piece.values.shape[-1] * piece.col_step)[0]  # long_matrix: with its name
+    if kind == "mask":
         return (0.0, 1.0)
     if display.colour_scale == "fixed":
         return (-FIXED_SCORE_RANGE, FIXED_SCORE_RANGE)
@@ -46,6 +50,9 @@ def long_matrix(
     source = map_source(trace, sv.site, kind, None if mask else sv.head, allowed=mask)
     ready = not defer or mask or source.ready()
     piece = source.overview(LONG_SIDE, LONG_SIDE) if ready else source.placeholder(LONG_SIDE, LONG_SIDE)
+    levels, scale = (
+        weight_scale(piece.values, sv.tk) if kind == "weights" else (overview_levels(piece, kind, display), "")
+    )
     return MatrixView(
         names.site_entry(sv.site, kind),
         np.ascontiguousarray(piece.values, dtype=np.float32),
@@ -54,9 +61,10 @@ def long_matrix(
         title,
         symmetric=None if kind in ("weights", "mask") else True,
         masked=piece.masked,
-        levels=overview_levels(piece, kind, display),
+        levels=levels,
         axes=(sv.query_axis, sv.key_axis),
         source=source,
+        scale_label=scale,
     )
 
 

@@ -89,6 +89,12 @@ class MapSource:
     mask: str | None = None  # the site's additive mask entry, when the run has one
     allowed: bool = False
 
+    @property
+    def weights(self) -> bool:
+        """Whether this is a head's attention weights (drawn on weight_scale's colour scale)."""
+        site = names.site_of(self.name)
+        return not self.allowed and site is not None and self.name == names.site_entry(site, "weights")
+
     def tile_steps(self, rows: int, cols: int) -> tuple[int, int]:
         """Cells per tile of an overview of about rows × cols tiles: whole multiples of the base overview's."""
         tq, tk = self.shape

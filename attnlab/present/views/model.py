@@ -37,6 +37,7 @@ class MatrixView:
     # long inputs: the position of the first row / column when a window of positions is shown
     first_row: int = 0
     first_col: int = 0
+    scale_label: str = ""  # the colour bar's name for a scale that is not the values' own (weight_scale.py)
 
 
 def matrix_view(

@@ -15,17 +15,30 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QSignalBlocker
-from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QPushButton, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtCore import QSignalBlocker, QTimer
+from PySide6.QtGui import QShowEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QMainWindow,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 from attnlab.session import Session
 from attnlab.ui.controls.control_rows import Row, rows
+from attnlab.ui.window import zoom
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import RunOptions, Trace
     from attnlab.present.stages import Stage, ViewState
 
 ALL_FIELDS = None  # sync(ALL_FIELDS): re-read every row
+PRESENT_DOCK_SHARE = 0.34  # presenting, the toggles take up to this share of the window for their whole choices
 
 
 class _FromRow:
@@ -76,6 +89,7 @@ class ControlsPanel(QWidget):
         self._stage: Stage | None = None  # the stage last shown; a trace can pick one (`--stage`, a lesson step)
         # (row, options, view before its call) while a row's own widget is changing the session
         self._source: tuple[Row, RunOptions, ViewState] | None = None
+        self._narrow: tuple[int, list[QComboBox.SizeAdjustPolicy]] | None = None  # fit_presenting
         self.rows = rows()
         layout = QVBoxLayout(self)
         forms: dict[str, QFormLayout] = {}
@@ -102,6 +116,43 @@ class ControlsPanel(QWidget):
         session.traceReady.connect(self._on_trace)
         session.pinnedChanged.connect(lambda _trace: self.sync(frozenset({"pinned"})))
         self.sync(ALL_FIELDS)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        QTimer.singleShot(0, self, self.fit_presenting)  # after the dock (T, or leaving presentation) is laid out
+
+    def fit_presenting(self) -> None:
+        """Presenting (large text; T brings this dock back), the dock is as wide as its widest row: no choice
+        elided, no sideways scroll bar (issue 32), as far as the centre keeps its least width (at 150 % it may
+        not: then the dock scrolls sideways rather than widen the window past its screen). Otherwise the
+        window's narrow dock comes back (rows wrap and long choices elide, so the window fits a 1024-px screen:
+        main_window)."""
+        scroll = self.parentWidget()
+        while scroll is not None and not isinstance(scroll, QScrollArea):
+            scroll = scroll.parentWidget()
+        if scroll is None:
+            return
+        kept = self._narrow  # (least width, combos' policies) of the window's narrow dock, while presenting
+        combos = self.findChildren(QComboBox)
+        if zoom.presenting():
+            if kept is None:
+                kept = self._narrow = (scroll.minimumWidth(), [c.sizeAdjustPolicy() for c in combos])
+            for combo in combos:
+                combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+            self.adjustSize()
+            around = scroll.verticalScrollBar().sizeHint().width() + 2 * scroll.frameWidth()
+            window = self.window()
+            room = int(PRESENT_DOCK_SHARE * window.width())  # the plots keep the rest of the window
+            want = max(self.minimumSizeHint().width(), min(self.sizeHint().width(), room)) + around
+            central = window.centralWidget() if isinstance(window, QMainWindow) else None
+            # never wider than leaves the centre its least width: the window must not grow past its screen
+            most = window.width() - (central.minimumSizeHint().width() + 8 if central is not None else 0)
+            scroll.setMinimumWidth(max(kept[0], min(want, most)))
+        elif kept is not None:
+            self._narrow = None
+            for combo, policy in zip(combos, kept[1], strict=False):
+                combo.setSizeAdjustPolicy(policy)
+            scroll.setMinimumWidth(kept[0])
 
     def _on_view(self, view: ViewState) -> None:
         old = self._view

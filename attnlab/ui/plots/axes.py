@@ -47,6 +47,14 @@ def set_axis_title(axis: pg.AxisItem, text: str) -> None:
     axis.setLabel(text or None, **style)
 
 
+def name_scale(bar: pg.ColorBarItem, text: str) -> None:
+    """The colour bar's title (e.g. "0 – 0.0031 (99.5th pct)": a scale that is not the values' own), set only
+    when it changes (a new title re-measures the axis)."""
+    if getattr(bar, "_attnlab_scale", "") != text:
+        bar._attnlab_scale = text
+        set_axis_title(bar.getAxis("left"), text)
+
+
 def quiet_hidden_axes(plot: pg.PlotItem) -> pg.PlotItem:
     """The hidden top and right axes of a plot follow its view too: with the auto SI prefix on, every range
     change re-sets their (invisible) label's HTML and re-measures it. They show nothing, so turn it off."""

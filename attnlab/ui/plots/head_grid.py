@@ -344,8 +344,9 @@ class HeadGrid(MatrixView):
 
     def _keep_floor(self) -> None:
         """Presenting, the scene is tall enough for zoom.row_floor(row floor) pixels per row in every head, and
-        fills the room up to zoom.row_ceiling."""
-        floor, ceiling = zoom.row_floor(self._row_floor), zoom.row_ceiling(self._row_floor)
+        fills the room up to zoom.row_ceiling; when that would push a row of heads below the stage area, the
+        rows shrink to fit it, down to zoom.row_least(GRID_LEAST_PX) (issue 32: 8 heads on a 768-px screen)."""
+        floor = zoom.row_floor(self._row_floor)
         least, most = 120, QWIDGETSIZE_MAX  # the scene's own least height (MatrixView._new_scene), no most
         if floor > 0 and self._cells is not None and self._views and self._sources is None:  # a long map: no floor
             nrows = self._arranged[0]
@@ -356,12 +357,29 @@ class HeadGrid(MatrixView):
             else:
                 fixed_h, row_h = self._per_head()[1], self._per_head()[3]
                 around = fixed_h + nrows * row_h
+            room = self._room_below()
+            if room is not None:  # the most per row that keeps every head on screen, not below the least
+                fit = (room - around) / (nrows * self._cells[0])
+                floor = max(min(floor, zoom.row_least(zoom.GRID_LEAST_PX)), min(floor, math.floor(fit * 4) / 4))
+            ceiling = floor
             least = max(least, math.ceil(nrows * self._cells[0] * floor + around))
             most = max(least, math.floor(nrows * self._cells[0] * ceiling + around))
         if least != self._glw.minimumHeight():
             self._glw.setMinimumHeight(least)
         if most != self._glw.maximumHeight():
             self._glw.setMaximumHeight(most)
+
+    def _room_below(self) -> float | None:
+        """The scene's height from its top to the bottom of the stage area's viewport (the readout and notes
+        below it may scroll), or None outside a scroll area or before it has a size. Not the scene's own height:
+        that follows the floor."""
+        area = self.parentWidget()
+        while area is not None and not isinstance(area, QtWidgets.QScrollArea):
+            area = area.parentWidget()
+        inner = area.widget() if area is not None else None
+        if area is None or inner is None or area.viewport().height() < 50 or not inner.isAncestorOf(self._glw):
+            return None
+        return float(area.viewport().height() - self._glw.mapTo(inner, QtCore.QPoint(0, 0)).y())
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         super().resizeEvent(event)

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.ui.plots.axes import MaskBackground
+from attnlab.present.weight_scale import weight_scale
+from attnlab.ui.plots.axes import MaskBackground, name_scale
 from attnlab.ui.plots.long_map_view import LongMapDetail
 from attnlab.ui.plots.matrix_data import check_labels, compute_levels, prepare_matrix
 
@@ -71,9 +73,8 @@ class LongMapHeatmap:
         rows, cols = source.shape
         rlabels = check_labels(row_labels, rows, "row_labels")
         clabels = check_labels(col_labels, cols, "col_labels")
-        lo, hi = compute_levels(raw, bad, levels, symmetric)
         self._source, self._source_levels = source, (levels, symmetric)
-        self._levels = (lo, hi)
+        lo, hi = self._levels = self._levels_for(raw, bad)
         self._apply_colormap()
         self._show_overview(piece)
         self._show_cells(rows, cols, rlabels, clabels)
@@ -103,11 +104,21 @@ class LongMapHeatmap:
             return
         piece = lod.overview_for(source)
         raw, _display, _mask, bad = prepare_matrix(piece.values, piece.masked)
-        self._levels = compute_levels(raw, bad, *self._source_levels)
+        self._levels = self._levels_for(raw, bad)
         self._apply_colormap()
         lod.set_levels(*self._levels)
         self._show_overview(piece)
         self._overview_shown()
+
+    def _levels_for(self, raw: np.ndarray, bad: np.ndarray | None) -> tuple[float, float]:
+        """The colour levels of the overview `raw`: a head's weights on weight_scale's scale, named on the colour
+        bar (decided here, once the tiles are read: a map read late came as NaN placeholders), else as set."""
+        source = self._source
+        if source is not None and source.weights:
+            levels, label = weight_scale(raw, source.shape[1])
+            name_scale(self._bar, label)
+            return levels
+        return compute_levels(raw, bad, *self._source_levels)
 
     def _overview_shown(self) -> None:
         """A long map's overview was drawn again (read late, or resized): for subclasses that keep a record."""

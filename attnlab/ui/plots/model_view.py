@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from attnlab.present import words
 from attnlab.present.engine_api import names
-from attnlab.present.model_grid import SiteGrid, put, site_grids, thumbnail_jobs, top_of
+from attnlab.present.model_grid import TOP_PERCENTILE, SiteGrid, put, site_grids, thumbnail_jobs, top_of
 from attnlab.ui.plots.colormaps import DEFAULT_SEQUENTIAL, get_colormap
 from attnlab.ui.plots.raster import QtReadyImage, rect_updates
 from attnlab.ui.plots.tile_loader import TileLoader
@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 
 GRID_LINE = "#bbbbbb"
 HINT = "Each small map is one head of one layer (rows: layers, columns: heads). Click one to open it."
+
+
+def scale_words(top: float) -> str:
+    """The bottom axis' title: the colour scale, named as the single map's colour bar names it (weight_scale)."""
+    return f"head (colour scale 0 – {top:.2g}, {TOP_PERCENTILE:g}th pct)"
 
 
 class ModelView(QWidget):
@@ -75,7 +80,7 @@ class ModelView(QWidget):
             plot, image = self._plots[kind]
             image.setImage(grid.image, autoLevels=False, levels=(0.0, grid.top))  # [L·(Tq+1), H·(Tk+1)]
             plot.setTitle(grid.title)  # short: a long title would set the plot's minimum width
-            plot.getAxis("bottom").setLabel(f"head (colour scale 0 … {grid.top:.2f})")
+            plot.getAxis("bottom").setLabel(scale_words(grid.top))
         self._grids = grids
         self.draw_count += 1
         jobs = [(kind, layer, head, job) for kind, g in grids.items() for layer, head, job in thumbnail_jobs(trace, g)]
@@ -100,7 +105,7 @@ class ModelView(QWidget):
         if not self._loader.busy():  # every head read: the colour scale of what is shown
             for k, g in self._grids.items():
                 self._grids[k] = g = replace(g, top=top_of(g.image[np.isfinite(g.image)]))
-                self._plots[k][0].getAxis("bottom").setLabel(f"head (colour scale 0 … {g.top:.2f})")
+                self._plots[k][0].getAxis("bottom").setLabel(scale_words(g.top))
             self._readout.setText(HINT)
         else:
             self._readout.setText(

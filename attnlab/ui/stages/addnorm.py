@@ -1,11 +1,16 @@
 """Add & norm: each token's vector before and after the norm, with its mean and variance per token (LayerNorm)
-or its mean and RMS per token (RMSNorm, which divides by the RMS and subtracts no mean)."""
+or its mean and RMS per token (RMSNorm, which divides by the RMS and subtracts no mean).
+
+Legible from the back (issue 32): the maps keep zoom.ROW_PX_ADDNORM per token row presenting, with the tokens as
+row labels; the three maps stand side by side while their titles fit a third of the width, else one under the
+other (titles whole); the two bar charts stand side by side while a token name fits under each bar, else one
+under the other, and are tall enough for a few value ticks (BAR_LINES tick lines)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtWidgets
+from PySide6 import QtGui, QtWidgets
 
 from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
@@ -16,12 +21,24 @@ from attnlab.ui.plots.bars import SolidBars
 from attnlab.ui.plots.heatmap import cache_axis, tick_font
 from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import MessageStack, Note, TokenTicks, draw_matrix, layer_side, note_font, titled_heatmap
+from attnlab.ui.stages.common import (
+    MessageStack,
+    Note,
+    TokenTicks,
+    WrapTitle,
+    draw_matrix,
+    layer_side,
+    titled_heatmap,
+)
 from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
 
 BEFORE_COLOR = "#3b7dd8"
 AFTER_COLOR = "#ff9f1c"
+BAR_LINES = 3  # a bar chart's plot area is at least this many tick-label lines tall presenting (2 or 3 value ticks)
+MIN_IMAGE_PX = 80  # the least width of a map's picture side by side (128 model dimensions: ≥ 0.6 px each)
+HYSTERESIS = 24  # px: a side-by-side row comes back only this much wider than it needs (no flip-flop at the edge)
+ACROSS, DOWN = QtWidgets.QBoxLayout.Direction.LeftToRight, QtWidgets.QBoxLayout.Direction.TopToBottom
 
 
 def bar_plot(parent: QtWidgets.QWidget, title: str) -> pg.PlotWidget:
@@ -68,11 +85,15 @@ class AddNormPanel(StagePanel):
                 rows_title="token" if i == 0 else "",
                 cols_title="model dimension",
                 row_floor=zoom.ROW_PX_ADDNORM,
+                wrap=True,
             )
             for i in range(3)
         ]
         self._maps = [m for _, m in boxes]
-        maps = QtWidgets.QHBoxLayout()
+        self._titles = [title for _, m in boxes if isinstance(title := m.header(), WrapTitle)]
+        for title in self._titles:
+            title.row = self._titles
+        maps = self._maps_row = QtWidgets.QBoxLayout(ACROSS)
         for box, _ in boxes:
             maps.addWidget(box, 1)
         self._mean_plot = bar_plot(self, "")
@@ -85,10 +106,8 @@ class AddNormPanel(StagePanel):
                 plot.addItem(bars)
                 self._bars[f"{stat}.{which}"] = bars
                 self._bar_dx[f"{stat}.{which}"] = dx
-        key = self._key = QtWidgets.QLabel(self)  # the colour key of the bars
-        key.setFont(note_font())
         self._bar_titles: tuple[str, ...] = ()  # the titles and key now shown (set from the view-model)
-        bars_row = QtWidgets.QHBoxLayout()
+        bars_row = self._bars_row = QtWidgets.QBoxLayout(ACROSS)
         bars_row.addWidget(self._mean_plot, 1)
         bars_row.addWidget(self._var_plot, 1)
         self._note = Note(self, reserve_lines=3)  # the residual-off sentence must not re-layout the panel
@@ -99,7 +118,6 @@ class AddNormPanel(StagePanel):
         body_layout.addLayout(maps, 3)
         self.windowing = PositionWindowing(self, self._maps[0], zoom.ROW_PX_ADDNORM)
         body_layout.addWidget(self.windowing.bar)
-        body_layout.addWidget(key)
         body_layout.addLayout(bars_row, 2)
         body_layout.addWidget(self._note)
         self._stack = MessageStack(body, self)
@@ -132,6 +150,8 @@ class AddNormPanel(StagePanel):
         self._set_bars(mean, var, out_mean, out_var)
         labels = shown_view.tokens
         self._set_ticks(labels, mean.shape[0], self.windowing.window.start if self.windowing.window else 0)
+        self._arrange()
+        self._bar_room()
         self._note.show_text(shown_view.note.text, alternatives=shown_view.note.alternatives)
         entry = shown_view.entries
         self._data = {
@@ -153,18 +173,19 @@ class AddNormPanel(StagePanel):
             self._data.update({"rms": var, "out_rms": out_var})
 
     def _title_bars(self, mean: BarsView, spread: BarsView) -> None:
-        """The bar charts' titles and the colour key (RMSNorm's name the mean it does NOT subtract, and the RMS)."""
+        """The bar charts' titles with the colour key (RMSNorm's name the mean it does NOT subtract, and the RMS)."""
         titles = (mean.title, spread.title, *(series.label for series in mean.series))
         if titles == self._bar_titles:
             return
         self._bar_titles = titles
-        self._mean_plot.getPlotItem().setTitle(mean.title, size=f"{zoom.points(11):g}pt")
-        self._var_plot.getPlotItem().setTitle(spread.title, size=f"{zoom.points(11):g}pt")
+        # the colour key in each title (no line of its own: the bars keep their room at 1024×768 presenting)
         before, after = (series.label for series in mean.series)
-        self._key.setText(
-            f"<span style='color:{BEFORE_COLOR}'>■</span> {before} &nbsp;&nbsp; "
+        key = (
+            f" &nbsp; <span style='color:{BEFORE_COLOR}'>■</span> {before} &nbsp; "
             f"<span style='color:{AFTER_COLOR}'>■</span> {after}"
         )
+        self._mean_plot.getPlotItem().setTitle(mean.title + key, size=f"{zoom.points(11):g}pt")
+        self._var_plot.getPlotItem().setTitle(spread.title + key, size=f"{zoom.points(11):g}pt")
 
     def _set_bars(self, mean: np.ndarray, var: np.ndarray, out_mean: np.ndarray, out_var: np.ndarray) -> None:
         x = np.arange(len(mean), dtype=float)
@@ -191,6 +212,70 @@ class AddNormPanel(StagePanel):
         for plot, ticks in zip((self._mean_plot, self._var_plot), self._token_ticks, strict=True):
             plot.setXRange(-0.8, t - 0.2, padding=0)
             ticks.set_labels(labels, t, first)
+
+    def _bar_room(self) -> None:
+        """Presenting, each bar chart's plot area is BAR_LINES tick lines tall (a few value ticks), above its
+        title and its token names (one or two lines)."""
+        if not zoom.presenting():
+            return
+        for plot in (self._mean_plot, self._var_plot):
+            item = plot.getPlotItem()
+            metrics = QtGui.QFontMetrics(tick_font())
+            lines = self._token_ticks[0].lines()  # the token names' axis (TokenTicks: one line, or two)
+            names = lines * metrics.height() + 34 if lines > 1 else item.getAxis("bottom").height()
+            least = int(metrics.lineSpacing() * BAR_LINES + item.titleLabel.height() + names + 4)
+            if least != plot.minimumHeight():
+                plot.setMinimumHeight(least)
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """Maps side by side while every title takes at most two lines of a third of the width, and the maps' least
+        widths fit; bars side by side while a token name fits under each bar; else one under the other. The
+        width is what is on screen: a stage area narrower than the panel would cut the right-hand map off."""
+        width = self.width()
+        area = self.parentWidget()
+        while area is not None and not isinstance(area, QtWidgets.QScrollArea):
+            area = area.parentWidget()
+        if area is not None and area.viewport().width() > 1:
+            width = min(width, area.viewport().width())
+        if width <= 1:
+            return
+        spacing = max(self._maps_row.spacing(), 0)
+        # side by side while every title takes at most two lines of a third (then wrapped, whole), and its
+        # longest unbreakable piece fits one
+        third = (width - 2 * spacing - 24) // 3
+        need = 0.0
+        for title in self._titles:
+            text = title.fontMetrics().horizontalAdvance(title.full_text())
+            need = max(need, 3 * (title.widest_piece() + 8), 3 * (text / 2 + 0.15 * third))
+        # ... and each map keeps MIN_IMAGE_PX for its picture beside its token labels and colour bar (what is
+        # not the picture is the same in either arrangement; before the first layout, the least widths)
+        around = [
+            m.width() - m.view_box().width() if m.view_box().width() > 1 else m.minimumSizeHint().width()
+            for m in self._maps
+        ]
+        least = sum(around) + 3 * MIN_IMAGE_PX
+        self._turn(self._maps_row, max(need, least) + 2 * spacing + 24, width)
+        widest = self._token_ticks[0].widest()
+        left_axis = self._mean_plot.getPlotItem().getAxis("left").width()
+        n = max(self._ticks_key[1] if self._ticks_key else 0, 1)
+        self._turn(self._bars_row, 2 * (left_axis + (n + 0.6) * (widest + 4)) + spacing + 16, width)  # TokenTicks.fit
+
+    @staticmethod
+    def _turn(row: QtWidgets.QBoxLayout, need: float, width: int) -> None:
+        across = row.direction() == ACROSS
+        if across and width < need:
+            row.setDirection(DOWN)
+        elif not across and width >= need + HYSTERESIS:
+            row.setDirection(ACROSS)
+
+    def arrangement(self) -> tuple[str, str]:
+        """("across" or "down") for the maps and for the bar charts (for tests)."""
+        maps, bars = ("across" if r.direction() == ACROSS else "down" for r in (self._maps_row, self._bars_row))
+        return maps, bars
 
     def shown_data(self) -> dict:
         return dict(self._data)

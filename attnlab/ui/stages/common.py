@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtGui, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
 from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
@@ -29,7 +31,9 @@ from attnlab.present.facts import (  # noqa: F401 (re-exported for the panels)
 from attnlab.present.labels import value_word
 from attnlab.present.views.model import MatrixView
 from attnlab.present.views.site import axis_title, clamp_head  # noqa: F401 (re-exported for the panels)
-from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label, tick_font
+from attnlab.ui.plots.axes import name_scale
+from attnlab.ui.plots.heatmap import LabeledHeatmap
+from attnlab.ui.stages.token_ticks import TokenTicks  # noqa: F401 (re-exported for the panels)
 from attnlab.ui.window import zoom
 from attnlab.ui.window.steady import SteadyHeight
 
@@ -101,48 +105,40 @@ class TitleLabel(QtWidgets.QLabel):
             self.setText(shown)
 
 
-class TokenTicks:
-    """Token names as the ticks of a plot's bottom axis (positions 0..n-1). When the names would overlap it
-    falls back to position numbers; setTicks runs only when the labels or that choice change."""
+class WrapTitle(TitleLabel):
+    """A TitleLabel that wraps onto more lines instead of eliding (add & norm's titles are whole, issue 32); its
+    owner keeps the titles of a row at one height (`even_heights`), so the pictures under them line up."""
 
-    def __init__(self, plot_item: pg.PlotItem, *, with_index: bool = False):
-        self._axis = plot_item.getAxis("bottom")
-        self._vb = plot_item.getViewBox()
-        self._with_index = with_index  # two-line ticks: "3" over "cat"
-        self._metrics = QtGui.QFontMetrics(tick_font())
-        self._labels: list[str] = []
-        self._n = 0
-        self._first = 0  # the position of the first tick (a window of positions starts later than 0)
-        self._key: tuple | None = None
-        self._vb.sigResized.connect(self.fit)
+    def __init__(self, parent: QtWidgets.QWidget | None = None):
+        super().__init__(parent)
+        self.setWordWrap(True)
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Minimum)
 
-    def set_labels(self, labels: list[str] | None, n: int, first: int = 0) -> None:
-        """Ticks 0..n-1 named by `labels`; position numbers count from `first` when the names do not fit."""
-        self._labels = [elide_label(s, 8) for s in labels] if labels else []
-        self._n, self._first = n, first
-        self.fit()
+        self.row: list[WrapTitle] = [self]  # the titles side by side with this one (kept at one height)
 
-    def fit(self, *_: object) -> None:
-        n = self._n
-        (lo, hi), width = self._vb.viewRange()[0], self._vb.width()
-        px_per_token = width / max(hi - lo, 1e-9) if width > 1 else 0.0
-        widest = max((self._metrics.horizontalAdvance(s) for s in self._labels), default=0)
-        if self._labels and px_per_token >= widest + 4:
-            ticks = [(i, f"{self._first + i}\n{s}" if self._with_index else s) for i, s in enumerate(self._labels)]
-            mode = "labels"
-        else:
-            need = self._metrics.horizontalAdvance(str(max(n - 1, 0))) + 14
-            step = max(1, int(np.ceil(need / px_per_token))) if px_per_token > 0 else max(1, n // 4)
-            ticks = [(i, str(self._first + i)) for i in range(0, n, step)]
-            mode = f"numbers/{step}"
-        key = (tuple(self._labels), n, mode, self._first)
-        if key == self._key:
-            return
-        self._key = key
-        self._axis.setTicks([ticks])
-        if self._with_index:
-            lines = 2 if mode == "labels" else 1
-            self._axis.setHeight(lines * self._metrics.height() + 34)
+    def _elide(self) -> None:
+        shown = self._full.replace("(", "(\u200b")  # a formula may break after "(" (a zero-width space)
+        if self.text() != shown:
+            self.setText(shown)
+            QtCore.QTimer.singleShot(0, self, lambda: even_heights(self.row))
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        QtCore.QTimer.singleShot(0, self, lambda: even_heights(self.row))  # after the row's layout has run
+
+    def widest_piece(self) -> int:
+        """The pixels of the longest piece the title cannot break inside (it breaks at spaces, after a hyphen
+        and after "(")."""
+        pieces = re.split(r"(?<=[-(])|\s+", self._full)
+        return max((self.fontMetrics().horizontalAdvance(p) for p in pieces), default=0)
+
+
+def even_heights(titles: list[WrapTitle]) -> None:
+    """Each title as tall as the tallest at its width now (the pictures under a row of titles line up)."""
+    tallest = max((t.heightForWidth(max(t.width(), 1)) for t in titles if t.text()), default=0)
+    for title in titles:
+        if title.minimumHeight() != tallest:
+            title.setMinimumHeight(tallest)
 
 
 class MessageStack(QtWidgets.QStackedWidget):
@@ -197,6 +193,18 @@ class PanelHeatmap(LabeledHeatmap):
         if (rows, cols) != self._axis_titles:
             self._axis_titles = (rows, cols)
             self.set_axis_titles(rows, cols)
+
+    def title_text(self) -> str:
+        """The whole title (a TitleLabel header may show it elided)."""
+        header = self._header
+        return header.full_text() if isinstance(header, TitleLabel) else header.text() if header else self._title
+
+    def header(self) -> Note | TitleLabel | None:
+        """The label above the map that shows its title (None: the map's own title line)."""
+        return self._header
+
+    def title_font(self) -> QtGui.QFont:
+        return (self._header or self._title_label).font()
 
     def number_from(self, first_row: int, first_col: int) -> None:
         """Numbered ticks count rows from `first_row` and columns from `first_col` (a window of positions)."""
@@ -305,6 +313,7 @@ def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> N
         panel_map.titles(*matrix.axes)
     panel_map.set_value_role(value_word(matrix.name))
     panel_map.number_from(matrix.first_row, matrix.first_col)  # 0, 0 unless a window of positions is shown
+    name_scale(panel_map.colorbar(), matrix.scale_label)  # a percentile scale says so (weight_scale.py)
     if matrix.source is not None:  # a long map: overview and exact windows read from its source
         panel_map.draw_source(matrix, colormap)
         return
@@ -321,11 +330,11 @@ def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> N
 
 
 def titled_heatmap(
-    parent: QtWidgets.QWidget, *, row_floor: float = zoom.ROW_PX_MATRIX, **kwargs: str
+    parent: QtWidgets.QWidget, *, row_floor: float = zoom.ROW_PX_MATRIX, wrap: bool = False, **kwargs: str
 ) -> tuple[QtWidgets.QWidget, PanelHeatmap]:
-    """A heatmap under its own TitleLabel, in one widget to put side by side with others."""
+    """A heatmap under its own TitleLabel (`wrap`: a WrapTitle), in one widget to put side by side with others."""
     box = QtWidgets.QWidget(parent)
-    title = TitleLabel(box)
+    title = WrapTitle(box) if wrap else TitleLabel(box)
     heatmap = PanelHeatmap(box, header=title, row_floor=row_floor, **kwargs)
     layout = QtWidgets.QVBoxLayout(box)
     layout.setContentsMargins(0, 0, 0, 0)

@@ -14,6 +14,7 @@ from attnlab.present.views.heads import HEAD_TILES, HeadsView, heads_view
 from attnlab.present.views.lines import KEY_HEADER, LINE_THRESHOLD, QUERY_HEADER, Line, lines_view, strong_links
 from attnlab.present.views.long_map import MapPiece
 from attnlab.present.views.model import MessageView
+from attnlab.ui.plots.axes import name_scale
 from attnlab.ui.plots.colormaps import get_colormap
 from attnlab.ui.plots.head_grid import HeadGrid
 from attnlab.ui.plots.heatmap import elide_label
@@ -56,6 +57,9 @@ class HeadsPanel(StagePanel):
             shown.weights, shown.rows, shown.cols, shown.masked, "", levels=shown.levels,
             cells=shown.cells, steps=shown.steps, sources=shown.sources,
         )  # fmt: skip
+        bar = self._grid.colorbar()
+        if bar is not None:  # a percentile scale says so (weight_scale.py)
+            name_scale(bar, shown.scale_label)
         if shown.pending and shown.sources is not None:  # a long input: the heads not read yet, off the GUI thread
             sources = shown.sources
             self._loader.start([functools.partial(sources[h].overview, HEAD_TILES, HEAD_TILES) for h in shown.pending])

@@ -12,7 +12,12 @@ from PySide6.QtCore import Signal
 from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
-from attnlab.present.views.output import mask_position, output_view, top_k  # noqa: F401 (tests import them here)
+from attnlab.present.views.output import (  # noqa: F401 (tests import them here)
+    OutputView,
+    mask_position,
+    output_view,
+    top_k,
+)
 from attnlab.ui.plots.axes import grid_axes, quiet_hidden_axes, show_grid_behind
 from attnlab.ui.plots.bars import SolidBars
 from attnlab.ui.plots.heatmap import cache_axis, elide_label, tick_font
@@ -84,6 +89,8 @@ class OutputPanel(StagePanel):
         for axis in ("left", "bottom"):
             cache_axis(item.getAxis(axis))
         self._x_range: tuple[float, float] | None = None
+        # what the probability axis was last chosen for: (stage, kind, position, ids) and the temperature then
+        self._axis_for: tuple[tuple, float | None] | None = None
         # the top bar in orange, the others in blue: two one-colour items (bars.py)
         self._top_bar = SolidBars(TOP_COLOR, 0.72, horizontal=True)
         self._bars = SolidBars(BAR_COLOR, 0.72, horizontal=True)
@@ -123,7 +130,8 @@ class OutputPanel(StagePanel):
         self._last_args = (trace, stage, view)
         self._fill_positions(shown.positions, shown.position)
         self.fixed_axis.setEnabled(shown.probabilities)
-        self._draw_bars(shown.values, shown.probabilities)
+        keep_axis = self._temperature_only((stage.key, shown), shown.temperature)
+        self._draw_bars(shown.values, shown.probabilities, keep_axis)
         self._set_ticks(shown.labels)
         self._place_values(shown.values, shown.value_texts)
         self._title.show_text(shown.title)
@@ -144,6 +152,16 @@ class OutputPanel(StagePanel):
         self._ablation.show_text(shown.ablation)
         if shown.change is not None:
             self._data["ablation"] = shown.change
+
+    def _temperature_only(self, shown: tuple[str, OutputView], temperature: float | None) -> bool:
+        """Whether this distribution is the one the axis was chosen for, at another temperature: then the axis
+        stays (it only widens for a taller bar), so T = 2 *looks* flatter than T = 0.5 (issue 32). Softmax with
+        T > 0 keeps the order, so the same stage, position and top-k ids mean the same distribution."""
+        key = (shown[0], shown[1].kind, shown[1].position, tuple(shown[1].ids))
+        if self._axis_for is None or self._axis_for[0] != key or self._x_range is None:
+            self._axis_for = (key, temperature)
+            return False
+        return temperature != self._axis_for[1]
 
     def _redraw(self) -> None:
         if self._last_args is not None:
@@ -178,7 +196,7 @@ class OutputPanel(StagePanel):
         self._values.set_labels(labels)
         self._data_inside = [label.inside for label in labels]
 
-    def _draw_bars(self, values: np.ndarray, probabilities: bool) -> None:
+    def _draw_bars(self, values: np.ndarray, probabilities: bool, keep_axis: bool = False) -> None:
         n = len(values)
         rows = np.arange(n, dtype=float)  # row 0 (the top) is the best token
         self._top_bar.set_bars(rows[:1], values[:1])
@@ -194,6 +212,8 @@ class OutputPanel(StagePanel):
             span = (hi - lo) or 1.0
             x_range = (lo - 0.05 * span, hi + 0.25 * span)
         old = self._x_range
+        if keep_axis and old is not None and x_range != FIXED_RANGE:  # only the temperature changed
+            x_range = (min(old[0], x_range[0]), max(old[1], x_range[1]))
         # keep the axis while the new bars still fit and fill most of it: a toggle that barely moves the bars
         # then redraws no axis and no grid
         if (
@@ -201,7 +221,7 @@ class OutputPanel(StagePanel):
             or FIXED_RANGE in (x_range, old)
             or x_range[0] < old[0]
             or x_range[1] > old[1]
-            or (x_range[1] - x_range[0]) < 0.75 * (old[1] - old[0])
+            or (not keep_axis and (x_range[1] - x_range[0]) < 0.75 * (old[1] - old[0]))
         ):
             self._x_range = x_range
             self._plot.setXRange(*x_range, padding=0)

@@ -20,6 +20,7 @@ CHIP_LOOK = {
     "pad": ("#ececec", "#5a5a5a", "#8a8a8a", Qt.PenStyle.DotLine),
     "unk": ("#fde3e1", "#6b1510", "#c0392b", Qt.PenStyle.DashLine),
 }
+CHIP_NOTE_INK = "#555555"  # the position and id lines: 4.5:1 or more on every chip's fill (issue 32)
 KIND_WORDS = {"word": "token", "special": "special token", "pad": "padding", "unk": "unknown token"}
 CHIP_POINTS = (11.0, 24.0, 12.0)  # position, piece, id
 PAD_X, PAD_Y, RADIUS, BORDER = 10, 4, 9.0, 2.0
@@ -106,7 +107,7 @@ class ChipDelegate(QtWidgets.QStyledItemDelegate):
         painter.drawRoundedRect(rect, RADIUS, RADIUS)
         inner = rect.adjusted(PAD_X, PAD_Y, -PAD_X, -PAD_Y)
         y = inner.top()
-        lines = ((str(chip.position), "#777777"), (chip.printable, ink), (f"id {chip.token_id}", "#555555"))
+        lines = ((str(chip.position), CHIP_NOTE_INK), (chip.printable, ink), (f"id {chip.token_id}", CHIP_NOTE_INK))
         for font, (text, colour) in zip(self.fonts, lines, strict=True):
             metrics = QtGui.QFontMetrics(font)
             painter.setFont(font)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QBoxLayout, QFileDialog, QInputDialog, QLabel, QMenu, QMessageBox
 
-from attnlab.present.engine_api import RunOptions
+from attnlab.present.engine_api import RunOptions, names
 from attnlab.present.export import write_text
 from attnlab.present.lessons import (
     Lesson,
@@ -91,6 +91,10 @@ class LessonPlayer(QObject):
         s.set_options(lesson.options(index, RunOptions(device=s.options.device)))
         if step.head is not None:
             s.set_view(head=step.head - 1)
+        if step.fixed_axis is not None:  # the output panel's "Fixed 0–1 axis" (issue 32: temperature you can see)
+            fixed = getattr(self.window.panel_for(names.PROBS), "fixed_axis", None)
+            if fixed is not None:
+                fixed.setChecked(step.fixed_axis)
         if any(st.key == step.stage for st in s.stages):
             s.set_stage(step.stage)
         else:

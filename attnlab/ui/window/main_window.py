@@ -378,7 +378,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
 def stage_heading(stage: Stage) -> str:
     """The stage title above the panel: 'Encoder layer 1 · add & LayerNorm 1 (enc.0.norm1)'. People count
     layers and heads from 1; the trace name (0-based) is shown beside, for the API."""
-    return f"<b>{stage.group}</b> · {stage.title} <span style='color:gray'>({stage.key})</span>"
+    return f"<b>{stage.group}</b> · {stage.title} <span style='color:{appsettings.muted_colour()}'>({stage.key})</span>"
 
 
 def longest_headings(stages: list[Stage], count: int = 3) -> tuple[str, ...]:

@@ -13,6 +13,17 @@ from dataclasses import dataclass
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
+# The floors a student at the back needs, in screen pixels per matrix row, at 1024×768 presenting (issues 26 and
+# 32), at any zoom: tests/test_projector_pixels.py asserts them, benchmarks/classroom_shots.py prints them.
+SINGLE_HEAD_KINDS = ("scores", "scaled", "masked", "weights", "mask")  # one head's [Tq × Tk] map, and the mask
+FLOORS = {**dict.fromkeys(SINGLE_HEAD_KINDS, 36.0), "heads": 16.0, "addnorm": 24.0, "post_norm": 24.0}
+OTHER_FLOOR = 12.0  # positional encoding and every other matrix
+
+
+def floor_of(kind: str) -> float:
+    """The least pixels per row a heatmap of a stage of `kind` must be drawn at."""
+    return FLOORS.get(kind, OTHER_FLOOR)
+
 
 @dataclass(frozen=True)
 class RowPixels:
@@ -61,6 +72,11 @@ def row_pixels(root: QtWidgets.QWidget, viewport: QtWidgets.QWidget | None = Non
         if not view.isVisibleTo(root) or view.scene() is None:
             continue
         owner = _owner(view, root)
+        scene = view.scene()
+        if isinstance(scene, pg.GraphicsScene):
+            # a view box updates its transform just before it paints: a view scrolled out of sight has not
+            # painted since its last resize, so bring it to what it will draw
+            scene.prepareForPaint()
         images = [
             item
             for item in view.scene().items()

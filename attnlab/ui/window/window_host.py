@@ -60,6 +60,9 @@ class WindowHost(QMainWindow):
     def current_panel(self) -> QWidget:
         raise NotImplementedError
 
+    def panel_for(self, kind: str) -> QWidget:
+        raise NotImplementedError
+
     def rebuild_panels(self) -> None: ...
 
     def set_dark(self, dark: bool) -> None: ...

@@ -58,11 +58,12 @@ def step_zoom(value: float, direction: int) -> float:
 # larger screen grows them with it. At 1024×768 and 100 % these sizes fill the room each panel has. Outside
 # presentation mode the plots share the window with the docks and the explanation, and fill what is left.
 ROW_PX_ATTENTION = 32.0  # one head's [Tq × Tk] map (and the mask): 40 px per row presenting at 100 %, 60 at 150 %
-ROW_PX_GRID = 30.0  # each head of the all-heads grid
+ROW_PX_GRID = 30.0  # each head of the all-heads grid (while every head fits the stage area without scrolling)
+GRID_LEAST_PX = 16.0  # ...and it shrinks no further than this many screen pixels per row, at any zoom (issue 32)
 ROW_PX_SINGLE = 30.0  # one [tokens × d] matrix alone in its panel (embedding, context, concat, W_O output)
 ROW_PX_MATRIX = 15.0  # [tokens × d] matrices side by side (Q/K/V, embedding + PE, FFN, norm comparison)
 ROW_PX_POSITIONAL = 13.0  # the positional encoding over its curves
-ROW_PX_ADDNORM = 10.0  # add & norm: three maps over two bar charts
+ROW_PX_ADDNORM = 20.0  # add & norm: three maps over two bar charts
 SCREEN = (1024, 768)  # the screen the sizes above are for
 
 _presenting = False
@@ -98,6 +99,12 @@ def row_floor(base: float) -> float:
     """The pixels per matrix row a plot is drawn at now: `base` × factor() × screen_scale() presenting, else 0
     (no floor: fill the room)."""
     return base * _factor * _screen_scale if _presenting else 0.0
+
+
+def row_least(px: float) -> float:
+    """`px` screen pixels per row on SCREEN, × screen_scale() presenting (a floor that does not grow with the
+    zoom: a plot may shrink to it to keep what must be seen together on screen), else 0."""
+    return px * _screen_scale if _presenting else 0.0
 
 
 def row_ceiling(base: float) -> float:
