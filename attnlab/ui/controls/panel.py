@@ -15,10 +15,11 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QSignalBlocker, QTimer
+from PySide6.QtCore import QSignalBlocker, Qt, QTimer
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
+    QDockWidget,
     QFormLayout,
     QGroupBox,
     QMainWindow,
@@ -89,7 +90,8 @@ class ControlsPanel(QWidget):
         self._stage: Stage | None = None  # the stage last shown; a trace can pick one (`--stage`, a lesson step)
         # (row, options, view before its call) while a row's own widget is changing the session
         self._source: tuple[Row, RunOptions, ViewState] | None = None
-        self._narrow: tuple[int, list[QComboBox.SizeAdjustPolicy]] | None = None  # fit_presenting
+        # fit_presenting: (least width, combos' policies, dock width) of the window's narrow dock, while presenting
+        self._narrow: tuple[int, list[QComboBox.SizeAdjustPolicy], int] | None = None
         self.rows = rows()
         layout = QVBoxLayout(self)
         forms: dict[str, QFormLayout] = {}
@@ -132,11 +134,15 @@ class ControlsPanel(QWidget):
             scroll = scroll.parentWidget()
         if scroll is None:
             return
-        kept = self._narrow  # (least width, combos' policies) of the window's narrow dock, while presenting
+        kept = self._narrow
         combos = self.findChildren(QComboBox)
+        dock = scroll.parentWidget()
+        while dock is not None and not isinstance(dock, QDockWidget):
+            dock = dock.parentWidget()
         if zoom.presenting():
             if kept is None:
-                kept = self._narrow = (scroll.minimumWidth(), [c.sizeAdjustPolicy() for c in combos])
+                width = dock.width() if dock is not None else scroll.width()
+                kept = self._narrow = (scroll.minimumWidth(), [c.sizeAdjustPolicy() for c in combos], width)
             for combo in combos:
                 combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
             self.adjustSize()
@@ -153,6 +159,9 @@ class ControlsPanel(QWidget):
             for combo, policy in zip(combos, kept[1], strict=False):
                 combo.setSizeAdjustPolicy(policy)
             scroll.setMinimumWidth(kept[0])
+            window = self.window()
+            if dock is not None and isinstance(window, QMainWindow):  # the width it had before presenting
+                window.resizeDocks([dock], [kept[2]], Qt.Orientation.Horizontal)
 
     def _on_view(self, view: ViewState) -> None:
         old = self._view

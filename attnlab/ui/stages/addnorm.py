@@ -30,6 +30,7 @@ from attnlab.ui.stages.common import (
     layer_side,
     titled_heatmap,
 )
+from attnlab.ui.stages.folding_row import ACROSS, shown_width, turn
 from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
 
@@ -37,8 +38,6 @@ BEFORE_COLOR = "#3b7dd8"
 AFTER_COLOR = "#ff9f1c"
 BAR_LINES = 3  # a bar chart's plot area is at least this many tick-label lines tall presenting (2 or 3 value ticks)
 MIN_IMAGE_PX = 80  # the least width of a map's picture side by side (128 model dimensions: ≥ 0.6 px each)
-HYSTERESIS = 24  # px: a side-by-side row comes back only this much wider than it needs (no flip-flop at the edge)
-ACROSS, DOWN = QtWidgets.QBoxLayout.Direction.LeftToRight, QtWidgets.QBoxLayout.Direction.TopToBottom
 
 
 def bar_plot(parent: QtWidgets.QWidget, title: str) -> pg.PlotWidget:
@@ -235,12 +234,7 @@ class AddNormPanel(StagePanel):
         """Maps side by side while every title takes at most two lines of a third of the width, and the maps' least
         widths fit; bars side by side while a token name fits under each bar; else one under the other. The
         width is what is on screen: a stage area narrower than the panel would cut the right-hand map off."""
-        width = self.width()
-        area = self.parentWidget()
-        while area is not None and not isinstance(area, QtWidgets.QScrollArea):
-            area = area.parentWidget()
-        if area is not None and area.viewport().width() > 1:
-            width = min(width, area.viewport().width())
+        width = shown_width(self)
         if width <= 1:
             return
         spacing = max(self._maps_row.spacing(), 0)
@@ -258,19 +252,11 @@ class AddNormPanel(StagePanel):
             for m in self._maps
         ]
         least = sum(around) + 3 * MIN_IMAGE_PX
-        self._turn(self._maps_row, max(need, least) + 2 * spacing + 24, width)
+        turn(self._maps_row, max(need, least) + 2 * spacing + 24, width)
         widest = self._token_ticks[0].widest()
         left_axis = self._mean_plot.getPlotItem().getAxis("left").width()
         n = max(self._ticks_key[1] if self._ticks_key else 0, 1)
-        self._turn(self._bars_row, 2 * (left_axis + (n + 0.6) * (widest + 4)) + spacing + 16, width)  # TokenTicks.fit
-
-    @staticmethod
-    def _turn(row: QtWidgets.QBoxLayout, need: float, width: int) -> None:
-        across = row.direction() == ACROSS
-        if across and width < need:
-            row.setDirection(DOWN)
-        elif not across and width >= need + HYSTERESIS:
-            row.setDirection(ACROSS)
+        turn(self._bars_row, 2 * (left_axis + (n + 0.6) * (widest + 4)) + spacing + 16, width)  # TokenTicks.fit
 
     def arrangement(self) -> tuple[str, str]:
         """("across" or "down") for the maps and for the bar charts (for tests)."""

@@ -3,7 +3,7 @@ after attention (weights·V per head, the concatenation, the W_O output) are in 
 
 from __future__ import annotations
 
-from PySide6 import QtWidgets
+from PySide6 import QtGui, QtWidgets
 
 from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
@@ -16,6 +16,7 @@ from attnlab.ui.stages.common import (
     draw_matrix,
     titled_heatmap,
 )
+from attnlab.ui.stages.folding_row import FoldingRow
 from attnlab.ui.window import zoom
 
 
@@ -29,7 +30,7 @@ class QKVPanel(StagePanel):
         self._header = Note(self, delta=1, bold=True)
         boxes = {p: titled_heatmap(self, cols_title="d_k dimension") for p in ("q", "k", "v")}
         self._maps = {p: m for p, (_, m) in boxes.items()}
-        row = QtWidgets.QHBoxLayout()
+        row = self._row = FoldingRow(self)  # one under the other in a narrow centre column
         for box, _ in boxes.values():
             row.addWidget(box, 1)
         self._note = Note(self)
@@ -38,6 +39,10 @@ class QKVPanel(StagePanel):
         layout.addLayout(row, 1)
         layout.addWidget(self._note)
         self._data: dict = {}
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._row.fit()
 
     def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
         shown = qkv_view(trace, stage, view, self.vocab)

@@ -12,6 +12,7 @@ from attnlab.present.views.inputs import Chip, InputSumView, embed_view, input_s
 from attnlab.present.views.model import MatrixView, MessageView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, draw_matrix, note_font, titled_heatmap
+from attnlab.ui.stages.folding_row import FoldingRow
 from attnlab.ui.stages.token_chips import ChipList
 from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
@@ -129,7 +130,7 @@ class InputSumPanel(StagePanel):
             self._maps[part].colorbar().setVisible(False)
         self._plus = self._operator("+")
         self._equals = self._operator("=")
-        row = QtWidgets.QHBoxLayout()
+        row = self._row = FoldingRow(self)  # one under the other in a narrow centre column
         row.addWidget(boxes["embed"][0], 1)
         row.addWidget(self._plus)
         row.addWidget(self._pos_box, 1)
@@ -142,6 +143,10 @@ class InputSumPanel(StagePanel):
         layout.addWidget(self.windowing.bar)
         layout.addWidget(self._note)
         self._data: dict = {}
+
+    def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._row.fit()
 
     def _operator(self, text: str) -> QtWidgets.QLabel:
         label = QtWidgets.QLabel(text, self)
