@@ -66,3 +66,21 @@ def test_rows_stand_side_by_side_where_there_is_room(qtbot, window):
         settle()
         rows = w.current_panel().findChildren(FoldingRow)
         assert rows and not any(row.folded() for row in rows), key
+
+
+def test_the_toggles_dock_gets_its_width_back_after_presenting(qtbot, window):
+    """T while presenting widens the Toggles dock to its rows (no elided choice); leaving gives the normal window
+    its narrow dock back, so the centre column keeps its room."""
+    w = window
+    w.resize(1020, 743)
+    w.resizeDocks([w.nav_dock, w.controls_dock], list(dock_widths(QRect(0, 0, 1024, 768))), Qt.Orientation.Horizontal)
+    settle()
+    before = w.controls_dock.width()
+    w.set_presenting(True, full_screen=False)
+    w.resize(1020, 743)
+    settle()
+    w.toggle_controls_dock()  # T
+    qtbot.waitUntil(lambda: w.controls_dock.width() > before + 20, timeout=5000)
+    w.set_presenting(False)
+    w.resize(1020, 743)
+    qtbot.waitUntil(lambda: abs(w.controls_dock.width() - before) <= 4, timeout=5000)

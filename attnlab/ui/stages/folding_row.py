@@ -41,7 +41,8 @@ class FoldingRow(QtWidgets.QBoxLayout):
 
     def least_width(self) -> int:
         """What the row needs side by side: every widget's least width, the spacing and the panel's margins."""
-        widgets = [w for i in range(self.count()) if (w := self.itemAt(i).widget()) is not None and w.isVisible()]
+        items = (self.itemAt(i) for i in range(self.count()))
+        widgets = [w for item in items if item is not None and (w := item.widget()) is not None and w.isVisible()]
         margins = self._panel.contentsMargins()
         spacing = max(self.spacing(), 0) * max(len(widgets) - 1, 0)
         return sum(w.minimumSizeHint().width() for w in widgets) + spacing + margins.left() + margins.right() + 16

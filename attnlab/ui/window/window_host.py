@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from attnlab.present.lessons import Step
     from attnlab.session import Session
     from attnlab.ui.controls.inputs import InputBar
+    from attnlab.ui.controls.panel import ControlsPanel
     from attnlab.ui.controls.snapshot_slider import SnapshotSlider
     from attnlab.ui.window.errors import ErrorReporter
     from attnlab.ui.window.lesson_actions import LessonPlayer
@@ -37,6 +38,7 @@ class WindowHost(QMainWindow):
     nav_dock: QDockWidget
     schematic_dock: QDockWidget
     controls_dock: QDockWidget
+    controls: ControlsPanel  # the Toggles dock's panel
     recent_menu: QMenu  # window_menus makes it, window_files fills it
     present_action: QAction  # window_menus makes it, window_present checks it
     explanation: QTextBrowser  # MainWindow makes these three; presentation mode folds or shrinks them

@@ -99,6 +99,8 @@ class WindowPresent(WindowHost):
         self._fold_explanation(on)
         if not on:
             self._restore_after_present(docks)
+            # a Toggles dock that T showed while presenting stays shown: its narrow width back, once laid out
+            QTimer.singleShot(0, self.controls, self.controls.fit_presenting)
         self.present_hint.setVisible(on)
         self.timing_label.setVisible(not on)  # compute / paint times are for the developer, not the class
         self.overview_strip.set_presenting(on)
