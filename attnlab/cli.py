@@ -1,7 +1,7 @@
 """The `attnlab` command. With no sub-command it opens the desktop app; sub-commands live in attnlab/commands/.
 
 attnlab [CHECKPOINT] [--src TEXT] [--present] [--view model] [--compare]     the app
-attnlab init|info|trace|train|eval|render|translate|generate …   see `attnlab COMMAND --help`
+attnlab init|info|trace|train|eval|render|translate|generate|get …   see `attnlab COMMAND --help`
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ COMMANDS = {
     "render": "Draw stages of a run to PNG/SVG files plus an index.html handout, without a display.",
     "translate": "Print the greedy translation of a sentence (the bundled translation model or --checkpoint).",
     "generate": "Print the greedy continuation of a text by a decoder-only model (default: the bundled one).",
+    "get": "Download a model from the Hugging Face Hub into its cache (config, tokenizer, safetensors; never code).",
 }
 
 
