@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-dir",
         default=None,
-        help="the Hugging Face cache to download into (default: HF_HUB_CACHE, or HF_HOME/hub, or ~/.cache/huggingface/hub)",
+        help="the Hugging Face cache to download into (default: HF_HUB_CACHE, or HF_HOME/hub, or "
+        "~/.cache/huggingface/hub)",
     )
 
 
