@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
@@ -37,6 +38,7 @@ class StandInRepo:
     sha: str = "0123456789abcdef0123456789abcdef01234567"
     status: int | None = None  # every request about this repository answered with this status
     drop: str | None = None  # this file's GET sends half its bytes, then the connection is closed
+    delay: float = 0.0  # seconds each file's GET waits before sending its bytes (a slow line)
 
     def lfs(self, name: str) -> dict | None:
         if not name.endswith(LFS_SUFFIXES):
@@ -167,6 +169,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if not body:
             return
+        time.sleep(repo.delay)
         if name == repo.drop:  # half the bytes, then the connection drops
             self.wfile.write(data[: len(data) // 2])
             self.wfile.flush()

@@ -73,6 +73,10 @@ class Plan:
     files: tuple[str, ...]
     total: int  # bytes of `files`
 
+    def summary(self) -> str:
+        """In words: "acme/tiny@main (commit 0123456789ab): 6 files, 1 MB"."""
+        return f"{self.repo_id}@{self.revision} (commit {self.commit[:12]}): {len(self.files)} files, {gb(self.total)}"
+
 
 def parse_id(text: str) -> tuple[str, str]:
     """("org/name", revision) of "org/name[@revision]" (revision "main" when none); GetRefused otherwise."""

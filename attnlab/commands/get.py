@@ -32,11 +32,7 @@ def run(args: argparse.Namespace) -> int:
     endpoint = hub_get.endpoint_now()
     cache = Path(args.cache_dir).expanduser() if args.cache_dir else hub_get.hub_cache()
     plan = hub_get.plan(args.model, endpoint=endpoint)  # GetRefused (a ValueError): one line, exit 2
-    print(
-        f"Downloading {plan.repo_id}@{plan.revision} (commit {plan.commit[:12]}): {len(plan.files)} files, "
-        f"{gb(plan.total)}, into {cache}",
-        file=sys.stderr,
-    )
+    print(f"Downloading {plan.summary()} into {cache}", file=sys.stderr)
     snapshot = _download(plan, cache, endpoint)
     if snapshot is None:
         print("attnlab get: interrupted; nothing was written to the cache", file=sys.stderr)
