@@ -1,7 +1,9 @@
 """`attnlab trace`: run a checkpoint on a sentence and save every intermediate tensor to an .npz file.
 
 Each trace entry is stored under its dotted name ("enc.0.self.weights" -> [heads, S, S]); token lists as
-unicode arrays, so `np.load(path, allow_pickle=False)` reads everything.
+unicode arrays, so `np.load(path, allow_pickle=False)` reads everything. The entries are written one at a
+time (a lean run's layers recomputed one at a time, engine/trace_file.py); the file's size is said first, and a
+write that cannot fit the memory there is (ATTNLAB_MEMORY_LIMIT included) is refused in one line.
 """
 
 from __future__ import annotations
@@ -71,6 +73,22 @@ def model_at_step(model: LiveModel, step: int) -> LiveModel:
     return load_snapshots(model).model_at(step)
 
 
+def write_trace(trace: Trace, out: str) -> bool:
+    """Write the trace to `out` one entry at a time, after saying how big the file will be; False (one line on
+    stderr, nothing written) when the write cannot fit the memory there is (engine/trace_file.py)."""
+    from attnlab.engine.trace_file import npz_refusal, plan_npz
+
+    plan = plan_npz(trace)
+    refusal = npz_refusal(plan, out)
+    if refusal:
+        fail(refusal + ".")
+        return False
+    said = plan.summary(out)
+    print(said[0].upper() + said[1:] + "…", flush=True)
+    trace.save_npz(out)  # entry after entry, in run order (engine/trace_file.write_npz)
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError
     from attnlab.engine.config import ConfigError
@@ -109,8 +127,11 @@ def run(args: argparse.Namespace) -> int:
     except (OptionsError, ConfigError, ValueError, RuntimeError) as e:
         return fail(str(e).replace("\n- ", " "))
     out = args.out if args.out.endswith(".npz") else args.out + ".npz"  # what numpy would name it anyway
+    if generated is not None:
+        print(f"Generated: {generated}")
     try:
-        trace.save_npz(out)
+        if not write_trace(trace, out):
+            return 2
     except OSError as e:
         return fail(f"cannot write {out!r}: {e.strerror or e}.")
     except RuntimeError as e:
@@ -121,8 +142,6 @@ def run(args: argparse.Namespace) -> int:
             "written. Run with --device cpu, or with fewer tokens."
         )
     notices = list(model.metadata.get("notices", [])) + list(trace.notices)
-    if generated is not None:
-        print(f"Generated: {generated}")
     print(f"Saved {len(trace)} trace entries to {out}.")
     for notice in notices:
         print(f"Notice: {notice}")
