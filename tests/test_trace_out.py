@@ -11,8 +11,9 @@ from conftest import build_tiny_model
 from hf_tiny import IDS
 from test_replay import family_model, lean, replays_of
 
+from attnlab.cli import main
 from attnlab.commands.trace import write_trace
-from attnlab.engine import replay
+from attnlab.engine import names, replay
 from attnlab.engine.memory import LIMIT_VARIABLE
 from attnlab.engine.trace_file import plan_npz
 
@@ -88,3 +89,22 @@ def test_a_write_that_cannot_fit_the_memory_limit_is_refused_in_one_line(tmp_pat
     assert write_trace(trace, str(out)) is True
     said = capsys.readouterr().out
     assert said.startswith(f"Writing {plan_npz(trace).summary(str(out)).removeprefix('writing ')}") and out.exists()
+
+
+def test_no_lens_leaves_out_the_lens_and_nothing_else(tmp_path, capsys):
+    ckpt = tmp_path / "lm.safetensors"
+    sizes = ["--d-model", "16", "--heads", "4", "--d-ff", "32", "--dec-layers", "2", "--max-len", "32"]
+    assert main(["init", "--arch", "decoder-only", *sizes, "--out", str(ckpt)]) == 0
+    runs = {}
+    for name, extra in (("all", []), ("no-lens", ["--no-lens"])):
+        runs[name] = tmp_path / f"{name}.npz"
+        args = ["trace", "--checkpoint", str(ckpt), "--src", "the cat", "--out", str(runs[name]), *extra]
+        capsys.readouterr()
+        assert main(args) == 0
+        said = capsys.readouterr().out
+        assert said.startswith("Writing ") and f"to {runs[name]} (" in said
+    with np.load(runs["all"], allow_pickle=False) as a, np.load(runs["no-lens"], allow_pickle=False) as b:
+        lens = {names.LENS_IDS, names.LENS_PROBS}
+        assert lens <= set(a.files) and not lens & set(b.files)
+        assert [n for n in a.files if n not in lens] == b.files
+        assert all(np.array_equal(a[n], b[n]) for n in b.files)

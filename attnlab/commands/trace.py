@@ -13,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
-from attnlab.engine import option_rules
+from attnlab.engine import names, option_rules
 
 if TYPE_CHECKING:
     from attnlab.engine.live import LiveModel
@@ -52,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the <checkpoint stem>.snapshots.safetensors beside it; attnlab info lists them)",
     )
     parser.add_argument("--out", required=True, help="where to write the trace (.npz)")
+    parser.add_argument(
+        "--no-lens",
+        action="store_true",
+        help="leave the logit lens (lens.ids, lens.probs: every layer's top tokens) out of the file; it costs "
+        "one projection onto the whole vocabulary per layer and position, several times the run itself",
+    )
     add_import_arguments(parser, run_options=True)
 
 
@@ -73,19 +79,19 @@ def model_at_step(model: LiveModel, step: int) -> LiveModel:
     return load_snapshots(model).model_at(step)
 
 
-def write_trace(trace: Trace, out: str) -> bool:
+def write_trace(trace: Trace, out: str, skip: frozenset[str] = frozenset()) -> bool:
     """Write the trace to `out` one entry at a time, after saying how big the file will be; False (one line on
     stderr, nothing written) when the write cannot fit the memory there is (engine/trace_file.py)."""
     from attnlab.engine.trace_file import npz_refusal, plan_npz
 
-    plan = plan_npz(trace)
+    plan = plan_npz(trace, skip)
     refusal = npz_refusal(plan, out)
     if refusal:
         fail(refusal + ".")
         return False
     said = plan.summary(out)
     print(said[0].upper() + said[1:] + "…", flush=True)
-    trace.save_npz(out)  # entry after entry, in run order (engine/trace_file.write_npz)
+    trace.save_npz(out, plan)  # entry after entry, in run order (engine/trace_file.write_npz)
     return True
 
 
@@ -130,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     if generated is not None:
         print(f"Generated: {generated}")
     try:
-        if not write_trace(trace, out):
+        if not write_trace(trace, out, frozenset((names.LENS_IDS, names.LENS_PROBS)) if args.no_lens else frozenset()):
             return 2
     except OSError as e:
         return fail(f"cannot write {out!r}: {e.strerror or e}.")

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.options import ResolvedOptions
     from attnlab.engine.replay import LayerReplay
+    from attnlab.engine.trace_file import NpzPlan
 
 Entry = torch.Tensor | list[str] | Derived
 RECENT_DERIVED = 6  # derived entries kept where they were computed (a site's chain: scores … weights)
@@ -491,11 +492,11 @@ class Trace:
             return self._host[name].numpy()
         return copy_to_host([self.device_value(name)], keep_pinned=False)[0].numpy()
 
-    def save_npz(self, path: str | os.PathLike[str]) -> None:
-        """Every entry under its dotted name; token lists as unicode arrays (loadable without pickle), written
-        one entry at a time (engine/trace_file.py). Raises attnlab.fileio.WriteError (an OSError) when the file
-        cannot be written."""
+    def save_npz(self, path: str | os.PathLike[str], plan: NpzPlan | None = None) -> None:
+        """Every entry under its dotted name (those of `plan`, engine/trace_file.plan_npz, when given); token
+        lists as unicode arrays (loadable without pickle), written one entry at a time (engine/trace_file.py).
+        Raises attnlab.fileio.WriteError (an OSError) when the file cannot be written."""
         from attnlab.engine.trace_file import write_npz
 
         path = str(path) if str(path).endswith(".npz") else f"{path}.npz"  # the name np.savez would use
-        write_npz(self, path)
+        write_npz(self, path, plan)

@@ -17,7 +17,10 @@ shapes). Qt-free.
 from __future__ import annotations
 
 import os
+import queue
+import threading
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,6 +44,7 @@ NOTICES = "__notices__"
 ZIP_MEMBER = 96
 ZIP_END = 98
 WRITE_BUFFER = 16 << 20  # numpy's write_array hands a zip member 16 MiB at a time
+AHEAD = 2  # entries computed ahead of the one being written (write_npz)
 
 
 @dataclass(frozen=True)
@@ -61,12 +65,15 @@ class NpzPlan:
         return f"writing {gb(self.file_bytes)} to {path} ({self.entries:,} entries)"
 
 
-def plan_npz(trace: Trace) -> NpzPlan:
-    """The NpzPlan of `trace` (one layer per stack of a lean run runs again; nothing else is computed)."""
+def plan_npz(trace: Trace, skip: frozenset[str] = frozenset()) -> NpzPlan:
+    """The NpzPlan of `trace`, without the entries named in `skip` (one layer per stack of a lean run runs
+    again; nothing else is computed)."""
     shapes: dict[str, tuple[int, ...]] = {}
     dtypes: dict[str, np.dtype] = {}
     by_pattern: dict[tuple[str, str], tuple[tuple[int, ...], np.dtype]] = {}
     for name, entry in trace.entries.items():
+        if name in skip:
+            continue
         if isinstance(entry, list):
             value = np.asarray(entry)
             shapes[name], dtypes[name] = value.shape, value.dtype
@@ -80,11 +87,17 @@ def plan_npz(trace: Trace) -> NpzPlan:
     file_bytes = ZIP_END + sum(
         size + npy_header_bytes(shapes[n], dtypes[n]) + ZIP_MEMBER + 2 * len(f"{n}.npy") for n, size in sizes.items()
     )
-    computed = sorted((sizes[n] for n, e in trace.entries.items() if isinstance(e, Derived)), reverse=True)
-    recent = sum(computed[: _recent_kept() + 1])  # the derived values the Trace keeps, and the one being written
+    computed = sorted((sizes[n] for n in shapes if isinstance(trace.entries.get(n), Derived)), reverse=True)
+    # the derived values the Trace keeps, the one being computed, those waiting and the one being written
+    recent = sum(computed[: _recent_kept() + AHEAD + 2])
     layers: dict[tuple[str, int], int] = {}
     for n, e in trace.entries.items():
-        if isinstance(e, Derived) and e.rule == REPLAY_RULE and (where := names.layer_position(n)) is not None:
+        if (
+            n in shapes
+            and isinstance(e, Derived)
+            and e.rule == REPLAY_RULE
+            and (where := names.layer_position(n)) is not None
+        ):
             layers[where] = layers.get(where, 0) + sizes[n]
     replayed = KEPT_LAYERS * max(layers.values(), default=0)
     return NpzPlan(shapes, dtypes, file_bytes, recent + replayed + WRITE_BUFFER)
@@ -102,17 +115,57 @@ def npz_refusal(the_plan: NpzPlan, path: str) -> str:
 
 
 def write_npz(trace: Trace, path: str | os.PathLike[str], the_plan: NpzPlan | None = None) -> None:
-    """Write every entry of `trace` to `path` (.npz) one at a time, through attnlab.fileio.atomic_write (a
-    failure leaves an existing file as it was; WriteError, an OSError, says why)."""
+    """Write every entry of `trace` (those of `the_plan`, when given) to `path` (.npz) one at a time, through
+    attnlab.fileio.atomic_write (a failure leaves an existing file as it was; WriteError, an OSError, says why).
+
+    The entries are computed on a helper thread while this one writes the previous ones to disk (at most
+    AHEAD of them wait between the two), so the file's bytes go out while the next layer runs again."""
     order = list(trace.entries) if the_plan is None else [n for n in the_plan.shapes if n != NOTICES]
 
     def write(tmp: os.PathLike[str]) -> None:
         with open(tmp, "wb") as f, zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
-            for name in order:
-                _member(z, name, trace.host_array(name))
+            for name, array in _computed(trace, order):
+                _member(z, name, array)
             _member(z, NOTICES, np.asarray(trace.notices, dtype=str))
 
     atomic_write(path, write)
+
+
+def _computed(trace: Trace, order: list[str]) -> Iterator[tuple[str, np.ndarray]]:
+    """(name, host array) of each entry of `order`, computed on a helper thread at most AHEAD entries ahead of
+    the reader; an error there is raised here. Leaving early (an error while writing) stops the helper at its
+    next entry."""
+    waiting: queue.Queue[tuple[str, np.ndarray] | BaseException | None] = queue.Queue(maxsize=AHEAD)
+    stop = threading.Event()
+
+    def hand(item: tuple[str, np.ndarray] | BaseException | None) -> None:
+        while not stop.is_set():
+            try:
+                waiting.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def produce() -> None:
+        try:
+            for name in order:
+                if stop.is_set():
+                    return
+                hand((name, trace.host_array(name)))
+            hand(None)
+        except BaseException as e:  # handed to the writer
+            hand(e)
+
+    helper = threading.Thread(target=produce, name="attnlab-trace-file", daemon=True)
+    helper.start()
+    try:
+        while (item := waiting.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+        helper.join()
+    finally:
+        stop.set()
 
 
 def npy_header_bytes(shape: tuple[int, ...], dtype: np.dtype) -> int:
@@ -153,6 +206,10 @@ def _derived_shape(
             value = trace.device_value(name)
             by_pattern[key] = (tuple(value.shape), _public(value.dtype))
         return by_pattern[key]
+    if entry.rule in ("lens_ids", "lens_probs") and all(n in shapes for n in entry.inputs):
+        # the logit lens (engine/logit_lens.py): every layer's top k at each position, [L + 1, T, k]
+        rows, k = entry.inputs, int(entry.params[-1])  # type: ignore[call-overload]
+        return (len(rows), shapes[rows[0]][0], k), np.dtype(np.int64 if entry.rule == "lens_ids" else np.float32)
     if all(n in shapes for n in entry.inputs):
         metas = [
             torch.empty(shapes[n], dtype=torch.float32 if dtypes[n].kind == "f" else torch.int64, device="meta")
