@@ -11,6 +11,7 @@ process, which reports its wall time and its peak RSS (VmHWM, model included):
 
   api:  attnlab.load(folder) then model.trace(sentence)                      (what a script does)
   out:  attnlab trace --checkpoint folder --src sentence --out FILE.npz       (through attnlab.cli.main)
+  out --no-lens: the same without the logit lens (31 projections of 512 positions onto 49,152 words)
 
 and, with --main, `out` again with another checkout's attnlab (before the streaming write). Target: the out
 run's peak RSS <= the api run's + 0.5 GiB and its time <= 2x the api run's.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -75,7 +77,8 @@ if mode == "api":
     result = {"tokens": len(trace["tgt.tokens"]), "open_s": opened}
 else:
     from attnlab.cli import main
-    code = main(["trace", "--checkpoint", folder, "--src", sentence, "--out", out])
+    extra = ["--no-lens"] if mode == "out-no-lens" else []
+    code = main(["trace", "--checkpoint", folder, "--src", sentence, "--out", out, *extra])
     result = {"code": code, "file_bytes": os.path.getsize(out) if os.path.exists(out) else 0}
 result["wall_s"] = time.perf_counter() - start
 status = open("/proc/self/status").read()
@@ -116,7 +119,9 @@ def main() -> None:
         api = measure("api", folder, sentence, work / "unused.npz", root)
         out = measure("out", folder, sentence, work / "trace.npz", root)
         (work / "trace.npz").unlink(missing_ok=True)
-        rows = [("api", api), ("out", out)]
+        thin = measure("out-no-lens", folder, sentence, work / "trace.npz", root)
+        (work / "trace.npz").unlink(missing_ok=True)
+        rows = [("api", api), ("out", out), ("out --no-lens", thin)]
         if args.main is not None:
             rows.append((f"out ({args.main})", measure("out", folder, sentence, work / "main.npz", args.main)))
         print(f"{args.tokens} tokens ({api['tokens']} in the api run); api open {api['open_s']:.1f} s")
@@ -125,9 +130,11 @@ def main() -> None:
             print(f"{name:>24}: {r['wall_s']:6.1f} s, peak RSS {r['peak_rss_bytes'] / GIB:.2f} GiB{extra}")
         if "said" in out:
             print(f"said before writing: {out['said']}")
-        extra_rss = (out["peak_rss_bytes"] - api["peak_rss_bytes"]) / GIB
-        ratio = out["wall_s"] / api["wall_s"]
-        print(f"out - api peak RSS: {extra_rss:+.2f} GiB (target <= 0.5); out / api time: {ratio:.2f} (target <= 2)")
+        for name, r in rows[1:3]:
+            extra_rss = (r["peak_rss_bytes"] - api["peak_rss_bytes"]) / GIB
+            ratio = r["wall_s"] / api["wall_s"]
+            print(f"{name} - api peak RSS: {extra_rss:+.2f} GiB (target <= 0.5); time / api: {ratio:.2f} (target <= 2)")
+        print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if args.keep is None:

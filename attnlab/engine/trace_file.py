@@ -20,7 +20,6 @@ import os
 import queue
 import threading
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -44,7 +43,7 @@ NOTICES = "__notices__"
 ZIP_MEMBER = 96
 ZIP_END = 98
 WRITE_BUFFER = 16 << 20  # numpy's write_array hands a zip member 16 MiB at a time
-AHEAD = 2  # entries computed ahead of the one being written (write_npz)
+AHEAD = 1  # entries waiting to be written while the next is computed (write_npz)
 
 
 @dataclass(frozen=True)
@@ -88,8 +87,9 @@ def plan_npz(trace: Trace, skip: frozenset[str] = frozenset()) -> NpzPlan:
         size + npy_header_bytes(shapes[n], dtypes[n]) + ZIP_MEMBER + 2 * len(f"{n}.npy") for n, size in sizes.items()
     )
     computed = sorted((sizes[n] for n in shapes if isinstance(trace.entries.get(n), Derived)), reverse=True)
-    # the derived values the Trace keeps, the one being computed, those waiting and the one being written
-    recent = sum(computed[: _recent_kept() + AHEAD + 2])
+    # the derived values the Trace keeps, the one being computed (with a rule's temporaries: two more of its
+    # size, as the softmax of the probabilities makes), those waiting and the one being written
+    recent = sum(computed[: _recent_kept() + AHEAD + 2]) + 2 * (computed[0] if computed else 0)
     layers: dict[tuple[str, int], int] = {}
     for n, e in trace.entries.items():
         if (
@@ -118,54 +118,54 @@ def write_npz(trace: Trace, path: str | os.PathLike[str], the_plan: NpzPlan | No
     """Write every entry of `trace` (those of `the_plan`, when given) to `path` (.npz) one at a time, through
     attnlab.fileio.atomic_write (a failure leaves an existing file as it was; WriteError, an OSError, says why).
 
-    The entries are computed on a helper thread while this one writes the previous ones to disk (at most
-    AHEAD of them wait between the two), so the file's bytes go out while the next layer runs again."""
+    The entries are computed on this thread (where the trace and the model were made, so the allocator reuses
+    their freed memory) while a helper thread writes the previous one to disk (at most AHEAD wait between
+    the two): the file's bytes go out while the next layer runs again."""
     order = list(trace.entries) if the_plan is None else [n for n in the_plan.shapes if n != NOTICES]
 
     def write(tmp: os.PathLike[str]) -> None:
         with open(tmp, "wb") as f, zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
-            for name, array in _computed(trace, order):
-                _member(z, name, array)
-            _member(z, NOTICES, np.asarray(trace.notices, dtype=str))
+            with _Writer(z) as writer:
+                for name in order:
+                    writer.put(name, trace.host_array(name))
+                writer.put(NOTICES, np.asarray(trace.notices, dtype=str))
 
     atomic_write(path, write)
 
 
-def _computed(trace: Trace, order: list[str]) -> Iterator[tuple[str, np.ndarray]]:
-    """(name, host array) of each entry of `order`, computed on a helper thread at most AHEAD entries ahead of
-    the reader; an error there is raised here. Leaving early (an error while writing) stops the helper at its
-    next entry."""
-    waiting: queue.Queue[tuple[str, np.ndarray] | BaseException | None] = queue.Queue(maxsize=AHEAD)
-    stop = threading.Event()
+class _Writer:
+    """Writes (name, array) members into a zip on a helper thread; `put` waits while AHEAD are waiting and
+    raises what the helper met (a full disk). Leaving the `with` waits for the helper to finish its member."""
 
-    def hand(item: tuple[str, np.ndarray] | BaseException | None) -> None:
-        while not stop.is_set():
-            try:
-                waiting.put(item, timeout=0.1)
-                return
-            except queue.Full:
-                continue
+    def __init__(self, z: zipfile.ZipFile):
+        self._z = z
+        self._waiting: queue.Queue[tuple[str, np.ndarray] | None] = queue.Queue(maxsize=AHEAD)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="attnlab-trace-file", daemon=True)
 
-    def produce() -> None:
+    def __enter__(self) -> _Writer:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
         try:
-            for name in order:
-                if stop.is_set():
-                    return
-                hand((name, trace.host_array(name)))
-            hand(None)
-        except BaseException as e:  # handed to the writer
-            hand(e)
+            while (item := self._waiting.get()) is not None:
+                _member(self._z, *item)
+        except BaseException as e:  # raised on the computing thread by its next put
+            self._error = e
+            while self._waiting.get() is not None:  # let the computing thread go on to its own end
+                pass
 
-    helper = threading.Thread(target=produce, name="attnlab-trace-file", daemon=True)
-    helper.start()
-    try:
-        while (item := waiting.get()) is not None:
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-        helper.join()
-    finally:
-        stop.set()
+    def put(self, name: str, array: np.ndarray) -> None:
+        if self._error is not None:
+            raise self._error
+        self._waiting.put((name, array))
+
+    def __exit__(self, *exc: object) -> None:
+        self._waiting.put(None)
+        self._thread.join()
+        if self._error is not None and exc[0] is None:
+            raise self._error
 
 
 def npy_header_bytes(shape: tuple[int, ...], dtype: np.dtype) -> int:
