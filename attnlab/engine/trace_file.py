@@ -29,7 +29,7 @@ import torch
 from attnlab.engine import names
 from attnlab.engine.budget import HEADROOM
 from attnlab.engine.derived import Derived, compute
-from attnlab.engine.memory import gb, host_available
+from attnlab.engine.memory import gb, give_back_freed, host_available
 from attnlab.engine.replay import KEPT_LAYERS
 from attnlab.engine.replay import RULE as REPLAY_RULE
 from attnlab.fileio import atomic_write
@@ -127,7 +127,10 @@ def write_npz(trace: Trace, path: str | os.PathLike[str], the_plan: NpzPlan | No
         with open(tmp, "wb") as f, zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
             with _Writer(z) as writer:
                 for name in order:
-                    writer.put(name, trace.host_array(name))
+                    array = trace.host_array(name)
+                    if array.nbytes >= WRITE_BUFFER:
+                        give_back_freed()  # what computing it freed (engine/memory.py)
+                    writer.put(name, array)
                 writer.put(NOTICES, np.asarray(trace.notices, dtype=str))
 
     atomic_write(path, write)
