@@ -103,6 +103,25 @@ def measure(mode: str, folder: Path, sentence: str, out: Path, root: Path) -> di
     return json.loads(lines[-1].removeprefix("RESULT ")) | ({"said": said[0]} if said else {})
 
 
+def disk_floor(folder: Path, n_bytes: int) -> float:
+    """Seconds to write `n_bytes` of zeros to a file in `folder` and flush it to disk, as atomic_write does: what
+    no writer of that file can beat on this disk."""
+    import os
+    import time
+
+    chunk = bytes(16 << 20)
+    path = folder / "floor.bin"
+    start = time.perf_counter()
+    with open(path, "wb") as f:
+        for _ in range(0, n_bytes, len(chunk)):
+            f.write(chunk)
+        f.flush()
+        os.fsync(f.fileno())
+    seconds = time.perf_counter() - start
+    path.unlink()
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=512)
@@ -134,6 +153,8 @@ def main() -> None:
             extra_rss = (r["peak_rss_bytes"] - api["peak_rss_bytes"]) / GIB
             ratio = r["wall_s"] / api["wall_s"]
             print(f"{name} - api peak RSS: {extra_rss:+.2f} GiB (target <= 0.5); time / api: {ratio:.2f} (target <= 2)")
+        floor = disk_floor(work, out["file_bytes"])
+        print(f"disk floor: {floor:.1f} s to write and fsync {out['file_bytes'] / 1e9:.2f} GB here")
         print(f"load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -193,7 +193,7 @@ def download(
             endpoint=endpoint,
             token=token,
             allow_patterns=list(the_plan.files),
-            tqdm_class=progress_bars(the_plan.total, progress, cancel),  # type: ignore[arg-type]
+            tqdm_class=progress_bars(the_plan.total, progress, cancel),
             max_workers=2,
         )
         _check_staged_config(the_plan.repo_id, Path(staged))
@@ -213,12 +213,12 @@ def progress_bars(total: int, progress: Progress | None, cancel: threading.Event
     """A tqdm class for huggingface_hub's `tqdm_class`: it draws nothing, reports the bytes written so far
     (snapshot_download's byte bars, unit "B", all count the same bytes: the most any of them holds) to
     `progress`, and raises Cancelled at the next chunk once `cancel` is set."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no type hints (huggingface_hub needs it)
 
     bars: list[Any] = []
     lock = threading.Lock()
 
-    class Bar(tqdm):  # type: ignore[type-arg]
+    class Bar(tqdm):  # tqdm is Any to mypy
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             self.counts = kwargs.get("unit") == "B"
             kwargs["disable"] = True
