@@ -26,9 +26,12 @@ pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture
-def hub(tmp_path):
+def hub(tmp_path, monkeypatch):
     with StandInHub() as hub:
         hub.repos["acme/tiny"] = tiny_repo(tmp_path)
+        # loopback only: huggingface_hub fetches its agent-harness registry from its default endpoint by itself
+        # (utils/_detect_agent.py, best effort); keep that off the network
+        monkeypatch.setattr(huggingface_hub.utils._detect_agent, "_fetch_registry", lambda: None)
         yield hub
 
 

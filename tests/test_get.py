@@ -39,9 +39,12 @@ def tiny_repo(tmp_path: Path) -> StandInRepo:
 
 
 @pytest.fixture
-def hub(tmp_path):
+def hub(tmp_path, monkeypatch):
     with StandInHub() as hub:
         hub.repos["acme/tiny"] = tiny_repo(tmp_path)
+        # loopback only: huggingface_hub fetches its agent-harness registry from its default endpoint by itself
+        # (utils/_detect_agent.py, best effort); keep that off the network
+        monkeypatch.setattr(huggingface_hub.utils._detect_agent, "_fetch_registry", lambda: None)
         yield hub
 
 
@@ -210,3 +213,36 @@ def test_the_cli_downloads_and_says_how_to_open_it(hub, tmp_path, monkeypatch, c
 def test_a_bad_id_is_one_line(tmp_path, monkeypatch, capsys, text):
     code, _, err = run_cli([text, "--cache-dir", str(tmp_path / "c")], monkeypatch, capsys, "http://127.0.0.1:9")
     assert code == 2 and "is not a model id" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_ctrl_c_stops_the_cli_and_leaves_nothing(hub, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    hub.repos["acme/tiny"].delay = 1.0  # each file waits a second: Ctrl+C comes while they do
+    cache = tmp_path / "cache"
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from attnlab.cli import main; sys.exit(main())", "get", "acme/tiny"]
+        + ["--cache-dir", str(cache)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env={**os.environ, "HF_ENDPOINT": hub.url, "PYTHONPATH": str(root)},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not any("/resolve/" in path and method == "GET" for method, path in hub.requests):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "attnlab get: interrupted; nothing was written to the cache"
+    assert "Saved" not in out
+    untouched(cache)

@@ -50,20 +50,23 @@ def _download(plan: hub_get.Plan, cache: Path, endpoint: str | None) -> Path | N
     outcome: dict[str, object] = {}
     bar = _Bar(sys.stderr.isatty())
 
+    finished = threading.Event()  # waited on, not Thread.join: an interrupted join marks the thread ended (3.11)
+
     def work() -> None:
         try:
             outcome["path"] = hub_get.download(plan, cache_dir=cache, endpoint=endpoint, progress=bar, cancel=cancel)
         except BaseException as e:  # handed to the main thread
             outcome["error"] = e
+        finally:
+            finished.set()
 
-    worker = threading.Thread(target=work, name="attnlab-get", daemon=True)
-    worker.start()
+    threading.Thread(target=work, name="attnlab-get", daemon=True).start()
     try:
-        while worker.is_alive():
-            worker.join(0.2)
+        while not finished.wait(0.2):
+            pass
     except KeyboardInterrupt:
         cancel.set()
-        worker.join()
+        finished.wait()  # the worker stops at its next chunk and removes what it staged
         bar.end()
         return None
     bar.end()
