@@ -1,7 +1,7 @@
 """The `attnlab` command. With no sub-command it opens the desktop app; sub-commands live in attnlab/commands/.
 
 attnlab [CHECKPOINT] [--src TEXT] [--present] [--view model] [--compare]     the app
-attnlab init|info|trace|train|eval|render|translate|generate|models …   see `attnlab COMMAND --help`
+attnlab init|info|trace|train|eval|render|translate|generate|models|get …   see `attnlab COMMAND --help`
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ COMMANDS = {
     "translate": "Print the greedy translation of a sentence (the bundled translation model or --checkpoint).",
     "generate": "Print the greedy continuation of a text by a decoder-only model (default: the bundled one).",
     "models": "List the models in the Hugging Face cache on this computer and whether each opens.",
+    "get": "Download a model from the Hugging Face Hub into its cache (config, tokenizer, safetensors; never code).",
 }
 
 

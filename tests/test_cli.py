@@ -308,7 +308,7 @@ def test_bad_ablations_exit_2(ckpt, tmp_path, capsys, spec, words):
 def test_trace_says_so_when_the_gpu_runs_out_of_memory_while_saving(ckpt, tmp_path, capsys, monkeypatch):
     from attnlab.engine.trace import Trace
 
-    def full_gpu(self, path):
+    def full_gpu(self, path, plan=None):
         raise RuntimeError("CUDA out of memory. Tried to allocate 1.50 GiB")
 
     monkeypatch.setattr(Trace, "save_npz", full_gpu)

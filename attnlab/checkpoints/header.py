@@ -16,6 +16,7 @@ from attnlab import limits
 from attnlab.checkpoints.errors import Problems
 
 MAX_HEADER_BYTES = limits.MAX_HEADER_BYTES  # the safetensors library's own limit
+GGUF_MAGIC = b"GGUF"  # the first four bytes of a GGUF file (llama.cpp; ggml docs/gguf.md)
 DTYPE_BYTES = {
     "F64": 8,
     "F32": 4,
@@ -53,6 +54,12 @@ def _read_raw_header(path: Path, problems: Problems) -> tuple[bytes, int, int] |
                 problems.add(
                     f"this is not a safetensors file: it holds only {size} bytes "
                     "(a safetensors file starts with an 8-byte header length)"
+                )
+                return None
+            if prefix[:4] == GGUF_MAGIC:
+                problems.add(
+                    "this is a GGUF file (llama.cpp's format): attnlab does not open GGUF yet; open the model's "
+                    "Hugging Face folder (config.json and .safetensors files) instead"
                 )
                 return None
             (n,) = struct.unpack("<Q", prefix)

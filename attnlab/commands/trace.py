@@ -1,7 +1,9 @@
 """`attnlab trace`: run a checkpoint on a sentence and save every intermediate tensor to an .npz file.
 
 Each trace entry is stored under its dotted name ("enc.0.self.weights" -> [heads, S, S]); token lists as
-unicode arrays, so `np.load(path, allow_pickle=False)` reads everything.
+unicode arrays, so `np.load(path, allow_pickle=False)` reads everything. The entries are written one at a
+time (a lean run's layers recomputed one at a time, engine/trace_file.py); the file's size is said first, and a
+write that cannot fit the memory there is (ATTNLAB_MEMORY_LIMIT included) is refused in one line.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
-from attnlab.engine import option_rules
+from attnlab.engine import names, option_rules
 
 if TYPE_CHECKING:
     from attnlab.engine.live import LiveModel
@@ -50,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the <checkpoint stem>.snapshots.safetensors beside it; attnlab info lists them)",
     )
     parser.add_argument("--out", required=True, help="where to write the trace (.npz)")
+    parser.add_argument(
+        "--no-lens",
+        action="store_true",
+        help="leave the logit lens (lens.ids, lens.probs: every layer's top tokens) out of the file; it costs "
+        "one projection onto the whole vocabulary per layer and position, several times the run itself",
+    )
     add_import_arguments(parser, run_options=True)
 
 
@@ -69,6 +77,22 @@ def model_at_step(model: LiveModel, step: int) -> LiveModel:
     from attnlab.checkpoints.snapshots import load_snapshots
 
     return load_snapshots(model).model_at(step)
+
+
+def write_trace(trace: Trace, out: str, skip: frozenset[str] = frozenset()) -> bool:
+    """Write the trace to `out` one entry at a time, after saying how big the file will be; False (one line on
+    stderr, nothing written) when the write cannot fit the memory there is (engine/trace_file.py)."""
+    from attnlab.engine.trace_file import npz_refusal, plan_npz
+
+    plan = plan_npz(trace, skip)
+    refusal = npz_refusal(plan, out)
+    if refusal:
+        fail(refusal + ".")
+        return False
+    said = plan.summary(out)
+    print(said[0].upper() + said[1:] + "…", flush=True)
+    trace.save_npz(out, plan)  # entry after entry, in run order (engine/trace_file.write_npz)
+    return True
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,8 +133,11 @@ def run(args: argparse.Namespace) -> int:
     except (OptionsError, ConfigError, ValueError, RuntimeError) as e:
         return fail(str(e).replace("\n- ", " "))
     out = args.out if args.out.endswith(".npz") else args.out + ".npz"  # what numpy would name it anyway
+    if generated is not None:
+        print(f"Generated: {generated}")
     try:
-        trace.save_npz(out)
+        if not write_trace(trace, out, frozenset((names.LENS_IDS, names.LENS_PROBS)) if args.no_lens else frozenset()):
+            return 2
     except OSError as e:
         return fail(f"cannot write {out!r}: {e.strerror or e}.")
     except RuntimeError as e:
@@ -121,8 +148,6 @@ def run(args: argparse.Namespace) -> int:
             "written. Run with --device cpu, or with fewer tokens."
         )
     notices = list(model.metadata.get("notices", [])) + list(trace.notices)
-    if generated is not None:
-        print(f"Generated: {generated}")
     print(f"Saved {len(trace)} trace entries to {out}.")
     for notice in notices:
         print(f"Notice: {notice}")

@@ -25,6 +25,7 @@ from torch import Tensor
 
 from attnlab.engine import names
 from attnlab.engine.derived import Derived
+from attnlab.engine.memory import give_back_freed
 from attnlab.engine.norms import layer_norm
 from attnlab.engine.trace import Recorder
 
@@ -119,7 +120,10 @@ def lens_top_k(rows: tuple[Tensor, ...], unembed: Unembedding, k: int) -> tuple[
         same = len(refs) == len(rows) and all(r() is t for r, t in zip(refs, rows, strict=False))
         if same and kept_unembed is unembed and kept_k == k:
             return probs, ids
-    per_layer = [layer_top_k(h, unembed, k) for h in rows]
+    per_layer = []
+    for h in rows:
+        per_layer.append(layer_top_k(h, unembed, k))
+        give_back_freed()  # the projections' temporaries (engine/memory.py), or the lens holds ~30 MB a layer more
     probs = torch.stack([p for p, _ in per_layer])  # [L + 1, T, k]
     ids = torch.stack([i for _, i in per_layer])  # [L + 1, T, k]
     _last[:] = [(tuple(weakref.ref(t) for t in rows), unembed, k, probs, ids)]

@@ -14,7 +14,6 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import KW_ONLY, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,12 +23,12 @@ from attnlab.engine import derived_blocks
 from attnlab.engine.derived import SLICEABLE, Derived, compute
 from attnlab.engine.replay import RULE as REPLAY_RULE
 from attnlab.engine.replay import kept_whole
-from attnlab.fileio import atomic_write
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.options import ResolvedOptions
     from attnlab.engine.replay import LayerReplay
+    from attnlab.engine.trace_file import NpzPlan
 
 Entry = torch.Tensor | list[str] | Derived
 RECENT_DERIVED = 6  # derived entries kept where they were computed (a site's chain: scores … weights)
@@ -483,15 +482,21 @@ class Trace:
             info=dict(self.info),
         )
 
-    def save_npz(self, path: str | os.PathLike[str]) -> None:
-        """Every entry under its dotted name; token lists as unicode arrays (loadable without pickle).
+    def host_array(self, name: str) -> np.ndarray:
+        """One entry on the host as numpy (float32 / int64; a token list as a unicode array), read without
+        keeping a copy in the trace's host cache: what writing a whole trace reads, entry after entry."""
+        entry = self.entries[name]
+        if isinstance(entry, list):
+            return np.asarray(entry)
+        if name in self._host:
+            return self._host[name].numpy()
+        return copy_to_host([self.device_value(name)], keep_pinned=False)[0].numpy()
+
+    def save_npz(self, path: str | os.PathLike[str], plan: NpzPlan | None = None) -> None:
+        """Every entry under its dotted name (those of `plan`, engine/trace_file.plan_npz, when given); token
+        lists as unicode arrays (loadable without pickle), written one entry at a time (engine/trace_file.py).
         Raises attnlab.fileio.WriteError (an OSError) when the file cannot be written."""
-        arrays = {name: (np.asarray(v) if isinstance(v, list) else v.numpy()) for name, v in self.items()}
-        arrays["__notices__"] = np.asarray(self.notices, dtype=str)
+        from attnlab.engine.trace_file import write_npz
+
         path = str(path) if str(path).endswith(".npz") else f"{path}.npz"  # the name np.savez would use
-
-        def write(tmp: Path) -> None:
-            with open(tmp, "wb") as f:
-                np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub types the first keyword as allow_pickle
-
-        atomic_write(path, write)  # a failed write leaves an existing file as it was
+        write_npz(self, path, plan)

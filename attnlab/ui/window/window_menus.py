@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QLineEdit, QMenu, QMessageBox
 
 from attnlab.present.words import word
 from attnlab.ui.window import app as appsettings
-from attnlab.ui.window import open_model, zoom
+from attnlab.ui.window import get_model, open_model, zoom
 from attnlab.ui.window.about import show_about
 from attnlab.ui.window.export_actions import add_export_menu
 from attnlab.ui.window.lesson_actions import add_lesson_actions, lesson_step
@@ -85,6 +85,7 @@ class WindowMenus(WindowHost):
     def _build_file_menu(self, m: QMenu) -> None:
         self._action(m, "&Open checkpoint…", self.open_dialog, [QKeySequence.StandardKey.Open], "openAction")
         open_model.add_file_actions(self, m)  # Open folder…, Model info…
+        get_model.add_get_action(self, m)  # Get a model… (from the Hugging Face Hub)
         self.recent_menu = m.addMenu("Open &recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         bundled = m.addMenu("Open &bundled model")
