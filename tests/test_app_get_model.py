@@ -38,8 +38,6 @@ def hub(tmp_path, monkeypatch):
 def test_get_a_model_downloads_off_the_gui_thread_and_the_window_opens_it(
     qtbot, open_window, hub, tmp_path, monkeypatch
 ):
-    # copies: this branch's loader predates the cache link rule (issue 34 item 1)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_SYMLINKS", True)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_ENDPOINT", hub.url)
     win = open_window(tiny_model())

@@ -100,10 +100,11 @@ def test_the_cache_is_laid_out_as_snapshot_download_lays_it_out(hub, tmp_path, m
 def test_a_downloaded_snapshot_opens_and_agrees_with_transformers(hub, tmp_path, monkeypatch):
     import transformers
 
-    # copies: this branch's loader predates the cache link rule (issue 34 item 1)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_SYMLINKS", True)
-    snapshot = get(hub, "acme/tiny", tmp_path / "cache")
+    snapshot = get(hub, "acme/tiny", tmp_path / "cache")  # links into blobs/, as huggingface_hub lays them
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    by_id = load_checkpoint("acme/tiny")  # what `attnlab get` says to open
     model = load_checkpoint(snapshot)
+    assert torch.equal(by_id.trace("the cat sat on the mat")["logits"], model.trace("the cat sat on the mat")["logits"])
     reference = transformers.GPT2LMHeadModel.from_pretrained(str(snapshot)).eval()
     trace = model.trace("the cat sat on the mat")
     ids = trace["tgt.ids"].unsqueeze(0) if "tgt.ids" in trace else trace["src.ids"].unsqueeze(0)
@@ -205,7 +206,10 @@ def test_the_cli_downloads_and_says_how_to_open_it(hub, tmp_path, monkeypatch, c
     cache = tmp_path / "c"
     code, out, err = run_cli(["acme/tiny", "--cache-dir", str(cache)], monkeypatch, capsys, hub.url)
     snapshot = cache / "models--acme--tiny" / "snapshots" / COMMIT
-    assert code == 0 and f"attnlab {snapshot}" in out, (out, err)
+    assert code == 0 and f"attnlab {snapshot}" in out, (out, err)  # another cache: by its folder
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "default"))
+    code, out, err = run_cli(["acme/tiny"], monkeypatch, capsys, hub.url)
+    assert code == 0 and "Open it:  attnlab acme/tiny\n" in out, (out, err)  # the cache attnlab reads: by id
     assert {p.name for p in snapshot.iterdir()} == set(hub.repos["acme/tiny"].files) - LEFT_BEHIND
 
 

@@ -32,10 +32,14 @@ class NotCached(CheckpointError):
 
 
 def cache_dir() -> Path:
-    """The cache huggingface_hub reads: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub (its
-    `constants.HF_HUB_CACHE`, read when it was imported)."""
+    """The cache huggingface_hub reads and downloads into: HF_HUB_CACHE, else HF_HOME/hub, as the environment says
+    now (huggingface_hub reads them once, at import, into `constants.HF_HUB_CACHE`: its default otherwise)."""
     from huggingface_hub import constants
 
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
     return Path(constants.HF_HUB_CACHE).expanduser()
 
 
@@ -78,7 +82,14 @@ def resolve_cached(spec: str, cache: str | os.PathLike[str] | None = None) -> Pa
     if odd:
         raise NotCached(f"{repo_id} cannot be opened from the Hugging Face cache at {root}: {odd}")
     try:
-        folder = Path(snapshot_download(repo_id, revision=revision, cache_dir=root, local_files_only=True))
+        # Only config.json is asked of the snapshot: huggingface_hub checks the snapshot against the repository's
+        # cached file listing, and a download of some files (`attnlab get`, `hf download --include`) leaves out
+        # what attnlab never reads (pickles, code, READMEs). The loader says what it lacks of the rest.
+        folder = Path(
+            snapshot_download(
+                repo_id, revision=revision, cache_dir=root, local_files_only=True, allow_patterns=["config.json"]
+            )
+        )
     except (LocalEntryNotFoundError, HFValidationError, OSError, ValueError) as e:
         raise NotCached(not_cached_message(repo_id, revision, root, e)) from None
     return checked_snapshot(folder, root, repo_id)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from attnlab import limits
+from attnlab.checkpoints import hf_cache
 from attnlab.engine.memory import gb
 
 # What attnlab downloads: config, tokenizer and safetensors files at the repository's top level
@@ -90,18 +91,6 @@ def parse_id(text: str) -> tuple[str, str]:
     except HFValidationError as e:
         raise GetRefused(f"{limits.excerpt(repo_id)} is not a model id ({limits.cut(str(e), 160)})") from None
     return repo_id, revision or "main"
-
-
-def hub_cache() -> Path:
-    """The cache huggingface_hub downloads into, read from the environment now (HF_HUB_CACHE, then HF_HOME/hub;
-    huggingface_hub itself reads them once, at import)."""
-    from huggingface_hub import constants
-
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    return Path(constants.HF_HUB_CACHE)
 
 
 def endpoint_now() -> str | None:
@@ -174,7 +163,7 @@ def download(
     `snapshot_download` returns). On any failure or a cancel nothing new is left in the cache."""
     from huggingface_hub import snapshot_download
 
-    cache = Path(cache_dir).expanduser() if cache_dir is not None else hub_cache()
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else hf_cache.cache_dir()
     made = [p for p in (cache, cache / ".locks") if not p.exists()]  # removed again if left empty
     (cache / ".locks").mkdir(parents=True, exist_ok=True)
     room = shutil.disk_usage(cache).free

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 
 from attnlab.checkpoints import hub_get
+from attnlab.checkpoints.hf_cache import cache_dir
 from attnlab.engine.memory import gb
 
 
@@ -30,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     endpoint = hub_get.endpoint_now()
-    cache = Path(args.cache_dir).expanduser() if args.cache_dir else hub_get.hub_cache()
+    cache = Path(args.cache_dir).expanduser() if args.cache_dir else cache_dir()
     plan = hub_get.plan(args.model, endpoint=endpoint)  # GetRefused (a ValueError): one line, exit 2
     print(f"Downloading {plan.summary()} into {cache}", file=sys.stderr)
     snapshot = _download(plan, cache, endpoint)
@@ -38,8 +39,11 @@ def run(args: argparse.Namespace) -> int:
         print("attnlab get: interrupted; nothing was written to the cache", file=sys.stderr)
         return 130
     print(f"Saved {plan.repo_id} in the cache: {snapshot}")
-    print(f"Open it:  attnlab {snapshot}")
-    print(f'Trace it: attnlab trace --checkpoint {snapshot} --src "..." --out trace.npz')
+    # by id where attnlab will look for it (the cache the environment names), else by its folder
+    name = plan.repo_id + ("" if plan.revision == "main" else f"@{plan.revision}")
+    opener = name if args.cache_dir is None else str(snapshot)
+    print(f"Open it:  attnlab {opener}")
+    print(f'Trace it: attnlab trace --checkpoint {opener} --src "..." --out trace.npz')
     return 0
 
 
