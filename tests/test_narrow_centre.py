@@ -12,7 +12,6 @@ from PySide6.QtWidgets import QApplication, QScrollArea
 from attnlab.checkpoints import load_bundled
 from attnlab.ui.stages.folding_row import FoldingRow
 from attnlab.ui.window.geometry import dock_widths
-from attnlab.ui.window.main_window import MainWindow
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 WAIT = 20000
@@ -29,15 +28,8 @@ def translation():
 
 
 @pytest.fixture
-def window(qtbot, translation):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(translation, "the black cat sees the small dog", "le chat noir voit le")
-    yield w
-    w.close()
+def window(open_window, translation):
+    return open_window(translation)  # tests/conftest.py
 
 
 def test_no_stage_scrolls_sideways_in_a_1024_px_window(qtbot, window):

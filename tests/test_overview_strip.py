@@ -8,7 +8,6 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication
 
-from attnlab.ui.window.main_window import MainWindow
 from attnlab.ui.window.overview_strip import MAX_HEIGHT, group_boxes, part_boxes
 
 WAIT = 15000
@@ -17,14 +16,8 @@ pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture
-def win(qtbot, generating_model):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.resize(1024, 768)
-    w.show()
-    qtbot.waitExposed(w)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(generating_model(), "the black cat sees the dog", "le chat")
+def win(open_window, generating_model):
+    w = open_window(generating_model(), size=(1024, 768))  # tests/conftest.py
     yield w
     w.set_presenting(False)
     w.close()

@@ -6,6 +6,7 @@ Typing into the sentence takes a click into it or Ctrl+L, and Enter or Esc gives
 from __future__ import annotations
 
 import pytest
+from conftest import WINDOW_SRC, WINDOW_TGT
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication, QComboBox, QGraphicsView, QWidget
 
@@ -13,21 +14,16 @@ from attnlab.ui.window.clicker import is_text_box
 from attnlab.ui.window.main_window import MainWindow
 
 WAIT = 15000
-SENTENCE, DECODER = "the black cat sees the dog", "le chat"
+SENTENCE, DECODER = WINDOW_SRC, WINDOW_TGT
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 
 
 @pytest.fixture
-def win(qtbot, generating_model):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
+def win(qtbot, open_window, generating_model):
+    w = open_window(generating_model())  # tests/conftest.py: traced on SENTENCE / DECODER
     w.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is w, timeout=WAIT)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(generating_model(), SENTENCE, DECODER)
     yield w
     w.set_presenting(False)
     w.close()

@@ -67,13 +67,8 @@ def test_the_docks_start_narrower_on_a_small_screen():
 
 
 @pytest.fixture
-def win(qtbot, generating_model):
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(generating_model(), "the black cat sees the dog", "le chat")
+def win(open_window, generating_model):
+    w = open_window(generating_model())  # tests/conftest.py
     yield w
     w.set_presenting(False)
     w.close()
@@ -118,16 +113,11 @@ def test_a_window_restored_past_its_screen_comes_back_inside(qtbot, projector):
     assert frame_inside(w)
 
 
-def test_the_centre_column_has_room_at_1024x768(qtbot, generating_model):
+def test_the_centre_column_has_room_at_1024x768(qtbot, open_window, generating_model):
     """On a small screen the docks start at their least widths: in the inside of a window framed by openbox on a
     1024×768 screen (1020 px) they leave the centre column the room for the decoder-input box (the issue measured
     400 px and 40 px). The offscreen screen is 800 px wide, so the docks are measured and the sum is done here."""
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(generating_model(), "the black cat sees the dog", "le chat")
+    w = open_window(generating_model())  # tests/conftest.py
     for _ in range(10):
         QApplication.processEvents()
     left = max(w.nav_dock.minimumSizeHint().width(), w.schematic_dock.minimumSizeHint().width())
