@@ -135,3 +135,8 @@ def loads_bounded(
     except ValueError as e:
         first_line = (str(e).splitlines() or [""])[0]
         raise ValueError(f"{what} is not valid JSON ({cut(first_line, 200)})") from e
+
+
+def gb(n: float) -> str:
+    """Bytes as the refusals write them: "6.4 GB" (plain Python: the downloads and the app's first paint use it)."""
+    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.0f} MB"

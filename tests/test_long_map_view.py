@@ -149,7 +149,8 @@ def test_hover_reads_the_exact_value_at_any_zoom(qtbot, long_run):
         assert heatmap.cell_at_scene_pos(pos) == (q, k)
         heatmap._on_mouse_moved(pos)
         text = heatmap.readout_text()  # the attention panel's readout names the weight
-        assert text.startswith("query ") and text.endswith(f"({k}) · weight {full[q, k]:.4g}") and f"({q})" in text
+        assert text.startswith("decoder query ") and f"({q})" in text
+        assert text.endswith(f"({k}) · weight {full[q, k]:.4g}")
 
 
 def test_mask_click_at_a_zoomed_position_toggles_that_cell(qtbot, long_run):

@@ -99,12 +99,15 @@ def test_a_toggle_goes_one_way_round_in_at_most_eight_hops(qtbot, open_window, h
     hops.clear()
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
         combo.activated.emit(clicked)
-    qtbot.waitUntil(lambda: "schematic painted" in hops, timeout=WAIT)
+    qtbot.waitUntil(lambda: {"panel painted", "schematic painted"} <= set(hops), timeout=WAIT)
     QApplication.instance().removeEventFilter(painted)
 
     steps = [step for _hop, seen in HOPS for step in seen]
     assert len(HOPS) <= 8
-    assert hops[: len(steps)] == steps, hops  # in this order, and nothing else named between them
+    # in this order, and nothing else named between them; the two repaints are queued one behind the other, and
+    # on a loaded machine a panel that lays itself out again first (add & norm turning its rows) may paint second
+    n = len(steps) - 2
+    assert hops[:n] == steps[:n] and sorted(hops[n : n + 2]) == sorted(steps[n:]), hops
     assert "combo.setCurrentIndex" not in hops  # the combo that was clicked is never re-set
     trace = w.session.trace
     assert trace.options.norm_first and w.schematic.options is trace.options  # drawn from the finished trace

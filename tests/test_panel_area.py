@@ -41,15 +41,20 @@ def test_a_wide_panel_scrolls_instead_of_widening_a_window_at_its_minimum(open_w
     window.session.set_stage("src.tokens")
     QtWidgets.QApplication.processEvents()
     least, size = window.minimumSizeHint().width(), window.width()
-    window.session.set_stage("src.input")  # embedding + position = input: three maps side by side
+    scroll = window.findChild(QtWidgets.QScrollArea, "panelScroll")
+    window.session.set_stage("src.input")  # embedding + position = input: three maps, folded one under the other
     for _ in range(3):
         QtWidgets.QApplication.processEvents()
     panel = window.current_panel()
-    scroll = window.findChild(QtWidgets.QScrollArea, "panelScroll")
     assert type(panel).__name__ == "InputSumPanel"
-    assert panel.minimumSizeHint().width() > scroll.viewport().width()  # it does not fit ...
-    assert window.minimumSizeHint().width() == least and window.width() == size  # ... and the window stays put
-    assert scroll.horizontalScrollBar().maximum() > 0 and panel.width() >= panel.minimumSizeHint().width()
+    assert panel.minimumSizeHint().width() <= scroll.viewport().width()  # it fits, folded (ui/stages/folding_row)
+    assert scroll.horizontalScrollBar().maximum() == 0 and window.width() == size
+    panel.setMinimumWidth(scroll.viewport().width() + 200)  # a panel that cannot fold (a wide matrix)
+    for _ in range(3):
+        QtWidgets.QApplication.processEvents()
+    assert window.minimumSizeHint().width() == least and window.width() == size  # the window stays put ...
+    assert scroll.horizontalScrollBar().maximum() > 0 and panel.width() >= panel.minimumSizeHint().width()  # scrolls
+    panel.setMinimumWidth(0)
     window.session.set_stage("src.tokens")  # back to a narrow panel: it fits again, no scroll bar
     for _ in range(3):
         QtWidgets.QApplication.processEvents()
@@ -59,7 +64,8 @@ def test_a_wide_panel_scrolls_instead_of_widening_a_window_at_its_minimum(open_w
 def test_the_stage_area_keeps_the_panel_whole_in_height(open_window, tiny_model):
     """Only sideways scrolling: the splitter gives the panel its least height and the explanation what is left
     (presentation mode on a 1024×768 screen gives the explanation a large share)."""
-    window = open_window(tiny_model("encoder-decoder", n_encoder_layers=1), size=(1024, 640))
+    # wide enough for add & norm's maps side by side (a narrower centre stacks them, and then the panel scrolls)
+    window = open_window(tiny_model("encoder-decoder", n_encoder_layers=1), size=(1400, 640))
     scroll = window.findChild(QtWidgets.QScrollArea, "panelScroll")
     split = window.findChild(QtWidgets.QSplitter, "centralSplitter")
     window.session.set_stage("src.tokens")  # a short panel first, then the explanation takes most of the room

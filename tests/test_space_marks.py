@@ -108,5 +108,6 @@ def test_chips_axes_and_readouts_of_a_byte_level_model(qtbot, gpt2_style):
     q = next(i for i, p in enumerate(pieces) if p.startswith("Ġ"))
     readout = heatmap.describe_cell(q, 0)
     weight = float(trace[key][0, q, 0])
-    assert readout.startswith(f"query {pieces[q].replace('Ġ', '␣')} ({q})") and "Ġ" not in readout
-    assert readout.endswith(f"· key {pieces[0]} (0) · weight {weight:.4g}")
+    # the roles read as the axes are titled: 'decoder query' / 'decoder key' (present/views/site.py axis_title)
+    assert readout.startswith(f"decoder query {pieces[q].replace('Ġ', '␣')} ({q})") and "Ġ" not in readout
+    assert readout.endswith(f"· decoder key {pieces[0]} (0) · weight {weight:.4g}")

@@ -31,7 +31,7 @@ from typing import Any
 
 from attnlab import limits
 from attnlab.checkpoints import hf_cache
-from attnlab.engine.memory import gb
+from attnlab.limits import gb
 
 # What attnlab downloads: config, tokenizer and safetensors files at the repository's top level
 WANTED = (

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from attnlab.checkpoints import hub_get
 from attnlab.checkpoints.hf_cache import cache_dir
-from attnlab.engine.memory import gb
+from attnlab.limits import gb
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

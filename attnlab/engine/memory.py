@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from attnlab.engine.budget import cuda_free_bytes
+from attnlab.limits import gb
 
 UNLIMITED = 1 << 62
 
@@ -22,11 +23,6 @@ UNLIMITED = 1 << 62
 class RunTooBig(ValueError):
     """A run or a model that cannot fit in the memory there is; the message says the numbers and what would
     make it fit."""
-
-
-def gb(n: float) -> str:
-    """Bytes as the refusals write them: "6.4 GB"."""
-    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.0f} MB"
 
 
 def _read_int(path: Path) -> int | None:

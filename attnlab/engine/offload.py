@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from attnlab.engine.memory import gb
+from attnlab.limits import gb
 
 DISK = "disk"
 HOST = "cpu"

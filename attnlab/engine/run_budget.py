@@ -13,9 +13,10 @@ import torch
 
 from attnlab.engine.budget import HEADROOM, estimate_trace_bytes, working_bytes
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.memory import available_on, gb, host_available
+from attnlab.engine.memory import available_on, host_available
 from attnlab.engine.options import RunOptions
 from attnlab.engine.replay import WHOLE, Keep
+from attnlab.limits import gb
 
 
 @dataclass(frozen=True)

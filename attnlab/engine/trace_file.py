@@ -29,10 +29,11 @@ import torch
 from attnlab.engine import names
 from attnlab.engine.budget import HEADROOM
 from attnlab.engine.derived import Derived, compute
-from attnlab.engine.memory import gb, give_back_freed, host_available
+from attnlab.engine.memory import give_back_freed, host_available
 from attnlab.engine.replay import KEPT_LAYERS
 from attnlab.engine.replay import RULE as REPLAY_RULE
 from attnlab.fileio import atomic_write
+from attnlab.limits import gb
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace

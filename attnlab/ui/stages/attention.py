@@ -30,7 +30,7 @@ class QKVPanel(StagePanel):
         self._header = Note(self, delta=1, bold=True)
         boxes = {p: titled_heatmap(self, cols_title="d_k dimension") for p in ("q", "k", "v")}
         self._maps = {p: m for p, (_, m) in boxes.items()}
-        row = self._row = FoldingRow(self)  # one under the other in a narrow centre column
+        row = self._row = FoldingRow()  # one under the other in a narrow centre column
         for box, _ in boxes.values():
             row.addWidget(box, 1)
         self._note = Note(self)

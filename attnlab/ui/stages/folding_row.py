@@ -5,7 +5,7 @@ with its own measure of what a row needs (addnorm.py)."""
 
 from __future__ import annotations
 
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 HYSTERESIS = 24  # px: a side-by-side row comes back only this much wider than it needs (no flip-flop at the edge)
 ACROSS, DOWN = QtWidgets.QBoxLayout.Direction.LeftToRight, QtWidgets.QBoxLayout.Direction.TopToBottom
@@ -33,22 +33,24 @@ def turn(row: QtWidgets.QBoxLayout, need: float, width: int) -> None:
 
 class FoldingRow(QtWidgets.QBoxLayout):
     """A row of widgets (maps and the operators between them) that folds into a column when the panel's width
-    on screen is less than the sum of their least widths. The panel calls `fit()` from its resizeEvent."""
+    on screen is less than the sum of their least widths. The panel adds it to its layout and calls `fit()` from
+    its resizeEvent."""
 
-    def __init__(self, panel: QtWidgets.QWidget):
-        super().__init__(ACROSS)
-        self._panel = panel
+    def __init__(self) -> None:
+        super().__init__(ACROSS)  # its panel is parentWidget() once added: no Python reference back to it
 
     def least_width(self) -> int:
         """What the row needs side by side: every widget's least width, the spacing and the panel's margins."""
         items = (self.itemAt(i) for i in range(self.count()))
         widgets = [w for item in items if item is not None and (w := item.widget()) is not None and w.isVisible()]
-        margins = self._panel.contentsMargins()
+        panel = self.parentWidget()
+        margins = panel.contentsMargins() if panel is not None else QtCore.QMargins()
         spacing = max(self.spacing(), 0) * max(len(widgets) - 1, 0)
         return sum(w.minimumSizeHint().width() for w in widgets) + spacing + margins.left() + margins.right() + 16
 
     def fit(self) -> None:
-        width = shown_width(self._panel)
+        panel = self.parentWidget()
+        width = shown_width(panel) if panel is not None else 0
         if width > 1:
             turn(self, self.least_width(), width)
 

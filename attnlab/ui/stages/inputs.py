@@ -130,7 +130,7 @@ class InputSumPanel(StagePanel):
             self._maps[part].colorbar().setVisible(False)
         self._plus = self._operator("+")
         self._equals = self._operator("=")
-        row = self._row = FoldingRow(self)  # one under the other in a narrow centre column
+        row = self._row = FoldingRow()  # one under the other in a narrow centre column
         row.addWidget(boxes["embed"][0], 1)
         row.addWidget(self._plus)
         row.addWidget(self._pos_box, 1)
