@@ -100,6 +100,18 @@ def test_attnlab_models_prints_the_same_table(cache, capsys):
     assert out[-1].startswith(f"{len(models)} models in {cache}")
 
 
+def test_attnlab_models_reads_the_cache_without_torch(cache):
+    """`attnlab models` reads config.json files only: in a fresh process it never imports torch (1.2 s of a
+    listing that takes 0.17 s: benchmarks/cache_scan_bench.py)."""
+    import subprocess
+    import sys
+
+    code = "import sys; from attnlab.cli import main; rc = main(['models']); print(rc, 'torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines()[-1] == "0 False", done.stdout + done.stderr
+    assert "acme/gpt2" in done.stdout and "no: quantized" in done.stdout  # it did read the configs
+
+
 def test_an_empty_or_absent_cache_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "absent"))
     assert main(["models"]) == 0

@@ -94,7 +94,7 @@ def folder_status(folder: Path) -> str:
     attnlab cannot run (model type, remote code, quantized, an option it refuses), or no weights it reads.
     Reads config.json only (bounded, held to the folder's link rule) and the folder's file names."""
     from attnlab.checkpoints import hf
-    from attnlab.checkpoints.hf_folder import refusal
+    from attnlab.checkpoints.hf.common import refusal
 
     if not os.path.lexists(folder / "config.json"):
         return "no config.json: not a transformers model folder"

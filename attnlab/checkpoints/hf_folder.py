@@ -23,6 +23,7 @@ from attnlab.bounded_read import MAX_INDEX_BYTES, FileRefused, confined, regular
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
 from attnlab.checkpoints.header import read_layout, short_reason
 from attnlab.checkpoints.hf.bert import NO_HEAD_NOTE
+from attnlab.checkpoints.hf.common import refusal
 from attnlab.checkpoints.hf_cache import HF_CACHE_KEY, cached_repo_of, display_name
 from attnlab.checkpoints.limits import UNCHECKED_PARAMETERS, check_config_sizes, tensor_layout_problems
 from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_file, tokenizer_at
@@ -250,14 +251,6 @@ def setting_sources(hf_config: dict[str, Any], config: ModelConfig, notes: list[
 
 
 # ---- refusals and tokenizers ------------------------------------------------------------------------
-def refusal(error: BaseException) -> str:
-    """A converter's refusal of a config.json option as one line that names config.json once."""
-    text = " ".join(str(error).split()) or type(error).__name__
-    while text.startswith("config.json: "):
-        text = text.removeprefix("config.json: ")
-    return text if text.startswith("config.json") else f"config.json: {text}"
-
-
 def chosen_tokenizers(
     folder: Path, hf_config: dict[str, Any], tokenizer: Any, problems: Problems
 ) -> tuple[Any, Any, str]:

@@ -18,12 +18,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from types import ModuleType
-
-import torch
+from typing import TYPE_CHECKING
 
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.hf.common import FAMILIES, NOT_RUNNABLE, SUPPORTED_MODEL_TYPES, refuse
 from attnlab.engine.config import ModelConfig
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["NOT_RUNNABLE", "SUPPORTED_MODEL_TYPES", "config_and_notes", "config_from_hf", "convert"]
 

@@ -11,8 +11,6 @@ embeddings x sqrt(d_model) only when scale_embedding says so. The tensor names a
 
 from __future__ import annotations
 
-import torch
-
 from attnlab.checkpoints.hf.common import (
     ConvertedState,
     HFConfig,
@@ -77,6 +75,8 @@ def generation_note(hf: HFConfig) -> list[str]:
 
 
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
+    import torch  # only a conversion needs torch: reading config.json does not
+
     t = Tensors(state_dict, PREFIXES)
     if config.positional == "sinusoidal":
         check_positions(t, config)

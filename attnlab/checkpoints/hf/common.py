@@ -4,16 +4,17 @@ represent (one CheckpointError naming the field), and taking tensors out of a st
 from __future__ import annotations
 
 from collections.abc import Container, Mapping
-from typing import Any, Literal, overload
-
-import torch
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, overload
 
 from attnlab.checkpoints.errors import CheckpointError, name_list
 from attnlab.engine.config import Activation, ModelConfig
 
+if TYPE_CHECKING:  # reading a config.json needs no torch (`attnlab models` lists a cache without it)
+    import torch
+
 HFConfig = Mapping[str, Any]  # a parsed config.json
-StateDict = Mapping[str, torch.Tensor]  # tensors by name, as the checkpoint saved them
-ConvertedState = dict[str, torch.Tensor]  # attnlab-named tensors, for Transformer.load_state_dict
+StateDict: TypeAlias = "Mapping[str, torch.Tensor]"  # tensors by name, as the checkpoint saved them
+ConvertedState: TypeAlias = "dict[str, torch.Tensor]"  # attnlab-named tensors, for Transformer.load_state_dict
 
 # model_type -> the family module (attnlab.checkpoints.hf.<module>) that converts it
 FAMILIES = {
@@ -173,6 +174,8 @@ def take_tied_copy(t: Tensors, name: str, table: torch.Tensor) -> None:
     """A saved copy of a tied matrix (lm_head.weight of a tied model) must be the matrix it is tied to."""
     if not t.has(name):
         return
+    import torch
+
     copy = t(name)
     if copy.shape != table.shape or not torch.equal(copy, table):
         raise refuse(
@@ -252,3 +255,11 @@ def take_lm_head(t: Tensors, config: ModelConfig, out: ConvertedState, table: st
         out["out_proj.weight"] = t("lm_head.weight")
     else:
         take_tied_copy(t, "lm_head.weight", out[table])
+
+
+def refusal(error: BaseException) -> str:
+    """A converter's refusal of a config.json option as one line that names config.json once."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    while text.startswith("config.json: "):
+        text = text.removeprefix("config.json: ")
+    return text if text.startswith("config.json") else f"config.json: {text}"

@@ -15,7 +15,7 @@ ALiBi (alibi: true, Falcon-RW) is refused."""
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from attnlab.checkpoints.hf import llama
 from attnlab.checkpoints.hf.common import (
@@ -33,6 +33,9 @@ from attnlab.checkpoints.hf.common import (
     take_lm_head,
 )
 from attnlab.engine.config import ModelConfig
+
+if TYPE_CHECKING:
+    import torch
 
 
 def layout(hf: HFConfig) -> tuple[bool, bool, int]:

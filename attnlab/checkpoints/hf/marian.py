@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
 from attnlab.checkpoints.hf.common import (
     ConvertedState,
     HFConfig,
@@ -23,7 +21,6 @@ from attnlab.checkpoints.hf.common import (
     take_tied_copy,
 )
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.positional import sinusoidal_table
 
 PREFIXES = ("model.",)
 IGNORABLE = ("embed_positions.weight",)  # Marian's sinusoids, stored; attnlab computes them (checked below)
@@ -79,6 +76,8 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
 
 def check_positions(t: Tensors, config: ModelConfig) -> None:
     """The stored position table must be the sinusoids attnlab computes (in Marian's layout)."""
+    from attnlab.engine.positional import sinusoidal_table  # torch: only a conversion needs it
+
     expected = sinusoidal_table(config.max_len, config.d_model, "marian")  # [L, d]
     for stack in ("encoder", "decoder"):
         name = f"{stack}.embed_positions.weight"
@@ -102,6 +101,8 @@ def linear_and_norms(t: Tensors, hf_layer: str, layer: str, norms: dict[str, str
 
 
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
+    import torch  # only a conversion needs torch: reading config.json does not
+
     t = Tensors(state_dict, PREFIXES)
     check_positions(t, config)
     src = t("shared.weight") if t.has("shared.weight") else t("encoder.embed_tokens.weight")

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import torch
-
 from attnlab.checkpoints.hf import llama
 from attnlab.checkpoints.hf.common import (
     ConvertedState,
@@ -31,6 +29,8 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
 
 
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
+    import torch  # only a conversion needs torch: reading config.json does not
+
     t = Tensors(state_dict, ("model.",))
     out = {"tgt_embed.weight": t("embed_tokens.weight")}
     for i in range(config.n_decoder_layers):

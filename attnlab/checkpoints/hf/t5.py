@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import torch
-
 from attnlab.checkpoints.hf.common import (
     ACTIVATIONS,
     ConvertedState,
@@ -81,6 +79,8 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
 
 def config_for_weights(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> ModelConfig:
     """An lm_head.weight that differs from the shared table is the model's own output matrix."""
+    import torch  # only a conversion needs torch: reading config.json does not
+
     t = Tensors(state_dict, ())
     if t.has("lm_head.weight") and not torch.equal(t("lm_head.weight"), t("shared.weight")):
         return dataclasses.replace(config, tie_output=False)
