@@ -202,3 +202,20 @@ def test_window_export_menu_writes_every_format(qtbot, tmp_path, tiny_model):
         np.testing.assert_array_equal(data["dec.1.self.weights"], w.session.trace["dec.1.self.weights"].numpy())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "a.png", "a.svg", "b.png", "run.npz"]
     w.session.shutdown()
+
+
+def test_a_rendered_panel_shows_no_hover_hint(tiny_model, qapp):
+    """A handout, a slide or a GIF frame cannot be hovered: the readouts' "Hover a cell …" lines are blank."""
+    from PySide6.QtWidgets import QLabel
+
+    from attnlab.ui.plots.head_grid import HeadGrid
+    from attnlab.ui.plots.heatmap import LabeledHeatmap
+    from attnlab.ui.window.export import StageRenderer
+
+    trace = tiny_model().trace("the black cat", "le chat")
+    stages = {s.key: s for s in stages_for(trace)}
+    renderer = StageRenderer()
+    for key in ("enc.0.self.weights", "enc.0.self.heads", "enc.0.self.qkv"):
+        panel = renderer.panel(trace, stages[key], ViewState())
+        texts = [label.text() for label in panel.findChildren(QLabel) if label.isVisible()]
+        assert texts and not {LabeledHeatmap.HINT, HeadGrid.HINT} & set(texts), (key, texts)

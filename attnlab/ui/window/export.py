@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QImage, QPaintDevice, QPainter
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
 from attnlab.present.export import write_atomically
 from attnlab.present.stages import Stage, ViewState
@@ -119,7 +119,20 @@ class StageRenderer:
             panel.resize(*self._size)
             panel.show()
         panel.show_stage(trace, stage, view)
+        blank_hover_hints(panel)
         return panel
 
     def render(self, trace: Trace, stage: Stage, view: ViewState, path: Path, scale: float = 1.0) -> Path:
         return save_widget(self.panel(trace, stage, view), path, scale, stage.title)
+
+
+def blank_hover_hints(panel: QWidget) -> None:
+    """A picture cannot be hovered: a handout, a slide or a GIF frame shows no "Hover a cell …" line (the line
+    keeps its height, so the panel is laid out as on screen)."""
+    from attnlab.ui.plots.head_grid import HeadGrid
+    from attnlab.ui.plots.heatmap import LabeledHeatmap
+
+    hints = {LabeledHeatmap.HINT, HeadGrid.HINT}
+    for label in panel.findChildren(QLabel):
+        if label.text() in hints:
+            label.setText(" ")
