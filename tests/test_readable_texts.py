@@ -67,6 +67,21 @@ def test_info_prints_where_the_settings_that_apply_came_from_as_a_table(gpt2_fol
     assert all(settings[f]["source"] == source for f, (_value, source) in rows.items())
 
 
+def test_model_info_shows_the_rows_attnlab_info_prints(gpt2_folder, capsys):
+    """File → Model info… lists the same settings as `attnlab info` (not every field of the config)."""
+    from attnlab.checkpoints import load_checkpoint
+    from attnlab.ui.window.open_model import model_info_html
+
+    assert main(["info", str(gpt2_folder)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index("where each setting came from:") + 2
+    fields = [line.split()[0] for line in lines[start:] if line.startswith("  ") and not line.startswith("  (")]
+    fields = fields[: next((i for i, f in enumerate(fields) if not f.isidentifier()), len(fields))]
+    html = model_info_html(load_checkpoint(gpt2_folder))
+    shown = re.findall(r"<tr><td>([^<]+)</td>", html)
+    assert shown == fields and "more keep attnlab" in html  # the rest counted, not listed
+
+
 # ---- the bundled language model's prompt -------------------------------------------------------------------------
 def test_the_bundled_language_models_prompt_leaves_generate_real_words():
     import attnlab

@@ -94,30 +94,12 @@ def as_text(d: dict) -> str:
     return "\n".join(lines)
 
 
-def _applies(field: str, entry: dict[str, Any], defaults: dict[str, Any]) -> bool:
-    """Whether a setting says something about this model: read from its files, inferred with a reason,
-    assumed, or decided by its model type (a value other than attnlab's default)."""
-    source = str(entry.get("source", ""))
-    if source.startswith("inferred from model_type"):
-        return field not in defaults or entry.get("value") != defaults[field]
-    return True
-
-
-def _shown(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
 def settings_table(settings: dict[str, Any]) -> list[str]:
     """Where each setting that applies came from, as aligned columns (setting, value, from); the settings
     left at attnlab's defaults are counted, not listed (`--json` gives them all)."""
-    from attnlab.engine.config import ModelConfig
+    from attnlab.present.provenance import defaults_note, setting_rows
 
-    defaults = {f.name: f.default for f in dataclasses.fields(ModelConfig) if f.default is not dataclasses.MISSING}
-    rows = [
-        (field, _shown(entry.get("value")), str(entry.get("source", "")))
-        for field, entry in settings.items()
-        if isinstance(entry, dict) and _applies(field, entry, defaults)
-    ]
+    rows, left = setting_rows(settings)
     if not rows:
         return []
     widths = [max(len(row[i]) for row in [("setting", "value", "from"), *rows]) for i in range(2)]
@@ -125,11 +107,8 @@ def settings_table(settings: dict[str, Any]) -> list[str]:
     lines += [
         f"  {a:<{widths[0]}}  {b:<{widths[1]}}  {c}".rstrip() for a, b, c in [("setting", "value", "from"), *rows]
     ]
-    left = len(settings) - len(rows)
     if left:
-        lines.append(
-            f"  ({left} more keep attnlab's defaults, which this model type does not change; --json lists all)"
-        )
+        lines.append(f"  ({defaults_note(left)}; --json lists all)")
     return lines
 
 

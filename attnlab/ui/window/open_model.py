@@ -29,6 +29,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from attnlab.present.provenance import defaults_note, setting_rows
+
 if TYPE_CHECKING:
     from attnlab.present.engine_api import LiveModel
     from attnlab.session import LoadDetour
@@ -148,16 +150,13 @@ def model_info_html(model: LiveModel) -> str:
     cfg, meta = model.config, model.metadata
     n_params = sum(t.numel() for t in model.module.checkpoint_tensors().values())
     esc = html.escape
-    rows = []
     settings = meta.get("settings") or {}
-    for field, value in vars(cfg).items():
-        source = settings.get(field, {}).get("source", "the checkpoint's config" if not settings else "")
-        rows.append(f"<tr><td>{esc(field)}</td><td>{esc(str(value))}</td><td>{esc(str(source))}</td></tr>")
-    extra = [
-        f"<tr><td>{esc(k)}</td><td>{esc(str(v.get('value')))}</td><td>{esc(str(v.get('source')))}</td></tr>"
-        for k, v in settings.items()
-        if k not in vars(cfg) and isinstance(v, dict)
-    ]
+    if settings:  # the settings that say something about this model, as `attnlab info` lists them
+        table, left = setting_rows(settings)
+    else:  # attnlab's own checkpoint: every field is the checkpoint's
+        table, left = [(f, str(v), "the checkpoint's config") for f, v in vars(cfg).items()], 0
+    rows = [f"<tr><td>{esc(a)}</td><td>{esc(b)}</td><td>{esc(c)}</td></tr>" for a, b, c in table]
+    extra = [f"<tr><td colspan='3'><i>{esc(defaults_note(left))}</i></td></tr>"] if left else []
     toks = []
     for side, tok in (("source", model.src_tokenizer), ("target", model.tgt_tokenizer)):
         if tok is not None and (side == "source" or tok is not model.src_tokenizer):
