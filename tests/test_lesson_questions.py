@@ -8,7 +8,7 @@ import io
 import pytest
 import torch
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QListView
+from PySide6.QtWidgets import QApplication, QListView
 
 from attnlab.checkpoints import load_bundled
 from attnlab.present.lesson_answers import COLUMNS, AnswerBook, answer_row
@@ -263,4 +263,35 @@ def test_a_press_during_the_run_reveals_from_the_run_that_follows(qtbot, tmp_pat
     assert f"put {float(weights.max()):.2f} on “{list(trace['src.tokens'])[int(weights.argmax())]}”" in (
         w.lesson_player.card.status.text()
     )
+    w.session.shutdown()
+
+
+@pytest.mark.usefixtures("isolated_settings")
+def test_the_letter_keys_answer_from_whatever_has_the_focus(qtbot, tmp_path, translation):
+    """The card says "Answer with A–D": presenting, the letter picks that choice wherever the focus rests (its
+    buttons take no focus), and the sentence is not typed into."""
+    from attnlab.ui.window.lesson_actions import open_lesson
+    from attnlab.ui.window.main_window import MainWindow
+
+    w = MainWindow()
+    qtbot.addWidget(w)
+    w.resize(1024, 768)
+    w.show()
+    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
+        w.session.set_model(translation, SRC, TGT)
+    path = tmp_path / "quiz.toml"
+    path.write_text(ASKING, encoding="utf-8")
+    open_lesson(w, path)  # a lesson presents
+    qtbot.waitUntil(lambda: not w.session.busy and w.session.stage_key == "src.tokens", timeout=WAIT)
+    card, quiz = w.lesson_player.card, w.lesson_player.quiz
+    assert w.presenting and quiz.waiting
+    for focus in (w.inputs.src, w.stage_area):
+        focus.setFocus()
+        qtbot.keyClick(QApplication.focusWidget() or w, Qt.Key.Key_B)
+        second = quiz.solution.choices[1]
+        assert quiz.pick is not None and quiz.pick.text == second and f"“{second}”" in card.status.text()
+        assert w.inputs.src.text() == SRC
+        quiz.pick = None
+    qtbot.keyClick(QApplication.focusWidget() or w, Qt.Key.Key_E)  # E still shows the explanation
+    assert quiz.pick is None
     w.session.shutdown()

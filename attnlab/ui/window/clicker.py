@@ -122,7 +122,7 @@ class ClickerFilter(QObject):
             if text_box or event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier:
                 return None
             key = event.key()
-            return (lambda: w.step(CLICKER_STEPS[key])) if key in CLICKER_STEPS else None
+            return (lambda: w.step(CLICKER_STEPS[key])) if key in CLICKER_STEPS else self._answer(event)
         if text_box and target is self.typing_in:
             if event.key() in (Qt.Key.Key_Escape, Qt.Key.Key_Return, Qt.Key.Key_Enter) and _plain(event):
                 return w.leave_text_box  # the keys step again (Enter has already run the sentence)
@@ -143,11 +143,22 @@ class ClickerFilter(QObject):
             return w.toggle_explanation
         if plain and key == Qt.Key.Key_Escape:
             return lambda: w.set_presenting(False)
+        if plain and (answer := self._answer(event)) is not None:
+            return answer
         typed = bool(event.text()) and event.text().isprintable() or key in _ERASERS
         if text_box and ((_plain(event) and typed) or any(event.matches(k) for k in EDITING)):
             # a text box nobody asked to type into: the key does nothing, the status bar says how to type
             return lambda: w.statusBar().showMessage(TYPE_HINT, 4000)
         return None
+
+    def _answer(self, event: QKeyEvent) -> Callable[[], None] | None:
+        """A–D while a lesson's question waits for an answer: that choice (the card's buttons take no focus)."""
+        player = getattr(self.window, "lesson_player", None)
+        quiz = getattr(player, "quiz", None)
+        letter = event.text().upper()
+        if quiz is None or not quiz.waiting or len(letter) != 1 or letter not in "ABCD":
+            return None
+        return lambda: quiz.choose(letter)
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
         # every event of the application passes here: a type test first (reading event.type() makes a Python

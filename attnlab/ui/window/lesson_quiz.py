@@ -176,6 +176,14 @@ class Quiz(QObject):
         if self.solution is not None and index < len(self.solution.choices):
             self.answer(Pick(self.solution.choices[index]))
 
+    def choose(self, letter: str) -> bool:
+        """The A–D key: that choice as the answer while a question waits; False when nothing took it."""
+        index = LETTERS.find(letter.upper())
+        if not self.waiting or self.solution is None or not 0 <= index < len(self.solution.choices):
+            return False
+        self._chose(index)
+        return True
+
     def _clicked_token(self, side: str, position: int) -> None:
         """A cell (its key column) or a chip of `side` was clicked: an answer when the question asks for a
         token of that side."""
