@@ -365,10 +365,11 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
             if self.session.model is not None:
                 st.setValue(appsettings.LAST_SENTENCE_MODEL, self.session.model.name)
         st.sync()
-        if self._presenting:  # the text scale and the plot floors are the application's: give them back
+        if self._presenting:  # the plot floors and the text scale are the application's: give them back (the
+            # numbers only: restyling the whole application from a closing window repolishes every widget alive)
             self._presenting = False
             zoom.set_presenting(False)
-            self._apply_scale(rebuild=False)
+            zoom.set_factor(self._zoom)
         self.errors.uninstall()
         self._remove_clicker()
         self.session.shutdown()
