@@ -186,22 +186,31 @@ note = "The end."
 """
 
 
-@pytest.mark.usefixtures("isolated_settings")
-def test_window_asks_takes_a_click_reveals_and_exports(qtbot, tmp_path, translation):
-    from attnlab.ui.plots.heatmap import LabeledHeatmap
-    from attnlab.ui.window.lesson_actions import export_answers, open_lesson
+def quiz_window(qtbot, tmp_path, model, shown: bool = True):
+    """A window on `model` playing the ASKING lesson, at its first step (a question, not yet answered)."""
+    from attnlab.ui.window.lesson_actions import open_lesson
     from attnlab.ui.window.main_window import MainWindow
 
     w = MainWindow()
     qtbot.addWidget(w)
-    w.resize(1024, 768)
-    w.show()
+    if shown:
+        w.resize(1024, 768)
+        w.show()
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(translation, SRC, TGT)
+        w.session.set_model(model, SRC, TGT)
     path = tmp_path / "quiz.toml"
     path.write_text(ASKING, encoding="utf-8")
-    open_lesson(w, path)
+    open_lesson(w, path)  # a lesson presents
     qtbot.waitUntil(lambda: not w.session.busy and w.session.stage_key == "src.tokens", timeout=WAIT)
+    return w
+
+
+@pytest.mark.usefixtures("isolated_settings")
+def test_window_asks_takes_a_click_reveals_and_exports(qtbot, tmp_path, translation):
+    from attnlab.ui.plots.heatmap import LabeledHeatmap
+    from attnlab.ui.window.lesson_actions import export_answers
+
+    w = quiz_window(qtbot, tmp_path, translation)
     card = w.lesson_player.card
     weights = torch.as_tensor(w.session.trace["dec.2.cross.weights"])[2, 2]  # [Tk]: head 3, the row of "chien"
     best = float(weights.max())
@@ -239,17 +248,7 @@ def test_window_asks_takes_a_click_reveals_and_exports(qtbot, tmp_path, translat
 
 @pytest.mark.usefixtures("isolated_settings")
 def test_a_press_during_the_run_reveals_from_the_run_that_follows(qtbot, tmp_path, translation):
-    from attnlab.ui.window.lesson_actions import open_lesson
-    from attnlab.ui.window.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(translation, SRC, TGT)
-    path = tmp_path / "quiz.toml"
-    path.write_text(ASKING, encoding="utf-8")
-    open_lesson(w, path)
-    qtbot.waitUntil(lambda: not w.session.busy and w.session.stage_key == "src.tokens", timeout=WAIT)
+    w = quiz_window(qtbot, tmp_path, translation, shown=False)
     # a new run is under way; the lesson's decoder input follows the new sentence ("le chien voit")
     w.session.set_src("the dog sees the man", debounce=False)
     assert w.session.busy
@@ -270,19 +269,7 @@ def test_a_press_during_the_run_reveals_from_the_run_that_follows(qtbot, tmp_pat
 def test_the_letter_keys_answer_from_whatever_has_the_focus(qtbot, tmp_path, translation):
     """The card says "Answer with A–D": presenting, the letter picks that choice wherever the focus rests (its
     buttons take no focus), and the sentence is not typed into."""
-    from attnlab.ui.window.lesson_actions import open_lesson
-    from attnlab.ui.window.main_window import MainWindow
-
-    w = MainWindow()
-    qtbot.addWidget(w)
-    w.resize(1024, 768)
-    w.show()
-    with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
-        w.session.set_model(translation, SRC, TGT)
-    path = tmp_path / "quiz.toml"
-    path.write_text(ASKING, encoding="utf-8")
-    open_lesson(w, path)  # a lesson presents
-    qtbot.waitUntil(lambda: not w.session.busy and w.session.stage_key == "src.tokens", timeout=WAIT)
+    w = quiz_window(qtbot, tmp_path, translation)
     card, quiz = w.lesson_player.card, w.lesson_player.quiz
     assert w.presenting and quiz.waiting
     for focus in (w.inputs.src, w.stage_area):
