@@ -20,6 +20,7 @@ import torch
 
 from attnlab import limits
 from attnlab.bounded_read import MAX_INDEX_BYTES, FileRefused, confined, regular_file_size
+from attnlab.checkpoints import quantized
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
 from attnlab.checkpoints.header import read_layout, short_reason
 from attnlab.checkpoints.hf.bert import NO_HEAD_NOTE
@@ -250,6 +251,11 @@ def setting_sources(hf_config: dict[str, Any], config: ModelConfig, notes: list[
     return out
 
 
+def _said(dequantized: quantized.Dequantization | None) -> str:
+    """The banner's sentence for a dequantized folder ('' otherwise)."""
+    return "" if dequantized is None else "Weights " + dequantized.text() + "."
+
+
 # ---- refusals and tokenizers ------------------------------------------------------------------------
 def chosen_tokenizers(
     folder: Path, hf_config: dict[str, Any], tokenizer: Any, problems: Problems
@@ -282,12 +288,18 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
             + (why or f"attnlab opens these model types: {', '.join(supported)}")
         )
         problems.raise_if_any()
+    refused = quantized.refusal(hf_config)  # GPTQ, AWQ, …: one line naming the method, before any weight is read
+    if refused:
+        problems.add(refused)
+        problems.raise_if_any()
     try:
         hf.config_from_hf(hf_config)  # refuses unsupported options before any weight is read
     except Exception as e:  # the converters raise ValueError / ConfigError / CheckpointError with the reason
         problems.add(refusal(e))
         problems.raise_if_any()
     state = read_folder_weights(folder, problems)
+    problems.raise_if_any()
+    state, dequantized = quantized.dequantize_state(state, problems, dtype)  # bitsandbytes: by its formulas
     problems.raise_if_any()
     try:
         config, tensors, notes = hf.convert(hf_config, state)
@@ -312,7 +324,10 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
     cached = cached_repo_of(folder)
     if cached is not None:  # a snapshot in the Hugging Face cache: its other revisions may be training steps
         metadata[HF_CACHE_KEY] = {"repo": cached[0], "commit": cached[1], "folder": str(folder)}
-    banner = banner_notices(notices)
+    if dequantized is not None:  # the one provenance fact (checkpoints/quantized.py), said in the banner and notes
+        metadata[quantized.QUANTIZATION_KEY] = dequantized.fact(folder)
+        notices.append(dequantized.text()[0].upper() + dequantized.text()[1:] + ".")
+    banner = " ".join(b for b in (banner_notices(notices), _said(dequantized)) if b)
     if banner:
         metadata["notice"] = banner  # the app's banner
     shapes = {n: tuple(t.shape) for n, t in tensors.items()}

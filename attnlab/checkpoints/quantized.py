@@ -1,0 +1,229 @@
+"""Quantized Hugging Face folders (config.json `quantization_config`): bitsandbytes 4-bit (nf4, fp4, with or
+without double quantization) and 8-bit (LLM.int8) weights are dequantized on load by the format's own formulas
+(quantized_bnb.py); GPTQ, AWQ and every other method are refused in one line naming the method.
+
+What was done is one provenance fact, `LiveModel.metadata["quantization"]` (QUANTIZATION_KEY):
+    {"method": "bitsandbytes", "scheme": "nf4", "bits_per_weight": 4.13, "double_quantization": true,
+     "block_size": 64, "weights": 14, "dequantized_to": "float32", "folder": "…", "text": "dequantized from …"}
+`text` is the sentence the banner and Model info show. The quantization stage (present/quantization.py) reads a
+weight's packed codes and block scales again from `folder`, and the full-precision original, when there is one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnlab.checkpoints import quantized_bnb as bnb
+from attnlab.checkpoints.errors import Problems
+from attnlab.engine.memory import weights_refusal
+from attnlab.engine.precision import DTYPES, dtype_name
+
+QUANTIZATION_KEY = "quantization"  # LiveModel.metadata: how the weights were stored before they were dequantized
+DEQUANTIZED_METHODS = ("bitsandbytes",)
+METHOD_NAMES = {  # quant_method -> how people write it
+    "gptq": "GPTQ",
+    "awq": "AWQ",
+    "aqlm": "AQLM",
+    "quanto": "Quanto",
+    "eetq": "EETQ",
+    "hqq": "HQQ",
+    "compressed-tensors": "compressed-tensors",
+    "fbgemm_fp8": "FBGEMM FP8",
+    "fp8": "FP8",
+    "torchao": "torchao",
+    "bitnet": "BitNet",
+    "vptq": "VPTQ",
+    "higgs": "HIGGS",
+    "spqr": "SpQR",
+    "mxfp4": "MXFP4",
+    "auto-round": "AutoRound",
+    "gguf": "GGUF",
+}
+
+
+def quant_method(hf_config: dict[str, Any]) -> str | None:
+    """config.json's quantization_config.quant_method (lower case), "bitsandbytes" for an older folder that only
+    says load_in_4bit / load_in_8bit, None when the folder is not quantized."""
+    qc = hf_config.get("quantization_config")
+    if qc is None:
+        return None
+    if not isinstance(qc, dict):
+        return "?"
+    method = qc.get("quant_method")
+    if method is None and (qc.get("load_in_4bit") or qc.get("load_in_8bit")):
+        return "bitsandbytes"
+    return str(method).lower() if isinstance(method, str) else "?"
+
+
+def refusal(hf_config: dict[str, Any]) -> str:
+    """Why this folder's quantization is not read ('' when it is not quantized, or dequantized on load)."""
+    method = quant_method(hf_config)
+    if method is None or method in DEQUANTIZED_METHODS:
+        return ""
+    named = METHOD_NAMES.get(method, repr(method) if method != "?" else "this")
+    return (
+        f"{named}-quantized checkpoints are not supported: attnlab dequantizes bitsandbytes 4-bit (nf4, fp4) and "
+        "8-bit folders only (config.json quantization_config.quant_method "
+        f"{method!r}); open the full-precision model, or dequantize it first"
+    )
+
+
+@dataclass(frozen=True)
+class Dequantization:
+    """What was done to a folder's weights on load (the fact `fact()` stores)."""
+
+    scheme: str  # "nf4", "fp4", "int8", or several joined by " + "
+    bits: float  # bits the folder spends per quantized weight, codes and scales together
+    nested: bool  # double quantization (4-bit)
+    blocksize: int  # weights per scale (4-bit); 0 for int8 (one scale a row)
+    weights: int  # how many weights were quantized
+    to: str  # the dtype they were dequantized to
+
+    def text(self) -> str:
+        name = "LLM.int8" if self.scheme == "int8" else self.scheme
+        extra = ", double quantization" if self.nested else ""
+        return f"dequantized from bitsandbytes {name} ({self.bits:.3g} bits per weight{extra}) to {self.to}"
+
+    def fact(self, folder: Path) -> dict[str, Any]:
+        return {
+            "method": "bitsandbytes",
+            "scheme": self.scheme,
+            "bits_per_weight": round(self.bits, 3),
+            "double_quantization": self.nested,
+            "block_size": self.blocksize,
+            "weights": self.weights,
+            "dequantized_to": self.to,
+            "folder": str(folder),
+            "text": self.text(),
+        }
+
+
+def target_dtype(requested: str | None) -> torch.dtype:
+    """What dequantized weights are held in: float32, unless the person asked for another precision."""
+    return DTYPES.get(requested or "", torch.float32)
+
+
+def dequantize_state(
+    state: dict[str, torch.Tensor], problems: Problems, dtype: str | None = None
+) -> tuple[dict[str, torch.Tensor], Dequantization | None]:
+    """(the state dict with every bitsandbytes weight replaced by its values, what was done); every problem is
+    added to `problems` (nothing is computed then). A state without quantized weights comes back as it is."""
+    packed, bad = bnb.read_all(state)
+    for line in bad[:5]:
+        problems.add(f"a bitsandbytes weight cannot be read: {line}")
+    if len(bad) > 5:
+        problems.add(f"… and {len(bad) - 5} more bitsandbytes weights cannot be read")
+    if bad or not packed:
+        return state, None
+    held = target_dtype(dtype)
+    quantized = {k for p in packed for k in bnb.quantized_keys(p.name, state)}
+    plain = sum(t.numel() for k, t in state.items() if k not in quantized and t.is_floating_point())
+    too_big = weights_refusal(plain + sum(p.numel for p in packed), held, torch.device("cpu"))
+    if too_big:  # before a single value is dequantized
+        problems.add(f"dequantized, {too_big}")
+        return state, None
+    out = {k: t for k, t in state.items() if k not in quantized}
+    for p in packed:
+        out[p.name] = bnb.dequantized(p).to(held)  # one weight at a time: float32 only while it is computed
+    schemes = sorted({p.scheme for p in packed})
+    total = sum(p.numel for p in packed)
+    record = Dequantization(
+        scheme=" + ".join(schemes),
+        bits=sum(p.bits * p.numel for p in packed) / total,
+        nested=any(p.nested for p in packed),
+        blocksize=max((p.blocksize for p in packed if p.scheme != "int8"), default=0),
+        weights=len(packed),
+        to=dtype_name(held),
+    )
+    return out, record
+
+
+# ---- one weight again, for the quantization stage ------------------------------------------------------------
+def folder_tensors(folder: str | os.PathLike[str], keys: list[str]) -> dict[str, torch.Tensor]:
+    """The tensors `keys` of a Hugging Face folder's safetensors weights (model.safetensors, or the shards its
+    index names), read alone; the keys it lacks are left out. ValueError (one line) for a folder without them."""
+    from safetensors import safe_open
+
+    from attnlab.bounded_read import MAX_INDEX_BYTES, confined, read_json
+    from attnlab.checkpoints.header import read_layout
+
+    root = Path(folder)
+    index = root / "model.safetensors.index.json"
+    if index.is_file():
+        weight_map = read_json(confined(root, index.name, index.name), index.name, MAX_INDEX_BYTES)
+        weight_map = weight_map.get("weight_map", {}) if isinstance(weight_map, dict) else {}
+        where = {k: str(weight_map[k]) for k in keys if k in weight_map}
+    elif (root / "model.safetensors").is_file():
+        where = dict.fromkeys(keys, "model.safetensors")
+    else:
+        raise ValueError(f"{root} has no safetensors weights (model.safetensors or its index)")
+    out: dict[str, torch.Tensor] = {}
+    for file in sorted(set(where.values())):
+        problems = Problems(root / file)
+        layout = read_layout(confined(root, file, file), problems)
+        if layout is None or not layout.complete:
+            raise ValueError(f"{file}: {problems.items[0] if problems.items else 'its header cannot be read'}")
+        with safe_open(str(root / file), framework="pt", device="cpu") as f:
+            for key in (k for k, v in where.items() if v == file and k in layout.entries):
+                out[key] = f.get_tensor(key)
+    return out
+
+
+def packed_weight(folder: str | os.PathLike[str], name: str) -> bnb.Packed:
+    """The bitsandbytes weight `name` of the quantized folder, as stored (codes, block scales, levels)."""
+    wanted = [
+        name,
+        *(name + s for s in (".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map")),
+        *(name + bnb.STATE_SUFFIX + t for t in bnb.FOUR_BIT_TYPES),
+        *(name.removesuffix("weight") + s for s in ("SCB", "weight_format")),
+    ]
+    state = folder_tensors(folder, wanted)
+    packed, bad = bnb.read_all(state)
+    if bad or not packed:
+        raise ValueError(bad[0] if bad else f"{name} is not a bitsandbytes weight of {folder}")
+    return packed[0]
+
+
+def quantized_names(folder: str | os.PathLike[str]) -> list[str]:
+    """The weights of a bitsandbytes folder that are stored quantized, in the order of its files' headers."""
+    from attnlab.checkpoints.header import read_layout
+
+    root = Path(folder)
+    names: list[str] = []
+    for file in sorted(p.name for p in root.glob("*.safetensors")):
+        layout = read_layout(root / file, Problems(root / file))
+        if layout is None:
+            continue
+        entries = dict.fromkeys(layout.entries)
+        names += [k.split(".quant_state.", 1)[0] for k in entries if bnb.STATE_SUFFIX in k]
+        names += [k.removesuffix("SCB") + "weight" for k in entries if k.endswith(".SCB")]
+    return sorted(names, key=_natural)
+
+
+def _natural(name: str) -> tuple:
+    """Layer 10 after layer 9."""
+    return tuple(int(part) if part.isdigit() else part for part in name.split("."))
+
+
+def original_folder(quantized: dict[str, Any], given: str | os.PathLike[str] | None = None) -> Path | None:
+    """The full-precision model a quantized one was made from: `given` (a folder or a cached id), else the
+    config.json's `_name_or_path` when it is a model id in the Hugging Face cache that is not quantized itself."""
+    from attnlab.checkpoints.hf_cache import NotCached, model_spec, resolve_cached, resolve_model
+    from attnlab.checkpoints.tokenizer_files import read_json_file
+
+    if given is not None:
+        return resolve_model(given)
+    base = quantized.get("_name_or_path")
+    if not isinstance(base, str) or model_spec(base) is None:
+        return None
+    try:
+        folder = resolve_cached(base)
+    except NotCached:
+        return None
+    config = read_json_file(folder / "config.json", Problems(folder))
+    return folder if quant_method(config) is None else None
