@@ -193,7 +193,9 @@ def nested_scales(name: str, qs: dict, state: dict[str, torch.Tensor], blocks: i
 def scale_bits(name: str, state: dict[str, torch.Tensor]) -> int:
     """Bits the folder spends on a 4-bit weight's scales (absmax, and the nested absmax when double-quantized)."""
     return sum(
-        8 * state[k].numel() * state[k].element_size() for k in (name + ".absmax", name + ".nested_absmax") if k in state
+        8 * state[k].numel() * state[k].element_size()
+        for k in (name + ".absmax", name + ".nested_absmax")
+        if k in state
     )
 
 
