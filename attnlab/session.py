@@ -234,10 +234,12 @@ class Session(QObject):
     def clear_custom_masks(self) -> None:
         self.set_options(self.options.replace(custom_masks=()))
 
-    def pin(self) -> None:
-        """Keep the current run as A: every later run (any toggle, sentence or checkpoint) is B."""
-        if self.trace is not None:
-            self.pinned = self.trace
+    def pin(self, trace: Trace | None = None) -> None:
+        """Keep the current run (or `trace`: another model's run on this sentence, e.g. a quantized model's
+        original, present/quantization.py) as A: every later run (any toggle, sentence or checkpoint) is B."""
+        trace = trace if trace is not None else self.trace
+        if trace is not None:
+            self.pinned = trace
             self.pinnedChanged.emit(self.pinned)
             if self.view.compare == "off":
                 self.set_view(compare="diff")

@@ -212,18 +212,25 @@ def _natural(name: str) -> tuple:
 
 def original_folder(quantized: dict[str, Any], given: str | os.PathLike[str] | None = None) -> Path | None:
     """The full-precision model a quantized one was made from: `given` (a folder or a cached id), else the
-    config.json's `_name_or_path` when it is a model id in the Hugging Face cache that is not quantized itself."""
+    config.json's `_name_or_path` when it is a folder, or a model id in the Hugging Face cache, that holds a
+    model that is not quantized itself; None when there is none at hand."""
     from attnlab.checkpoints.hf_cache import NotCached, model_spec, resolve_cached, resolve_model
     from attnlab.checkpoints.tokenizer_files import read_json_file
 
     if given is not None:
         return resolve_model(given)
     base = quantized.get("_name_or_path")
-    if not isinstance(base, str) or model_spec(base) is None:
+    if not isinstance(base, str) or not base:
         return None
-    try:
-        folder = resolve_cached(base)
-    except NotCached:
-        return None
-    config = read_json_file(folder / "config.json", Problems(folder))
-    return folder if quant_method(config) is None else None
+    folder = Path(base).expanduser()
+    if not folder.is_dir():
+        if model_spec(base) is None:
+            return None
+        try:
+            folder = resolve_cached(base)
+        except NotCached:
+            return None
+    problems = Problems(folder)
+    config = read_json_file(folder / "config.json", problems)
+    plain = (folder / "config.json").is_file() and not problems and quant_method(config) is None
+    return folder if plain else None

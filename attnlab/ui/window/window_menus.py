@@ -156,6 +156,13 @@ class WindowMenus(WindowHost):
         for dock in (self.nav_dock, self.schematic_dock, self.controls_dock):
             m.addAction(dock.toggleViewAction())
         self.model_view_dock = add_model_view(self, m)  # View → Whole-model attention (Ctrl+M)
+        self._action(m, "&Quantization: W, Ŵ, |W − Ŵ|…", self._show_quantization, [], "quantizationAction")
+
+    def _show_quantization(self) -> None:
+        """W, Ŵ, |W − Ŵ| of a quantized model's weights; the original's run as A (issue 36.4)."""
+        from attnlab.ui.stages.quantization import show_quantization  # ui/stages needs torch: not at start-up
+
+        show_quantization(self)
 
     def step(self, delta: int) -> None:
         """The clicker: the next step of a playing lesson, else the next stage."""
