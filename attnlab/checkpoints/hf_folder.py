@@ -299,7 +299,7 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
         problems.raise_if_any()
     state = read_folder_weights(folder, problems)
     problems.raise_if_any()
-    state, dequantized = quantized.dequantize_state(state, problems, dtype)  # bitsandbytes: by its formulas
+    state, dequantized = quantized.dequantize_state(state, problems, dtype, hf_config)  # by their formulas
     problems.raise_if_any()
     try:
         config, tensors, notes = hf.convert(hf_config, state)

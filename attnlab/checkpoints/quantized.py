@@ -19,12 +19,13 @@ from typing import Any
 import torch
 
 from attnlab.checkpoints import quantized_bnb as bnb
+from attnlab.checkpoints import quantized_gptq as gptq
 from attnlab.checkpoints.errors import Problems
 from attnlab.engine.memory import weights_refusal
 from attnlab.engine.precision import DTYPES, dtype_name
 
 QUANTIZATION_KEY = "quantization"  # LiveModel.metadata: how the weights were stored before they were dequantized
-DEQUANTIZED_METHODS = ("bitsandbytes",)
+DEQUANTIZED_METHODS = ("bitsandbytes", "gptq", "awq")
 METHOD_NAMES = {  # quant_method -> how people write it
     "gptq": "GPTQ",
     "awq": "AWQ",
@@ -63,13 +64,20 @@ def quant_method(hf_config: dict[str, Any]) -> str | None:
 def refusal(hf_config: dict[str, Any]) -> str:
     """Why this folder's quantization is not read ('' when it is not quantized, or dequantized on load)."""
     method = quant_method(hf_config)
-    if method is None or method in DEQUANTIZED_METHODS:
+    if method is None:
         return ""
     named = METHOD_NAMES.get(method, repr(method) if method != "?" else "this")
+    if method in ("gptq", "awq"):
+        try:
+            gptq.settings(method, hf_config["quantization_config"])
+        except ValueError as e:
+            return f"{named}-quantized checkpoints like this one are not supported: {e}"
+    if method in DEQUANTIZED_METHODS:
+        return ""
     return (
-        f"{named}-quantized checkpoints are not supported: attnlab dequantizes bitsandbytes 4-bit (nf4, fp4) and "
-        "8-bit folders only (config.json quantization_config.quant_method "
-        f"{method!r}); open the full-precision model, or dequantize it first"
+        f"{named}-quantized checkpoints are not supported: attnlab dequantizes bitsandbytes (4-bit nf4 / fp4, 8-bit), "
+        f"GPTQ and AWQ folders only (config.json quantization_config.quant_method {method!r}); open the "
+        "full-precision model, or dequantize it first"
     )
 
 
@@ -77,25 +85,30 @@ def refusal(hf_config: dict[str, Any]) -> str:
 class Dequantization:
     """What was done to a folder's weights on load (the fact `fact()` stores)."""
 
-    scheme: str  # "nf4", "fp4", "int8", or several joined by " + "
+    method: str  # "bitsandbytes", "GPTQ", "AWQ"
+    scheme: str  # "nf4", "fp4", "int8", "4-bit", or several joined by " + "
     bits: float  # bits the folder spends per quantized weight, codes and scales together
-    nested: bool  # double quantization (4-bit)
-    blocksize: int  # weights per scale (4-bit); 0 for int8 (one scale a row)
+    nested: bool  # double quantization (bitsandbytes 4-bit)
+    blocksize: int  # weights per scale (4-bit) or group (GPTQ / AWQ); 0 for int8 (one scale a row)
+    act_order: bool  # GPTQ's groups in another order than the inputs'
     weights: int  # how many weights were quantized
     to: str  # the dtype they were dequantized to
 
     def text(self) -> str:
         name = "LLM.int8" if self.scheme == "int8" else self.scheme
-        extra = ", double quantization" if self.nested else ""
-        return f"dequantized from bitsandbytes {name} ({self.bits:.3g} bits per weight{extra}) to {self.to}"
+        extra = [f"group size {self.blocksize}"] if self.method != "bitsandbytes" else []
+        extra += ["double quantization"] * self.nested + ["act-order"] * self.act_order
+        said = "".join(", " + e for e in extra)
+        return f"dequantized from {self.method} {name} ({self.bits:.3g} bits per weight{said}) to {self.to}"
 
     def fact(self, folder: Path) -> dict[str, Any]:
         return {
-            "method": "bitsandbytes",
+            "method": self.method,
             "scheme": self.scheme,
             "bits_per_weight": round(self.bits, 3),
             "double_quantization": self.nested,
             "block_size": self.blocksize,
+            "act_order": self.act_order,
             "weights": self.weights,
             "dequantized_to": self.to,
             "folder": str(folder),
@@ -108,20 +121,38 @@ def target_dtype(requested: str | None) -> torch.dtype:
     return DTYPES.get(requested or "", torch.float32)
 
 
-def dequantize_state(
-    state: dict[str, torch.Tensor], problems: Problems, dtype: str | None = None
-) -> tuple[dict[str, torch.Tensor], Dequantization | None]:
-    """(the state dict with every bitsandbytes weight replaced by its values, what was done); every problem is
-    added to `problems` (nothing is computed then). A state without quantized weights comes back as it is."""
+def read_packed(
+    state: dict[str, torch.Tensor], hf_config: dict[str, Any] | None
+) -> tuple[str, list[bnb.Packed], list[str], set[str]]:
+    """(the method's name, its quantized weights, one line per weight that cannot be read, every key they use)."""
+    method = quant_method(hf_config or {})
+    if method in ("gptq", "awq"):
+        assert hf_config is not None
+        packed, bad = gptq.read_all_grouped(state, method, hf_config["quantization_config"])
+        keys = {k for p in packed for k in gptq.grouped_keys(p.name.removesuffix("weight"), state)}
+        return METHOD_NAMES[method], packed, bad, keys
     packed, bad = bnb.read_all(state)
+    return "bitsandbytes", packed, bad, {k for p in packed for k in bnb.quantized_keys(p.name, state)}
+
+
+def dequantize_state(
+    state: dict[str, torch.Tensor],
+    problems: Problems,
+    dtype: str | None = None,
+    hf_config: dict[str, Any] | None = None,
+) -> tuple[dict[str, torch.Tensor], Dequantization | None]:
+    """(the state dict with every quantized weight replaced by its values, what was done); every problem is
+    added to `problems` (nothing is computed then). A state without quantized weights comes back as it is.
+    `hf_config`: the folder's config.json (GPTQ and AWQ say their bits and groups there; bitsandbytes beside
+    each weight)."""
+    method, packed, bad, quantized = read_packed(state, hf_config)
     for line in bad[:5]:
-        problems.add(f"a bitsandbytes weight cannot be read: {line}")
+        problems.add(f"a {method} weight cannot be read: {line}")
     if len(bad) > 5:
-        problems.add(f"… and {len(bad) - 5} more bitsandbytes weights cannot be read")
+        problems.add(f"… and {len(bad) - 5} more {method} weights cannot be read")
     if bad or not packed:
         return state, None
     held = target_dtype(dtype)
-    quantized = {k for p in packed for k in bnb.quantized_keys(p.name, state)}
     plain = sum(t.numel() for k, t in state.items() if k not in quantized and t.is_floating_point())
     too_big = weights_refusal(plain + sum(p.numel for p in packed), held, torch.device("cpu"))
     if too_big:  # before a single value is dequantized
@@ -130,17 +161,22 @@ def dequantize_state(
     out = {k: t for k, t in state.items() if k not in quantized}
     for p in packed:
         out[p.name] = bnb.dequantized(p).to(held)  # one weight at a time: float32 only while it is computed
-    schemes = sorted({p.scheme for p in packed})
+    return out, _record(method, packed, dtype_name(held))
+
+
+def _record(method: str, packed: list[bnb.Packed], to: str) -> Dequantization:
     total = sum(p.numel for p in packed)
-    record = Dequantization(
+    schemes = sorted({p.scheme for p in packed})
+    return Dequantization(
+        method=method,
         scheme=" + ".join(schemes),
         bits=sum(p.bits * p.numel for p in packed) / total,
         nested=any(p.nested for p in packed),
         blocksize=max((p.blocksize for p in packed if p.scheme != "int8"), default=0),
+        act_order=any(p.groups is not None and bool((p.groups[1:] < p.groups[:-1]).any()) for p in packed),
         weights=len(packed),
-        to=dtype_name(held),
+        to=to,
     )
-    return out, record
 
 
 # ---- one weight again, for the quantization stage ------------------------------------------------------------
@@ -175,22 +211,30 @@ def folder_tensors(folder: str | os.PathLike[str], keys: list[str]) -> dict[str,
 
 
 def packed_weight(folder: str | os.PathLike[str], name: str) -> bnb.Packed:
-    """The bitsandbytes weight `name` of the quantized folder, as stored (codes, block scales, levels)."""
+    """The quantized weight `name` of the quantized folder, as stored (codes, block scales, levels or zeros)."""
+    from attnlab.checkpoints.tokenizer_files import read_json_file
+
+    root = Path(folder)
+    config = read_json_file(root / "config.json", Problems(root))
+    module = name.removesuffix("weight")
+    method = quant_method(config)
+    if method in ("gptq", "awq"):
+        state = folder_tensors(root, [module + s for s in ("qweight", "qzeros", "scales", "g_idx")])
+        return gptq.read_grouped(module, state, method, config["quantization_config"])
     wanted = [
         name,
         *(name + s for s in (".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map")),
         *(name + bnb.STATE_SUFFIX + t for t in bnb.FOUR_BIT_TYPES),
-        *(name.removesuffix("weight") + s for s in ("SCB", "weight_format")),
+        *(module + s for s in ("SCB", "weight_format")),
     ]
-    state = folder_tensors(folder, wanted)
-    packed, bad = bnb.read_all(state)
+    packed, bad = bnb.read_all(folder_tensors(root, wanted))
     if bad or not packed:
-        raise ValueError(bad[0] if bad else f"{name} is not a bitsandbytes weight of {folder}")
+        raise ValueError(bad[0] if bad else f"{name} is not a quantized weight of {folder}")
     return packed[0]
 
 
 def quantized_names(folder: str | os.PathLike[str]) -> list[str]:
-    """The weights of a bitsandbytes folder that are stored quantized, in the order of its files' headers."""
+    """The weights of a quantized folder that are stored quantized, in the order of its files' headers."""
     from attnlab.checkpoints.header import read_layout
 
     root = Path(folder)
@@ -202,6 +246,7 @@ def quantized_names(folder: str | os.PathLike[str]) -> list[str]:
         entries = dict.fromkeys(layout.entries)
         names += [k.split(".quant_state.", 1)[0] for k in entries if bnb.STATE_SUFFIX in k]
         names += [k.removesuffix("SCB") + "weight" for k in entries if k.endswith(".SCB")]
+        names += [k.removesuffix("qweight") + "weight" for k in entries if k.endswith(".qweight")]
     return sorted(names, key=_natural)
 
 

@@ -48,7 +48,9 @@ class Packed:
     unpacked ([n] uint8) or the int8 matrix; `scales` each block's (row's) scale as float32, double quantization
     already undone; `levels` the value of each code (16 for 4-bit; None for int8); `shape` the weight's;
     `blocksize` weights per scale (a row's length for int8); `nested` double quantization; `bits` the bits the
-    folder spends on it (codes + scales) per weight; `stored` the dtype it was quantized from."""
+    folder spends on it (codes + scales) per weight; `stored` the dtype it was quantized from.
+    GPTQ and AWQ (quantized_gptq.py): `scheme` "4-bit" (their bits), `codes` [out, in] integers, `scales` and `zeros`
+    [out, groups], `groups` [in] each input feature's group (GPTQ's g_idx; act-order is any order)."""
 
     name: str
     scheme: str
@@ -60,6 +62,8 @@ class Packed:
     nested: bool
     bits: float
     stored: str
+    zeros: torch.Tensor | None = None
+    groups: torch.Tensor | None = None
 
     @property
     def numel(self) -> int:
@@ -219,6 +223,9 @@ def dequantized(p: Packed) -> torch.Tensor:
     """The weight's values in float32, shaped as the weight, by the format's own formula."""
     if p.scheme == "int8":
         return p.codes * p.scales.view(-1, 1) * INT8_SCALE  # [rows, cols], bitsandbytes' int8_vectorwise_dequant
+    if p.zeros is not None and p.groups is not None:  # GPTQ / AWQ: scale × (code − zero) of the input's group
+        g = p.groups.long()  # [in]
+        return p.scales[:, g] * (p.codes - p.zeros[:, g]).float()  # [out, in]
     assert p.levels is not None
     return blockwise(p.codes, p.levels, p.scales, p.blocksize).reshape(p.shape)
 

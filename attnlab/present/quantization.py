@@ -107,9 +107,9 @@ def quantization_view(
         notes.append("the 16 levels a code stands for: " + ", ".join(f"{v:.3g}" for v in levels))
     if w is None:
         maps = (
-            _map(weight + ".codes", _code_values(packed), "the stored code's level (before its block's scale)", True),
-            _map(weight + ".scales", _scales_matrix(packed), "block scales (absmax)", False),
-            _map(weight, w_hat, "Ŵ = level × block scale", True),
+            _map(weight + ".codes", _code_values(packed), "the stored code's level (before its scale)", True),
+            _map(weight + ".scales", _scales_matrix(packed), "block scales", False),
+            _map(weight, w_hat, "Ŵ = level × scale", True),
         )
         notes.append("Open the full-precision original to see W and |W − Ŵ| (it is not in the cache or beside it).")
         return QuantizationView(weight, heading, maps, tuple(notes), levels, None)
@@ -135,7 +135,10 @@ def _original_weight(original: str | os.PathLike[str] | None, weight: str, shape
 
 
 def _code_values(p: bnb.Packed) -> np.ndarray:
-    """Each weight's stored code as the level it stands for (4-bit: quant_map[code], in −1 … 1; int8: code / 127)."""
+    """Each weight's stored code as the level it stands for (4-bit: quant_map[code], in −1 … 1; int8: code / 127;
+    GPTQ / AWQ: code − its group's zero, a whole number)."""
+    if p.zeros is not None and p.groups is not None:
+        return (p.codes - p.zeros[:, p.groups]).float().numpy()  # [out, in]
     if p.levels is None:
         return p.codes.float().numpy() / 127.0  # [out, in]
     return p.levels[p.codes.long()].reshape(p.shape).numpy()
@@ -145,6 +148,8 @@ def _scales_matrix(p: bnb.Packed) -> np.ndarray:
     """The block scales laid out as the blocks lie: [out, in / blocksize] when blocks tile the rows, else one row."""
     scales = p.scales.numpy()
     rows, cols = p.shape
+    if p.zeros is not None:
+        return scales  # [out, groups]: GPTQ / AWQ keep one scale per output and group of inputs
     if p.scheme == "int8":
         return scales[:, None]  # [out, 1]: one scale a row
     if cols % p.blocksize == 0:
@@ -153,6 +158,12 @@ def _scales_matrix(p: bnb.Packed) -> np.ndarray:
 
 
 def _scale_note(p: bnb.Packed) -> str:
+    if p.zeros is not None:
+        groups = p.scales.shape[1]
+        return (
+            f"a scale and a zero per output and group of {p.blocksize} inputs ({groups} groups): "
+            "w = scale × (code − zero)"
+        )
     if p.scheme == "int8":
         return f"one scale per output row ({p.scales.numel()} scales): w = code × scale / 127"
     nested = ", themselves stored in 8 bits (double quantization)" if p.nested else ""
