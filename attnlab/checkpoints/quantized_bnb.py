@@ -81,7 +81,7 @@ def four_bit_names(state: dict[str, torch.Tensor]) -> dict[str, str]:
 
 def eight_bit_names(state: dict[str, torch.Tensor]) -> list[str]:
     """The weight names that have an LLM.int8 row scale (`….SCB`) beside them."""
-    return [key.removesuffix("SCB") + "weight" for key in state if key.endswith("SCB") and key != "SCB"]
+    return [key.removesuffix("SCB") + "weight" for key in state if key.endswith(".SCB")]
 
 
 def quantized_keys(weight: str, state: dict[str, torch.Tensor]) -> list[str]:
@@ -113,11 +113,11 @@ def _choice(state: dict, field: str, allowed: tuple, what: str) -> object:
 
 def _shape(state: dict, what: str) -> tuple[int, ...]:
     shape = state.get("shape")
-    good = isinstance(shape, list) and 1 <= len(shape) <= 4
-    good = good and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape)
-    if not good or math.prod(shape) > limits.MAX_PARAMETERS:
+    sizes: list[int] = list(shape) if isinstance(shape, list) and 1 <= len(shape) <= 4 else []
+    good = bool(sizes) and all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes)
+    if not good or math.prod(sizes) > limits.MAX_PARAMETERS:
         raise ValueError(f"{what}: shape {limits.excerpt(shape)} is not a list of 1 to 4 positive sizes")
-    return tuple(shape)
+    return tuple(sizes)
 
 
 def _tensor(state: dict[str, torch.Tensor], key: str, numel: int, dtypes: tuple[torch.dtype, ...]) -> torch.Tensor:
