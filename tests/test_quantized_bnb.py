@@ -186,3 +186,19 @@ def test_a_lying_quant_state_is_refused_before_computing(folders, tmp_path, chan
     folder = _rewrite(folders[1]["nf4"], tmp_path / "bad", change)
     with pytest.raises(CheckpointError, match="bitsandbytes weight cannot be read"):
         load_checkpoint(folder)
+
+
+def test_the_memory_budget_counts_the_dequantized_size(folders, monkeypatch):
+    """The nf4 folder's weights fit 250 kB as stored, not dequantized to float32: refused before dequantizing."""
+    from attnlab.engine import memory
+
+    folder = folders[1]["nf4-double"]
+    stored = sum(f.stat().st_size for f in folder.glob("*.safetensors"))
+    model = load_checkpoint(folder)
+    dequantized = 4 * sum(t.numel() for t in model.module.checkpoint_tensors().values())  # float32 bytes
+    room = 250_000
+    assert stored < room < dequantized
+    monkeypatch.setattr(memory, "host_available", lambda: room)
+    with pytest.raises(CheckpointError, match="dequantized, the weights need") as e:
+        load_checkpoint(folder)
+    assert "float32" in str(e.value)
