@@ -114,3 +114,21 @@ def test_the_window_shows_the_view_and_pins_the_original(folders, open_window, q
     assert pinned is not None and pinned is not window.session.trace
     assert torch.equal(pinned["tgt.ids"], window.session.trace["tgt.ids"])
     assert window.session.view.compare == "diff"
+
+
+def test_the_original_is_found_by_its_id_in_the_hugging_face_cache(folders, tmp_path, monkeypatch):
+    from hf_cache_files import add_revision, folder_files
+
+    cache = tmp_path / "hub"
+    snapshot = add_revision(cache, "org/tiny-llama", folder_files(folders["original"]))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    quantized = tmp_path / "quantized"
+    quantized.mkdir()
+    for f in folders["nf4-double"].iterdir():
+        (quantized / f.name).write_bytes(f.read_bytes())
+    config = json.loads((quantized / "config.json").read_text())
+    (quantized / "config.json").write_text(json.dumps({**config, "_name_or_path": "org/tiny-llama"}))
+    meta = load_checkpoint(quantized).metadata
+    assert quantization.original_of(meta) == snapshot
+    (quantized / "config.json").write_text(json.dumps({**config, "_name_or_path": "org/not-cached"}))
+    assert quantization.original_of(load_checkpoint(quantized).metadata) is None
