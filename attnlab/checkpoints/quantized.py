@@ -66,7 +66,9 @@ def refusal(hf_config: dict[str, Any]) -> str:
     method = quant_method(hf_config)
     if method is None:
         return ""
-    named = METHOD_NAMES.get(method, repr(method) if method != "?" else "this")
+    if method == "?":
+        return "config.json's quantization_config names no quant_method attnlab knows; open the full-precision model"
+    named = METHOD_NAMES.get(method, repr(method))
     if method in ("gptq", "awq"):
         try:
             gptq.settings(method, hf_config["quantization_config"])

@@ -47,6 +47,8 @@ def settings(method: str, qc: dict[str, Any]) -> tuple[int, int, bool]:
             f"GPTQ with {bits!r} bits in checkpoint_format {qc.get('checkpoint_format', 'gptq')!r}: attnlab reads "
             f"{', '.join(map(str, GPTQ_BITS))} bits in the formats {', '.join(GPTQ_FORMATS)}"
         )
+    if qc.get("dynamic"):  # GPTQModel's per-module bits and groups
+        raise ValueError("its per-module settings (dynamic) are not read; attnlab reads one bits and group size")
     if isinstance(group, bool) or not isinstance(group, int) or not (group == -1 or 0 < group <= 1 << 20):
         raise ValueError(f"group_size {limits.excerpt(group)} is not -1 or a positive whole number")
     return int(bits), group, method == "gptq" and qc.get("checkpoint_format", "gptq") == "gptq"

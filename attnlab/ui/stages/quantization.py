@@ -136,13 +136,13 @@ class QuantizationWindow(QtWidgets.QWidget):
         s = self.host.session
         if self.original is None:
             return
+        tgt = list(s.tgt_ids) if s.tgt_ids is not None else s.tgt
         try:
-            original = quantization.load_original(self.original)
-        except ValueError as e:  # CheckpointError: one line
+            run = quantization.original_run(quantization.load_original(self.original), s.src, tgt, s.options)
+        except ValueError as e:  # CheckpointError, InputError: one line
             self.host.statusBar().showMessage(str(e).splitlines()[0])
             return
-        tgt = list(s.tgt_ids) if s.tgt_ids is not None else s.tgt
-        s.pin(quantization.original_run(original, s.src, tgt, s.options))
+        s.pin(run)
         self.host.statusBar().showMessage("A: the full-precision original; B: the quantized model (B − A: Compare)")
 
 
