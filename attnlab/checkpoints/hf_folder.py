@@ -326,6 +326,7 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
         metadata[HF_CACHE_KEY] = {"repo": cached[0], "commit": cached[1], "folder": str(folder)}
     if dequantized is not None:  # the one provenance fact (checkpoints/quantized.py), said in the banner and notes
         metadata[quantized.QUANTIZATION_KEY] = dequantized.fact(folder)
+        metadata["source"] += ", " + dequantized.text()  # Model info's "read from"
         notices.append(dequantized.text()[0].upper() + dequantized.text()[1:] + ".")
     banner = " ".join(b for b in (banner_notices(notices), _said(dequantized)) if b)
     if banner:

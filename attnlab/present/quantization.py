@@ -63,6 +63,13 @@ def quantization_fact(metadata: dict[str, Any]) -> dict[str, Any] | None:
     return fact if isinstance(fact, dict) and isinstance(fact.get("folder"), str) else None
 
 
+def quantization_text(metadata: dict[str, Any]) -> str:
+    """What was done to the weights on load ("dequantized from …"), whichever reader said it: a folder's fact
+    ({"text": …}) or a GGUF file's phrase; '' for a model that was not quantized."""
+    fact = metadata.get(q.QUANTIZATION_KEY)
+    return str(fact.get("text", "")) if isinstance(fact, dict) else str(fact or "")
+
+
 def weight_names(metadata: dict[str, Any]) -> list[str]:
     """The weights the model's folder stores quantized (empty for a model that was not quantized)."""
     fact = quantization_fact(metadata)
@@ -92,7 +99,13 @@ def quantization_view(
     """The view of `weight` (a name from `weight_names`); `original` the full-precision folder, if at hand."""
     fact = quantization_fact(metadata)
     if fact is None:
-        return MessageView(KIND, "This model was not quantized: its weights are the ones it was saved with.")
+        said = quantization_text(metadata)
+        return MessageView(
+            KIND,
+            f"Its weights were {said}; W, Ŵ and |W − Ŵ| are shown for bitsandbytes, GPTQ and AWQ folders."
+            if said
+            else "This model was not quantized: its weights are the ones it was saved with.",
+        )
     try:
         packed = q.packed_weight(fact["folder"], weight)
         w_hat = bnb.dequantized(packed).numpy()  # [out, in] float32, as the loader computed it

@@ -149,8 +149,14 @@ class QuantizationWindow(QtWidgets.QWidget):
 def show_quantization(window: WindowHost) -> None:
     from attnlab.present import quantization
 
-    if window.session.model is None or quantization.quantization_fact(window.session.model.metadata) is None:
-        window.statusBar().showMessage("The open model was not quantized: there is no Ŵ to show.")
+    meta = window.session.model.metadata if window.session.model is not None else {}
+    if quantization.quantization_fact(meta) is None:
+        said = quantization.quantization_text(meta)
+        window.statusBar().showMessage(
+            f"The weights were {said}: W, Ŵ and |W − Ŵ| are shown for bitsandbytes, GPTQ and AWQ folders."
+            if said
+            else "The open model was not quantized: there is no Ŵ to show."
+        )
         return
     view = QuantizationWindow(window)
     view.show()
