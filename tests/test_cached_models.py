@@ -33,7 +33,7 @@ def repositories() -> dict[str, dict[str, bytes]]:
         "acme/gpt2": {"config.json": GPT2, "model.safetensors": WEIGHTS},
         "acme/quantized": {
             "config.json": json.dumps(
-                h.GPT2_CONFIG | {"quantization_config": {"quant_method": "bitsandbytes"}}
+                h.GPT2_CONFIG | {"quantization_config": {"quant_method": "hqq"}}  # (bitsandbytes opens: 36.2)
             ).encode(),
             "model.safetensors": int8,
         },
@@ -80,7 +80,7 @@ def test_every_cached_repository_is_listed_with_what_opening_it_says(cache):
         assert m.opens == (said == ""), (m, said)
     status = {m.repo_id: m.status for m in models}
     assert status["acme/gpt2"] == ""
-    assert "quantized ('bitsandbytes')" in status["acme/quantized"]
+    assert status["acme/quantized"].startswith("HQQ-quantized checkpoints are not supported")
     assert "auto_map" in status["acme/custom-code"] and "runs no code" in status["acme/custom-code"]
     assert status["acme/gguf-only"].startswith("GGUF weights only")
     assert status["acme/no-weights"].startswith("no weights")
@@ -96,7 +96,7 @@ def test_attnlab_models_prints_the_same_table(cache, capsys):
     models, _ = cached_models()
     assert list(rows) == [m.repo_id for m in models]
     assert rows["acme/gpt2"].endswith("opens") and "main, v2" in rows["acme/gpt2"]
-    assert "no: quantized" in rows["acme/quantized"]
+    assert "no: HQQ-quantized" in rows["acme/quantized"]
     assert out[-1].startswith(f"{len(models)} models in {cache}")
 
 
@@ -109,7 +109,7 @@ def test_attnlab_models_reads_the_cache_without_torch(cache):
     code = "import sys; from attnlab.cli import main; rc = main(['models']); print(rc, 'torch' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.splitlines()[-1] == "0 False", done.stdout + done.stderr
-    assert "acme/gpt2" in done.stdout and "no: quantized" in done.stdout  # it did read the configs
+    assert "acme/gpt2" in done.stdout and "no: HQQ-quantized" in done.stdout  # it did read the configs
 
 
 def test_an_empty_or_absent_cache_says_so(tmp_path, monkeypatch, capsys):

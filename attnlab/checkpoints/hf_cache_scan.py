@@ -95,6 +95,7 @@ def folder_status(folder: Path) -> str:
     Reads config.json only (bounded, held to the folder's link rule) and the folder's file names."""
     from attnlab.checkpoints import hf
     from attnlab.checkpoints.hf.common import refusal
+    from attnlab.checkpoints.quantized_methods import refusal as quantization_refusal
 
     if not os.path.lexists(folder / "config.json"):
         return "no config.json: not a transformers model folder"
@@ -105,10 +106,9 @@ def folder_status(folder: Path) -> str:
     if not isinstance(config, dict):
         return "config.json does not hold a JSON object"
     model_type = config.get("model_type")
-    quantized = config.get("quantization_config")
-    if quantized:
-        method = quantized.get("quant_method", "?") if isinstance(quantized, dict) else "?"
-        return f"quantized ({limits.excerpt(method)}); attnlab reads floating-point weights only"
+    refused = quantization_refusal(config)  # bitsandbytes, GPTQ and AWQ are dequantized on load
+    if refused:
+        return refused
     if model_type not in hf.SUPPORTED_MODEL_TYPES and config.get("auto_map"):
         return (
             f"model type {limits.excerpt(model_type)} runs its own code (auto_map in config.json); attnlab runs "

@@ -27,6 +27,7 @@ from attnlab.checkpoints.hf.bert import NO_HEAD_NOTE
 from attnlab.checkpoints.hf.common import refusal
 from attnlab.checkpoints.hf_cache import HF_CACHE_KEY, cached_repo_of, display_name
 from attnlab.checkpoints.limits import UNCHECKED_PARAMETERS, check_config_sizes, tensor_layout_problems
+from attnlab.checkpoints.quantized_methods import refusal as quantization_refusal
 from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_file, tokenizer_at
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.hf_tokenizer import NumberTokenizer
@@ -288,7 +289,7 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
             + (why or f"attnlab opens these model types: {', '.join(supported)}")
         )
         problems.raise_if_any()
-    refused = quantized.refusal(hf_config)  # GPTQ, AWQ, …: one line naming the method, before any weight is read
+    refused = quantization_refusal(hf_config)  # HQQ, 3-bit GPTQ, …: one line, before any weight is read
     if refused:
         problems.add(refused)
         problems.raise_if_any()

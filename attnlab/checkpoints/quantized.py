@@ -21,66 +21,11 @@ import torch
 from attnlab.checkpoints import quantized_bnb as bnb
 from attnlab.checkpoints import quantized_gptq as gptq
 from attnlab.checkpoints.errors import Problems
+from attnlab.checkpoints.quantized_methods import METHOD_NAMES, quant_method
 from attnlab.engine.memory import weights_refusal
 from attnlab.engine.precision import DTYPES, dtype_name
 
 QUANTIZATION_KEY = "quantization"  # LiveModel.metadata: how the weights were stored before they were dequantized
-DEQUANTIZED_METHODS = ("bitsandbytes", "gptq", "awq")
-METHOD_NAMES = {  # quant_method -> how people write it
-    "gptq": "GPTQ",
-    "awq": "AWQ",
-    "aqlm": "AQLM",
-    "quanto": "Quanto",
-    "eetq": "EETQ",
-    "hqq": "HQQ",
-    "compressed-tensors": "compressed-tensors",
-    "fbgemm_fp8": "FBGEMM FP8",
-    "fp8": "FP8",
-    "torchao": "torchao",
-    "bitnet": "BitNet",
-    "vptq": "VPTQ",
-    "higgs": "HIGGS",
-    "spqr": "SpQR",
-    "mxfp4": "MXFP4",
-    "auto-round": "AutoRound",
-    "gguf": "GGUF",
-}
-
-
-def quant_method(hf_config: dict[str, Any]) -> str | None:
-    """config.json's quantization_config.quant_method (lower case), "bitsandbytes" for an older folder that only
-    says load_in_4bit / load_in_8bit, None when the folder is not quantized."""
-    qc = hf_config.get("quantization_config")
-    if qc is None:
-        return None
-    if not isinstance(qc, dict):
-        return "?"
-    method = qc.get("quant_method")
-    if method is None and (qc.get("load_in_4bit") or qc.get("load_in_8bit")):
-        return "bitsandbytes"
-    return str(method).lower() if isinstance(method, str) else "?"
-
-
-def refusal(hf_config: dict[str, Any]) -> str:
-    """Why this folder's quantization is not read ('' when it is not quantized, or dequantized on load)."""
-    method = quant_method(hf_config)
-    if method is None:
-        return ""
-    if method == "?":
-        return "config.json's quantization_config names no quant_method attnlab knows; open the full-precision model"
-    named = METHOD_NAMES.get(method, repr(method))
-    if method in ("gptq", "awq"):
-        try:
-            gptq.settings(method, hf_config["quantization_config"])
-        except ValueError as e:
-            return f"{named}-quantized checkpoints like this one are not supported: {e}"
-    if method in DEQUANTIZED_METHODS:
-        return ""
-    return (
-        f"{named}-quantized checkpoints are not supported: attnlab dequantizes bitsandbytes (4-bit nf4 / fp4, 8-bit), "
-        f"GPTQ and AWQ folders only (config.json quantization_config.quant_method {method!r}); open the "
-        "full-precision model, or dequantize it first"
-    )
 
 
 @dataclass(frozen=True)

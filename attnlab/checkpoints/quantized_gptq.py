@@ -24,34 +24,10 @@ import torch
 
 from attnlab import limits
 from attnlab.checkpoints.quantized_bnb import Packed
+from attnlab.checkpoints.quantized_methods import settings
 
-GPTQ_BITS = (2, 4, 8)
-GPTQ_FORMATS = ("gptq", "gptq_v2")
 AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)  # nibble j of an AWQ word holds output AWQ_ORDER[j] of its 8
 SCALE_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-
-
-def settings(method: str, qc: dict[str, Any]) -> tuple[int, int, bool]:
-    """(bits, group size (-1: one group), zeros stored minus one) of a GPTQ / AWQ quantization_config, or
-    ValueError naming the setting attnlab does not read."""
-    bits, group = qc.get("bits", qc.get("w_bit")), qc.get("group_size", qc.get("q_group_size", -1))
-    if method == "awq":
-        version = str(qc.get("version", "gemm")).lower()
-        if version != "gemm" or qc.get("zero_point", True) is not True or bits != 4:
-            raise ValueError(
-                f"AWQ version {version!r}, zero_point {qc.get('zero_point', True)!r}, {bits!r} bits: attnlab reads "
-                "AWQ's 4-bit GEMM layout with zero points only"
-            )
-    elif bits not in GPTQ_BITS or qc.get("checkpoint_format", "gptq") not in GPTQ_FORMATS:
-        raise ValueError(
-            f"GPTQ with {bits!r} bits in checkpoint_format {qc.get('checkpoint_format', 'gptq')!r}: attnlab reads "
-            f"{', '.join(map(str, GPTQ_BITS))} bits in the formats {', '.join(GPTQ_FORMATS)}"
-        )
-    if qc.get("dynamic"):  # GPTQModel's per-module bits and groups
-        raise ValueError("its per-module settings (dynamic) are not read; attnlab reads one bits and group size")
-    if isinstance(group, bool) or not isinstance(group, int) or not (group == -1 or 0 < group <= 1 << 20):
-        raise ValueError(f"group_size {limits.excerpt(group)} is not -1 or a positive whole number")
-    return int(bits), group, method == "gptq" and qc.get("checkpoint_format", "gptq") == "gptq"
 
 
 def unpack(words: torch.Tensor, bits: int, dim: int) -> torch.Tensor:
