@@ -316,8 +316,9 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
     for side, tok, size in (("source", src, config.src_vocab_size), ("target", tgt, config.tgt_vocab_size)):
         if tok is not None and tok.vocab_size > size:
             problems.add(f"the {side} tokenizer has {tok.vocab_size} tokens but the model's vocabulary only {size}")
+    done = f", {dequantized.text()}" if dequantized is not None else ""  # Model info's "read from"
     metadata = {
-        "source": f"Hugging Face folder ({model_type})",
+        "source": f"Hugging Face folder ({model_type}){done}",
         "model_type": model_type,
         "settings": setting_sources(hf_config, config, notes),
         "tokenizer": tok_desc + (f"; specials {src.specials.description}" if src is not None else ""),
@@ -327,7 +328,6 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
         metadata[HF_CACHE_KEY] = {"repo": cached[0], "commit": cached[1], "folder": str(folder)}
     if dequantized is not None:  # the one provenance fact (checkpoints/quantized.py), said in the banner and notes
         metadata[quantized.QUANTIZATION_KEY] = dequantized.fact(folder)
-        metadata["source"] += ", " + dequantized.text()  # Model info's "read from"
         notices.append(dequantized.text()[0].upper() + dequantized.text()[1:] + ".")
     banner = " ".join(b for b in (banner_notices(notices), _said(dequantized)) if b)
     if banner:
