@@ -9,16 +9,49 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names, option_rules
 from attnlab.engine.options import RunOptions
 from attnlab.present import disentangled, formulas, position_bias, relative_key, trained_scale, words
+from attnlab.present.stage_types import (
+    COLOUR_SCALES,
+    COMPARE_MODES,
+    FIXED_SCORE_RANGE,
+    MOE,
+    MOE_TITLE,
+    NORM_COMPARE,
+    NORM_COMPARE_TITLE,
+    OUTPUT,
+    OUTPUT_BOX,
+    POST_NORM,
+    SCORE_KINDS,
+    Stage,
+    ViewState,
+    output_key,
+)
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
+
+__all__ = [  # Stage, ViewState and the kind names live in the leaf stage_types.py; importers may use either
+    "COLOUR_SCALES",
+    "COMPARE_MODES",
+    "FIXED_SCORE_RANGE",
+    "MOE",
+    "MOE_TITLE",
+    "NORM_COMPARE",
+    "NORM_COMPARE_TITLE",
+    "OUTPUT",
+    "OUTPUT_BOX",
+    "POST_NORM",
+    "SCORE_KINDS",
+    "Stage",
+    "ViewState",
+    "output_key",
+    "stages_for",
+]
 
 # Attention steps in order: (kind, title). Each is one stage per attention site.
 ATTENTION_STEPS = (
@@ -38,7 +71,6 @@ ATTENTION_STEPS = (
 
 QK_NORM_STEP = ("qk_norm", "QK-norm")  # w-norms: before "qkv" where the model norms Q and K (ModelConfig.qk_norm)
 SOFTCAP_STEP = ("capped", "soft-cap c·tanh(x/c)")  # w-norms: before "mask" where the model caps (attn_softcap)
-POST_NORM = "post_norm"  # w-norms: the stage of a sandwich's second norm, on the sub-layer's output (Gemma 2)
 
 INPUT_STEPS = (
     ("tokens", "tokenization"),
@@ -54,49 +86,6 @@ OUTPUT_STEPS = ((names.LOGITS, "output logits"), (names.PROBS, "softmax → next
 # ELECTRA's discriminator: one "replaced?" logit per token, not a vocabulary (w-bertish)
 REPLACED_STEPS = ((names.LOGITS, "replaced? logit z per token"), (names.PROBS, "σ(z) → P(replaced) per token"))
 LENS_STEP = (names.LENS, "logit lens: prediction after each layer")  # after the output (engine/logit_lens.py)
-MOE = "moe"  # the FFN stage of a sparse mixture of experts (engine/moe.py): router, chosen experts, output
-MOE_TITLE = "mixture of experts: router → top-k experts"
-
-
-NORM_COMPARE = "norm_vs_batch"  # the stage after every add & norm: LayerNorm vs BatchNorm on its input
-NORM_COMPARE_TITLE = "LayerNorm vs BatchNorm"
-
-OUTPUT = "out"  # stage keys of the output steps: "out.logits", "out.probs"
-OUTPUT_BOX = "output"  # the schematic box of the output steps
-
-
-def output_key(kind: str) -> str:
-    """The stage key of an output step: names.PROBS -> 'out.probs' (the trace entry itself is 'probs')."""
-    return f"{OUTPUT}.{kind}"
-
-
-@dataclass(frozen=True)
-class Stage:
-    key: str  # unique and stable, e.g. "enc.0.self.scores", "dec.1.norm3", "src.tokens", "out.probs"
-    kind: str  # which panel draws it: one of the kinds above, or "addnorm", NORM_COMPARE, "ffn"
-    title: str  # "self-attention · QKᵀ scores"
-    group: str  # "Source input", "Encoder layer 1", "Decoder input", "Decoder layer 2", "Output"
-    side: str | None = None  # "src" / "tgt" for input stages
-    site: str | None = None  # "enc.0.self", "dec.1.cross" for attention stages
-    layer: str | None = None  # "enc.0" / "dec.1" for layer stages
-    norm: int | None = None  # 1..3: which add & norm of the layer
-
-    @property
-    def schematic_box(self) -> str:
-        """Which box of the architecture schematic this stage lights up."""
-        if self.side:
-            return names.side_entry(self.side, "input")
-        if self.site:
-            return self.site
-        if self.kind in ("ffn", MOE) and self.layer:
-            return names.ffn(self.layer)
-        if self.kind in ("addnorm", NORM_COMPARE) and self.layer and self.norm:
-            return names.norm(self.layer, self.norm)
-        if self.kind == POST_NORM and self.layer and self.norm:
-            return names.post_norm(self.layer, self.norm)
-        return OUTPUT_BOX
-
-
 def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) -> list[Stage]:
     kind_name = words.site_words(site, causal=masked_self)
     scale = trace.options.scale
@@ -390,32 +379,6 @@ def shape_text(trace: Trace, stage: Stage) -> str:
         if shape is not None:
             parts.append(f"{name} [{' × '.join(str(n) for n in shape)}]")
     return " · ".join(parts)
-
-
-COMPARE_MODES = (("off", "Off"), ("side", "A | B side by side"), ("diff", "A | B | B − A"))  # ViewState.compare
-
-
-@dataclass(frozen=True)
-class ViewState:
-    """What the person chose to look at, independent of the run: it changes drawing, never computation."""
-
-    head: int = 0  # selected head of the current attention site
-    colormap: str = "viridis"
-    top_k: int = 10  # bars in the output distribution
-    position: int = -1  # decoder position whose next-token distribution is shown (-1 = last)
-    pe_dims: tuple[int, ...] = (0, 1, 4, 5)  # model dimensions drawn as sine/cosine curves
-    # colours of one attention site's score-like maps (scores, ÷√dₖ, masked): "shared" one scale for all three,
-    # so the ÷√dₖ shrinking is seen; "panel" each autoscaled; "fixed" the same ±FIXED_SCORE_RANGE everywhere
-    colour_scale: str = "shared"
-    compare: str = "off"  # with a pinned run A: "off", "side" (A | B) or "diff" (A | B | B − A); compare.py
-    # w-chips (long inputs): the window of positions the panels that list tokens show, (start, size); size 0 = all
-    # (present/position_range.py)
-    positions: tuple[int, int] = (0, 0)
-
-
-COLOUR_SCALES = (("shared", "Shared by the site's score maps"), ("panel", "Per panel"), ("fixed", "Fixed range (±10)"))
-FIXED_SCORE_RANGE = 10.0
-SCORE_KINDS = ("scores", "scaled", "biased", "capped", "masked")  # the score-like maps of an attention site
 
 
 # ---- jumps: layer / sub-layer starts and the stage search (what the presenter's shortcuts use) ----------
