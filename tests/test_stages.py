@@ -22,7 +22,7 @@ from attnlab.present.stages import (
     ViewState,
     stages_for,
 )
-from attnlab.present.views import FAMILY_ONLY_KINDS
+from attnlab.present.kinds import FAMILY_ONLY_KINDS
 from attnlab.ui.plots.head_grid import HeadGrid
 from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label
 from attnlab.ui.stages import PANEL_CLASSES, panel_class_for

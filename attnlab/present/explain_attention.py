@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnlab.engine import names
+from attnlab.present import disentangled, explain_imported, position_bias, relative_key, trained_scale
 from attnlab.present import formulas as fm
 from attnlab.present import head_width as hw
-from attnlab.present import position_bias, trained_scale
 from attnlab.present.explain_page import DK, page, shape_of, tokens_of
+from attnlab.present.explain_study import study_notes
 from attnlab.present.facts import scaling_on, site_name, site_sides
-from attnlab.present.stages import Stage
+from attnlab.present.stage_types import Stage
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
@@ -55,6 +56,27 @@ def site_shapes(site: str, trace: Trace) -> SiteShapes:
     return SiteShapes(
         site_name(site), w[0], w[1], w[2] if len(w) > 2 else 0, q[2] if len(q) > 2 else 0, q_side != k_side
     )
+
+
+def site_step_explanation(stage: Stage, trace: Trace) -> str:
+    """The page of one step of an attention site, with the study toggles' notes and what the model adds."""
+    site = stage.site or ""
+    return attention_page(stage, trace) + study_notes(site, trace) + explain_imported.extra_notes(stage, trace)
+
+
+def qkv_explanation(stage: Stage, trace: Trace) -> str:
+    """Q, K, V: grouped-query attention's page for a model whose K/V heads are shared, else the site step's;
+    then the rotary base of a model whose local layers have their own (Gemma 3)."""
+    grouped = stage.site and explain_imported.is_grouped(trace)
+    base = explain_imported.qkv_grouped_page(stage, trace) if grouped else site_step_explanation(stage, trace)
+    return base + local_rope_note(stage, trace)
+
+
+def score_explanation(stage: Stage, trace: Trace) -> str:
+    """A score term, the score or the ÷ map: DeBERTa's or BERT relative_key's page where the model has those
+    terms (their sum and scale), else the site step's."""
+    special = disentangled.disentangled_page(stage, trace) or relative_key.relative_key_page(stage, trace)
+    return special if special is not None else site_step_explanation(stage, trace)
 
 
 def attention_page(stage: Stage, trace: Trace) -> str:
@@ -128,7 +150,7 @@ def _scaled_page(trace: Trace, s: SiteShapes, layer_divisor: int | None = None) 
         if off
         else f"Here √{DK} = √{s.dk} ≈ {math.sqrt(s.dk) if s.dk else 0:.2f}."
     )
-    if trace.config.query_scale_dim and not off:  # w-norms: Gemma 2
+    if trace.config.query_scale_dim and not off:  # Gemma 2: ÷ √query_pre_attn_scalar
         state = (
             f"This model divides by √query_pre_attn_scalar = √{trace.config.query_scale_dim:g} instead of "
             f"√{DK} = √{s.dk}: a constant chosen in training, not the head size."
@@ -286,4 +308,20 @@ def _mask(trace: Trace, site: str, kind: str, where: str, h: int, tq: int, tk: i
             *state,
         ],
         f"S″: {h} heads × {tq} × {tk}, {n_blocked} cells −∞ in every head.",
+    )
+
+
+def local_rope_note(stage: Stage, trace: Trace) -> str:
+    """For the Q, K, V stage of a model whose local layers have their own rotary base (Gemma 3): which base this
+    layer turns Q and K with, as a formula ('' elsewhere, or with positions off)."""
+    cfg = trace.config
+    if stage.kind != "qkv" or not stage.site or not cfg.rope_local_theta or not trace.options.positional:
+        return ""
+    local = names.takes_window(stage.site, cfg.sliding_window_pattern)
+    base = cfg.rope_local_theta if local else cfg.rope_theta
+    kind = f"local (sliding window {cfg.sliding_window})" if local else "global"
+    other = cfg.rope_theta if local else cfg.rope_local_theta
+    return (
+        f"<p style='font-family:serif'>θ<sub>p,i</sub> = p / {base:g}<sup>2i/d<sub>k</sub></sup> &nbsp; (this "
+        f"{kind} layer's rotary base; the {'global' if local else 'local'} layers turn with {other:g})</p>"
     )

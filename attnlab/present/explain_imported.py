@@ -2,8 +2,9 @@
 network, grouped-query attention, rotary positions, learned positions with an offset, token types, the embedding
 LayerNorm, √d_model scaling, the masked-LM output head and the logits bias. Qt-free.
 
-`imported_explanation(stage, trace)` returns the page for a stage whose computation differs from the classroom
-Transformer's, or None (explain.py then writes its own page); every page has the layout of explain_page.page.
+The pages of the steps an imported model computes differently (`rmsnorm_page`, `gated_ffn_page`,
+`qkv_grouped_page`) are picked by the explanation of their kind (explain_layers, explain_attention); the sentences
+`extra_notes` adds go under the input, Q, K, V and output pages. Every page has the layout of explain_page.page.
 `kv_groups` / `gqa_text` tell which Q heads share each K/V head; the Q/K/V panel prints the same words.
 """
 
@@ -12,13 +13,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
-from attnlab.present import explain_bertish, words
+from attnlab.present import explain_factorised, words
 from attnlab.present import formulas as fm
 from attnlab.present import head_width as hw
 from attnlab.present.explain_page import DM, page
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
 from attnlab.present.formulas_norms import output_where, sandwich_where
-from attnlab.present.stages import Stage
+from attnlab.present.stage_types import Stage
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -62,7 +63,7 @@ def is_grouped(trace: Trace) -> bool:
     return trace.n_kv_heads < trace.n_heads
 
 
-def _qkv_grouped(stage: Stage, trace: Trace) -> str:
+def qkv_grouped_page(stage: Stage, trace: Trace) -> str:
     h, h_kv = trace.n_heads, trace.n_kv_heads
     return page(
         f"Q, K, V with grouped-query attention · {words.site_full_words(stage.site or '')}",
@@ -75,7 +76,7 @@ def _qkv_grouped(stage: Stage, trace: Trace) -> str:
             f"{h // h_kv} consecutive Q heads (grouped-query attention, as in Llama and Qwen2). It "
             "saves memory for the key/value cache; every Q head still gets its own attention pattern.",
             gqa_text(h, h_kv) + ".",
-            hw.head_width_sentence(trace.config, h),  # w-headdim: '' unless head_dim sets the heads' width
+            hw.head_width_sentence(trace.config, h),  # '' unless head_dim sets the heads' width
             _rotary_sentence(trace),
         ],
         f"Q [{h} × T × d<sub>k</sub>], K and V [{h_kv} × T × d<sub>k</sub>].",
@@ -111,7 +112,7 @@ ROPE_SCALING_WORDS = {  # what each rope_scaling does, for people (the formula l
 
 
 # ---- RMSNorm ---------------------------------------------------------------------------------------------
-def _rmsnorm(stage: Stage, trace: Trace) -> str:
+def rmsnorm_page(stage: Stage, trace: Trace) -> str:
     layer, n = stage.layer or "", stage.norm or 1
     sub = words.sublayer_kind_words(sublayer_kind(trace, layer, n))
     placement = norm_placement(trace)
@@ -120,9 +121,9 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
         if placement == "pre"
         else f"Post-norm in this run: RMSNorm comes AFTER the sum, RMSNorm(x + {sub}(x))."
     )
-    if placement == "output":  # w-norms: OLMo-2
+    if placement == "output":  # OLMo-2: the norm on the sub-layer's output
         where = output_where(sub, "RMSNorm", residual_on(trace))
-    if placement == "sandwich" or stage.kind == "post_norm":  # w-norms: Gemma 2
+    if placement == "sandwich" or stage.kind == "post_norm":  # Gemma 2: a norm before and after
         where = sandwich_where(sub, "RMSNorm", residual_on(trace), stage.kind == "post_norm")
         placement = "sandwich"
         if stage.kind == "post_norm" and not trace.options.output_norm:
@@ -151,7 +152,7 @@ def _rmsnorm(stage: Stage, trace: Trace) -> str:
 
 
 # ---- gated feed-forward ----------------------------------------------------------------------------------
-def _gated_ffn(stage: Stage, trace: Trace) -> str:
+def gated_ffn_page(stage: Stage, trace: Trace) -> str:
     layer = stage.layer or ""
     cfg = trace.config
     act = ACTIVATION_WORDS.get(cfg.activation, "SiLU")
@@ -200,7 +201,7 @@ def input_sentences(trace: Trace, side: str) -> list[str]:
         )
     if names.norm_entry(names.embed_norm(side), "out") in trace:
         out.append("The sum then goes through an embedding LayerNorm before the first layer.")
-    return out + explain_bertish.factorised_sentences(trace, side)
+    return out + explain_factorised.factorised_sentences(trace, side)
 
 
 def output_sentences(trace: Trace) -> list[str]:
@@ -215,7 +216,7 @@ def output_sentences(trace: Trace) -> list[str]:
         out.append("A learned bias b<sub>logits</sub> (one number per vocabulary entry) is added to the logits.")
     if cfg.arch == "encoder-only":
         out.append("Each [MASK] position shows the model's guess for the hidden word.")
-    return out + explain_bertish.head_sentences(trace)
+    return out + explain_factorised.head_sentences(trace)
 
 
 def extra_notes(stage: Stage, trace: Trace) -> str:
@@ -230,15 +231,3 @@ def extra_notes(stage: Stage, trace: Trace) -> str:
     else:
         sentences = []
     return f"\n<p><b>This model:</b> {' '.join(sentences)}</p>" if sentences else ""
-
-
-def imported_explanation(stage: Stage, trace: Trace) -> str | None:
-    """The page for a stage an imported architecture computes differently, or None (explain.py writes it)."""
-    cfg = trace.config
-    if stage.kind in ("addnorm", "post_norm") and cfg.norm == "rmsnorm":
-        return _rmsnorm(stage, trace)
-    if stage.kind == "ffn" and cfg.ffn == "gated":
-        return _gated_ffn(stage, trace)
-    if stage.kind == "qkv" and stage.site and is_grouped(trace):
-        return _qkv_grouped(stage, trace)
-    return None

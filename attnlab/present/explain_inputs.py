@@ -7,15 +7,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
+from attnlab.present import explain_imported
 from attnlab.present import formulas as fm
 from attnlab.present.explain_page import DM, page, shape_of, token_word, tokens_of
 from attnlab.present.seq2seq_tokens import special_token_sentences
 from attnlab.present.shift import decoder_input_role
-from attnlab.present.stages import Stage
+from attnlab.present.stage_types import Stage
 from attnlab.present.token_roles import count_text, specials_sentence
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
+
+
+def inputs_explanation(stage: Stage, trace: Trace) -> str:
+    """The page of an input stage and what an imported model adds around its embeddings."""
+    return inputs_page(stage, trace) + explain_imported.extra_notes(stage, trace)
 
 
 def inputs_page(stage: Stage, trace: Trace) -> str:

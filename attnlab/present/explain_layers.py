@@ -1,6 +1,7 @@
 """Explanations of the per-layer stages outside attention: add & norm (with where the norm sits and whether the
-residual is on), LayerNorm vs BatchNorm, and the feed-forward network. Qt-free; `explain.explanation_html`
-dispatches here.
+residual is on; RMSNorm's page in explain_imported), LayerNorm vs BatchNorm, the feed-forward network (the gated
+one's page in explain_imported), and the note of a model whose layers share one set of weights (ALBERT). The
+entry points of kinds "addnorm", POST_NORM, NORM_COMPARE and "ffn" in present/kinds.py. Qt-free.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from typing import TYPE_CHECKING
 from attnlab.engine import names
 from attnlab.present import formulas as fm
 from attnlab.present import words
+from attnlab.present.explain_imported import gated_ffn_page, rmsnorm_page
 from attnlab.present.explain_page import DFF, DM, page, shape_of, token_word
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
 from attnlab.present.formulas_norms import output_where
-from attnlab.present.stages import Stage
+from attnlab.present.stage_types import Stage
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -41,7 +43,7 @@ def norm_compare_page(stage: Stage, trace: Trace) -> str:
 def _placement(trace: Trace, sub: str, word: str) -> str:
     placement = norm_placement(trace)
     add = residual_on(trace)
-    if placement == "output":  # w-norms: OLMo-2
+    if placement == "output":  # OLMo-2: the norm on the sub-layer's output
         return output_where(sub, word, add)
     if placement == "pre":
         return f"Pre-norm in this run: {word} comes BEFORE the {sub}: " + (
@@ -127,3 +129,41 @@ def ffn_page(stage: Stage, trace: Trace) -> str:
         ],
         f"[{t} × {d}] → hidden [{t} × {d_ff}] → [{t} × {d}].",
     )
+
+
+def addnorm_explanation(stage: Stage, trace: Trace) -> str:
+    """Add & norm: RMSNorm's page for a model that uses it, else the LayerNorm page."""
+    return rmsnorm_page(stage, trace) if trace.config.norm == "rmsnorm" else addnorm_page(stage, trace)
+
+
+def post_norm_explanation(stage: Stage, trace: Trace) -> str:
+    """A sandwich's norm on the sub-layer's output (Gemma 2, whose norms are RMSNorms)."""
+    if trace.config.norm == "rmsnorm":
+        return rmsnorm_page(stage, trace)
+    return page(stage.title, "", ["No explanation is written for this step yet."])
+
+
+def ffn_explanation(stage: Stage, trace: Trace) -> str:
+    """The feed-forward network: the gated (SwiGLU) page for a gated one, else the two-layer page."""
+    return gated_ffn_page(stage, trace) if trace.config.ffn == "gated" else ffn_page(stage, trace)
+
+
+def shared_layers_label(n_layers: int) -> str:
+    """The schematic's line under the stack's header of a model whose layers share their weights."""
+    return f"layers 1–{n_layers} share one set of weights"
+
+
+def shared_layers_sentence(trace: Trace) -> str:
+    n = trace.config.n_encoder_layers
+    return (
+        f"Layers 1–{n} share one set of weights: every layer runs the very same W<sub>Q</sub>, W<sub>K</sub>, "
+        "W<sub>V</sub>, W<sub>O</sub>, feed-forward and LayerNorms (ALBERT's cross-layer sharing), so only "
+        "the vectors that flow in differ from layer to layer."
+    )
+
+
+def shared_layers_note(stage: Stage, trace: Trace) -> str:
+    """A paragraph appended to every layer stage's page of a model whose layers share their weights."""
+    if not trace.config.share_layers or not (stage.site or stage.layer):
+        return ""
+    return f"\n<p><b>This model:</b> {shared_layers_sentence(trace)}</p>"
