@@ -9,6 +9,11 @@ from dataclasses import dataclass
 
 from attnlab.engine import names
 
+# stage kinds that are trace entry names too (engine/names.py), for the widgets, which name no engine module
+FACTORISED = names.EMBED_PROJ  # ALBERT / ELECTRA: the map from the narrow embedding to d_model
+SCORE_TERMS = (*names.DISENTANGLED_TERMS, *names.RELATIVE_KEY_TERMS)  # DeBERTa's, BERT relative_key's terms
+LOGITS, PROBS, LENS = names.LOGITS, names.PROBS, names.LENS  # the output steps and the logit lens
+
 MOE = "moe"  # the FFN stage of a sparse mixture of experts (engine/moe.py): router, chosen experts, output
 MOE_TITLE = "mixture of experts: router → top-k experts"
 NORM_COMPARE = "norm_vs_batch"  # the stage after every add & norm: LayerNorm vs BatchNorm on its input
