@@ -229,8 +229,13 @@ class _Outline(set):
 
 def stage_keys_for_config(config: ModelConfig) -> list[str]:
     """The stage keys every run of a model with `config` has, known before the model is built or run (the
-    command line checks `--stage` against them before loading the weights). The same list `stages_for` makes
-    from a trace: it is built from an outline of the entries such a trace holds."""
+    command line checks `--stage` against them before loading the weights)."""
+    return [stage.key for stage in stages_for_config(config)]
+
+
+def stages_for_config(config: ModelConfig) -> list[Stage]:
+    """The stages every recorded run of a model with `config` has, as trained (default options). The same list
+    `stages_for` makes from a trace: it is built from an outline of the entries such a trace holds."""
     entries: list[str] = []
     for side in names.SIDES:
         stack = names.side_stack(side)
@@ -245,11 +250,13 @@ def stage_keys_for_config(config: ModelConfig) -> list[str]:
         for index in range(count):
             layer = names.layer(stack, index)
             entries.append(names.site_entry(names.site(layer, "self"), "weights"))
+            if config.n_experts:  # a mixture of experts records its router (engine/moe.py)
+                entries.append(names.ffn_entry(layer, "router_probs"))
             if stack == "dec" and config.has_encoder:
                 entries.append(names.site_entry(names.site(layer, "cross"), "weights"))
     if names.has_lens(config.arch):  # a recorded run of a decoder LM has the logit lens (engine/logit_lens.py)
         entries.append(names.LENS_PROBS)
-    return [stage.key for stage in _build_stages(_Outline(entries, config))]  # type: ignore[arg-type]
+    return _build_stages(_Outline(entries, config))  # type: ignore[arg-type]
 
 
 def pick_stage(stages: list[Stage], key: str | None) -> Stage | None:

@@ -8,7 +8,7 @@ each panel implements and which draws only what the view-model holds."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from PySide6.QtCore import QPoint, Signal
 from PySide6.QtWidgets import QWidget
@@ -17,14 +17,19 @@ from attnlab.present.kinds import view_for
 from attnlab.present.stages import Stage, ViewState
 
 if TYPE_CHECKING:
-    from attnlab.present.engine_api import Trace
-    from attnlab.ui.stages.windowed import PositionWindowing
+    from attnlab.present.engine_api import Trace  # an opaque handle: only present/ reads it
+
+
+class Windowing(Protocol):
+    """A panel's window of positions (ui/stages/windowed.PositionWindowing): the view with the window it shows."""
+
+    def view(self, trace: Trace, stage: Stage, view: ViewState) -> ViewState: ...
 
 
 class StagePanel(QWidget):
     kinds: tuple[str, ...] = ()  # the Stage.kind values this panel draws: filled from ui/stages PANELS
     vocab: Callable[[int], str] | None = None  # output id -> token, set by the host (names predicted tokens)
-    windowing: PositionWindowing | None = None  # panels with one row per position: the window they show
+    windowing: Windowing | None = None  # panels with one row per position: the window they show
 
     maskCellToggled = Signal(str, int, int)  # site, query index, key index: the person clicked a mask cell
     headSelected = Signal(int)  # the person picked a head (e.g. clicked one in the grid)
