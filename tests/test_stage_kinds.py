@@ -49,7 +49,7 @@ def test_every_produced_kind_has_a_view_an_explanation_and_a_panel() -> None:
     assert set(produced) - set(KINDS) == set(), "kinds without a view builder and explanation (present/kinds.py)"
     assert set(produced) - set(PANELS) == set(), "kinds without a panel (ui/stages PANELS)"
     assert set(KINDS) == set(PANELS), "present/kinds.py and ui/stages PANELS register different kinds"
-    assert set(KINDS) - set(produced) == set(), "registered kinds no stage list produces (stale, or a config is missing)"
+    assert set(KINDS) - set(produced) == set(), "registered kinds no stage list produces (stale, or a config missing)"
     for kind, spec in KINDS.items():
         assert callable(spec.view) and callable(spec.explain), kind
 

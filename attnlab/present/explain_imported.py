@@ -18,7 +18,7 @@ from attnlab.present import formulas as fm
 from attnlab.present import head_width as hw
 from attnlab.present.explain_page import DM, page
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
-from attnlab.present.formulas_norms import output_where, sandwich_where
+from attnlab.present.formulas_placement import output_where, sandwich_where
 from attnlab.present.stage_types import Stage
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from attnlab.present import words
 from attnlab.present.explain_imported import gated_ffn_page, rmsnorm_page
 from attnlab.present.explain_page import DFF, DM, page, shape_of, token_word
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
-from attnlab.present.formulas_norms import output_where
+from attnlab.present.formulas_placement import output_where
 from attnlab.present.stage_types import Stage
 
 if TYPE_CHECKING:

@@ -7,12 +7,39 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names
 from attnlab.present import words
-from attnlab.present.explain_page import page, shape_of
-from attnlab.present.formulas_norms import qk_norm_formula
+from attnlab.present.explain_page import DK, page, shape_of
 from attnlab.present.stage_types import Stage
 
 if TYPE_CHECKING:
+    from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
+
+
+def qk_norm_formula(config: ModelConfig) -> str:
+    """QK-norm with this model's group sizes and ε: over each head's d_k, or over all of Q and all of K."""
+    eps = f"ε = {config.layer_norm_eps:g}"
+    rms = "RMSNorm<sub>γ</sub>(x) = γ ⊙ x / √(mean(x²) + ε)"
+    if config.qk_norm == "whole":
+        kv = config.kv_heads * config.d_head
+        return (
+            f"Q̂ = RMSNorm<sub>γ<sub>q</sub></sub>(X W<sub>Q</sub>), &nbsp; K̂ = RMSNorm<sub>γ<sub>k</sub></sub>(X "
+            f"W<sub>K</sub>), &nbsp; {rms}, &nbsp; mean over all {config.attn_width} numbers of a token's Q (K: "
+            f"{kv}), {eps}; then the heads are split and rotated"
+        )
+    return (
+        f"q̂<sub>h</sub> = RMSNorm<sub>γ<sub>q</sub></sub>(q<sub>h</sub>), &nbsp; k̂<sub>h</sub> = "
+        f"RMSNorm<sub>γ<sub>k</sub></sub>(k<sub>h</sub>), &nbsp; {rms}, &nbsp; mean over the {DK} = "
+        f"{config.d_head} numbers of each head (one γ<sub>q</sub>, one γ<sub>k</sub> of size {config.d_head} for "
+        f"every head), {eps}; then rotated"
+    )
+
+
+def qk_norm_step(config: ModelConfig | None) -> str:
+    """What the Q, K, V formula adds for a model with QK-norm ('' without)."""
+    if config is None or config.qk_norm == "none":
+        return ""
+    over = "all of Q, all of K" if config.qk_norm == "whole" else f"each head's {DK}"
+    return f" &nbsp; Q, K ← RMSNorm over {over} (QK-norm, before the rotation)"
 
 
 def qk_norm_page(stage: Stage, trace: Trace) -> str:

@@ -9,11 +9,24 @@ from typing import TYPE_CHECKING
 from attnlab.engine import names
 from attnlab.present import words
 from attnlab.present.explain_page import page, shape_of
-from attnlab.present.formulas_norms import softcap_formula
 from attnlab.present.stage_types import Stage
 
 if TYPE_CHECKING:
+    from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
+
+
+def softcap_formula(config: ModelConfig) -> str:
+    c = f"{config.attn_softcap:g}"
+    return (
+        f"S<sub>cap</sub> = c · tanh(S′ / c), &nbsp; c = attn_logit_softcapping = {c}: &nbsp; every score is "
+        f"squashed into (−{c}, {c}), nearly unchanged where |S′| ≪ {c}; then the mask is added"
+    )
+
+
+def final_softcap_formula(config: ModelConfig) -> str:
+    c = f"{config.final_softcap:g}"
+    return f"<br>logits = c · tanh(z / c), &nbsp; c = final_logit_softcapping = {c} (z: the projection above)"
 
 
 def softcap_page(stage: Stage, trace: Trace) -> str:

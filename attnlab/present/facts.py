@@ -115,7 +115,7 @@ def score_levels(trace: Trace, site: str, head: int, mode: str) -> tuple[float, 
 def norm_placement(trace: Trace) -> str:
     """'pre' or 'post': where this run placed its LayerNorms (`options.norm_first`); 'output' where each norm
     sits on its sub-layer's output, x + norm(F(x)) (`options.output_norm`, OLMo-2)."""
-    if trace.options.output_norm:  # w-norms: the trained norm on the output, alone or after a pre-norm
+    if trace.options.output_norm:  # the trained norm on the output, alone or after a pre-norm
         return "sandwich" if trace.config.sublayer_norm == "sandwich" else "output"
     return "pre" if trace.options.norm_first else "post"
 

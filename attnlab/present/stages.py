@@ -69,8 +69,8 @@ ATTENTION_STEPS = (
     ("attn_out", "× W_O"),
 )
 
-QK_NORM_STEP = ("qk_norm", "QK-norm")  # w-norms: before "qkv" where the model norms Q and K (ModelConfig.qk_norm)
-SOFTCAP_STEP = ("capped", "soft-cap c·tanh(x/c)")  # w-norms: before "mask" where the model caps (attn_softcap)
+QK_NORM_STEP = ("qk_norm", "QK-norm")  # before "qkv" where the model norms Q and K (ModelConfig.qk_norm)
+SOFTCAP_STEP = ("capped", "soft-cap c·tanh(x/c)")  # before "mask" where the model caps (attn_softcap)
 
 INPUT_STEPS = (
     ("tokens", "tokenization"),
@@ -79,13 +79,15 @@ INPUT_STEPS = (
     ("input", "embedding + position"),
 )
 
-# ALBERT / ELECTRA: after the (embed_dim-wide) layer input, the map to d_model (w-bertish)
+# ALBERT / ELECTRA: after the (embed_dim-wide) layer input, the map to d_model
 FACTORISED_STEP = (names.EMBED_PROJ, "× W_proj → d_model (factorised embedding)")
 
 OUTPUT_STEPS = ((names.LOGITS, "output logits"), (names.PROBS, "softmax → next token"))
-# ELECTRA's discriminator: one "replaced?" logit per token, not a vocabulary (w-bertish)
+# ELECTRA's discriminator: one "replaced?" logit per token, not a vocabulary
 REPLACED_STEPS = ((names.LOGITS, "replaced? logit z per token"), (names.PROBS, "σ(z) → P(replaced) per token"))
 LENS_STEP = (names.LENS, "logit lens: prediction after each layer")  # after the output (engine/logit_lens.py)
+
+
 def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) -> list[Stage]:
     kind_name = words.site_words(site, causal=masked_self)
     scale = trace.options.scale
@@ -94,7 +96,7 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
         k: (t if k != "scaled" or (scale and divisor is None) else formulas.scaled_title(scale, divisor))
         for k, t in ATTENTION_STEPS
     }
-    titles = norm_steps(trace.config, titles, scale)  # w-norms: QK-norm, √query_pre_attn_scalar, soft-capping
+    titles = norm_steps(trace.config, titles, scale)  # QK-norm, √query_pre_attn_scalar, soft-capping
     titles = disentangled.with_terms(trace.config, titles, scale)  # DeBERTa: c2c, c2p, p2c before their sum
     titles = relative_key.with_terms(trace.config, titles)  # BERT relative_key: Q·R, K·R before the score
     steps = position_bias.with_bias_steps(trace, site, list(titles.items()))  # ALiBi: bias, scaled + bias
@@ -130,8 +132,8 @@ def _addnorm(trace: Trace, layer: str, n: int, group: str) -> list[Stage]:
 
 
 def norm_steps(config: ModelConfig, titles: dict[str, str], scale: bool) -> dict[str, str]:
-    """A site's step titles with what the norms families add (w-norms): QK-norm first, the ÷ √query_pre_attn_scalar
-    title, the soft-cap step before the mask."""
+    """A site's step titles with what QK-norm, Gemma 2's scaling and soft-capping add: QK-norm first, the
+    ÷ √query_pre_attn_scalar title, the soft-cap step before the mask."""
     if config.qk_norm != "none":
         titles = {QK_NORM_STEP[0]: QK_NORM_STEP[1], **titles}
     if scale and config.query_scale_dim:

@@ -88,7 +88,7 @@ def output_note(kind: str, k: int, vocab: int, temperature: float | None, best: 
 
 
 def capped_note(trace: Trace, position: int) -> str:
-    """Gemma 2's final soft-capping (w-norms): the cap and how far this position's raw logits reached."""
+    """Gemma 2's final soft-capping: the cap and how far this position's raw logits reached."""
     cap = trace.config.final_softcap
     if not cap or names.UNCAPPED_LOGITS not in trace:
         return ""

@@ -69,7 +69,6 @@ def bar_range(*values: np.ndarray) -> tuple[float, float]:
 class AddNormPanel(StagePanel):
     """Vectors entering and leaving LayerNorm n of a layer, plus per-token mean and variance bars."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._placement = Note(self, delta=1, bold=True, reserve_lines=3)

@@ -22,7 +22,6 @@ from attnlab.ui.window import zoom
 class QKVPanel(StagePanel):
     """Queries, keys and values of the selected head side by side ([tokens × d_k] each)."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
@@ -89,7 +88,6 @@ class MapPanel(StagePanel):
 class AttentionMapPanel(MapPanel):
     """[Tq × Tk] map of the selected head: raw scores, scaled scores, masked scores or softmax weights."""
 
-
     ROW_FLOOR = zoom.ROW_PX_ATTENTION  # the size of one head's map presenting
 
     def show_view(self, shown: MapView | MessageView, stage: Stage, view: ViewState) -> None:
@@ -105,7 +103,6 @@ class AttentionMapPanel(MapPanel):
 
 class MaskPanel(StagePanel):
     """The additive mask [Tq × Tk] as allowed / blocked cells. Clicking a cell asks to toggle it."""
-
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)

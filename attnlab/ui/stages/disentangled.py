@@ -15,7 +15,6 @@ from attnlab.ui.stages.common import Note, draw_matrix, titled_heatmap
 class ScoreTermPanel(StagePanel):
     """One of DeBERTa's (or BERT relative_key's) score terms [Tq × Tk] beside the relative rows it reads."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)

@@ -20,7 +20,6 @@ OPERATORS = ("→ + P + T, LayerNorm →", "× W_proj + b →")
 class FactorisedPanel(StagePanel):
     """E[id] [T × e] → LayerNorm(E[id] + P + T) [T × e] → × W_proj + b [T × d]."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         row = QtWidgets.QHBoxLayout()

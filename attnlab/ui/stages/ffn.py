@@ -17,7 +17,6 @@ from attnlab.ui.window import zoom
 class FFNPanel(StagePanel):
     """hidden = act(x W₁ + b₁) [tokens × d_ff] and out = hidden W₂ + b₂ [tokens × d_model]."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._share = Note(self, delta=2, bold=True)

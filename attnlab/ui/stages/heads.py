@@ -39,7 +39,6 @@ from attnlab.ui.stages.common import (
 class HeadsPanel(StagePanel):
     """Every head's attention weights as small multiples; clicking a head selects it."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
@@ -133,7 +132,6 @@ HEADER_Y = -0.1  # the column headers hang from the top of the view, above the f
 class LinesPanel(StagePanel):
     """Token → token lines of the selected head: queries on the left, keys on the right, line strength ∝
     weight; only weights ≥ LINE_THRESHOLD are drawn. Hovering a token isolates its lines (the rest fade)."""
-
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)

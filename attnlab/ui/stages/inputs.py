@@ -28,7 +28,6 @@ class TokensPanel(StagePanel):
     """The text split into its pieces: one chip per token with its position and id; specials stand out. The chips
     are painted by one list view (token_chips.py), only those in view: 8,192 tokens are one widget."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._title = Note(self, delta=2, bold=True)
@@ -85,7 +84,6 @@ class TokensPanel(StagePanel):
 class EmbeddingPanel(StagePanel):
     """[tokens × d_model] token embeddings: one row of the embedding table per token."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
@@ -114,7 +112,6 @@ class EmbeddingPanel(StagePanel):
 
 class InputSumPanel(StagePanel):
     """embedding + positional encoding = the input of the first layer, three heatmaps on one colour scale."""
-
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)

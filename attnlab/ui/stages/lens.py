@@ -33,7 +33,6 @@ class LensHeatmap(PanelHeatmap):
 class LensPanel(StagePanel):
     """The residual stream after each layer through the final norm and the output projection."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         title = TitleLabel(self)

@@ -19,7 +19,6 @@ MAX_MARKS = 4000  # more chosen cells than this: no weights are written (the out
 class MoEPanel(StagePanel):
     """router softmax [tokens × experts] with the chosen cells marked, and the output [tokens × d_model]."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._summary = Note(self, delta=2, bold=True)

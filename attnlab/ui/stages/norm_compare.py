@@ -31,7 +31,6 @@ def _bars(plot: pg.PlotWidget, color: str) -> SolidBars:
 class NormComparePanel(StagePanel):
     """LayerNorm(x) | BatchNorm(x), per-token and per-feature statistics, and the batch-length experiment."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)

@@ -16,7 +16,6 @@ from attnlab.ui.stages.common import Note, draw_matrix, titled_heatmap
 class BiasPanel(StagePanel):
     """[bucket matrix |] B of the selected head, a header and the head's slope or range under them."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)

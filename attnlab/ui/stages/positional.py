@@ -22,7 +22,6 @@ from attnlab.ui.window import zoom
 class PositionalPanel(StagePanel):
     """The positional encoding [tokens × d_model] and, for a few dimensions, its values as curves."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)

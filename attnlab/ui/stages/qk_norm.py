@@ -17,7 +17,6 @@ PARTS = ("q_in", "q_normed", "k_in", "k_normed")  # in reading order: row by row
 class QKNormPanel(StagePanel):
     """Q before | after, K before | after ([tokens × d_k] each)."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)

@@ -41,7 +41,6 @@ def _spin(parent: QtWidgets.QWidget, name: str, lo: int, hi: int, value: int, pr
 class ScaleWhyPanel(StagePanel):
     """Left: the live site (score histograms, entropy per head). Right: random q, k of a chosen d_k."""
 
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)

@@ -31,7 +31,6 @@ class _SiteVectorPanel(MapPanel):
 class ContextPanel(_SiteVectorPanel):
     """weights · V of the selected head: [Tq × d_k]."""
 
-
     def show_view(self, view_model: SiteVectorView | MessageView, stage: Stage, view: ViewState) -> None:
         shown = self._draw(view_model, view)
         if shown is not None:
@@ -40,7 +39,6 @@ class ContextPanel(_SiteVectorPanel):
 
 class ConcatPanel(_SiteVectorPanel):
     """The heads' contexts side by side [Tq × d_model], with a line at every head boundary."""
-
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -85,7 +83,6 @@ class ConcatPanel(_SiteVectorPanel):
 
 class AttentionOutputPanel(_SiteVectorPanel):
     """The concatenation multiplied by W_O: [Tq × d_model], what the residual connection receives."""
-
 
     def show_view(self, view_model: SiteVectorView | MessageView, stage: Stage, view: ViewState) -> None:
         shown = self._draw(view_model, view)
