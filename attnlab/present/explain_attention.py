@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnlab.engine import names
-from attnlab.present import disentangled, explain_imported, position_bias, relative_key, trained_scale
+from attnlab.present import disentangled, position_bias, relative_key, trained_scale
 from attnlab.present import formulas as fm
 from attnlab.present import head_width as hw
 from attnlab.present.explain_page import DK, page, shape_of, tokens_of
@@ -59,17 +59,9 @@ def site_shapes(site: str, trace: Trace) -> SiteShapes:
 
 
 def site_step_explanation(stage: Stage, trace: Trace) -> str:
-    """The page of one step of an attention site, with the study toggles' notes and what the model adds."""
+    """The page of one step of an attention site, with the study toggles' notes."""
     site = stage.site or ""
-    return attention_page(stage, trace) + study_notes(site, trace) + explain_imported.extra_notes(stage, trace)
-
-
-def qkv_explanation(stage: Stage, trace: Trace) -> str:
-    """Q, K, V: grouped-query attention's page for a model whose K/V heads are shared, else the site step's;
-    then the rotary base of a model whose local layers have their own (Gemma 3)."""
-    grouped = stage.site and explain_imported.is_grouped(trace)
-    base = explain_imported.qkv_grouped_page(stage, trace) if grouped else site_step_explanation(stage, trace)
-    return base + local_rope_note(stage, trace)
+    return attention_page(stage, trace) + study_notes(site, trace)
 
 
 def score_explanation(stage: Stage, trace: Trace) -> str:
@@ -308,20 +300,4 @@ def _mask(trace: Trace, site: str, kind: str, where: str, h: int, tq: int, tk: i
             *state,
         ],
         f"S″: {h} heads × {tq} × {tk}, {n_blocked} cells −∞ in every head.",
-    )
-
-
-def local_rope_note(stage: Stage, trace: Trace) -> str:
-    """For the Q, K, V stage of a model whose local layers have their own rotary base (Gemma 3): which base this
-    layer turns Q and K with, as a formula ('' elsewhere, or with positions off)."""
-    cfg = trace.config
-    if stage.kind != "qkv" or not stage.site or not cfg.rope_local_theta or not trace.options.positional:
-        return ""
-    local = names.takes_window(stage.site, cfg.sliding_window_pattern)
-    base = cfg.rope_local_theta if local else cfg.rope_theta
-    kind = f"local (sliding window {cfg.sliding_window})" if local else "global"
-    other = cfg.rope_theta if local else cfg.rope_local_theta
-    return (
-        f"<p style='font-family:serif'>θ<sub>p,i</sub> = p / {base:g}<sup>2i/d<sub>k</sub></sup> &nbsp; (this "
-        f"{kind} layer's rotary base; the {'global' if local else 'local'} layers turn with {other:g})</p>"
     )

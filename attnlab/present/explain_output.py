@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
-from attnlab.present import explain_imported
 from attnlab.present import formulas as fm
-from attnlab.present.explain_page import DM, page, shape_of
+from attnlab.present.explain_factorised import head_sentences
+from attnlab.present.explain_layers import ACTIVATION_WORDS
+from attnlab.present.explain_page import DM, model_note, page, shape_of
 from attnlab.present.stage_types import Stage
 from attnlab.present.unsure import unsure_sentence
 
@@ -21,7 +22,22 @@ def output_explanation(stage: Stage, trace: Trace) -> str:
     """The page of an output step: ELECTRA's replaced-token output, or the vocabulary's."""
     if trace.config.replaced_head:
         return replaced_page(stage, trace)
-    return _vocabulary_page(stage, trace) + explain_imported.extra_notes(stage, trace)
+    return _vocabulary_page(stage, trace) + model_note(output_sentences(trace))
+
+
+def output_sentences(trace: Trace) -> list[str]:
+    cfg = trace.config
+    out = []
+    if names.head_entry("pre") in trace or cfg.output_head:
+        out.append(
+            "Before the vocabulary projection, a masked-LM head transforms each vector: a dense layer, "
+            f"{ACTIVATION_WORDS.get(cfg.activation, cfg.activation)}, then a LayerNorm."
+        )
+    if cfg.has_bias("logits"):
+        out.append("A learned bias b<sub>logits</sub> (one number per vocabulary entry) is added to the logits.")
+    if cfg.arch == "encoder-only":
+        out.append("Each [MASK] position shows the model's guess for the hidden word.")
+    return out + head_sentences(trace)
 
 
 def _vocabulary_page(stage: Stage, trace: Trace) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from attnlab.engine import names
-from attnlab.present.explain_attention import qkv_explanation, score_explanation, site_step_explanation
+from attnlab.present.explain_attention import score_explanation, site_step_explanation
 from attnlab.present.explain_factorised import factorised_page
 from attnlab.present.explain_inputs import inputs_explanation
 from attnlab.present.explain_layers import (
@@ -27,6 +27,7 @@ from attnlab.present.explain_lens import lens_page
 from attnlab.present.explain_moe import moe_page
 from attnlab.present.explain_output import output_explanation
 from attnlab.present.explain_qk_norm import qk_norm_page
+from attnlab.present.explain_qkv import qkv_explanation
 from attnlab.present.explain_softcap import softcap_page
 from attnlab.present.stage_types import MOE, NORM_COMPARE, POST_NORM, Stage, ViewState
 from attnlab.present.views.addnorm import addnorm_view
