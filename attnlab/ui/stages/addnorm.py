@@ -111,7 +111,7 @@ class AddNormPanel(StagePanel):
         body_layout.setContentsMargins(0, 0, 0, 0)
         body_layout.addWidget(self._placement)
         body_layout.addLayout(maps, 3)
-        self.windowing = PositionWindowing(self, self._maps[0], zoom.ROW_PX_ADDNORM)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._maps[0], zoom.ROW_PX_ADDNORM)
         body_layout.addWidget(self.windowing.bar)
         body_layout.addLayout(bars_row, 2)
         body_layout.addWidget(self._note)

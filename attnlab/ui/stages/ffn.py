@@ -37,7 +37,7 @@ class FFNPanel(StagePanel):
         body_layout.setContentsMargins(0, 0, 0, 0)
         body_layout.addWidget(self._share)
         body_layout.addLayout(maps, 1)
-        self.windowing = PositionWindowing(self, self._hidden, zoom.ROW_PX_MATRIX)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._hidden, zoom.ROW_PX_MATRIX)
         body_layout.addWidget(self.windowing.bar)
         body_layout.addWidget(self._note)
         self._stack = MessageStack(body, self)

@@ -91,7 +91,7 @@ class EmbeddingPanel(StagePanel):
             self, rows_title="token", cols_title="model dimension", header=self._header, row_floor=zoom.ROW_PX_SINGLE
         )
         self._note = Note(self)
-        self.windowing = PositionWindowing(self, self._map, zoom.ROW_PX_SINGLE)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._map, zoom.ROW_PX_SINGLE)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._header)
         layout.addWidget(self._map, 1)
@@ -132,7 +132,7 @@ class InputSumPanel(StagePanel):
         row.addWidget(self._equals)
         row.addWidget(boxes["input"][0], 1)
         self._note = Note(self, reserve_lines=3)
-        self.windowing = PositionWindowing(self, self._maps["input"], zoom.ROW_PX_MATRIX)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._maps["input"], zoom.ROW_PX_MATRIX)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addLayout(row, 1)
         layout.addWidget(self.windowing.bar)

@@ -45,7 +45,7 @@ class LensPanel(StagePanel):
         body_layout.setContentsMargins(0, 0, 0, 0)
         body_layout.addWidget(title)
         body_layout.addWidget(self._map, 1)
-        self.windowing = PositionWindowing(self, self._map, LENS_COLUMN_PX, across=True)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._map, LENS_COLUMN_PX, across=True)
         body_layout.addWidget(self.windowing.bar)
         body_layout.addWidget(self._note)
         self._stack = MessageStack(body, self)

@@ -55,7 +55,7 @@ class PositionalPanel(StagePanel):
         self._ticks_key: tuple | None = None
         self._token_ticks = TokenTicks(self._plot, with_index=True)
         self._note = Note(self)
-        self.windowing = PositionWindowing(self, self._map, zoom.ROW_PX_POSITIONAL)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._map, zoom.ROW_PX_POSITIONAL)
         self._stack = MessageStack(self._body(), self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._stack, 1)
