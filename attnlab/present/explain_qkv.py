@@ -11,13 +11,14 @@ from attnlab.engine import names
 from attnlab.present import formulas as fm
 from attnlab.present import head_width as hw
 from attnlab.present import words
-from attnlab.present.explain_attention import site_step_explanation
+from attnlab.present.explain_attention import qkv_page, site_step
 from attnlab.present.explain_page import model_note, page
 from attnlab.present.stage_types import Stage
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
+_site_qkv = site_step(qkv_page)  # the Q, K, V page of every model
 GQA_FORMULA = "head h reads K<sub>g(h)</sub>, V<sub>g(h)</sub>, &nbsp; g(h) = ⌊h / (H / H<sub>kv</sub>)⌋"
 
 
@@ -96,7 +97,7 @@ def qkv_explanation(stage: Stage, trace: Trace) -> str:
     then how a rotary model's positions enter here, and the rotary base of a model whose local layers have their
     own (Gemma 3)."""
     grouped = stage.site and is_grouped(trace)
-    base = qkv_grouped_page(stage, trace) if grouped else site_step_explanation(stage, trace)
+    base = qkv_grouped_page(stage, trace) if grouped else _site_qkv(stage, trace)
     return base + _rotary_note(stage, trace) + local_rope_note(stage, trace)
 
 

@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from attnlab.engine import names
-from attnlab.present.explain_attention import score_explanation, site_step_explanation
+from attnlab.present.explain_attention import (
+    bias_page,
+    mask_page,
+    mixing_page,
+    scale_why_page,
+    scaled_page,
+    score_step,
+    scores_page,
+    site_step,
+    weights_page,
+)
 from attnlab.present.explain_factorised import factorised_page
 from attnlab.present.explain_inputs import inputs_explanation
 from attnlab.present.explain_layers import (
@@ -63,8 +73,9 @@ class StageKind:
     family_only: bool = False  # only some imported families' runs have it (the classroom models never show it)
 
 
-def _site_map(explain: Explainer = site_step_explanation, family_only: bool = False) -> StageKind:
-    """A one-head map of an attention site (scores, ÷ √dₖ, masked, weights, …)."""
+def _site_map(explain: Explainer, family_only: bool = False) -> StageKind:
+    """A one-head map of an attention site (scores, ÷ √dₖ, masked, weights, …), read by its panel off the GUI
+    thread when it is long."""
     return StageKind(map_view, explain, defers=True, family_only=family_only)
 
 
@@ -78,22 +89,22 @@ KINDS: dict[str, StageKind] = {
     # one attention site, in computation order
     "qk_norm": StageKind(qk_norm_view, qk_norm_page, family_only=True),  # OLMo-2, Qwen3, Gemma 3
     "qkv": StageKind(qkv_view, qkv_explanation),
-    **{term: StageKind(term_view, score_explanation) for term in names.DISENTANGLED_TERMS},  # DeBERTa
-    **{term: StageKind(term_view, score_explanation, family_only=True) for term in names.RELATIVE_KEY_TERMS},
-    "scores": _site_map(score_explanation),
-    "scaled": _site_map(score_explanation),
-    "scale_why": StageKind(scale_why_view, site_step_explanation),
-    "bias": StageKind(bias_view, site_step_explanation),  # ALiBi, T5's relative bias
-    "biased": _site_map(),
+    **{term: StageKind(term_view, score_step(mixing_page)) for term in names.DISENTANGLED_TERMS},  # DeBERTa
+    **{term: StageKind(term_view, score_step(mixing_page), family_only=True) for term in names.RELATIVE_KEY_TERMS},
+    "scores": _site_map(score_step(scores_page)),
+    "scaled": _site_map(score_step(scaled_page)),
+    "scale_why": StageKind(scale_why_view, site_step(scale_why_page)),
+    "bias": StageKind(bias_view, site_step(bias_page)),  # ALiBi, T5's relative bias
+    "biased": _site_map(site_step(bias_page)),
     "capped": _site_map(softcap_page, family_only=True),  # Gemma 2's soft-capping
-    "mask": StageKind(mask_view, site_step_explanation),
-    "masked": _site_map(),
-    "weights": _site_map(),
-    "heads": StageKind(heads_view, site_step_explanation, defers=True),
-    "lines": StageKind(lines_view, site_step_explanation),
-    "context": StageKind(site_vector_view, site_step_explanation),
-    "concat": StageKind(site_vector_view, site_step_explanation),
-    "attn_out": StageKind(site_vector_view, site_step_explanation),
+    "mask": StageKind(mask_view, site_step(mask_page)),
+    "masked": _site_map(site_step(mask_page)),
+    "weights": _site_map(site_step(weights_page)),
+    "heads": StageKind(heads_view, site_step(weights_page), defers=True),
+    "lines": StageKind(lines_view, site_step(weights_page)),
+    "context": StageKind(site_vector_view, site_step(mixing_page)),
+    "concat": StageKind(site_vector_view, site_step(mixing_page)),
+    "attn_out": StageKind(site_vector_view, site_step(mixing_page)),
     # the rest of a layer
     "addnorm": StageKind(addnorm_view, addnorm_explanation),
     POST_NORM: StageKind(addnorm_view, post_norm_explanation, family_only=True),  # Gemma 2's sandwich
