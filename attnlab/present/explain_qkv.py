@@ -93,12 +93,14 @@ ROPE_SCALING_WORDS = {  # what each rope_scaling does, for people (the formula l
 
 
 def qkv_explanation(stage: Stage, trace: Trace) -> str:
-    """Q, K, V: grouped-query attention's page for a model whose K/V heads are shared, else the site step's;
-    then how a rotary model's positions enter here, and the rotary base of a model whose local layers have their
-    own (Gemma 3)."""
-    grouped = stage.site and is_grouped(trace)
-    base = qkv_grouped_page(stage, trace) if grouped else _site_qkv(stage, trace)
-    return base + _rotary_note(stage, trace) + local_rope_note(stage, trace)
+    """Q, K, V: grouped-query attention's page for a model whose K/V heads are shared (it says how rotary
+    positions enter), else the site step's with that note; then the rotary base of a model whose local layers
+    have their own (Gemma 3)."""
+    if stage.site and is_grouped(trace):
+        base = qkv_grouped_page(stage, trace)
+    else:
+        base = _site_qkv(stage, trace) + _rotary_note(stage, trace)
+    return base + local_rope_note(stage, trace)
 
 
 def _rotary_note(stage: Stage, trace: Trace) -> str:
