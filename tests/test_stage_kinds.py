@@ -72,3 +72,28 @@ def test_an_unregistered_kind_is_named() -> None:
         explanation_of(nonsense, None)  # type: ignore[arg-type]
     with pytest.raises(KeyError, match="nonsense"):
         panel_class_for("nonsense")
+
+
+def test_panels_draw_their_view_model_not_the_trace() -> None:
+    """Only the panels' base (which hands the trace to present/kinds.view_for) and the window of positions (which
+    hands it to present/position_range) hold a trace; every panel draws the view-model it is given."""
+    import ast
+    from pathlib import Path
+
+    import attnlab.ui.stages as stages_package
+
+    holders = {"base.py", "windowed.py"}
+    for path in sorted(Path(stages_package.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        named = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        named |= {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
+        named |= {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
+        if path.name not in holders:
+            assert not named & {"Trace", "trace"}, (
+                f"{path.name} reads the trace; move what it reads into its view builder"
+            )
