@@ -10,8 +10,8 @@ from attnlab.checkpoints.additive import TITLE as ADDITIVE_TITLE
 from attnlab.engine import names
 from attnlab.engine.options import RunOptions
 from attnlab.present import words
+from attnlab.present.kinds import FAMILY_ONLY_KINDS, KINDS, view_for
 from attnlab.present.stages import Stage, ViewState, stages_for
-from attnlab.present.kinds import KINDS, FAMILY_ONLY_KINDS, view_for
 from attnlab.present.views.model import MatrixView, MessageView
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"

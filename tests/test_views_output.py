@@ -7,10 +7,11 @@ import pytest
 import torch
 
 from attnlab.engine.options import RunOptions
-from attnlab.present.stages import ViewState, stages_for
 from attnlab.present.kinds import KINDS, view_for
+from attnlab.present.stages import ViewState, stages_for
 from attnlab.present.views.lines import LINE_THRESHOLD, LinesView
-from attnlab.present.views.output import OutputView, mask_position, top_k
+from attnlab.present.views.output import mask_position
+from attnlab.present.views.output_bars import OutputView, top_k
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 
