@@ -95,7 +95,7 @@ def test_bare_state_dict_asks_for_settings_and_cancel_keeps_the_model(qtbot, win
 
 
 def test_output_stage_of_a_masked_lm_opens_on_the_first_mask():
-    from attnlab.ui.stages.output import mask_position
+    from attnlab.present.views.output import mask_position
 
     assert mask_position({"src.tokens": ["[CLS]", "the", "[MASK]", "sat", "[MASK]", "[SEP]"]}, 5) == 2
     assert mask_position({"src.tokens": ["<s>", "a", "<mask>", "</s>"]}, 3) == 2

@@ -25,8 +25,8 @@ from attnlab.engine.budget import estimate_trace_bytes
 from attnlab.engine.options import RunOptions, head_choices
 from attnlab.engine.trace import Recorder
 from attnlab.present.explain import explanation_html
+from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stage_keys_for_config, stages_for
-from attnlab.present.views import view_for
 from attnlab.ui.stages import panel_class_for
 
 TOL = 1e-4

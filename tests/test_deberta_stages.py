@@ -15,8 +15,8 @@ from test_trace_budget import LONG_SRC, assert_estimate_close
 from attnlab.engine import names
 from attnlab.engine.options import RunOptions
 from attnlab.present.explain import explanation_html
+from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stage_keys_for_config, stages_for
-from attnlab.present.views import view_for
 from attnlab.ui.stages import panel_class_for
 
 SRC = "the black cat sees the small dog"

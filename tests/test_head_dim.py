@@ -28,8 +28,8 @@ from attnlab.engine.option_specs import N_HEADS, PROJECTIONS
 from attnlab.engine.options import RunOptions, head_choices
 from attnlab.engine.tokenizer import WordTokenizer
 from attnlab.present.explain import explanation_html
+from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stages_for
-from attnlab.present.views import view_for
 
 TOL = 1e-4
 TEXT = "the black cat sees the small dog"

@@ -27,8 +27,8 @@ from attnlab.engine.options import RunOptions, head_choices
 from attnlab.engine.position_bias import alibi_slopes, relative_bucket
 from attnlab.engine.trace import Recorder
 from attnlab.present.explain import explanation_html
+from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stages_for
-from attnlab.present.views import view_for
 from attnlab.present.views.model import MessageView
 
 TOL = 1e-4

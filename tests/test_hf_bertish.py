@@ -23,8 +23,8 @@ from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import WordTokenizer
 from attnlab.engine.trace import Recorder
 from attnlab.present.explain import explanation_html
+from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stage_keys_for_config, stages_for
-from attnlab.present.views import view_for
 
 TEXT = "the black cat sees the small dog"
 

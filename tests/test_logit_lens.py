@@ -20,8 +20,8 @@ from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.trace import Recorder
 from attnlab.present.explain import explanation_html
+from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stages_for
-from attnlab.present.views import view_for
 from attnlab.present.views.lens import LensView
 
 LAYERS = 3

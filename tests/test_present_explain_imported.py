@@ -12,7 +12,7 @@ from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import WordTokenizer
 from attnlab.present.explain import explanation_html
-from attnlab.present.explain_imported import gqa_text, kv_groups
+from attnlab.present.explain_qkv import gqa_text, kv_groups
 from attnlab.present.stages import stages_for
 
 

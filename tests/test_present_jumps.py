@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from attnlab.present.stages import layer_jump, search_stages, stages_for, sublayer_jump
+from attnlab.present.stage_jumps import layer_jump, search_stages, sublayer_jump
+from attnlab.present.stages import stages_for
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDockWidget, QWidget
 
-from attnlab.present.stages import layer_jump, sublayer_jump
+from attnlab.present.stage_jumps import layer_jump, sublayer_jump
 from attnlab.ui.plots.axes import TICK_POINT_SIZE, tick_font
 from attnlab.ui.window import app as appsettings
 from attnlab.ui.window import zoom

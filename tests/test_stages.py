@@ -12,6 +12,7 @@ from attnlab.engine.names import DISENTANGLED_TERMS
 from attnlab.engine.options import RunOptions
 from attnlab.present import position_bias
 from attnlab.present.explain import explanation_html
+from attnlab.present.kinds import FAMILY_ONLY_KINDS
 from attnlab.present.stages import (
     ATTENTION_STEPS,
     FACTORISED_STEP,
@@ -22,7 +23,6 @@ from attnlab.present.stages import (
     ViewState,
     stages_for,
 )
-from attnlab.present.views import FAMILY_ONLY_KINDS
 from attnlab.ui.plots.head_grid import HeadGrid
 from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label
 from attnlab.ui.stages import PANEL_CLASSES, panel_class_for

@@ -10,8 +10,8 @@ from attnlab.checkpoints.additive import TITLE as ADDITIVE_TITLE
 from attnlab.engine import names
 from attnlab.engine.options import RunOptions
 from attnlab.present import words
+from attnlab.present.kinds import FAMILY_ONLY_KINDS, KINDS, view_for
 from attnlab.present.stages import Stage, ViewState, stages_for
-from attnlab.present.views import BUILDERS, FAMILY_ONLY_KINDS, view_for
 from attnlab.present.views.model import MatrixView, MessageView
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
@@ -45,13 +45,13 @@ def views_of(trace, kind: str, display: ViewState | None = None):
 
 
 def test_every_stage_with_a_builder_gets_a_view(enc_dec):
-    kinds = {s.kind for s in stages_for(enc_dec)} & set(BUILDERS)
+    kinds = {s.kind for s in stages_for(enc_dec)} & set(KINDS)
     # the tiny encoder-decoder has every other kind (imported families' own, the logit lens of decoder LMs,
     # Mixtral's experts, the position bias: their test files)
     bias_kinds = {"bias", "biased"}
-    assert kinds == set(BUILDERS) - FAMILY_ONLY_KINDS - set(names.DISENTANGLED_TERMS) - {"lens", "moe"} - bias_kinds
+    assert kinds == set(KINDS) - FAMILY_ONLY_KINDS - set(names.DISENTANGLED_TERMS) - {"lens", "moe"} - bias_kinds
     for stage in stages_for(enc_dec):
-        if stage.kind in BUILDERS:
+        if stage.kind in KINDS:
             assert not isinstance(view_for(enc_dec, stage, ViewState()), MessageView), stage.key
 
 

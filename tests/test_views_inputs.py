@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from attnlab.engine.options import RunOptions
+from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stages_for
-from attnlab.present.views import view_for
 from attnlab.present.views.inputs import POSITION_OFF_TITLE, EmbedView, InputSumView, TokensView
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.positional import NONE_ADDED, SWITCHED_OFF, PositionalView

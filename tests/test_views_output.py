@@ -7,10 +7,11 @@ import pytest
 import torch
 
 from attnlab.engine.options import RunOptions
+from attnlab.present.kinds import KINDS, view_for
 from attnlab.present.stages import ViewState, stages_for
-from attnlab.present.views import BUILDERS, view_for
 from attnlab.present.views.lines import LINE_THRESHOLD, LinesView
-from attnlab.present.views.output import OutputView, mask_position, top_k
+from attnlab.present.views.output import mask_position
+from attnlab.present.views.output_bars import OutputView, top_k
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 
@@ -32,7 +33,7 @@ def views_of(trace, kind: str, display: ViewState | None = None):
 def test_every_stage_kind_has_a_view_model(trace, tiny_model):
     llama = tiny_model("decoder-only", norm="rmsnorm", ffn="gated", activation="silu").trace(SRC)
     for run in (trace, llama):
-        assert {s.kind for s in stages_for(run)} <= set(BUILDERS)
+        assert {s.kind for s in stages_for(run)} <= set(KINDS)
 
 
 @pytest.mark.parametrize("head", [1, 7])

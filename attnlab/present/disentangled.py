@@ -14,7 +14,7 @@ from attnlab.present.facts import scaling_on, site_name
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
-    from attnlab.present.stages import Stage
+    from attnlab.present.stage_types import Stage
 
 TERMS = names.DISENTANGLED_TERMS  # ("c2c", "c2p", "p2c"): the stage kinds of the three terms
 TITLES = {

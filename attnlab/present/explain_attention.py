@@ -5,18 +5,20 @@ heads, weights · V, the concatenation and W_O. Qt-free; `explain.explanation_ht
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from attnlab.engine import names
+from attnlab.present import disentangled, position_bias, relative_key, trained_scale
 from attnlab.present import formulas as fm
 from attnlab.present import head_width as hw
-from attnlab.present import position_bias, trained_scale
 from attnlab.present.explain_page import DK, page, shape_of, tokens_of
+from attnlab.present.explain_study import study_notes
 from attnlab.present.facts import scaling_on, site_name, site_sides
-from attnlab.present.stages import Stage
+from attnlab.present.stage_types import Stage
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
@@ -57,29 +59,70 @@ def site_shapes(site: str, trace: Trace) -> SiteShapes:
     )
 
 
-def attention_page(stage: Stage, trace: Trace) -> str:
-    """The page of one attention step of `stage.site`, from Q/K/V to W_O."""
-    site, kind = stage.site or "", stage.kind
-    s = site_shapes(site, trace)
-    if kind == "qkv":
-        return _qkv_page(trace, s)
-    if kind == "scores":
-        return _scores_page(s)
-    if kind == "scaled" and trained_scale.unscaled(trace.config):  # T5
+SitePage = Callable[[Stage, "Trace", SiteShapes], str]  # one attention step's page, from the site's shapes
+
+
+def site_step(site_page: SitePage) -> Callable[[Stage, Trace], str]:
+    """The explanation of an attention step kind (present/kinds.py): its page from the site's live shapes, then
+    the study toggles' notes (projections off, ablated heads)."""
+
+    def explain(stage: Stage, trace: Trace) -> str:
+        site = stage.site or ""
+        return site_page(stage, trace, site_shapes(site, trace)) + study_notes(site, trace)
+
+    return explain
+
+
+def score_step(site_page: SitePage) -> Callable[[Stage, Trace], str]:
+    """A score term, the score or the ÷ map: DeBERTa's or BERT relative_key's page where the model has those
+    terms (their sum and scale), else `site_page` as a site step."""
+    plain = site_step(site_page)
+
+    def explain(stage: Stage, trace: Trace) -> str:
+        special = disentangled.disentangled_page(stage, trace) or relative_key.relative_key_page(stage, trace)
+        return special if special is not None else plain(stage, trace)
+
+    return explain
+
+
+# ---- the page of each step, in the order of the site ----------------------------------------------------------
+def qkv_page(stage: Stage, trace: Trace, s: SiteShapes) -> str:
+    return _qkv_page(trace, s)
+
+
+def scores_page(stage: Stage, trace: Trace, s: SiteShapes) -> str:
+    return _scores_page(s)
+
+
+def scaled_page(stage: Stage, trace: Trace, s: SiteShapes) -> str:
+    if trained_scale.unscaled(trace.config):  # T5
         return trained_scale.scaled_page(s.where, s.dk, f"S′: {s.heads} × {s.tq} × {s.tk}.")
-    if kind == "scaled":
-        return _scaled_page(trace, s, fm.layer_divisor(trace.config, site))
-    if kind == "scale_why":
-        return _scale_why(s.where, s.dk)
-    if kind in ("bias", "biased"):  # the position bias (present/position_bias.py)
-        return position_bias.bias_page(kind, trace, site, s.where)
-    if kind in ("mask", "masked"):
-        return _mask(trace, site, kind, s.where, s.h, s.tq, s.tk)
-    if kind in ("weights", "lines", "heads"):
-        return _weights_page(kind, s, scaling_on(trace), trace.config)
-    return _mixing_page(
-        kind, s, fm.out_projection_formula(trace.config, trace.options.projections), trace.config.d_model
-    )
+    return _scaled_page(trace, s, fm.layer_divisor(trace.config, stage.site or ""))
+
+
+def scale_why_page(stage: Stage, trace: Trace, s: SiteShapes) -> str:
+    return _scale_why(s.where, s.dk)
+
+
+def bias_page(stage: Stage, trace: Trace, s: SiteShapes) -> str:
+    """The position bias and the scores with it (present/position_bias.py)."""
+    return position_bias.bias_page(stage.kind, trace, stage.site or "", s.where)
+
+
+def mask_page(stage: Stage, trace: Trace, s: SiteShapes) -> str:
+    """The mask and the masked scores."""
+    return _mask(trace, stage.site or "", stage.kind, s.where, s.h, s.tq, s.tk)
+
+
+def weights_page(stage: Stage, trace: Trace, s: SiteShapes) -> str:
+    """The weights, the heads grid and the token → token lines."""
+    return _weights_page(stage.kind, s, scaling_on(trace), trace.config)
+
+
+def mixing_page(stage: Stage, trace: Trace, s: SiteShapes) -> str:
+    """weights · V, the heads' concat and × W_O."""
+    out_formula = fm.out_projection_formula(trace.config, trace.options.projections)
+    return _mixing_page(stage.kind, s, out_formula, trace.config.d_model)
 
 
 def _qkv_page(trace: Trace, s: SiteShapes) -> str:
@@ -128,7 +171,7 @@ def _scaled_page(trace: Trace, s: SiteShapes, layer_divisor: int | None = None) 
         if off
         else f"Here √{DK} = √{s.dk} ≈ {math.sqrt(s.dk) if s.dk else 0:.2f}."
     )
-    if trace.config.query_scale_dim and not off:  # w-norms: Gemma 2
+    if trace.config.query_scale_dim and not off:  # Gemma 2: ÷ √query_pre_attn_scalar
         state = (
             f"This model divides by √query_pre_attn_scalar = √{trace.config.query_scale_dim:g} instead of "
             f"√{DK} = √{s.dk}: a constant chosen in training, not the head size."

@@ -8,14 +8,22 @@ from typing import TYPE_CHECKING
 
 from attnlab.engine import names
 from attnlab.present import formulas as fm
-from attnlab.present.explain_page import DM, page, shape_of, token_word, tokens_of
+from attnlab.present.explain_factorised import factorised_sentences
+from attnlab.present.explain_page import DM, model_note, page, shape_of, token_word, tokens_of
 from attnlab.present.seq2seq_tokens import special_token_sentences
 from attnlab.present.shift import decoder_input_role
-from attnlab.present.stages import Stage
+from attnlab.present.stage_types import Stage
 from attnlab.present.token_roles import count_text, specials_sentence
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
+
+
+def inputs_explanation(stage: Stage, trace: Trace) -> str:
+    """The page of an input stage; the embedding and layer-input pages add what an imported model adds around
+    its embeddings."""
+    notes = input_sentences(trace, stage.side) if stage.side and stage.kind in ("embed", "input") else []
+    return inputs_page(stage, trace) + model_note(notes)
 
 
 def inputs_page(stage: Stage, trace: Trace) -> str:
@@ -153,3 +161,33 @@ def _positions(trace: Trace, pos: tuple[int, ...] | None) -> str:
         ],
         shapes,
     )
+
+
+# ---- what imported models add ------------------------------------------------------------------------------------
+def input_sentences(trace: Trace, side: str) -> list[str]:
+    """What an imported model adds around its embeddings, one sentence each (empty for the classroom ones)."""
+    cfg = trace.config
+    out = []
+    if cfg.scale_embedding:
+        out.append(
+            f"Token embeddings are multiplied by √{DM} = {cfg.d_model**0.5:.1f} before positions are "
+            "added, so they are not drowned by the position vectors."
+        )
+    if names.side_entry(side, names.TYPE) in trace:
+        out.append(
+            "A token-type (segment) embedding is added too: it tells sentence A from sentence B; every "
+            "token of a single sentence has type 0."
+        )
+    if cfg.positional == "learned" and cfg.pos_offset:
+        out.append(
+            f"Learned positions start at row {cfg.pos_offset} of the table (position p reads row "
+            f"p + {cfg.pos_offset}), a convention from RoBERTa's padding index."
+        )
+    if cfg.positional == "rotary":
+        out.append(
+            "No position vector is added here: this model rotates Q and K inside every attention "
+            "(rotary position encoding)."
+        )
+    if names.norm_entry(names.embed_norm(side), "out") in trace:
+        out.append("The sum then goes through an embedding LayerNorm before the first layer.")
+    return out + factorised_sentences(trace, side)

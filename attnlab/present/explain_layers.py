@@ -1,6 +1,7 @@
 """Explanations of the per-layer stages outside attention: add & norm (with where the norm sits and whether the
-residual is on), LayerNorm vs BatchNorm, and the feed-forward network. Qt-free; `explain.explanation_html`
-dispatches here.
+residual is on; RMSNorm's page for the models that use it), LayerNorm vs BatchNorm, the feed-forward network (the gated
+one, SwiGLU, too), and the note of a model whose layers share one set of weights (ALBERT). The
+entry points of kinds "addnorm", POST_NORM, NORM_COMPARE and "ffn" in present/kinds.py. Qt-free.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from attnlab.present import formulas as fm
 from attnlab.present import words
 from attnlab.present.explain_page import DFF, DM, page, shape_of, token_word
 from attnlab.present.facts import layer_name, layer_side, norm_placement, residual_on, sublayer_kind
-from attnlab.present.formulas_norms import output_where
-from attnlab.present.stages import Stage
+from attnlab.present.formulas_placement import output_where, sandwich_where
+from attnlab.present.stage_types import Stage
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -41,7 +42,7 @@ def norm_compare_page(stage: Stage, trace: Trace) -> str:
 def _placement(trace: Trace, sub: str, word: str) -> str:
     placement = norm_placement(trace)
     add = residual_on(trace)
-    if placement == "output":  # w-norms: OLMo-2
+    if placement == "output":  # OLMo-2: the norm on the sub-layer's output
         return output_where(sub, word, add)
     if placement == "pre":
         return f"Pre-norm in this run: {word} comes BEFORE the {sub}: " + (
@@ -127,3 +128,107 @@ def ffn_page(stage: Stage, trace: Trace) -> str:
         ],
         f"[{t} × {d}] → hidden [{t} × {d_ff}] → [{t} × {d}].",
     )
+
+
+ACTIVATION_WORDS = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh approximation)", "silu": "SiLU"}
+
+
+# ---- RMSNorm (Llama, Qwen2, T5, Gemma) --------------------------------------------------------------------------
+def rmsnorm_page(stage: Stage, trace: Trace) -> str:
+    layer, n = stage.layer or "", stage.norm or 1
+    sub = words.sublayer_kind_words(sublayer_kind(trace, layer, n))
+    placement = norm_placement(trace)
+    where = (
+        f"Pre-norm in this run: RMSNorm comes BEFORE the {sub}, x + {sub}(RMSNorm(x))."
+        if placement == "pre"
+        else f"Post-norm in this run: RMSNorm comes AFTER the sum, RMSNorm(x + {sub}(x))."
+    )
+    if placement == "output":  # OLMo-2: the norm on the sub-layer's output
+        where = output_where(sub, "RMSNorm", residual_on(trace))
+    if placement == "sandwich" or stage.kind == "post_norm":  # Gemma 2: a norm before and after
+        where = sandwich_where(sub, "RMSNorm", residual_on(trace), stage.kind == "post_norm")
+        placement = "sandwich"
+        if stage.kind == "post_norm" and not trace.options.output_norm:
+            where = "This run moved the norms (the norm toggle), so the sandwich's second norm is left out."
+    residual = (
+        "" if residual_on(trace) else "The residual connection is switched OFF, so the sub-layer's output replaces x."
+    )
+    out = trace.get(names.norm_entry(names.norm(layer, n), "out"))
+    t, d = (int(out.shape[0]), int(out.shape[1])) if out is not None else (0, 0)
+    title = fm.addnorm_title(trace.config, residual_on(trace), n)  # the norm formulas live in formulas.py
+    title = stage.title if stage.kind == "post_norm" else title
+    block = fm.block_formula(placement, residual_on(trace), "RMSNorm", *fm.parallel(trace.config))
+    formula = fm.norm_formula(trace.config) + "<br>" + block
+    return page(
+        f"{title[0].upper()}{title[1:]} · {layer_name(layer)}",
+        formula,
+        [
+            where,
+            residual,
+            "RMSNorm divides each token's vector by its root mean square (RMS) and multiplies by a learned gain g. "
+            "No mean is subtracted and there is no shift β: it rescales the vector's length, it does not centre it.",
+            "It is cheaper than LayerNorm and works as well in practice (Llama, Qwen2, T5).",
+        ],
+        f"{t} {words.word(layer_side(layer) + '.short')} tokens × {d}; one RMS per token.",
+    )
+
+
+# ---- gated feed-forward ----------------------------------------------------------------------------------
+def gated_ffn_page(stage: Stage, trace: Trace) -> str:
+    layer = stage.layer or ""
+    cfg = trace.config
+    act = ACTIVATION_WORDS.get(cfg.activation, "SiLU")
+    gate = trace.get(names.ffn_entry(layer, "gate"))
+    t, d_ff = (int(gate.shape[0]), int(gate.shape[1])) if gate is not None else (0, 0)
+    d = cfg.d_model
+    formula = fm.ffn_formula(cfg) + "<br>" + fm.activation(cfg)[1]
+    return page(
+        f"Gated feed-forward (SwiGLU) · {layer_name(layer)}",
+        formula,
+        [
+            f"Three matrices instead of two. The gate projection x W<sub>gate</sub> goes through {act}; the up "
+            "projection x W<sub>up</sub> does not. Their element-wise product ⊙ lets the gate open or close each "
+            "hidden unit for this token; W<sub>down</sub> projects back.",
+            f"{act} is smooth and lets small negative values through, so hidden units are rarely exactly 0.",
+            "As in every FFN, each token goes through on its own: no information moves between tokens here.",
+        ],
+        f"[{t} × {d}] → gate, up [{t} × {d_ff}] → product [{t} × {d_ff}] → [{t} × {d}].",
+    )
+
+
+def addnorm_explanation(stage: Stage, trace: Trace) -> str:
+    """Add & norm: RMSNorm's page for a model that uses it, else the LayerNorm page."""
+    return rmsnorm_page(stage, trace) if trace.config.norm == "rmsnorm" else addnorm_page(stage, trace)
+
+
+def post_norm_explanation(stage: Stage, trace: Trace) -> str:
+    """A sandwich's norm on the sub-layer's output (Gemma 2, whose norms are RMSNorms)."""
+    if trace.config.norm == "rmsnorm":
+        return rmsnorm_page(stage, trace)
+    return page(stage.title, "", ["No explanation is written for this step yet."])
+
+
+def ffn_explanation(stage: Stage, trace: Trace) -> str:
+    """The feed-forward network: the gated (SwiGLU) page for a gated one, else the two-layer page."""
+    return gated_ffn_page(stage, trace) if trace.config.ffn == "gated" else ffn_page(stage, trace)
+
+
+def shared_layers_label(n_layers: int) -> str:
+    """The schematic's line under the stack's header of a model whose layers share their weights."""
+    return f"layers 1–{n_layers} share one set of weights"
+
+
+def shared_layers_sentence(trace: Trace) -> str:
+    n = trace.config.n_encoder_layers
+    return (
+        f"Layers 1–{n} share one set of weights: every layer runs the very same W<sub>Q</sub>, W<sub>K</sub>, "
+        "W<sub>V</sub>, W<sub>O</sub>, feed-forward and LayerNorms (ALBERT's cross-layer sharing), so only "
+        "the vectors that flow in differ from layer to layer."
+    )
+
+
+def shared_layers_note(stage: Stage, trace: Trace) -> str:
+    """A paragraph appended to every layer stage's page of a model whose layers share their weights."""
+    if not trace.config.share_layers or not (stage.site or stage.layer):
+        return ""
+    return f"\n<p><b>This model:</b> {shared_layers_sentence(trace)}</p>"

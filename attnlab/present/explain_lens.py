@@ -8,6 +8,7 @@ from attnlab.engine import names
 from attnlab.engine.logit_lens import lens_norm
 from attnlab.present import formulas as fm
 from attnlab.present.explain_page import DM, page, shape_of
+from attnlab.present.stage_types import Stage
 from attnlab.present.views.lens import norm_sentence
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ def lens_formula(trace: Trace) -> str:
     return f"p<sub>l</sub> = softmax({inner} {w}{bias}), &nbsp; l = 0 (embeddings) … L"
 
 
-def lens_page(trace: Trace) -> str:
+def lens_page(stage: Stage, trace: Trace) -> str:
     shape = shape_of(trace, names.LENS_PROBS) or (0, 0, 0)
     rows, t, k = shape if len(shape) == 3 else (0, 0, 0)
     return page(

@@ -9,7 +9,7 @@ from attnlab.engine import names
 from attnlab.present import formulas as fm
 from attnlab.present.explain_page import DFF, DM, page, shape_of
 from attnlab.present.facts import layer_name
-from attnlab.present.stages import Stage
+from attnlab.present.stage_types import Stage
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace

@@ -54,3 +54,9 @@ def page(title: str, formula: str, sentences: list[str], shapes: str = "") -> st
 def tokens_of(trace: Trace, side: str) -> list[str]:
     """The tokens of one side ('src' / 'tgt') of the run, as text."""
     return [str(t) for t in trace.get(names.side_entry(side, "tokens")) or []]
+
+
+def model_note(sentences: list[str]) -> str:
+    """The paragraph a page ends with on what this model does otherwise ('' with nothing to say)."""
+    sentences = [s for s in sentences if s]
+    return f"\n<p><b>This model:</b> {' '.join(sentences)}</p>" if sentences else ""

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 MATRIX_STEPS = {
     "scores": "scores",
     "scaled": "scaled",
-    "capped": "capped",  # w-norms: Gemma 2's soft-capped scores
+    "capped": "capped",  # Gemma 2's soft-capped scores
     "mask": "mask",
     "bias": "bias",
     "biased": "biased",

@@ -14,6 +14,7 @@ import numpy as np
 from attnlab.engine import names, option_rules
 from attnlab.engine.tokenizer import SPECIALS
 from attnlab.present import words
+from attnlab.present.stage_types import FIXED_SCORE_RANGE, SCORE_KINDS
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
@@ -96,8 +97,6 @@ def score_levels(trace: Trace, site: str, head: int, mode: str) -> tuple[float, 
     """Colour levels of a score-like map (scores, ÷√dₖ, masked) of `head` at `site`: one symmetric ±max|x| over
     the finite values of all three maps with mode "shared" (so dividing by √dₖ visibly pales the map), a fixed
     ±FIXED_SCORE_RANGE with "fixed", None (each map autoscales) with "panel"."""
-    from attnlab.present.stages import FIXED_SCORE_RANGE, SCORE_KINDS
-
     if mode == "fixed":
         return (-FIXED_SCORE_RANGE, FIXED_SCORE_RANGE)
     if mode != "shared":
@@ -116,7 +115,7 @@ def score_levels(trace: Trace, site: str, head: int, mode: str) -> tuple[float, 
 def norm_placement(trace: Trace) -> str:
     """'pre' or 'post': where this run placed its LayerNorms (`options.norm_first`); 'output' where each norm
     sits on its sub-layer's output, x + norm(F(x)) (`options.output_norm`, OLMo-2)."""
-    if trace.options.output_norm:  # w-norms: the trained norm on the output, alone or after a pre-norm
+    if trace.options.output_norm:  # the trained norm on the output, alone or after a pre-norm
         return "sandwich" if trace.config.sublayer_norm == "sandwich" else "output"
     return "pre" if trace.options.norm_first else "post"
 

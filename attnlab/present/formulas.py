@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
-from attnlab.present import formulas_norms as fn
+from attnlab.present import formulas_placement as fp
 from attnlab.present import words
-from attnlab.present.formulas_norms import output_addnorm_texts, output_block_formula, qk_norm_step
+from attnlab.present.explain_qk_norm import qk_norm_step
+from attnlab.present.explain_softcap import final_softcap_formula
+from attnlab.present.formulas_placement import output_addnorm_texts, output_block_formula
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
@@ -144,8 +146,8 @@ def input_formula(config: ModelConfig, options: RunOptions) -> str:
 # ---- attention ------------------------------------------------------------------------------------------
 def scores_over(scale: bool, config: ModelConfig | None = None) -> str:
     """'Q Kᵀ / √dₖ' with scaling on, 'Q Kᵀ' with it off (HTML); a model's √query_pre_attn_scalar and
-    soft-capping (formulas_norms)."""
-    return fn.scaled_expression(scale, config)
+    soft-capping (explain_softcap)."""
+    return scaled_expression(scale, config)
 
 
 def scaled_formula(scale: bool, layer_divisor: int | None = None, config: ModelConfig | None = None) -> str:
@@ -153,8 +155,8 @@ def scaled_formula(scale: bool, layer_divisor: int | None = None, config: ModelC
     l + 1 too."""
     if not scale:
         return "S′ = S = Q Kᵀ &nbsp; (÷√d<sub>k</sub> switched off)"
-    if config is not None and config.query_scale_dim:  # w-norms: Gemma 2
-        return fn.query_scale_formula(config)
+    if config is not None and config.query_scale_dim:  # Gemma 2: ÷ √query_pre_attn_scalar
+        return query_scale_formula(config)
     if layer_divisor is not None:
         return f"S′ = Q Kᵀ / (√{DK} · (l + 1)) = Q Kᵀ / (√{DK} · {layer_divisor}) &nbsp; (inverse layer scaling)"
     return f"S′ = Q Kᵀ / √{DK}"
@@ -197,8 +199,8 @@ def scaled_title(scale: bool, layer_divisor: int | None = None, config: ModelCon
     """The plain-text title of the ÷√dₖ stage and map (÷ √dₖ · (l+1) under inverse layer scaling)."""
     if not scale:
         return "÷ √dₖ switched off (= QKᵀ)"
-    if config is not None and config.query_scale_dim:  # w-norms: Gemma 2
-        return fn.query_scale_title(config)
+    if config is not None and config.query_scale_dim:  # Gemma 2: ÷ √query_pre_attn_scalar
+        return query_scale_title(config)
     return "QKᵀ / √dₖ" if layer_divisor is None else f"QKᵀ / (√dₖ · {layer_divisor})"
 
 
@@ -217,7 +219,7 @@ def qkv_formula(rotary: bool, config: ModelConfig | None = None, projections: bo
             f"Q = X W<sub>Q</sub>{q} &nbsp; K = X<sub>kv</sub> W<sub>K</sub>{k} &nbsp; "
             f"V = X<sub>kv</sub> W<sub>V</sub>{v}"
         )
-    base += qk_norm_step(config)  # w-norms
+    base += qk_norm_step(config)  # QK-norm after the projections
     return base + (" &nbsp; then Q, K rotated by position (RoPE)" + rope_scaling_formula(config) if rotary else "")
 
 
@@ -264,10 +266,10 @@ def block_formula(
             f"y = {x}Attn({norm}<sub>1</sub>(x)) + FFN({norm}<sub>2</sub>(x)) &nbsp; (parallel residual: both "
             "read the same x; add & norm 1 shows x + Attn, 2 adds the FFN)"
         )
-    if placement == "output":  # w-norms: OLMo-2
+    if placement == "output":  # OLMo-2: the norm on the sub-layer's output
         return output_block_formula(residual, norm)
-    if placement == "sandwich":  # w-norms: Gemma 2
-        return fn.sandwich_block_formula(residual, norm)
+    if placement == "sandwich":  # Gemma 2: a norm before and after
+        return fp.sandwich_block_formula(residual, norm)
     if placement == "pre":
         return f"y = x + F({norm}(x))" if residual else f"y = F({norm}(x)) &nbsp; (residual off: no + x)"
     return f"y = {norm}(x + F(x))" if residual else f"y = {norm}(F(x)) &nbsp; (residual off: no + x)"
@@ -305,8 +307,8 @@ def logits_formula(config: ModelConfig) -> str:
     w = "E<sup>T</sup>" if tied else "W<sub>out</sub>"
     bias = " + b" if config.has_bias("logits") else ""
     h = "(h · d<sub>model</sub><sup>−½</sup>)" if config.output_rescale else "h"  # T5, tied
-    if config.final_softcap:  # w-norms: Gemma 2
-        return f"z = {h} {w}{bias}" + fn.final_softcap_formula(config)
+    if config.final_softcap:  # Gemma 2: the logits soft-capped
+        return f"z = {h} {w}{bias}" + final_softcap_formula(config)
     return f"logits = {h} {w}{bias}"
 
 
@@ -320,10 +322,10 @@ def addnorm_texts(
     """The add & norm panel's sentence and its three slot titles, left to right as the data flows.
     post-norm: F(x) | x + F(x) | Norm(x + F(x));  pre-norm: x | Norm(x) | x + F(Norm(x)); without the "+ x"
     when the residual is off, so no title claims an add that did not happen."""
-    if placement == "output":  # w-norms: OLMo-2
+    if placement == "output":  # OLMo-2: the norm on the sub-layer's output
         return output_addnorm_texts(residual, sub, n, where, word)
-    if placement in ("sandwich", "sandwich_post"):  # w-norms: Gemma 2
-        return fn.sandwich_addnorm_texts(residual, sub, n, where, word, placement == "sandwich_post")
+    if placement in ("sandwich", "sandwich_post"):  # Gemma 2: a norm before and after
+        return fp.sandwich_addnorm_texts(residual, sub, n, where, word, placement == "sandwich_post")
     if placement == "pre":
         out = f"x + {sub}({word}(x))" if residual else f"{sub}({word}(x)) (residual off: no + x)"
         text = f"Pre-norm: {word} {n} of {where} comes BEFORE the {sub}: {out}. " + (
@@ -338,3 +340,34 @@ def addnorm_texts(
         else f"{sub}, with nothing added (residual off): {word}({sub}(x))."
     )
     return text, (f"{sub} output F(x)", summed, out)
+
+
+# ---- Gemma 2: the scaling by √query_pre_attn_scalar ------------------------------------------------------------
+def root_text(config: ModelConfig | None) -> str:
+    """What the scores are divided by: '√dₖ', or '√s' with s = query_pre_attn_scalar (HTML)."""
+    if config is not None and config.query_scale_dim:
+        return f"√{config.query_scale_dim:g}"
+    return f"√{DK}"
+
+
+def scaled_expression(scale: bool, config: ModelConfig | None) -> str:
+    """The scores as the mask finds them: Q Kᵀ / √dₖ (or / √s), soft-capped c · tanh(· / c) where the model caps."""
+    scaled = f"Q Kᵀ / {root_text(config)}" if scale else "Q Kᵀ"
+    if config is not None and config.attn_softcap:
+        cap = f"{config.attn_softcap:g}"
+        return f"{cap} · tanh(({scaled}) / {cap})"
+    return scaled
+
+
+def query_scale_formula(config: ModelConfig) -> str:
+    """S′ = Q Kᵀ / √s with s = query_pre_attn_scalar (Gemma 2), saying it is not √dₖ."""
+    s = f"{config.query_scale_dim:g}"
+    return (
+        f"S′ = Q Kᵀ / √s, &nbsp; s = query_pre_attn_scalar = {s} &nbsp; (not √{DK} = √{config.d_head}: the "
+        f"scores are multiplied by {config.query_scale_dim**-0.5:.4g})"
+    )
+
+
+def query_scale_title(config: ModelConfig) -> str:
+    """The ÷√dₖ stage's title when the model divides by √query_pre_attn_scalar (plain text)."""
+    return f"QKᵀ / √{config.query_scale_dim:g} (query_pre_attn_scalar)"

@@ -1,4 +1,4 @@
-"""What the attention pages say about the heads' width (w-headdim): d_k = d_model / H, or, for a model whose
+"""What the attention pages say about the heads' width: d_k = d_model / H, or, for a model whose
 config sets head_dim (Qwen3, Gemma, Mistral-Nemo), d_k = head_dim with H·d_k ≠ d_model: W_Q maps d_model to
 H·d_k, W_K and W_V to H_kv·d_k, and W_O maps the H·d_k-wide concatenation back to d_model. Qt-free."""
 

@@ -17,6 +17,7 @@ from attnlab.engine import names
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
+    from attnlab.present.stage_types import Stage
 
 MIN_ROWS = 8  # a window is never smaller than this many positions (fewer reads as a glitch, not a window)
 WHOLE_UP_TO = 64  # sequences this short are always drawn whole, as before (a classroom sentence never gets a window)
@@ -108,6 +109,29 @@ def window_for(trace: Trace, side: str, positions: tuple[int, int]) -> PositionW
         return None
     start, size = positions
     return clamp(start, size, total)
+
+
+def stage_side(trace: Trace, stage: Stage) -> str:
+    """The side whose positions a stage's rows are: its own side, its layer's, or for the logit lens (whose
+    columns are positions) the decoder's where the run has one."""
+    if stage.side:
+        return stage.side
+    if stage.layer:
+        return names.stack_side(names.stack_of(stage.layer))
+    return lens_side(trace)
+
+
+def lens_side(trace: Trace) -> str:
+    """The side whose positions are the lens's columns: the decoder's where the run has one."""
+    return "tgt" if names.side_entry("tgt", "tokens") in trace else "src"
+
+
+def stage_window(trace: Trace, stage: Stage, start: int, fit: int) -> PositionWindow | None:
+    """The window of positions from `start` that a panel with room for `fit` readable rows shows for `stage`
+    (None: the run has no such positions)."""
+    side = stage_side(trace, stage)
+    size = window_size(side_length(trace, side) or 0, fit)
+    return window_for(trace, side, (start, size))
 
 
 def read_rows(trace: Trace, name: str, window: PositionWindow | None) -> np.ndarray:

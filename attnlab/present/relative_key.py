@@ -15,7 +15,7 @@ from attnlab.present.facts import array, scaling_on, site_name
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
-    from attnlab.present.stages import Stage
+    from attnlab.present.stage_types import Stage
 
 TERMS = names.RELATIVE_KEY_TERMS  # ("rel_key", "rel_query"): the stage kinds of the terms
 TITLES = {"rel_key": "query · distance Q·R(i−j)ᵀ", "rel_query": "key · distance K·R(i−j)ᵀ"}

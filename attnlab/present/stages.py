@@ -8,17 +8,49 @@ entries it shows and `shape_text` their live shapes. Every name is built through
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names, option_rules
 from attnlab.engine.options import RunOptions
 from attnlab.present import disentangled, formulas, position_bias, relative_key, trained_scale, words
+from attnlab.present.stage_types import (
+    COLOUR_SCALES,
+    COMPARE_MODES,
+    FIXED_SCORE_RANGE,
+    MOE,
+    MOE_TITLE,
+    NORM_COMPARE,
+    NORM_COMPARE_TITLE,
+    OUTPUT,
+    OUTPUT_BOX,
+    POST_NORM,
+    SCORE_KINDS,
+    Stage,
+    ViewState,
+    output_key,
+)
 
 if TYPE_CHECKING:  # only a type hint here: importing the engine's trace pulls in torch (~1.3 s at start-up)
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
+
+__all__ = [  # Stage, ViewState and the kind names live in the leaf stage_types.py; importers may use either
+    "COLOUR_SCALES",
+    "COMPARE_MODES",
+    "FIXED_SCORE_RANGE",
+    "MOE",
+    "MOE_TITLE",
+    "NORM_COMPARE",
+    "NORM_COMPARE_TITLE",
+    "OUTPUT",
+    "OUTPUT_BOX",
+    "POST_NORM",
+    "SCORE_KINDS",
+    "Stage",
+    "ViewState",
+    "output_key",
+    "stages_for",
+]
 
 # Attention steps in order: (kind, title). Each is one stage per attention site.
 ATTENTION_STEPS = (
@@ -36,9 +68,8 @@ ATTENTION_STEPS = (
     ("attn_out", "× W_O"),
 )
 
-QK_NORM_STEP = ("qk_norm", "QK-norm")  # w-norms: before "qkv" where the model norms Q and K (ModelConfig.qk_norm)
-SOFTCAP_STEP = ("capped", "soft-cap c·tanh(x/c)")  # w-norms: before "mask" where the model caps (attn_softcap)
-POST_NORM = "post_norm"  # w-norms: the stage of a sandwich's second norm, on the sub-layer's output (Gemma 2)
+QK_NORM_STEP = ("qk_norm", "QK-norm")  # before "qkv" where the model norms Q and K (ModelConfig.qk_norm)
+SOFTCAP_STEP = ("capped", "soft-cap c·tanh(x/c)")  # before "mask" where the model caps (attn_softcap)
 
 INPUT_STEPS = (
     ("tokens", "tokenization"),
@@ -47,54 +78,13 @@ INPUT_STEPS = (
     ("input", "embedding + position"),
 )
 
-# ALBERT / ELECTRA: after the (embed_dim-wide) layer input, the map to d_model (w-bertish)
+# ALBERT / ELECTRA: after the (embed_dim-wide) layer input, the map to d_model
 FACTORISED_STEP = (names.EMBED_PROJ, "× W_proj → d_model (factorised embedding)")
 
 OUTPUT_STEPS = ((names.LOGITS, "output logits"), (names.PROBS, "softmax → next token"))
-# ELECTRA's discriminator: one "replaced?" logit per token, not a vocabulary (w-bertish)
+# ELECTRA's discriminator: one "replaced?" logit per token, not a vocabulary
 REPLACED_STEPS = ((names.LOGITS, "replaced? logit z per token"), (names.PROBS, "σ(z) → P(replaced) per token"))
 LENS_STEP = (names.LENS, "logit lens: prediction after each layer")  # after the output (engine/logit_lens.py)
-MOE = "moe"  # the FFN stage of a sparse mixture of experts (engine/moe.py): router, chosen experts, output
-MOE_TITLE = "mixture of experts: router → top-k experts"
-
-
-NORM_COMPARE = "norm_vs_batch"  # the stage after every add & norm: LayerNorm vs BatchNorm on its input
-NORM_COMPARE_TITLE = "LayerNorm vs BatchNorm"
-
-OUTPUT = "out"  # stage keys of the output steps: "out.logits", "out.probs"
-OUTPUT_BOX = "output"  # the schematic box of the output steps
-
-
-def output_key(kind: str) -> str:
-    """The stage key of an output step: names.PROBS -> 'out.probs' (the trace entry itself is 'probs')."""
-    return f"{OUTPUT}.{kind}"
-
-
-@dataclass(frozen=True)
-class Stage:
-    key: str  # unique and stable, e.g. "enc.0.self.scores", "dec.1.norm3", "src.tokens", "out.probs"
-    kind: str  # which panel draws it: one of the kinds above, or "addnorm", NORM_COMPARE, "ffn"
-    title: str  # "self-attention · QKᵀ scores"
-    group: str  # "Source input", "Encoder layer 1", "Decoder input", "Decoder layer 2", "Output"
-    side: str | None = None  # "src" / "tgt" for input stages
-    site: str | None = None  # "enc.0.self", "dec.1.cross" for attention stages
-    layer: str | None = None  # "enc.0" / "dec.1" for layer stages
-    norm: int | None = None  # 1..3: which add & norm of the layer
-
-    @property
-    def schematic_box(self) -> str:
-        """Which box of the architecture schematic this stage lights up."""
-        if self.side:
-            return names.side_entry(self.side, "input")
-        if self.site:
-            return self.site
-        if self.kind in ("ffn", MOE) and self.layer:
-            return names.ffn(self.layer)
-        if self.kind in ("addnorm", NORM_COMPARE) and self.layer and self.norm:
-            return names.norm(self.layer, self.norm)
-        if self.kind == POST_NORM and self.layer and self.norm:
-            return names.post_norm(self.layer, self.norm)
-        return OUTPUT_BOX
 
 
 def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) -> list[Stage]:
@@ -105,7 +95,7 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
         k: (t if k != "scaled" or (scale and divisor is None) else formulas.scaled_title(scale, divisor))
         for k, t in ATTENTION_STEPS
     }
-    titles = norm_steps(trace.config, titles, scale)  # w-norms: QK-norm, √query_pre_attn_scalar, soft-capping
+    titles = norm_steps(trace.config, titles, scale)  # QK-norm, √query_pre_attn_scalar, soft-capping
     titles = disentangled.with_terms(trace.config, titles, scale)  # DeBERTa: c2c, c2p, p2c before their sum
     titles = relative_key.with_terms(trace.config, titles)  # BERT relative_key: Q·R, K·R before the score
     steps = position_bias.with_bias_steps(trace, site, list(titles.items()))  # ALiBi: bias, scaled + bias
@@ -141,8 +131,8 @@ def _addnorm(trace: Trace, layer: str, n: int, group: str) -> list[Stage]:
 
 
 def norm_steps(config: ModelConfig, titles: dict[str, str], scale: bool) -> dict[str, str]:
-    """A site's step titles with what the norms families add (w-norms): QK-norm first, the ÷ √query_pre_attn_scalar
-    title, the soft-cap step before the mask."""
+    """A site's step titles with what QK-norm, Gemma 2's scaling and soft-capping add: QK-norm first, the
+    ÷ √query_pre_attn_scalar title, the soft-cap step before the mask."""
     if config.qk_norm != "none":
         titles = {QK_NORM_STEP[0]: QK_NORM_STEP[1], **titles}
     if scale and config.query_scale_dim:
@@ -240,8 +230,13 @@ class _Outline(set):
 
 def stage_keys_for_config(config: ModelConfig) -> list[str]:
     """The stage keys every run of a model with `config` has, known before the model is built or run (the
-    command line checks `--stage` against them before loading the weights). The same list `stages_for` makes
-    from a trace: it is built from an outline of the entries such a trace holds."""
+    command line checks `--stage` against them before loading the weights)."""
+    return [stage.key for stage in stages_for_config(config)]
+
+
+def stages_for_config(config: ModelConfig) -> list[Stage]:
+    """The stages every recorded run of a model with `config` has, as trained (default options). The same list
+    `stages_for` makes from a trace: it is built from an outline of the entries such a trace holds."""
     entries: list[str] = []
     for side in names.SIDES:
         stack = names.side_stack(side)
@@ -256,11 +251,13 @@ def stage_keys_for_config(config: ModelConfig) -> list[str]:
         for index in range(count):
             layer = names.layer(stack, index)
             entries.append(names.site_entry(names.site(layer, "self"), "weights"))
+            if config.n_experts:  # a mixture of experts records its router (engine/moe.py)
+                entries.append(names.ffn_entry(layer, "router_probs"))
             if stack == "dec" and config.has_encoder:
                 entries.append(names.site_entry(names.site(layer, "cross"), "weights"))
     if names.has_lens(config.arch):  # a recorded run of a decoder LM has the logit lens (engine/logit_lens.py)
         entries.append(names.LENS_PROBS)
-    return [stage.key for stage in _build_stages(_Outline(entries, config))]  # type: ignore[arg-type]
+    return _build_stages(_Outline(entries, config))  # type: ignore[arg-type]
 
 
 def pick_stage(stages: list[Stage], key: str | None) -> Stage | None:
@@ -390,78 +387,3 @@ def shape_text(trace: Trace, stage: Stage) -> str:
         if shape is not None:
             parts.append(f"{name} [{' × '.join(str(n) for n in shape)}]")
     return " · ".join(parts)
-
-
-COMPARE_MODES = (("off", "Off"), ("side", "A | B side by side"), ("diff", "A | B | B − A"))  # ViewState.compare
-
-
-@dataclass(frozen=True)
-class ViewState:
-    """What the person chose to look at, independent of the run: it changes drawing, never computation."""
-
-    head: int = 0  # selected head of the current attention site
-    colormap: str = "viridis"
-    top_k: int = 10  # bars in the output distribution
-    position: int = -1  # decoder position whose next-token distribution is shown (-1 = last)
-    pe_dims: tuple[int, ...] = (0, 1, 4, 5)  # model dimensions drawn as sine/cosine curves
-    # colours of one attention site's score-like maps (scores, ÷√dₖ, masked): "shared" one scale for all three,
-    # so the ÷√dₖ shrinking is seen; "panel" each autoscaled; "fixed" the same ±FIXED_SCORE_RANGE everywhere
-    colour_scale: str = "shared"
-    compare: str = "off"  # with a pinned run A: "off", "side" (A | B) or "diff" (A | B | B − A); compare.py
-    # w-chips (long inputs): the window of positions the panels that list tokens show, (start, size); size 0 = all
-    # (present/position_range.py)
-    positions: tuple[int, int] = (0, 0)
-
-
-COLOUR_SCALES = (("shared", "Shared by the site's score maps"), ("panel", "Per panel"), ("fixed", "Fixed range (±10)"))
-FIXED_SCORE_RANGE = 10.0
-SCORE_KINDS = ("scores", "scaled", "biased", "capped", "masked")  # the score-like maps of an attention site
-
-
-# ---- jumps: layer / sub-layer starts and the stage search (what the presenter's shortcuts use) ----------
-def sublayer_of(stage: Stage) -> str:
-    """The block a stage belongs to: one attention site, one add & norm, one FFN, one side's input, the output."""
-    if stage.site:
-        return stage.site
-    if stage.side:
-        return f"{stage.side}.input"
-    if stage.kind in ("addnorm", "ffn", MOE):
-        return stage.key
-    return OUTPUT
-
-
-def _jump(stages: list[Stage], key: str | None, direction: int, block: Callable[[Stage], str]) -> str | None:
-    """The key of the first stage of the next (direction > 0) or previous block. Backwards from the middle
-    of a block goes to its own start first (like a text editor's Ctrl+←). None when there is nowhere to go."""
-    if not stages:
-        return None
-    keys = [s.key for s in stages]
-    i = keys.index(key) if key in keys else 0
-    starts = [j for j, s in enumerate(stages) if j == 0 or block(s) != block(stages[j - 1])]
-    if direction > 0:
-        later = [j for j in starts if j > i]
-        return keys[later[0]] if later else None
-    earlier = [j for j in starts if j < i]
-    return keys[earlier[-1]] if earlier else None
-
-
-def layer_jump(stages: list[Stage], key: str | None, direction: int) -> str | None:
-    """First stage of the next / previous group ("Encoder layer 2", "Decoder input", "Output")."""
-    return _jump(stages, key, direction, lambda s: s.group)
-
-
-def sublayer_jump(stages: list[Stage], key: str | None, direction: int) -> str | None:
-    """First stage of the next / previous block (an attention site, an add & norm, an FFN, an input, the output)."""
-    return _jump(stages, key, direction, sublayer_of)
-
-
-def search_stages(stages: list[Stage], query: str) -> list[Stage]:
-    """The stages whose group, title or key contain every word of `query` (case-insensitive), in order.
-    An empty query matches every stage."""
-    words = query.lower().split()
-    found = []
-    for stage in stages:
-        text = f"{stage.group} {stage.title} {stage.key}".lower()
-        if all(w in text for w in words):
-            found.append(stage)
-    return found

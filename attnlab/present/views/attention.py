@@ -12,7 +12,7 @@ import numpy as np
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present import disentangled, relative_key, trained_scale, words
-from attnlab.present.explain_imported import gqa_text
+from attnlab.present.explain_qkv import gqa_text
 from attnlab.present.facts import array, missing, missing_message, scaling_on, score_levels
 from attnlab.present.formulas import scaled_title
 from attnlab.present.stages import Stage, ViewState

@@ -12,10 +12,8 @@ import numpy as np
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present.facts import array, missing, missing_message, tokens
-from attnlab.present.stages import Stage, ViewState
+from attnlab.present.stage_types import FACTORISED, Stage, ViewState
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
-
-FACTORISED = names.EMBED_PROJ  # the stage kind
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from attnlab.engine.trace import Trace
 from attnlab.present import words
 from attnlab.present.facts import tokens
 from attnlab.present.labels import elide_label, printable_label
-from attnlab.present.position_range import first_of, window_for, window_labels
+from attnlab.present.position_range import first_of, lens_side, window_for, window_labels
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
 from attnlab.present.views.output import known_tokens
@@ -51,11 +51,6 @@ def norm_sentence(trace: Trace) -> str:
     if trace.config.final_norm:
         return f"The final {word} is switched off in this run, so the lens applies the output projection alone."
     return "This model has no final norm: the lens applies the output projection alone."
-
-
-def lens_side(trace: Trace) -> str:
-    """The side whose positions are the lens's columns: the decoder's where the run has one."""
-    return "tgt" if names.side_entry("tgt", "tokens") in trace else "src"
 
 
 def lens_view(

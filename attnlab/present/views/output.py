@@ -5,7 +5,6 @@ probabilities before → after."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,16 +22,11 @@ from attnlab.present.facts import array, row_labels, run_temperature
 from attnlab.present.labels import elide_label, printable_label
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
+from attnlab.present.views.output_bars import OutputView, top_k, value_text
+from attnlab.present.views.replaced import replaced_view
 
 MASK_TOKENS = ("[MASK]", "<mask>")  # BERT / DistilBERT, RoBERTa
 SPECIAL_IDS_ORDER = ("<pad>", "<s>", "</s>", "<unk>")  # ids 0..3 in every attnlab tokenizer
-
-
-def top_k(values: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest values, largest first (ties: lower id first)."""
-    k = max(1, min(int(k), values.shape[0]))
-    order = np.lexsort((np.arange(values.shape[0]), -values))
-    return order[:k]
 
 
 def known_tokens(trace: Trace) -> Callable[[int], str]:
@@ -94,7 +88,7 @@ def output_note(kind: str, k: int, vocab: int, temperature: float | None, best: 
 
 
 def capped_note(trace: Trace, position: int) -> str:
-    """Gemma 2's final soft-capping (w-norms): the cap and how far this position's raw logits reached."""
+    """Gemma 2's final soft-capping: the cap and how far this position's raw logits reached."""
     cap = trace.config.final_softcap
     if not cap or names.UNCAPPED_LOGITS not in trace:
         return ""
@@ -105,32 +99,6 @@ def capped_note(trace: Trace, position: int) -> str:
     )
 
 
-def value_text(value: float, kind: str) -> str:
-    """A bar's value as written beside it: a percentage for probabilities, two decimals for logits."""
-    return f"{value:.1%}" if kind == names.PROBS else f"{value:.2f}"
-
-
-@dataclass(frozen=True)
-class OutputView:
-    kind: str  # names.LOGITS or names.PROBS
-    position: int
-    positions: list[str]  # one printable label per position (the chooser's entries, "i: label")
-    ids: list[int]  # the top-k ids, best first
-    labels: list[str]  # their token names
-    values: np.ndarray  # [k] float32
-    value_texts: list[str]  # each bar's value as written
-    row: np.ndarray  # [V] the whole distribution at `position`
-    temperature: float
-    title: str
-    note: str
-    ablation: str  # "Ablated: …: before → after" ('' without ablated heads)
-    change: DistributionChange | None
-
-    @property
-    def probabilities(self) -> bool:
-        return self.kind == names.PROBS
-
-
 def output_view(
     trace: Trace, stage: Stage, display: ViewState, vocab: Callable[[int], str] | None = None
 ) -> OutputView | MessageView:
@@ -138,8 +106,6 @@ def output_view(
     if kind not in trace:
         return MessageView(kind, f"The {kind} are not in this run.")
     if trace.config.replaced_head:  # ELECTRA's discriminator: P(replaced) per token, not a vocabulary
-        from attnlab.present.views.replaced import replaced_view  # (it builds on this module's OutputView)
-
         return replaced_view(trace, stage, display)
     table = array(trace, kind)  # [T, V]; the kind is the trace name (names.LOGITS or names.PROBS)
     n_pos = table.shape[0]

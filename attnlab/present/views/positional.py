@@ -73,7 +73,7 @@ class PositionalView:
     curves: tuple[PECurve, ...]
     labels: list[str] | None  # token labels along the curves' x axis
     note: str
-    first: int = 0  # w-chips: the position of the first row (a window of positions; x = position - first)
+    first: int = 0  # long inputs: the position of the first row (a window of positions; x = position - first)
 
     kind = "pos"
 

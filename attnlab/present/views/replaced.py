@@ -11,7 +11,7 @@ from attnlab.engine.trace import Trace
 from attnlab.present.facts import array, run_temperature
 from attnlab.present.labels import printable_label
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.views.output import OutputView, top_k, value_text
+from attnlab.present.views.output_bars import OutputView, top_k, value_text
 
 REPLACED = 1  # the column of the [0, z] logits that is z ("replaced"); column 0 is "original"
 

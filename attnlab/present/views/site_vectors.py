@@ -57,7 +57,7 @@ def site_vector_view(
             ctx.shape[1],
         )
     d = values.shape[1]
-    width = trace.config.attn_width if trace.options.projections else trace.config.d_model  # H·d_k (w-headdim)
+    width = trace.config.attn_width if trace.options.projections else trace.config.d_model  # H·d_k (head_dim)
     dk = width // max(sv.n_heads, 1)
     if kind == "concat":
         outputs = "The one head's output" if sv.n_heads == 1 else f"The {sv.n_heads} heads' outputs"
@@ -89,7 +89,7 @@ def site_vector_view(
 
 
 def _concat_width(width: int, d_model: int) -> str:
-    """'d_model = 32', or for heads with a head_dim of their own 'H·d_k = 64 (not d_model = 32)' (w-headdim)."""
+    """'d_model = 32', or for heads with a head_dim of their own 'H·d_k = 64 (not d_model = 32)'."""
     return f"d_model = {width}" if width == d_model else f"H·d_k = {width} (not d_model = {d_model})"
 
 

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from attnlab.present import words
 from attnlab.present.engine_api import ModelConfig, ResolvedOptions, RunOptions, names
-from attnlab.present.explain_bertish import shared_layers_label
+from attnlab.present.explain_layers import shared_layers_label
 from attnlab.present.formulas import norm_word, pe_kind
 from attnlab.present.stages import OUTPUT_BOX
 from attnlab.ui.window.errors import guarded_paint

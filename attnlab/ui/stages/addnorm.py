@@ -12,9 +12,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.views.addnorm import addnorm_view
+from attnlab.present.views.addnorm import AddNormView
 from attnlab.present.views.model import BarsView, MessageView
 from attnlab.ui.plots.axes import grid_axes, quiet_hidden_axes, show_grid_behind
 from attnlab.ui.plots.bars import SolidBars
@@ -27,7 +26,6 @@ from attnlab.ui.stages.common import (
     TokenTicks,
     WrapTitle,
     draw_matrix,
-    layer_side,
     titled_heatmap,
 )
 from attnlab.ui.stages.folding_row import ACROSS, shown_width, turn
@@ -71,8 +69,6 @@ def bar_range(*values: np.ndarray) -> tuple[float, float]:
 class AddNormPanel(StagePanel):
     """Vectors entering and leaving LayerNorm n of a layer, plus per-token mean and variance bars."""
 
-    kinds = ("addnorm", "post_norm")  # post_norm: a sandwich's norm on the sub-layer's output (Gemma 2)
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._placement = Note(self, delta=1, bold=True, reserve_lines=3)
@@ -115,7 +111,7 @@ class AddNormPanel(StagePanel):
         body_layout.setContentsMargins(0, 0, 0, 0)
         body_layout.addWidget(self._placement)
         body_layout.addLayout(maps, 3)
-        self.windowing = PositionWindowing(self, self._maps[0], zoom.ROW_PX_ADDNORM)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._maps[0], zoom.ROW_PX_ADDNORM)
         body_layout.addWidget(self.windowing.bar)
         body_layout.addLayout(bars_row, 2)
         body_layout.addWidget(self._note)
@@ -127,9 +123,7 @@ class AddNormPanel(StagePanel):
         self._token_ticks = [TokenTicks(p.getPlotItem()) for p in (self._mean_plot, self._var_plot)]
         self._data: dict = {}
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        view = self.windowing.view(trace, stage, view, layer_side(stage.layer or ""))
-        shown_view = addnorm_view(trace, stage, view, self.vocab)
+    def show_view(self, shown_view: AddNormView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown_view, MessageView):
             self._data = {"message": shown_view.message}
             self._stack.show_message(shown_view.message)

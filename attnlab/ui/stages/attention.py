@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from PySide6 import QtGui, QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.views.attention import map_view, mask_view, qkv_view
+from attnlab.present.views.attention import MapView, QKVView
 from attnlab.present.views.model import MessageView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import (
@@ -22,8 +21,6 @@ from attnlab.ui.window import zoom
 
 class QKVPanel(StagePanel):
     """Queries, keys and values of the selected head side by side ([tokens × d_k] each)."""
-
-    kinds = ("qkv",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -44,8 +41,7 @@ class QKVPanel(StagePanel):
         super().resizeEvent(event)
         self._row.fit()
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = qkv_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: QKVView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             for m in self._maps.values():
                 m.clear(shown.message)
@@ -92,12 +88,9 @@ class MapPanel(StagePanel):
 class AttentionMapPanel(MapPanel):
     """[Tq × Tk] map of the selected head: raw scores, scaled scores, masked scores or softmax weights."""
 
-    kinds = ("scores", "scaled", "biased", "capped", "masked", "weights")
-
     ROW_FLOOR = zoom.ROW_PX_ATTENTION  # the size of one head's map presenting
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = map_view(trace, stage, view, self.vocab, defer=True)  # a long map: read off the GUI thread
+    def show_view(self, shown: MapView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._map.clear(shown.message)
             self._note.show_text("")
@@ -110,8 +103,6 @@ class AttentionMapPanel(MapPanel):
 
 class MaskPanel(StagePanel):
     """The additive mask [Tq × Tk] as allowed / blocked cells. Clicking a cell asks to toggle it."""
-
-    kinds = ("mask",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -134,8 +125,7 @@ class MaskPanel(StagePanel):
         if self._site:
             self.maskCellToggled.emit(self._site, q, k)
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = mask_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: MapView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._map.clear(shown.message)
             self._site = ""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.views.disentangled import term_view
+from attnlab.present.views.disentangled import TermView
 from attnlab.present.views.model import MessageView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note, draw_matrix, titled_heatmap
@@ -15,8 +14,6 @@ from attnlab.ui.stages.common import Note, draw_matrix, titled_heatmap
 
 class ScoreTermPanel(StagePanel):
     """One of DeBERTa's (or BERT relative_key's) score terms [Tq × Tk] beside the relative rows it reads."""
-
-    kinds = ("c2c", "c2p", "p2c", "rel_key", "rel_query")  # DeBERTa; BERT relative_key
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -33,8 +30,7 @@ class ScoreTermPanel(StagePanel):
         layout.addWidget(self._note)
         self._data: dict = {}
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = term_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: TermView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._map.clear(shown.message)
             self._rows_box.setVisible(False)

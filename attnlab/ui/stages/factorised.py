@@ -7,9 +7,8 @@ from __future__ import annotations
 from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.views.factorised import FACTORISED, factorised_view
+from attnlab.present.views.factorised import FactorisedView
 from attnlab.present.views.model import MessageView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note, draw_matrix, note_font, titled_heatmap
@@ -20,8 +19,6 @@ OPERATORS = ("→ + P + T, LayerNorm →", "× W_proj + b →")
 
 class FactorisedPanel(StagePanel):
     """E[id] [T × e] → LayerNorm(E[id] + P + T) [T × e] → × W_proj + b [T × d]."""
-
-    kinds = (FACTORISED,)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -44,8 +41,7 @@ class FactorisedPanel(StagePanel):
         layout.addWidget(self._note)
         self._data: dict = {}
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = factorised_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: FactorisedView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             for heatmap in self._maps.values():
                 heatmap.clear(shown.message)

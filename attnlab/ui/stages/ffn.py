@@ -5,20 +5,17 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.views.ffn import FFNView, ffn_view
+from attnlab.present.views.ffn import FFNView
 from attnlab.present.views.model import MessageView
 from attnlab.ui.stages.base import StagePanel
-from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, layer_side, titled_heatmap
+from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, titled_heatmap
 from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
 
 
 class FFNPanel(StagePanel):
     """hidden = act(x W₁ + b₁) [tokens × d_ff] and out = hidden W₂ + b₂ [tokens × d_model]."""
-
-    kinds = ("ffn",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -40,7 +37,7 @@ class FFNPanel(StagePanel):
         body_layout.setContentsMargins(0, 0, 0, 0)
         body_layout.addWidget(self._share)
         body_layout.addLayout(maps, 1)
-        self.windowing = PositionWindowing(self, self._hidden, zoom.ROW_PX_MATRIX)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._hidden, zoom.ROW_PX_MATRIX)
         body_layout.addWidget(self.windowing.bar)
         body_layout.addWidget(self._note)
         self._stack = MessageStack(body, self)
@@ -48,9 +45,7 @@ class FFNPanel(StagePanel):
         layout.addWidget(self._stack)
         self._data: dict = {}
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        view = self.windowing.view(trace, stage, view, layer_side(stage.layer or ""))
-        shown_view = ffn_view(trace, stage, view, self.vocab)
+    def show_view(self, shown_view: FFNView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown_view, MessageView):
             self._data = {"message": shown_view.message}
             self._stack.show_message(shown_view.message)

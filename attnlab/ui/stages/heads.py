@@ -8,10 +8,16 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.views.heads import HEAD_TILES, HeadsView, heads_view
-from attnlab.present.views.lines import KEY_HEADER, LINE_THRESHOLD, QUERY_HEADER, Line, lines_view, strong_links
+from attnlab.present.views.heads import HEAD_TILES, HeadsView
+from attnlab.present.views.lines import (
+    KEY_HEADER,
+    LINE_THRESHOLD,
+    QUERY_HEADER,
+    Line,
+    LinesView,
+    strong_links,
+)
 from attnlab.present.views.long_map import MapPiece
 from attnlab.present.views.model import MessageView
 from attnlab.ui.plots.axes import name_scale
@@ -32,8 +38,6 @@ from attnlab.ui.stages.common import (
 
 class HeadsPanel(StagePanel):
     """Every head's attention weights as small multiples; clicking a head selects it."""
-
-    kinds = ("heads",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -87,8 +91,7 @@ class HeadsPanel(StagePanel):
         self._data["head"] = head
         self.headSelected.emit(head)
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = heads_view(trace, stage, view, self.vocab, defer=True)
+    def show_view(self, shown: HeadsView | MessageView, stage: Stage, view: ViewState) -> None:
         self._loader.cancel()
         self._shown = shown
         if isinstance(shown, MessageView):
@@ -129,8 +132,6 @@ HEADER_Y = -0.1  # the column headers hang from the top of the view, above the f
 class LinesPanel(StagePanel):
     """Token → token lines of the selected head: queries on the left, keys on the right, line strength ∝
     weight; only weights ≥ LINE_THRESHOLD are drawn. Hovering a token isolates its lines (the rest fade)."""
-
-    kinds = ("lines",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -182,8 +183,7 @@ class LinesPanel(StagePanel):
     def _ys(n: int) -> np.ndarray:
         return (np.arange(n) + 0.5) / max(n, 1)
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = lines_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: LinesView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._data = {"message": shown.message}
             self._stack.show_message(shown.message)

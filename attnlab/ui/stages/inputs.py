@@ -6,9 +6,13 @@ from __future__ import annotations
 from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.views.inputs import Chip, InputSumView, embed_view, input_sum_view, tokens_view
+from attnlab.present.views.inputs import (
+    Chip,
+    EmbedView,
+    InputSumView,
+    TokensView,
+)
 from attnlab.present.views.model import MatrixView, MessageView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, draw_matrix, note_font, titled_heatmap
@@ -23,8 +27,6 @@ MAX_CHIP_ROWS_PX = 420  # the chips ask for at most this height; more rows scrol
 class TokensPanel(StagePanel):
     """The text split into its pieces: one chip per token with its position and id; specials stand out. The chips
     are painted by one list view (token_chips.py), only those in view: 8,192 tokens are one widget."""
-
-    kinds = ("tokens",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -41,8 +43,7 @@ class TokensPanel(StagePanel):
         self._shown: tuple[Chip, ...] | None = None
         self._data: dict = {}
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = tokens_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: TokensView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._data = {"message": shown.message}
             self._stack.show_message(shown.message)
@@ -83,8 +84,6 @@ class TokensPanel(StagePanel):
 class EmbeddingPanel(StagePanel):
     """[tokens × d_model] token embeddings: one row of the embedding table per token."""
 
-    kinds = ("embed",)
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
@@ -92,16 +91,14 @@ class EmbeddingPanel(StagePanel):
             self, rows_title="token", cols_title="model dimension", header=self._header, row_floor=zoom.ROW_PX_SINGLE
         )
         self._note = Note(self)
-        self.windowing = PositionWindowing(self, self._map, zoom.ROW_PX_SINGLE)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._map, zoom.ROW_PX_SINGLE)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._header)
         layout.addWidget(self._map, 1)
         layout.addWidget(self.windowing.bar)
         layout.addWidget(self._note)
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        view = self.windowing.view(trace, stage, view, stage.side or "src")
-        shown = embed_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: EmbedView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._map.clear(shown.message)
             self._note.show_text("")
@@ -115,8 +112,6 @@ class EmbeddingPanel(StagePanel):
 
 class InputSumPanel(StagePanel):
     """embedding + positional encoding = the input of the first layer, three heatmaps on one colour scale."""
-
-    kinds = ("input",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -137,7 +132,7 @@ class InputSumPanel(StagePanel):
         row.addWidget(self._equals)
         row.addWidget(boxes["input"][0], 1)
         self._note = Note(self, reserve_lines=3)
-        self.windowing = PositionWindowing(self, self._maps["input"], zoom.ROW_PX_MATRIX)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._maps["input"], zoom.ROW_PX_MATRIX)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addLayout(row, 1)
         layout.addWidget(self.windowing.bar)
@@ -154,9 +149,7 @@ class InputSumPanel(StagePanel):
         label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         return label
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        view = self.windowing.view(trace, stage, view, stage.side or "src")
-        shown = input_sum_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: InputSumView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             for m in self._maps.values():
                 m.clear(shown.message)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
-from attnlab.present.views.lens import LensView, lens_side, lens_view
+from attnlab.present.views.lens import LensView
 from attnlab.present.views.model import MessageView
 from attnlab.ui.plots.axes import tick_font
 from attnlab.ui.plots.cell_texts import CellText, CellTexts
@@ -34,8 +33,6 @@ class LensHeatmap(PanelHeatmap):
 class LensPanel(StagePanel):
     """The residual stream after each layer through the final norm and the output projection."""
 
-    kinds = ("lens",)
-
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         title = TitleLabel(self)
@@ -48,7 +45,7 @@ class LensPanel(StagePanel):
         body_layout.setContentsMargins(0, 0, 0, 0)
         body_layout.addWidget(title)
         body_layout.addWidget(self._map, 1)
-        self.windowing = PositionWindowing(self, self._map, LENS_COLUMN_PX, across=True)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._map, LENS_COLUMN_PX, across=True)
         body_layout.addWidget(self.windowing.bar)
         body_layout.addWidget(self._note)
         self._stack = MessageStack(body, self)
@@ -56,9 +53,7 @@ class LensPanel(StagePanel):
         layout.addWidget(self._stack)
         self._data: dict = {}
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        view = self.windowing.view(trace, stage, view, lens_side(trace))
-        shown = lens_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: LensView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._data = {"message": shown.message}
             self._stack.show_message(shown.message)

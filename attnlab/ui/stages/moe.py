@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
-from attnlab.present.stages import MOE, Stage, ViewState
+from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
-from attnlab.present.views.moe import moe_view
+from attnlab.present.views.moe import MoEView
 from attnlab.ui.plots.axes import tick_font
 from attnlab.ui.plots.cell_texts import CellText, CellTexts
 from attnlab.ui.stages.base import StagePanel
@@ -19,8 +18,6 @@ MAX_MARKS = 4000  # more chosen cells than this: no weights are written (the out
 
 class MoEPanel(StagePanel):
     """router softmax [tokens × experts] with the chosen cells marked, and the output [tokens × d_model]."""
-
-    kinds = (MOE,)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -44,8 +41,7 @@ class MoEPanel(StagePanel):
         layout.addWidget(self._stack)
         self._data: dict = {}
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = moe_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: MoEView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._data = {"message": shown.message}
             self._stack.show_message(shown.message)

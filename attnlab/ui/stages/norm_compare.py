@@ -9,11 +9,10 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.norm_compare import batchnorm_by_length
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
-from attnlab.present.views.norm_compare import norm_compare_view, sweep_note
+from attnlab.present.views.norm_compare import NormCompareView, sweep_note
 from attnlab.ui.plots.bars import SolidBars
 from attnlab.ui.stages.addnorm import AFTER_COLOR, BEFORE_COLOR, bar_plot, bar_range
 from attnlab.ui.stages.base import StagePanel
@@ -31,8 +30,6 @@ def _bars(plot: pg.PlotWidget, color: str) -> SolidBars:
 
 class NormComparePanel(StagePanel):
     """LayerNorm(x) | BatchNorm(x), per-token and per-feature statistics, and the batch-length experiment."""
-
-    kinds = ("norm_vs_batch",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -118,8 +115,7 @@ class NormComparePanel(StagePanel):
         self._token_spin.valueChanged.connect(self._redraw_sweep)
         self._length_slider.valueChanged.connect(self._redraw_sweep)
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = norm_compare_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: NormCompareView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._data = {"message": shown.message}
             self._stack.show_message(shown.message)

@@ -9,15 +9,9 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 from PySide6.QtCore import Signal
 
-from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
-from attnlab.present.views.output import (  # noqa: F401 (tests import them here)
-    OutputView,
-    mask_position,
-    output_view,
-    top_k,
-)
+from attnlab.present.views.output_bars import OutputView
 from attnlab.ui.plots.axes import grid_axes, quiet_hidden_axes, show_grid_behind
 from attnlab.ui.plots.bars import SolidBars
 from attnlab.ui.plots.heatmap import cache_axis, elide_label, tick_font
@@ -42,15 +36,13 @@ class OutputPanel(StagePanel):
 
     Token names: the trace holds ids only, so the host may call `set_vocabulary(id_to_token)`; otherwise
     names come from the tokens seen in this run and the specials, and other ids show as "#id".
-    The temperature is the one the run used (`trace.options.temperature`).
+    The temperature is the one the run used (the view-model's `temperature`).
     """
 
-    kinds = (names.LOGITS, names.PROBS)
     positionChosen = Signal(int)  # the person picked the position whose distribution is shown (-1 = last)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
-        self._vocab: Callable[[int], str] | None = None
         self._title = Note(self, delta=2, bold=True)
         self.fixed_axis = QtWidgets.QCheckBox("Fixed 0–1 axis")
         self.fixed_axis.setObjectName("outputFixedAxis")
@@ -114,20 +106,19 @@ class OutputPanel(StagePanel):
     def set_vocabulary(self, vocab: Callable[[int], str] | Sequence[str] | None) -> None:
         """Token names for ids: a function id -> str (e.g. tokenizer.id_to_token) or a list."""
         if vocab is None or callable(vocab):
-            self._vocab = vocab
+            self.vocab = vocab
         else:
             pieces = list(vocab)
-            self._vocab = lambda i: pieces[i] if 0 <= i < len(pieces) else f"#{i}"
+            self.vocab = lambda i: pieces[i] if 0 <= i < len(pieces) else f"#{i}"
         self._ticks_key = None
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = output_view(trace, stage, view, self._vocab)
+    def show_view(self, shown: OutputView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._data = {"message": shown.message}
             self._stack.show_message(shown.message)
             return
         self._stack.show_content()
-        self._last_args = (trace, stage, view)
+        self._last_args = (shown, stage, view)
         self._fill_positions(shown.positions, shown.position)
         self.fixed_axis.setEnabled(shown.probabilities)
         keep_axis = self._temperature_only((stage.key, shown), shown.temperature)
@@ -166,7 +157,7 @@ class OutputPanel(StagePanel):
     def _redraw(self) -> None:
         if self._last_args is not None:
             self._x_range = None
-            self.show_stage(*self._last_args)
+            self.show_view(*self._last_args)
 
     def _position_picked(self, index: int) -> None:
         last = self.position_combo.count() - 1

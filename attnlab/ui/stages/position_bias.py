@@ -6,18 +6,15 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
-from attnlab.present.views.position_bias import bias_view
+from attnlab.present.views.position_bias import BiasView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note, draw_matrix, titled_heatmap
 
 
 class BiasPanel(StagePanel):
     """[bucket matrix |] B of the selected head, a header and the head's slope or range under them."""
-
-    kinds = ("bias",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -34,8 +31,7 @@ class BiasPanel(StagePanel):
         layout.addWidget(self._note)
         self._data: dict = {}
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = bias_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: BiasView | MessageView, stage: Stage, view: ViewState) -> None:
         self._header.show_text(stage.title)
         if isinstance(shown, MessageView):
             self._bucket_box.setVisible(False)

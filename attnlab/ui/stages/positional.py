@@ -7,10 +7,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
-from attnlab.present.views.positional import PECurve, PositionalView, positional_view
+from attnlab.present.views.positional import PECurve, PositionalView
 from attnlab.ui.plots.axes import grid_axes, show_grid_behind
 from attnlab.ui.plots.heatmap import tick_font
 from attnlab.ui.plots.raster import rect_updates
@@ -22,8 +21,6 @@ from attnlab.ui.window import zoom
 
 class PositionalPanel(StagePanel):
     """The positional encoding [tokens × d_model] and, for a few dimensions, its values as curves."""
-
-    kinds = ("pos",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -58,7 +55,7 @@ class PositionalPanel(StagePanel):
         self._ticks_key: tuple | None = None
         self._token_ticks = TokenTicks(self._plot, with_index=True)
         self._note = Note(self)
-        self.windowing = PositionWindowing(self, self._map, zoom.ROW_PX_POSITIONAL)
+        self.windowing: PositionWindowing = PositionWindowing(self, self._map, zoom.ROW_PX_POSITIONAL)
         self._stack = MessageStack(self._body(), self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._stack, 1)
@@ -85,9 +82,7 @@ class PositionalPanel(StagePanel):
             self._markers.append(markers)
         return self._curves[i], self._markers[i]
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        view = self.windowing.view(trace, stage, view, stage.side or "src")
-        shown = positional_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: PositionalView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._stack.show_message(shown.message)
             self._data = {"message": shown.message}

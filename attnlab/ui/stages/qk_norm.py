@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
-from attnlab.present.views.qk_norm import qk_norm_view
+from attnlab.present.views.qk_norm import QKNormView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note, draw_matrix, titled_heatmap
 
@@ -17,8 +16,6 @@ PARTS = ("q_in", "q_normed", "k_in", "k_normed")  # in reading order: row by row
 
 class QKNormPanel(StagePanel):
     """Q before | after, K before | after ([tokens × d_k] each)."""
-
-    kinds = ("qk_norm",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -35,8 +32,7 @@ class QKNormPanel(StagePanel):
         layout.addWidget(self._note)
         self._data: dict = {}
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = qk_norm_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: QKNormView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             for m in self._maps.values():
                 m.clear(shown.message)

@@ -7,11 +7,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.scaling import MAX_DK, random_scaling, scaling_sweep
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
-from attnlab.present.views.scaling import random_draw_note, scale_why_view
+from attnlab.present.views.scaling import ScaleWhyView, random_draw_note
 from attnlab.ui.stages.addnorm import AFTER_COLOR, BEFORE_COLOR, bar_plot, bar_range
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, note_font
@@ -41,8 +40,6 @@ def _spin(parent: QtWidgets.QWidget, name: str, lo: int, hi: int, value: int, pr
 
 class ScaleWhyPanel(StagePanel):
     """Left: the live site (score histograms, entropy per head). Right: random q, k of a chosen d_k."""
-
-    kinds = ("scale_why",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -133,8 +130,7 @@ class ScaleWhyPanel(StagePanel):
         self._seed_spin.valueChanged.connect(self._redraw_random)
         self._redraw_random()
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = scale_why_view(trace, stage, view, self.vocab)
+    def show_view(self, shown: ScaleWhyView | MessageView, stage: Stage, view: ViewState) -> None:
         if isinstance(shown, MessageView):
             self._site = {"message": shown.message}
             self._stack.show_message(shown.message)

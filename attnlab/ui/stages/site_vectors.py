@@ -6,10 +6,9 @@ from __future__ import annotations
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
-from attnlab.present.views.site_vectors import SiteVectorView, site_vector_view
+from attnlab.present.views.site_vectors import SiteVectorView
 from attnlab.ui.stages.attention import MapPanel
 from attnlab.ui.stages.common import draw_matrix
 
@@ -17,9 +16,8 @@ from attnlab.ui.stages.common import draw_matrix
 class _SiteVectorPanel(MapPanel):
     """Shared body of the panels that show [Tq × columns] vectors after attention."""
 
-    def _draw(self, trace: Trace, stage: Stage, view: ViewState) -> SiteVectorView | None:
+    def _draw(self, shown: SiteVectorView | MessageView, view: ViewState) -> SiteVectorView | None:
         """Draw the stage's view-model and its note; None (after showing why) when the run lacks its entry."""
-        shown = site_vector_view(trace, stage, view, self.vocab)
         if isinstance(shown, MessageView):
             self._map.clear(shown.message)
             self._note.show_text("")
@@ -33,18 +31,14 @@ class _SiteVectorPanel(MapPanel):
 class ContextPanel(_SiteVectorPanel):
     """weights · V of the selected head: [Tq × d_k]."""
 
-    kinds = ("context",)
-
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = self._draw(trace, stage, view)
+    def show_view(self, view_model: SiteVectorView | MessageView, stage: Stage, view: ViewState) -> None:
+        shown = self._draw(view_model, view)
         if shown is not None:
             self._data = {**self._map.record, "head": shown.head, "n_heads": shown.n_heads}
 
 
 class ConcatPanel(_SiteVectorPanel):
     """The heads' contexts side by side [Tq × d_model], with a line at every head boundary."""
-
-    kinds = ("concat",)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
@@ -55,8 +49,8 @@ class ConcatPanel(_SiteVectorPanel):
         self._map.plot_item().addItem(self._box, ignoreBounds=True)
         self._bounds_key: tuple | None = None
 
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = self._draw(trace, stage, view)
+    def show_view(self, view_model: SiteVectorView | MessageView, stage: Stage, view: ViewState) -> None:
+        shown = self._draw(view_model, view)
         if shown is None:
             return
         dk, tq = shown.head_width, shown.matrix.matrix.shape[0]
@@ -90,9 +84,7 @@ class ConcatPanel(_SiteVectorPanel):
 class AttentionOutputPanel(_SiteVectorPanel):
     """The concatenation multiplied by W_O: [Tq × d_model], what the residual connection receives."""
 
-    kinds = ("attn_out",)
-
-    def show_stage(self, trace: Trace, stage: Stage, view: ViewState) -> None:
-        shown = self._draw(trace, stage, view)
+    def show_view(self, view_model: SiteVectorView | MessageView, stage: Stage, view: ViewState) -> None:
+        shown = self._draw(view_model, view)
         if shown is not None:
             self._data = {**self._map.record, "n_heads": shown.n_heads}

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnlab.present import position_range
-from attnlab.present.engine_api import Trace
 from attnlab.present.position_range import PositionWindow
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.controls.position_range import PositionRangeBar
 from attnlab.ui.plots.axes import tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.window import zoom
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace  # an opaque handle: only present/ reads it
 
 UNLAID_HEIGHT = 480  # the picture's height before the panel is laid out (a 768-px screen's stage area)
 
@@ -61,15 +64,13 @@ class PositionWindowing(QtCore.QObject):
         unlaid = UNLAID_HEIGHT * 2 if self._across else UNLAID_HEIGHT
         return position_range.rows_that_fit(room if laid_out else unlaid, readable_row_px(self._row_px))
 
-    def view(self, trace: Trace, stage: Stage, view: ViewState, side: str) -> ViewState:
+    def view(self, trace: Trace, stage: Stage, view: ViewState) -> ViewState:
         """`view` with the window this panel shows (its start from `view`, its size what fits); when the selected
         position (`ViewState.position`, picked on the output stage) has changed since the last call, the window
         moves to hold it. The bar shows the window."""
         self._last = (weakref.ref(trace), stage, view)
         self._fit = self.fit()
-        total = position_range.side_length(trace, side) or 0
-        size = position_range.window_size(total, self._fit)
-        window = position_range.window_for(trace, side, (view.positions[0], size))
+        window = position_range.stage_window(trace, stage, view.positions[0], self._fit)
         if window is not None and view.position >= 0 and view.position != self._selected:
             window = position_range.follow(window, view.position)
         self._selected = view.position

@@ -7,7 +7,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QDialog, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
-from attnlab.present.stages import Stage, search_stages
+from attnlab.present.stage_jumps import search_stages
+from attnlab.present.stages import Stage
 
 KEY_ROLE = Qt.ItemDataRole.UserRole
 

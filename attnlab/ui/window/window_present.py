@@ -23,7 +23,7 @@ from PySide6.QtCore import QRect, QTimer
 from PySide6.QtGui import QFont, QShowEvent
 from PySide6.QtWidgets import QApplication, QDockWidget, QLabel, QSplitter, QWidget
 
-from attnlab.present.stages import layer_jump, sublayer_jump
+from attnlab.present.stage_jumps import layer_jump, sublayer_jump
 from attnlab.ui.window import app as appsettings
 from attnlab.ui.window import zoom
 from attnlab.ui.window.clicker import CLICKER_STEPS, ClickerFilter, has_focus_inside, is_text_box
