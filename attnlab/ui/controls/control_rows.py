@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtWidgets import QLayout, QWidget
 
-from attnlab.present.engine_api import ModelConfig
 from attnlab.present.option_controls import Control, OptionSpec, option_controls
 from attnlab.session import Session
 from attnlab.ui.controls import control_widgets as widget
 from attnlab.ui.controls import controls_study as study
 
 if TYPE_CHECKING:
+    from attnlab.present.engine_api import ModelConfig
     from attnlab.ui.controls.panel import ControlsPanel
 
 # Each row binds one control to the session, both ways. `widgets` are the panel attributes it owns (their
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # session's state (called with signals blocked); `fields` are the RunOptions fields (or "view.<field>")
 # whose change makes the row re-read.
 Builder = Callable[["ControlsPanel"], QWidget | QLayout]
-Reader = Callable[["ControlsPanel", Session, ModelConfig], None]
+Reader = Callable[["ControlsPanel", Session, "ModelConfig"], None]
 Connector = Callable[["ControlsPanel", Session], object]  # what it returns (a signal's Connection) is dropped
 
 

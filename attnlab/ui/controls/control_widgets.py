@@ -26,12 +26,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnlab.present.engine_api import ModelConfig
 from attnlab.present.option_controls import Control, ControlState, OptionSpec, control_state, written
 from attnlab.present.stages import COLOUR_SCALES
 from attnlab.session import Session
 
 if TYPE_CHECKING:
+    from attnlab.present.engine_api import ModelConfig
     from attnlab.ui.controls.control_rows import Builder, Connector, Reader
     from attnlab.ui.controls.panel import ControlsPanel
 

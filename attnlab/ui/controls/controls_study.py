@@ -12,15 +12,13 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLayout, QPushButton
 
 from attnlab.present import words
-from attnlab.present.engine_api import ABLATION_MODES, ModelConfig
 from attnlab.present.stages import COMPARE_MODES
+from attnlab.present.window_facts import ABLATE_CHOICES
 from attnlab.session import Session
 
 if TYPE_CHECKING:
+    from attnlab.present.engine_api import ModelConfig
     from attnlab.ui.controls.panel import ControlsPanel
-
-ABLATE_CHOICES = ((None, "off"), ("zero", "zero it"), ("mean", "mean over positions"))
-assert tuple(m for m, _ in ABLATE_CHOICES[1:]) == ABLATION_MODES
 
 
 # ablation -----------------------------------------------------------------------------------------------------

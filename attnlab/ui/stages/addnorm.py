@@ -8,11 +8,12 @@ under the other, and are tall enough for a few value ticks (BAR_LINES tick lines
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.model import BarsView, MessageView
@@ -33,6 +34,9 @@ from attnlab.ui.stages.common import (
 from attnlab.ui.stages.folding_row import ACROSS, shown_width, turn
 from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 BEFORE_COLOR = "#3b7dd8"
 AFTER_COLOR = "#ff9f1c"

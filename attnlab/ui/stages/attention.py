@@ -3,9 +3,10 @@ after attention (weights·V per head, the concatenation, the W_O output) are in 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6 import QtGui, QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.attention import map_view, mask_view, qkv_view
 from attnlab.present.views.model import MessageView
@@ -18,6 +19,9 @@ from attnlab.ui.stages.common import (
 )
 from attnlab.ui.stages.folding_row import FoldingRow
 from attnlab.ui.window import zoom
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 
 class QKVPanel(StagePanel):

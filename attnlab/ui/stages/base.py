@@ -4,12 +4,15 @@ calls `show_stage` whenever the stage, the trace or the view changes; panels nev
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPoint, Signal
 from PySide6.QtWidgets import QWidget
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 
 class StagePanel(QWidget):

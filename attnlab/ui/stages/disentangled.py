@@ -3,14 +3,18 @@ selected head and, for a position term, the map of δ (the row of the relative t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.disentangled import term_view
 from attnlab.present.views.model import MessageView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note, draw_matrix, titled_heatmap
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 
 class ScoreTermPanel(StagePanel):

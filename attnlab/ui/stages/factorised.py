@@ -4,15 +4,19 @@ present/views/factorised.py."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.factorised import FACTORISED, factorised_view
 from attnlab.present.views.model import MessageView
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note, draw_matrix, note_font, titled_heatmap
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 PARTS = ("token", "normed", "projected")
 OPERATORS = ("→ + P + T, LayerNorm →", "× W_proj + b →")

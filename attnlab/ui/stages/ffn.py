@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.ffn import FFNView, ffn_view
 from attnlab.present.views.model import MessageView
@@ -13,6 +14,9 @@ from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, layer_side, titled_heatmap
 from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 
 class FFNPanel(StagePanel):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.heads import HEAD_TILES, HeadsView, heads_view
 from attnlab.present.views.lines import KEY_HEADER, LINE_THRESHOLD, QUERY_HEADER, Line, lines_view, strong_links
@@ -28,6 +28,9 @@ from attnlab.ui.stages.common import (
     foreground_color,
     note_font,
 )
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 
 class HeadsPanel(StagePanel):

@@ -3,10 +3,11 @@ positional-encoding stage is in positional.py. The numbers and words come from p
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6 import QtGui, QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.inputs import Chip, InputSumView, embed_view, input_sum_view, tokens_view
 from attnlab.present.views.model import MatrixView, MessageView
@@ -16,6 +17,9 @@ from attnlab.ui.stages.folding_row import FoldingRow
 from attnlab.ui.stages.token_chips import ChipList
 from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 MAX_CHIP_ROWS_PX = 420  # the chips ask for at most this height; more rows scroll
 

@@ -3,9 +3,10 @@ cell, its probability as the colour); hovering a cell reads out the top-k."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.lens import LensView, lens_side, lens_view
 from attnlab.present.views.model import MessageView
@@ -14,6 +15,9 @@ from attnlab.ui.plots.cell_texts import CellText, CellTexts
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, TitleLabel, draw_matrix
 from attnlab.ui.stages.windowed import PositionWindowing
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 LENS_COLUMN_PX = 48.0  # a readable lens column: a cell's token text (CELL_CHARS characters of the tick font)
 

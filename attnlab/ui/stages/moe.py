@@ -3,9 +3,10 @@ marked with their weight, beside the weighted sum of the chosen experts' outputs
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import MOE, Stage, ViewState
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.moe import moe_view
@@ -13,6 +14,9 @@ from attnlab.ui.plots.axes import tick_font
 from attnlab.ui.plots.cell_texts import CellText, CellTexts
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, titled_heatmap
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 MAX_MARKS = 4000  # more chosen cells than this: no weights are written (the outlines stay)
 

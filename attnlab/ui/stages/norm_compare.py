@@ -4,12 +4,13 @@ The numbers come from attnlab.present.norm_compare."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 from PySide6.QtCore import Qt
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.norm_compare import batchnorm_by_length
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
@@ -18,6 +19,9 @@ from attnlab.ui.plots.bars import SolidBars
 from attnlab.ui.stages.addnorm import AFTER_COLOR, BEFORE_COLOR, bar_plot, bar_range
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, note_font, titled_heatmap
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 LN_COLOR, BN_COLOR = AFTER_COLOR, BEFORE_COLOR
 MEAN_COLOR, VAR_COLOR = "#8e6cc0", "#2a9d8f"  # the statistics bars (not the LN/BN colours of the curves)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 from PySide6.QtCore import Signal
 
-from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.output import (  # noqa: F401 (tests import them here)
@@ -18,6 +18,7 @@ from attnlab.present.views.output import (  # noqa: F401 (tests import them here
     output_view,
     top_k,
 )
+from attnlab.present.window_facts import OUTPUT_KINDS
 from attnlab.ui.plots.axes import grid_axes, quiet_hidden_axes, show_grid_behind
 from attnlab.ui.plots.bars import SolidBars
 from attnlab.ui.plots.heatmap import cache_axis, elide_label, tick_font
@@ -30,6 +31,9 @@ from attnlab.ui.stages.common import (
     foreground_color,
     note_font,
 )
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 BAR_COLOR = "#3b7dd8"
 TOP_COLOR = "#ff9f1c"
@@ -45,7 +49,7 @@ class OutputPanel(StagePanel):
     The temperature is the one the run used (`trace.options.temperature`).
     """
 
-    kinds = (names.LOGITS, names.PROBS)
+    kinds = OUTPUT_KINDS
     positionChosen = Signal(int)  # the person picked the position whose distribution is shown (-1 = last)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):

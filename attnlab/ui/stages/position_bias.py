@@ -4,14 +4,18 @@ bias added are drawn by AttentionMapPanel."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.position_bias import bias_view
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note, draw_matrix, titled_heatmap
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 
 class BiasPanel(StagePanel):

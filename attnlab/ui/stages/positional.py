@@ -3,11 +3,12 @@ the sinusoid formula checked against the numbers (or the learned / rotary / none
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.positional import PECurve, PositionalView, positional_view
@@ -18,6 +19,9 @@ from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, TokenTicks, draw_matrix, foreground_color
 from attnlab.ui.stages.windowed import PositionWindowing
 from attnlab.ui.window import zoom
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 
 class PositionalPanel(StagePanel):

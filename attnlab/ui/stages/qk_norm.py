@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.qk_norm import qk_norm_view
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note, draw_matrix, titled_heatmap
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 PARTS = ("q_in", "q_normed", "k_in", "k_normed")  # in reading order: row by row
 

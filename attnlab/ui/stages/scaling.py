@@ -3,11 +3,12 @@ a random q·k experiment of a chosen d_k. The numbers come from attnlab.present.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.scaling import MAX_DK, random_scaling, scaling_sweep
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
@@ -15,6 +16,9 @@ from attnlab.present.views.scaling import random_draw_note, scale_why_view
 from attnlab.ui.stages.addnorm import AFTER_COLOR, BEFORE_COLOR, bar_plot, bar_range
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import MessageStack, Note, note_font
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 RAW_COLOR, SCALED_COLOR = BEFORE_COLOR, AFTER_COLOR
 

@@ -3,15 +3,19 @@ output."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from attnlab.present.engine_api import Trace
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.site_vectors import SiteVectorView, site_vector_view
 from attnlab.ui.stages.attention import MapPanel
 from attnlab.ui.stages.common import draw_matrix
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 
 class _SiteVectorPanel(MapPanel):

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from attnlab.present import position_range
-from attnlab.present.engine_api import Trace
 from attnlab.present.position_range import PositionWindow
 from attnlab.present.stages import Stage, ViewState
 from attnlab.ui.controls.position_range import PositionRangeBar
 from attnlab.ui.plots.axes import tick_font
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.window import zoom
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 UNLAID_HEIGHT = 480  # the picture's height before the panel is laid out (a 768-px screen's stage area)
 

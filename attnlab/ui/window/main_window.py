@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from attnlab.limits import MAX_SENTENCE_CHARS
+from attnlab.present.model_info import output_vocabulary
 from attnlab.present.stages import Stage, shape_text
 from attnlab.session import Session
 from attnlab.ui.controls import head_menu
@@ -241,8 +242,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         output vocabulary."""
         model = self.session.model
         if model is not None:
-            tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer
-            panel.vocab = tok.id_to_token if tok is not None else None  # names the decoder rows' predictions
+            panel.vocab = output_vocabulary(model)  # names the decoder rows' predictions
             if hasattr(panel, "set_vocabulary"):
                 panel.set_vocabulary(panel.vocab)
 

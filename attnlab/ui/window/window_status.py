@@ -10,10 +10,10 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QPushButton
 
 from attnlab.present.decoder_input import written_for_banner
-from attnlab.present.engine_api import INPUT_CUT, names
 from attnlab.present.facts import untrained_banner
 from attnlab.present.lexicon import out_of_domain_text
 from attnlab.present.training_steps import step_banner
+from attnlab.present.window_facts import device_text, input_cut_notices, token_counts, unknown_tokens
 from attnlab.ui.window.steady import FixedSizeLabel, SteadyBox
 
 if TYPE_CHECKING:
@@ -29,7 +29,6 @@ CLASSROOM_NOTE = (
 )
 CANCEL_AFTER_MS = 1000  # a run still going after this long gets the Cancel button (a load gets it at once)
 WIDEST_TIMING = "compute 8888.8 ms · paint 8888.8 ms"
-SIDES = ((names.side_entry("src", "tokens"), "source"), (names.side_entry("tgt", "tokens"), "decoder"))
 
 
 def classroom_description(name: str) -> str:
@@ -86,11 +85,11 @@ class WindowStatus(WindowHost):
 
     def _show_status(self, trace: Trace) -> None:
         info = trace.info
-        counts = [f"{len(trace[n])} {what}" for n, what in SIDES if n in trace]
+        counts = token_counts(trace)
         notices = list(trace.notices)
         model = self.session.model
         spread = model.metadata.get("placement") if model is not None else None  # layers over GPU, host, disk
-        device = f"Device: {trace.device.upper()} · {trace.options.dtype}" + (" · weights spread out" if spread else "")
+        device = device_text(trace, bool(spread))
         tip = f"Where the weights live: {spread}" if spread else ""
         if self.device_label.toolTip() != tip:
             self.device_label.setToolTip(tip)
@@ -121,12 +120,12 @@ class WindowStatus(WindowHost):
             typed = self.session.src if model.config.has_encoder else (self.session.tgt or self.session.src)
             read = model.typed_form(typed or "", side)  # what the model reads: "don't" is "do not"
             warnings.append(out_of_domain_text(str(meta["classroom_model"]), read))
-        warnings += [n for n in trace.notices if INPUT_CUT in n]  # an input longer than the model reads
+        warnings += input_cut_notices(trace)  # an input longer than the model reads
         warnings.append(written_for_banner(trace))  # a typed decoder input beside another sentence
         untrained = untrained_banner(trace)
         if untrained and not meta.get("random"):
             warnings.append(untrained)
-        unknown = sum(tok == "<unk>" for n, _ in SIDES for tok in trace.get(n, []))
+        unknown = unknown_tokens(trace)
         if unknown and not meta.get("random"):
             warnings.append(
                 f"{unknown} token(s) are not in this model's vocabulary and became <unk>: "
