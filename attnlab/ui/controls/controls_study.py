@@ -18,11 +18,11 @@ from attnlab.session import Session
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import ModelConfig
-    from attnlab.ui.controls.panel import ControlsPanel
+    from attnlab.ui.controls.control_host import ControlHost
 
 
 # ablation -----------------------------------------------------------------------------------------------------
-def build_ablate(p: ControlsPanel) -> QComboBox:
+def build_ablate(p: ControlHost) -> QComboBox:
     p.ablate = QComboBox()
     p.ablate.setObjectName("ablateCombo")
     p.ablate.setToolTip(
@@ -34,7 +34,7 @@ def build_ablate(p: ControlsPanel) -> QComboBox:
     return p.ablate
 
 
-def connect_ablate(p: ControlsPanel, s: Session) -> None:
+def connect_ablate(p: ControlHost, s: Session) -> None:
     def write(_index: int) -> None:
         stage = s.stage
         if stage is not None and stage.site:
@@ -43,7 +43,7 @@ def connect_ablate(p: ControlsPanel, s: Session) -> None:
     p.ablate.activated.connect(write)
 
 
-def read_ablate(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
+def read_ablate(p: ControlHost, s: Session, _config: ModelConfig) -> None:
     """Enabled on every stage of an attention site (Q/K/V to × W_O: ablation acts on the site's context,
     whichever of its stages is shown); shows how the shown head of this site is ablated, and how many heads
     are. Heads and layers are counted from 1, as everywhere in the window."""
@@ -58,7 +58,7 @@ def read_ablate(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
 
 
 # compare --------------------------------------------------------------------------------------------------------
-def build_compare(p: ControlsPanel) -> QLayout:
+def build_compare(p: ControlHost) -> QLayout:
     p.compare = QComboBox()
     p.compare.setObjectName("compareCombo")
     p.compare.setToolTip("With a pinned run A: show A | B side by side, or A | B | B − A")
@@ -73,12 +73,12 @@ def build_compare(p: ControlsPanel) -> QLayout:
     return row
 
 
-def connect_compare(p: ControlsPanel, s: Session) -> None:
+def connect_compare(p: ControlHost, s: Session) -> None:
     p.compare.activated.connect(lambda _i: s.set_view(compare=p.compare.currentData()))
     p.pin.clicked.connect(lambda: s.unpin() if s.pinned is not None else s.pin())
 
 
-def read_compare(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
+def read_compare(p: ControlHost, s: Session, _config: ModelConfig) -> None:
     pinned = s.pinned is not None
     p.compare.setEnabled(pinned)
     p.compare.setCurrentIndex(max(0, p.compare.findData(s.view.compare if pinned else "off")))
