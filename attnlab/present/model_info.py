@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attnlab.engine.config import ARCHITECTURES, POSITIONALS, ModelConfig
@@ -131,3 +132,34 @@ def config_sizes(config: ModelConfig) -> dict[str, int | str]:
 def config_problems(config: ModelConfig) -> list[str]:
     """Why `config` cannot be built (empty: it can)."""
     return config.problems()
+
+
+# ---- the input boxes ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class InputWords:
+    """What the two text boxes are for the open model, and which of their widgets it needs."""
+
+    src_label: str  # "&Source:", "&Prompt:" (a decoder-only model) or "Sentence &A:" (a sentence-pair reader)
+    tgt_label: str
+    tgt_placeholder: str
+    clear_tip: str
+    show_tgt: bool  # the second box: a decoder input, or sentence B
+    show_generate: bool  # anything to generate with (not an encoder-only model)
+
+
+def input_words(model: LiveModel | None) -> InputWords:
+    """The input boxes' words for `model` (an encoder-decoder's with none open)."""
+    arch = model.config.arch if model is not None else "encoder-decoder"
+    pairs = model is not None and model.reads_pairs  # BERT, RoBERTa: the second box is sentence B
+    return InputWords(
+        src_label="&Prompt:" if arch == "decoder-only" else "Sentence &A:" if pairs else "&Source:",
+        tgt_label="Sentence &B:" if pairs else "&Decoder input:",
+        tgt_placeholder=(
+            "Second sentence (optional): its tokens get token type 1"
+            if pairs
+            else "Decoder input (teacher forcing) — empty, or Generate"
+        ),
+        clear_tip="Empty sentence B" if pairs else "Empty the decoder input",
+        show_tgt=arch == "encoder-decoder" or pairs,
+        show_generate=arch != "encoder-only",
+    )

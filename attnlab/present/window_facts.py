@@ -14,6 +14,7 @@ from attnlab.engine.options import ABLATION_MODES, RunOptions
 from attnlab.engine.pairs import INPUT_CUT
 
 if TYPE_CHECKING:
+    from attnlab.engine.config import ModelConfig
     from attnlab.engine.trace import Trace
     from attnlab.present.lessons import Lesson
 
@@ -77,3 +78,19 @@ def token_text(trace: Trace, token_id: int) -> str:
 def lesson_options(lesson: Lesson, index: int, device: str) -> RunOptions:
     """The run options of a lesson's step `index`, on the device the window runs on."""
     return lesson.options(index, RunOptions(device=device))
+
+
+# ---- the toggles' read-back ---------------------------------------------------------------------------------
+def head_count(options: RunOptions, config: ModelConfig) -> int:
+    """The heads a run of `options` has at each site of model `config` (the head spin box's range)."""
+    return options.effective_heads(config)
+
+
+def ablation_of(options: RunOptions, site: str, head: int) -> str | None:
+    """How head `head` (from 0) of `site` is ablated in `options` ("zero", "mean"), or None."""
+    return options.ablation_of(site, head)
+
+
+def ablated_heads(options: RunOptions) -> int:
+    """How many heads the run ablates, over every site."""
+    return len(options.ablate)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from attnlab.present.option_controls import Control, ControlState, OptionSpec, control_state, written
 from attnlab.present.stages import COLOUR_SCALES
+from attnlab.present.window_facts import head_count
 from attnlab.session import Session
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ def build_head(p: ControlHost) -> QWidget:
 
 
 def read_head(p: ControlHost, s: Session, config: ModelConfig) -> None:
-    n_heads = s.options.effective_heads(config)
+    n_heads = head_count(s.options, config)
     p.head.setMaximum(n_heads)
     p.head.setSuffix(f" of {n_heads}")
     p.head.setValue(min(s.view.head, n_heads - 1) + 1)

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLayout, QPushButton
 
 from attnlab.present import words
 from attnlab.present.stages import COMPARE_MODES
-from attnlab.present.window_facts import ABLATE_CHOICES
+from attnlab.present.window_facts import ABLATE_CHOICES, ablated_heads, ablation_of
 from attnlab.session import Session
 
 if TYPE_CHECKING:
@@ -50,9 +50,9 @@ def read_ablate(p: ControlHost, s: Session, _config: ModelConfig) -> None:
     stage = s.stage
     site = stage.site if stage is not None else None
     p.ablate.setEnabled(bool(site))
-    mode = s.options.ablation_of(site, s.view.head) if site else None
+    mode = ablation_of(s.options, site, s.view.head) if site else None
     p.ablate.setCurrentIndex(max(0, p.ablate.findData(mode)))
-    count = len(s.options.ablate)
+    count = ablated_heads(s.options)
     where = f"{words.head_words(s.view.head)} of {words.site_full_words(site)}" if site else "pick an attention stage"
     p.ablate.setToolTip(f"Ablate {where}. Heads ablated in this run: {count}.")
 

@@ -25,6 +25,7 @@ from attnlab.present.lessons import (
     stage_problems,
     toggles_of,
 )
+from attnlab.present.status_texts import model_name
 from attnlab.present.window_facts import PROBS_KIND, lesson_options
 from attnlab.ui.window.lesson_quiz import QuestionCard, Quiz
 
@@ -191,7 +192,8 @@ def _model_spec(window: WindowHost) -> str | None:
         return None
     if s.model_path:
         return s.model_path
-    return f"bundled:{s.model.name}" if s.model.name in ("translation", "language") else None
+    name = model_name(s.model)
+    return f"bundled:{name}" if name in ("translation", "language") else None
 
 
 # ---- writing a lesson ---------------------------------------------------------------------------------------
