@@ -8,8 +8,10 @@ cannot see: every module under attnlab/ui is read as an AST and none may
 - use importlib or __import__ (an import no static tool sees), nor define a module `__getattr__` (a lazy
   re-export); present/engine_api.py is held to the same and imports the engine under TYPE_CHECKING only;
 - reach into an engine object: `.module.` (the torch module behind a LiveModel), `.checkpoint_tensors`,
-  `<trace>.entries`, any `…tokenizer` attribute. The words and numbers come from present/ functions instead
-  (present/widget_facts.py, present/schematic_boxes.py, the view-models).
+  any `…tokenizer` attribute, a model's `.metadata`, a field of a config or of run options (`x.config.arch`,
+  `s.options.device`: the handles themselves may be passed on), a trace's `.entries`, `.info` or `.notices`.
+  The words and numbers come from present/ functions instead (present/window_facts.py, model_info.py,
+  status_texts.py, schematic_boxes.py, the view-models).
 
 `boundary_violations` returns one "file:line: what" per violation; the test prints them all. The mutation
 tests write a small module that breaks each rule to tmp_path and require the checker to name its line."""
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +29,8 @@ UI = ROOT / "ui"
 ENGINE_API = ROOT / "present" / "engine_api.py"
 ENGINE_API_MODULE = "attnlab.present.engine_api"
 # attributes that reach into an engine object (a LiveModel's torch module, its tensors, its tokenizers)
-REACH_INS = {"checkpoint_tensors": "the model's tensors", "module": "the torch module behind a LiveModel"}
+TRACE_FIELDS = ("entries", "info", "notices")  # what a trace holds besides its numbers' names
+HANDLES = ("config", "options")  # handles a widget may pass on but not read a field of
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -66,10 +70,14 @@ def _attribute_problem(node: ast.Attribute) -> str | None:
         return "reaches the model's tensors (.checkpoint_tensors)"
     if node.attr.endswith("tokenizer"):
         return f"reaches a tokenizer (.{node.attr})"
-    if node.attr == "entries" and _names_trace(node.value):
-        return "reads the trace's entries (.entries)"
+    if node.attr == "metadata":
+        return "reads a model's metadata (.metadata)"
+    if node.attr in TRACE_FIELDS and _names_trace(node.value):
+        return f"reads the trace's {node.attr} (.{node.attr})"
     if isinstance(node.value, ast.Attribute) and node.value.attr == "module":
         return f"reaches the torch module behind a model (.module.{node.attr})"
+    if isinstance(node.value, ast.Attribute) and node.value.attr in HANDLES:
+        return f"reads a field of a handle (.{node.value.attr}.{node.attr})"
     return None
 
 
@@ -110,7 +118,8 @@ def boundary_violations(path: Path, is_api: bool = False) -> list[str]:
     for stmt in tree.body:  # a module __getattr__: names that appear on first use (a lazy re-export)
         if isinstance(stmt, ast.FunctionDef) and stmt.name in ("__getattr__", "__dir__"):
             found.append((stmt.lineno, f"defines a module {stmt.name} (a lazy re-export)"))
-    return [f"{path}:{line}: {what}" for line, what in sorted(found)]
+    shown = path.relative_to(ROOT.parent) if path.is_relative_to(ROOT.parent) else path  # file:line from the repo
+    return [f"{shown}:{line}: {what}" for line, what in sorted(found)]
 
 
 def all_violations() -> list[str]:
@@ -130,6 +139,58 @@ def test_the_checker_reads_every_ui_module() -> None:
     assert {"window/main_window.py", "controls/panel.py", "plots/schematic.py", "stages/base.py"} <= modules
 
 
+def import_circles(graph: Any, prefix: str) -> list[list[str]]:
+    """The import circles among the modules under `prefix` (strongly connected components of more than one
+    module; every import counted: lazy ones inside functions and TYPE_CHECKING ones too), by Tarjan's walk."""
+    modules = sorted(m for m in graph.modules if m == prefix or m.startswith(prefix + "."))
+    inside = set(modules)
+    edges = {m: sorted(graph.find_modules_directly_imported_by(m) & inside) for m in modules}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = stack[stack.index(v) :]
+            del stack[stack.index(v) :]
+            if len(part) > 1:
+                circles.append(sorted(part))
+
+    for m in modules:
+        if m not in index:
+            visit(m)
+    return circles
+
+
+def test_no_import_circle_in_ui() -> None:
+    grimp = pytest.importorskip("grimp")  # import-linter's graph (the dev extra)
+    graph = grimp.build_graph("attnlab", cache_dir=None)
+    assert "attnlab.ui.controls.panel" in graph.modules  # the graph is the package's
+    assert import_circles(graph, "attnlab.ui") == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    """A three-module circle and a module outside it: the finder names exactly the circle."""
+
+    class Graph:
+        imports = {"p.a": {"p.b"}, "p.b": {"p.c"}, "p.c": {"p.a", "q.x"}, "p.d": {"p.a"}, "q.x": set()}
+        modules = set(imports)
+
+        def find_modules_directly_imported_by(self, module: str) -> set[str]:
+            return self.imports[module]
+
+    assert import_circles(Graph(), "p") == [["p.a", "p.b", "p.c"]]
+
+
 # ---- mutation checks: each rule, broken once in a module written to tmp_path ------------------------------
 CLEAN = """from __future__ import annotations
 from typing import TYPE_CHECKING
@@ -137,6 +198,7 @@ from attnlab.present import words
 if TYPE_CHECKING:
     from attnlab.present.engine_api import LiveModel, Trace
 def title(trace: Trace, model: LiveModel) -> str:
+    session.set_run(trace.config, trace.options)  # handles passed on, not read
     return words.word("self") + str(model.name) + self.tokenizer_path.text()
 """
 
@@ -159,6 +221,11 @@ def title(trace: Trace, model: LiveModel) -> str:
         ("tok = model.tgt_tokenizer", "reaches a tokenizer (.tgt_tokenizer)"),
         ("f = model.output_tokenizer.id_to_token", "reaches a tokenizer (.output_tokenizer)"),
         ("keys = list(self.trace.entries)", "reads the trace's entries (.entries)"),
+        ("ms = trace.info['compute_ms']", "reads the trace's info (.info)"),
+        ("notes = s.trace.notices", "reads the trace's notices (.notices)"),
+        ("spread = model.metadata.get('placement')", "reads a model's metadata (.metadata)"),
+        ("arch = s.model.config.arch", "reads a field of a handle (.config.arch)"),
+        ("device = s.options.device", "reads a field of a handle (.options.device)"),
     ],
 )
 def test_the_checker_names_the_line_that_breaks_a_rule(tmp_path: Path, line: str, what: str) -> None:

@@ -75,9 +75,9 @@ def token_text(trace: Trace, token_id: int) -> str:
 
 
 # ---- lessons --------------------------------------------------------------------------------------------------
-def lesson_options(lesson: Lesson, index: int, device: str) -> RunOptions:
-    """The run options of a lesson's step `index`, on the device the window runs on."""
-    return lesson.options(index, RunOptions(device=device))
+def lesson_options(lesson: Lesson, index: int, current: RunOptions) -> RunOptions:
+    """The run options of a lesson's step `index`, on the device of the `current` options (the window's)."""
+    return lesson.options(index, RunOptions(device=current.device))
 
 
 # ---- the toggles' read-back ---------------------------------------------------------------------------------

@@ -89,7 +89,7 @@ class LessonPlayer(QObject):
             s.set_tgt(tgt, debounce=False, typed=False)  # the lesson's: it follows a sentence typed later
         if texts_change:
             s.textsChanged.emit()  # the input boxes show the step's sentence
-        s.set_options(lesson_options(lesson, index, s.options.device))
+        s.set_options(lesson_options(lesson, index, s.options))
         if step.head is not None:
             s.set_view(head=step.head - 1)
         if step.fixed_axis is not None:  # the output panel's "Fixed 0–1 axis" (issue 32: temperature you can see)
