@@ -4,7 +4,8 @@ One layer of each stack is drawn with "×N" beside it; the layer chips in each h
 The norm placement is drawn as it is for the CURRENT run: post-norm puts an "Add & Norm" box after each
 sub-layer; pre-norm puts a "Norm" box inside the residual branch, before the sub-layer, and a "+" after it.
 The current stage's box is highlighted; clicking a box emits `boxClicked(name)` with the name
-`Stage.schematic_box` uses ("enc.0.self", "dec.1.norm2", "src.input", "output").
+`Stage.schematic_box` uses ("enc.0.self", "dec.1.norm2", "src.input", "output"). Which boxes, their keys
+and words come from present/schematic_boxes.py (Qt-free); this module places and paints them.
 """
 
 from __future__ import annotations
