@@ -9,7 +9,8 @@ cannot see: every module under attnlab/ui is read as an AST and none may
   re-export); present/engine_api.py is held to the same and imports the engine under TYPE_CHECKING only;
 - reach into an engine object: `.module.` (the torch module behind a LiveModel), `.checkpoint_tensors`,
   any `…tokenizer` attribute, a model's `.metadata`, a field of a config or of run options (`x.config.arch`,
-  `s.options.device`: the handles themselves may be passed on), a trace's `.entries`, `.info` or `.notices`.
+  `s.options.device`: the handles themselves may be passed on), a trace's `.entries`, `.info` or `.notices`,
+  a call of a trace's method (`trace.read(…)`, `trace.save_npz(…)`).
   The words and numbers come from present/ functions instead (present/window_facts.py, model_info.py,
   status_texts.py, schematic_boxes.py, the view-models).
 
@@ -61,7 +62,8 @@ def _imported_modules(node: ast.Import | ast.ImportFrom) -> list[str]:
 def _names_trace(node: ast.expr) -> bool:
     """Whether an expression names a trace (`trace`, `self.trace`, `s.trace`, `shown_trace`)."""
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-    return "trace" in name.lower()
+    name = name.lower().strip("_")  # not traceReady (a signal) nor traceback
+    return name == "trace" or name.endswith("_trace") or name.startswith("trace_")
 
 
 def _attribute_problem(node: ast.Attribute) -> str | None:
@@ -78,6 +80,14 @@ def _attribute_problem(node: ast.Attribute) -> str | None:
         return f"reaches the torch module behind a model (.module.{node.attr})"
     if isinstance(node.value, ast.Attribute) and node.value.attr in HANDLES:
         return f"reads a field of a handle (.{node.value.attr}.{node.attr})"
+    return None
+
+
+def _call_problem(node: ast.Call) -> str | None:
+    """A method of a trace called from ui (the trace is a handle: present/ functions read and write it)."""
+    func = node.func
+    if isinstance(func, ast.Attribute) and _names_trace(func.value):
+        return f"calls a trace's method (.{func.attr}())"
     return None
 
 
@@ -111,8 +121,8 @@ def boundary_violations(path: Path, is_api: bool = False) -> list[str]:
             found += [(node.lineno, p) for p in _import_problems(node, node.lineno in guarded, is_api)]
         elif isinstance(node, ast.Name) and node.id == "__import__":
             found.append((node.lineno, "uses __import__"))
-        elif isinstance(node, ast.Attribute) and not is_api:
-            problem = _attribute_problem(node)
+        elif isinstance(node, ast.Attribute | ast.Call) and not is_api:
+            problem = _attribute_problem(node) if isinstance(node, ast.Attribute) else _call_problem(node)
             if problem:
                 found.append((node.lineno, problem))
     for stmt in tree.body:  # a module __getattr__: names that appear on first use (a lazy re-export)
@@ -223,6 +233,8 @@ def title(trace: Trace, model: LiveModel) -> str:
         ("keys = list(self.trace.entries)", "reads the trace's entries (.entries)"),
         ("ms = trace.info['compute_ms']", "reads the trace's info (.info)"),
         ("notes = s.trace.notices", "reads the trace's notices (.notices)"),
+        ("s.trace.save_npz('run.npz')", "calls a trace's method (.save_npz())"),
+        ("values = trace.read('enc.0.self.weights', 1)", "calls a trace's method (.read())"),
         ("spread = model.metadata.get('placement')", "reads a model's metadata (.metadata)"),
         ("arch = s.model.config.arch", "reads a field of a handle (.config.arch)"),
         ("device = s.options.device", "reads a field of a handle (.options.device)"),
@@ -252,9 +264,13 @@ def test_engine_api_may_name_engine_types_under_type_checking_only(tmp_path: Pat
 
 
 def test_a_view_models_entries_field_is_not_a_trace(tmp_path: Path) -> None:
-    """`.entries` is a reach-in on a trace only: a view-model's field of that name is plain data."""
+    """`.entries` is a reach-in on a trace only: a view-model's field of that name is plain data; a signal
+    named traceReady and the traceback module are not traces either."""
     view = tmp_path / "view.py"
-    view.write_text("entry = shown_view.entries\nother = trace.entries\n")
+    view.write_text(
+        "entry = shown_view.entries\nother = trace.entries\n"
+        "session.traceReady.connect(print)\ntext = traceback.format_exc()\n"
+    )
     assert boundary_violations(view) == [f"{view}:2: reads the trace's entries (.entries)"]
 
 

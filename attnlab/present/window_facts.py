@@ -7,6 +7,7 @@ a trace name themselves (the grammar is engine/names.py, this is its widget-faci
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnlab.engine import names
@@ -94,3 +95,11 @@ def ablation_of(options: RunOptions, site: str, head: int) -> str | None:
 def ablated_heads(options: RunOptions) -> int:
     """How many heads the run ablates, over every site."""
     return len(options.ablate)
+
+
+# ---- File → Export --------------------------------------------------------------------------------------------------
+def save_run(trace: Trace, path: Path) -> Path:
+    """Write every array of the run to `path` (an .npz; the suffix added when missing); returns the path written."""
+    path = path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
+    trace.save_npz(path)  # written whole or not at all (attnlab.fileio.atomic_write)
+    return path
