@@ -1,52 +1,24 @@
-"""What the widgets may know of the engine, in one place: the name grammar and the types they hold or annotate
-with. attnlab.ui imports these from here, never from attnlab.engine (an import-linter contract in pyproject.toml
-says so), so every engine fact a widget reads passes through present/ (view-models, stages, words, facts).
+"""The engine's types as the widgets may name them: opaque handles, for annotations only.
 
-The torch-free parts load at once; Trace, LiveModel, pick_device and sinusoidal_period load on first use (they
-pull in torch, ~1.3 s, which the window does not wait for at start-up)."""
+A widget holds a Trace, a LiveModel, a ModelConfig, RunOptions or ResolvedOptions that session or present/
+handed it, passes it back to present/ or session functions, and names its type in annotations; it never calls
+into it, reads its fields for something to show, nor builds one. Every word and number a widget shows comes
+from a present/ function (the view-models in present/views/, present/window_facts.py, present/model_info.py,
+present/schematic_boxes.py, …) or from the Session.
+
+So this module holds nothing at run time: ui imports it under `if TYPE_CHECKING:` only, and it imports the
+engine under TYPE_CHECKING only (tests/test_ui_boundary.py checks both, and that no module in ui imports
+attnlab.engine, uses importlib, or reaches into an engine object; an import-linter contract in pyproject.toml
+checks the direct imports too)."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-from attnlab.engine import names
-from attnlab.engine.config import ARCHITECTURES, POSITIONALS, ModelConfig
-from attnlab.engine.options import ABLATION_MODES, ResolvedOptions, RunOptions, head_choices
-from attnlab.engine.pairs import INPUT_CUT
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from attnlab.engine.live import LiveModel, pick_device
-    from attnlab.engine.positional import sinusoidal_period
+    from attnlab.engine.config import ModelConfig
+    from attnlab.engine.live import LiveModel
+    from attnlab.engine.options import ResolvedOptions, RunOptions
     from attnlab.engine.trace import Trace
 
-# name -> the engine module that defines it (imported when a widget first asks for the name)
-_ON_FIRST_USE = {
-    "LiveModel": "attnlab.engine.live",
-    "pick_device": "attnlab.engine.live",
-    "sinusoidal_period": "attnlab.engine.positional",
-    "Trace": "attnlab.engine.trace",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _ON_FIRST_USE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
-
-
-__all__ = [
-    "ABLATION_MODES",
-    "ARCHITECTURES",
-    "INPUT_CUT",
-    "POSITIONALS",
-    "LiveModel",
-    "ModelConfig",
-    "ResolvedOptions",
-    "RunOptions",
-    "Trace",
-    "head_choices",
-    "names",
-    "pick_device",
-    "sinusoidal_period",
-]
+__all__ = ["LiveModel", "ModelConfig", "ResolvedOptions", "RunOptions", "Trace"]

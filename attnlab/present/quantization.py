@@ -57,6 +57,11 @@ class QuantizationView:
     kind = KIND
 
 
+def model_metadata(model: LiveModel | None) -> dict[str, Any]:
+    """A copy of the open model's metadata (where its quantization fact lives); {} when no model is open."""
+    return dict(model.metadata) if model is not None else {}
+
+
 def quantization_fact(metadata: dict[str, Any]) -> dict[str, Any] | None:
     """The loader's fact about a dequantized model; None for a model that was not quantized."""
     fact = metadata.get(q.QUANTIZATION_KEY)

@@ -9,29 +9,21 @@ written here (control_widgets, controls_study), each placed after the row it fol
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from PySide6.QtWidgets import QLayout, QWidget
-
-from attnlab.present.engine_api import ModelConfig
 from attnlab.present.option_controls import Control, OptionSpec, option_controls
-from attnlab.session import Session
 from attnlab.ui.controls import control_widgets as widget
 from attnlab.ui.controls import controls_study as study
 
 if TYPE_CHECKING:
-    from attnlab.ui.controls.panel import ControlsPanel
+    from attnlab.ui.controls.control_host import Builder, Connector, Reader
 
 # Each row binds one control to the session, both ways. `widgets` are the panel attributes it owns (their
-# signals are blocked while it is re-read); `build` makes the widget placed in the group (it may hold several
-# of them); `connect` wires the widgets' "a person changed me" signals to the session; `read` shows the
-# session's state (called with signals blocked); `fields` are the RunOptions fields (or "view.<field>")
-# whose change makes the row re-read.
-Builder = Callable[["ControlsPanel"], QWidget | QLayout]
-Reader = Callable[["ControlsPanel", Session, ModelConfig], None]
-Connector = Callable[["ControlsPanel", Session], object]  # what it returns (a signal's Connection) is dropped
+# signals are blocked while it is re-read); `build` (a Builder, control_host.py) makes the widget placed in the
+# group (it may hold several of them); `connect` wires the widgets' "a person changed me" signals to the
+# session; `read` shows the session's state (called with signals blocked); `fields` are the RunOptions fields
+# (or "view.<field>") whose change makes the row re-read.
 
 
 @dataclass(frozen=True)

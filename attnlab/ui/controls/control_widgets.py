@@ -26,14 +26,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnlab.present.engine_api import ModelConfig
 from attnlab.present.option_controls import Control, ControlState, OptionSpec, control_state, written
 from attnlab.present.stages import COLOUR_SCALES
+from attnlab.present.window_facts import head_count
 from attnlab.session import Session
 
 if TYPE_CHECKING:
-    from attnlab.ui.controls.control_rows import Builder, Connector, Reader
-    from attnlab.ui.controls.panel import ControlsPanel
+    from attnlab.present.engine_api import ModelConfig
+    from attnlab.ui.controls.control_host import Builder, Connector, ControlHost, Reader
 
 Widget = TypeVar("Widget", bound=QWidget)
 
@@ -61,7 +61,7 @@ def _named(widget: Widget, c: Control) -> Widget:
     return widget
 
 
-def _slider_pair(p: ControlsPanel, c: Control) -> QLayout:
+def _slider_pair(p: ControlHost, c: Control) -> QLayout:
     """A QDoubleSpinBox (c.name) and a QSlider beside it (settings["slider"]) moving it in 1/scale steps."""
     spin_settings = {k: v for k, v in c.settings.items() if k not in ("scale", "slider")}
     spin = _named(QDoubleSpinBox(**spin_settings), c)
@@ -76,7 +76,7 @@ def _slider_pair(p: ControlsPanel, c: Control) -> QLayout:
     return row_layout(slider, spin)
 
 
-def _clear_button(p: ControlsPanel, c: Control) -> QWidget:
+def _clear_button(p: ControlHost, c: Control) -> QWidget:
     """A line of text (what is set) above a button that puts the option back."""
     setattr(p, info_attr(c), QLabel(wordWrap=True))
     setattr(p, c.attr, _named(QPushButton(c.text), c))
@@ -89,7 +89,7 @@ def _clear_button(p: ControlsPanel, c: Control) -> QWidget:
 
 
 def build_control(c: Control) -> Builder:
-    def build(p: ControlsPanel) -> QWidget | QLayout:
+    def build(p: ControlHost) -> QWidget | QLayout:
         if c.kind == "slider":
             return _slider_pair(p, c)
         if c.kind == "clear":
@@ -107,7 +107,7 @@ def build_control(c: Control) -> Builder:
 
 
 def connect_control(spec: OptionSpec, c: Control) -> Connector:
-    def connect(p: ControlsPanel, s: Session) -> None:
+    def connect(p: ControlHost, s: Session) -> None:
         def write(value: Any) -> None:
             if s.model is not None:
                 s.set_options(written(spec, c, s.options, s.model.config, value))
@@ -142,7 +142,7 @@ def _show_choices(box: QComboBox, state: ControlState) -> None:
 
 
 def read_control(spec: OptionSpec, c: Control) -> Reader:
-    def read(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
+    def read(p: ControlHost, s: Session, config: ModelConfig) -> None:
         state = control_state(spec, c, config, s.options)
         widget = getattr(p, c.attr)
         widget.setEnabled(state.enabled)
@@ -165,7 +165,7 @@ def read_control(spec: OptionSpec, c: Control) -> Reader:
 
 
 # view choices ------------------------------------------------------------------------------------------------
-def build_head(p: ControlsPanel) -> QWidget:
+def build_head(p: ControlHost) -> QWidget:
     # people count heads from 1 ("head 1 of 4"); ViewState.head and the trace count from 0
     p.head = QSpinBox(prefix="head ", minimum=1, maximum=1)
     p.head.setObjectName("headSpin")
@@ -173,14 +173,14 @@ def build_head(p: ControlsPanel) -> QWidget:
     return p.head
 
 
-def read_head(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
-    n_heads = s.options.effective_heads(config)
+def read_head(p: ControlHost, s: Session, config: ModelConfig) -> None:
+    n_heads = head_count(s.options, config)
     p.head.setMaximum(n_heads)
     p.head.setSuffix(f" of {n_heads}")
     p.head.setValue(min(s.view.head, n_heads - 1) + 1)
 
 
-def build_colour_scale(p: ControlsPanel) -> QWidget:
+def build_colour_scale(p: ControlHost) -> QWidget:
     p.colour_scale = QComboBox()
     p.colour_scale.setObjectName("colourScaleCombo")
     p.colour_scale.setToolTip(
@@ -192,18 +192,18 @@ def build_colour_scale(p: ControlsPanel) -> QWidget:
     return p.colour_scale
 
 
-def read_colour_scale(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
+def read_colour_scale(p: ControlHost, s: Session, config: ModelConfig) -> None:
     p.colour_scale.setCurrentIndex(max(0, p.colour_scale.findData(s.view.colour_scale)))
 
 
-def build_colormap(p: ControlsPanel) -> QWidget:
+def build_colormap(p: ControlHost) -> QWidget:
     p.colormap = QComboBox()
     p.colormap.setObjectName("colormapCombo")
     p.colormap.setToolTip("Colours of every heatmap")
     return p.colormap
 
 
-def read_colormap(p: ControlsPanel, s: Session, config: ModelConfig) -> None:
+def read_colormap(p: ControlHost, s: Session, config: ModelConfig) -> None:
     if not p.colormap.count():  # filled late: the list lives with pyqtgraph, imported on first use
         from attnlab.ui.plots.colormaps import COLORMAPS
 

@@ -12,19 +12,17 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLayout, QPushButton
 
 from attnlab.present import words
-from attnlab.present.engine_api import ABLATION_MODES, ModelConfig
 from attnlab.present.stages import COMPARE_MODES
+from attnlab.present.window_facts import ABLATE_CHOICES, ablated_heads, ablation_of
 from attnlab.session import Session
 
 if TYPE_CHECKING:
-    from attnlab.ui.controls.panel import ControlsPanel
-
-ABLATE_CHOICES = ((None, "off"), ("zero", "zero it"), ("mean", "mean over positions"))
-assert tuple(m for m, _ in ABLATE_CHOICES[1:]) == ABLATION_MODES
+    from attnlab.present.engine_api import ModelConfig
+    from attnlab.ui.controls.control_host import ControlHost
 
 
 # ablation -----------------------------------------------------------------------------------------------------
-def build_ablate(p: ControlsPanel) -> QComboBox:
+def build_ablate(p: ControlHost) -> QComboBox:
     p.ablate = QComboBox()
     p.ablate.setObjectName("ablateCombo")
     p.ablate.setToolTip(
@@ -36,7 +34,7 @@ def build_ablate(p: ControlsPanel) -> QComboBox:
     return p.ablate
 
 
-def connect_ablate(p: ControlsPanel, s: Session) -> None:
+def connect_ablate(p: ControlHost, s: Session) -> None:
     def write(_index: int) -> None:
         stage = s.stage
         if stage is not None and stage.site:
@@ -45,22 +43,22 @@ def connect_ablate(p: ControlsPanel, s: Session) -> None:
     p.ablate.activated.connect(write)
 
 
-def read_ablate(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
+def read_ablate(p: ControlHost, s: Session, _config: ModelConfig) -> None:
     """Enabled on every stage of an attention site (Q/K/V to × W_O: ablation acts on the site's context,
     whichever of its stages is shown); shows how the shown head of this site is ablated, and how many heads
     are. Heads and layers are counted from 1, as everywhere in the window."""
     stage = s.stage
     site = stage.site if stage is not None else None
     p.ablate.setEnabled(bool(site))
-    mode = s.options.ablation_of(site, s.view.head) if site else None
+    mode = ablation_of(s.options, site, s.view.head) if site else None
     p.ablate.setCurrentIndex(max(0, p.ablate.findData(mode)))
-    count = len(s.options.ablate)
+    count = ablated_heads(s.options)
     where = f"{words.head_words(s.view.head)} of {words.site_full_words(site)}" if site else "pick an attention stage"
     p.ablate.setToolTip(f"Ablate {where}. Heads ablated in this run: {count}.")
 
 
 # compare --------------------------------------------------------------------------------------------------------
-def build_compare(p: ControlsPanel) -> QLayout:
+def build_compare(p: ControlHost) -> QLayout:
     p.compare = QComboBox()
     p.compare.setObjectName("compareCombo")
     p.compare.setToolTip("With a pinned run A: show A | B side by side, or A | B | B − A")
@@ -75,12 +73,12 @@ def build_compare(p: ControlsPanel) -> QLayout:
     return row
 
 
-def connect_compare(p: ControlsPanel, s: Session) -> None:
+def connect_compare(p: ControlHost, s: Session) -> None:
     p.compare.activated.connect(lambda _i: s.set_view(compare=p.compare.currentData()))
     p.pin.clicked.connect(lambda: s.unpin() if s.pinned is not None else s.pin())
 
 
-def read_compare(p: ControlsPanel, s: Session, _config: ModelConfig) -> None:
+def read_compare(p: ControlHost, s: Session, _config: ModelConfig) -> None:
     pinned = s.pinned is not None
     p.compare.setEnabled(pinned)
     p.compare.setCurrentIndex(max(0, p.compare.findData(s.view.compare if pinned else "off")))

@@ -14,6 +14,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QWidget
 
 from attnlab.present import words
+from attnlab.present.window_facts import ablation_of
 
 if TYPE_CHECKING:
     from attnlab.session import Session
@@ -54,7 +55,7 @@ def offer(session: Session, panel: QWidget, head: int, global_pos: QPoint) -> QM
     if old is not None:
         old.deleteLater()
         old.setObjectName("")
-    menu = head_menu(panel, site, head, session.options.ablation_of(site, head))
+    menu = head_menu(panel, site, head, ablation_of(session.options, site, head))
 
     def chosen(action: QAction) -> None:
         session.set_view(head=head)

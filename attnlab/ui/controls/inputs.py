@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSizePolicy, QWidget
 
 from attnlab.limits import MAX_SENTENCE_CHARS
+from attnlab.present.model_info import input_words
 from attnlab.session import Session
 
 
@@ -56,17 +57,11 @@ class InputBar(QWidget):
         for edit, text in ((self.src, s.src), (self.tgt, s.tgt)):
             if edit.text() != text:
                 edit.setText(text)
-        arch = s.model.config.arch if s.model else "encoder-decoder"
-        pairs = s.model is not None and s.model.reads_pairs  # BERT, RoBERTa: the second box is sentence B
-        self.src_label.setText("&Prompt:" if arch == "decoder-only" else "Sentence &A:" if pairs else "&Source:")
-        self.tgt_label.setText("Sentence &B:" if pairs else "&Decoder input:")
-        self.tgt.setPlaceholderText(
-            "Second sentence (optional): its tokens get token type 1"
-            if pairs
-            else "Decoder input (teacher forcing) — empty, or Generate"
-        )
-        self.clear.setToolTip("Empty sentence B" if pairs else "Empty the decoder input")
-        show_tgt = arch == "encoder-decoder" or pairs
+        words = input_words(s.model)
+        self.src_label.setText(words.src_label)
+        self.tgt_label.setText(words.tgt_label)
+        self.tgt.setPlaceholderText(words.tgt_placeholder)
+        self.clear.setToolTip(words.clear_tip)
         for w in (self.tgt_label, self.tgt, self.clear):
-            w.setVisible(show_tgt)
-        self.generate.setVisible(arch != "encoder-only")
+            w.setVisible(words.show_tgt)
+        self.generate.setVisible(words.show_generate)

@@ -25,12 +25,12 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QPushButton,
     QScrollArea,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from attnlab.session import Session
+from attnlab.ui.controls.control_host import ControlHost
 from attnlab.ui.controls.control_rows import Row, rows
 from attnlab.ui.window import zoom
 
@@ -67,20 +67,12 @@ class _FromRow:
         return from_row
 
 
-class ControlsPanel(QWidget):
+class ControlsPanel(ControlHost):
     """Every what-if toggle of RunOptions plus the view choices (head, colour map), built from control_rows.rows().
 
     Widgets write to the session; the session's signals re-read only the rows whose fields changed, with those
     widgets' signals blocked, so showing a state never triggers another change.
-    The option table's widgets are attributes named by their controls (Control.attr, set by the builders);
-    the view and study rows' widgets are declared here."""
-
-    head: QSpinBox  # the head shown, counted from 1
-    colour_scale: QComboBox
-    colormap: QComboBox
-    ablate: QComboBox
-    compare: QComboBox
-    pin: QPushButton
+    The widgets its rows build are declared in ControlHost (control_host.py)."""
 
     def __init__(self, session: Session, parent: QWidget | None = None):
         super().__init__(parent)

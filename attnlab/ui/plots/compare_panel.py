@@ -10,7 +10,7 @@ the ÷√dₖ histograms, LayerNorm vs BatchNorm) say on the panel what is compa
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -19,14 +19,17 @@ from PySide6.QtCore import Qt
 
 from attnlab.present import compare, words
 from attnlab.present.ablation import distribution_change
-from attnlab.present.engine_api import Trace, names
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.window_facts import OUTPUT_KINDS, token_text
 from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING
 from attnlab.ui.plots.head_grid import HeadGrid
 from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label
 from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import Trace
 
 A_COLOR, B_COLOR = "#9aa5b1", "#3b7dd8"
 DIFF_COLORS = ("#d8453b", "#3b6fd8")  # B − A per token: larger in B (red), smaller in B (blue)
@@ -174,7 +177,7 @@ class ComparePanel(StagePanel):
         self._vocab = vocab
 
     def _name(self, trace: Trace, token_id: int) -> str:
-        return self._vocab(token_id) if self._vocab is not None else _token_name(trace, token_id)
+        return self._vocab(token_id) if self._vocab is not None else token_text(trace, token_id)
 
     def _row(self, i: int) -> _EntryRow:
         while len(self._rows) <= i:
@@ -193,7 +196,7 @@ class ComparePanel(StagePanel):
     def show_pair(self, a: Trace, b: Trace, stage: Stage, view: ViewState) -> None:
         self._last = (a, b, stage, view)
         self._caption.show_text(f"A (pinned): {compare.describe_run(a)}    B (now): {compare.describe_run(b)}")
-        if stage.kind in (names.LOGITS, names.PROBS):
+        if stage.kind in OUTPUT_KINDS:
             self._show_only("bars")
             self._show_bars(a, b, stage.kind, view)
             return
@@ -293,14 +296,3 @@ class ComparePanel(StagePanel):
 
 def _position(n_positions: int, requested: int) -> int:
     return min(max(int(requested), -n_positions), n_positions - 1) % n_positions
-
-
-def _token_name(trace: Trace, token_id: int) -> str:
-    """A token's text from the run's own tokens, else '#id' (the panel has no tokenizer)."""
-    for side in names.SIDES:
-        ids, tokens = trace.get(names.side_entry(side, "ids")), trace.get(names.side_entry(side, "tokens"))
-        if ids is not None and tokens:
-            for i, t in zip(ids.tolist(), tokens, strict=False):
-                if i == token_id:
-                    return str(t)
-    return f"#{token_id}"

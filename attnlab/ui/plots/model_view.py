@@ -19,8 +19,8 @@ from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from attnlab.present import words
-from attnlab.present.engine_api import names
 from attnlab.present.model_grid import TOP_PERCENTILE, SiteGrid, put, site_grids, thumbnail_jobs, top_of
+from attnlab.present.window_facts import site_kind
 from attnlab.ui.plots.colormaps import DEFAULT_SEQUENTIAL, get_colormap
 from attnlab.ui.plots.raster import QtReadyImage, rect_updates
 from attnlab.ui.plots.tile_loader import TileLoader
@@ -182,7 +182,7 @@ class ModelView(QWidget):
             self._readout.setText(HINT)
             return
         site, _layer, head, q, k = found
-        grid = self._grids[names.site_kind(site)]
+        grid = self._grids[site_kind(site)]
         value = float(grid.image[grid.row_of(_layer, q), grid.col_of(head, k)])
         if grid.row_step > 1 or grid.col_step > 1:  # a long input: the cell is a tile, its value their max
             where = f"queries {q}–{q + grid.row_step - 1} → keys {k}–{k + grid.col_step - 1}: largest"

@@ -4,13 +4,15 @@ One layer of each stack is drawn with "×N" beside it; the layer chips in each h
 The norm placement is drawn as it is for the CURRENT run: post-norm puts an "Add & Norm" box after each
 sub-layer; pre-norm puts a "Norm" box inside the residual branch, before the sub-layer, and a "+" after it.
 The current stage's box is highlighted; clicking a box emits `boxClicked(name)` with the name
-`Stage.schematic_box` uses ("enc.0.self", "dec.1.norm2", "src.input", "output").
+`Stage.schematic_box` uses ("enc.0.self", "dec.1.norm2", "src.input", "output"). Which boxes, their keys
+and words come from present/schematic_boxes.py (Qt-free); this module places and paints them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -27,12 +29,12 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
-from attnlab.present import words
-from attnlab.present.engine_api import ModelConfig, ResolvedOptions, RunOptions, names
-from attnlab.present.explain_layers import shared_layers_label
-from attnlab.present.formulas import norm_word, pe_kind
-from attnlab.present.stages import OUTPUT_BOX
+from attnlab.present import schematic_boxes as boxes
+from attnlab.present.schematic_boxes import SHORT, Branch
 from attnlab.ui.window.errors import guarded_paint
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import ModelConfig, ResolvedOptions
 
 WIDTH = 300.0  # logical width; the drawing scales to the widget
 BOX_H, GAP, CIRCLE, CHIP = 24.0, 13.0, 18.0, 18.0
@@ -44,27 +46,8 @@ FILLS = {
     "add": "#fff0c2",
     "output": "#f0dcf5",
 }
-# the input box by what this run does about positions (present.formulas.pe_kind)
-INPUT_LABELS = {
-    "sinusoidal": "Embedding + sinusoidal PE",
-    "learned": "Embedding + learned positions",
-    "rotary": "Embedding (+ rotary)",
-    "none": "Embedding",
-}
-SHORT = {
-    words.word("masked self").capitalize(): "Masked self-attn.",
-    "Embedding (+ rotary)": "Emb. (+ rotary)",
-    "Embedding + sinusoidal PE": "Emb. + sin. PE",
-    "Embedding + learned positions": "Emb. + learned pos.",
-    "Final LayerNorm (γ=1, β=0)": "Final LN (γ=1, β=0)",
-    words.word("cross").capitalize(): "Cross-attn.",
-    words.word("self").capitalize(): "Self-attn.",
-}
-FIRST_SITE = {stack: names.site(names.layer(stack, 0), "self") for stack in names.STACKS}  # "enc.0.self", …
 HIGHLIGHT = "#ff9f1c"
 RESIDUAL = "#4a78b0"
-ColumnBox = tuple[str, str, str]  # (box, text, kind) of one box of a stack's column
-Branch = tuple[int, int | None]  # a residual branch: (its first box, the box it joins, or None when cut)
 # What is kept of earlier drawings, newest last: a wiring, highlight or size seen lately costs no layout and one
 # pixmap blit, so toggling an option back and forth redraws nothing (about 0.5 MB a picture at 300×430).
 LAYOUTS_KEPT, PICTURES_KEPT = 32, 8
@@ -89,7 +72,7 @@ class Schematic(QWidget):
         self.setAccessibleName("Architecture schematic")
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # its picture fills it: nothing below is drawn
         self.config: ModelConfig | None = None
-        self.options: ResolvedOptions = RunOptions().resolved(ModelConfig())  # replaced with the model's
+        self.options: ResolvedOptions | None = None  # the run's wiring, with the model's config
         self.current = ""
         self.layer = {"enc": 0, "dec": 0}
         self.items: list[Item] = []
@@ -105,21 +88,21 @@ class Schematic(QWidget):
     # ---- state -----------------------------------------------------------------------------------------
     def set_model(self, config: ModelConfig) -> None:
         """Draw a newly opened model as trained (its first trace then draws the run)."""
-        self.set_run(config, RunOptions().resolved(config))
+        self.set_run(config, boxes.trained_wiring(config))
 
     def set_run(self, config: ModelConfig, options: ResolvedOptions) -> None:
         """Draw the model of `config` wired as the run of `options` (a finished trace's, or a newly opened
         model's trained wiring until its first trace arrives). Laid out now; painted after the repaints
         already asked for (a zero timer), so the stage panel of the same run reaches the screen first."""
         self.config, self.options = config, options
-        self.layer["enc"] = min(self.layer["enc"], max(0, config.n_encoder_layers - 1))
-        self.layer["dec"] = min(self.layer["dec"], max(0, config.n_decoder_layers - 1))
+        for stack, n_layers in boxes.layer_counts(config).items():
+            self.layer[stack] = min(self.layer[stack], max(0, n_layers - 1))
         self._relayout(repaint=lambda: QTimer.singleShot(0, self, self.update))
 
     def set_current(self, box: str) -> None:
         """Highlight `box`; a box inside a layer also shows that layer of its stack."""
         self.current = box
-        where = names.layer_position(box)
+        where = boxes.box_layer(box)
         if where is not None:
             self.layer[where[0]] = where[1]
         self._relayout()
@@ -142,21 +125,9 @@ class Schematic(QWidget):
     def drawn_state(self) -> tuple:
         """Everything the drawing depends on: a toggle that changes none of it (heads, scaling,
         temperature, …) leaves the schematic alone."""
-        cfg, opts = self.config, self.options
-        if cfg is None:
+        if self.config is None or self.options is None:
             return (None,)
-        return (
-            cfg,
-            self.current,
-            self.layer["enc"],
-            self.layer["dec"],
-            opts.norm_first,
-            opts.output_norm,
-            opts.residual,
-            opts.positional,
-            opts.is_causal(FIRST_SITE["enc"]),
-            opts.is_causal(FIRST_SITE["dec"]),
-        )
+        return (boxes.wiring(self.config, self.options), self.current, self.layer["enc"], self.layer["dec"])
 
     def _relayout(self, hidden_too: bool = False, repaint: Callable[[], None] | None = None) -> None:
         """Lay out the drawn state if it changed (a state laid out lately is taken from `_layouts`); while hidden
@@ -182,32 +153,27 @@ class Schematic(QWidget):
     def _lay_out(self) -> None:
         """The boxes, lines and texts of the drawn state, in logical coordinates."""
         self.items, self.lines, self.texts = [], [], []
-        cfg = self.config
-        if cfg is None:
+        cfg, opts = self.config, self.options
+        if cfg is None or opts is None:
             self.height_ = 60.0
             return
-        pre = self.options.norm_first
-        title = "Pre-norm: Norm → sub-layer → +" if pre else "Post-norm: sub-layer → Add & Norm"
-        if self.options.output_norm:  # w-norms: OLMo-2, x + Norm(F(x)); Gemma 2, x + Norm(F(Norm(x)))
-            sandwich = cfg is not None and cfg.sublayer_norm == "sandwich"
-            title = "Sandwich: Norm → sub-layer → Norm → +" if sandwich else "Norm on the output: sub-layer → Norm → +"
-        if not self.options.residual:
-            title += " (no residual)"
+        title = boxes.wiring_title(cfg, opts)
         self.texts.append((QRectF(0, 2, WIDTH, 18), title, Qt.AlignmentFlag.AlignCenter))
-        top = 24.0
-        if cfg.arch == "encoder-decoder":
-            enc_bottom, enc_out = self._stack(cfg, "enc", 4.0, 140.0, top, cfg.n_encoder_layers, None, False)
-            dec_bottom, _ = self._stack(cfg, "dec", 156.0, 140.0, top, cfg.n_decoder_layers, enc_out, True)
+        top, counts = 24.0, boxes.layer_counts(cfg)
+        stacks = boxes.drawn_stacks(cfg)
+        if len(stacks) == 2:  # encoder-decoder: two columns, the encoder's output feeding the decoder's cross
+            enc_bottom, enc_out = self._stack(cfg, opts, "enc", 4.0, 140.0, top, counts["enc"], None, False)
+            dec_bottom, _ = self._stack(cfg, opts, "dec", 156.0, 140.0, top, counts["dec"], enc_out, True)
             bottom = max(enc_bottom, dec_bottom)
         else:
-            side = "enc" if cfg.arch == "encoder-only" else "dec"
-            n = cfg.n_encoder_layers if side == "enc" else cfg.n_decoder_layers
-            bottom, _ = self._stack(cfg, side, 50.0, 200.0, top, n, None, True)
+            side = stacks[0]
+            bottom, _ = self._stack(cfg, opts, side, 50.0, 200.0, top, counts[side], None, True)
         self.height_ = bottom + 4
 
     def _stack(
         self,
         cfg: ModelConfig,
+        opts: ResolvedOptions,
         side: str,
         x0: float,
         w: float,
@@ -218,9 +184,8 @@ class Schematic(QWidget):
     ) -> tuple[float, QPointF]:
         """One column of model `cfg`, top to bottom; returns (its bottom y, the point where the stack's output
         leaves)."""
-        here = names.layer(side, self.layer[side])
-        y = self._header(side, x0, w, y, n_layers)
-        column, branches, layer_start, layer_end = self._column(cfg, side, here, output)
+        y = self._header(cfg, side, x0, w, y, n_layers)
+        column, branches, layer_start, layer_end = boxes.column(cfg, opts, side, self.layer[side], output)
         bx, bw = x0 + 16, w - 18
         cx = bx + bw / 2
         rects: list[QRectF] = []
@@ -234,9 +199,9 @@ class Schematic(QWidget):
             y = r.bottom() + GAP
         top, bottom = rects[layer_start].top() - 9, rects[layer_end - 1].bottom() + 7
         self.items.insert(0, Item("", QRectF(x0 + 2, top, w - 2, bottom - top), "", "frame"))
-        self._residual_paths(branches, rects, x0 + 7, cx)
+        self._residual_paths(branches, rects, x0 + 7, cx, boxes.residual_on(opts))
         if memory is not None:  # the encoder output feeds cross-attention's keys and values
-            cross = rects[[c[0] for c in column].index(names.site(here, "cross"))]
+            cross = rects[[c[0] for c in column].index(boxes.cross_box(side, self.layer[side]))]
             mid = x0 - 6
             self.lines.append(
                 (
@@ -254,70 +219,28 @@ class Schematic(QWidget):
             self.texts.append((label_rect, "K,V", Qt.AlignmentFlag.AlignCenter))
         last = rects[-1].bottom()
         out_point = QPointF(cx, last + 8)
-        if not output and cfg.has_decoder:
+        if not output and boxes.feeds_decoder(cfg):
             self.lines.append(([QPointF(cx, last), out_point], RESIDUAL, False))
         return last + 10, out_point
 
-    def _header(self, side: str, x0: float, w: float, y: float, n_layers: int) -> float:
+    def _header(self, cfg: ModelConfig, side: str, x0: float, w: float, y: float, n_layers: int) -> float:
         """The stack's name and its layer chips (click one to show that layer); returns the y below them."""
         left = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
-        self.texts.append((QRectF(x0, y, w, 18), f"{words.word(side)} ×{n_layers}", left))
+        self.texts.append((QRectF(x0, y, w, 18), boxes.stack_header(side, n_layers), left))
         for i in range(n_layers):  # layer chips, right-aligned in the header
             r = QRectF(x0 + w - (n_layers - i) * (CHIP + 2), y, CHIP, CHIP)
             chip = "chip-on" if i == self.layer[side] else "chip"
-            self.items.append(Item(names.site(names.layer(side, i), "self"), r, str(i + 1), chip))
-        if side == "enc" and self.config is not None and self.config.share_layers:  # ALBERT
-            self.texts.append((QRectF(x0, y + 20, w, 14), shared_layers_label(n_layers), left))
+            self.items.append(Item(boxes.chip_box(side, i), r, str(i + 1), chip))
+        note = boxes.shared_note(cfg, side, n_layers)  # ALBERT: one layer's weights in every layer
+        if note:
+            self.texts.append((QRectF(x0, y + 20, w, 14), note, left))
             return y + 38
         return y + 24
 
-    def _column(
-        self, cfg: ModelConfig, side: str, here: str, output: bool
-    ) -> tuple[list[ColumnBox], list[Branch], int, int]:
-        """The boxes of one stack of model `cfg` as (box, text, kind), top to bottom, with the norms where the
-        options put them; the residual branches as (first box of the branch, the box it joins, or None when
-        cut); and where the repeated layer starts and ends."""
-        opts = self.options
-        column: list[ColumnBox] = [
-            (names.side_entry(names.stack_side(side), "input"), INPUT_LABELS[pe_kind(cfg, opts)], "input")
-        ]
-        norm = norm_word(cfg)
-        attn = words.site_words(FIRST_SITE[side], causal=opts.is_causal(FIRST_SITE[side])).capitalize()
-        subs = [(names.site(here, "self"), attn, "attn")]
-        if side == "dec" and cfg.has_encoder:
-            subs.append((names.site(here, "cross"), words.word("cross").capitalize(), "attn"))
-        subs.append((names.ffn(here), words.word("moe.box" if cfg.n_experts else "ffn.box"), "ffn"))
-        pre, residual = opts.norm_first, opts.residual
-        layer_start = len(column)
-        branches: list[Branch] = []
-        for n, sub in enumerate(subs, 1):
-            norm_box, first = names.norm(here, n), len(column)
-            if opts.output_norm:  # w-norms: OLMo-2, sub-layer → Norm → +; Gemma 2, Norm → sub-layer → Norm → +
-                post = (names.post_norm(here, n), f"{norm} (post)", "norm")
-                sandwich = cfg.sublayer_norm == "sandwich" and sub[2] in ("attn", "ffn") and "cross" not in sub[0]
-                before, after = ([(norm_box, norm, "norm")], post) if sandwich else ([], (norm_box, norm, "norm"))
-                column += [*before, sub, after, *([(after[0], "+", "add")] if residual else [])]
-                branches.append((first, len(column) - 1 if residual else None))
-                continue
-            if pre:
-                column.append((norm_box, norm, "norm"))
-            column.append(sub)
-            if pre and residual:
-                column.append((norm_box, "+", "add"))
-            elif not pre:
-                column.append((norm_box, f"Add & {norm}" if residual else f"{norm} (no add)", "norm"))
-            branches.append((first, len(column) - 1 if (residual or not pre) else None))
-        layer_end = len(column)
-        if cfg.final_norm if opts.final_norm is None else opts.final_norm:
-            trained = cfg.final_norm and opts.final_norm is None
-            column.append(("", f"Final {norm}" if trained or cfg.final_norm else "Final LayerNorm (γ=1, β=0)", "norm"))
-        if output:
-            column.append((OUTPUT_BOX, "Linear + softmax", "output"))
-        return column, branches, layer_start, layer_end
-
-    def _residual_paths(self, branches: list[Branch], rects: list[QRectF], lane: float, cx: float) -> None:
+    def _residual_paths(
+        self, branches: list[Branch], rects: list[QRectF], lane: float, cx: float, residual: bool
+    ) -> None:
         """The skip paths on the stack's left lane (grey and cut short when residuals are off)."""
-        residual = self.options.residual
         colour = RESIDUAL if residual else "#b0b0b0"
         for first, join in branches:
             branch_y = rects[first].top() - GAP / 2
@@ -414,7 +337,7 @@ class Schematic(QWidget):
         if item.kind.startswith("chip"):
             active = item.kind == "chip-on"
             p.setPen(QPen(QColor("#707070"), 1))
-            in_layer = names.layer_of(self.current) == names.layer_of(item.box)
+            in_layer = boxes.same_layer(self.current, item.box)
             p.setBrush(QColor(HIGHLIGHT if active and in_layer else ("#c8c8c8" if active else "#f4f4f4")))
             p.drawRoundedRect(item.rect, 4, 4)
             p.setPen(QColor("black"))

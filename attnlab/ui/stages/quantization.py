@@ -101,16 +101,15 @@ class QuantizationWindow(QtWidgets.QWidget):
         self.host = window
         self.panel = QuantizationPanel(self)
         QtWidgets.QVBoxLayout(self).addWidget(self.panel)
-        meta = window.session.model.metadata if window.session.model is not None else {}
-        self.metadata = dict(meta)
+        self.model_facts = quantization.model_metadata(window.session.model)
         try:
-            self.original = quantization.original_of(self.metadata)
+            self.original = quantization.original_of(self.model_facts)
         except ValueError:  # the folder's config.json names something unreadable: no original at hand
             self.original = None
         self.panel.weightChosen.connect(self.show_weight)
         self.panel.originalRequested.connect(self.choose_original)
         self.panel.pinRequested.connect(self.pin_original)
-        names = quantization.weight_names(self.metadata)
+        names = quantization.weight_names(self.model_facts)
         self.panel.set_weights(names)
         self.show_weight(names[0] if names else "")
         self.resize(1100, 520)
@@ -118,7 +117,7 @@ class QuantizationWindow(QtWidgets.QWidget):
     def show_weight(self, name: str) -> None:
         from attnlab.present import quantization
 
-        view = quantization.quantization_view(self.metadata, name, self.original)
+        view = quantization.quantization_view(self.model_facts, name, self.original)
         self.panel.show_view(view, self.original is not None)
 
     def choose_original(self) -> None:
@@ -126,7 +125,7 @@ class QuantizationWindow(QtWidgets.QWidget):
 
         folder = QtWidgets.QFileDialog.getExistingDirectory(self, "The full-precision original's folder")
         if folder:
-            self.original = quantization.original_of(self.metadata, folder)
+            self.original = quantization.original_of(self.model_facts, folder)
             self.show_weight(self.panel.weights.currentText())
 
     def pin_original(self) -> None:
@@ -149,7 +148,7 @@ class QuantizationWindow(QtWidgets.QWidget):
 def show_quantization(window: WindowHost) -> None:
     from attnlab.present import quantization
 
-    meta = window.session.model.metadata if window.session.model is not None else {}
+    meta = quantization.model_metadata(window.session.model)
     if quantization.quantization_fact(meta) is None:
         said = quantization.quantization_text(meta)
         window.statusBar().showMessage(

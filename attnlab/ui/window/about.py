@@ -14,21 +14,13 @@ from PySide6.QtCore import Qt, qVersion
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
 import attnlab
+from attnlab.present.model_info import compute_device, device_description
 
 if TYPE_CHECKING:  # torch is imported on first use: the main window paints before torch has loaded
     import torch
 
     from attnlab.session import Session
     from attnlab.ui.window.window_host import WindowHost
-
-
-def device_description(device: torch.device) -> str:
-    """'CUDA: <GPU name>' or 'CPU (N threads)': where the traces are computed."""
-    import torch
-
-    if device.type == "cuda":
-        return f"CUDA: {torch.cuda.get_device_name(device)}"
-    return f"CPU ({torch.get_num_threads()} threads)"
 
 
 def version_facts(device: torch.device) -> list[tuple[str, str]]:
@@ -49,11 +41,7 @@ def version_facts(device: torch.device) -> list[tuple[str, str]]:
 
 def session_device(session: Session) -> torch.device:
     """The device the open model runs on, or the one the run options would pick when none is open yet."""
-    from attnlab.present.engine_api import pick_device
-
-    if session.model is not None:
-        return session.model.device
-    return pick_device(session.options.device)
+    return compute_device(session.model, session.options)
 
 
 class AboutDialog(QDialog):

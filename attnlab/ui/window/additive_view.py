@@ -4,14 +4,17 @@ cross-attention for the same sentence. Opened from File → Open bundled model �
 
 from __future__ import annotations
 
-from typing import TypeGuard
+from typing import TYPE_CHECKING
 
 from PySide6 import QtWidgets
 
 from attnlab.checkpoints.additive import TITLE, AdditiveModel
 from attnlab.present.additive_compare import Alignment, additive_alignment, cross_attention_alignment
-from attnlab.present.engine_api import LiveModel
+from attnlab.present.model_info import cross_attention_layers
 from attnlab.ui.stages.common import note_font, titled_heatmap
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import LiveModel
 
 INTRO = (
     "Additive attention (Bahdanau et al., 2014) scores each source state h against the decoder state s with "
@@ -46,7 +49,7 @@ class AdditiveCompareWindow(QtWidgets.QWidget):
         self._sentence.setFont(note_font())
         self._layer = QtWidgets.QComboBox(self)
         self._layer.setObjectName("crossLayerCombo")
-        n_layers = transformer.config.n_decoder_layers if self._has_cross(transformer) else 0
+        n_layers = cross_attention_layers(transformer)  # 0: no cross-attention to compare with
         self._layer.addItems([f"decoder layer {i + 1}, mean of heads" for i in range(n_layers)])
         self._layer.setCurrentIndex(max(n_layers - 1, 0))
         row = QtWidgets.QHBoxLayout()
@@ -71,10 +74,6 @@ class AdditiveCompareWindow(QtWidgets.QWidget):
         self.resize(1200, 620)
         self.refresh()
 
-    @staticmethod
-    def _has_cross(model: LiveModel | None) -> TypeGuard[LiveModel]:
-        return model is not None and model.config.has_decoder and model.config.n_encoder_layers > 0
-
     def refresh(self) -> None:
         text = self._sentence.text().strip()
         gru = additive_alignment(self._additive, text)
@@ -82,7 +81,7 @@ class AdditiveCompareWindow(QtWidgets.QWidget):
             gru.matrix, gru.rows, gru.cols, title=f"{TITLE}: “{gru.text}”", colormap="viridis", levels=(0.0, 1.0)
         )
         self._data = {"additive": gru}
-        if self._has_cross(self._transformer):
+        if self._transformer is not None and cross_attention_layers(self._transformer):
             tr = cross_attention_alignment(self._transformer, text, layer=self._layer.currentIndex())
             self._maps[1].draw(
                 tr.matrix,

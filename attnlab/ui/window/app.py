@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
-from importlib import resources
 from pathlib import Path
 from typing import cast
 
@@ -18,10 +17,11 @@ from PySide6.QtGui import QColor, QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
 from attnlab.model_ids import looks_like_id
+from attnlab.present.assets import resource_path, resource_text
 
 ORG = APP = "attnlab"
 MAX_RECENT = 8
-ICON = Path(str(resources.files("attnlab.resources").joinpath("icons").joinpath("attnlab.svg")))  # ships in the wheel
+ICON = resource_path("icons", "attnlab.svg")  # ships in the wheel
 DESKTOP_ID = "io.github.attnlab.attnlab"  # the .desktop file's name (packaging/), which Wayland matches windows to
 
 # Keys of the settings store
@@ -124,19 +124,12 @@ def muted_colour() -> str:
     return application().palette().color(QPalette.ColorRole.PlaceholderText).name()
 
 
-def _resource_text(name: str) -> str:
-    try:
-        return resources.files("attnlab.resources").joinpath(name).read_text(encoding="utf-8")
-    except (FileNotFoundError, ModuleNotFoundError, OSError):
-        return ""
-
-
 def stylesheet(dark: bool = False) -> str:
     """style.qss, plus dark.qss in the dark theme; sizes written "13pt" follow the zoom (ui/window/zoom.py) and
     @ICONS@ is the bundled icons folder."""
     from attnlab.ui.window import zoom
 
-    text = _resource_text("style.qss") + ("\n" + _resource_text("dark.qss") if dark else "")
+    text = resource_text("style.qss") + ("\n" + resource_text("dark.qss") if dark else "")
     text = re.sub(r"(\d+(?:\.\d+)?)pt", lambda m: f"{zoom.points(float(m.group(1))):g}pt", text)
     return text.replace("@ICONS@", ICON.parent.as_posix())
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
 from attnlab.present.export import safe_file_stem, stage_table, write_text
+from attnlab.present.window_facts import save_run
 from attnlab.ui.window.export import save_widget
 
 if TYPE_CHECKING:
@@ -37,9 +38,7 @@ def export_current(window: WindowHost, fmt: str, path: str | Path, scale: float 
     if fmt == "csv":
         return write_text(path, stage_table(s.trace, s.stage, s.view).csv_text())
     if fmt == "npz":
-        path = path if path.suffix == ".npz" else path.with_name(path.name + ".npz")
-        s.trace.save_npz(path)  # on main it writes through attnlab.fileio.atomic_write itself
-        return path
+        return save_run(s.trace, path)
     raise ValueError(f"unknown export format {fmt!r}")
 
 

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QBoxLayout, QFileDialog, QInputDialog, QLabel, QMenu, QMessageBox
 
-from attnlab.present.engine_api import RunOptions, names
 from attnlab.present.export import write_text
 from attnlab.present.lessons import (
     Lesson,
@@ -26,6 +25,8 @@ from attnlab.present.lessons import (
     stage_problems,
     toggles_of,
 )
+from attnlab.present.status_texts import model_name
+from attnlab.present.window_facts import PROBS_KIND, lesson_options
 from attnlab.ui.window.lesson_quiz import QuestionCard, Quiz
 
 if TYPE_CHECKING:
@@ -88,11 +89,11 @@ class LessonPlayer(QObject):
             s.set_tgt(tgt, debounce=False, typed=False)  # the lesson's: it follows a sentence typed later
         if texts_change:
             s.textsChanged.emit()  # the input boxes show the step's sentence
-        s.set_options(lesson.options(index, RunOptions(device=s.options.device)))
+        s.set_options(lesson_options(lesson, index, s.options))
         if step.head is not None:
             s.set_view(head=step.head - 1)
         if step.fixed_axis is not None:  # the output panel's "Fixed 0–1 axis" (issue 32: temperature you can see)
-            fixed = getattr(self.window.panel_for(names.PROBS), "fixed_axis", None)
+            fixed = getattr(self.window.panel_for(PROBS_KIND), "fixed_axis", None)
             if fixed is not None:
                 fixed.setChecked(step.fixed_axis)
         if any(st.key == step.stage for st in s.stages):
@@ -191,7 +192,8 @@ def _model_spec(window: WindowHost) -> str | None:
         return None
     if s.model_path:
         return s.model_path
-    return f"bundled:{s.model.name}" if s.model.name in ("translation", "language") else None
+    name = model_name(s.model)
+    return f"bundled:{name}" if name in ("translation", "language") else None
 
 
 # ---- writing a lesson ---------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from attnlab.present.lesson_questions import (
     reveal_text,
     solve,
 )
+from attnlab.present.model_info import output_vocabulary
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import Trace
@@ -145,8 +146,7 @@ class Quiz(QObject):
         self._say_pick()
 
     def _vocab(self) -> Callable[[int], str] | None:
-        model = self.window.session.model
-        return model.output_tokenizer.id_to_token if model is not None else None
+        return output_vocabulary(self.window.session.model)
 
     def _on_trace(self, _trace: Trace) -> None:
         if self._reveal_on_trace and not self.window.session.busy:

@@ -28,7 +28,9 @@ from PySide6.QtWidgets import (
 )
 
 from attnlab.limits import MAX_SENTENCE_CHARS
+from attnlab.present.model_info import output_vocabulary
 from attnlab.present.stages import Stage, shape_text
+from attnlab.present.status_texts import model_name
 from attnlab.session import Session
 from attnlab.ui.controls import head_menu
 from attnlab.ui.controls.inputs import InputBar
@@ -241,8 +243,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         output vocabulary."""
         model = self.session.model
         if model is not None:
-            tok = model.tgt_tokenizer if model.config.has_decoder else model.src_tokenizer
-            panel.vocab = tok.id_to_token if tok is not None else None  # names the decoder rows' predictions
+            panel.vocab = output_vocabulary(model)  # names the decoder rows' predictions
             if hasattr(panel, "set_vocabulary"):
                 panel.set_vocabulary(panel.vocab)
 
@@ -322,7 +323,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
     def _on_model(self, model: LiveModel) -> None:
         s = self.session
         self.schematic.set_model(model.config)  # its trained wiring, until its first trace arrives
-        self.setWindowTitle(f"attnlab — {model.name}")
+        self.setWindowTitle(f"attnlab — {model_name(model)}")
         for panel in self._panels.values():
             self._give_vocabulary(panel)
         if s.model_path:
@@ -363,7 +364,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         if self.session.src:
             st.setValue(appsettings.LAST_SENTENCE, self.session.src[:MAX_SENTENCE_CHARS])  # what the box holds
             if self.session.model is not None:
-                st.setValue(appsettings.LAST_SENTENCE_MODEL, self.session.model.name)
+                st.setValue(appsettings.LAST_SENTENCE_MODEL, model_name(self.session.model))
         st.sync()
         if self._presenting:  # the plot floors and the text scale are the application's: give them back (the
             # numbers only: restyling the whole application from a closing window repolishes every widget alive)

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMenu
 
-from attnlab.present.engine_api import names
+from attnlab.present.window_facts import site_weights
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import Trace
@@ -58,7 +58,7 @@ class ModelViewDock(QDockWidget):
     def open_head(self, site: str, head: int) -> None:
         """Open the attention weights stage of this site, with this head selected."""
         self._session.set_view(head=head)
-        self._session.set_stage(names.site_entry(site, "weights"))
+        self._session.set_stage(site_weights(site))
 
 
 def add_model_view(window: WindowHost, menu: QMenu) -> ModelViewDock:

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnlab.present.provenance import defaults_note, setting_rows
+from attnlab.present.model_info import model_info_html
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import LiveModel
@@ -66,12 +66,12 @@ class ImportSettingsDialog(QDialog):
         self.activation = QComboBox()
         self.activation.setObjectName("importActivation")
         self.activation.addItems(["relu", "gelu"])
-        self.tokenizer = QLineEdit(placeholderText="none: built-in word list")
-        self.tokenizer.setObjectName("importTokenizer")
+        self.tokenizer_path = QLineEdit(placeholderText="none: built-in word list")
+        self.tokenizer_path.setObjectName("importTokenizer")
         browse = QPushButton("Browse…")
         browse.clicked.connect(self._browse)
         row = QHBoxLayout()
-        row.addWidget(self.tokenizer, 1)
+        row.addWidget(self.tokenizer_path, 1)
         row.addWidget(browse)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Open | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
@@ -89,14 +89,14 @@ class ImportSettingsDialog(QDialog):
     def _browse(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "A tokenizer.json", "", "tokenizer.json (*.json)")
         if path:
-            self.tokenizer.setText(path)
+            self.tokenizer_path.setText(path)
 
     def settings(self) -> dict:
         return {
             "heads": int(self.heads.currentText()),
             "norm": self.norm.currentText(),
             "activation": self.activation.currentText(),
-            "tokenizer": self.tokenizer.text().strip() or None,
+            "tokenizer": self.tokenizer_path.text().strip() or None,
         }
 
 
@@ -144,38 +144,7 @@ def open_folder_dialog(window: WindowHost) -> None:
         window.open_checkpoint(folder)
 
 
-# ---- File → Model info -------------------------------------------------------------------------------------
-def model_info_html(model: LiveModel) -> str:
-    """Architecture, parameter count, where each setting came from, the tokenizer and the loader's notes."""
-    cfg, meta = model.config, model.metadata
-    n_params = sum(t.numel() for t in model.module.checkpoint_tensors().values())
-    esc = html.escape
-    settings = meta.get("settings") or {}
-    if settings:  # the settings that say something about this model, as `attnlab info` lists them
-        table, left = setting_rows(settings)
-    else:  # attnlab's own checkpoint: every field is the checkpoint's
-        table, left = [(f, str(v), "the checkpoint's config") for f, v in vars(cfg).items()], 0
-    rows = [f"<tr><td>{esc(a)}</td><td>{esc(b)}</td><td>{esc(c)}</td></tr>" for a, b, c in table]
-    extra = [f"<tr><td colspan='3'><i>{esc(defaults_note(left))}</i></td></tr>"] if left else []
-    toks = []
-    for side, tok in (("source", model.src_tokenizer), ("target", model.tgt_tokenizer)):
-        if tok is not None and (side == "source" or tok is not model.src_tokenizer):
-            specials = getattr(tok.specials, "description", "")
-            toks.append(
-                f"<li>{side}: {esc(tok.kind)}, {tok.vocab_size:,} tokens"
-                f"{'; specials ' + esc(specials) if specials else ''}</li>"
-            )
-    notes = "".join(f"<li>{esc(str(n))}</li>" for n in meta.get("notices", []))
-    return (
-        f"<h3>{esc(str(model.name))}</h3>"
-        f"<p>{esc(cfg.arch)} · {n_params:,} parameters · read from: {esc(str(meta.get('source', 'attnlab')))}"
-        f"</p><p><b>Tokenizer</b>: {esc(str(meta.get('tokenizer', '')))}</p><ul>{''.join(toks)}</ul>"
-        "<table border='1' cellspacing='0' cellpadding='3'><tr><th>setting</th><th>value</th>"
-        f"<th>from</th></tr>{''.join(rows + extra)}</table>"
-        + (f"<p><b>Notes from loading</b></p><ul>{notes}</ul>" if notes else "")
-    )
-
-
+# ---- File → Model info (the page: present/model_info.py) ---------------------------------------------
 def show_model_info(window: WindowHost) -> None:
     model = window.session.model
     dialog = QDialog(window)

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QSpinBox, QWidget
 
-from attnlab.present.engine_api import ARCHITECTURES, POSITIONALS, ModelConfig
+from attnlab.present.model_info import (
+    ARCHITECTURE_CHOICES,
+    POSITIONAL_CHOICES,
+    config_problems,
+    config_sizes,
+    default_config,
+    random_config,
+)
+
+if TYPE_CHECKING:
+    from attnlab.present.engine_api import ModelConfig
 
 
 class RandomModelDialog(QDialog):
@@ -13,19 +25,19 @@ class RandomModelDialog(QDialog):
     def __init__(self, base: ModelConfig | None = None, parent: QWidget | None = None):
         super().__init__(parent)
         self.setWindowTitle("New random model")
-        base = base or ModelConfig()
+        sizes = config_sizes(base or default_config())
         self.arch = QComboBox()
         self.arch.setObjectName("archCombo")
-        self.arch.addItems(list(ARCHITECTURES))
-        self.arch.setCurrentText(base.arch)
-        self.d_model = spin_box("dModelSpin", 4, 1024, base.d_model, step=4)
-        self.n_heads = spin_box("nHeadsSpin", 1, 64, base.n_heads)
-        self.d_ff = spin_box("dFFSpin", 4, 8192, base.d_ff, step=32)
-        self.layers = spin_box("layersSpin", 1, 12, max(base.n_encoder_layers, base.n_decoder_layers))
+        self.arch.addItems(list(ARCHITECTURE_CHOICES))
+        self.arch.setCurrentText(str(sizes["arch"]))
+        self.d_model = spin_box("dModelSpin", 4, 1024, int(sizes["d_model"]), step=4)
+        self.n_heads = spin_box("nHeadsSpin", 1, 64, int(sizes["n_heads"]))
+        self.d_ff = spin_box("dFFSpin", 4, 8192, int(sizes["d_ff"]), step=32)
+        self.layers = spin_box("layersSpin", 1, 12, int(sizes["layers"]))
         self.positional = QComboBox()
         self.positional.setObjectName("positionalCombo")
-        self.positional.addItems(list(POSITIONALS))
-        self.positional.setCurrentText(base.positional)
+        self.positional.addItems(list(POSITIONAL_CHOICES))
+        self.positional.setCurrentText(str(sizes["positional"]))
         self.seed = spin_box("seedSpin", 0, 2**31 - 1, 0)
         self.problem = QLabel()
         self.problem.setStyleSheet("color: #b00020")
@@ -54,19 +66,17 @@ class RandomModelDialog(QDialog):
         self._check()
 
     def config(self) -> ModelConfig:
-        n = self.layers.value()
-        return ModelConfig(
-            arch=self.arch.currentText(),  # type: ignore[arg-type]  # one of ARCHITECTURES: the combo offers no other
-            d_model=self.d_model.value(),
-            n_heads=self.n_heads.value(),
-            d_ff=self.d_ff.value(),
-            n_encoder_layers=n,
-            n_decoder_layers=n,
-            positional=self.positional.currentText(),  # type: ignore[arg-type]  # one of POSITIONALS, as above
+        return random_config(
+            self.arch.currentText(),
+            self.d_model.value(),
+            self.n_heads.value(),
+            self.d_ff.value(),
+            self.layers.value(),
+            self.positional.currentText(),
         )
 
     def _check(self) -> None:
-        problems = self.config().problems()
+        problems = config_problems(self.config())
         self.problem.setText("\n".join(problems))
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(not problems)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QObject, QSettings
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDialog, QDockWidget, QLabel, QMainWindow, QMenu, QTextBrowser, QWidget
 
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from attnlab.ui.controls.panel import ControlsPanel
     from attnlab.ui.controls.snapshot_slider import SnapshotSlider
     from attnlab.ui.window.errors import ErrorReporter
-    from attnlab.ui.window.lesson_actions import LessonPlayer
     from attnlab.ui.window.navigator import StageNavigator
     from attnlab.ui.window.overview_strip import OverviewStrip
     from attnlab.ui.window.panel_area import PanelScroll
@@ -53,7 +52,7 @@ class WindowHost(QMainWindow):
     panel_scroll: PanelScroll
     opening: str  # what the last open asked for (window_files), named when it fails (window_status)
     # set on first use by lesson_actions.py and open_model.py (read with getattr until then)
-    lesson_player: LessonPlayer
+    lesson_player: QObject  # lesson_actions.LessonPlayer (not imported here: lesson_actions imports this module)
     lesson_draft: list[Step]
     _model_info_dialog: QDialog
     _cached_models_dialog: QDialog  # File → Open model… (cached_models.py), kept alive while open

@@ -9,42 +9,25 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QMessageBox, QProgressBar, QPushButton
 
-from attnlab.present.decoder_input import written_for_banner
-from attnlab.present.engine_api import INPUT_CUT, names
-from attnlab.present.facts import untrained_banner
-from attnlab.present.lexicon import out_of_domain_text
-from attnlab.present.training_steps import step_banner
+from attnlab.present.status_texts import (  # noqa: F401 (main_window and the tests import them from here)
+    CLASSROOM_NOTE,
+    RANDOM_BANNER,
+    WIDEST_TIMING,
+    banner,
+    classroom_description,
+    failed_open_text,
+    status_texts,
+    still_showing,
+)
 from attnlab.ui.window.steady import FixedSizeLabel, SteadyBox
 
 if TYPE_CHECKING:
-    from attnlab.present.engine_api import LiveModel, Trace
+    from attnlab.present.engine_api import Trace
     from attnlab.ui.window.window_host import WindowHost
 else:
     WindowHost = object  # the type checker's view of MainWindow (window_host.py)
 
-RANDOM_BANNER = "Randomly initialised model — attention is noise: nothing here was learned."
-CLASSROOM_NOTE = (
-    "Classroom model ({what}), trained on short generated sentences with a small vocabulary: "
-    "other sentences still run, but then its outputs are meaningless."
-)
 CANCEL_AFTER_MS = 1000  # a run still going after this long gets the Cancel button (a load gets it at once)
-WIDEST_TIMING = "compute 8888.8 ms · paint 8888.8 ms"
-SIDES = ((names.side_entry("src", "tokens"), "source"), (names.side_entry("tgt", "tokens"), "decoder"))
-
-
-def classroom_description(name: str) -> str:
-    """'translation' -> 'English → French translation, encoder-decoder'."""
-    from attnlab.checkpoints import BUNDLED
-
-    text = BUNDLED.get(str(name), str(name)).replace("->", "→")
-    return text.replace(" (", ", ").rstrip(")")
-
-
-def failed_open_text(what: str, model: LiveModel | None) -> str:
-    """'Could not open x.safetensors — still showing translation' for the status bar after a failed open."""
-    name = Path(what).name if what and not what.startswith("the bundled") else (what or "the model")
-    still = f"still showing {model.name}" if model is not None else "no model is open"
-    return f"Could not open {name} — {still}"
 
 
 class WindowStatus(WindowHost):
@@ -85,22 +68,14 @@ class WindowStatus(WindowHost):
         bar.addPermanentWidget(self.cancel_load_button)
 
     def _show_status(self, trace: Trace) -> None:
-        info = trace.info
-        counts = [f"{len(trace[n])} {what}" for n, what in SIDES if n in trace]
-        notices = list(trace.notices)
-        model = self.session.model
-        spread = model.metadata.get("placement") if model is not None else None  # layers over GPU, host, disk
-        device = f"Device: {trace.device.upper()} · {trace.options.dtype}" + (" · weights spread out" if spread else "")
-        tip = f"Where the weights live: {spread}" if spread else ""
-        if self.device_label.toolTip() != tip:
-            self.device_label.setToolTip(tip)
+        texts = status_texts(trace, self.session.model, self.last_paint_ms)
+        notices = texts.notices
+        if self.device_label.toolTip() != texts.device_tip:
+            self.device_label.setToolTip(texts.device_tip)
         for label, text in (
-            (self.device_label, device),  # precision: issue 23
-            (
-                self.timing_label,
-                f"compute {info.get('job_ms', info.get('compute_ms', 0.0)):.1f} ms · paint {self.last_paint_ms:.1f} ms",
-            ),
-            (self.tokens_label, "Tokens: " + " + ".join(counts)),
+            (self.device_label, texts.device),  # precision: issue 23
+            (self.timing_label, texts.timing),
+            (self.tokens_label, texts.tokens),
             (self.notice_label, " · ".join(notices)),
         ):
             if label.text() != text:  # setText lays out the status bar even for the same text
@@ -111,37 +86,9 @@ class WindowStatus(WindowHost):
     def _update_banner(self, trace: Trace) -> None:
         """Say when the numbers mean nothing: a random model, a notice from the loader, unknown tokens;
         for a classroom model, a quieter note that it only knows its small training language."""
-        model = self.session.model
-        meta = model.metadata if model else {}
-        warnings = [RANDOM_BANNER] if meta.get("random") else []
-        if meta.get("notice"):
-            warnings.append(str(meta["notice"]))
-        if model is not None and meta.get("classroom_model") and not meta.get("random"):
-            side = "src" if model.config.has_encoder else "tgt"
-            typed = self.session.src if model.config.has_encoder else (self.session.tgt or self.session.src)
-            read = model.typed_form(typed or "", side)  # what the model reads: "don't" is "do not"
-            warnings.append(out_of_domain_text(str(meta["classroom_model"]), read))
-        warnings += [n for n in trace.notices if INPUT_CUT in n]  # an input longer than the model reads
-        warnings.append(written_for_banner(trace))  # a typed decoder input beside another sentence
-        untrained = untrained_banner(trace)
-        if untrained and not meta.get("random"):
-            warnings.append(untrained)
-        unknown = sum(tok == "<unk>" for n, _ in SIDES for tok in trace.get(n, []))
-        if unknown and not meta.get("random"):
-            warnings.append(
-                f"{unknown} token(s) are not in this model's vocabulary and became <unk>: "
-                "the model has never seen them, so expect meaningless output."
-            )
-        warnings = [w for w in warnings if w]
-        lines = warnings or (
-            [CLASSROOM_NOTE.format(what=classroom_description(meta["classroom_model"]))]
-            if meta.get("classroom_model")
-            else []
-        )
-        snapshots = self.session.snapshots
-        if snapshots is not None and trace.info.get("training_step") is not None:  # a snapshot's weights
-            lines = [step_banner(trace.info["training_step"], snapshots.final_step), *lines]
-        text, level = "\n".join(dict.fromkeys(lines)), "warning" if warnings else "info"
+        s = self.session
+        final_step = s.snapshots.final_step if s.snapshots is not None else None
+        text, level = banner(trace, s.model, s.src, s.tgt, final_step)
         if text != self.banner.text():
             self.banner.setText(text)
             self.banner_box.fit()
@@ -149,7 +96,7 @@ class WindowStatus(WindowHost):
             self.banner.setProperty("level", level)
             self.banner.style().unpolish(self.banner)
             self.banner.style().polish(self.banner)
-        self.banner_box.setVisible(bool(lines))
+        self.banner_box.setVisible(bool(text))
 
     def _on_model_failed(self, message: str) -> None:
         self.statusBar().showMessage(failed_open_text(getattr(self, "opening", ""), self.session.model))
@@ -162,9 +109,7 @@ class WindowStatus(WindowHost):
         if self.session.cancel():
             what = getattr(self, "opening", "") or "the model"
             name = Path(what).name if not what.startswith("the bundled") else what
-            model = self.session.model
-            still = f"still showing {model.name}" if model is not None else "no model is open"
-            self.statusBar().showMessage(f"Stopped opening {name} — {still}", 10000)
+            self.statusBar().showMessage(f"Stopped opening {name} — {still_showing(self.session.model)}", 10000)
 
     def _on_failed(self, message: str) -> None:
         line = "Not run: " + message.replace("\n", " ")
