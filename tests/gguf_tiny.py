@@ -1,0 +1,208 @@
+"""Tiny GGUF files written in the tests (never downloaded): a tiny random transformers model converted the way
+llama.cpp's convert_hf_to_gguf.py converts it (Llama's Q/K rows permuted, Gemma's norms stored as 1 + w, tied
+output left out), its 2-D weights in one ggml type, and a small tokenizer in the metadata, all through the gguf
+package's writer (GGUFWriter). Types the package can quantize (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, BF16) are quantized
+from the model's weights by gguf.quants.quantize; for the K-quants, which it can only dequantize, valid random
+blocks of the right shape are written instead (their fp16 scales set so the values are weights-sized).
+Used by test_gguf_models.py and benchmarks/gguf_bench.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter
+from gguf.quants import dequantize, quantize
+
+QUANTIZABLE = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0")
+K_QUANTS = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K")
+# where the fp16 scale fields (d, dmin) of a K-quant block are (gguf.quants' dequantize_blocks)
+K_SCALES = {"Q2_K": (80, 82), "Q3_K": (108,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,)}
+HIDDEN, FFN, HEADS, KV_HEADS, LAYERS = 256, 256, 4, 2, 2  # rows of 256: every K-quant block fits
+
+
+# ---- tokenizers in the metadata ------------------------------------------------------------------------------
+def spm_vocab(specials: list[str]) -> tuple[list[str], list[float], list[int]]:
+    """A SentencePiece-style vocabulary: the specials, the 256 byte pieces, then pieces scored by merge order."""
+    pieces = ["\u2581", "\u2581t", "he", "\u2581the", "\u2581c", "at", "\u2581cat", "\u2581s", "\u2581sat", "o", "n"]
+    pieces += ["\u2581on", "\u2581m", "\u2581ma", "\u2581mat", "a", "t", "h", "e", "c", "s", "m", "r", "d", "i", "g"]
+    tokens = [*specials, *(f"<0x{b:02X}>" for b in range(256)), *pieces]
+    scores = [0.0] * len(specials) + [0.0] * 256 + [-float(i) for i in range(len(pieces))]
+    types = [3] * len(specials) + [6] * 256 + [1] * len(pieces)
+    types[specials.index("<unk>")] = 2
+    return tokens, scores, types
+
+
+def bpe_vocab() -> tuple[list[str], list[str], list[int]]:
+    """A byte-level BPE vocabulary (GPT-2's byte alphabet) with merges, ending in <|endoftext|>."""
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    alphabet = list(bytes_to_unicode().values())
+    merges = ["Ġ t", "h e", "Ġt he", "Ġ c", "a t", "Ġc at", "Ġ s", "Ġs at", "Ġ o", "Ġo n", "Ġ m", "Ġm at"]
+    tokens = alphabet + ["".join(m.split()) for m in merges] + ["<|endoftext|>"]
+    return tokens, merges, [1] * (len(tokens) - 1) + [3]
+
+
+def write_tokenizer(w: GGUFWriter, arch: str) -> int:
+    """The tokenizer metadata for `arch`; returns the vocabulary's size."""
+    if arch == "qwen2":
+        tokens, merges, types = bpe_vocab()
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("qwen2")
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        w.add_token_merges(merges)
+        w.add_eos_token_id(len(tokens) - 1)
+        w.add_pad_token_id(len(tokens) - 1)
+        w.add_add_bos_token(False)
+        return len(tokens)
+    gemma = arch.startswith("gemma")
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>"] if gemma else ["<unk>", "<s>", "</s>"]
+    tokens, scores, types = spm_vocab(specials)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_bos_token_id(tokens.index("<bos>" if gemma else "<s>"))
+    w.add_eos_token_id(tokens.index("<eos>" if gemma else "</s>"))
+    w.add_unk_token_id(tokens.index("<unk>"))
+    if gemma:
+        w.add_pad_token_id(0)
+    w.add_add_bos_token(True)
+    w.add_chat_template("{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    return len(tokens)
+
+
+# ---- the model -------------------------------------------------------------------------------------------------
+def hf_model(arch: str, vocab: int) -> torch.nn.Module:
+    """A tiny random transformers model of the family `arch` (weights drawn wider than the 0.02 init)."""
+    common = dict(
+        vocab_size=vocab,
+        hidden_size=HIDDEN,
+        intermediate_size=FFN,
+        num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS,
+        max_position_embeddings=64,
+    )
+    if arch == "llama":
+        config = transformers.LlamaConfig(**common, rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False)
+        cls = transformers.LlamaForCausalLM
+    elif arch == "qwen2":
+        config = transformers.Qwen2Config(**common, rms_norm_eps=1e-6, rope_theta=1e6, tie_word_embeddings=True)
+        cls = transformers.Qwen2ForCausalLM
+    elif arch == "gemma2":
+        config = transformers.Gemma2Config(**common, head_dim=64, sliding_window=16)
+        cls = transformers.Gemma2ForCausalLM
+    else:
+        raise ValueError(arch)
+    torch.manual_seed(0)
+    model = cls(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.normal_(0.0 if "norm" in name and arch.startswith("gemma") else 1.0 if "norm" in name else 0.0, 0.1)
+    return model
+
+
+def gguf_tensors(arch: str, model: torch.nn.Module) -> dict[str, np.ndarray]:
+    """GGUF name -> float32 values, converted as llama.cpp converts them."""
+    cfg = model.config
+    state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    layer = {
+        "input_layernorm": "attn_norm",
+        "self_attn.q_proj": "attn_q",
+        "self_attn.k_proj": "attn_k",
+        "self_attn.v_proj": "attn_v",
+        "self_attn.o_proj": "attn_output",
+        "mlp.gate_proj": "ffn_gate",
+        "mlp.up_proj": "ffn_up",
+        "mlp.down_proj": "ffn_down",
+        "post_attention_layernorm": "post_attention_norm" if arch == "gemma2" else "ffn_norm",
+        "pre_feedforward_layernorm": "ffn_norm",
+        "post_feedforward_layernorm": "post_ffw_norm",
+    }
+    out = {"token_embd.weight": state["model.embed_tokens.weight"], "output_norm.weight": state["model.norm.weight"]}
+    if not cfg.tie_word_embeddings:
+        out["output.weight"] = state["lm_head.weight"]
+    for name, value in state.items():
+        parts = name.split(".")
+        if parts[1] != "layers":
+            continue
+        i, rest, kind = parts[2], ".".join(parts[3:-1]), parts[-1]
+        gguf_name = f"blk.{i}.{layer[rest]}.{kind}"
+        if arch == "llama" and rest in ("self_attn.q_proj", "self_attn.k_proj"):
+            heads = cfg.num_attention_heads if rest.endswith("q_proj") else cfg.num_key_value_heads
+            value = permute(value, heads)
+        out[gguf_name] = value
+    if arch.startswith("gemma"):
+        out = {k: v + 1.0 if k.endswith("norm.weight") else v for k, v in out.items()}
+    return out
+
+
+def permute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """llama.cpp's LlamaModel.permute: each head's rotary halves interleaved row by row."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def encoded(values: np.ndarray, qtype_name: str, rng: np.random.Generator) -> tuple[np.ndarray, GGMLQuantizationType]:
+    """(the bytes or values to write, their ggml type): 1-D tensors stay F32, as llama.cpp keeps them."""
+    qtype = GGMLQuantizationType[qtype_name]
+    if values.ndim == 1 or qtype_name == "F32":
+        return values.astype(np.float32), GGMLQuantizationType.F32
+    if qtype_name in QUANTIZABLE:
+        return quantize(values.astype(np.float32), qtype), qtype
+    return random_k_blocks(values.shape, qtype_name, rng), qtype
+
+
+def random_k_blocks(shape: tuple[int, ...], qtype_name: str, rng: np.random.Generator) -> np.ndarray:
+    """Valid random blocks of a K-quant for a tensor of `shape`, scaled so the values spread about ±0.1."""
+    qtype = GGMLQuantizationType[qtype_name]
+    block, size = GGML_QUANT_SIZES[qtype]
+    rows, n = int(np.prod(shape[:-1])), shape[-1]
+    raw = rng.integers(0, 256, size=(rows * n // block, size), dtype=np.uint8)
+    for at in K_SCALES[qtype_name]:
+        raw[:, at : at + 2] = np.frombuffer(np.float16(1.0).tobytes(), dtype=np.uint8)
+    spread = float(np.abs(dequantize(raw, qtype)).max()) or 1.0
+    for at in K_SCALES[qtype_name]:
+        scale = np.float16(0.1 / spread) * rng.uniform(0.5, 1.5, size=raw.shape[0]).astype(np.float16)
+        raw[:, at : at + 2] = scale.view(np.uint8).reshape(-1, 2)
+    return raw.reshape(*shape[:-1], n // block * size)
+
+
+def write_gguf(folder: Path, arch: str, qtype_name: str, seed: int = 0) -> Path:
+    """A tiny `arch` model in `qtype_name`, written to folder/tiny-<arch>-<type>.gguf; returns the path."""
+    path = folder / f"tiny-{arch}-{qtype_name}.gguf"
+    w = GGUFWriter(str(path), arch)
+    w.add_name(f"tiny {arch}")
+    w.add_file_type(1 if qtype_name == "F16" else 0)
+    vocab = write_tokenizer(w, arch)
+    model = hf_model(arch, vocab)
+    cfg = model.config
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    if arch == "gemma2":
+        w.add_key_length(cfg.head_dim)
+        w.add_value_length(cfg.head_dim)
+        w.add_sliding_window(cfg.sliding_window)
+        w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
+        w.add_final_logit_softcapping(cfg.final_logit_softcapping)
+    else:
+        w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+    if arch == "llama":
+        w.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
+    rng = np.random.default_rng(seed)
+    for name, values in gguf_tensors(arch, model).items():
+        data, qtype = encoded(values, qtype_name, rng)
+        w.add_tensor(name, data, raw_dtype=qtype)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
