@@ -78,7 +78,9 @@ class GgufTensors(Mapping[str, torch.Tensor]):
             wide = self.held != torch.float32 and changes_values(self.arch, info.name)
             t = dequantized(self.data[info.name].data, info, torch.float32 if wide else self.held)
             t = self.fix(info.name, t)
-            self.done[key] = t if t.dtype == self.held else t.to(self.held)
+            # a value computed on (Gemma's norms) stays float32: the converter computes on it again (1 + w) and
+            # the weights are rounded to the held dtype once, when they are placed
+            self.done[key] = t if t.dtype == self.held or wide else t.to(self.held)
             self.release(info)
         return self.done[key]
 
@@ -93,6 +95,9 @@ class GgufTensors(Mapping[str, torch.Tensor]):
             raw.madvise(mmap.MADV_DONTNEED, start, end - start)
         except (OSError, ValueError):
             pass
+
+    def __contains__(self, key: object) -> bool:  # Mapping's own would dequantize the tensor to answer
+        return key in self.names
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
