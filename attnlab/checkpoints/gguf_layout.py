@@ -188,7 +188,7 @@ def _tensor_info(cur: _Cursor, sizes: dict[int, tuple[str, int, int]]) -> tuple[
     numel = 1
     for d in dims:
         if not 1 <= d <= limits.MAX_PARAMETERS:
-            raise LayoutError(f"tensor {name!r} has a dimension of {d:,}")
+            raise LayoutError(f"tensor {name!r} has a dimension of {d:,}, which no model has")
         numel *= d
         if numel > limits.MAX_PARAMETERS:
             raise LayoutError(f"tensor {name!r} claims dimensions {dims} ({numel:,}+ values), far beyond any model")
