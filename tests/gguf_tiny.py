@@ -47,10 +47,10 @@ def bpe_vocab() -> tuple[list[str], list[str], list[int]]:
 
 def write_tokenizer(w: GGUFWriter, arch: str) -> int:
     """The tokenizer metadata for `arch`; returns the vocabulary's size."""
-    if arch == "qwen2":
+    if arch in ("qwen2", "qwen3", "gpt2"):
         tokens, merges, types = bpe_vocab()
         w.add_tokenizer_model("gpt2")
-        w.add_tokenizer_pre("qwen2")
+        w.add_tokenizer_pre("gpt-2" if arch == "gpt2" else "qwen2")
         w.add_token_list(tokens)
         w.add_token_types(types)
         w.add_token_merges(merges)
@@ -68,7 +68,7 @@ def write_tokenizer(w: GGUFWriter, arch: str) -> int:
     w.add_bos_token_id(tokens.index("<bos>" if gemma else "<s>"))
     w.add_eos_token_id(tokens.index("<eos>" if gemma else "</s>"))
     w.add_unk_token_id(tokens.index("<unk>"))
-    if gemma:
+    if gemma or arch == "phi3":  # Phi3Config's default pad id (32000) is past a tiny vocabulary
         w.add_pad_token_id(0)
     w.add_add_bos_token(True)
     w.add_chat_template("{% for m in messages %}{{ m['content'] }}{% endfor %}")
@@ -96,48 +96,55 @@ def hf_model(arch: str, vocab: int) -> torch.nn.Module:
     elif arch == "gemma2":
         config = transformers.Gemma2Config(**common, head_dim=64, sliding_window=16)
         cls = transformers.Gemma2ForCausalLM
+    elif arch == "gemma3":
+        config = transformers.Gemma3TextConfig(**common, head_dim=64, sliding_window=16)
+        cls = transformers.Gemma3ForCausalLM
+    elif arch == "qwen3":
+        # head_dim 128: transformers' GGUF mapping leaves qwen3's key_length unread (Qwen3Config's default 128)
+        config = transformers.Qwen3Config(**common, head_dim=128, rope_theta=1e6, tie_word_embeddings=True)
+        cls = transformers.Qwen3ForCausalLM
+    elif arch == "phi3":
+        config = transformers.Phi3Config(**common, rope_theta=10000.0, tie_word_embeddings=False, pad_token_id=0)
+        cls = transformers.Phi3ForCausalLM
+    elif arch == "gpt2":
+        config = transformers.GPT2Config(
+            # 1024 positions: transformers' GGUF mapping reads context_length as n_ctx, not n_positions
+            vocab_size=vocab, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS, n_positions=1024, n_inner=4 * HIDDEN
+        )
+        cls = transformers.GPT2LMHeadModel
     else:
         raise ValueError(arch)
     torch.manual_seed(0)
     model = cls(config).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
-            p.normal_(0.0 if "norm" in name and arch.startswith("gemma") else 1.0 if "norm" in name else 0.0, 0.1)
+            norm = "norm" in name or ".ln_" in name
+            p.normal_(0.0 if norm and arch.startswith("gemma") else 1.0 if norm and name.endswith("weight") else 0.0, 0.1)
     return model
 
 
 def gguf_tensors(arch: str, model: torch.nn.Module) -> dict[str, np.ndarray]:
-    """GGUF name -> float32 values, converted as llama.cpp converts them."""
+    """GGUF name -> float32 values, converted as llama.cpp's convert_hf_to_gguf.py converts them: names by the gguf
+    package's own TensorNameMap, Llama's Q/K rows permuted, Gemma's norms + 1, GPT-2's Conv1D weights transposed,
+    a tied output left out."""
+    from gguf import MODEL_ARCH, get_tensor_name_map
+
     cfg = model.config
-    state = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
-    layer = {
-        "input_layernorm": "attn_norm",
-        "self_attn.q_proj": "attn_q",
-        "self_attn.k_proj": "attn_k",
-        "self_attn.v_proj": "attn_v",
-        "self_attn.o_proj": "attn_output",
-        "mlp.gate_proj": "ffn_gate",
-        "mlp.up_proj": "ffn_up",
-        "mlp.down_proj": "ffn_down",
-        "post_attention_layernorm": "post_attention_norm" if arch == "gemma2" else "ffn_norm",
-        "pre_feedforward_layernorm": "ffn_norm",
-        "post_feedforward_layernorm": "post_ffw_norm",
-    }
-    out = {"token_embd.weight": state["model.embed_tokens.weight"], "output_norm.weight": state["model.norm.weight"]}
-    if not cfg.tie_word_embeddings:
-        out["output.weight"] = state["lm_head.weight"]
-    for name, value in state.items():
-        parts = name.split(".")
-        if parts[1] != "layers":
+    names = get_tensor_name_map(MODEL_ARCH[arch.upper()], cfg.num_hidden_layers)
+    out = {}
+    for name, value in model.state_dict().items():
+        if name == "lm_head.weight" and cfg.tie_word_embeddings:
             continue
-        i, rest, kind = parts[2], ".".join(parts[3:-1]), parts[-1]
-        gguf_name = f"blk.{i}.{layer[rest]}.{kind}"
-        if arch == "llama" and rest in ("self_attn.q_proj", "self_attn.k_proj"):
-            heads = cfg.num_attention_heads if rest.endswith("q_proj") else cfg.num_key_value_heads
-            value = permute(value, heads)
+        base, _, kind = name.rpartition(".")
+        gguf_name = f"{names.get_name(base)}.{kind}"
+        value = value.detach().float().numpy()
+        if arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
+            value = permute(value, cfg.num_attention_heads if "q_proj" in name else cfg.num_key_value_heads)
+        if arch.startswith("gemma") and gguf_name.endswith("norm.weight"):
+            value = value + 1.0
+        if arch == "gpt2" and gguf_name.endswith(("attn_qkv.weight", "attn_output.weight", "ffn_up.weight", "ffn_down.weight")):
+            value = value.T.copy()
         out[gguf_name] = value
-    if arch.startswith("gemma"):
-        out = {k: v + 1.0 if k.endswith("norm.weight") else v for k, v in out.items()}
     return out
 
 
@@ -180,6 +187,14 @@ def write_gguf(folder: Path, arch: str, qtype_name: str, seed: int = 0) -> Path:
     vocab = write_tokenizer(w, arch)
     model = hf_model(arch, vocab)
     cfg = model.config
+    if arch == "gpt2":
+        w.add_context_length(cfg.n_positions)
+        w.add_embedding_length(cfg.n_embd)
+        w.add_block_count(cfg.n_layer)
+        w.add_feed_forward_length(cfg.n_inner)
+        w.add_head_count(cfg.n_head)
+        w.add_layer_norm_eps(cfg.layer_norm_epsilon)
+        return write_tensors(w, arch, model, qtype_name, seed, path)
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
     w.add_block_count(cfg.num_hidden_layers)
@@ -187,16 +202,23 @@ def write_gguf(folder: Path, arch: str, qtype_name: str, seed: int = 0) -> Path:
     w.add_head_count(cfg.num_attention_heads)
     w.add_head_count_kv(cfg.num_key_value_heads)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    if arch == "gemma2":
+    if arch in ("gemma2", "gemma3", "qwen3"):
         w.add_key_length(cfg.head_dim)
         w.add_value_length(cfg.head_dim)
+    if arch in ("gemma2", "gemma3"):
         w.add_sliding_window(cfg.sliding_window)
+    if arch == "gemma2":
         w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
         w.add_final_logit_softcapping(cfg.final_logit_softcapping)
     else:
-        w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+        rope = cfg.rope_parameters
+        w.add_rope_freq_base(rope.get("full_attention", rope)["rope_theta"])  # Gemma 3: the global layers' base
     if arch == "llama":
         w.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
+    return write_tensors(w, arch, model, qtype_name, seed, path)
+
+
+def write_tensors(w: GGUFWriter, arch: str, model: torch.nn.Module, qtype_name: str, seed: int, path: Path) -> Path:
     rng = np.random.default_rng(seed)
     for name, values in gguf_tensors(arch, model).items():
         data, qtype = encoded(values, qtype_name, rng)

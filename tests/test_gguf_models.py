@@ -1,7 +1,8 @@
 """GGUF files (issue 36): a tiny model written by the gguf package's writer in each listed ggml type opens in attnlab,
 and agrees with transformers loading the same file (`gguf_file=`, dequantized by transformers' own GGUF loader):
 logits to 1e-4 relative in float32, the tokenizer's ids, greedy generation; the banner and Model info say what
-was dequantized to what."""
+was dequantized to what. Every listed type for the Llama layout; Qwen2 and Gemma 2 in two, Qwen3, Gemma 3, Phi-3
+and GPT-2 in one each (the dequantization is shared, the layout is not)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", *K_QUANTS
 ARCHS = ("llama", "qwen2", "gemma2")
 # every type for Llama; the other layouts in a few types each (the type's reading is shared, the layout is not)
 CASES = [("llama", t) for t in TYPES] + [("qwen2", "Q4_1"), ("qwen2", "Q4_K"), ("gemma2", "Q8_0"), ("gemma2", "Q6_K")]
+CASES += [("qwen3", "Q5_1"), ("gemma3", "Q4_K"), ("phi3", "Q8_0"), ("gpt2", "Q3_K")]  # the other layouts, once each
 
 
 def reference(path):

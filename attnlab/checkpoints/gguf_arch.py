@@ -132,11 +132,39 @@ def hf_config(metadata: dict[str, Any], arch: str, tensor_names: list[str]) -> d
         config["vocab_size"] = len(tokens)
     if arch == "gpt2":
         config["activation_function"] = "gelu_new"
+    config.update(layers_and_rope(metadata, arch, prefix, config))
     for name, key in (("bos", "bos_token_id"), ("eos", "eos_token_id"), ("padding", "pad_token_id")):
         value = metadata.get(f"tokenizer.ggml.{name}_token_id")
         if isinstance(value, int):
             config[key] = value
     return config
+
+
+def layers_and_rope(metadata: dict[str, Any], arch: str, prefix: str, config: dict[str, Any]) -> dict[str, Any]:
+    """What llama.cpp fixes per architecture rather than writing it: Gemma 2's local and global layers alternate,
+    Gemma 3's every 6th layer is global (the config classes' defaults, written out as layer_types); and the
+    rope scaling the file states ({arch}.rope.scaling.type / factor / original_context_length), which
+    transformers' GGUF loader leaves unread."""
+    out: dict[str, Any] = {}
+    n = config.get("num_hidden_layers")
+    if arch in ("gemma2", "gemma3") and isinstance(n, int) and 0 < n <= 4096:
+        every = 2 if arch == "gemma2" else 6
+        out["layer_types"] = ["full_attention" if (i + 1) % every == 0 else "sliding_attention" for i in range(n)]
+    kind = metadata.get(f"{prefix}.rope.scaling.type")
+    scaling: dict[str, Any] = {}
+    if isinstance(kind, str) and kind != "none":
+        scaling["rope_type"] = kind
+        factor, original = (metadata.get(f"{prefix}.rope.scaling.{k}") for k in ("factor", "original_context_length"))
+        if isinstance(factor, (int, float)):
+            scaling["factor"] = float(factor)
+        if isinstance(original, int) and original > 0:
+            scaling["original_max_position_embeddings"] = original
+    if arch == "gemma3":
+        full = {"rope_theta": config.get("rope_theta", 1_000_000.0), **scaling}
+        out["rope_parameters"] = {"full_attention": full, "sliding_attention": {"rope_theta": 10_000.0}}
+    elif scaling:
+        out["rope_scaling"] = scaling
+    return out
 
 
 def hf_name(arch: str, name: str) -> str | None:
