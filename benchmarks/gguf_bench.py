@@ -97,7 +97,7 @@ def write_file(path: Path, args: argparse.Namespace) -> int:
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     rng = np.random.default_rng(0)
-    for name, shape in tensors.items():
+    for shape in tensors.values():
         w.write_tensor_data(np.ones(shape, np.float32) if len(shape) == 1 else blocks(shape, qtype, rng))
     w.close()
     return sum(int(np.prod(s)) for s in tensors.values())
@@ -117,7 +117,9 @@ def main() -> None:
     path = Path(args.file or f"/tmp/attnlab-bench-{args.type}-{args.layers}x{args.d}.gguf")
     begun = time.perf_counter()
     n = write_file(path, args)
-    print(f"wrote {path} ({path.stat().st_size / 2**30:.2f} GiB, {n:,} parameters) in {time.perf_counter() - begun:.0f} s")
+    print(
+        f"wrote {path} ({path.stat().st_size / 2**30:.2f} GiB, {n:,} parameters) in {time.perf_counter() - begun:.0f} s"
+    )
     env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
     proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True, env=env)
     if proc.returncode:

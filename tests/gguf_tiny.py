@@ -109,7 +109,12 @@ def hf_model(arch: str, vocab: int) -> torch.nn.Module:
     elif arch == "gpt2":
         config = transformers.GPT2Config(
             # 1024 positions: transformers' GGUF mapping reads context_length as n_ctx, not n_positions
-            vocab_size=vocab, n_embd=HIDDEN, n_layer=LAYERS, n_head=HEADS, n_positions=1024, n_inner=4 * HIDDEN
+            vocab_size=vocab,
+            n_embd=HIDDEN,
+            n_layer=LAYERS,
+            n_head=HEADS,
+            n_positions=1024,
+            n_inner=4 * HIDDEN,
         )
         cls = transformers.GPT2LMHeadModel
     else:
@@ -119,7 +124,9 @@ def hf_model(arch: str, vocab: int) -> torch.nn.Module:
     with torch.no_grad():
         for name, p in model.named_parameters():
             norm = "norm" in name or ".ln_" in name
-            p.normal_(0.0 if norm and arch.startswith("gemma") else 1.0 if norm and name.endswith("weight") else 0.0, 0.1)
+            p.normal_(
+                0.0 if norm and arch.startswith("gemma") else 1.0 if norm and name.endswith("weight") else 0.0, 0.1
+            )
     return model
 
 
@@ -142,7 +149,9 @@ def gguf_tensors(arch: str, model: torch.nn.Module) -> dict[str, np.ndarray]:
             value = permute(value, cfg.num_attention_heads if "q_proj" in name else cfg.num_key_value_heads)
         if arch.startswith("gemma") and gguf_name.endswith("norm.weight"):
             value = value + 1.0
-        if arch == "gpt2" and gguf_name.endswith(("attn_qkv.weight", "attn_output.weight", "ffn_up.weight", "ffn_down.weight")):
+        if arch == "gpt2" and gguf_name.endswith(
+            ("attn_qkv.weight", "attn_output.weight", "ffn_up.weight", "ffn_down.weight")
+        ):
             value = value.T.copy()
         out[gguf_name] = value
     return out

@@ -28,8 +28,11 @@ def kv_u32(key: str, value: int) -> bytes:
 
 def tensor_info(name: str, dims: list[int], ggml_type: int = F32, offset: int = 0, n_dims: int | None = None) -> bytes:
     n = len(dims) if n_dims is None else n_dims
-    return gstr(name) + struct.pack("<I", n) + b"".join(struct.pack("<Q", d) for d in dims) + struct.pack(
-        "<IQ", ggml_type, offset
+    return (
+        gstr(name)
+        + struct.pack("<I", n)
+        + b"".join(struct.pack("<Q", d) for d in dims)
+        + struct.pack("<IQ", ggml_type, offset)
     )
 
 
@@ -91,9 +94,7 @@ def gguf_cases(d: Path, valid: Path | None = None) -> dict[str, Path]:
         "gguf-data-missing": write(d / "missing.gguf", gguf_bytes(LLAMA_KV, [tensor_info("a", [1 << 20, 1 << 10])])),
         "gguf-overlapping": write(
             d / "overlap.gguf",
-            gguf_bytes(
-                LLAMA_KV, [tensor_info("a", [32, 4]), tensor_info("b", [32, 4], offset=256)], b"\0" * 1024
-            ),
+            gguf_bytes(LLAMA_KV, [tensor_info("a", [32, 4]), tensor_info("b", [32, 4], offset=256)], b"\0" * 1024),
         ),
         "gguf-misaligned": write(d / "align.gguf", gguf_bytes(LLAMA_KV, [tensor_info("a", [8], offset=4)], b"\0" * 64)),
         "gguf-odd-alignment": write(
@@ -102,7 +103,9 @@ def gguf_cases(d: Path, valid: Path | None = None) -> dict[str, Path]:
         "gguf-duplicate-tensor": write(
             d / "dup.gguf", gguf_bytes(LLAMA_KV, [tensor_info("a", [8]), tensor_info("a", [8], offset=32)], b"\0" * 64)
         ),
-        "gguf-partial-block": write(d / "block.gguf", gguf_bytes(LLAMA_KV, [tensor_info("a", [33, 2], Q4_0)], b"\0" * 64)),
+        "gguf-partial-block": write(
+            d / "block.gguf", gguf_bytes(LLAMA_KV, [tensor_info("a", [33, 2], Q4_0)], b"\0" * 64)
+        ),
         "gguf-long-name": write(d / "name.gguf", gguf_bytes(LLAMA_KV, [gstr("a", claimed=1 << 60)])),
         "gguf-unknown-architecture": write(
             d / "arch.gguf", gguf_bytes([kv_str("general.architecture", "mamba")], one, b"\0" * 1024)

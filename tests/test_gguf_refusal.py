@@ -26,7 +26,9 @@ def test_a_gguf_file_is_read_as_gguf_whatever_its_suffix(tmp_path, name):
 
 
 def test_a_gguf_posing_as_a_folders_safetensors_is_named(tmp_path):
-    (tmp_path / "config.json").write_text('{"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1, "vocab_size": 5}')
+    (tmp_path / "config.json").write_text(
+        '{"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1, "vocab_size": 5}'
+    )
     gguf_file(tmp_path / "model.safetensors")
     with pytest.raises(CheckpointError) as caught:
         load_checkpoint(tmp_path)

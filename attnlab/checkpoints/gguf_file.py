@@ -223,8 +223,9 @@ def load_gguf(
     else:
         tok, tok_desc = gguf_tokenizer(layout.metadata, arch, problems)
     if tok is not None and tok.vocab_size > model_config.out_vocab_size:
-        problems.add(f"the tokenizer has {tok.vocab_size} tokens but the model's vocabulary only "
-                     f"{model_config.out_vocab_size}")
+        problems.add(
+            f"the tokenizer has {tok.vocab_size} tokens but the model's vocabulary only {model_config.out_vocab_size}"
+        )
     done = quantization_text(layout, held)
     prefix = str(layout.metadata.get("general.architecture", arch))
     keys = {hf: f"{prefix}.{key}" for key, hf in ARCH_KEYS[arch].items()}
@@ -255,4 +256,3 @@ def load_gguf(
         module=module,
         dtype=None,
     )
-

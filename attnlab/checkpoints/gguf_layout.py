@@ -194,7 +194,9 @@ def _tensor_info(cur: _Cursor, sizes: dict[int, tuple[str, int, int]]) -> tuple[
             raise LayoutError(f"tensor {name!r} claims dimensions {dims} ({numel:,}+ values), far beyond any model")
     type_name, block, _ = sizes[type_id]
     if dims[0] % block:
-        raise LayoutError(f"tensor {name!r}: rows of {dims[0]:,} values do not split into {type_name} blocks of {block}")
+        raise LayoutError(
+            f"tensor {name!r}: rows of {dims[0]:,} values do not split into {type_name} blocks of {block}"
+        )
     return name, tuple(reversed(dims)), type_id, offset
 
 
@@ -212,7 +214,9 @@ def _check_tensors(layout: GgufLayout, infos: list[tuple[str, tuple[int, ...], i
             numel *= d
         nbytes = numel // block * block_bytes
         if offset % alignment:
-            raise LayoutError(f"tensor {name!r} starts at offset {offset:,}, not a multiple of the alignment {alignment}")
+            raise LayoutError(
+                f"tensor {name!r} starts at offset {offset:,}, not a multiple of the alignment {alignment}"
+            )
         if offset + nbytes > data_size:
             raise LayoutError(
                 f"the file is truncated: tensor {name!r} ({type_name}, {list(shape)}) needs bytes {offset:,} to "
@@ -220,7 +224,7 @@ def _check_tensors(layout: GgufLayout, infos: list[tuple[str, tuple[int, ...], i
             )
         layout.tensors.append(TensorInfo(name, shape, type_id, layout.data_start + offset, nbytes))
     ordered = sorted(layout.tensors, key=lambda t: t.start)
-    for a, b in zip(ordered, ordered[1:]):
+    for a, b in zip(ordered, ordered[1:], strict=False):
         if b.start < a.start + a.nbytes:
             raise LayoutError(f"tensors {a.name!r} and {b.name!r} overlap in the file (damaged, or crafted)")
 

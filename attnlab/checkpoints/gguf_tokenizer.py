@@ -21,6 +21,7 @@ from attnlab.checkpoints.tokenizer_wrapping import flag_processor, wrapping
 from attnlab.engine.hf_tokenizer import LibraryTokenizer
 
 CONTROL, USER_DEFINED = 3, 4
+MAX_TOKEN_CHARS = 4_096  # a real vocabulary's longest token is a few hundred characters
 LLAMA3_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -51,7 +52,7 @@ def _merges(meta: dict[str, Any], tokens: list[str], scores: dict[str, float] | 
     vocab = {t: i for i, t in enumerate(tokens)}
     if scores is None:
         raw = meta.get("tokenizer.ggml.scores")
-        scores = dict(zip(tokens, (float(s) for s in raw))) if raw is not None else {}
+        scores = dict(zip(tokens, (float(s) for s in raw), strict=True)) if raw is not None else {}
     found = []
     for merge, piece_score in scores.items():
         local = [
@@ -100,7 +101,7 @@ def byte_alphabet() -> dict[int, str]:
             keep.append(b)
             chars.append(256 + n)
             n += 1
-    return dict(zip(keep, map(chr, chars)))
+    return dict(zip(keep, map(chr, chars), strict=True))
 
 
 def _byte_level(meta: dict[str, Any]) -> Any:
@@ -135,13 +136,17 @@ def _add_marked(tok: Any, meta: dict[str, Any], byte_level: bool) -> None:
     spelled = set(byte_alphabet().values()) if byte_level else None
     control = [
         AddedToken(t, normalized=False, special=True)
-        for t, kind in zip(tokens, types)
+        for t, kind in zip(tokens, types, strict=True)
         if int(kind) == CONTROL and (spelled is None or set(t) <= spelled)
     ]
     if control:
         tok.add_special_tokens(control)
     vocab = tok.get_vocab()
-    user = [AddedToken(t, normalized=False) for t, kind in zip(tokens, types) if int(kind) == USER_DEFINED and t in vocab]
+    user = [
+        AddedToken(t, normalized=False)
+        for t, kind in zip(tokens, types, strict=True)
+        if int(kind) == USER_DEFINED and t in vocab
+    ]
     if user:
         tok.add_tokens(user)
 
@@ -154,13 +159,24 @@ def gguf_tokenizer(meta: dict[str, Any], arch: str, problems: Problems) -> tuple
     if kind not in ("llama", "gpt2"):
         problems.add(f"its tokenizer.ggml.model is {kind!r}; attnlab builds GGUF tokenizers of kind llama and gpt2")
         return None, ""
+    n = len(meta["tokenizer.ggml.tokens"])
+    longest = max((len(str(t)) for t in meta["tokenizer.ggml.tokens"]), default=0)
+    if longest > MAX_TOKEN_CHARS:  # merges are derived by splitting each token: quadratic in its length
+        problems.add(f"its tokenizer has a token of {longest:,} characters (at most {MAX_TOKEN_CHARS:,})")
+        return None, ""
+    for key in ("tokenizer.ggml.scores", "tokenizer.ggml.token_type"):
+        if meta.get(key) is not None and len(meta[key]) != n:
+            problems.add(f"its {key} has {len(meta[key]):,} items for {n:,} tokens")
+            return None, ""
     try:
         tok = _sentencepiece(meta, arch) if kind == "llama" else _byte_level(meta)
         _add_marked(tok, meta, kind == "gpt2")
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # the tokenizers library's errors and Rust panics
-        problems.add(f"its tokenizer cannot be built from the metadata ({str(e).splitlines()[0][:200] if str(e) else e})")
+        problems.add(
+            f"its tokenizer cannot be built from the metadata ({str(e).splitlines()[0][:200] if str(e) else e})"
+        )
         return None, ""
     tokens = meta["tokenizer.ggml.tokens"]
     ids = {
