@@ -93,3 +93,18 @@ def test_an_architecture_attnlab_does_not_run_is_refused_naming_it(tmp_path):
         load_checkpoint(tmp_path / "m.gguf")
     message = str(caught.value)
     assert "'mamba'" in message and "llama" in message and len(message.splitlines()) == 1
+
+
+def test_weights_the_memory_cannot_hold_are_refused_before_one_is_dequantized(tmp_path, monkeypatch):
+    from attnlab.checkpoints import gguf_file
+    from attnlab.engine import memory
+
+    path = write_gguf(tmp_path, "llama", "Q4_0")
+    monkeypatch.setattr(memory, "available_on", lambda device: 1_000_000)  # 1 MB of memory
+    dequantized = []
+    monkeypatch.setattr(gguf_file, "dequantized", lambda *args: dequantized.append(args))
+    with pytest.raises(CheckpointError) as caught:
+        load_checkpoint(path)
+    n = sum(p.numel() for p in reference(path)[0].parameters())  # transformers' count of the same weights
+    assert f"({n:,} parameters)" in str(caught.value) and "in float32" in str(caught.value)
+    assert not dequantized

@@ -198,15 +198,51 @@ def read_plan(path: Path, dtype: str | None, device: str, problems: Problems) ->
     return layout, arch, config, names, held
 
 
+def chosen_tokenizer(
+    tokenizer: str | Path | Tokenizer | None, layout: GgufLayout, arch: str, config: dict[str, Any], problems: Problems
+) -> tuple[Tokenizer | None, str]:
+    """(the tokenizer, what it is): the one the user named, else the file's own (gguf_tokenizer.py)."""
+    from attnlab.checkpoints.gguf_tokenizer import gguf_tokenizer
+    from attnlab.checkpoints.tokenizer_files import tokenizer_at
+
+    if isinstance(tokenizer, (str, Path)):
+        return tokenizer_at(tokenizer, problems, config["model_type"]), f"--tokenizer {tokenizer}"
+    if tokenizer is not None:
+        return tokenizer, f"--tokenizer {getattr(tokenizer, 'kind', '?')}"
+    return gguf_tokenizer(layout.metadata, arch, problems)
+
+
+def provenance(
+    layout: GgufLayout, arch: str, config: dict[str, Any], settings: dict[str, dict[str, Any]], held: torch.dtype
+) -> dict[str, Any]:
+    """The model's metadata: where it was read from and what was done to its weights ("quantization", the one
+    place that says it; the app's banner ("notice"), Model info and `attnlab info` show it), where each setting
+    came from (GGUF metadata keys), the chat template."""
+    from attnlab.checkpoints.gguf_arch import ARCH_KEYS
+    from attnlab.checkpoints.gguf_tokenizer import chat_template
+
+    done = quantization_text(layout, held)
+    prefix = str(layout.metadata.get("general.architecture", arch))
+    keys = {hf: f"{prefix}.{key}" for key, hf in ARCH_KEYS[arch].items()}
+    metadata: dict[str, Any] = {
+        "source": f"GGUF file ({arch}), {done}",
+        "model_type": config["model_type"],
+        "quantization": done,
+        "settings": _sources(settings, keys),
+        "notice": done[0].upper() + done[1:] + ".",  # the app's banner
+    }
+    template = chat_template(layout.metadata)
+    if template is not None:
+        metadata["chat_template"] = template
+    return metadata
+
+
 def load_gguf(
     path: Path, device: str = "cpu", tokenizer: str | Path | Tokenizer | None = None, dtype: str | None = None
 ) -> LiveModel:
     """The model in the GGUF file at `path`, or one CheckpointError listing what is wrong with it."""
     from attnlab.checkpoints.assemble import build_live_model, build_module, drop_tied_duplicates
-    from attnlab.checkpoints.gguf_arch import ARCH_KEYS
-    from attnlab.checkpoints.gguf_tokenizer import chat_template, gguf_tokenizer
     from attnlab.checkpoints.hf_folder import hf_api, setting_sources
-    from attnlab.checkpoints.tokenizer_files import tokenizer_at
 
     problems = Problems(path)
     layout, arch, config, names, held = read_plan(path, dtype, device, problems)
@@ -216,30 +252,13 @@ def load_gguf(
     except CheckpointError as e:
         problems.add(f"the tensors do not fit the metadata: {e}")
         problems.raise_if_any()
-    if isinstance(tokenizer, (str, Path)):
-        tok, tok_desc = tokenizer_at(tokenizer, problems, config["model_type"]), f"--tokenizer {tokenizer}"
-    elif tokenizer is not None:
-        tok, tok_desc = tokenizer, f"--tokenizer {getattr(tokenizer, 'kind', '?')}"
-    else:
-        tok, tok_desc = gguf_tokenizer(layout.metadata, arch, problems)
+    tok, tok_desc = chosen_tokenizer(tokenizer, layout, arch, config, problems)
     if tok is not None and tok.vocab_size > model_config.out_vocab_size:
         problems.add(
             f"the tokenizer has {tok.vocab_size} tokens but the model's vocabulary only {model_config.out_vocab_size}"
         )
-    done = quantization_text(layout, held)
-    prefix = str(layout.metadata.get("general.architecture", arch))
-    keys = {hf: f"{prefix}.{key}" for key, hf in ARCH_KEYS[arch].items()}
-    metadata: dict[str, Any] = {
-        "source": f"GGUF file ({arch}), {done}",
-        "model_type": config["model_type"],
-        "quantization": done,
-        "settings": _sources(setting_sources(config, model_config, notes), keys),
-        "tokenizer": tok_desc + (f"; specials {tok.specials.description}" if tok is not None else ""),
-        "notice": done[0].upper() + done[1:] + ".",  # the app's banner
-    }
-    template = chat_template(layout.metadata)
-    if template is not None:
-        metadata["chat_template"] = template
+    metadata = provenance(layout, arch, config, setting_sources(config, model_config, notes), held)
+    metadata["tokenizer"] = tok_desc + (f"; specials {tok.specials.description}" if tok is not None else "")
     module = build_module(model_config) if not model_config.problems() else None
     if module is not None:
         tensors = drop_tied_duplicates(tensors, module, problems)

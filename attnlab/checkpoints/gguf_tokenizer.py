@@ -48,7 +48,7 @@ def _merges(meta: dict[str, Any], tokens: list[str], scores: dict[str, float] | 
     token into two tokens, best-scored first)."""
     given = meta.get("tokenizer.ggml.merges")
     if given is not None:
-        return [tuple(m.split(" ", 1)) for m in given]  # type: ignore[misc]
+        return [(a, b) for a, _, b in (str(m).partition(" ") for m in given)]
     vocab = {t: i for i, t in enumerate(tokens)}
     if scores is None:
         raw = meta.get("tokenizer.ggml.scores")
