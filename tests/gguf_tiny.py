@@ -76,7 +76,7 @@ def write_tokenizer(w: GGUFWriter, arch: str) -> int:
 
 
 # ---- the model -------------------------------------------------------------------------------------------------
-def hf_model(arch: str, vocab: int) -> torch.nn.Module:
+def hf_model(arch: str, vocab: int, rope_scaling: dict | None = None) -> torch.nn.Module:
     """A tiny random transformers model of the family `arch` (weights drawn wider than the 0.02 init)."""
     common = dict(
         vocab_size=vocab,
@@ -88,7 +88,8 @@ def hf_model(arch: str, vocab: int) -> torch.nn.Module:
         max_position_embeddings=64,
     )
     if arch == "llama":
-        config = transformers.LlamaConfig(**common, rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False)
+        rope = {"rope_type": "default", "rope_theta": 10000.0} if rope_scaling is None else rope_scaling
+        config = transformers.LlamaConfig(**common, rms_norm_eps=1e-5, rope_parameters=rope, tie_word_embeddings=False)
         cls = transformers.LlamaForCausalLM
     elif arch == "qwen2":
         config = transformers.Qwen2Config(**common, rms_norm_eps=1e-6, rope_theta=1e6, tie_word_embeddings=True)
@@ -187,14 +188,35 @@ def random_k_blocks(shape: tuple[int, ...], qtype_name: str, rng: np.random.Gene
     return raw.reshape(*shape[:-1], n // block * size)
 
 
-def write_gguf(folder: Path, arch: str, qtype_name: str, seed: int = 0) -> Path:
-    """A tiny `arch` model in `qtype_name`, written to folder/tiny-<arch>-<type>.gguf; returns the path."""
+def rope_freqs(rope: dict, head_dim: int) -> np.ndarray:
+    """llama.cpp's rope_freqs tensor for Llama 3's rope scaling (convert_hf_to_gguf.py, LlamaModel): the factor
+    each rotary frequency is divided by."""
+    base, factor = rope["rope_theta"], rope["factor"]
+    low, high, old = rope["low_freq_factor"], rope["high_freq_factor"], rope["original_max_position_embeddings"]
+    out = []
+    for freq in 1.0 / base ** (np.arange(0, head_dim, 2) / head_dim):
+        wavelen = 2 * np.pi / freq
+        if wavelen < old / high:
+            out.append(1.0)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def write_gguf(
+    folder: Path, arch: str, qtype_name: str, seed: int = 0, rope_scaling: dict | None = None
+) -> tuple[Path, torch.nn.Module] | Path:
+    """A tiny `arch` model in `qtype_name`, written to folder/tiny-<arch>-<type>.gguf; returns the path (and the
+    transformers model it was converted from, when `rope_scaling` (Llama 3's) is given)."""
     path = folder / f"tiny-{arch}-{qtype_name}.gguf"
     w = GGUFWriter(str(path), arch)
     w.add_name(f"tiny {arch}")
     w.add_file_type(1 if qtype_name == "F16" else 0)
     vocab = write_tokenizer(w, arch)
-    model = hf_model(arch, vocab)
+    model = hf_model(arch, vocab, rope_scaling)
     cfg = model.config
     if arch == "gpt2":
         w.add_context_length(cfg.n_positions)
@@ -224,6 +246,9 @@ def write_gguf(folder: Path, arch: str, qtype_name: str, seed: int = 0) -> Path:
         w.add_rope_freq_base(rope.get("full_attention", rope)["rope_theta"])  # Gemma 3: the global layers' base
     if arch == "llama":
         w.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
+    if rope_scaling is not None:
+        w.add_tensor("rope_freqs.weight", rope_freqs(rope_scaling, cfg.hidden_size // cfg.num_attention_heads))
+        return write_tensors(w, arch, model, qtype_name, seed, path), model
     return write_tensors(w, arch, model, qtype_name, seed, path)
 
 

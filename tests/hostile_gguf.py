@@ -115,6 +115,10 @@ def gguf_cases(d: Path, valid: Path | None = None) -> dict[str, Path]:
             gguf_bytes(llama_kv(embedding_length=1 << 31, block_count=1 << 20, vocab_size=32), one, b"\0" * 1024),
         ),
     }
+    cases["gguf-odd-rope-freqs"] = write(  # rope factors no Llama 3 setting gives: 1, 2, 3, 4
+        d / "rope.gguf",
+        gguf_bytes(llama_kv(vocab_size=32), [tensor_info("rope_freqs.weight", [4])], struct.pack("<4f", 1, 2, 3, 4)),
+    )
     if valid is not None:
         raw = valid.read_bytes()
         cases["gguf-truncated"] = write(d / "truncated.gguf", raw[: len(raw) // 2])

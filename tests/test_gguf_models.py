@@ -108,3 +108,20 @@ def test_weights_the_memory_cannot_hold_are_refused_before_one_is_dequantized(tm
     n = sum(p.numel() for p in reference(path)[0].parameters())  # transformers' count of the same weights
     assert f"({n:,} parameters)" in str(caught.value) and "in float32" in str(caught.value)
     assert not dequantized
+
+
+def test_llama3_rope_scaling_is_read_back_from_the_rope_freqs_tensor(tmp_path):
+    """llama.cpp keeps Llama 3's rope scaling only as rope_freqs (the factor each frequency is divided by);
+    attnlab finds the settings that give those factors, and runs as transformers runs the model it was written
+    from (transformers' own GGUF loader leaves rope_freqs unread)."""
+    rope = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0, "low_freq_factor": 1.0}
+    rope |= {"high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    path, model = write_gguf(tmp_path, "llama", "F32", rope_scaling=rope)
+    ours = load_checkpoint(path)
+    config = ours.config
+    assert (config.rope_scaling, config.rope_factor, config.rope_original_max_len) == ("llama3", 32.0, 8192)
+    assert (config.rope_low_freq_factor, config.rope_high_freq_factor, config.rope_theta) == (1.0, 4.0, 500000.0)
+    trace = ours.trace(None, TEXT)
+    with torch.no_grad():
+        theirs = model(torch.tensor([[int(i) for i in trace["tgt.ids"]]])).logits[0]
+    assert relative(trace["logits"].float(), theirs) <= 1e-4

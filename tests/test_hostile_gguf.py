@@ -40,6 +40,7 @@ EXPECTED = {
     "gguf-long-name": "tensor name",
     "gguf-unknown-architecture": "'mamba'",
     "gguf-huge-config": "d_model 2,147,483,648 is more than attnlab handles",
+    "gguf-odd-rope-freqs": "matches no Llama 3 rope scaling",
     "gguf-truncated": "truncated",
     "gguf-truncated-header": "truncated",
 }

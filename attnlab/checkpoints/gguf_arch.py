@@ -11,10 +11,13 @@ Gemma's norm weights stored as 1 + w by llama.cpp given back as w, GPT-2's Conv1
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from attnlab.checkpoints.errors import CheckpointError
@@ -165,6 +168,38 @@ def layers_and_rope(metadata: dict[str, Any], arch: str, prefix: str, config: di
     elif scaling:
         out["rope_scaling"] = scaling
     return out
+
+
+def llama3_factors(base: float, head_dim: int, factor: float, low: float, high: float, original: int) -> np.ndarray:
+    """llama.cpp's rope_freqs for Llama 3's rope scaling (convert_hf_to_gguf.py, LlamaModel): what each rotary
+    frequency is divided by. [head_dim / 2]"""
+    freqs = 1.0 / base ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    wavelen = 2 * math.pi / freqs
+    smooth = (original / wavelen - low) / (high - low)
+    middle = 1 / ((1 - smooth) / factor + smooth)
+    return np.where(wavelen < original / high, 1.0, np.where(wavelen > original / low, factor, middle))
+
+
+def llama3_rope(factors: np.ndarray, config: dict[str, Any]) -> dict[str, Any] | None:
+    """The rope_scaling (transformers' "llama3") whose factors are the file's rope_freqs tensor, or None when no
+    Llama 3 setting gives them. The file keeps only the factors; the settings are found by trying Llama 3.1's
+    and 3.2's (low 1, high 4, from 8192 positions) and a few others, with the largest factor as `factor`."""
+    base = float(config.get("rope_theta", 10000.0))
+    heads, d = config.get("num_attention_heads"), config.get("hidden_size")
+    head_dim = config.get("head_dim") or (d // heads if isinstance(d, int) and isinstance(heads, int) and heads else 0)
+    if not isinstance(head_dim, int) or factors.shape != (head_dim // 2,) or not np.isfinite(factors).all():
+        return None
+    factor = float(factors.max())
+    for low, high, original in itertools.product((1.0, 2.0), (4.0, 8.0), (8192, 4096, 16384, 32768)):
+        if np.allclose(llama3_factors(base, head_dim, factor, low, high, original), factors, rtol=1e-4):
+            return {
+                "rope_type": "llama3",
+                "factor": factor,
+                "low_freq_factor": low,
+                "high_freq_factor": high,
+                "original_max_position_embeddings": original,
+            }
+    return None
 
 
 def hf_name(arch: str, name: str) -> str | None:

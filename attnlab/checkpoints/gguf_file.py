@@ -30,7 +30,7 @@ from attnlab.engine.tokenizer import Tokenizer
 
 CHUNK_VALUES = 1 << 22  # values dequantized at once (16 MB of float32): the temporaries stay small
 FLOAT_TYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
-NOT_READ = {"rope_freqs.weight": "its rope_freqs tensor (Llama 3's rope scaling factors) is not read by attnlab yet"}
+ROPE_FREQS = "rope_freqs.weight"  # Llama 3's rope scaling, kept by llama.cpp as its factors (gguf_arch.llama3_rope)
 
 
 def quantization_text(layout: GgufLayout, held: torch.dtype) -> str:
@@ -129,8 +129,7 @@ def _mapped_names(layout: GgufLayout, arch: str, problems: Problems) -> dict[str
     names: dict[str, TensorInfo] = {}
     unknown = []
     for info in layout.tensors:
-        if info.name in NOT_READ:
-            problems.add(NOT_READ[info.name])
+        if info.name == ROPE_FREQS:  # read into the config (rope_scaling) by read_plan
             continue
         hf = hf_name(arch, info.name)
         if hf is None:
@@ -163,6 +162,25 @@ def _sources(settings: dict[str, dict[str, Any]], keys: dict[str, str]) -> dict[
     return out
 
 
+def _read_rope_freqs(path: Path, info: TensorInfo, arch: str, config: dict[str, Any], problems: Problems) -> None:
+    """The file's rope_freqs tensor as the config's rope_scaling (Llama 3), or the reason it cannot be."""
+    from attnlab.checkpoints.gguf_arch import llama3_rope
+
+    scaling = None
+    if arch in ("llama", "mistral") and type_sizes()[info.type_id][0] == "F32" and info.numel <= 1 << 16:
+        with open(path, "rb") as f:
+            f.seek(info.start)
+            factors = np.frombuffer(f.read(info.nbytes), dtype="<f4").astype(np.float64)
+        scaling = llama3_rope(factors, config) if len(factors) == info.numel else None
+    if scaling is None:
+        problems.add(
+            "its rope_freqs tensor (rope scaling factors) matches no Llama 3 rope scaling attnlab computes, so "
+            "its positions cannot be turned as the model was trained"
+        )
+    else:
+        config["rope_scaling"] = scaling
+
+
 def read_plan(path: Path, dtype: str | None, device: str, problems: Problems) -> tuple[Any, ...]:
     """(layout, arch, config dict, tensors by HF name, held dtype): everything checked before anything is
     dequantized; raises CheckpointError with every problem found."""
@@ -178,6 +196,10 @@ def read_plan(path: Path, dtype: str | None, device: str, problems: Problems) ->
         problems.add(str(e))
         problems.raise_if_any()
     config = hf_config(layout.metadata, arch, [t.name for t in layout.tensors])
+    rope = next((t for t in layout.tensors if t.name == ROPE_FREQS), None)
+    if rope is not None:
+        _read_rope_freqs(path, rope, arch, config, problems)
+    problems.raise_if_any()
     try:
         hf_api().config_from_hf(config)  # refuses what attnlab cannot build before any weight is read
     except Exception as e:  # the converters' ValueError / ConfigError / CheckpointError with the reason
