@@ -3,10 +3,10 @@ a config.json and its tensor names as transformers' (gguf_arch.py), its tokenize
 (gguf_tokenizer.py); then the Hugging Face family converters (checkpoints/hf/) and build_live_model do the rest, as
 for a Hugging Face folder.
 
-The tensors stay in the memory-mapped file (gguf.GGUFReader) until a converter takes one: only then is it
-dequantized, by the gguf package's own formulas (gguf.quants.dequantize), a few rows at a time, straight into the
-dtype the weights are held in; the mapped pages it was read from are handed back. The weights' dequantized size is
-checked against the memory before the first one is dequantized.
+The tensors stay in the memory-mapped file (np.memmap, as gguf.GGUFReader maps it) until a converter takes one:
+only then is it dequantized, by the gguf package's own formulas (gguf.quants.dequantize), a few rows at a time,
+straight into the dtype the weights are held in; the mapped pages it was read from are handed back. The weights'
+dequantized size is checked against the memory before the first one is dequantized.
 """
 
 from __future__ import annotations
@@ -59,15 +59,10 @@ class GgufTensors(Mapping[str, torch.Tensor]):
     """transformers' state-dict names -> the file's tensors, each dequantized the first time it is asked for."""
 
     def __init__(self, path: Path, arch: str, config: dict[str, Any], names: dict[str, TensorInfo], held: torch.dtype):
-        from gguf import GGUFReader
-
-        self.reader = GGUFReader(str(path))  # memory-maps the file; it was checked by gguf_layout first
-        by_name = {t.name: t for t in self.reader.tensors}
-        for info in names.values():  # the reader must have read the file as gguf_layout did
-            got = by_name.get(info.name)
-            if got is None or int(got.tensor_type) != info.type_id or int(got.data_offset) != info.start:
-                raise CheckpointError(f"the gguf package reads tensor {info.name!r} otherwise than its header says")
-        self.data = by_name
+        # the file mapped as gguf.GGUFReader maps it (np.memmap, read-only); the tensors' places are gguf_layout's,
+        # checked against the file's size (GGUFReader would parse every metadata item again, into numpy views:
+        # 6 s for a 32,000-token vocabulary here, and it trusts every count and offset)
+        self.map = np.memmap(path, dtype=np.uint8, mode="r")
         self.names, self.held, self.arch = names, held, arch
         self.fix = processor(arch, config)
         self.done: dict[str, torch.Tensor] = {}
@@ -76,7 +71,8 @@ class GgufTensors(Mapping[str, torch.Tensor]):
         if key not in self.done:
             info = self.names[key]
             wide = self.held != torch.float32 and changes_values(self.arch, info.name)
-            t = dequantized(self.data[info.name].data, info, torch.float32 if wide else self.held)
+            data = self.map[info.start : info.start + info.nbytes]  # the tensor's bytes, still on disk
+            t = dequantized(data, info, torch.float32 if wide else self.held)
             t = self.fix(info.name, t)
             # a value computed on (Gemma's norms) stays float32: the converter computes on it again (1 + w) and
             # the weights are rounded to the held dtype once, when they are placed
@@ -86,7 +82,7 @@ class GgufTensors(Mapping[str, torch.Tensor]):
 
     def release(self, info: TensorInfo) -> None:
         """Hand the mapped pages of a dequantized tensor back (they are not needed again)."""
-        raw = getattr(self.reader.data, "_mmap", None)
+        raw = getattr(self.map, "_mmap", None)
         if raw is None or not hasattr(raw, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
             return
         start = info.start // mmap.PAGESIZE * mmap.PAGESIZE
@@ -108,7 +104,8 @@ class GgufTensors(Mapping[str, torch.Tensor]):
 
 def dequantized(data: np.ndarray, info: TensorInfo, dtype: torch.dtype) -> torch.Tensor:
     """The tensor's values by gguf.quants.dequantize, a few rows at a time, into a new tensor of `dtype`.
-    data: the file's bytes (or values) of the tensor, [rows, bytes per row] after the reshape."""
+    data: the file's bytes of the tensor, [rows, bytes per row] after the reshape (gguf.quants.dequantize reads F32
+    and F16 rows of bytes as their values too)."""
     from gguf import GGMLQuantizationType
     from gguf.quants import dequantize
 
@@ -125,6 +122,14 @@ def dequantized(data: np.ndarray, info: TensorInfo, dtype: torch.dtype) -> torch
     return out
 
 
+def dequantizable() -> set[int]:
+    """The ggml type ids gguf.quants.dequantize turns into values."""
+    from gguf import GGMLQuantizationType
+    from gguf.quants import _type_traits
+
+    return {int(GGMLQuantizationType.F32), int(GGMLQuantizationType.F16), *map(int, _type_traits)}
+
+
 def _mapped_names(layout: GgufLayout, arch: str, problems: Problems) -> dict[str, TensorInfo]:
     names: dict[str, TensorInfo] = {}
     unknown = []
@@ -134,6 +139,10 @@ def _mapped_names(layout: GgufLayout, arch: str, problems: Problems) -> dict[str
         hf = hf_name(arch, info.name)
         if hf is None:
             unknown.append(info.name)
+        elif info.type_id not in dequantizable():
+            problems.add(
+                f"tensor {info.name!r} is stored as {type_sizes()[info.type_id][0]}, which gguf cannot dequantize"
+            )
         else:
             names[hf] = info
     if unknown:

@@ -9,7 +9,9 @@
 Every count, length and offset is checked against the bytes the file really has (and attnlab's caps) before
 anything of that size is read or allocated: a truncated file, a lying count, a 2 GB string, an unknown type
 id, huge dimensions or overlapping tensors are one line in `problems`, never an allocation, a crash or a hang.
-gguf.GGUFReader trusts all of these; it is handed only a file this module accepted (gguf_file.py).
+gguf.GGUFReader trusts all of these (a 2 GB string claimed is read as the bytes that are there, a nested array is a
+MemoryError, overlapping or misaligned tensors are read as they overlap, a big-endian file as no tensors at all),
+so attnlab reads the header here and maps the tensors itself at the offsets checked here (gguf_file.py).
 """
 
 from __future__ import annotations
