@@ -94,6 +94,9 @@ def hf_model(arch: str, vocab: int, rope_scaling: dict | None = None) -> torch.n
     elif arch == "qwen2":
         config = transformers.Qwen2Config(**common, rms_norm_eps=1e-6, rope_theta=1e6, tie_word_embeddings=True)
         cls = transformers.Qwen2ForCausalLM
+    elif arch == "gemma":
+        config = transformers.GemmaConfig(**common, head_dim=64)
+        cls = transformers.GemmaForCausalLM
     elif arch == "gemma2":
         config = transformers.Gemma2Config(**common, head_dim=64, sliding_window=16)
         cls = transformers.Gemma2ForCausalLM
@@ -210,7 +213,8 @@ def write_gguf(
     folder: Path, arch: str, qtype_name: str, seed: int = 0, rope_scaling: dict | None = None
 ) -> tuple[Path, torch.nn.Module] | Path:
     """A tiny `arch` model in `qtype_name`, written to folder/tiny-<arch>-<type>.gguf; returns the path (and the
-    transformers model it was converted from, when `rope_scaling` (Llama 3's) is given)."""
+    transformers model it was converted from, when `rope_scaling` (Llama 3's) is given or for Gemma, whose GGUF
+    files transformers does not read)."""
     path = folder / f"tiny-{arch}-{qtype_name}.gguf"
     w = GGUFWriter(str(path), arch)
     w.add_name(f"tiny {arch}")
@@ -233,7 +237,7 @@ def write_gguf(
     w.add_head_count(cfg.num_attention_heads)
     w.add_head_count_kv(cfg.num_key_value_heads)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    if arch in ("gemma2", "gemma3", "qwen3"):
+    if arch in ("gemma", "gemma2", "gemma3", "qwen3"):
         w.add_key_length(cfg.head_dim)
         w.add_value_length(cfg.head_dim)
     if arch in ("gemma2", "gemma3"):
@@ -248,6 +252,7 @@ def write_gguf(
         w.add_rope_dimension_count(cfg.hidden_size // cfg.num_attention_heads)
     if rope_scaling is not None:
         w.add_tensor("rope_freqs.weight", rope_freqs(rope_scaling, cfg.hidden_size // cfg.num_attention_heads))
+    if rope_scaling is not None or arch == "gemma":
         return write_tensors(w, arch, model, qtype_name, seed, path), model
     return write_tensors(w, arch, model, qtype_name, seed, path)
 

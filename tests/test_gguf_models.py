@@ -125,3 +125,13 @@ def test_llama3_rope_scaling_is_read_back_from_the_rope_freqs_tensor(tmp_path):
     with torch.no_grad():
         theirs = model(torch.tensor([[int(i) for i in trace["tgt.ids"]]])).logits[0]
     assert relative(trace["logits"].float(), theirs) <= 1e-4
+
+
+def test_a_gemma_file_runs_as_the_transformers_model_it_was_written_from(tmp_path):
+    """transformers reads no gemma (1) GGUF files; attnlab does, llama.cpp's 1 + w norms given back as w, and runs
+    as the transformers model the file was converted from."""
+    path, model = write_gguf(tmp_path, "gemma", "F32")
+    trace = load_checkpoint(path).trace(None, TEXT)
+    with torch.no_grad():
+        theirs = model(torch.tensor([[int(i) for i in trace["tgt.ids"]]])).logits[0]
+    assert relative(trace["logits"].float(), theirs) <= 1e-4
