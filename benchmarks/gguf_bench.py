@@ -48,13 +48,20 @@ def shapes(d: int, ffn: int, layers: int, heads: int, kv_heads: int, vocab: int)
     return out | {"output_norm.weight": (d,), "output.weight": (vocab, d)}
 
 
+# where each type's fp16 scales (d, and dmin where it has one) sit in its block (gguf.quants' dequantize_blocks)
+SCALES_AT = {"Q4_0": (0,), "Q5_0": (0,), "Q8_0": (0,), "Q4_1": (0, 2), "Q5_1": (0, 2), "Q4_K": (0, 2), "Q5_K": (0, 2)}
+SCALES_AT |= {"Q2_K": (80, 82), "Q3_K": (108,), "Q6_K": (208,)}
+
+
 def blocks(shape: tuple[int, ...], qtype, rng: np.random.Generator) -> np.ndarray:
-    """Random bytes as the tensor's blocks, each block's fp16 scale (its first two bytes) set to 0.002."""
+    """Random bytes as the tensor's blocks, each block's fp16 scales set to 0.002 (random bytes there could be
+    NaN or infinite)."""
     from gguf import GGML_QUANT_SIZES
 
     block, size = GGML_QUANT_SIZES[qtype]
     raw = rng.integers(0, 256, size=(int(np.prod(shape)) // block, size), dtype=np.uint8)
-    raw[:, :2] = np.frombuffer(np.float16(0.002).tobytes(), dtype=np.uint8)
+    for at in SCALES_AT[qtype.name]:
+        raw[:, at : at + 2] = np.frombuffer(np.float16(0.002).tobytes(), dtype=np.uint8)
     return raw.reshape(*shape[:-1], shape[-1] // block * size)
 
 
@@ -105,7 +112,7 @@ def write_file(path: Path, args: argparse.Namespace) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--type", default="Q4_0", help="ggml type of the 2-D weights (Q4_0, Q8_0, Q4_K, …)")
+    parser.add_argument("--type", default="Q4_0", choices=sorted(SCALES_AT), help="ggml type of the 2-D weights")
     parser.add_argument("--layers", type=int, default=22)
     parser.add_argument("--d", type=int, default=2048)
     parser.add_argument("--ffn", type=int, default=5632)
