@@ -44,8 +44,10 @@ def quantization_text(layout: GgufLayout, held: torch.dtype) -> str:
     main = max(values, key=lambda k: values[k]) if values else "F32"
     others = sorted(k for k in values if k != main)
     how = f"{bits:.3g} bits per weight" + (f" on average; also {', '.join(others)}" if others else "")
-    verb = "read from" if all(k in FLOAT_TYPES or k == "F64" for k in values) else "dequantized from"
-    return f"{verb} {main} ({how}) to {str(held).removeprefix('torch.')}"
+    held_name = str(held).removeprefix("torch.")
+    if all(k in FLOAT_TYPES or k == "F64" for k in values):  # nothing quantized
+        return f"read from {main} ({how}) as {held_name}"
+    return f"dequantized from {main} ({how}) to {held_name}"
 
 
 def stored_dtype(layout: GgufLayout) -> torch.dtype:
