@@ -1,4 +1,5 @@
-"""A GGUF file given as a checkpoint is named as such, in one line, instead of "not a safetensors file"."""
+"""A GGUF file given as a checkpoint is read as GGUF whatever its name (issue 36; a file with no model in it is
+refused in one line naming GGUF), and one posing as a Hugging Face folder's model.safetensors is named as such."""
 
 import struct
 
@@ -16,12 +17,22 @@ def gguf_file(path):
 
 
 @pytest.mark.parametrize("name", ["model.gguf", "model.safetensors", "model"])
-def test_a_gguf_file_is_named_whatever_its_suffix(tmp_path, name):
+def test_a_gguf_file_is_read_as_gguf_whatever_its_suffix(tmp_path, name):
     with pytest.raises(CheckpointError) as caught:
         load_checkpoint(gguf_file(tmp_path / name))
     message = str(caught.value)
-    assert "GGUF file" in message and "does not open GGUF" in message
+    assert "GGUF file has no general.architecture" in message and len(message.splitlines()) == 1
     assert "not a safetensors file" not in message and "PyTorch" not in message
+
+
+def test_a_gguf_posing_as_a_folders_safetensors_is_named(tmp_path):
+    (tmp_path / "config.json").write_text(
+        '{"model_type": "gpt2", "n_embd": 8, "n_head": 2, "n_layer": 1, "vocab_size": 5}'
+    )
+    gguf_file(tmp_path / "model.safetensors")
+    with pytest.raises(CheckpointError) as caught:
+        load_checkpoint(tmp_path)
+    assert "this is a GGUF file (llama.cpp's format), not a safetensors file" in str(caught.value)
 
 
 @pytest.mark.parametrize("command", [["info"], ["trace", "--src", "a b", "--out", "x.npz", "--checkpoint"]])

@@ -58,8 +58,8 @@ def _read_raw_header(path: Path, problems: Problems) -> tuple[bytes, int, int] |
                 return None
             if prefix[:4] == GGUF_MAGIC:
                 problems.add(
-                    "this is a GGUF file (llama.cpp's format): attnlab does not open GGUF yet; open the model's "
-                    "Hugging Face folder (config.json and .safetensors files) instead"
+                    "this is a GGUF file (llama.cpp's format), not a safetensors file: open the GGUF file "
+                    "by itself, not as part of a Hugging Face folder"
                 )
                 return None
             (n,) = struct.unpack("<Q", prefix)

@@ -129,8 +129,9 @@ def weights_status(folder: Path) -> str:
         names = [p.name for p in folder.iterdir()]
     except OSError as e:
         return f"the folder cannot be listed ({e.strerror or e})"
-    if any(n.endswith(".gguf") for n in names):
-        return "GGUF weights only; attnlab reads safetensors (or PyTorch .bin) weights"
+    gguf = sorted(n for n in names if n.endswith(".gguf"))
+    if gguf:  # the repository as a whole is no Hugging Face folder; each file opens by itself (gguf_file.py)
+        return f"GGUF weights only; open one file by its path (attnlab {folder / gguf[0]})"
     if any(n.endswith((".h5", ".msgpack", ".onnx")) for n in names):
         return "TensorFlow, Flax or ONNX weights only; attnlab reads safetensors (or PyTorch .bin) weights"
     return "no weights (model.safetensors or pytorch_model.bin) in this revision"

@@ -1,5 +1,5 @@
 """load_checkpoint: pick the reader by what the path is: an attnlab .safetensors, a PyTorch .pt/.pth (attnlab,
-nanoGPT or a bare nn.Transformer state dict) or a Hugging Face model folder."""
+nanoGPT or a bare nn.Transformer state dict), a GGUF file (llama.cpp) or a Hugging Face model folder."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.bounded_read import FileRefused, confined
 from attnlab.checkpoints.errors import CheckpointError
+from attnlab.checkpoints.header import GGUF_MAGIC
 from attnlab.checkpoints.hf_cache import resolve_model
 from attnlab.checkpoints.native import load_safetensors
 from attnlab.checkpoints.snapshots_file import is_snapshots_file, snapshots_path
@@ -105,6 +106,10 @@ def _load_path(
             head = f.read(4)
     except OSError as e:
         raise CheckpointError(f"Cannot load the checkpoint {str(path)!r}: {e.strerror or e}") from e
+    if head == GGUF_MAGIC or path.suffix.lower() == ".gguf":  # llama.cpp's format: checkpoints/gguf_file.py
+        from attnlab.checkpoints.gguf_file import load_gguf
+
+        return load_gguf(path, device=device, tokenizer=tokenizer, dtype=dtype)
     if path.suffix.lower() in TORCH_SUFFIXES or head == ZIP_MAGIC:
         tok = user_tokenizer(tokenizer, path)
         return load_torch_file(path, device=device, settings=settings, tokenizer=tok, dtype=dtype)
@@ -148,14 +153,14 @@ def folder_entry(folder: Path) -> Path:
     files = sorted(
         p
         for p in folder.iterdir()
-        if p.suffix.lower() in (*TORCH_SUFFIXES, ".safetensors") and not is_snapshots_file(p)
+        if p.suffix.lower() in (*TORCH_SUFFIXES, ".safetensors", ".gguf") and not is_snapshots_file(p)
     )
     if len(files) == 1:
         return files[0]
     found = (
         f"it holds {len(files)} checkpoint files ({', '.join(p.name for p in files[:6])})"
         if files
-        else "it holds no config.json, ckpt.pt, .safetensors or .pt file"
+        else "it holds no config.json, ckpt.pt, .safetensors, .gguf or .pt file"
     )
     raise CheckpointError(f"Cannot load the checkpoint folder {str(folder)!r}: {found}; open one file instead")
 

@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "checkpoint",
         nargs="?",
         metavar="CHECKPOINT",
-        help="a .safetensors (or .pt/.pth) checkpoint, a Hugging Face model folder, a model in the Hugging Face "
+        help="a .safetensors (or .pt/.pth) checkpoint, a .gguf file, a Hugging Face model folder, a model in the "
+        "Hugging Face "
         "cache by id (org/name or org/name@revision; `attnlab models` lists them) or a nanoGPT ckpt.pt to open, "
         "or a lesson .toml to play in presentation mode; default: the bundled model",
     )

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "checkpoint",
-        help="a .safetensors (or .pt/.pth) checkpoint, a Hugging Face model folder, a model in the Hugging Face "
+        help="a .safetensors (or .pt/.pth) checkpoint, a .gguf file, a Hugging Face model folder, a model in the "
+        "Hugging Face "
         "cache (org/name[@revision]), a nanoGPT ckpt.pt, or 'bundled:NAME'",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--checkpoint",
         default="bundled:translation",
-        help="a .safetensors/.pt checkpoint, a Hugging Face folder, a nanoGPT ckpt.pt, or "
+        help="a .safetensors/.pt checkpoint, a .gguf file, a Hugging Face folder, a nanoGPT ckpt.pt, or "
         "bundled:NAME (default: bundled:translation)",
     )
     parser.add_argument(

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from attnlab.session import LoadDetour
     from attnlab.ui.window.window_host import WindowHost
 
-FILE_FILTER = "Checkpoints (*.safetensors *.pt *.pth *.bin *.ckpt config.json);;All files (*)"
+FILE_FILTER = "Checkpoints (*.safetensors *.gguf *.pt *.pth *.bin *.ckpt config.json);;All files (*)"
 
 
 class ImportSettingsDialog(QDialog):
