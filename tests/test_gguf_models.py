@@ -46,7 +46,7 @@ def test_logits_and_ids_equal_transformers_reading_the_same_file(tmp_path, arch,
         theirs = model(torch.tensor([ids])).logits[0]  # [T, V]
     assert relative(trace["logits"].float(), theirs) <= 1e-4
     if qtype != "F32":
-        assert qtype in ours.metadata["quantization"] and ours.metadata["quantization"].endswith(" float32")
+        assert qtype in ours.metadata["quantization"]["text"] and ours.metadata["quantization"]["text"].endswith(" float32")
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -65,7 +65,7 @@ def test_greedy_generation_is_transformers_own(tmp_path, arch):
 def test_the_banner_and_model_info_say_what_was_dequantized(tmp_path):
     path = write_gguf(tmp_path, "llama", "Q4_1")
     model = load_checkpoint(path)
-    said = model.metadata["quantization"]
+    said = model.metadata["quantization"]["text"]
     # Q4_1: blocks of 32 values in 2 + 2 + 16 bytes: 5 bits per weight (the norms, in F32, raise the average)
     assert said.startswith("dequantized from Q4_1 (") and said.endswith(") to float32") and "also F32" in said
     assert model.metadata["notice"].startswith("Dequantized from Q4_1")
@@ -79,7 +79,7 @@ def test_bfloat16_is_held_as_asked_and_agrees_with_the_float32_reading(tmp_path)
     path = write_gguf(tmp_path, "gemma2", "Q8_0")
     wide, narrow = load_checkpoint(path), load_checkpoint(path, dtype="bfloat16")
     assert next(iter(narrow.module.parameters())).dtype == torch.bfloat16
-    assert narrow.metadata["quantization"].endswith("to bfloat16")
+    assert narrow.metadata["quantization"]["text"].endswith("to bfloat16")
     for name, w in wide.module.checkpoint_tensors().items():
         n = narrow.module.checkpoint_tensors()[name]
         assert torch.equal(n, w.to(torch.bfloat16)), name

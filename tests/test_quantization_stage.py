@@ -136,8 +136,9 @@ def test_the_original_is_found_by_its_id_in_the_hugging_face_cache(folders, tmp_
 
 def test_a_gguf_phrase_is_said_not_shown_as_weights():
     """A GGUF model says what was done in one phrase (no folder to read codes from): the view says it."""
-    meta = {"quantization": "dequantized from Q4_1 (5 bits per weight) to float32"}
-    assert quantization.quantization_text(meta) == meta["quantization"]
+    said = "dequantized from Q4_1 (5 bits per weight) to float32"
+    meta = {"quantization": {"method": "gguf", "scheme": "Q4_1", "bits_per_weight": 5.0, "text": said}}
+    assert quantization.quantization_text(meta) == said
     view = quantization.quantization_view(meta, WEIGHT)
-    assert isinstance(view, MessageView) and meta["quantization"] in view.message
+    assert isinstance(view, MessageView) and said in view.message
     assert quantization.weight_names(meta) == []

@@ -33,8 +33,10 @@ FLOAT_TYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat1
 ROPE_FREQS = "rope_freqs.weight"  # Llama 3's rope scaling, kept by llama.cpp as its factors (gguf_arch.llama3_rope)
 
 
-def quantization_text(layout: GgufLayout, held: torch.dtype) -> str:
-    """What was done to the weights, in one phrase: "dequantized from Q4_1 (5.0 bits per weight) to float32"."""
+def quantization_fact(layout: GgufLayout, held: torch.dtype) -> dict[str, Any]:
+    """What was done to the weights, as the one provenance fact every quantized reader writes
+    (checkpoints/quantized.py QUANTIZATION_KEY): method, scheme, bits per weight, the dtype held and its phrase,
+    e.g. "dequantized from Q4_1 (5.0 bits per weight) to float32"."""
     sizes = type_sizes()
     values: dict[str, int] = {}
     for t in layout.tensors:
@@ -46,8 +48,10 @@ def quantization_text(layout: GgufLayout, held: torch.dtype) -> str:
     how = f"{bits:.3g} bits per weight" + (f" on average; also {', '.join(others)}" if others else "")
     held_name = str(held).removeprefix("torch.")
     if all(k in FLOAT_TYPES or k == "F64" for k in values):  # nothing quantized
-        return f"read from {main} ({how}) as {held_name}"
-    return f"dequantized from {main} ({how}) to {held_name}"
+        text = f"read from {main} ({how}) as {held_name}"
+    else:
+        text = f"dequantized from {main} ({how}) to {held_name}"
+    return {"method": "gguf", "scheme": main, "bits_per_weight": bits, "dequantized_to": held_name, "text": text}
 
 
 def stored_dtype(layout: GgufLayout) -> torch.dtype:
@@ -254,13 +258,14 @@ def provenance(
     from attnlab.checkpoints.gguf_arch import ARCH_KEYS
     from attnlab.checkpoints.gguf_tokenizer import chat_template
 
-    done = quantization_text(layout, held)
+    fact = quantization_fact(layout, held)
+    done = str(fact["text"])
     prefix = str(layout.metadata.get("general.architecture", arch))
     keys = {hf: f"{prefix}.{key}" for key, hf in ARCH_KEYS[arch].items()}
     metadata: dict[str, Any] = {
         "source": f"GGUF file ({arch}), {done}",
         "model_type": config["model_type"],
-        "quantization": done,
+        "quantization": fact,
         "settings": _sources(settings, keys),
         "notice": done[0].upper() + done[1:] + ".",  # the app's banner
     }

@@ -69,10 +69,10 @@ def quantization_fact(metadata: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def quantization_text(metadata: dict[str, Any]) -> str:
-    """What was done to the weights on load ("dequantized from …"), whichever reader said it: a folder's fact
-    ({"text": …}) or a GGUF file's phrase; '' for a model that was not quantized."""
+    """What was done to the weights on load ("dequantized from …"), whichever reader said it (a folder's or a
+    GGUF file's fact, both {"text": …}); '' for a model that was not quantized."""
     fact = metadata.get(q.QUANTIZATION_KEY)
-    return str(fact.get("text", "")) if isinstance(fact, dict) else str(fact or "")
+    return str(fact.get("text", "")) if isinstance(fact, dict) else ""
 
 
 def weight_names(metadata: dict[str, Any]) -> list[str]:
