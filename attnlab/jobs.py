@@ -45,7 +45,7 @@ class JobRunner:
         deliver: Callable[[Job, Any, str | None], None],
         kinds: tuple[str, ...],
         supersedes: Mapping[str, tuple[str, ...]] | None = None,
-        prepare: Callable[[], None] | None = None,
+        prepare: Callable[[], object] | None = None,
         name: str = "attnlab-run",
     ) -> None:
         self._deliver = deliver

@@ -5,8 +5,9 @@ generation counter, at most one run is in flight and at most one waits, and a re
 longer the latest is dropped). `traceReady` fires once per accepted trace; any error comes back as
 `failed(message)` and the previous trace and state stay.
 
-The text and stage logic it uses is plain Python (no Qt) in `attnlab.present` (texts, stages, runtime), so
-it can be tested and reused alone. Nothing here imports torch at module level: the window can paint before
+The text and stage logic it uses is plain Python (no Qt) in `attnlab.present` (texts, stages, runtime), and
+what its worker runs in `attnlab.session_jobs` (a trace request, a load, a generation step), so it can be
+tested and reused alone. Nothing here imports torch at module level: the window can paint before
 the engine has loaded.
 """
 
@@ -25,7 +26,7 @@ from attnlab.present.decoder_input import FOLLOWED, DecoderInput
 from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage
 from attnlab.present.texts import example_sentence
-from attnlab.session_jobs import LoadDetour, TraceRequest, extend_by_one, load_job, trace_job
+from attnlab.session_jobs import LoadDetour, TraceRequest, extend_by_one, load_job, reads_second_text, trace_job
 
 if TYPE_CHECKING:
     from attnlab.checkpoints.snapshots import Snapshots
@@ -179,15 +180,7 @@ class Session(QObject):
         return True
 
     def _has_decoder_input(self) -> bool:
-        """Whether the open model reads a second text besides the source: an encoder-decoder's decoder input,
-        or sentence B of a model that reads sentence pairs (a decoder-only model's prompt is the source box,
-        see LiveModel.prompt_sides)."""
-        config = self.model.config if self.model is not None else None
-        return (
-            config is None
-            or (config.has_encoder and config.has_decoder)
-            or bool(getattr(self.model, "reads_pairs", False))
-        )
+        return reads_second_text(self.model)
 
     def update_options(self, **changes: Any) -> bool:
         return self.set_options(self.options.replace(**changes))

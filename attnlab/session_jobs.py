@@ -55,6 +55,16 @@ class TraceRequest:
     step: int | None = None  # a training snapshot step the run uses instead of the final weights
 
 
+def reads_second_text(model: LiveModel | None) -> bool:
+    """Whether `model` reads a second text besides the source (True before a model is open): an
+    encoder-decoder's decoder input, or sentence B of a model that reads sentence pairs (a decoder-only
+    model's prompt is the source box, see LiveModel.prompt_sides)."""
+    if model is None:
+        return True
+    config = model.config
+    return (config.has_encoder and config.has_decoder) or bool(getattr(model, "reads_pairs", False))
+
+
 def model_snapshots(model: LiveModel) -> tuple[Snapshots | None, str]:
     """(the training snapshots beside `model`'s checkpoint or None, why they could not be read or '')."""
     from attnlab.checkpoints.snapshots import find_snapshots
