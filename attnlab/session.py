@@ -1,69 +1,41 @@
 """Session: what one window shows (model, texts, run options, view, stage) and the runs that feed it.
 
-Runs happen on one worker thread, LATEST REQUEST WINS: every request bumps a generation counter, at most one
-run is in flight and at most one waits (a newer request replaces the waiting one), and a result whose
-generation is no longer the latest is dropped. `traceReady` fires once per accepted trace; any error comes
-back as `failed(message)` and the previous trace and state stay.
+Runs happen on one worker thread, LATEST REQUEST WINS (attnlab/jobs.py, Qt-free: every request bumps a
+generation counter, at most one run is in flight and at most one waits, and a result whose generation is no
+longer the latest is dropped). `traceReady` fires once per accepted trace; any error comes back as
+`failed(message)` and the previous trace and state stay.
 
-The text and stage logic it uses is plain Python (no Qt) in `attnlab.present` (texts, stages, runtime), so
-it can be tested and reused alone. Nothing here imports torch at module level: the window can paint before
+The text and stage logic it uses is plain Python (no Qt) in `attnlab.present` (texts, stages, runtime), and
+what its worker runs in `attnlab.session_jobs` (a trace request, a load, a generation step), so it can be
+tested and reused alone. Nothing here imports torch at module level: the window can paint before
 the engine has loaded.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
-from attnlab.engine import names
 from attnlab.engine.options import RunOptions
-from attnlab.present.ablation import BASELINE_PROBS, baseline_probs
-from attnlab.present.decoder_input import FOLLOWED, WRITTEN_FOR, DecoderInput
+from attnlab.jobs import Job, JobRunner
+from attnlab.present.decoder_input import FOLLOWED, DecoderInput
 from attnlab.present.runtime import configure_torch
-from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage, warm_up
-from attnlab.present.texts import default_prefix, example_sentence, extended_ids, ids_text, next_token, real_length
+from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage
+from attnlab.present.texts import example_sentence
+from attnlab.session_jobs import LoadDetour, TraceRequest, extend_by_one, load_job, reads_second_text, trace_job
 
 if TYPE_CHECKING:
     from attnlab.checkpoints.snapshots import Snapshots
     from attnlab.engine.live import LiveModel
     from attnlab.engine.trace import Trace
-
-    # what a load job hands the GUI: (model, source text, decoder input, path, model_snapshots(model))
-    Loaded = tuple[LiveModel, str, str, str | None, tuple[Snapshots | None, str]]
+    from attnlab.session_jobs import Loaded
 
 DEBOUNCE_MS = 150  # typing pause before a re-trace
 TOKENIZE_TIMEOUT_S = 10.0  # the app stops a Hugging Face tokenizer that takes longer on one text (issue 27)
-
-
-def model_snapshots(model: LiveModel) -> tuple[Snapshots | None, str]:
-    """(the training snapshots beside `model`'s checkpoint or None, why they could not be read or '')."""
-    from attnlab.checkpoints.snapshots import find_snapshots
-
-    return find_snapshots(model) if hasattr(model, "metadata") else (None, "")
-
-
-@dataclass(frozen=True)
-class LoadDetour:
-    """What a load job returns instead of a model when the GUI must act before (or instead of) opening one:
-    `kind` "settings": a bare state dict whose settings the user is asked for (`value`: the cheap probe);
-    "additive": an additive-attention model for its own window (`value`: the loaded model). The file was
-    read on the worker either way."""
-
-    kind: str
-    value: Any
-    path: str | None = None
-
-
-@dataclass(frozen=True)
-class _Job:
-    kind: str  # "trace" or "load"
-    generation: int
-    run: Callable[[], Any]  # run on the worker thread
 
 
 class Session(QObject):
@@ -106,15 +78,12 @@ class Session(QObject):
         self.stages: list[Stage] = []
         self.snapshots: Snapshots | None = None  # the open model's, when its checkpoint has them
         self.training_step: int | None = None  # a snapshot step the runs use instead of the final weights
-        self._generation = {"trace": 0, "load": 0, "warm": 0}
         self._stage_on_the_way: str | None = None  # a stage whose recomputed layers the worker computes
-        self._running: _Job | None = None
-        self._waiting: dict[str, _Job] = {}
+        # waiting jobs start loads first; a load makes the old model's traces moot
+        self._jobs = JobRunner(self._deliver, ("load", "trace", "warm"), {"load": ("trace",)}, configure_torch)
         self._generate_presses = 0
         self._last_busy = False
         self._last_loading = False
-        self._torch_ready = False
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="attnlab-run")
         self._debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
         self._debounce.timeout.connect(self.request_trace)
         self._jobDone.connect(self._on_job_done)
@@ -122,7 +91,7 @@ class Session(QObject):
     # ---- state -----------------------------------------------------------------------------------------
     @property
     def busy(self) -> bool:
-        return self._running is not None or bool(self._waiting) or self._debounce.isActive()
+        return self._jobs.busy or self._debounce.isActive()
 
     @property
     def stage(self) -> Stage | None:
@@ -211,15 +180,7 @@ class Session(QObject):
         return True
 
     def _has_decoder_input(self) -> bool:
-        """Whether the open model reads a second text besides the source: an encoder-decoder's decoder input,
-        or sentence B of a model that reads sentence pairs (a decoder-only model's prompt is the source box,
-        see LiveModel.prompt_sides)."""
-        config = self.model.config if self.model is not None else None
-        return (
-            config is None
-            or (config.has_encoder and config.has_decoder)
-            or bool(getattr(self.model, "reads_pairs", False))
-        )
+        return reads_second_text(self.model)
 
     def update_options(self, **changes: Any) -> bool:
         return self.set_options(self.options.replace(**changes))
@@ -277,7 +238,7 @@ class Session(QObject):
             self._submit("warm", warm)
             return
         self._stage_on_the_way = None
-        self._generation["warm"] += 1  # a stage still being warmed is moot
+        self._jobs.invalidate("warm")  # a stage still being warmed is moot
         self._show_stage(key)
 
     def _show_stage(self, key: str) -> None:
@@ -311,24 +272,18 @@ class Session(QObject):
         model, trace = self.model, self.trace
         if model is None or trace is None:  # both callers have a model and its trace
             return
-        token_id, piece = next_token(model, trace)
-        tok = model.tokenizer("tgt")
-        if token_id == tok.specials.eos:
+        step = extend_by_one(model, trace)
+        if isinstance(step, str):  # nothing to append: why
             self._generate_presses = 0
-            self.notice.emit("The model predicts </s>: it considers the sentence finished.")
+            self.notice.emit(step)
             return
-        if real_length(trace[names.side_entry("tgt", "tokens")]) + 1 >= model.config.max_len:
-            self._generate_presses = 0
-            self.notice.emit(f"The decoder input has reached this model's limit of {model.config.max_len} tokens.")
-            return
-        self.tgt_ids = extended_ids(trace, token_id, tok.specials.n_added("decoder"))
+        self.tgt_ids = step.ids
         self.tgt_origin = self.tgt_origin.generated(self.src)
-        text = ids_text(tok, self.tgt_ids)
-        self.notice.emit(f"Generated “{piece}”")
+        self.notice.emit(f"Generated “{step.piece}”")
         if model.config.arch == "decoder-only":
-            self.src = text
+            self.src = step.text
         else:
-            self.tgt = text
+            self.tgt = step.text
         self.textsChanged.emit()
         self.request_trace()
 
@@ -353,33 +308,21 @@ class Session(QObject):
         self._debounce.stop()
         if self.model is None:
             return
-        model, options, text = self.model, self.options, self.src
-        typed_or_generated = list(self.tgt_ids) if self.tgt_ids is not None else self.tgt
+        model, text = self.model, self.src
         follow = self._follow and self.tgt_origin.follows(model.config)
         stale = self.tgt_origin.stale_for(text, self.tgt)
-        written_for = (self.tgt, stale) if stale is not None and not follow else None
-        stage_key = self.stage_key
-        snapshots, step = self.snapshots, self.training_step
-
-        def run() -> tuple[Trace, list[Stage]]:
-            start = time.perf_counter()
-            # a snapshot: built once, here (a step is only set while the model has snapshots)
-            weights = snapshots.model_at(step) if step is not None and snapshots is not None else model
-            followed = default_prefix(weights, text) if follow else None  # the model's own translation
-            src, tgt = model.prompt_sides(text, typed_or_generated if followed is None else followed)
-            before = baseline_probs(weights, src, tgt, options)  # [T, V] or None: the run without ablations
-            trace = weights.trace(src, tgt, options)
-            trace.info[FOLLOWED] = None if followed is None else (text, followed)
-            trace.info[WRITTEN_FOR] = written_for
-            if step is not None:
-                trace.info["training_step"] = step
-            stages = warm_up(trace, stage_key)  # the stage list, and the shown panel's entries on the host
-            if before is not None:
-                trace.info[BASELINE_PROBS] = before
-            trace.info["job_ms"] = (time.perf_counter() - start) * 1000.0
-            return trace, stages
-
-        self._submit("trace", run)
+        request = TraceRequest(
+            model,
+            text,
+            list(self.tgt_ids) if self.tgt_ids is not None else self.tgt,
+            self.options,
+            follow,
+            (self.tgt, stale) if stale is not None and not follow else None,
+            self.stage_key,
+            self.snapshots,
+            self.training_step,
+        )
+        self._submit("trace", partial(trace_job, request))
 
     def load_async(
         self,
@@ -396,25 +339,12 @@ class Session(QObject):
         `remembered` = (model name, sentence) from the last session: used when no `src` is given and the
         model has that name (an English sentence is no example for a French language model)."""
 
-        def run() -> Loaded | LoadDetour:
-            model = factory()
-            if isinstance(model, LoadDetour):
-                return model
-            text = src
-            if text is None and remembered and remembered[0] == model.name:
-                text = remembered[1]
-            text = example_sentence(model) if text is None else text
-            start = tgt if tgt is not None else (default_prefix(model, text) if prefix else "")
-            return model, text, start, path, model_snapshots(model)
-
-        self._submit("load", run)
+        self._submit("load", partial(load_job, factory, path, src, tgt, prefix, remembered))
 
     @property
     def loading(self) -> bool:
         """Whether a load is running or waiting (its result not yet accepted or dropped)."""
-        job = self._running
-        running = job is not None and job.kind == "load" and job.generation == self._generation["load"]
-        return running or "load" in self._waiting
+        return self._jobs.pending("load")
 
     def cancel(self) -> bool:
         """Cancel (the status bar's button): stop a tokenizer running in its child process (the app's time
@@ -430,54 +360,25 @@ class Session(QObject):
         is dropped when it comes (latest request wins). False when no load was under way."""
         if not self.loading:
             return False
-        self._generation["load"] += 1
-        self._waiting.pop("load", None)
+        self._jobs.drop("load")
         self.request_trace()  # submitting the load dropped any waiting trace of the model that stays
         self._set_busy()
         return True
 
     def _submit(self, kind: str, run: Callable[[], Any]) -> None:
-        self._generation[kind] += 1
-        if kind == "load":  # traces of the old model are moot
-            self._generation["trace"] += 1
-            self._waiting.pop("trace", None)
-        job = _Job(kind, self._generation[kind], run)
-        if self._running is None:
-            self._start(job)
-        else:
-            self._waiting[kind] = job
+        self._jobs.submit(kind, run)
         self._set_busy()
 
-    def _start(self, job: _Job) -> None:
-        self._running = job
-        self._pool.submit(self._work, job)
-
-    def _work(self, job: _Job) -> None:  # worker thread
-        if not self._torch_ready:
-            configure_torch()
-            self._torch_ready = True
-        try:
-            value, error = job.run(), None
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as e:  # noqa: B036  every job ends in a result or a message, even after a panic
-            readable = isinstance(e, ValueError) and str(e)  # attnlab's own errors are written to be read
-            text = str(e) if readable else (f"{type(e).__name__}: {e}" if str(e) else type(e).__name__)
-            value, error = None, text if len(text) <= 2000 else text[:2000] + "…"
+    def _deliver(self, job: Job, value: Any, error: str | None) -> None:  # worker thread
         try:
             self._jobDone.emit((job, value, error))
         except RuntimeError:  # the session was deleted while this ran (window closed)
             pass
 
     @Slot(object)
-    def _on_job_done(self, result: tuple[_Job, Any, str | None]) -> None:
+    def _on_job_done(self, result: tuple[Job, Any, str | None]) -> None:
         job, value, error = result
-        self._running = None
-        for kind in ("load", "trace", "warm"):
-            if kind in self._waiting:
-                self._start(self._waiting.pop(kind))
-                break
-        if job.generation == self._generation[job.kind]:
+        if self._jobs.finished(job):  # the next waiting job starts; a stale result is dropped
             if job.kind == "load":
                 self._accept_model(value, error)
             elif job.kind == "warm":
@@ -542,6 +443,5 @@ class Session(QObject):
 
     def shutdown(self) -> None:
         """Drop waiting work and let the running job finish in the background."""
-        self._waiting.clear()
         self._debounce.stop()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._jobs.shutdown()

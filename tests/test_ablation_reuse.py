@@ -83,7 +83,7 @@ def test_the_kept_baseline_goes_with_the_text_and_never_stands_in_for_a_recorded
     model.trace(SRC, TGT, ABLATED)
     calls = counting_forwards(model)
     other = model.trace(SRC, "le chat", ABLATED.replace(temperature=2.0))  # other text: a full run
-    assert calls and "reused" not in other.info and model._runs.keys() == {True}  # the old baseline is gone
+    assert calls and "reused" not in other.info and model.reuse.runs.keys() == {True}  # the old baseline is gone
     plain = model.trace(SRC, TGT, RunOptions(record=False, temperature=2.0))
     assert "reused" not in plain.info and "enc.0.self.q" not in plain
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import build_tiny_model as make
 
-from attnlab.engine import live
+from attnlab.engine import live, live_placement
 from attnlab.engine.gpu_failures import FELL_BACK
 from attnlab.engine.live import LiveModel, out_of_device_memory
 from attnlab.engine.options import RunOptions
@@ -116,7 +116,7 @@ def test_a_new_input_moves_the_traces_still_held_off_the_gpu(monkeypatch):
     warmer = model.trace(SRC, TGT, RunOptions(temperature=2.0))  # the same tensors, another Trace
     assert moved == []
     room = {"bytes": 0}
-    monkeypatch.setattr(live, "available_on", lambda device: room["bytes"])  # the GPU's free memory
+    monkeypatch.setattr(live_placement, "available_on", lambda device: room["bytes"])  # the GPU's free memory
     room["bytes"] = 1 << 40  # both traces fit: the one on screen stays where it is
     model.trace("the dog sees the cat", TGT)
     assert moved == []

@@ -91,7 +91,7 @@ def test_llama_with_only_tokenizer_model_reads_its_ids_and_runs(tmp_path, add_bo
     with torch.no_grad():
         logits = reference(torch.tensor([ids])).logits[0]
     assert (t["logits"] - logits).abs().max() <= ATOL
-    assert not any("no tokenizer" in n for n in model.metadata.get("notices", []) + t.notices)
+    assert not any("no tokenizer" in n for n in [*model.metadata.get("notices", []), *t.notices])
 
 
 def test_tokenizer_argument_replaces_a_folders_own(tmp_path, capsys):

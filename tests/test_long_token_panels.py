@@ -256,7 +256,7 @@ def test_a_panel_does_not_keep_its_trace_alive(qtbot, tiny_model):
     panel = make_panel(qtbot, "embed", short)
     assert not panel.windowing.window.whole
     gone = weakref.ref(short)
-    model._runs.clear()  # the model's own run cache holds its last run
+    model.reuse.runs.clear()  # the model's own run cache holds its last run
     del short
     gc.collect()
     assert gone() is None

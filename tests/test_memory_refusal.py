@@ -121,8 +121,8 @@ CHILD = textwrap.dedent(
     resource.setrlimit(resource.RLIMIT_AS, (size + (400 << 20), resource.RLIM_INFINITY))  # 400 MiB more
     if sys.argv[1] == "unchecked":
         run_budget.run_refusal = lambda *a, **k: ""
-        import attnlab.engine.live as live
-        live.run_refusal = run_budget.run_refusal
+        import attnlab.engine.live_placement as placing
+        placing.run_refusal = run_budget.run_refusal
     text = " ".join(f"w{i % 60}" for i in range(8000))  # the trace alone: ~1.5 GB
     try:
         t = m.trace(tgt=text)

@@ -150,7 +150,7 @@ def test_a_lean_cpu_run_short_of_memory_keeps_each_layers_output_only(monkeypatc
     """When the run does not fit the memory with each site's Q, K, V and mask but fits without them, it keeps the
     layers' outputs only (and a head's map runs its layer again, to the same numbers); a GPU run never keeps them
     (a layer runs there in milliseconds)."""
-    from attnlab.engine import live, run_budget
+    from attnlab.engine import live_placement, run_budget
 
     model, ids = small_model_512()
     model.lean_above = 0
@@ -161,7 +161,7 @@ def test_a_lean_cpu_run_short_of_memory_keeps_each_layers_output_only(monkeypatc
     }
     assert needs[replay.OUTPUTS] < needs[replay.ATTENTION]
     room = (needs[replay.OUTPUTS] + needs[replay.ATTENTION]) // 2
-    monkeypatch.setattr(live, "available_on", lambda _device: int(room / live.HEADROOM))
+    monkeypatch.setattr(live_placement, "available_on", lambda _device: int(room / live_placement.HEADROOM))
     thin = model.trace(tgt=ids)
     assert thin.info["kept"] == replay.OUTPUTS
     assert not isinstance(thin.entries["dec.0.self.q"], torch.Tensor)

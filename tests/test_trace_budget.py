@@ -108,12 +108,12 @@ def test_a_trace_that_would_not_fit_is_recorded_to_the_host_and_says_so(monkeypa
         calls.append(needed)
         return False, 1 << 20
 
-    monkeypatch.setattr("attnlab.engine.live.fits_on_device", full_gpu)
+    monkeypatch.setattr("attnlab.engine.live_placement.fits_on_device", full_gpu)
     sides = model._inputs(SRC, TGT, RunOptions(), [])
     notices: list[str] = []
     rec = model._recorder(torch.device("cuda"), RunOptions(), sides, notices)
     assert rec.host and calls and "MiB" in notices[0] and "GPU" in notices[0]
-    monkeypatch.setattr("attnlab.engine.live.fits_on_device", lambda device, needed: (True, 1 << 40))
+    monkeypatch.setattr("attnlab.engine.live_placement.fits_on_device", lambda device, needed: (True, 1 << 40))
     assert not model._recorder(torch.device("cuda"), RunOptions(), sides, []).host
 
 

@@ -81,7 +81,7 @@ def test_on_cuda_the_trace_stays_on_the_gpu_and_reads_equal_the_cpu(changes):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_on_cuda_a_host_recorder_copies_into_pinned_memory(monkeypatch):
     model = make()
-    monkeypatch.setattr("attnlab.engine.live.fits_on_device", lambda device, needed: (False, 1 << 20))
+    monkeypatch.setattr("attnlab.engine.live_placement.fits_on_device", lambda device, needed: (False, 1 << 20))
     trace = model.trace(SRC, TGT, RunOptions(device="cuda"))
     stored = [v for v in trace.entries.values() if isinstance(v, torch.Tensor)]
     assert all(v.device.type == "cpu" and v.is_pinned() for v in stored)

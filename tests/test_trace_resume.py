@@ -124,14 +124,14 @@ def test_the_kept_layer_inputs_share_the_trace_storage_and_go_with_the_text():
     model = make("encoder-decoder")
     trace = model.trace(SRC, TGT, BASE)
     stored = {v.untyped_storage().data_ptr() for v in trace.entries.values() if isinstance(v, torch.Tensor)}
-    kept = model._last_inputs.tensors
+    kept = model.reuse.last_inputs.tensors
     assert len(kept) == 3 + 3 + 1  # every layer's input and the encoder's output
     assert all(x.untyped_storage().data_ptr() in stored for x in kept.values())  # no memory of their own
     other = model.trace(SRC, "le chien", BASE.toggled_mask_cell("dec.2.self", 2, 0))  # new text: a full run
     assert "resumed_from" not in other.info
     assert all(
         x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr()
-        for x in model._last_inputs.tensors.values()
+        for x in model.reuse.last_inputs.tensors.values()
         for y in kept.values()
     )
 
@@ -139,7 +139,7 @@ def test_the_kept_layer_inputs_share_the_trace_storage_and_go_with_the_text():
 def test_no_layer_inputs_without_recording_and_changed_weights_run_in_full():
     model = make("encoder-decoder")
     model.trace(SRC, TGT, BASE.replace(record=False))
-    assert model._last_inputs is None
+    assert model.reuse.last_inputs is None
     assert "resumed_from" not in model.trace(SRC, TGT, BASE.toggled_mask_cell("dec.2.self", 2, 0)).info
     with torch.no_grad():
         model.module.decoder[2].self_attn.w_q.weight.mul_(2.0)
@@ -163,7 +163,7 @@ def test_on_cuda_a_mask_toggle_resumes_on_the_gpu_and_equals_a_full_cuda_run():
     model.trace(SRC, TGT, on_gpu)
     toggled = model.trace(SRC, TGT, after)
     assert toggled.info.get("resumed_from") == "dec.2"
-    assert all(x.device.type == "cuda" for x in model._last_inputs.tensors.values())
+    assert all(x.device.type == "cuda" for x in model.reuse.last_inputs.tensors.values())
     full = make("encoder-decoder").trace(SRC, TGT, after)
     assert full.names() == toggled.names()
     for name in full.names():

@@ -9,11 +9,13 @@ engine/derived_blocks.py).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -221,7 +223,7 @@ def _storage_key(t: torch.Tensor) -> tuple:
     return (t.device, t.dtype, t.data_ptr(), tuple(t.shape), t.stride())
 
 
-@dataclass
+@dataclass(frozen=True)
 class Trace:
     """What one run computed. `trace["enc.0.self.weights"]` is a [heads, tgt, src] float32 CPU tensor.
 
@@ -230,7 +232,9 @@ class Trace:
     made this run (RunOptions.resolved: the norm placement is "pre" or "post", the heads are set; read every
     fact about the run there, never infer it from the numbers), `device` where it ran ("cpu", "cuda:0") and
     `notices` the human-readable remarks about the run (truncation, fallbacks). `info` holds what was
-    measured or added later (timings, what generation added: next token, text so far).
+    measured (timings, what the trace keeps). Frozen: `notices` is a tuple and `info` a read-only mapping;
+    what is learnt after the run (generation's next token, the session's job time) makes a new Trace
+    (`with_info`, `with_notices`) that shares the entries and their host copies.
 
     `entries` holds what was stored: tensors on the run's device, token lists, and `Derived` rules. Reading
     (`trace[name]`, `read`, `fetch`) gives host tensors, cached; `device_value(name)` gives the value where
@@ -242,11 +246,29 @@ class Trace:
     config: ModelConfig
     options: ResolvedOptions
     device: str
-    notices: list[str]
-    info: dict = field(default_factory=dict)
+    notices: Sequence[str]  # a tuple once made
+    info: Mapping[str, Any] = field(default_factory=dict)  # read-only once made
     _host: dict[str, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
     _recent: OrderedDict[str, torch.Tensor] = field(default_factory=OrderedDict, repr=False, compare=False)
     _home: tuple[torch.device, torch.dtype] | None = field(default=None, repr=False, compare=False)  # stored floats
+    # the traces sharing these entries (this one and its `with_info` copies), weakly: move_to_host moves them all
+    _kin: list[weakref.ref[Trace]] = field(default_factory=list, repr=False, compare=False)
+    # a `with_info` copy holds the trace it was made from: whoever tracks that one (LiveModel, to give the GPU's
+    # memory back) reaches the copy's entries through it while the copy lives
+    _origin: Trace | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "notices", tuple(self.notices))
+        object.__setattr__(self, "info", MappingProxyType(dict(self.info)))
+        self._kin[:] = [ref for ref in self._kin if ref() is not None] + [weakref.ref(self)]
+
+    def with_info(self, **info: Any) -> Trace:
+        """This trace with `info` added (or replaced): a new Trace sharing the entries and their host copies."""
+        return dataclasses.replace(self, info={**self.info, **info}, _origin=self)
+
+    def with_notices(self, *notices: str) -> Trace:
+        """This trace with `notices` said after its own: a new Trace sharing the entries and their host copies."""
+        return dataclasses.replace(self, notices=(*self.notices, *notices), _origin=self)
 
     @property
     def n_heads(self) -> int:
@@ -343,7 +365,8 @@ class Trace:
         if self._home is None:
             stored = (v for v in self.entries.values() if isinstance(v, torch.Tensor) and v.is_floating_point())
             first = next(stored, None)
-            self._home = (first.device, first.dtype) if first is not None else (copy.device, copy.dtype)
+            home = (first.device, first.dtype) if first is not None else (copy.device, copy.dtype)
+            object.__setattr__(self, "_home", home)  # a cache: frozen fields are what the run made
         return (copy.device, copy.dtype) == self._home
 
     def on_host(self, name: str) -> bool:
@@ -446,7 +469,8 @@ class Trace:
         same values: derived entries are computed on the host from then on, recomputed layers run on the
         model's device and land on the host (engine/replay.py). Nothing to do for a CPU run. `copies`: host
         copies by storage, shared by traces that share tensors (a run and its temperature variants). The
-        entries are swapped in one assignment, so a reader on another thread sees one dict or the other."""
+        entries are swapped in one assignment, so a reader on another thread sees one dict or the other; the
+        `with_info` copies sharing them swap too."""
         copies = {} if copies is None else copies
         moved: OrderedDict[str, Entry] = OrderedDict()
         for name, value in self.entries.items():
@@ -459,9 +483,12 @@ class Trace:
                 replay: LayerReplay = value.params[0]  # type: ignore[assignment]
                 replay.move_to_host()
             moved[name] = value
-        self.entries = moved
+        before = self.entries
+        for kin in [ref() for ref in self._kin]:
+            if kin is not None and kin.entries is before:
+                object.__setattr__(kin, "entries", moved)
+                object.__setattr__(kin, "_home", None)
         self._recent.clear()
-        self._home = None
 
     def to(self, device: str | torch.device = "cpu") -> Trace:
         """A Trace whose every entry (derived ones included) is a concrete tensor on `device`; "cpu" gives the

@@ -1,10 +1,10 @@
 """HeadGrid: small multiples of attention heads in one pyqtgraph scene.
 
 One GraphicsLayoutWidget holds H ViewBoxes (one ImageItem each), a "head h" title above each, shared row/column
-tick axes on the outer edge only, and one colour bar that drives every image (one shared colour scale). The
-arrangement (1×H, 2×H/2, …) is the one whose cells are largest and squarest in the room the grid has
-(`best_grid_shape`; before it has a size, ceil(sqrt(H)) per row). The grid is rebuilt only when H or the
-arrangement changes; other updates just swap image data. Presenting, each head keeps zoom.row_floor
+tick axes on the outer edge only, and one colour bar that drives every image (one shared colour scale). Where
+each goes, and which arrangement (1×H, 2×H/2, …) fits the room, is plain arithmetic in
+present/head_grid_layout.py; this widget measures the room and places the items. The grid is rebuilt only when
+H or the arrangement changes; other updates just swap image data. Presenting, each head keeps zoom.row_floor
 (ROW_PX_GRID) pixels per row.
 """
 
@@ -20,10 +20,22 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from PySide6.QtCore import Qt, Signal
 
 from attnlab.present import words
-from attnlab.ui.plots.axes import TICK_POINT_SIZE, CategoryAxis, MaskBackground, choose_modes, tick_font
+from attnlab.present.head_grid_layout import (
+    LEAST_SCENE_PX,
+    NO_MOST,
+    Around,
+    arrangement,
+    best_grid_shape,
+    cell_size,
+    grid_shape,
+    scene_heights,
+    too_small_for_ticks,
+)
+from attnlab.ui.plots import head_grid_parts as parts
+from attnlab.ui.plots.axes import CategoryAxis, MaskBackground, tick_font
 from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING, DEFAULT_SEQUENTIAL
-from attnlab.ui.plots.grid_arrangement import best_grid_shape, cell_size, grid_shape
-from attnlab.ui.plots.matrix_data import ValueFormat, check_labels, compute_levels, elide_label, prepare_matrix
+from attnlab.ui.plots.head_grid_parts import Prepared, prepare_heads
+from attnlab.ui.plots.matrix_data import ValueFormat
 from attnlab.ui.plots.matrix_view import MatrixView
 from attnlab.ui.window import zoom
 
@@ -31,13 +43,6 @@ if TYPE_CHECKING:
     from attnlab.present.views.long_map import MapSource
 
 __all__ = ["HeadGrid", "best_grid_shape", "cell_size", "grid_shape"]
-
-SELECTED_COLOR = "#ff9f1c"
-#: Below this many pixels per small plot, outer axes show no tick text at all.
-MIN_TICKED_PLOT_PX = (110, 80)
-QWIDGETSIZE_MAX = 16777215  # Qt's "no maximum"
-SPACING = 4  # between the plots of the grid
-SWITCH_GAIN = 1.08  # a new arrangement must make cells this much larger (no flicker between two near ties)
 
 
 class HeadGrid(MatrixView):
@@ -114,49 +119,15 @@ class HeadGrid(MatrixView):
         are hatched grey. Levels: *levels* if given; else 0..1 when every valid value lies in
         [0, 1] (attention weights); else as :func:`attnlab.ui.plots.heatmap.compute_levels`.
         """
-        raw, display, mask, bad = prepare_matrix(weights, masked)
-        if raw.ndim != 3:
-            raise ValueError(f"weights must be [H, Tq, Tk], got shape {raw.shape}")
-        n_heads, tq, tk = raw.shape
-        if cells is not None:
-            tq, tk = cells
+        ready = prepare_heads(weights, row_labels, col_labels, masked, levels, symmetric, cells)
         self._sources = None if sources is None else list(sources)
-        rlabels = check_labels(row_labels, tq, "row_labels")
-        clabels = check_labels(col_labels, tk, "col_labels")
-        if levels is None and symmetric is None:
-            valid = raw if bad is None else raw[~bad]
-            if valid.size == 0 or (float(valid.min()) >= 0.0 and float(valid.max()) <= 1.0):
-                levels = (0.0, 1.0)
-        lo, hi = compute_levels(raw, bad, levels, symmetric)
-
         self._last_heads = (weights, row_labels, col_labels, masked, title, levels, symmetric, cells, steps, sources)
-        shape = self._arrangement(n_heads, (tq, tk))
+        n_heads = ready.raw.shape[0]
+        shape = self._arrangement(n_heads, ready.cells)
         if n_heads != self._n_heads or shape != self._arranged:
             self._build(n_heads, shape)
-        self._raw, self._mask, self._bad = raw, mask, bad
-        self._levels = (lo, hi)
-        self._apply_colormap()
-
-        self._show_levels(self._images, display, self._bar, lo, hi)
-        for img in self._images:  # each image pixel covers one tile of cells (1 × 1 for an ordinary map)
-            if (img.transform().m11(), img.transform().m22()) != (steps[1], steps[0]):
-                img.setTransform(QtGui.QTransform.fromScale(steps[1], steps[0]))
-        for h, bg in enumerate(self._mask_bgs):
-            show = bad is not None and bool(bad[h].any())
-            if show != bg.isVisible():
-                bg.setVisible(show)
-
-        cells_changed = (tq, tk) != self._cells
-        labels_changed = cells_changed or rlabels != self._row_labels or clabels != self._col_labels
-        if cells_changed:
-            self._cells = (tq, tk)
-            for vb, bg in zip(self._views, self._mask_bgs, strict=True):
-                bg.set_cells(tq, tk)
-                vb.setRange(xRange=(-0.5, tk - 0.5), yRange=(-0.5, tq - 0.5), padding=0.0)
-        if labels_changed:
-            self._row_labels, self._col_labels = rlabels, clabels
-            self._install_axis_labels()
-
+        self._show_images(ready, steps)
+        self._show_cells(ready)
         self._set_title(title)
         if self._stack.currentWidget() is not self._glw:
             self._stack.setCurrentWidget(self._glw)
@@ -164,6 +135,34 @@ class HeadGrid(MatrixView):
         if self._selected is not None and self._selected >= n_heads:
             self.set_selected(None)
         self._keep_floor()
+
+    def _show_images(self, ready: Prepared, steps: tuple[int, int]) -> None:
+        """Every head's image at the shared levels, each pixel a tile of `steps` cells; mask backgrounds where
+        a head has bad cells."""
+        self._raw, self._mask, self._bad = ready.raw, ready.mask, ready.bad
+        self._levels = ready.levels
+        self._apply_colormap()
+        self._show_levels(self._images, ready.display, self._bar, *ready.levels)
+        for img in self._images:  # each image pixel covers one tile of cells (1 × 1 for an ordinary map)
+            if (img.transform().m11(), img.transform().m22()) != (steps[1], steps[0]):
+                img.setTransform(QtGui.QTransform.fromScale(steps[1], steps[0]))
+        bad = ready.bad
+        for h, bg in enumerate(self._mask_bgs):
+            show = bad is not None and bool(bad[h].any())
+            if show != bg.isVisible():
+                bg.setVisible(show)
+
+    def _show_cells(self, ready: Prepared) -> None:
+        """The views' ranges and the axes' labels, when the cells or the labels changed."""
+        cells_changed = ready.cells != self._cells
+        if cells_changed:
+            self._cells = tq, tk = ready.cells
+            for vb, bg in zip(self._views, self._mask_bgs, strict=True):
+                bg.set_cells(tq, tk)
+                vb.setRange(xRange=(-0.5, tk - 0.5), yRange=(-0.5, tq - 0.5), padding=0.0)
+        if cells_changed or ready.row_labels != self._row_labels or ready.col_labels != self._col_labels:
+            self._row_labels, self._col_labels = ready.row_labels, ready.col_labels
+            self._install_axis_labels()
 
     def set_loading(self, heads: int) -> None:
         """Say in the readout that `heads` heads of a long input are still being read (0: done)."""
@@ -242,23 +241,11 @@ class HeadGrid(MatrixView):
         return self._views[head].sceneBoundingRect().center()
 
     # ------------------------------------------------------------------ internals
+    # what one grid is made of: kept per (H, rows, columns) and put back when that grid is shown again
     _GRID_STATE = (
-        "_glw",
-        "_views",
-        "_images",
-        "_mask_bgs",
-        "_head_titles",
-        "_left_axes",
-        "_bottom_axes",
-        "_bar",
-        "_applied_cmap",
-        "_cells",
-        "_row_labels",
-        "_col_labels",
-        "_n_heads",
-        "_styled",
-        "_arranged",
-    )
+        "_glw", "_views", "_images", "_mask_bgs", "_head_titles", "_left_axes", "_bottom_axes", "_bar",
+        "_applied_cmap", "_cells", "_row_labels", "_col_labels", "_n_heads", "_styled", "_arranged",
+    )  # fmt: skip
 
     def _new_grid_scene(self) -> pg.GraphicsLayoutWidget:
         glw = self._new_scene()
@@ -274,8 +261,8 @@ class HeadGrid(MatrixView):
             rows, cols = self._arranged
             self._grids[(self._n_heads, rows, cols)] = {k: getattr(self, k) for k in self._GRID_STATE}
             # a hidden page's floor would still be the stack's (QStackedLayout's least size is its largest page's)
-            self._glw.setMinimumHeight(120)
-            self._glw.setMaximumHeight(QWIDGETSIZE_MAX)
+            self._glw.setMinimumHeight(LEAST_SCENE_PX)
+            self._glw.setMaximumHeight(NO_MOST)
         kept = self._grids.get((n_heads, shape[0], shape[1]))
         if kept is not None:
             self._restore_grid(kept, n_heads)
@@ -294,8 +281,11 @@ class HeadGrid(MatrixView):
         if n_heads == 0:
             return
         nrows, ncols = shape
-        self._add_heads(n_heads, ncols)
-        self._add_axes(n_heads, nrows, ncols)
+        heads = parts.add_heads(self._glw.ci, n_heads, ncols, self._new_image)
+        self._views, self._images, self._mask_bgs, self._head_titles = (
+            heads.views, heads.images, heads.mask_bgs, heads.titles
+        )  # fmt: skip
+        self._left_axes, self._bottom_axes = parts.add_axes(self._glw.ci, self._views, n_heads, nrows, ncols)
         self._add_colorbar(nrows, ncols)
         first = self._views[0]
         first.sigResized.connect(
@@ -310,76 +300,43 @@ class HeadGrid(MatrixView):
         """What is not cells: (fixed width, fixed height, width per column, height per row) in pixels, from
         the grid shown when there is one, else from the tick font."""
         line = QtGui.QFontMetrics(tick_font()).height()
-        left = self._left_axes[0].width() if self._left_axes else 4 * line
-        bar = self._bar.width() if self._bar is not None else 4 * line
-        bottom = self._bottom_axes[0].height() if self._bottom_axes else 3 * line
-        title = self._head_titles[0].height() if self._head_titles else line + 6
-        return left + bar + 2 * SPACING + 4, bottom + line + 4, SPACING, title + SPACING
-
-    def _room(self) -> tuple[float, float]:
-        """The scene's width, and the height it has without scrolling: inside a scroll area (the stage area,
-        presenting) a panel taller than the viewport is as much too tall as the floors made it, so that
-        excess is not room (the arrangement never feeds on its own floor)."""
-        height = float(self._glw.height())
-        area = self.parentWidget()
-        while area is not None and not isinstance(area, QtWidgets.QScrollArea):
-            area = area.parentWidget()
-        inner = area.widget() if area is not None else None
-        if area is not None and inner is not None:
-            height -= max(0, inner.height() - area.viewport().height())
-        return float(self._glw.width()), height
+        guess = Around.guessed(line)
+        return Around(
+            left=self._left_axes[0].width() if self._left_axes else guess.left,
+            bar=self._bar.width() if self._bar is not None else guess.bar,
+            bottom=self._bottom_axes[0].height() if self._bottom_axes else guess.bottom,
+            title=self._head_titles[0].height() if self._head_titles else guess.title,
+            line=line,
+        ).per_head()
 
     def _arrangement(self, n_heads: int, cells: tuple[int, int]) -> tuple[int, int]:
-        """The arrangement for `n_heads` of `cells`: the best for the room once the scene has a size (a new
-        one only when it makes cells SWITCH_GAIN larger), else ceil(sqrt(H)) per row."""
-        room = self._room()
-        if not self._glw.isVisible() or room[0] < 50 or room[1] < 50:
-            return self._arranged if self._n_heads == n_heads else grid_shape(n_heads)
-        per_head = self._per_head()
-        best = best_grid_shape(n_heads, cells, room, per_head)
-        if self._n_heads != n_heads or best == self._arranged:
-            return best
-        new, now = (min(cell_size(shape, cells, room, per_head)) for shape in (best, self._arranged))
-        return best if new > SWITCH_GAIN * now else self._arranged
+        """The arrangement for `n_heads` of `cells` in the room the scene has (head_grid_layout.arrangement)."""
+        room = parts.room(self, self._glw) if self._glw.isVisible() else None
+        per_head = self._per_head() if room is not None else (0.0, 0.0, 0.0, 0.0)
+        return arrangement(n_heads, cells, room, per_head, self._arranged, self._n_heads)
 
     def _keep_floor(self) -> None:
         """Presenting, the scene is tall enough for zoom.row_floor(row floor) pixels per row in every head, and
         fills the room up to zoom.row_ceiling; when that would push a row of heads below the stage area, the
-        rows shrink to fit it, down to zoom.row_least(GRID_LEAST_PX) (issue 32: 8 heads on a 768-px screen)."""
+        rows shrink to fit it, down to zoom.row_least(GRID_LEAST_PX) (head_grid_layout.scene_heights)."""
         floor = zoom.row_floor(self._row_floor)
-        least, most = 120, QWIDGETSIZE_MAX  # the scene's own least height (MatrixView._new_scene), no most
+        rows, around = 0, 0.0
         if floor > 0 and self._cells is not None and self._views and self._sources is None:  # a long map: no floor
             nrows = self._arranged[0]
+            rows = nrows * self._cells[0]
             view_h = self._views[0].height()
             if view_h > 1:
                 total = max(self._glw.height(), math.ceil(self._glw.ci.geometry().height()))  # when it overflows
                 around = total - nrows * view_h
             else:
-                fixed_h, row_h = self._per_head()[1], self._per_head()[3]
+                _fixed_w, fixed_h, _col_w, row_h = self._per_head()
                 around = fixed_h + nrows * row_h
-            room = self._room_below()
-            if room is not None:  # the most per row that keeps every head on screen, not below the least
-                fit = (room - around) / (nrows * self._cells[0])
-                floor = max(min(floor, zoom.row_least(zoom.GRID_LEAST_PX)), min(floor, math.floor(fit * 4) / 4))
-            ceiling = floor
-            least = max(least, math.ceil(nrows * self._cells[0] * floor + around))
-            most = max(least, math.floor(nrows * self._cells[0] * ceiling + around))
+        room = parts.room_below(self, self._glw) if rows else None
+        least, most = scene_heights(floor, zoom.row_least(zoom.GRID_LEAST_PX), rows, around, room)
         if least != self._glw.minimumHeight():
             self._glw.setMinimumHeight(least)
         if most != self._glw.maximumHeight():
             self._glw.setMaximumHeight(most)
-
-    def _room_below(self) -> float | None:
-        """The scene's height from its top to the bottom of the stage area's viewport (the readout and notes
-        below it may scroll), or None outside a scroll area or before it has a size. Not the scene's own height:
-        that follows the floor."""
-        area = self.parentWidget()
-        while area is not None and not isinstance(area, QtWidgets.QScrollArea):
-            area = area.parentWidget()
-        inner = area.widget() if area is not None else None
-        if area is None or inner is None or area.viewport().height() < 50 or not inner.isAncestorOf(self._glw):
-            return None
-        return float(area.viewport().height() - self._glw.mapTo(inner, QtCore.QPoint(0, 0)).y())
 
     def resizeEvent(self, event: QtGui.QResizeEvent) -> None:
         super().resizeEvent(event)
@@ -410,48 +367,6 @@ class HeadGrid(MatrixView):
             if h < n_heads:
                 self._style_head(h)
 
-    def _add_heads(self, n_heads: int, ncols: int) -> None:
-        """A title and a view box (image over a mask background) per head; layout rows 2i (title), 2i+1."""
-        ci = self._glw.ci
-        for h in range(n_heads):
-            i, j = divmod(h, ncols)
-            lab = pg.LabelItem(words.head_words(h), size=f"{zoom.points(TICK_POINT_SIZE):g}pt")
-            lab.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Fixed)
-            ci.addItem(lab, row=2 * i, col=j + 1)
-            vb = pg.ViewBox(enableMouse=False, enableMenu=False, invertY=True, defaultPadding=0.0)
-            vb.disableAutoRange()
-            ci.addItem(vb, row=2 * i + 1, col=j + 1)
-            img, bg = self._new_image(vb)
-            self._views.append(vb)
-            self._images.append(img)
-            self._mask_bgs.append(bg)
-            self._head_titles.append(lab)
-
-    def _add_axes(self, n_heads: int, nrows: int, ncols: int) -> None:
-        """Row axes on the left of each grid row, column axes under the lowest plot of each grid column."""
-        ci = self._glw.ci
-        for i in range(nrows):
-            ax = CategoryAxis("left")
-            ax.linkToView(self._views[i * ncols])
-            ci.addItem(ax, row=2 * i + 1, col=0)
-            self._left_axes.append(ax)
-        for j in range(ncols):
-            lowest = max(h for h in range(n_heads) if h % ncols == j)
-            if lowest // ncols != nrows - 1:  # no head in the last row here: no axis under an empty slot
-                continue
-            ax = CategoryAxis("bottom")
-            ax.linkToView(self._views[lowest])
-            ci.addItem(ax, row=2 * nrows, col=j + 1)
-            self._bottom_axes.append(ax)
-        lay = ci.layout
-        for i in range(nrows):
-            lay.setRowStretchFactor(2 * i, 0)
-            lay.setRowStretchFactor(2 * i + 1, 1)
-        lay.setRowStretchFactor(2 * nrows, 0)
-        lay.setColumnStretchFactor(0, 0)
-        for j in range(ncols):
-            lay.setColumnStretchFactor(j + 1, 1)
-
     def _add_colorbar(self, nrows: int, ncols: int) -> None:
         """One colour bar on the right that drives every head's image (one shared scale)."""
         self._bar = self._new_colorbar(16)
@@ -465,49 +380,20 @@ class HeadGrid(MatrixView):
             self._styled = h
         elif self._styled == h:
             self._styled = None
-        self._views[h].setBorder(pg.mkPen(SELECTED_COLOR, width=3) if sel else None)
-        self._head_titles[h].setText(
-            words.head_words(h),
-            bold=sel,
-            color=SELECTED_COLOR if sel else None,
-            size=f"{zoom.points(TICK_POINT_SIZE):g}pt",
-        )
-        self._head_titles[h].setMaximumHeight(self._head_titles[h].minimumHeight())
+        parts.style_head(self._views[h], self._head_titles[h], h, sel)
 
     def _install_axis_labels(self) -> None:
-        if self._cells is None:
-            return
-        tq, tk = self._cells
-        rl = None if self._row_labels is None else [elide_label(s) for s in self._row_labels]
-        cl = None if self._col_labels is None else [elide_label(s) for s in self._col_labels]
-        for ax in self._left_axes:
-            ax.set_labels(rl, tq)
-        for ax in self._bottom_axes:
-            ax.set_labels(cl, tk)
-        for ax in self._left_axes:
-            ax.setWidth(ax.text_extent("labels"))
-        self._refresh_axis_modes()
+        if self._cells is not None:
+            parts.label_axes(self._left_axes, self._bottom_axes, self._row_labels, self._col_labels, self._cells)
+            self._refresh_axis_modes()
 
     def _refresh_axis_modes(self, *_: object) -> None:
         if not self._views or not self._left_axes or not self._bottom_axes:
             return
-        vb = self._views[0]
-        w, h = vb.width(), vb.height()
-        if w <= 1 or h <= 1:
-            return
-        nrows, ncols = self._arranged
-        # "Too small" is judged on the widget size (not the view) so axis sizes cannot feed back.
-        small = self._glw.width() / ncols < MIN_TICKED_PLOT_PX[0] or self._glw.height() / nrows < MIN_TICKED_PLOT_PX[1]
-        if small:
-            bmode = lmode = "none"
-        else:
-            bmode, lmode = choose_modes(self._bottom_axes[0], self._left_axes[0], w, h)
-        for ax in self._left_axes:
-            if ax.set_mode(lmode):
-                ax.setWidth(ax.text_extent("labels") if lmode != "none" else ax.text_extent("none"))
-        for ax in self._bottom_axes:
-            if ax.set_mode(bmode):
-                ax.setHeight(ax.text_extent())
+        w, h = self._views[0].width(), self._views[0].height()
+        if w > 1 and h > 1:
+            small = too_small_for_ticks(self._glw.width(), self._glw.height(), self._arranged)
+            parts.set_axis_modes(self._left_axes, self._bottom_axes, (w, h), small)
 
     def _on_mouse_moved(self, pos: QtCore.QPointF) -> None:
         if self._raw is None:
