@@ -41,7 +41,7 @@ from attnlab.engine.live import LiveModel
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import WordTokenizer
-from attnlab.engine.trace import Recorder
+from attnlab.engine.trace import Recorder, finish
 from attnlab.present.stages import warm_up
 
 DEVICE = "cuda"
@@ -72,7 +72,7 @@ def recorded(model, src, tgt):
     rec.tokens("tgt.tokens", [f"t{i}" for i in range(tgt.shape[1])])
     options = RunOptions(record=True).resolved(model.config)
     model(src, tgt, options=options, rec=rec)
-    return rec.finish(model.config, options, str(src.device))
+    return finish(rec, model.config, options, str(src.device))
 
 
 def first_panel_ms(model, src, tgt, runs: int) -> float:

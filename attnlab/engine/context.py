@@ -14,13 +14,12 @@ from torch import Tensor
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.disentangled import RelativeInputs
-from attnlab.engine.masks import Device, MaskBuilder
+from attnlab.engine.masks import Device, MaskBuilder, additive_mask
 from attnlab.engine.norms import LayerNorm, RMSNorm, layer_norm
 from attnlab.engine.options import ResolvedOptions, RunOptions
 from attnlab.engine.positional import rotary_angles
-from attnlab.engine.runcache import LayerDone, LayerInputs, LayerKey, Resume
-from attnlab.engine.trace import Recorder
+from attnlab.engine.recorder import Recorder
+from attnlab.engine.run_inputs import LayerDone, LayerInputs, LayerKey, RelativeInputs, Resume
 
 
 def cast_tables(tables: tuple[Tensor, Tensor] | None, dtype: torch.dtype | None) -> tuple[Tensor, Tensor] | None:
@@ -166,3 +165,16 @@ def residual_block(
     y = x + h if ctx.residual else h
     ctx.rec(names.resid(layer_name, n), y)
     return norm(y, ctx.rec, names.norm(layer_name, n))
+
+
+def build_mask(
+    site: str,
+    Tq: int,
+    Tk: int,
+    key_pad: Tensor | None,
+    ctx: RunContext,
+    device: Device,
+    dtype: torch.dtype | None = None,
+) -> Tensor:
+    """Additive mask [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not."""
+    return additive_mask(site, Tq, Tk, key_pad, ctx.options, device, dtype, ctx.masks.window_of(site))

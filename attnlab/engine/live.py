@@ -31,10 +31,12 @@ from attnlab.engine.offload import Placement, streamed_layers
 from attnlab.engine.options import RunOptions
 from attnlab.engine.pairs import INPUT_CUT, pair_side
 from attnlab.engine.precision import convert_module, module_dtype, run_dtype
+from attnlab.engine.recorder import Recorder
 from attnlab.engine.run_budget import run_needs, run_refusal
-from attnlab.engine.runcache import LayerInputs, Resume, entries_before, first_changed_layer
+from attnlab.engine.run_inputs import LayerInputs, Resume
+from attnlab.engine.runcache import entries_before, first_changed_layer
 from attnlab.engine.tokenizer import Tokenizer
-from attnlab.engine.trace import Recorder, Trace
+from attnlab.engine.trace import Trace
 from attnlab.engine.typed import UNSURE_BELOW, classroom_language, typed_form, unsure_notice
 from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 

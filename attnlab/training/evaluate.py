@@ -20,8 +20,8 @@ import torch.nn.functional as F
 from attnlab.engine import names
 from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions
+from attnlab.engine.recorder import Recorder
 from attnlab.engine.tokenizer import BPETokenizer, Tokenizer
-from attnlab.engine.trace import Recorder
 from attnlab.training.corpus import Pair
 from attnlab.training.data import decoder_ids, make_batch, pad_batch, source_ids, word_piece_spans
 from attnlab.training.handwritten import handwritten_figures
