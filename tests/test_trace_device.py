@@ -11,7 +11,7 @@ from recorded import finished
 
 from attnlab.engine.derived import Derived
 from attnlab.engine.options import RunOptions
-from attnlab.engine.trace import Recorder, host_dtype
+from attnlab.engine.recorder import Recorder, host_dtype
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 
