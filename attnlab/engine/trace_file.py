@@ -20,6 +20,7 @@ import os
 import queue
 import threading
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -30,6 +31,7 @@ from attnlab.engine import names
 from attnlab.engine.budget import HEADROOM
 from attnlab.engine.derived import RECENT_DERIVED, Derived, Readable, compute
 from attnlab.engine.memory import give_back_freed, host_available
+from attnlab.engine.recorder import Entry
 from attnlab.engine.replay import KEPT_LAYERS
 from attnlab.engine.replay import RULE as REPLAY_RULE
 from attnlab.fileio import atomic_write
@@ -38,6 +40,9 @@ from attnlab.limits import gb
 
 class Trace(Readable, Protocol):
     """What writing reads of a trace.Trace (which imports this module to write itself: Trace.save_npz)."""
+
+    @property
+    def entries(self) -> Mapping[str, Entry]: ...
 
     @property
     def notices(self) -> list[str]: ...
