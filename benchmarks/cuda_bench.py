@@ -7,7 +7,7 @@ Needs a CUDA GPU: without one it prints why and exits with status 1, measuring n
 the same code on the CPU as a smoke test). Random weights, batch 1, eval mode, fp32.
 Rows for the d512 8-head 6+6 encoder-decoder (S = T = n):
   trace off     forward with RunOptions(record=False) (fused attention), synchronised
-  trace on      forward with a recording Recorder and Recorder.finish(), synchronised: the trace stays on
+  trace on      forward with a recording Recorder and trace.finish(rec, …), synchronised: the trace stays on
                 the GPU, nothing is copied
   torch         nn.Transformer holding the same weights (the engine_bench.py pairing)
   first panel   after the recorded forward has ended: the last cross-attention site's panel data as the
