@@ -76,7 +76,7 @@ class RunContext:
         self.window_pattern = config.sliding_window_pattern
         # holds no ctx: no reference cycle
         self.masks = MaskBuilder(run, rec.enabled, device, dtype, config.sliding_window, config.sliding_window_pattern)
-        self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
+        self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (run_inputs.py)
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
         self.token_types: dict[str, Tensor] = {}  # side -> token type ids [B, T] (absent: every token type 0)
         self.relative: RelativeInputs | None = None  # DeBERTa's relative embeddings for the encoder's layers

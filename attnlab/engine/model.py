@@ -177,7 +177,7 @@ class Transformer(nn.Module):
         table (BERT: 0 for sentence A, 1 for sentence B); None: every token has type 0.
         src_pad / tgt_pad: bool [B, S] / [B, T], True at <pad> positions (used by the padding mask).
         resume: start at a later layer from the previous run's layer inputs (its earlier entries must already
-        be in `rec`); inputs: where to keep this run's layer inputs (see engine/runcache.py).
+        be in `rec`); inputs: where to keep this run's layer inputs (see engine/run_inputs.py, engine/runcache.py).
         """
         rec = rec if rec is not None else Recorder(False)
         if rec.enabled:
