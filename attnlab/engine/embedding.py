@@ -1,6 +1,6 @@
 """The ends of the model: token ids -> input vectors (embedding, token type, positions, embedding norm) and
 final hidden states -> logits (optional output head; the projection itself is model.Transformer.project). Each
-function takes what it reads (SideTables, the config, the run's context), never the Transformer."""
+function takes what it reads (SideTables, the config, the recorder), never the Transformer or the RunContext."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from torch import Tensor, nn
 from attnlab.engine import names
 from attnlab.engine.activations import ACTIVATION_FUNCTIONS
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.context import RunContext
 from attnlab.engine.encoder_parts import ReplacedHead, add_projection, project_embedding
 from attnlab.engine.norms import LayerNorm, RMSNorm, make_norm
 from attnlab.engine.recorder import Recorder
@@ -32,32 +31,40 @@ class SideTables:
     proj: nn.Linear | None
 
 
-def embed_tokens(tables: SideTables, cfg: ModelConfig, ids: Tensor, side: str, ctx: RunContext) -> Tensor:
+def embed_tokens(
+    tables: SideTables,
+    cfg: ModelConfig,
+    ids: Tensor,
+    side: str,
+    rec: Recorder,
+    types: Tensor | None = None,
+    positional: bool = True,
+) -> Tensor:
     """ids [B, T] -> input [B, T, d]: token embedding (x sqrt(d) if configured) + token type (0, or the
-    segments in ctx.token_types) + positional encoding, then the embedding norm if the model has one."""
+    segments `types` [B, T]) + positional encoding (when `positional`: RunOptions.positional), then the
+    embedding norm if the model has one. Recorded in `rec`; the caller applies dropout."""
     x = tables.tokens(ids)  # [B, T, d]
     if cfg.scale_embedding:
         x = x * math.sqrt(cfg.d_model)
-    ctx.rec(names.side_entry(side, "embed"), x)
+    rec(names.side_entry(side, "embed"), x)
     T = ids.shape[1]
     if tables.types is not None:
-        types = ctx.token_types.get(side)  # [B, T]: a sentence pair's segments; absent: one sentence, type 0
-        if types is None:
+        if types is None:  # one sentence: type 0 (a sentence pair's segments are `types`)
             token_type = tables.types.weight[0].expand(T, -1)  # [T, d]
         else:
             token_type = tables.types(types)  # [B, T, d]
-        ctx.rec(names.side_entry(side, names.TYPE), token_type, batched=types is not None)
+        rec(names.side_entry(side, names.TYPE), token_type, batched=types is not None)
         x = x + token_type
-    if ctx.options.positional and cfg.adds_position_table and tables.positions is not None:
+    if positional and cfg.adds_position_table and tables.positions is not None:
         offset = 0 if cfg.positional == "sinusoidal" else cfg.pos_offset
         pos = tables.positions[offset : offset + T]  # [T, d]
-        ctx.rec(names.side_entry(side, "pos"), pos, batched=False)
+        rec(names.side_entry(side, "pos"), pos, batched=False)
         x = x + pos
     if tables.norm is not None:
-        x = tables.norm(x, ctx.rec, names.embed_norm(side))
-    x = project_embedding(tables.proj, x, side, ctx.rec)  # [B, T, e] -> [B, T, d] when factorised (ALBERT, ELECTRA)
-    ctx.rec(names.side_entry(side, "input"), x)
-    return ctx.drop(x)
+        x = tables.norm(x, rec, names.embed_norm(side))
+    x = project_embedding(tables.proj, x, side, rec)  # [B, T, e] -> [B, T, d] when factorised (ALBERT, ELECTRA)
+    rec(names.side_entry(side, "input"), x)
+    return x
 
 
 class OutputHead(nn.Module):

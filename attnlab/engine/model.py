@@ -78,7 +78,10 @@ class Transformer(nn.Module):
     def embed(self, ids: Tensor, side: str, ctx: RunContext) -> Tensor:
         """ids [B, T] -> input [B, T, d]: token embedding (x sqrt(d) if configured) + positional encoding
         (+ token type, embedding norm: see embedding.embed_tokens)."""
-        return embed_tokens(self.side_tables(side), self.config, ids, side, ctx)
+        x = embed_tokens(
+            self.side_tables(side), self.config, ids, side, ctx.rec, ctx.token_types.get(side), ctx.options.positional
+        )
+        return ctx.drop(x)
 
     def side_tables(self, side: str) -> SideTables:
         """The tables and modules that embed one side's tokens ("src" or "tgt")."""
