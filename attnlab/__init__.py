@@ -17,13 +17,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attnlab.engine.config import ModelConfig
-from attnlab.engine.options import RunOptions
-
-if TYPE_CHECKING:  # the modules with torch are imported on first use (see __getattr__)
+if TYPE_CHECKING:  # imported on first use (see __getattr__)
     from attnlab.checkpoints.additive import AdditiveModel
     from attnlab.checkpoints.snapshots import Snapshots
+    from attnlab.engine.config import ModelConfig
     from attnlab.engine.live import LiveModel
+    from attnlab.engine.options import RunOptions
     from attnlab.engine.trace import Trace
 
 __version__ = "0.1.0"
@@ -64,10 +63,20 @@ def load_snapshots(
     return _load_snapshots(source, model)
 
 
-def __getattr__(name: str) -> type[Trace]:
+def __getattr__(name: str) -> type[Trace] | type[ModelConfig] | type[RunOptions]:
     # Trace pulls in torch (~1.3 s): imported on first use so the desktop app can paint its window first.
+    # ModelConfig and RunOptions too: importing one engine module (`import attnlab.engine.norms`) runs this
+    # package's __init__ first, which then loads nothing of the engine.
     if name == "Trace":
         from attnlab.engine.trace import Trace
 
         return Trace
+    if name == "ModelConfig":
+        from attnlab.engine.config import ModelConfig
+
+        return ModelConfig
+    if name == "RunOptions":
+        from attnlab.engine.options import RunOptions
+
+        return RunOptions
     raise AttributeError(f"module 'attnlab' has no attribute {name!r}")

@@ -7,7 +7,7 @@ Needs a CUDA GPU: without one it prints why and exits with status 1, measuring n
 the same code on the CPU as a smoke test). Random weights, batch 1, eval mode, fp32.
 Rows for the d512 8-head 6+6 encoder-decoder (S = T = n):
   trace off     forward with RunOptions(record=False) (fused attention), synchronised
-  trace on      forward with a recording Recorder and Recorder.finish(), synchronised: the trace stays on
+  trace on      forward with a recording Recorder and trace.finish(rec, …), synchronised: the trace stays on
                 the GPU, nothing is copied
   torch         nn.Transformer holding the same weights (the engine_bench.py pairing)
   first panel   after the recorded forward has ended: the last cross-attention site's panel data as the
@@ -41,7 +41,7 @@ from attnlab.engine.live import LiveModel
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import WordTokenizer
-from attnlab.engine.trace import Recorder
+from attnlab.engine.trace import Recorder, finish
 from attnlab.present.stages import warm_up
 
 DEVICE = "cuda"
@@ -72,7 +72,7 @@ def recorded(model, src, tgt):
     rec.tokens("tgt.tokens", [f"t{i}" for i in range(tgt.shape[1])])
     options = RunOptions(record=True).resolved(model.config)
     model(src, tgt, options=options, rec=rec)
-    return rec.finish(model.config, options, str(src.device))
+    return finish(rec, model.config, options, str(src.device))
 
 
 def first_panel_ms(model, src, tgt, runs: int) -> float:

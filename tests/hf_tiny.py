@@ -188,7 +188,7 @@ def compare_with_hf(case: Case, model, config, state) -> dict[str, float]:
     attnlab's engine run on the converted state (tests/test_hf_families.py, benchmarks/family_matrix.py)."""
     from attnlab.engine.model import Transformer
     from attnlab.engine.options import RunOptions
-    from attnlab.engine.trace import Recorder
+    from attnlab.engine.trace import Recorder, finish
 
     out = hf_forward(case, model)
     module = Transformer(config)
@@ -199,7 +199,7 @@ def compare_with_hf(case: Case, model, config, state) -> dict[str, float]:
     tgt = torch.tensor([DEC_IDS if config.has_encoder else IDS]) if config.has_decoder else None
     with torch.inference_mode():
         logits = module(src, tgt, rec=rec)
-    trace = rec.finish(config, RunOptions().resolved(config), "cpu")
+    trace = finish(rec, config, RunOptions().resolved(config), "cpu")
     n_layers = config.n_decoder_layers if config.has_decoder else config.n_encoder_layers
     errors = {}
     for what, theirs, name in pairs(case, out, n_layers):

@@ -23,7 +23,7 @@ from attnlab.checkpoints.hf_folder import load_hf_folder
 from attnlab.engine import names
 from attnlab.engine.budget import estimate_trace_bytes
 from attnlab.engine.options import RunOptions, head_choices
-from attnlab.engine.trace import Recorder
+from attnlab.engine.trace import Recorder, finish
 from attnlab.present.explain import explanation_html
 from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stage_keys_for_config, stages_for
@@ -85,7 +85,7 @@ def recorded(live, ids: torch.Tensor, options: RunOptions | None = None, eager: 
     rec = Recorder(True, eager=eager)
     with torch.inference_mode():
         logits = live.module(ids[None], rec=rec, options=options)
-    return logits[0], rec.finish(live.config, options.resolved(live.config), "cpu")
+    return logits[0], finish(rec, live.config, options.resolved(live.config), "cpu")
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -114,7 +114,7 @@ def test_translation_generation_stops(translation, sample):
 
 def test_translation_answers_what_a_teacher_types_first(translation):
     """The hand-written set (never trained on): sentences typed as people type them."""
-    from attnlab.training.handwritten import handwritten_figures
+    from attnlab.training.evaluate import handwritten_figures
 
     figures = handwritten_figures(translation)
     wrong = [s for s in figures["sentences"] if not s["correct"]]

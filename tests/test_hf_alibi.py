@@ -25,7 +25,7 @@ from attnlab.engine import derived_blocks, names, option_rules
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions, head_choices
 from attnlab.engine.position_bias import alibi_slopes, relative_bucket
-from attnlab.engine.trace import Recorder
+from attnlab.engine.trace import Recorder, finish
 from attnlab.present.explain import explanation_html
 from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stages_for
@@ -50,7 +50,7 @@ def run(module, options: RunOptions | None = None, eager=False, record=True):
     rec.tokens(names.side_entry("tgt", "tokens"), [f"t{i}" for i in IDS])  # what LiveModel records first
     with torch.inference_mode():
         logits = module(None, torch.tensor([IDS]), options=options, rec=rec)
-    return logits, rec.finish(module.config, options.resolved(module.config), "cpu") if record else None
+    return logits, finish(rec, module.config, options.resolved(module.config), "cpu") if record else None
 
 
 def their_alibi(n_heads: int) -> torch.Tensor:
@@ -216,7 +216,7 @@ def test_a_long_mpnet_input_reaches_the_logarithmic_buckets_and_agrees():
     with torch.inference_mode():
         ours = module(ids, None, rec=rec)
         theirs = model(input_ids=ids, output_attentions=True)
-    trace = rec.finish(config, RunOptions().resolved(config), "cpu")
+    trace = finish(rec, config, RunOptions().resolved(config), "cpu")
     assert (ours - theirs.logits).abs().max() <= TOL
     for layer, weights in enumerate(theirs.attentions):
         assert (trace[f"enc.{layer}.self.weights"] - weights[0]).abs().max() <= TOL
@@ -236,7 +236,7 @@ def test_the_mpnet_bias_stage_draws_the_buckets_and_the_heads_numbers():
     rec.tokens(names.side_entry("src", "tokens"), [f"t{i}" for i in IDS])
     with torch.inference_mode():
         module.eval()(torch.tensor([IDS]), None, rec=rec)
-    trace = rec.finish(config, RunOptions().resolved(config), "cpu")
+    trace = finish(rec, config, RunOptions().resolved(config), "cpu")
     stage = next(s for s in stages_for(trace) if s.key == "enc.1.self.bias")
     view = view_for(trace, stage, ViewState(head=3))
     relative = torch.arange(T)[None, :] - torch.arange(T)[:, None]

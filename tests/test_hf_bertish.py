@@ -21,7 +21,7 @@ from attnlab.engine.live import LiveModel
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.tokenizer import WordTokenizer
-from attnlab.engine.trace import Recorder
+from attnlab.engine.trace import Recorder, finish
 from attnlab.present.explain import explanation_html
 from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stage_keys_for_config, stages_for
@@ -308,7 +308,7 @@ def test_a_head_ablated_in_one_shared_layer_leaves_the_other_layers_weights_alon
         rec = Recorder(True)
         with torch.inference_mode():
             module(ids, options=run_options, rec=rec)
-        traces.append(rec.finish(module.config, run_options.resolved(module.config), "cpu"))
+        traces.append(finish(rec, module.config, run_options.resolved(module.config), "cpu"))
     plain, ablated, again = traces
     assert torch.equal(plain["enc.0.out"], ablated["enc.0.out"])  # before the ablated layer: the same
     assert not torch.allclose(plain["enc.1.out"], ablated["enc.1.out"])

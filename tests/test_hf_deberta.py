@@ -20,7 +20,7 @@ from attnlab.checkpoints.hf import config_from_hf, convert
 from attnlab.engine import names
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.trace import Recorder
+from attnlab.engine.trace import Recorder, finish
 
 TOL = 1e-4  # the target for fp32 agreement; raw scores reach ~20, so float noise is ~2e-5
 
@@ -39,7 +39,7 @@ def trace_of(config, module, options: RunOptions | None = None, eager: bool = Fa
     options = options or RunOptions()
     with torch.inference_mode():
         logits = module(torch.tensor([IDS]), rec=rec, options=options)
-    return logits, rec.finish(config, options.resolved(config), "cpu")
+    return logits, finish(rec, config, options.resolved(config), "cpu")
 
 
 def their_terms(model, layer: int, terms: list[str]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

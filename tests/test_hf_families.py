@@ -20,7 +20,7 @@ from attnlab.checkpoints.hf import config_from_hf, convert
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.positional import rotary_inv_freq
-from attnlab.engine.trace import Recorder
+from attnlab.engine.trace import Recorder, finish
 
 TOL = 1e-4
 
@@ -42,7 +42,7 @@ def run(config, state, options: RunOptions | None = None):
         src = torch.tensor([IDS]) if config.has_encoder else None  # an encoder-decoder reads IDS, decodes DEC_IDS
         tgt = torch.tensor([DEC_IDS if config.has_encoder else IDS]) if config.has_decoder else None
         logits = module(src, tgt, options=options or RunOptions(), rec=rec)
-    return logits, rec.finish(config, (options or RunOptions()).resolved(config), "cpu")
+    return logits, finish(rec, config, (options or RunOptions()).resolved(config), "cpu")
 
 
 def test_every_attention_map_hidden_state_and_logit_agrees(family):

@@ -23,7 +23,7 @@ from attnlab.checkpoints.hf import config_from_hf, convert
 from attnlab.engine import names
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.trace import Recorder
+from attnlab.engine.trace import Recorder, finish
 from attnlab.present.explain import explanation_html
 from attnlab.present.kinds import view_for
 from attnlab.present.stages import MOE, ViewState, stages_for
@@ -40,7 +40,7 @@ def recorded(config, state, options: RunOptions | None = None):
     rec.tokens(names.side_entry("tgt", "tokens"), [f"#{i}" for i in IDS])  # what the stage list reads
     with torch.inference_mode():
         logits = module(None, torch.tensor([IDS]), options=options or RunOptions(), rec=rec)
-    return module, logits, rec.finish(config, (options or RunOptions()).resolved(config), "cpu")
+    return module, logits, finish(rec, config, (options or RunOptions()).resolved(config), "cpu")
 
 
 @pytest.fixture(scope="module", params=[{}, {"num_experts_per_tok": 1, "num_local_experts": 3}, {"n3": 3}])

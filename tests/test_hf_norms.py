@@ -248,12 +248,12 @@ def test_the_schematic_draws_olmo2s_norm_after_the_sublayer(qapp):
 
 # ---- Gemma 2: soft-capping, √query_pre_attn_scalar, sandwich norms, local/global layers -------------------------
 def recorded(config, state, eager: bool):
-    from attnlab.engine.trace import Recorder
+    from attnlab.engine.trace import Recorder, finish
 
     rec = Recorder(True, eager=eager)
     with torch.inference_mode():
         module_of(config, state)(None, torch.tensor([IDS]), rec=rec)
-    return rec.finish(config, RunOptions().resolved(config), "cpu")
+    return finish(rec, config, RunOptions().resolved(config), "cpu")
 
 
 def test_gemma2_soft_capping_is_its_own_step_in_the_eager_and_the_lazy_recording():

@@ -20,7 +20,7 @@ from attnlab.checkpoints.hf import config_from_hf, convert
 from attnlab.engine import names, option_rules
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.trace import Recorder
+from attnlab.engine.trace import Recorder, finish
 from attnlab.present.explain import explanation_html
 from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stages_for
@@ -45,7 +45,7 @@ def run(module, options: RunOptions | None = None, eager: bool = False):
     rec.tokens(names.side_entry("tgt", "tokens"), [f"t{i}" for i in DEC_IDS])
     with torch.inference_mode():
         logits = module(torch.tensor([IDS]), torch.tensor([DEC_IDS]), options=options, rec=rec)
-    return logits, rec.finish(module.config, options.resolved(module.config), "cpu")
+    return logits, finish(rec, module.config, options.resolved(module.config), "cpu")
 
 
 def test_every_attention_map_hidden_state_and_logit_agrees(converted):

@@ -18,7 +18,7 @@ from attnlab.engine import logit_lens, names
 from attnlab.engine.logit_lens import LENS_TOP_K, lens_entries
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.trace import Recorder
+from attnlab.engine.trace import Recorder, finish
 from attnlab.present.explain import explanation_html
 from attnlab.present.kinds import view_for
 from attnlab.present.stages import ViewState, stages_for
@@ -56,7 +56,7 @@ def traced(model, hf_config):
     rec = Recorder(True)
     with torch.inference_mode():
         module(None, torch.tensor([IDS]), rec=rec)
-    trace = rec.finish(config, RunOptions().resolved(config), "cpu")
+    trace = finish(rec, config, RunOptions().resolved(config), "cpu")
     trace.entries.update(lens_entries(module, trace.entries, trace.options))
     return module, trace
 

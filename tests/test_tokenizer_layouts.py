@@ -214,7 +214,7 @@ def test_a_sentencepiece_folder_without_sentencepiece_says_how_to_install_it(sou
 
 
 def test_a_sentencepiece_tokenizer_survives_its_json(sources, tmp_path):
-    from attnlab.engine.tokenizer import tokenizer_from_json
+    from attnlab.engine.tokenizer_json import tokenizer_from_json
 
     tok, role = ours(LAYOUTS["xlm-roberta sentencepiece.bpe.model"](sources, tmp_path))
     again = tokenizer_from_json(tok.to_json())

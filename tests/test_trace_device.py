@@ -11,7 +11,7 @@ from recorded import finished
 
 from attnlab.engine.derived import Derived
 from attnlab.engine.options import RunOptions
-from attnlab.engine.trace import Recorder, host_dtype
+from attnlab.engine.recorder import Recorder, host_dtype
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 
@@ -98,8 +98,8 @@ def pretend_the_host_is_a_device(monkeypatch):
     """Make the recorder treat CPU tensors as device tensors: copy each (a clone stands in for the pinned
     copy) and drop the original, as a GPU run that does not fit does. Freed CPU memory is handed out again
     like a GPU allocator's, so a copy reused by address alone would give one entry another's numbers."""
-    monkeypatch.setattr("attnlab.engine.trace.off_host", lambda t: True)
-    monkeypatch.setattr("attnlab.engine.trace.to_host_async", lambda t: t.clone())
+    monkeypatch.setattr("attnlab.engine.recorder.off_host", lambda t: True)
+    monkeypatch.setattr("attnlab.engine.recorder.to_host_async", lambda t: t.clone())
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
 
 

@@ -21,7 +21,8 @@ from attnlab import limits
 from attnlab.checkpoints.errors import CheckpointError, Problems
 from attnlab.checkpoints.header import read_layout
 from attnlab.engine.additive import AdditiveConfig, AdditiveSeq2Seq
-from attnlab.engine.tokenizer import Tokenizer, tokenizer_from_json
+from attnlab.engine.tokenizer import Tokenizer
+from attnlab.engine.tokenizer_json import tokenizer_from_json
 from attnlab.fileio import atomic_write
 
 FORMAT = "attnlab-additive-1"

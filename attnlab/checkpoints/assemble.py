@@ -21,7 +21,8 @@ from attnlab.engine.live import LiveModel, pick_device
 from attnlab.engine.memory import weights_refusal
 from attnlab.engine.model import Transformer
 from attnlab.engine.precision import held_dtype
-from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer, tokenizer_from_json
+from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer
+from attnlab.engine.tokenizer_json import tokenizer_from_json
 
 FORMAT = "attnlab/1"
 NO_TOKENIZER_NOTICE = (

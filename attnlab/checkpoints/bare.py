@@ -10,16 +10,14 @@ without them, seeded random ones stand in and a notice says that the tokens are 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypedDict
 
 import torch
 
-from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
+from attnlab.checkpoints.errors import Problems, name_list
 from attnlab.engine.config import ACTIVATIONS, Activation, Architecture, ModelConfig, is_activation
 from attnlab.engine.tokenizer import Tokenizer
 
@@ -192,7 +190,7 @@ def bare_parts(
 ) -> tuple[ModelConfig | None, dict[str, torch.Tensor] | None, Tokenizer, dict[str, Any]]:
     """(config, tensors, tokenizer, metadata). `tokenizer` is the user's, or None for the built-in word list."""
     from attnlab.checkpoints.assemble import generic_tokenizer
-    from attnlab.checkpoints.bundled import default_tokenizer
+    from attnlab.checkpoints.words import default_tokenizer
 
     for p in settings.problems():
         problems.add(p)
@@ -239,36 +237,3 @@ def bare_parts(
     if banner:
         metadata["notice"] = banner
     return config, tensors, tok, metadata
-
-
-def probe_bare_state_dict(path: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """{"d_model", "arch", "layers"} when `path` is a .pt/.pth holding a bare nn.Transformer state dict (no
-    attnlab config, not nanoGPT), so the app can ask for the settings first; None for anything else
-    (including files that cannot be read: opening them reports why)."""
-    from attnlab.checkpoints import torch_files
-    from attnlab.checkpoints.nanogpt import is_nanogpt
-
-    path = Path(path)
-    if not path.is_file() or path.suffix.lower() not in (".pt", ".pth", ".bin", ".ckpt"):
-        return None
-    problems = Problems(path)
-    try:
-        obj = torch_files.read_torch_object(path, problems)
-    except Exception:  # CheckpointError and anything else: the real load says why
-        return None
-    if not isinstance(obj, dict) or is_nanogpt(obj):
-        return None
-    tensors, extras = torch_files.split_contents(obj, problems)
-    if extras["config"] is not None:
-        return None
-    try:  # the CLI's own check, before any tensor is touched: a refused file is left to the real load to explain
-        torch_files.refuse_odd_tensors(tensors, problems)
-    except CheckpointError:
-        return None
-    tensors = torch_files.convert_nn_transformer(torch_files.encoder_alone(tensors), problems, [])
-    enc, dec = layer_indices(tensors, "encoder"), layer_indices(tensors, "decoder")
-    first = tensors.get(f"{'encoder' if enc else 'decoder'}.0.self_attn.w_q.weight")
-    if first is None:
-        return None
-    arch = "encoder-decoder" if enc and dec else ("encoder-only" if enc else "decoder-only")
-    return {"d_model": int(first.shape[1]), "arch": arch, "layers": (len(enc), len(dec))}

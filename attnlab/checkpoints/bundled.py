@@ -7,18 +7,14 @@ import dataclasses
 from attnlab.checkpoints.bundled_files import BUNDLED, SMALL, bundled_path, stand_in_config
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.loader import load_checkpoint
-from attnlab.checkpoints.words import word_list
+from attnlab.checkpoints.words import default_tokenizer
 from attnlab.engine.build import build_transformer
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.live import LiveModel
-from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer
+from attnlab.engine.tokenizer import Tokenizer
 
+__all__ = ["NO_BUNDLED_NOTICE", "default_tokenizer", "load_bundled", "random_model"]  # default_tokenizer: words.py
 NO_BUNDLED_NOTICE = "No bundled model found; showing a randomly initialised one."
-
-
-def default_tokenizer() -> WordTokenizer:
-    """A word tokenizer over the built-in English + French word list (attnlab/checkpoints/words.py)."""
-    return WordTokenizer(list(SPECIALS) + word_list())
 
 
 def random_model(

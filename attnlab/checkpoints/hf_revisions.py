@@ -21,7 +21,7 @@ import torch
 from attnlab import limits
 from attnlab.bounded_read import FileRefused, confined, read_json
 from attnlab.checkpoints.hf_cache import HF_CACHE_KEY, refs_problem
-from attnlab.checkpoints.snapshots import Snapshots
+from attnlab.checkpoints.snapshot_weights import Snapshots
 from attnlab.engine.live import LiveModel
 
 STEP_REF = re.compile(r"step(\d+)(?:[-_].*)?")  # a branch or tag that names a training step

@@ -11,6 +11,7 @@ converted, with in_proj split into W_Q, W_K, W_V.
 
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from pathlib import Path
@@ -20,7 +21,7 @@ import torch
 
 from attnlab import limits
 from attnlab.checkpoints.assemble import assemble
-from attnlab.checkpoints.errors import Problems
+from attnlab.checkpoints.errors import CheckpointError, Problems
 from attnlab.checkpoints.header import short_reason
 from attnlab.checkpoints.limits import tensor_layout_problems
 from attnlab.checkpoints.pickle_scan import torch_file_problem
@@ -247,3 +248,36 @@ def load_torch_file(
         notices=notices,
         dtype=dtype,
     )
+
+
+def probe_bare_state_dict(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """{"d_model", "arch", "layers"} when `path` is a .pt/.pth holding a bare nn.Transformer state dict (no
+    attnlab config, not nanoGPT), so the app can ask for the settings first; None for anything else
+    (including files that cannot be read: opening them reports why)."""
+    from attnlab.checkpoints.bare import layer_indices
+    from attnlab.checkpoints.nanogpt import is_nanogpt
+
+    path = Path(path)
+    if not path.is_file() or path.suffix.lower() not in (".pt", ".pth", ".bin", ".ckpt"):
+        return None
+    problems = Problems(path)
+    try:
+        obj = read_torch_object(path, problems)
+    except Exception:  # CheckpointError and anything else: the real load says why
+        return None
+    if not isinstance(obj, dict) or is_nanogpt(obj):
+        return None
+    tensors, extras = split_contents(obj, problems)
+    if extras["config"] is not None:
+        return None
+    try:  # the CLI's own check, before any tensor is touched: a refused file is left to the real load to explain
+        refuse_odd_tensors(tensors, problems)
+    except CheckpointError:
+        return None
+    tensors = convert_nn_transformer(encoder_alone(tensors), problems, [])
+    enc, dec = layer_indices(tensors, "encoder"), layer_indices(tensors, "decoder")
+    first = tensors.get(f"{'encoder' if enc else 'decoder'}.0.self_attn.w_q.weight")
+    if first is None:
+        return None
+    arch = "encoder-decoder" if enc and dec else ("encoder-only" if enc else "decoder-only")
+    return {"d_model": int(first.shape[1]), "arch": arch, "layers": (len(enc), len(dec))}

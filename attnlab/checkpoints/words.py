@@ -1,8 +1,13 @@
 """A small English + French word list: the vocabulary of randomly initialised models (`random_model`).
 
 Chosen for classroom sentences ("the black cat sat on the mat" / "le chat noir est assis sur le tapis"):
-articles, pronouns, common verbs, animals, colours, places, numbers and punctuation.
+articles, pronouns, common verbs, animals, colours, places, numbers and punctuation. `default_tokenizer` is
+the word tokenizer over it that random models and bare state dicts without a tokenizer get.
 """
+
+from __future__ import annotations
+
+from attnlab.engine.tokenizer import SPECIALS, WordTokenizer
 
 ENGLISH = """
 the a an this that these those some every no my your his her its our their
@@ -46,3 +51,8 @@ def word_list() -> list[str]:
     for w in ENGLISH + FRENCH + PUNCTUATION:
         seen.setdefault(w, None)
     return list(seen)
+
+
+def default_tokenizer() -> WordTokenizer:
+    """A word tokenizer over the built-in English + French word list."""
+    return WordTokenizer(list(SPECIALS) + word_list())

@@ -12,12 +12,11 @@ No display is needed: with neither DISPLAY nor WAYLAND_DISPLAY set, Qt draws off
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attnlab.commands.drawing import fail, start_qt
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
 from attnlab.commands.render_slides import add_arguments as add_slide_arguments
 from attnlab.commands.render_slides import run_slides
@@ -59,11 +58,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--head", type=int, default=1, help="which head attention stages show (1-based)")
     add_import_arguments(parser)
     add_slide_arguments(parser)
-
-
-def fail(message: str) -> int:
-    print(f"attnlab render: {message}", file=sys.stderr)
-    return 2
 
 
 def _formats(text: str) -> list[str] | None:
@@ -135,15 +129,6 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(e))
     print(f"Wrote {written} files and index.html to {out}.")
     return 0
-
-
-def start_qt() -> None:
-    """The Qt application drawing needs; off screen when there is no display to reach."""
-    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from attnlab.ui.window import app as appsettings
-
-    appsettings.create_app(["attnlab-render"])
 
 
 def render_stages(

@@ -64,7 +64,7 @@ class Start:
 
 
 def _renderer(model: LiveModel) -> StageRenderer:
-    from attnlab.commands.render import start_qt
+    from attnlab.commands.drawing import start_qt
     from attnlab.ui.window.export import StageRenderer
 
     start_qt()
@@ -228,7 +228,7 @@ def _problem(args: argparse.Namespace) -> str:
 def run_slides(args: argparse.Namespace) -> int:
     """The --pdf / --gif side of `attnlab render`; bad input is one line on stderr and exit 2."""
     from attnlab.checkpoints import CheckpointError
-    from attnlab.commands.render import fail
+    from attnlab.commands.drawing import fail
     from attnlab.engine.options import RunOptions
     from attnlab.present.lessons import LessonError, read_lesson
     from attnlab.ui.window.slides import write_gif, write_pdf

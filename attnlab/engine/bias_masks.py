@@ -1,33 +1,27 @@
 """A run's masks with the model's position bias attached (engine/position_bias.py): each self-attention
 site's AttentionMask also carries the bias [1, H, Tq, Tk] of its stack, made once per stack and run.
 
-Kept apart from position_bias.py, which layers.py imports (this module imports layers and masks).
+Kept apart from position_bias.py, which layers.py imports (this module imports masks).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from attnlab.engine import names, position_bias
-from attnlab.engine.layers import NEG_INF, AttentionMask
-from attnlab.engine.masks import MaskBuilder
-
-if TYPE_CHECKING:
-    from attnlab.engine.context import RunContext
-    from attnlab.engine.model import Transformer
+from attnlab.engine.config import ModelConfig
+from attnlab.engine.masks import NEG_INF, AttentionMask, MaskBuilder
 
 
 class BiasedMasks(MaskBuilder):
     """MaskBuilder whose self-attention masks carry the position bias. A biased mask is never "blocks
     nothing" or "causal only": the fused kernel must be given mask + bias as a tensor."""
 
-    def __init__(self, inner: MaskBuilder, model: Transformer, n_heads: int):
+    def __init__(self, inner: MaskBuilder, config: ModelConfig, tables: nn.Module, n_heads: int):
         super().__init__(inner.options, inner.record, inner.device, inner.dtype, inner.sliding_window)
-        self.model = model  # the Transformer: its config and, for a learned bias, its tables
-        self.config = model.config
+        self.tables = tables  # the module holding a learned bias's tables (position_bias.add_bias_tables)
+        self.config = config
         self.n_heads = n_heads
         self._biases: dict[tuple, Tensor] = {}  # (stack, Tq, Tk) -> [1, H, Tq, Tk]
         self._biased: dict[tuple, AttentionMask] = {}  # (stack, id of the plain mask) -> the biased one
@@ -50,7 +44,7 @@ class BiasedMasks(MaskBuilder):
         key = (stack, Tq, Tk)
         if key not in self._biases:
             self._biases[key] = position_bias.stack_bias(
-                self.model, stack, self.n_heads, Tq, Tk, self.device, self.dtype
+                self.config, self.tables, stack, self.n_heads, Tq, Tk, self.device, self.dtype
             )
         return self._biases[key]
 
@@ -61,7 +55,11 @@ class BiasedMasks(MaskBuilder):
         return torch.zeros(1, 1, Tq, Tk, dtype=self.dtype, device=self.device)
 
 
-def with_position_bias(ctx: RunContext, model: Transformer) -> None:
-    """Give the run's masks the position bias of `model` (the Transformer) when it has one and positions are on."""
-    if model.config.position_bias != "none" and ctx.options.positional:
-        ctx.masks = BiasedMasks(ctx.masks, model, ctx.n_heads)
+def with_position_bias(
+    masks: MaskBuilder, config: ModelConfig, tables: nn.Module, n_heads: int, positional: bool
+) -> MaskBuilder:
+    """The run's masks with the position bias of a model with `config` (its learned tables in `tables`) when it
+    has one and positions are on (`positional`); `masks` itself otherwise."""
+    if config.position_bias != "none" and positional:
+        return BiasedMasks(masks, config, tables, n_heads)
+    return masks

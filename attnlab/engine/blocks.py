@@ -11,7 +11,8 @@ from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.context import RunContext, parallel_block, residual_block
 from attnlab.engine.ffn import make_ffn
-from attnlab.engine.layers import AttentionMask, make_attention
+from attnlab.engine.layers import make_attention
+from attnlab.engine.masks import AttentionMask
 from attnlab.engine.norms import LayerNorm, RMSNorm, make_norm
 
 

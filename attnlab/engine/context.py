@@ -14,13 +14,12 @@ from torch import Tensor
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.disentangled import RelativeInputs
-from attnlab.engine.masks import Device, MaskBuilder
+from attnlab.engine.masks import Device, MaskBuilder, additive_mask
 from attnlab.engine.norms import LayerNorm, RMSNorm, layer_norm
 from attnlab.engine.options import ResolvedOptions, RunOptions
 from attnlab.engine.positional import rotary_angles
-from attnlab.engine.runcache import LayerDone, LayerInputs, LayerKey, Resume
-from attnlab.engine.trace import Recorder
+from attnlab.engine.recorder import Recorder
+from attnlab.engine.run_inputs import LayerDone, LayerInputs, LayerKey, RelativeInputs, Resume
 
 
 def cast_tables(tables: tuple[Tensor, Tensor] | None, dtype: torch.dtype | None) -> tuple[Tensor, Tensor] | None:
@@ -77,7 +76,7 @@ class RunContext:
         self.window_pattern = config.sliding_window_pattern
         # holds no ctx: no reference cycle
         self.masks = MaskBuilder(run, rec.enabled, device, dtype, config.sliding_window, config.sliding_window_pattern)
-        self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (runcache.py)
+        self.resume: Resume | None = None  # start at a later layer with the previous run's inputs (run_inputs.py)
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
         self.token_types: dict[str, Tensor] = {}  # side -> token type ids [B, T] (absent: every token type 0)
         self.relative: RelativeInputs | None = None  # DeBERTa's relative embeddings for the encoder's layers
@@ -166,3 +165,16 @@ def residual_block(
     y = x + h if ctx.residual else h
     ctx.rec(names.resid(layer_name, n), y)
     return norm(y, ctx.rec, names.norm(layer_name, n))
+
+
+def build_mask(
+    site: str,
+    Tq: int,
+    Tk: int,
+    key_pad: Tensor | None,
+    ctx: RunContext,
+    device: Device,
+    dtype: torch.dtype | None = None,
+) -> Tensor:
+    """Additive mask [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not."""
+    return additive_mask(site, Tq, Tk, key_pad, ctx.options, device, dtype, ctx.masks.window_of(site))

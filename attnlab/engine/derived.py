@@ -12,16 +12,26 @@ and test_trace_linear.py compare every entry with an eager recording).
 The attention context is stored: a recording run computes it with the fused kernel (layers.py
 recorded_fused_attention), never holding a site's maps for all heads; `weighted_sum` derives it only where a
 site was recorded step by step. Maps too large to compute at once are read in blocks (derived_blocks.py).
+
+A leaf of the engine: the rules here are plain torch. A rule that runs model code to derive its entry (the
+logit lens, a lean run's recomputed layer) is registered by the module that makes such entries (`register`,
+from logit_lens.py and replay.py), which sits above the model: the Trace reads every rule through `RULES`
+without importing model code.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import Tensor
+
+from attnlab.engine.activations import ACTIVATION_FUNCTIONS
+
+RECENT_DERIVED = 6  # derived entries a Trace keeps where they were computed (a site's chain: scores … weights)
 
 
 @dataclass(frozen=True)
@@ -31,6 +41,16 @@ class Derived:
     rule: str
     inputs: tuple[str, ...]
     params: tuple[object, ...] = ()
+
+
+class Readable(Protocol):
+    """What reads derived entries needs of a trace (trace.Trace): its entries and the value of one where the run
+    left it."""
+
+    @property
+    def entries(self) -> Mapping[str, object]: ...
+
+    def device_value(self, name: str) -> Tensor: ...
 
 
 def per_q_head(kv: Tensor, n_heads: int) -> Tensor:
@@ -93,9 +113,7 @@ def _norm_var(x: Tensor, eps: float) -> Tensor:
 
 
 def _activation(pre: Tensor, activation: str) -> Tensor:
-    """FFN pre-activation [T, d_ff] -> hidden [T, d_ff]."""
-    from attnlab.engine.ffn import ACTIVATION_FUNCTIONS  # the FFN's own functions: one place for each
-
+    """FFN pre-activation [T, d_ff] -> hidden [T, d_ff], by the FFN's own function (activations.py)."""
     return ACTIVATION_FUNCTIONS[activation](pre)
 
 
@@ -111,27 +129,6 @@ def _probs(logits: Tensor, temperature: float) -> Tensor:
     return torch.softmax(shifted.div_(temperature), dim=-1)  # one [T, V] temporary less (120 MB at 512 × 49,152)
 
 
-def _lens_ids(*values: object) -> Tensor:
-    """The logit lens's top-k ids (engine/logit_lens.py)."""
-    from attnlab.engine.logit_lens import lens_ids
-
-    return lens_ids(*values)
-
-
-def _lens_probs(*values: object) -> Tensor:
-    """The logit lens's top-k probabilities (engine/logit_lens.py)."""
-    from attnlab.engine.logit_lens import lens_probs
-
-    return lens_probs(*values)
-
-
-def _replayed(*values: object) -> Tensor:
-    """A lean run's layer entry, from its layer run again (engine/replay.py)."""
-    from attnlab.engine.replay import replayed
-
-    return replayed(*values)  # type: ignore[arg-type]
-
-
 RULES: dict[str, Callable[..., torch.Tensor]] = {
     "scores": _scores,
     "scaled": _scaled_by,
@@ -145,11 +142,22 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
     "activation": _activation,
     "add": _add,
     "probs": _probs,
-    "lens_ids": _lens_ids,  # the logit lens
-    "lens_probs": _lens_probs,
     "biased": _add,  # scaled [H, Tq, Tk] + the position bias [H, Tq, Tk] (engine/position_bias.py)
-    "replay": _replayed,  # a lean run's layer entry: the layer runs again (engine/replay.py)
 }
+# registered by the modules above the model that make such entries (`register`): "lens_ids" and "lens_probs"
+# (the logit lens, logit_lens.py), "replay" (a lean run's layer entry, its layer run again: replay.py)
+
+
+def register(rule: str, function: Callable[..., torch.Tensor], sliceable: tuple[bool, ...] | None = None) -> None:
+    """Make `rule` derivable: RULES[rule](*input values, *params). `sliceable`: the rule works along the first
+    dimension (see SLICEABLE) and, for each input, whether it is indexed too. Registering a rule twice with
+    another function is a mistake (two meanings for one name)."""
+    known = RULES.get(rule)
+    if known is not None and known is not function:
+        raise ValueError(f"derived rule {rule!r} is already registered")
+    RULES[rule] = function
+    if sliceable is not None:
+        SLICEABLE[rule] = sliceable
 
 
 # Rules that work along the first dimension (one head, one position): for each input, whether it is indexed
@@ -173,4 +181,7 @@ SLICEABLE: dict[str, tuple[bool, ...]] = {
 def compute(entry: Derived, inputs: list[torch.Tensor]) -> torch.Tensor:
     """The value of a derived entry from the values of its inputs (on their device, their dtype), always
     contiguous: a strided view handed on to numpy and Qt has crashed the app (issue 27)."""
-    return RULES[entry.rule](*inputs, *entry.params).contiguous()
+    rule = RULES.get(entry.rule)
+    if rule is None:
+        raise KeyError(f"derived rule {entry.rule!r} is not registered: import the module that records it")
+    return rule(*inputs, *entry.params).contiguous()

@@ -12,15 +12,11 @@ The trace reads these through `Trace.device_value` and `Trace.read` (trace.py); 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from torch import Tensor
 
 from attnlab.engine.derived import Derived, compute
-
-if TYPE_CHECKING:
-    from attnlab.engine.trace import Trace
+from attnlab.engine.derived import Readable as Trace  # what is read of a trace.Trace (trace.py imports this module)
 
 CHAIN = (
     "scores",

@@ -17,30 +17,21 @@ Shapes: B batch, H heads, T tokens, dk = d/H, k = rel_span.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
 from attnlab.engine import names
+from attnlab.engine.attention_weights import AttentionWeights
 from attnlab.engine.derived import Derived
 from attnlab.engine.norms import LayerNorm
-from attnlab.engine.trace import Recorder
+from attnlab.engine.recorder import Recorder
+from attnlab.engine.run_inputs import RelativeInputs
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.context import RunContext
-    from attnlab.engine.layers import MultiHeadAttention
-
-
-@dataclass(frozen=True)
-class RelativeInputs:
-    """What every encoder layer of one run reads: the table as the layers use it and the cells' rows of it."""
-
-    table: Tensor  # R [2k, d], after its LayerNorm when the model has one
-    c2p_rows: Tensor  # long [T, T]: δ(i, j) = clamp(bucket(i - j) + k, 0, 2k - 1), the row query i reads for key j
-    p2c_rows: Tensor  # long [T, T]: [j, i] = clamp(-bucket(j - i) + k, 0, 2k - 1), the row key j reads for query i
 
 
 def log_bucket(distance: Tensor, buckets: int, max_distance: int) -> Tensor:
@@ -89,7 +80,7 @@ class RelativeTable(nn.Module):
         return RelativeInputs(table[0], c2p_rows, p2c_rows)
 
 
-def add_position_projections(attention: MultiHeadAttention, config: ModelConfig) -> None:
+def add_position_projections(attention: AttentionWeights, config: ModelConfig) -> None:
     """Give an encoder attention sub-layer DeBERTa's position projections W_K' (pos_key_proj, for c2p) and
     W_Q' (pos_query_proj, for p2c); none when share_att_key (W_K and W_Q serve) or the model has no terms."""
     terms = config.disentangled
@@ -106,7 +97,7 @@ def _heads(x: Tensor, n_heads: int) -> Tensor:
 
 
 def position_terms(
-    attention: MultiHeadAttention,
+    attention: AttentionWeights,
     q: Tensor,
     k: Tensor,
     relative: RelativeInputs | None,
@@ -140,7 +131,7 @@ def position_terms(
 
 
 def one_term(
-    attention: MultiHeadAttention, term: str, content: Tensor, relative: RelativeInputs, projections: bool
+    attention: AttentionWeights, term: str, content: Tensor, relative: RelativeInputs, projections: bool
 ) -> Tensor:
     """c2p: Qc_i · Kr_δ(i,j) from the queries; p2c: Kc_j · Qr_δ(i,j) from the keys (gathered key by key).
     content [B, H, T, dk] (Q for c2p, K for p2c) -> [B, H, Tq, Tk]."""

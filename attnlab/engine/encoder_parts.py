@@ -9,10 +9,10 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.engine import names
+from attnlab.engine.activations import ACTIVATION_FUNCTIONS
 from attnlab.engine.blocks import EncoderLayer
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.ffn import ACTIVATION_FUNCTIONS
-from attnlab.engine.trace import Recorder
+from attnlab.engine.recorder import Recorder
 
 REPLACED_CLASSES = ("original", "replaced")  # the discriminator's two outcomes, in the order of its logits' columns
 
@@ -31,9 +31,9 @@ def add_projection(model: nn.Module, cfg: ModelConfig, side: str) -> None:
         setattr(model, f"{side}_embed_proj", nn.Linear(cfg.embed_dim, cfg.d_model))
 
 
-def project_embedding(model: nn.Module, x: Tensor, side: str, rec: Recorder) -> Tensor:
-    """x [B, T, e] -> [B, T, d] = x W + b (recorded as '<side>.embed_proj'); x itself without a projection."""
-    proj = getattr(model, f"{side}_embed_proj", None)
+def project_embedding(proj: nn.Linear | None, x: Tensor, side: str, rec: Recorder) -> Tensor:
+    """x [B, T, e] -> [B, T, d] = x W + b with a side's `proj` (`<side>_embed_proj`, recorded as
+    '<side>.embed_proj'); x itself without a projection."""
     if proj is None:
         return x
     out = proj(x)  # [B, T, d]

@@ -1,28 +1,21 @@
-"""Position-wise feed-forward networks: plain (act(x W_1) W_2) and gated (SwiGLU: down(act(gate(x)) * up(x)))."""
+"""Position-wise feed-forward networks: plain (act(x W_1) W_2) and gated (SwiGLU: down(act(gate(x)) * up(x))),
+and `make_ffn`, the one a ModelConfig asks for (Mixtral's mixture of experts: moe.py). The activations are
+activations.py's (ACTIVATION_FUNCTIONS is re-exported here, where it lived before)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlab.engine import names
+from attnlab.engine.activations import ACTIVATION_FUNCTIONS
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
-from attnlab.engine.trace import Recorder
+from attnlab.engine.moe import MoEFeedForward
+from attnlab.engine.recorder import Recorder
 
-if TYPE_CHECKING:
-    from attnlab.engine.moe import MoEFeedForward
-
-ACTIVATION_FUNCTIONS: dict[str, Callable[[Tensor], Tensor]] = {
-    "relu": F.relu,
-    "gelu": F.gelu,  # exact, with erf
-    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),  # GPT-2's "gelu_new"
-    "silu": F.silu,  # x * sigmoid(x), a.k.a. swish
-}
+__all__ = ["ACTIVATION_FUNCTIONS", "FeedForward", "GatedFeedForward", "activation_rule", "make_ffn"]
 
 
 class FeedForward(nn.Module):
@@ -79,8 +72,6 @@ class GatedFeedForward(nn.Module):
 def make_ffn(cfg: ModelConfig) -> FeedForward | GatedFeedForward | MoEFeedForward:
     """The feed-forward network a ModelConfig asks for."""
     if cfg.n_experts:  # Mixtral's sparse mixture of experts
-        from attnlab.engine.moe import MoEFeedForward  # it builds on this module's activations
-
         return MoEFeedForward(cfg)
     kind = GatedFeedForward if cfg.ffn == "gated" else FeedForward
     return kind(cfg.d_model, cfg.d_ff, cfg.activation, cfg.has_bias("ffn"))

@@ -15,18 +15,19 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnlab.engine import disentangled, names, position_bias, relative_key
+from attnlab.engine.attention_weights import AttentionWeights
 from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
+from attnlab.engine.masks import NEG_INF, AttentionMask  # re-exported: they lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
 from attnlab.engine.positional import apply_rotary
 from attnlab.engine.qk_norm import QKNorm, make_qk_norm
+from attnlab.engine.recorder import Recorder
+from attnlab.engine.run_inputs import RelativeInputs
 from attnlab.engine.softcap import dense_mask, record_capped, soft_cap
-from attnlab.engine.trace import Recorder
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
-
-NEG_INF = float("-inf")
 
 
 def ablate_heads(context: Tensor, ablate: dict[int, str] | None) -> Tensor:
@@ -193,46 +194,7 @@ def fused_attention(
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=factor)
 
 
-class AttentionMask:
-    """One attention site's mask and what is known about it, so each run builds a mask once, not per layer.
-
-    additive: [B or 1, 1, Tq, Tk], 0 where a query may look, -inf where it may not; None when a run that
-    records nothing needs no tensor (it blocks nothing, or only the causal triangle).
-    causal_only: what it blocks is exactly the causal triangle (the fused kernel can generate that itself).
-    blocks_nothing: every entry is 0.  blocked_rows: some query has every key blocked.
-    bias: a position bias [1, H, Tq, Tk] added to the scaled scores with the mask (engine/position_bias.py).
-    """
-
-    __slots__ = ("additive", "causal_only", "blocks_nothing", "blocked_rows", "bias", "_with_bias")
-
-    def __init__(
-        self,
-        additive: torch.Tensor | None,
-        causal_only: bool = False,
-        blocks_nothing: bool = False,
-        blocked_rows: bool | None = None,
-        bias: torch.Tensor | None = None,
-    ):
-        self.additive = additive
-        self.bias = bias
-        self._with_bias: torch.Tensor | None = None
-        self.causal_only = causal_only
-        self.blocks_nothing = blocks_nothing
-        if blocked_rows is None:
-            blocked_rows = additive is not None and bool(torch.isinf(additive).all(dim=-1).any())
-        self.blocked_rows = blocked_rows
-
-    def fused(self) -> torch.Tensor | None:
-        """What the fused kernel adds to the scaled scores: the mask, plus the position bias when there is one
-        ([B|1, H, Tq, Tk], made once and shared by the layers that use this mask)."""
-        if self.bias is None or self.additive is None:
-            return self.additive
-        if self._with_bias is None:
-            self._with_bias = self.additive + self.bias
-        return self._with_bias
-
-
-class MultiHeadAttention(nn.Module):
+class MultiHeadAttention(AttentionWeights):
     """Q = X W_Q, K = Y W_K, V = Y W_V split into heads; concat(heads) W_O. The head count is a run-time
     choice: the same d x d projections can be read as any number of heads that divides d.
 
@@ -241,15 +203,8 @@ class MultiHeadAttention(nn.Module):
     positions still turn Q and K (they are part of the positions, not of the projections).
 
     Grouped-query attention: W_K and W_V have fewer outputs (kv_dim = H_kv * dk); each K/V head serves
-    H / H_kv consecutive Q heads (Q head h reads K/V head h // (H / H_kv))."""
-
-    # DeBERTa's position terms and projections W_K', W_Q' (None when shared), set by make_attention
-    rel_terms: tuple[str, ...] = ()
-    w_pk: nn.Linear | None
-    w_pq: nn.Linear | None
-    # BERT's relative_key(_query) terms and distance table R [2M − 1, dk] (engine/relative_key.py)
-    rel_key_terms: tuple[str, ...] = ()
-    distance_embedding: nn.Embedding | None
+    H / H_kv consecutive Q heads (Q head h reads K/V head h // (H / H_kv)). The tables DeBERTa's and BERT's
+    relative positions add are declared on AttentionWeights (attention_weights.py)."""
 
     def __init__(
         self,
@@ -287,7 +242,7 @@ class MultiHeadAttention(nn.Module):
         *,
         ablate: dict[int, str] | None = None,
         projections: bool = True,
-        relative: disentangled.RelativeInputs | None = None,
+        relative: RelativeInputs | None = None,
     ) -> Tensor:
         """x_q [B, Tq, d], x_kv [B, Tk, d], mask: additive [B or 1, 1, Tq, Tk] or an AttentionMask;
         rotary = (cos, sin) tables or None; ablate = {head: "zero"|"mean"} (see ablate_heads); relative: the

@@ -31,9 +31,10 @@ from attnlab.engine.model import Transformer
 from attnlab.engine.offload import Placement
 from attnlab.engine.options import RunOptions
 from attnlab.engine.precision import module_dtype, run_dtype
-from attnlab.engine.runcache import LayerInputs, Resume
+from attnlab.engine.recorder import Recorder
+from attnlab.engine.run_inputs import LayerInputs, Resume
 from attnlab.engine.tokenizer import Tokenizer
-from attnlab.engine.trace import Recorder, Trace
+from attnlab.engine.trace import Trace
 from attnlab.engine.typed import UNSURE_BELOW, unsure_notice
 
 # what callers import from here: the model, its input types and errors, and the device helpers it runs with

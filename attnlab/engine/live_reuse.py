@@ -22,8 +22,10 @@ from attnlab.engine.devices import free_device_memory_of
 from attnlab.engine.live_inputs import Prompt
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.runcache import LayerInputs, Resume, entries_before, first_changed_layer
-from attnlab.engine.trace import Entry, Recorder, Trace
+from attnlab.engine.recorder import Entry, Recorder
+from attnlab.engine.run_inputs import LayerInputs, Resume
+from attnlab.engine.runcache import entries_before, first_changed_layer
+from attnlab.engine.trace import Trace
 
 
 def tempered_softmax(logits: torch.Tensor, temperature: float) -> torch.Tensor:

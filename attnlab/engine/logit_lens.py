@@ -18,21 +18,20 @@ from __future__ import annotations
 
 import weakref
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from torch import Tensor
 
 from attnlab.engine import names
-from attnlab.engine.derived import Derived
+from attnlab.engine.derived import Derived, register
 from attnlab.engine.memory import give_back_freed
-from attnlab.engine.norms import layer_norm
-from attnlab.engine.trace import Recorder
+from attnlab.engine.norms import LayerNorm, RMSNorm, layer_norm
+from attnlab.engine.recorder import Entry, Recorder
 
 if TYPE_CHECKING:
-    from attnlab.engine.model import Transformer
+    from attnlab.engine.config import ModelConfig
     from attnlab.engine.options import ResolvedOptions
-    from attnlab.engine.trace import Entry
 
 LENS_TOP_K = 5  # the predictions kept per layer and position (the panel's hover lists them)
 BLOCK_ELEMENTS = 1 << 22  # logits computed at once: rows × V ≤ this (16 MiB of float32)
@@ -47,25 +46,39 @@ def lens_norm(trained: bool, wanted: bool | None) -> str:
     return "trained" if trained else "plain"
 
 
+class OutputEnd(Protocol):
+    """What the lens reads of a model (model.Transformer): its config, the decoder's final norm, where its
+    weights live and its output projection h [B, T, d] -> logits [B, T, V]."""
+
+    config: ModelConfig
+    dec_norm: LayerNorm | RMSNorm | None
+    sinusoid: Tensor  # a buffer: where the weights are
+
+    def project(self, h: Tensor, rec: Recorder | None = None) -> Tensor: ...
+
+
 class Unembedding:
-    """h [T, d] -> logits [T, V]: the final norm of `stack` as this run applies it, then the model's own
+    """h [T, d] -> logits [T, V]: the decoder's final norm as this run applies it, then the model's own
     output projection. `norm` says which norm: "trained" (the model's), "plain" (the parameter-free LayerNorm
     the final-norm toggle adds to a model trained without one) or "none"."""
 
-    def __init__(self, model: Transformer, stack: str, wanted: bool | None):
-        self.model = model
-        self.trained = model.dec_norm if stack == "dec" else model.enc_norm
+    def __init__(self, model: OutputEnd, wanted: bool | None):
+        self.project = model.project
+        self.device = model.sinusoid.device
+        self.eps = model.config.layer_norm_eps
+        self.vocab = model.config.out_vocab_size
+        self.trained = model.dec_norm
         self.norm = lens_norm(self.trained is not None, wanted)
 
     def __call__(self, h: Tensor) -> Tensor:
         off = Recorder(False)
         with torch.no_grad():
-            x = h[None].to(self.model.sinusoid.device)  # [1, T, d] (a trace moved to the host: back to the model)
+            x = h[None].to(self.device)  # [1, T, d] (a trace moved to the host: back to the model)
             if self.norm == "trained" and self.trained is not None:
                 x = self.trained(x, off, "")
             elif self.norm == "plain":
-                x = layer_norm(x, None, None, self.model.config.layer_norm_eps, off, "")
-            return self.model.project(x, off)[0].to(h.device)  # [T, V]
+                x = layer_norm(x, None, None, self.eps, off, "")
+            return self.project(x, off)[0].to(h.device)  # [T, V]
 
 
 def residual_names(entries: OrderedDict[str, Entry] | dict, stack: str) -> list[str]:
@@ -78,7 +91,7 @@ def residual_names(entries: OrderedDict[str, Entry] | dict, stack: str) -> list[
     return found if found[0] in entries and len(found) > 1 else []
 
 
-def lens_entries(model: Transformer, entries: OrderedDict[str, Entry], options: ResolvedOptions) -> dict:
+def lens_entries(model: OutputEnd, entries: OrderedDict[str, Entry], options: ResolvedOptions) -> dict:
     """The lens entries of a recorded run of a decoder language model (derived on read); {} for other
     architectures and for a run that recorded no layer outputs."""
     if not names.has_lens(model.config.arch):
@@ -87,7 +100,7 @@ def lens_entries(model: Transformer, entries: OrderedDict[str, Entry], options: 
     rows = tuple(residual_names(entries, stack))
     if not rows:
         return {}
-    unembed = Unembedding(model, stack, options.final_norm)
+    unembed = Unembedding(model, options.final_norm)
     k = min(LENS_TOP_K, model.config.out_vocab_size)
     return {
         names.LENS_IDS: Derived("lens_ids", rows, (unembed, k)),
@@ -98,7 +111,7 @@ def lens_entries(model: Transformer, entries: OrderedDict[str, Entry], options: 
 def layer_top_k(h: Tensor, unembed: Unembedding, k: int) -> tuple[Tensor, Tensor]:
     """h [T, d] -> (top-k probabilities [T, k] float32, their ids [T, k] int64), a block of rows at a time."""
     probs, ids = [], []
-    vocab = unembed.model.config.out_vocab_size
+    vocab = unembed.vocab
     step = max(1, BLOCK_ELEMENTS // vocab)
     for start in range(0, h.shape[0], step):
         logits = unembed(h[start : start + step]).float()  # [rows, V]
@@ -142,3 +155,7 @@ def lens_ids(*values: object) -> Tensor:
     *rows, unembed, k = values
     assert isinstance(unembed, Unembedding) and isinstance(k, int)
     return lens_top_k(tuple(r for r in rows if isinstance(r, Tensor)), unembed, k)[1]
+
+
+register("lens_ids", lens_ids)  # the Trace reads the lens entries through derived.RULES
+register("lens_probs", lens_probs)

@@ -1,36 +1,58 @@
-"""Attention masks of a run: additive masks built from the RunOptions, once per distinct mask.
+"""Attention masks of a run: additive masks built from the RunOptions, once per distinct mask, each handed to
+its sites as an AttentionMask (what is known about it, so the fused kernel gets the cheapest form).
 
 A mask is [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not. Qt-free, pure torch.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from torch import Tensor
 
 from attnlab.engine import names
-from attnlab.engine.layers import NEG_INF, AttentionMask
 from attnlab.engine.options import RunOptions
 
-if TYPE_CHECKING:
-    from attnlab.engine.context import RunContext
-
 Device = torch.device | str  # where a run puts its tensors
+NEG_INF = float("-inf")
 
 
-def build_mask(
-    site: str,
-    Tq: int,
-    Tk: int,
-    key_pad: Tensor | None,
-    ctx: RunContext,
-    device: Device,
-    dtype: torch.dtype | None = None,
-) -> Tensor:
-    """Additive mask [B or 1, 1, Tq, Tk]: 0 where a query may look, -inf where it may not."""
-    return additive_mask(site, Tq, Tk, key_pad, ctx.options, device, dtype, ctx.masks.window_of(site))
+class AttentionMask:
+    """One attention site's mask and what is known about it, so each run builds a mask once, not per layer.
+
+    additive: [B or 1, 1, Tq, Tk], 0 where a query may look, -inf where it may not; None when a run that
+    records nothing needs no tensor (it blocks nothing, or only the causal triangle).
+    causal_only: what it blocks is exactly the causal triangle (the fused kernel can generate that itself).
+    blocks_nothing: every entry is 0.  blocked_rows: some query has every key blocked.
+    bias: a position bias [1, H, Tq, Tk] added to the scaled scores with the mask (engine/position_bias.py).
+    """
+
+    __slots__ = ("additive", "causal_only", "blocks_nothing", "blocked_rows", "bias", "_with_bias")
+
+    def __init__(
+        self,
+        additive: torch.Tensor | None,
+        causal_only: bool = False,
+        blocks_nothing: bool = False,
+        blocked_rows: bool | None = None,
+        bias: torch.Tensor | None = None,
+    ):
+        self.additive = additive
+        self.bias = bias
+        self._with_bias: torch.Tensor | None = None
+        self.causal_only = causal_only
+        self.blocks_nothing = blocks_nothing
+        if blocked_rows is None:
+            blocked_rows = additive is not None and bool(torch.isinf(additive).all(dim=-1).any())
+        self.blocked_rows = blocked_rows
+
+    def fused(self) -> torch.Tensor | None:
+        """What the fused kernel adds to the scaled scores: the mask, plus the position bias when there is one
+        ([B|1, H, Tq, Tk], made once and shared by the layers that use this mask)."""
+        if self.bias is None or self.additive is None:
+            return self.additive
+        if self._with_bias is None:
+            self._with_bias = self.additive + self.bias
+        return self._with_bias
 
 
 def additive_mask(

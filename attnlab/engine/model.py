@@ -15,16 +15,16 @@ from attnlab.engine.allocator import keep_freed_memory
 from attnlab.engine.bias_masks import with_position_bias
 from attnlab.engine.blocks import DecoderLayer, EncoderLayer, norm_of
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.context import RunContext, final_norm, residual_block
+from attnlab.engine.context import RunContext, build_mask, final_norm, residual_block
 from attnlab.engine.disentangled import RelativeTable
-from attnlab.engine.embedding import add_ends, embed_tokens, project
-from attnlab.engine.encoder_parts import encoder_layers
-from attnlab.engine.masks import MaskBuilder, additive_mask, build_mask, padded_keys
+from attnlab.engine.embedding import OutputHead, SideTables, add_ends, embed_tokens
+from attnlab.engine.encoder_parts import ReplacedHead, encoder_layers
+from attnlab.engine.masks import MaskBuilder, additive_mask, padded_keys
 from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
 from attnlab.engine.positional import sinusoidal_table
-from attnlab.engine.runcache import MEMORY, LayerInputs, Resume
+from attnlab.engine.recorder import Recorder
+from attnlab.engine.run_inputs import MEMORY, LayerInputs, Resume
 from attnlab.engine.softcap import cap_logits
-from attnlab.engine.trace import Recorder
 
 
 class Transformer(nn.Module):
@@ -78,7 +78,25 @@ class Transformer(nn.Module):
     def embed(self, ids: Tensor, side: str, ctx: RunContext) -> Tensor:
         """ids [B, T] -> input [B, T, d]: token embedding (x sqrt(d) if configured) + positional encoding
         (+ token type, embedding norm: see embedding.embed_tokens)."""
-        return embed_tokens(self, ids, side, ctx)
+        x = embed_tokens(
+            self.side_tables(side), self.config, ids, side, ctx.rec, ctx.token_types.get(side), ctx.options.positional
+        )
+        return ctx.drop(x)
+
+    def side_tables(self, side: str) -> SideTables:
+        """The tables and modules that embed one side's tokens ("src" or "tgt")."""
+        positions = None
+        if self.config.positional == "sinusoidal":
+            positions = self.sinusoid  # [max_len, d]
+        elif self.config.positional == "learned":
+            positions = getattr(self, f"{side}_pos").weight  # [pos_offset + max_len, e]
+        return SideTables(
+            tokens=self.src_embed if side == "src" else self.tgt_embed,
+            types=getattr(self, f"{side}_type_embed", None),
+            positions=positions,
+            norm=getattr(self, f"{side}_embed_norm", None),
+            proj=getattr(self, f"{side}_embed_proj", None),
+        )
 
     def encode(self, src_ids: Tensor, src_pad: Tensor | None, ctx: RunContext) -> Tensor:
         """src_ids [B, S] -> memory [B, S, d]"""
@@ -128,8 +146,19 @@ class Transformer(nn.Module):
         return y
 
     def project(self, h: Tensor, rec: Recorder | None = None) -> Tensor:
-        """h [B, T, d] -> logits [B, T, V]"""
-        return project(self, h, rec if rec is not None else Recorder(False))
+        """h [B, T, d] -> logits [B, T, V]: the output head if any, then the projection (and logit bias)."""
+        rec = rec if rec is not None else Recorder(False)
+        if isinstance(self.out_head, ReplacedHead):  # ELECTRA's discriminator: [B, T, 2], no vocabulary
+            return self.out_head(h, rec)
+        if isinstance(self.out_head, OutputHead):  # or None (set by add_ends)
+            h = self.out_head(h, rec)
+        if self.config.output_rescale:  # T5 with tied embeddings: h × d_model^-0.5 before the projection
+            h = h * self.config.d_model**-0.5
+        if self.out_proj is not None:
+            return self.out_proj(h)
+        table = self.tgt_embed if self.config.has_decoder else self.src_embed
+        logits = h @ table.weight.T  # [B, T, V]
+        return logits + self.out_bias if isinstance(self.out_bias, Tensor) else logits  # a Parameter or None
 
     # ---- the whole pass -------------------------------------------------------------------------------
     def forward(
@@ -151,7 +180,7 @@ class Transformer(nn.Module):
         table (BERT: 0 for sentence A, 1 for sentence B); None: every token has type 0.
         src_pad / tgt_pad: bool [B, S] / [B, T], True at <pad> positions (used by the padding mask).
         resume: start at a later layer from the previous run's layer inputs (its earlier entries must already
-        be in `rec`); inputs: where to keep this run's layer inputs (see engine/runcache.py).
+        be in `rec`); inputs: where to keep this run's layer inputs (see engine/run_inputs.py, engine/runcache.py).
         """
         rec = rec if rec is not None else Recorder(False)
         if rec.enabled:
@@ -170,7 +199,8 @@ class Transformer(nn.Module):
         dropout = self.dropout if self.training else 0.0
         ctx = RunContext(cfg, options, rec, dropout, ids.device, self.sinusoid.dtype, positions)
         ctx.resume, ctx.inputs = resume, inputs
-        with_position_bias(ctx, self)  # ALiBi: self-attention masks carry the bias (engine/position_bias.py)
+        # ALiBi, T5: self-attention masks carry the position bias (engine/position_bias.py)
+        ctx.masks = with_position_bias(ctx.masks, cfg, self, ctx.n_heads, ctx.options.positional)
         if src_types is not None:
             ctx.token_types["src"] = src_types
         memory: Tensor | None

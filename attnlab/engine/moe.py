@@ -20,9 +20,9 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.engine import names
+from attnlab.engine.activations import ACTIVATION_FUNCTIONS
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.ffn import ACTIVATION_FUNCTIONS
-from attnlab.engine.trace import Recorder
+from attnlab.engine.recorder import Recorder
 
 
 class Expert(nn.Module):

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.derived import Derived
-from attnlab.engine.trace import Recorder
+from attnlab.engine.recorder import Recorder
 
 
 class LayerNorm(nn.Module):

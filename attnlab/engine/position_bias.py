@@ -29,9 +29,8 @@ from attnlab.engine.derived import Derived
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
-    from attnlab.engine.model import Transformer
     from attnlab.engine.options import RunOptions
-    from attnlab.engine.trace import Recorder
+    from attnlab.engine.recorder import Recorder
 
 KINDS = ("none", "alibi", "t5")
 WORDS = {"alibi": "ALiBi", "t5": "relative position bias"}  # what the bias is called on pages and titles
@@ -96,7 +95,8 @@ def takes_bias(config: ModelConfig, site: str) -> bool:
 
 
 def stack_bias(
-    model: Transformer,
+    config: ModelConfig,
+    tables: nn.Module,
     stack: str,
     n_heads: int,
     Tq: int,
@@ -104,12 +104,11 @@ def stack_bias(
     device: torch.device | str,
     dtype: torch.dtype | None,
 ) -> Tensor:
-    """The bias [1, H, Tq, Tk] of one stack's self-attention for a run with `n_heads` heads (`model`: the
-    Transformer, whose config says which bias and which holds the learned tables)."""
-    config = model.config
+    """The bias [1, H, Tq, Tk] of one stack's self-attention for a run with `n_heads` heads (`config` says
+    which bias; `tables`: the module holding the learned tables, add_bias_tables)."""
     if config.position_bias == "alibi":
         return alibi_bias(n_heads, Tq, Tk, device, dtype)
-    table: nn.Embedding = getattr(model, f"{stack}_rel_bias")  # [buckets, H]
+    table: nn.Embedding = getattr(tables, f"{stack}_rel_bias")  # [buckets, H]
     buckets = relative_bucket(Tq, Tk, stack == "enc", config.relative_buckets, config.relative_max_distance, device)
     return table(buckets).permute(2, 0, 1).unsqueeze(0).to(dtype or torch.float32)  # [1, H, Tq, Tk]
 

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.engine import names
-from attnlab.engine.trace import Recorder
+from attnlab.engine.recorder import Recorder
 
 
 def rms_groups(x: Tensor, weight: Tensor, eps: float) -> Tensor:

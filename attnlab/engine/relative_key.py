@@ -20,13 +20,13 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.engine import names
-from attnlab.engine.disentangled import RelativeInputs
-from attnlab.engine.trace import Recorder
+from attnlab.engine.attention_weights import AttentionWeights
+from attnlab.engine.recorder import Recorder
+from attnlab.engine.run_inputs import RelativeInputs
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.context import RunContext
-    from attnlab.engine.layers import MultiHeadAttention
 
 TERMS = {"key": ("rel_key",), "key_query": ("rel_key", "rel_query")}  # ModelConfig.rel_key_terms -> the terms
 
@@ -36,7 +36,7 @@ def terms_of(config: ModelConfig) -> tuple[str, ...]:
     return TERMS.get(config.rel_key_terms, ())
 
 
-def add_distance_table(attention: MultiHeadAttention, config: ModelConfig) -> None:
+def add_distance_table(attention: AttentionWeights, config: ModelConfig) -> None:
     """Give an attention sub-layer BERT's distance table R [2M − 1, dk] (distance_embedding), or None."""
     attention.rel_key_terms = terms_of(config)
     attention.distance_embedding = (
@@ -59,7 +59,7 @@ def run_inputs(
 
 
 def key_terms(
-    attention: MultiHeadAttention, q: Tensor, k: Tensor, relative: RelativeInputs | None, rec: Recorder, prefix: str
+    attention: AttentionWeights, q: Tensor, k: Tensor, relative: RelativeInputs | None, rec: Recorder, prefix: str
 ) -> Tensor | None:
     """The site's relative terms, summed, before the division by √dk: [B, H, T, T]; None with the positions
     off. q, k [B, H, T, dk]. Records each term (names.key_term_entries)."""

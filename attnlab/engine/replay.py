@@ -5,7 +5,7 @@ a Llama-3-8B shape at 8,192 tokens, 350 MiB for GPT-2 small at 512. A *lean* run
 trace's size) keeps only what enters each layer (the previous layer's `out`, which the trace keeps anyway),
 the stack-level entries and the logits; each other entry of a layer is a `Derived` "replay" placeholder.
 Reading one runs that layer again, alone, from its kept input, with the run's own options, ids and masks
-(`Resume(only=True)`: the forward stops after it, runcache.LayerDone), and takes the entry from the layer's
+(`Resume(only=True)`: the forward stops after it, run_inputs.LayerDone), and takes the entry from the layer's
 fresh record. The same kernels on the same inputs give the same numbers: every entry equals the full trace's
 bit for bit (tests/test_replay.py). The last few replayed layers are kept, so a panel reading a layer's
 entries one after another runs that layer once.
@@ -27,24 +27,41 @@ import torch
 from torch import Tensor
 
 from attnlab.engine import names
-from attnlab.engine.derived import Derived
-from attnlab.engine.runcache import MEMORY, LayerDone, LayerInputs, Resume
+from attnlab.engine.derived import Derived, register
+from attnlab.engine.recorder import (
+    ATTENTION,
+    OUTPUTS,
+    REPLAY_RULE,
+    SITE_INPUTS,
+    WHOLE,
+    Keep,
+    Recorder,
+    kept_whole,
+)
+from attnlab.engine.run_inputs import MEMORY, LayerDone, LayerInputs, Resume
+
+__all__ = [  # the keep rules are recorder.py's (a Recorder applies them as it records), re-exported here
+    "ATTENTION",
+    "KEPT_LAYERS",
+    "OUTPUTS",
+    "RULE",
+    "SITE_INPUTS",
+    "WHOLE",
+    "Keep",
+    "LayerReplay",
+    "ReplayError",
+    "fingerprint",
+    "kept_whole",
+    "replayed",
+    "run_of",
+]
 
 if TYPE_CHECKING:
     from attnlab.engine.model import Transformer
     from attnlab.engine.options import ResolvedOptions
 
-# What a recorded run stores of each layer (engine/budget.py counts each): WHOLE every entry; OUTPUTS only the
-# layer's output, the rest recomputed on read; ATTENTION that and each site's Q, K, V and mask,
-# so that an attention map is derived without running the layer again (LiveModel._keep picks it for a lean CPU
-# run whenever the run fits the memory with them: a layer costs a CPU half a second at 512 tokens, seconds
-# when long; OUTPUTS on a GPU, where a layer runs in milliseconds, or when memory is short).
-Keep = str
-WHOLE, OUTPUTS, ATTENTION = "whole", "outputs", "attention"
-# names.step_of of what ATTENTION keeps; not a position bias (ALiBi, T5: [H, T, T], recomputed with its layer)
-SITE_INPUTS = ("q", "k", "v", "mask")
 KEPT_LAYERS = 2  # replayed layers kept (a panel and the next one; the model view steps layer by layer)
-RULE = "replay"
+RULE = REPLAY_RULE
 
 
 class ReplayError(ValueError):
@@ -119,8 +136,6 @@ class LayerReplay:
             return entries
 
     def _replayed(self, where: tuple[str, int]) -> OrderedDict:
-        from attnlab.engine.trace import Recorder
-
         module = self._module()
         if module is None:
             raise ReplayError("the model this run came from is closed: run the input again to see this layer")
@@ -171,16 +186,9 @@ def run_of(
     return run
 
 
-def kept_whole(name: str, keep: Keep = OUTPUTS) -> bool:
-    """Whether a lean run stores entry `name` as it is: everything outside the layers, each layer's output
-    (the next layer's input, the residual stream the logit lens and the flow panels read), and with ATTENTION
-    each site's Q, K, V and mask."""
-    layer_name = names.layer_of(name)
-    if layer_name is None or name == names.layer_out(layer_name):
-        return True
-    return keep == ATTENTION and names.site_of(name) is not None and names.step_of(name) in SITE_INPUTS
-
-
 def replayed(replay: LayerReplay, name: str) -> Tensor:
     """RULES["replay"]: the value of a replayed entry."""
     return replay.value(name)
+
+
+register(RULE, replayed)  # the Trace reads a replayed entry through derived.RULES

@@ -5,7 +5,7 @@ first site whose mask differs. The run that follows it starts at that site's lay
 that layer are the previous run's (the same tensors), the layer's input is the one kept here, and everything
 from there on is computed again. The result equals a full run bit for bit (tests/test_trace_resume.py).
 
-`LayerInputs` holds the batched tensor entering each layer and the encoder's output; they are the same
+`LayerInputs` (run_inputs.py) holds the batched tensor entering each layer and the encoder's output; they are the same
 storage as trace entries (`{side}.input`, the previous layer's `out`, `enc.out`), so keeping them costs no
 memory while the trace lives. Qt-free.
 """
@@ -13,62 +13,11 @@ memory while the trace lives. Qt-free.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
-
-import torch
 
 from attnlab.engine import names, option_rules
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.option_spec import FROM_SITE, NOTHING, OUTPUT
 from attnlab.engine.options import RunOptions
-
-MEMORY = "memory"  # LayerInputs key of the encoder's output, the decoder's cross-attention memory
-LayerKey = tuple[str, int] | str  # ("enc", 2), ("dec", 0) or MEMORY
-
-
-@dataclass
-class LayerInputs:
-    """("enc", i) -> [1, S, d] entering encoder layer i; ("dec", i) -> [1, T, d]; MEMORY -> [1, S, d]."""
-
-    tensors: dict[LayerKey, torch.Tensor] = field(default_factory=dict)
-
-    def keep(self, key: LayerKey, x: torch.Tensor) -> None:
-        self.tensors[key] = x
-
-    def get(self, key: LayerKey) -> torch.Tensor:
-        return self.tensors[key]
-
-
-@dataclass(frozen=True)
-class Resume:
-    """Start a run at layer `layer` of stack `stack` ("enc" or "dec"), with the previous run's inputs."""
-
-    stack: str
-    layer: int
-    previous: LayerInputs
-    only: bool = False  # run that one layer and stop (LayerDone): a layer recomputed on read (engine/replay.py)
-
-    def start(self, stack: str) -> int:
-        """The first layer of `stack` this run computes (0: all of them)."""
-        return self.layer if stack == self.stack else 0
-
-    def skips_encoder(self) -> bool:
-        return self.stack == "dec"
-
-    def inputs_so_far(self) -> LayerInputs:
-        """A new run's LayerInputs holding the previous run's for the layers it does not compute."""
-        kept: dict[LayerKey, torch.Tensor] = {}
-        for key, x in self.previous.tensors.items():
-            stack, index = key if isinstance(key, tuple) else ("enc", 10**9)  # MEMORY: the encoder's end
-            if self.stack == "dec" and (stack == "enc" or index < self.layer):
-                kept[key] = x
-            elif self.stack == "enc" and stack == "enc" and index < self.layer:
-                kept[key] = x
-        return LayerInputs(kept)
-
-
-class LayerDone(Exception):
-    """Raised after the one layer a Resume(only=True) run computes: the rest of the pass is not wanted."""
 
 
 def sites_in_run_order(config: ModelConfig) -> list[str]:

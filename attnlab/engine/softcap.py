@@ -16,10 +16,10 @@ from torch import Tensor
 
 from attnlab.engine import names
 from attnlab.engine.derived import Derived, soft_cap
-from attnlab.engine.trace import Recorder
+from attnlab.engine.recorder import Recorder
 
 if TYPE_CHECKING:
-    from attnlab.engine.layers import AttentionMask
+    from attnlab.engine.masks import AttentionMask
 
 __all__ = ["capped_rule", "dense_mask", "record_capped", "soft_cap"]
 

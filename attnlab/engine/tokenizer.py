@@ -3,7 +3,8 @@
 Three kinds share one small interface: BPE (through the `tokenizers` library), word-level and
 character-level (for teaching). Any text tokenizes: unknown pieces become <unk>, control characters are
 dropped, nothing raises on odd input. Special tokens are always ids 0-3 here; the tokenizers of imported
-models (engine/hf_tokenizer.py) keep theirs where the model has them.
+models (engine/hf_tokenizer.py) keep theirs where the model has them; a tokenizer saved with `to_json()` is read
+back by engine/tokenizer_json.py, which knows both.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from attnlab.engine.specials import ATTNLAB_SPECIALS
-from attnlab.limits import MAX_TOKENIZER_CHARS, excerpt, loads_bounded
 
 PAD, BOS, EOS, UNK = "<pad>", "<s>", "</s>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -208,34 +208,3 @@ def encode_hf(owner: Any, text: str) -> tuple[list[str], list[int]]:
         raise TokenizerError(
             f"the tokenizer failed to split this text ({e}); this checkpoint's tokenizer is broken for such input"
         ) from None
-
-
-def tokenizer_from_json(text: str) -> Tokenizer:
-    """Rebuild a tokenizer saved with `to_json()`; raises ValueError with a readable message if it can't."""
-    try:
-        data = loads_bounded(text, "the tokenizer", MAX_TOKENIZER_CHARS)
-    except ValueError as e:
-        raise ValueError(str(e)) from e
-    if not isinstance(data, dict) or "kind" not in data:
-        raise ValueError("the tokenizer JSON has no 'kind' (expected 'bpe', 'word' or 'char')")
-    kind = data["kind"]
-    try:
-        if kind in ("word", "char"):
-            vocab = data["vocab"]
-            if not isinstance(vocab, list) or not all(isinstance(t, str) for t in vocab):
-                raise ValueError("its vocab must be a list of strings")
-            return (WordTokenizer if kind == "word" else CharTokenizer)(vocab)
-        if kind == "bpe":
-            from tokenizers import Tokenizer as HF
-
-            hf = guarded(lambda: HF.from_str(data["hf"]), "read its JSON")
-            return guarded(lambda: BPETokenizer(hf), "list its vocabulary")
-        from attnlab.engine.hf_tokenizer import FOREIGN_KINDS, foreign_tokenizer_from_json
-
-        if kind in FOREIGN_KINDS:  # a model's own tokenizer (engine/hf_tokenizer.py)
-            return foreign_tokenizer_from_json(data)
-    except KeyError as e:
-        raise ValueError(f"the {kind} tokenizer JSON lacks the field {e}") from e
-    except Exception as e:  # the tokenizers library raises its own exception type
-        raise ValueError(f"the {kind} tokenizer could not be read: {e}") from e
-    raise ValueError(f"unknown tokenizer kind {excerpt(kind)} (expected 'bpe', 'word' or 'char')")

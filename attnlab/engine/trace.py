@@ -4,14 +4,14 @@ The entries stay where the model ran (its device, its dtype). A tensor crosses t
 reads it — `trace[name]`, one slice (`trace.read(name, index)`), `save_npz`, `to("cpu")` — and then once:
 the host copy is cached. Entries that are a cheap function of stored ones are `Derived` placeholders
 (engine/derived.py), computed on read (a large attention map one head or block of rows at a time:
-engine/derived_blocks.py).
+engine/derived_blocks.py). This module is the reading side; recording is engine/recorder.py, a leaf the model's
+layers import (`finish` makes a Trace of what a Recorder collected).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -21,206 +21,31 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from attnlab.engine import derived_blocks
-from attnlab.engine.derived import SLICEABLE, Derived, compute
-from attnlab.engine.replay import RULE as REPLAY_RULE
-from attnlab.engine.replay import kept_whole
+from attnlab.engine import derived_blocks, names
+from attnlab.engine.derived import RECENT_DERIVED, SLICEABLE, Derived, compute
+from attnlab.engine.recorder import (
+    REPLAY_RULE,
+    Entry,
+    LayerPlaceholders,
+    Recorder,
+    copy_to_host,
+    off_host,
+    storage_key,
+)
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.options import ResolvedOptions
-    from attnlab.engine.replay import LayerReplay
     from attnlab.engine.trace_file import NpzPlan
 
-Entry = torch.Tensor | list[str] | Derived
-RECENT_DERIVED = 6  # derived entries kept where they were computed (a site's chain: scores … weights)
 COPY_BATCH_BYTES = 256 << 20  # a read of many entries copies them to the host in batches of about this size
-_NOTHING = torch.empty(0)  # Recorder._last before anything is recorded: no recorded tensor is this one
 
 
-class Recorder:
-    """Collects tensors during a forward pass. When disabled, `__call__` returns at once: capture is free.
-
-    Tensors arrive with a batch dimension and the first sequence of the batch is kept, detached, on the
-    model's device: nothing is copied during or after the run. `derived()` keeps a rule instead of a value
-    (the value is kept too when `eager`, which tests use to check every rule against the forward's numbers).
-    With `host=True` each tensor is copied to (pinned) host memory as it is recorded, asynchronously: what a
-    run does when its trace would not fit in GPU memory. With `replay` (a lean run, engine/replay.py) each
-    tensor of a layer but its output is kept as a placeholder that runs the layer again when read.
-    """
-
-    __slots__ = ("enabled", "eager", "host", "replay", "_items", "_copies", "_direct", "_last", "_last_first")
-
-    def __init__(
-        self, enabled: bool = True, *, eager: bool = False, host: bool = False, replay: LayerReplay | None = None
-    ):
-        self.enabled = enabled
-        self.eager = eager
-        self.host = host
-        self.replay = replay
-        self._items: OrderedDict[str, Entry] = OrderedDict()
-        # host=True: storage key -> (the recorded tensor, weakly; its host copy); see _host_copy
-        self._copies: dict[tuple, tuple[weakref.ref, torch.Tensor]] = {}
-        # `add` may store straight into the entries unless every tensor must pass through `__call__`: host
-        # copies, or a subclass that keeps its own selection (training/evaluate.py's cross-attention recorder)
-        self._direct = not host and replay is None and type(self).__call__ is Recorder.__call__
-        # (batched tensor, its first sequence) of the last tensor recorded: the next entry is often the same
-        # tensor under another name (a residual sum is the next norm's input, a norm's output the layer's),
-        # which then shares that view instead of making its own
-        self._last, self._last_first = _NOTHING, _NOTHING
-
-    def __call__(self, name: str, tensor: torch.Tensor, batched: bool = True) -> None:
-        if not self.enabled:
-            return
-        if not batched:
-            t = tensor
-        else:
-            if tensor is not self._last:
-                self._last, self._last_first = tensor, tensor[0]
-            t = self._last_first
-        t = t.detach() if t.requires_grad else t  # detaching costs a dispatch per entry
-        if self.replay is not None and not kept_whole(name, self.replay.keep):
-            self._items[name] = self.replay.placeholder(name)
-            return
-        if self.host and off_host(t):
-            t = self._host_copy(t)
-        self._items[name] = t
-
-    def _host_copy(self, t: torch.Tensor) -> torch.Tensor:
-        """The host copy of device tensor `t`, one per tensor recorded under several names. A copy is reused
-        only while the tensor it was made from is alive: once it is freed, the device allocator hands its
-        address to the next tensor of that size, which must get its own copy."""
-        key = _storage_key(t)
-        kept = self._copies.get(key)
-        if kept is not None and kept[0]() is not None:
-            return kept[1]
-        owner = t._base if t._base is not None else t  # alive => its memory is not anyone else's
-        copy = to_host_async(t)
-        self._copies[key] = (weakref.ref(owner), copy)
-        return copy
-
-    def recompute_layers(self, replay: LayerReplay) -> None:
-        """From now on keep each layer's entries but its output as placeholders `replay` computes on read."""
-        self.replay = replay
-        self._direct = False
-
-    def derived(
-        self,
-        name: str,
-        value: torch.Tensor | None,
-        rule: str,
-        inputs: tuple[str, ...],
-        *params: object,
-        batched: bool = True,
-    ) -> None:
-        """Record `name` as RULES[rule](*inputs, *params); `value` is what the forward computed (kept only
-        when eager)."""
-        if not self.enabled:
-            return
-        if self.eager:
-            assert value is not None, "an eager recorder is given every value"
-            self(name, value, batched)
-        else:
-            self._items[name] = Derived(rule, tuple(inputs), tuple(params))
-
-    def rule(self, value: torch.Tensor, rule: Derived) -> torch.Tensor | Derived:
-        """What `add` should record for an entry derivable by `rule`: the rule, or the value when eager."""
-        return value if self.eager else rule
-
-    def add(self, entries: Iterable[tuple[str, torch.Tensor | Derived]]) -> None:
-        """Record several entries in one go, in order: batched tensors (the first sequence is kept, as in
-        `__call__`) and `Derived` rules (pass `rule(value, rule)` so that an eager recorder keeps the value).
-        One call per sub-layer instead of one per entry: recording stays cheap next to the arithmetic."""
-        if not self.enabled:
-            return
-        if not self._direct:
-            for name, value in entries:
-                self._put(name, value)
-            return
-        items = self._items
-        last, last_first = self._last, self._last_first
-        for name, value in entries:
-            if isinstance(value, Derived):
-                items[name] = value
-                continue
-            if value is not last:
-                last, last_first = value, value[0]
-            t = last_first
-            items[name] = t.detach() if t.requires_grad else t
-        self._last, self._last_first = last, last_first
-
-    def _put(self, name: str, value: torch.Tensor | Derived) -> None:
-        if isinstance(value, Derived):
-            self._items[name] = value
-        else:
-            self(name, value)
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._items
-
-    def resume_from(self, entries: OrderedDict[str, Entry]) -> None:
-        """Start with a previous run's entries (those before the layer a resumed run starts at)."""
-        self._items.update(entries)
-
-    def tokens(self, name: str, tokens: list[str]) -> None:
-        if self.enabled:
-            self._items[name] = list(tokens)
-
-    def entries(self) -> OrderedDict[str, Entry]:
-        """The recorded entries, ready to be read (no copies: they cross to the host on demand). What a Trace
-        is made of: `finish` builds it here, LiveModel after adding the output entries."""
-        self._last, self._last_first = _NOTHING, _NOTHING  # the trace needs no batched tensor
-        if self._copies:  # host=True: the asynchronous copies must land before anyone reads them
-            torch.cuda.synchronize()
-            self._copies.clear()
-        return self._items
-
-    def finish(
-        self, config: ModelConfig, options: ResolvedOptions, device: str, notices: list[str] | None = None
-    ) -> Trace:
-        """The recorded entries as a Trace of the run made with `config` and `options` on `device`."""
-        return Trace(self.entries(), config=config, options=options, device=device, notices=list(notices or []))
-
-
-def off_host(t: torch.Tensor) -> bool:
-    """Whether `t` lives off the host (on a GPU): reading it means a copy."""
-    return t.device.type != "cpu"
-
-
-def to_host_async(t: torch.Tensor) -> torch.Tensor:
-    """A host copy of a device tensor, started without waiting (pinned memory, non_blocking); readers sync."""
-    host = torch.empty(t.shape, dtype=t.dtype, pin_memory=torch.cuda.is_available())
-    return host.copy_(t, non_blocking=True)
-
-
-def host_dtype(t: torch.Tensor) -> torch.dtype:
-    """The public dtype of an entry: int64 for integer tensors, float32 for the rest."""
-    return torch.float32 if t.is_floating_point() else torch.int64
-
-
-def copy_to_host(values: list[torch.Tensor], keep_pinned: bool = True) -> list[torch.Tensor]:
-    """Host float32/int64 copies of `values`; CPU tensors of the right dtype come back as they are.
-
-    Device tensors go through pinned buffers with non-blocking copies and one synchronisation for the batch;
-    the dtype is changed on the host (no device temporary). `keep_pinned=False` hands back ordinary memory
-    instead (one host copy more), and the pinned buffers go back to PyTorch's pinned cache for the next batch:
-    what a read of everything does, so that a whole trace never sits in pinned memory."""
-    off_device = [off_host(v) for v in values]
-    landed = [
-        torch.empty(v.shape, dtype=v.dtype, pin_memory=True).copy_(v, non_blocking=True) if away else v
-        for v, away in zip(values, off_device, strict=True)
-    ]
-    if any(off_device):
-        torch.cuda.synchronize()
-    return [
-        h if h.dtype == host_dtype(h) and (keep_pinned or not away) else h.to(host_dtype(h), copy=True)
-        for h, away in zip(landed, off_device, strict=True)
-    ]
-
-
-def _storage_key(t: torch.Tensor) -> tuple:
-    """Two entries with this key hold the same numbers (one tensor recorded under two names, or views)."""
-    return (t.device, t.dtype, t.data_ptr(), tuple(t.shape), t.stride())
+def finish(
+    rec: Recorder, config: ModelConfig, options: ResolvedOptions, device: str, notices: list[str] | None = None
+) -> Trace:
+    """The entries `rec` recorded as a Trace of the run made with `config` and `options` on `device`."""
+    return Trace(rec.entries(), config=config, options=options, device=device, notices=list(notices or []))
 
 
 @dataclass(frozen=True)
@@ -284,8 +109,6 @@ class Trace:
     def kv_head_map(self) -> list[int]:
         """For each Q head of this run, the K/V head it reads (grouped-query attention shares one K/V head
         among consecutive Q heads: [0, 0, 1, 1] for 4 Q and 2 K/V heads; [0, 1, 2, …] otherwise)."""
-        from attnlab.engine import names
-
         return names.kv_head_map(self.n_heads, self.n_kv_heads)
 
     # ---- reading --------------------------------------------------------------------------------------
@@ -311,13 +134,13 @@ class Trace:
         every derived [H, T, T] matrix on the GPU at once. A read of more than one batch lands in ordinary
         memory (copy_to_host's keep_pinned)."""
         by_storage = {
-            _storage_key(entry): self._host[n] for n in self._host if isinstance(entry := self.entries[n], torch.Tensor)
+            storage_key(entry): self._host[n] for n in self._host if isinstance(entry := self.entries[n], torch.Tensor)
         }
         todo: list[tuple[str, torch.Tensor]] = []
         todo_bytes, batches = 0, 0
         for name in names:
             value = self.device_value(name)
-            key = _storage_key(value) if isinstance(self.entries[name], torch.Tensor) else None
+            key = storage_key(value) if isinstance(self.entries[name], torch.Tensor) else None
             if key is not None and key in by_storage:
                 self._host[name] = by_storage[key]
                 continue
@@ -335,7 +158,7 @@ class Trace:
         for (name, value), host in zip(todo, copy_to_host([v for _, v in todo], keep_pinned), strict=True):
             self._host[name] = host
             if isinstance(self.entries[name], torch.Tensor):
-                by_storage[_storage_key(value)] = host
+                by_storage[storage_key(value)] = host
 
     def device_value(self, name: str) -> torch.Tensor:
         """The entry where the run left it (derived entries computed there; the last few are kept, so reading
@@ -448,8 +271,6 @@ class Trace:
 
     def sites(self) -> list[str]:
         """Attention sites in run order, e.g. ['enc.0.self', ..., 'dec.0.self', 'dec.0.cross', ...]."""
-        from attnlab.engine import names
-
         return [site for n in self.entries if names.step_of(n) == "weights" and (site := names.site_of(n))]
 
     # ---- where it lives -------------------------------------------------------------------------------
@@ -475,12 +296,12 @@ class Trace:
         moved: OrderedDict[str, Entry] = OrderedDict()
         for name, value in self.entries.items():
             if isinstance(value, torch.Tensor) and off_host(value):
-                key = _storage_key(value)
+                key = storage_key(value)
                 if key not in copies:
                     copies[key] = value.to("cpu")
                 value = copies[key]
             elif isinstance(value, Derived) and value.rule == REPLAY_RULE:
-                replay: LayerReplay = value.params[0]  # type: ignore[assignment]
+                replay: LayerPlaceholders = value.params[0]  # type: ignore[assignment]
                 replay.move_to_host()
             moved[name] = value
         before = self.entries

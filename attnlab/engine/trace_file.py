@@ -20,23 +20,35 @@ import os
 import queue
 import threading
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import torch
 
 from attnlab.engine import names
 from attnlab.engine.budget import HEADROOM
-from attnlab.engine.derived import Derived, compute
+from attnlab.engine.derived import RECENT_DERIVED, Derived, Readable, compute
 from attnlab.engine.memory import give_back_freed, host_available
+from attnlab.engine.recorder import Entry
 from attnlab.engine.replay import KEPT_LAYERS
 from attnlab.engine.replay import RULE as REPLAY_RULE
 from attnlab.fileio import atomic_write
 from attnlab.limits import gb
 
-if TYPE_CHECKING:
-    from attnlab.engine.trace import Trace
+
+class Trace(Readable, Protocol):
+    """What writing reads of a trace.Trace (which imports this module to write itself: Trace.save_npz)."""
+
+    @property
+    def entries(self) -> Mapping[str, Entry]: ...
+
+    @property
+    def notices(self) -> list[str]: ...
+
+    def host_array(self, name: str) -> np.ndarray: ...
+
 
 NOTICES = "__notices__"
 # a zip member of a seekable file: local header 30 + its zip64 extra 20, central directory record 46, each + the
@@ -229,6 +241,4 @@ def _derived_shape(
 
 
 def _recent_kept() -> int:
-    from attnlab.engine.trace import RECENT_DERIVED
-
     return RECENT_DERIVED

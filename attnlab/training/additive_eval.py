@@ -5,6 +5,9 @@ The test sentences are the translation recipe's held-out split (the translation 
 whose English the GRU model saw in training: it was trained on the training side of a smaller corpus
 (`n_pairs` in its metadata), whose split is not the translation model's, so about 30% of the translation
 model's held-out pairs were in the GRU model's training data. What is left is held out for both models.
+
+This module decodes the GRU model (greedy ids, its attention); the figures themselves are evaluate.py's
+(`evaluate_additive`), which imports this one.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import torch
 from attnlab.checkpoints.additive import AdditiveModel
 from attnlab.training.corpus import Pair
 from attnlab.training.data import decoder_ids, make_batch, source_ids
-from attnlab.training.handwritten import handwritten_figures, sentence_key
+from attnlab.training.handwritten import sentence_key
 from attnlab.training.recipes import TRANSLATION
 
 TRANSLATION_CORPUS_SEED = 0  # the shipped translation model's corpus seed (its metadata: corpus.seed)
@@ -85,32 +88,3 @@ def attention(model: AdditiveModel, pairs: Sequence[Pair], chunk: int = 64) -> l
                 t = len(examples[i][1]) - 1
                 result[i] = weights[b, :t][None, None].clone()  # [1, 1, T, S]
     return result
-
-
-def _by_trained_length(model: AdditiveModel, pairs: Sequence[Pair]) -> dict[str, dict[str, Any]]:
-    """Exact match on the sentences as short as those it trained on (at most `max_source` source ids) and on
-    the longer ones, which it never saw in training."""
-    from attnlab.training.evaluate import exact_match
-
-    limit = int(model.metadata.get("max_source", 12))
-    short = [p for p in pairs if len(source_ids(model.tokenizer, p.src)) <= limit]
-    long = [p for p in pairs if len(source_ids(model.tokenizer, p.src)) > limit]
-    result: dict[str, dict[str, Any]] = {}
-    for key, part in ((f"at_most_{limit}_ids", short), (f"over_{limit}_ids", long)):
-        if part:
-            figures = exact_match(model, part)
-            result[key] = {"exact_match": figures["exact_match"], "n": figures["n"]}
-    return result
-
-
-def evaluate_additive(model: AdditiveModel, n: int | None = None) -> dict[str, Any]:
-    """The translation figures (exact match, alignment, hand-written set) of the GRU model."""
-    from attnlab.training.evaluate import alignment_accuracy, exact_match
-
-    pairs, facts = held_out_pairs(model, n)
-    figures: dict[str, Any] = {"kind": "translation", "attention": "additive", "n_sentences": len(pairs), **facts}
-    figures.update(exact_match(model, pairs))
-    figures["exact_match_by_source_length"] = _by_trained_length(model, pairs)
-    figures["alignment"] = alignment_accuracy(model, pairs, attention(model, pairs))
-    figures["handwritten"] = handwritten_figures(model)
-    return figures

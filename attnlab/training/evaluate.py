@@ -20,11 +20,13 @@ import torch.nn.functional as F
 from attnlab.engine import names
 from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions
+from attnlab.engine.recorder import Recorder
 from attnlab.engine.tokenizer import BPETokenizer, Tokenizer
-from attnlab.engine.trace import Recorder
+from attnlab.training import additive_eval
+from attnlab.training.additive_eval import held_out_pairs as additive_held_out
 from attnlab.training.corpus import Pair
 from attnlab.training.data import decoder_ids, make_batch, pad_batch, source_ids, word_piece_spans
-from attnlab.training.handwritten import handwritten_figures
+from attnlab.training.handwritten import handwritten_pairs, score, words
 
 if TYPE_CHECKING:
     from attnlab.checkpoints.additive import AdditiveModel
@@ -91,9 +93,7 @@ def greedy_translate(model: Translator, sources: Sequence[str], max_new_tokens: 
     """Greedy decoding of a batch of sentences; returns the generated piece ids of each (without specials).
     `model`: a LiveModel, or the additive-attention GRU model (an AdditiveModel)."""
     if not isinstance(model, LiveModel):
-        from attnlab.training.additive_eval import greedy_ids
-
-        return greedy_ids(model, sources)
+        return additive_eval.greedy_ids(model, sources)
     src_tok, tok = _tokenizers(model)
     module = model.module.to("cpu")
     out: list[list[int]] = []
@@ -274,13 +274,61 @@ def teaching_examples(model: LiveModel) -> dict[str, Any]:
     }
 
 
+# ---- the hand-written set -------------------------------------------------------------------------------
+def handwritten_figures(model: LiveModel | AdditiveModel) -> dict:
+    """How a translation model does on the hand-written set: the figures, by feature, and every sentence."""
+    pairs = handwritten_pairs()
+    generated = greedy_translate(model, [en for en, _, _ in pairs])
+    tok = model.tgt_tokenizer
+    if tok is None:
+        raise ValueError("a model without a target tokenizer cannot translate")
+    outputs = [tok.decode(g) for g in generated]
+    figures = score(outputs, [fr for _, fr, _ in pairs])
+    by_feature: dict[str, dict] = {}
+    for feature in dict.fromkeys(f for _, _, f in pairs):
+        chosen = [i for i, (_, _, f) in enumerate(pairs) if f == feature]
+        by_feature[feature] = score([outputs[i] for i in chosen], [pairs[i][1] for i in chosen])
+    figures["by_feature"] = {
+        k: {"exact": v["exact"], "n": v["n"], "word_accuracy": v["word_accuracy"]} for k, v in by_feature.items()
+    }
+    figures["sentences"] = [
+        {"en": en, "reference": fr, "output": out, "correct": words(out) == words(fr)}
+        for (en, fr, _), out in zip(pairs, outputs, strict=True)
+    ]
+    return figures
+
+
+# ---- the additive GRU model -------------------------------------------------------------------------------
+def _by_trained_length(model: AdditiveModel, pairs: Sequence[Pair]) -> dict[str, dict[str, Any]]:
+    """Exact match on the sentences as short as those it trained on (at most `max_source` source ids) and on
+    the longer ones, which it never saw in training."""
+    limit = int(model.metadata.get("max_source", 12))
+    short = [p for p in pairs if len(source_ids(model.tokenizer, p.src)) <= limit]
+    long = [p for p in pairs if len(source_ids(model.tokenizer, p.src)) > limit]
+    result: dict[str, dict[str, Any]] = {}
+    for key, part in ((f"at_most_{limit}_ids", short), (f"over_{limit}_ids", long)):
+        if part:
+            figures = exact_match(model, part)
+            result[key] = {"exact_match": figures["exact_match"], "n": figures["n"]}
+    return result
+
+
+def evaluate_additive(model: AdditiveModel, n: int | None = None) -> dict[str, Any]:
+    """The translation figures (exact match, alignment, hand-written set) of the GRU model."""
+    pairs, facts = additive_held_out(model, n)
+    figures: dict[str, Any] = {"kind": "translation", "attention": "additive", "n_sentences": len(pairs), **facts}
+    figures.update(exact_match(model, pairs))
+    figures["exact_match_by_source_length"] = _by_trained_length(model, pairs)
+    figures["alignment"] = alignment_accuracy(model, pairs, additive_eval.attention(model, pairs))
+    figures["handwritten"] = handwritten_figures(model)
+    return figures
+
+
 # ---- everything ----------------------------------------------------------------------------------------
 def evaluate(model: Translator, n: int | None = None) -> dict[str, Any]:
     """The figures for a classroom model on its held-out split (the first `n` pairs, or all); the additive
     GRU model (an AdditiveModel) is measured by `additive_eval.evaluate_additive`."""
     if not isinstance(model, LiveModel):
-        from attnlab.training.additive_eval import evaluate_additive
-
         return evaluate_additive(model, n)
     pairs = held_out_pairs(model, n)
     if model.config.arch == "encoder-decoder":

@@ -26,21 +26,6 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
-from attnlab.training.corpus import (
-    _INTRANSITIVE,
-    _KINDS,
-    _LOCATIVE,
-    _MOTION,
-    _TRANSITIVE,
-    _adjectives,
-    _kind,
-    _nouns,
-    _objects,
-    _rand_np,
-    _rand_pp,
-    _rand_tense,
-    _verbs,
-)
 from attnlab.training.grammar import (
     NP,
     Links,
@@ -55,6 +40,21 @@ from attnlab.training.grammar import (
     there_is,
 )
 from attnlab.training.lexicon import ADVERBS, EVERYDAY_VERBS, NOUNS, NUMBERS, Adj, Adverb, Verb
+from attnlab.training.sampling import (
+    _INTRANSITIVE,
+    _KINDS,
+    _LOCATIVE,
+    _MOTION,
+    _TRANSITIVE,
+    _adjectives,
+    _kind,
+    _nouns,
+    _objects,
+    _rand_np,
+    _rand_pp,
+    _rand_tense,
+    _verbs,
+)
 
 # i, he, she, it, we, you, they: masculine unless English says otherwise; "it" is an animal
 PRONOUNS = (Pron(0), Pron(1, "m"), Pron(1, "f"), Pron(1, "m", human=False), Pron(2), Pron(3), Pron(4))

@@ -4,7 +4,7 @@ resources/training/handwritten-eval.json holds English sentences as people type 
 with the period attached, or no period at all) and reference French in the corpus's conventions. Training
 never sees them: `split_corpus` drops every generated training pair whose English has the same `sentence_key`
 (corpus version 2 on). The figures are the exact match and a word-level accuracy, 1 − (word edit distance /
-reference words), summed over the set (1 − word error rate).
+reference words), summed over the set (1 − word error rate). A model's figures on it: evaluate.handwritten_figures.
 """
 
 from __future__ import annotations
@@ -13,13 +13,8 @@ import functools
 import json
 import re
 from importlib import resources
-from typing import TYPE_CHECKING
 
 from attnlab.engine.tokenizer import clean_text
-
-if TYPE_CHECKING:
-    from attnlab.checkpoints.additive import AdditiveModel
-    from attnlab.engine.live import LiveModel
 
 HANDWRITTEN_FILE = "training/handwritten-eval.json"  # inside the attnlab.resources package
 _WORD = re.compile(r"[\w'-]+|[^\w\s'-]")  # words (with ' and - inside) and single punctuation marks, as BPE cuts
@@ -75,28 +70,3 @@ def score(outputs: list[str], references: list[str]) -> dict:
         "word_edits": edits,
         "reference_words": n_words,
     }
-
-
-def handwritten_figures(model: LiveModel | AdditiveModel) -> dict:
-    """How a translation model does on the hand-written set: the figures, by feature, and every sentence."""
-    from attnlab.training.evaluate import greedy_translate
-
-    pairs = handwritten_pairs()
-    generated = greedy_translate(model, [en for en, _, _ in pairs])
-    tok = model.tgt_tokenizer
-    if tok is None:
-        raise ValueError("a model without a target tokenizer cannot translate")
-    outputs = [tok.decode(g) for g in generated]
-    figures = score(outputs, [fr for _, fr, _ in pairs])
-    by_feature: dict[str, dict] = {}
-    for feature in dict.fromkeys(f for _, _, f in pairs):
-        chosen = [i for i, (_, _, f) in enumerate(pairs) if f == feature]
-        by_feature[feature] = score([outputs[i] for i in chosen], [pairs[i][1] for i in chosen])
-    figures["by_feature"] = {
-        k: {"exact": v["exact"], "n": v["n"], "word_accuracy": v["word_accuracy"]} for k, v in by_feature.items()
-    }
-    figures["sentences"] = [
-        {"en": en, "reference": fr, "output": out, "correct": words(out) == words(fr)}
-        for (en, fr, _), out in zip(pairs, outputs, strict=True)
-    ]
-    return figures

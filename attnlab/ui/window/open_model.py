@@ -116,7 +116,7 @@ def file_job(path: str, settings: dict | None = None) -> Callable[[], LiveModel 
     def load() -> LiveModel | LoadDetour:
         from attnlab.checkpoints import load_checkpoint
         from attnlab.checkpoints.additive import is_additive_file, load_additive
-        from attnlab.checkpoints.bare import probe_bare_state_dict
+        from attnlab.checkpoints.torch_files import probe_bare_state_dict
         from attnlab.session import LoadDetour
 
         if settings is None:
