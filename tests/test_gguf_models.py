@@ -46,7 +46,9 @@ def test_logits_and_ids_equal_transformers_reading_the_same_file(tmp_path, arch,
         theirs = model(torch.tensor([ids])).logits[0]  # [T, V]
     assert relative(trace["logits"].float(), theirs) <= 1e-4
     if qtype != "F32":
-        assert qtype in ours.metadata["quantization"]["text"] and ours.metadata["quantization"]["text"].endswith(" float32")
+        assert qtype in ours.metadata["quantization"]["text"] and ours.metadata["quantization"]["text"].endswith(
+            " float32"
+        )
 
 
 @pytest.mark.parametrize("arch", ARCHS)

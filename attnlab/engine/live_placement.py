@@ -24,8 +24,8 @@ from attnlab.engine.model import Transformer
 from attnlab.engine.offload import Placement, streamed_layers
 from attnlab.engine.options import RunOptions
 from attnlab.engine.precision import convert_module, module_dtype, run_dtype
-from attnlab.engine.run_budget import run_needs, run_refusal
 from attnlab.engine.recorder import Recorder
+from attnlab.engine.run_budget import run_needs, run_refusal
 
 LEAN_ABOVE_BYTES = 64 << 20  # LiveModel.lean_above: whole traces up to this size; layers recomputed on read above
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field

@@ -20,7 +20,7 @@ import os
 import queue
 import threading
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -45,7 +45,7 @@ class Trace(Readable, Protocol):
     def entries(self) -> Mapping[str, Entry]: ...
 
     @property
-    def notices(self) -> list[str]: ...
+    def notices(self) -> Sequence[str]: ...
 
     def host_array(self, name: str) -> np.ndarray: ...
 
