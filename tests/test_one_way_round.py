@@ -9,7 +9,7 @@ from conftest import build_tiny_model
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QWidget
 
-from attnlab import session as session_module
+from attnlab import session_jobs as session_module  # the worker's jobs (warm_up runs there)
 from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions
 from attnlab.session import Session
