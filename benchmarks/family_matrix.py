@@ -1,5 +1,5 @@
 """The family matrix: every tiny random Hugging Face model of the tests (tests/hf_tiny.py CASES and
-tests/hf_tiny_families.py FAMILY_CASES), opened through attnlab's engine and compared with transformers' eager forward.
+tests/family_cases.py FAMILY_CASES), opened through attnlab's engine and compared with transformers' eager forward.
 
     python benchmarks/family_matrix.py            # a Markdown table: model_type, case, mechanisms, max |diff|
     python benchmarks/family_matrix.py --only gemma mistral
@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from family_cases import FAMILY_CASES  # noqa: E402
 from hf_tiny import CASES, compare_with_hf  # noqa: E402
 from hf_tiny_alibi import MPNET_CASES, T5_CASES  # noqa: E402  (encoder-only and encoder-decoder: not in FAMILY_CASES)
-from hf_tiny_families import FAMILY_CASES  # noqa: E402
 
 from attnlab.checkpoints.hf import convert  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Tiny random Hugging Face models whose attention scores get a position bias (engine/position_bias.py):
 BLOOM's ALiBi, built from config objects like hf_tiny.py's (never downloaded). Used by test_hf_alibi.py,
-test_hf_families.py and benchmarks/family_matrix.py (through hf_tiny_families.FAMILY_CASES)."""
+test_hf_families.py and benchmarks/family_matrix.py (through family_cases.FAMILY_CASES)."""
 
 from __future__ import annotations
 

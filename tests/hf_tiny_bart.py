@@ -1,5 +1,5 @@
 """Tiny random models of the BART family (BART, mBART, Pegasus), built from config objects (never downloaded),
-for tests/test_hf_bart.py and, through hf_tiny_families.FAMILY_CASES, tests/test_hf_families.py and
+for tests/test_hf_bart.py and, through family_cases.FAMILY_CASES, tests/test_hf_families.py and
 benchmarks/family_matrix.py."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Tiny random Hugging Face models of the BERT-like encoders beyond BERT, RoBERTa and DistilBERT (XLM-RoBERTa,
 CamemBERT, ELECTRA, ALBERT), built from config objects like hf_tiny.py's (never downloaded). Appended to
-hf_tiny_families.FAMILY_CASES; used by test_hf_bertish.py, test_hf_families.py and benchmarks/family_matrix.py."""
+family_cases.FAMILY_CASES; used by test_hf_bertish.py, test_hf_families.py and benchmarks/family_matrix.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Tiny random DeBERTa-v2/v3 models built from config objects (never downloaded): disentangled attention with
 shared or own position projections, log-bucketed or clamped distances, with and without the relative
 embeddings' LayerNorm and absolute positions, both masked-LM head layouts. Appended to
-hf_tiny_families.FAMILY_CASES (test_hf_families.py, benchmarks/family_matrix.py); test_hf_deberta.py."""
+family_cases.FAMILY_CASES (test_hf_families.py, benchmarks/family_matrix.py); test_hf_deberta.py."""
 
 from __future__ import annotations
 

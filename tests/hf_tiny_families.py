@@ -215,9 +215,9 @@ def gpt2_inverse_layer(upcast: bool = False):
     return _model(transformers.GPT2LMHeadModel, cfg)
 
 
-# decoder families and mechanisms beyond the first seven (tests/test_hf_families.py, benchmarks/family_matrix.py):
-# name -> (case, the mechanisms it exercises)
-FAMILY_CASES = {
+# decoder families and mechanisms beyond the first seven; family_cases.py merges them with the other fixture
+# modules' into FAMILY_CASES. name -> (case, the mechanisms it exercises)
+DECODER_CASES = {
     "llama-rope-linear": (
         Case("llama-rope-linear", lambda: llama_rope("linear"), "decoder-only", final_norm_in_hidden=True),
         "rope_scaling linear",
@@ -286,27 +286,3 @@ FAMILY_CASES = {
         "do_layer_norm_before false: post-norm, no final norm",
     ),
 }
-from hf_tiny_bart import BART_CASES  # noqa: E402  (the BART family: bart, mbart, pegasus)
-
-FAMILY_CASES.update(BART_CASES)
-
-from hf_tiny_norms import FAMILY_CASES as NORMS_CASES  # noqa: E402  (w-norms: Qwen3 …)
-
-FAMILY_CASES.update(NORMS_CASES)
-
-from hf_tiny_bertish import BERTISH_CASES  # noqa: E402  (w-bertish: XLM-R, CamemBERT, ELECTRA, ALBERT)
-
-FAMILY_CASES.update(BERTISH_CASES)
-from hf_tiny_deberta import DEBERTA_CASES  # noqa: E402
-
-FAMILY_CASES.update(DEBERTA_CASES)
-from hf_tiny_moe import MOE_CASES  # noqa: E402  (Mixtral, Falcon: the w-moe branch)
-
-FAMILY_CASES.update(MOE_CASES)
-
-from hf_tiny_alibi import ALIBI_CASES  # noqa: E402  (w-alibi: position-bias families)
-
-FAMILY_CASES.update(ALIBI_CASES)
-from hf_tiny_headdim import HEADDIM_CASES  # noqa: E402  (w-headdim: head_dim x heads ≠ hidden_size)
-
-FAMILY_CASES.update(HEADDIM_CASES)

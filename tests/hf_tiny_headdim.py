@@ -1,7 +1,7 @@
 """Tiny random Hugging Face models whose head_dim x num_attention_heads differs from hidden_size (w-headdim), as
 in every released Qwen3, Gemma (7B: 16 heads of 256 over 3072), Gemma 2/3 and Mistral-Nemo (32 heads of 128
 over 5120): W_Q maps d -> H·d_k, W_O maps H·d_k -> d. Built from config objects (never downloaded), like
-hf_tiny.py's; hf_tiny_families.py merges HEADDIM_CASES into FAMILY_CASES; test_head_dim.py tests them."""
+hf_tiny.py's; family_cases.py merges HEADDIM_CASES into FAMILY_CASES; test_head_dim.py tests them."""
 
 from __future__ import annotations
 

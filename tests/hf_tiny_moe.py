@@ -1,5 +1,5 @@
 """Tiny random Hugging Face models of Mixtral (sparse mixture of experts) and Falcon, built from config objects
-like hf_tiny.py's (never downloaded). Appended to hf_tiny_families.FAMILY_CASES, so test_hf_families.py and
+like hf_tiny.py's (never downloaded). Appended to family_cases.FAMILY_CASES, so test_hf_families.py and
 benchmarks/family_matrix.py run them; test_hf_moe.py checks what is particular to them."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Tiny random Hugging Face models of the families whose new parts are norms (w-norms): Qwen3 (QK-norm per
-head), built from config objects like hf_tiny.py's (never downloaded). hf_tiny_families.py merges FAMILY_CASES
+head), built from config objects like hf_tiny.py's (never downloaded). family_cases.py merges NORMS_CASES
 into its own; test_hf_norms.py tests them."""
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def gemma3(**changes):
     return _model(transformers.Gemma3ForCausalLM, cfg)
 
 
-FAMILY_CASES = {
+NORMS_CASES = {
     "qwen3": (
         Case("qwen3", qwen3, "decoder-only", final_norm_in_hidden=True),
         "QK-norm: RMSNorm over each head's d_k of Q and K before rotary (the QK-norm stage)",

@@ -2,7 +2,7 @@
 ALiBi slopes and bias come from modeling_bloom's own functions; the bias stage draws exactly that bias; the
 eager recorder, the lazy (derived) trace and the fused kernel agree; a BLOOM setting attnlab cannot build is
 refused naming its config.json field. (Agreement of every layer with BloomForCausalLM, config without weights
-and the toggles: test_hf_families.py, through hf_tiny_families.FAMILY_CASES.)"""
+and the toggles: test_hf_families.py, through family_cases.FAMILY_CASES.)"""
 
 from __future__ import annotations
 

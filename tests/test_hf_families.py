@@ -1,6 +1,6 @@
 """Decoder families and mechanisms beyond the first seven agree with `transformers`' eager forward: every
 layer's per-head attention weights, every hidden state and the logits, to 1e-4 in float32
-(hf_tiny_families.FAMILY_CASES: rope scaling on Llama and Qwen2, GPT-2's inverse-layer scaling, Mistral, Phi-3,
+(family_cases.FAMILY_CASES: rope scaling on Llama and Qwen2, GPT-2's inverse-layer scaling, Mistral, Phi-3,
 Gemma, StableLM, OLMo, GPT-NeoX, Phi, GPT-J, OPT)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import torch
 
 pytest.importorskip("transformers")
 
+from family_cases import FAMILY_CASES
 from hf_tiny import DEC_IDS, IDS, compare_with_hf
-from hf_tiny_families import FAMILY_CASES
 
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.hf import config_from_hf, convert

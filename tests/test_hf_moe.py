@@ -2,7 +2,7 @@
 stage's numbers are transformers' router_logits (output_router_logits=True), softmax, top-k and renormalised
 weights; both weight layouts (the Hub's per-expert w1/w2/w3, transformers 5's fused gate_up_proj) load alike;
 the stage, its panel and its page show the run's router. The whole-model agreement (ids, attention, hidden
-states, logits) is test_hf_families.py's, over hf_tiny_families.FAMILY_CASES."""
+states, logits) is test_hf_families.py's, over family_cases.FAMILY_CASES."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import torch
 pytest.importorskip("transformers")
 
 from hf_tiny import IDS, compare_with_hf
-from hf_tiny_norms import FAMILY_CASES
+from hf_tiny_norms import NORMS_CASES as FAMILY_CASES
 
 from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.hf import config_from_hf, convert

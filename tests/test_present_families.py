@@ -134,7 +134,7 @@ def test_phi_shares_one_norm_between_the_parallel_branches():
 def test_every_stage_of_an_imported_family_has_its_page(family):
     """The families' converted models run through LiveModel and every stage's page renders from the trace."""
     pytest.importorskip("transformers")
-    from hf_tiny_families import FAMILY_CASES
+    from family_cases import FAMILY_CASES
 
     from attnlab.checkpoints.hf import convert
 
