@@ -17,7 +17,8 @@ from attnlab.ui.plots.schematic import Schematic
 from attnlab.ui.window.main_window import MainWindow
 
 WAIT = 15000
-# CONTRIBUTING.md's path from the click to the repaint: (hop, the steps this test sees it take, in order)
+# CONTRIBUTING.md's path from the click to the repaint: (hop, the steps this test sees it take, in order); how far
+# the click reaches (functions, files) is measured against a budget in test_click_budget.py
 HOPS = (
     ("ui/controls/control_widgets.py: the generated row's connector -> Session.set_options", ["Session.set_options"]),
     ("session.py: Session.request_trace", ["Session.request_trace"]),
@@ -84,7 +85,7 @@ def hops(monkeypatch):
     return log
 
 
-def test_a_toggle_goes_one_way_round_in_at_most_eight_hops(qtbot, open_window, hops):
+def test_a_toggle_goes_one_way_round_in_order(qtbot, open_window, hops):
     w = open_window(build_tiny_model("encoder-decoder", norm_first=False))
     qtbot.waitUntil(lambda: not w.session.busy, timeout=WAIT)
     w.session.set_stage("enc.0.norm1")
@@ -103,7 +104,6 @@ def test_a_toggle_goes_one_way_round_in_at_most_eight_hops(qtbot, open_window, h
     QApplication.instance().removeEventFilter(painted)
 
     steps = [step for _hop, seen in HOPS for step in seen]
-    assert len(HOPS) <= 8
     # in this order, and nothing else named between them; the two repaints are queued one behind the other, and
     # on a loaded machine a panel that lays itself out again first (add & norm turning its rows) may paint second
     n = len(steps) - 2
