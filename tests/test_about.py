@@ -22,7 +22,7 @@ from attnlab.ui.window.about import AboutDialog, device_description
 from attnlab.ui.window.main_window import MainWindow
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import build_tiny_model as tiny_model
+from tiny import build_tiny_model as tiny_model
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
 

@@ -15,9 +15,9 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QProgressBar
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import build_tiny_model as tiny_model
 from stand_in_hub import StandInHub, StandInRepo
 from test_get import tiny_repo, untouched
+from tiny import build_tiny_model as tiny_model
 
 from attnlab.ui.window.get_model import STEPS, GetModelDialog
 

@@ -18,8 +18,8 @@ from PySide6.QtWidgets import QDialog
 from attnlab.ui.window import open_model
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import build_tiny_model as tiny_model
 from nanogpt_reference import train_py_checkpoint
+from tiny import build_tiny_model as tiny_model
 
 WAIT = 15000
 

@@ -16,9 +16,9 @@ from types import FrameType
 from typing import Any
 
 import pytest
-from conftest import build_tiny_model
 from PySide6.QtWidgets import QApplication
 from test_one_way_round import WAIT, PaintLog, _logged
+from tiny import build_tiny_model
 
 import attnlab
 from attnlab.ui.plots.schematic import Schematic

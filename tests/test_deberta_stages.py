@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import build_tiny_model
 from test_trace_budget import LONG_SRC, assert_estimate_close
+from tiny import build_tiny_model
 
 from attnlab.engine import names
 from attnlab.engine.options import RunOptions

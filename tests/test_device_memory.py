@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import build_tiny_model as make
+from tiny import build_tiny_model as make
 
 from attnlab.engine import live
 from attnlab.engine.gpu_failures import FELL_BACK
@@ -132,7 +132,7 @@ def test_a_new_input_moves_the_traces_still_held_off_the_gpu(monkeypatch):
 def test_a_lean_trace_moved_to_the_host_reads_the_same():
     """Trace.move_to_host on a lean run (engine/replay.py): its layers still run again (their input and, for
     the decoder of an encoder-decoder, the encoder's output, brought back to the model) and read the same."""
-    from conftest import assert_same_trace
+    from tiny import assert_same_trace
 
     whole = make().trace(SRC, TGT)
     model = make()

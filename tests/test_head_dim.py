@@ -232,7 +232,7 @@ def test_a_saved_folder_opens_and_agrees(tmp_path):
 
 def test_a_native_checkpoint_keeps_head_dim(tmp_path):
     """attnlab's own .safetensors file stores head_dim with the config and loads the same model back."""
-    from conftest import build_tiny_model
+    from tiny import build_tiny_model
 
     import attnlab
     from attnlab.checkpoints.native import save_checkpoint
@@ -258,8 +258,8 @@ def test_a_native_checkpoint_keeps_head_dim(tmp_path):
 def test_the_lazy_eager_and_fused_paths_agree(changes, options):
     """The recorded forward derives scores … weights from Q, K (lazy), the eager recorder keeps every step, the
     non-recording forward takes the fused kernel: the same numbers with heads of their own width."""
-    from conftest import build_tiny_model
     from test_trace_derived import assert_equal_values, run_both
+    from tiny import build_tiny_model
 
     from attnlab.engine import names
 

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from conftest import shown_widget
 from PySide6 import QtCore, QtGui
 from PySide6.QtCore import Qt
+from tiny import shown_widget
 
 from attnlab.ui.plots import colormaps
 from attnlab.ui.plots.head_grid import HeadGrid, grid_shape

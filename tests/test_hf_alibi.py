@@ -11,10 +11,10 @@ import torch
 
 pytest.importorskip("transformers")
 
-from conftest import build_tiny_model
 from hf_tiny import IDS, compare_with_hf
 from hf_tiny_alibi import ALIBI_CASES, MPNET_CASES, bloom, mpnet
 from test_trace_budget import assert_estimate_close
+from tiny import build_tiny_model
 from transformers.models.bloom import modeling_bloom
 from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
 from transformers.models.t5.modeling_t5 import T5Attention

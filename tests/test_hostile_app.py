@@ -14,8 +14,8 @@ from tokenizers import Regex, models, pre_tokenizers
 from tokenizers import Tokenizer as HF
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import build_tiny_model as tiny_model
 from hostile_files import TINY, deep_list_pickle, torch_zip_with_pickle
+from tiny import build_tiny_model as tiny_model
 
 from attnlab.checkpoints import load_checkpoint, random_model, save_checkpoint
 from attnlab.engine.tokenizer import BPETokenizer, TokenizerError

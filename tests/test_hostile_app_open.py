@@ -13,10 +13,10 @@ import time
 
 import pytest
 import torch
-from conftest import build_tiny_model
 from hostile_files import deep_list_pickle, safetensors_with, torch_zip_with_pickle, zero_stride_pt, zip_bomb
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
+from tiny import build_tiny_model
 
 from attnlab.checkpoints.additive import FORMAT, bundled_additive_path
 from attnlab.ui.window import open_model

@@ -8,9 +8,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np
 import pytest
-from conftest import build_tiny_model
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QApplication, QGraphicsView
+from tiny import build_tiny_model
 
 from attnlab.ui.plots.raster import MatrixImage
 from attnlab.ui.plots.schematic import Schematic

@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import build_tiny_model
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from tiny import build_tiny_model
 
 from attnlab.engine import names
 from attnlab.engine.options import RunOptions

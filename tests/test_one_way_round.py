@@ -5,9 +5,9 @@ included) draws from that trace. Nothing writes back into the control that was c
 import functools
 
 import pytest
-from conftest import build_tiny_model
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QWidget
+from tiny import build_tiny_model
 
 from attnlab import session as session_module
 from attnlab.engine.live import LiveModel

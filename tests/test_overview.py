@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import build_tiny_model
+from tiny import build_tiny_model
 
 from attnlab.engine import derived_blocks, names, overview
 from attnlab.engine.options import RunOptions

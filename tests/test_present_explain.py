@@ -4,7 +4,7 @@ the RunOptions the trace carries, never inferred from its numbers. Qt-free: no Q
 import dataclasses
 
 import pytest
-from conftest import build_tiny_model
+from tiny import build_tiny_model
 
 from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions

@@ -6,9 +6,9 @@ Typing into the sentence takes a click into it or Ctrl+L, and Enter or Esc gives
 from __future__ import annotations
 
 import pytest
-from conftest import WINDOW_SRC, WINDOW_TGT
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QApplication, QComboBox, QGraphicsView, QWidget
+from tiny import WINDOW_SRC, WINDOW_TGT
 
 from attnlab.ui.window.clicker import is_text_box
 from attnlab.ui.window.main_window import MainWindow

@@ -2,7 +2,7 @@
 and the stage kept across re-traces. Qt-free: no QApplication here."""
 
 import pytest
-from conftest import build_tiny_model as make
+from tiny import build_tiny_model as make
 
 from attnlab.engine import names
 from attnlab.engine.options import RunOptions

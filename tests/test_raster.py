@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from conftest import shown_widget
 from PySide6 import QtGui
+from tiny import shown_widget
 
 from attnlab.ui.plots import colormaps
 from attnlab.ui.plots.raster import MatrixImage, opaque_over, opaque_pen, qt_ready

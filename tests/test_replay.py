@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import assert_same_trace, build_tiny_model
 from family_cases import FAMILY_CASES
 from hf_tiny import DEC_IDS, IDS
+from tiny import assert_same_trace, build_tiny_model
 
 from attnlab.checkpoints.hf import convert
 from attnlab.engine import replay

@@ -4,7 +4,7 @@ figures are those of the whole map's same rows."""
 from __future__ import annotations
 
 import numpy as np
-from conftest import build_tiny_model
+from tiny import build_tiny_model
 
 from attnlab.present import scaling
 

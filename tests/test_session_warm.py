@@ -7,7 +7,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest
 import torch
-from conftest import build_tiny_model as make
+from tiny import build_tiny_model as make
 
 from attnlab.engine.derived import Derived
 from attnlab.engine.options import RunOptions

@@ -19,7 +19,7 @@ from attnlab.checkpoints.snapshots_file import save_snapshots, snapshots_path
 from attnlab.ui.window.main_window import MainWindow
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import build_tiny_model
+from tiny import build_tiny_model
 
 WAIT = 15000
 SRC, TGT = "the black cat sees the dog", "le chat noir"

@@ -6,9 +6,9 @@ still renames the changed ones. Each test changes the input and asserts on the i
 from __future__ import annotations
 
 import pytest
-from conftest import shown_widget
 from PySide6 import QtCore
 from PySide6.QtWidgets import QLabel
+from tiny import shown_widget
 
 from attnlab.engine.options import RunOptions
 from attnlab.present.stages import ViewState, stages_for

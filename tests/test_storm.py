@@ -13,8 +13,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import random
 
 import pytest
-from conftest import build_tiny_model
 from PySide6.QtWidgets import QApplication, QCheckBox
+from tiny import build_tiny_model
 
 from attnlab.engine.options import head_choices
 

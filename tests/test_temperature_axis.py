@@ -4,8 +4,8 @@ bars at T = 2 are drawn visibly flatter than at T = 0.5; a lesson step can fix t
 from __future__ import annotations
 
 import pytest
-from conftest import shown_widget
 from PySide6 import QtCore
+from tiny import shown_widget
 
 from attnlab.checkpoints import load_bundled
 from attnlab.engine.options import RunOptions

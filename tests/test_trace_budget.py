@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import build_tiny_model
 from recorded import finished
+from tiny import build_tiny_model
 
 from attnlab.engine import budget
 from attnlab.engine.budget import estimate_trace_bytes

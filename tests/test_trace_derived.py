@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import build_tiny_model as make
 from recorded import finished
+from tiny import build_tiny_model as make
 
 from attnlab.engine.derived import Derived
 from attnlab.engine.live import LiveModel

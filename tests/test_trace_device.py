@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import build_tiny_model as make
 from recorded import finished
+from tiny import build_tiny_model as make
 
 from attnlab.engine.derived import Derived
 from attnlab.engine.options import RunOptions
@@ -190,7 +190,7 @@ def test_a_lean_trace_copied_to_the_host_recomputes_its_layers_onto_the_host(mon
     """A run too big for the GPU copies its steps to the host as they are recorded; when it is also lean
     (engine/replay.py), its recomputed layers must land on the host too, or a derived map would mix a host
     copy and a device tensor. The host stands in for the device as above."""
-    from conftest import assert_same_trace
+    from tiny import assert_same_trace
 
     from attnlab.engine.live import LiveModel
     from attnlab.engine.replay import RULE

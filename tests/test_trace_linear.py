@@ -10,8 +10,8 @@ import weakref
 
 import pytest
 import torch
-from conftest import build_tiny_model as make
 from test_trace_derived import SRC, TGT, assert_equal_values, run_both
+from tiny import build_tiny_model as make
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from attnlab.engine import derived_blocks, layers, names

@@ -216,7 +216,7 @@ def test_a_dropped_recording_is_freed_at_once(tiny_model):
 
 
 def regenerate() -> None:
-    from conftest import build_tiny_model  # run as a script: tests/ is on sys.path
+    from tiny import build_tiny_model  # run as a script: tests/ is on sys.path
 
     GOLDEN.mkdir(exist_ok=True)
     for case in CASES:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import build_tiny_model
 from hf_tiny import IDS
 from test_replay import family_model, lean, replays_of
+from tiny import build_tiny_model
 
 from attnlab.cli import main
 from attnlab.commands.trace import write_trace

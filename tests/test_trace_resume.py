@@ -7,7 +7,7 @@ start where expected, and the entries before that layer must be the previous run
 
 import pytest
 import torch
-from conftest import assert_same_trace, build_tiny_model
+from tiny import assert_same_trace, build_tiny_model
 
 from attnlab.engine.live import LiveModel
 from attnlab.engine.options import RunOptions

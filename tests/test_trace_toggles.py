@@ -11,8 +11,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest
 import torch
-from conftest import assert_same_trace
-from conftest import build_tiny_model as make
+from tiny import assert_same_trace
+from tiny import build_tiny_model as make
 
 from attnlab.engine.options import RunOptions
 from attnlab.session import Session

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import shown_widget
 from PySide6.QtGui import QFont
+from tiny import shown_widget
 
 from attnlab.ui.plots.head_grid import HeadGrid
 from attnlab.ui.plots.heatmap import LabeledHeatmap

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import build_tiny_model
 from PySide6 import QtGui
+from tiny import build_tiny_model
 
 from attnlab.engine.options import RunOptions
 from attnlab.present.stages import ViewState, stages_for
