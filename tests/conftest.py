@@ -8,7 +8,7 @@ Every test that needs a small live model takes the `tiny_model` fixture, a build
 The builder's defaults (d_model 32, 4 heads, 2+2 layers, max_len 32, a word tokenizer trained on TEXTS) are
 the one tiny model of the suite; keyword arguments change any ModelConfig field. Modules import it (and
 `assert_same_trace`, `shown_widget`, the window's sentence) from the helpers' module:
-`from tiny import build_tiny_model`.
+`from tests.support.tiny import build_tiny_model`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any test module imports PySide6
 
 import pytest
-from tiny import WINDOW_SRC, WINDOW_TGT, WINDOW_WAIT_MS, build_tiny_model
+
+from tests.support.tiny import WINDOW_SRC, WINDOW_TGT, WINDOW_WAIT_MS, build_tiny_model
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@
 
     python tools/place_tests.py            # what would move: each flat tests/*.py and where it belongs
     python tools/place_tests.py --apply    # git mv them, then rewrite the imports and paths that name them
+                                           # (run it after merging a branch that added or named flat tests)
     python tools/place_tests.py --check    # exit 1 while a file sits flat in tests/ (tests/project/test_layout.py)
 
 A flat tests/test_*.py (a new one, or one merged from a branch that wrote it there) is placed by the table
@@ -25,7 +26,8 @@ module is a helper and goes to tests/support/. --apply moves it with `git mv` (h
 `from conftest import` / `from hf_tiny import` / `import hostile_files` / `from test_x import` into package
 imports (`from tests.support.hf_tiny import ...`, `from tests.ui.test_x import ...`), drops
 `sys.path.insert(0, os.path.dirname(__file__))`, deepens `Path(__file__).resolve().parents[N]`, and rewrites
-"tests/NAME.py" mentions in the repository's .py, .md, .toml and .ci files. Then run
+"tests/NAME.py" mentions in the repository (attnlab/, docs, README, .ci, packaging, pyproject) for every
+module that lives in a room. Then run
 `ruff check --fix . && ruff format .` (import order) and `pytest --collect-only -q`.
 """
 
@@ -189,7 +191,7 @@ def rewrite_imports(text: str, modules: dict[str, str]) -> str:
         stem = m.group(2)
         return f"{m.group(1)}from {modules[stem]} import" if stem in modules else m.group(0)
 
-    text = re.sub(r"^(\s*)from (\w+) import", from_module, text, flags=re.M)
+    text = re.sub(r"^(\s*)from (?:tests\.)?(\w+) import", from_module, text, flags=re.M)  # tests.test_x: flat
 
     def import_module(m: re.Match) -> str:
         stem = m.group(2)
@@ -236,14 +238,23 @@ def rewrite_mentions(text: str, moved: dict[str, str]) -> str:
     return re.sub(r"(?<![\w/.])tests/(\w+)\.py", mention, text)
 
 
-def text_files() -> list[Path]:
-    """The repository's files that may import or name a test module."""
+def code_files() -> list[Path]:
+    """The files that may import a test module: the tests, the benchmarks, the tools."""
     found = [*TESTS.rglob("*.py"), *(ROOT / "benchmarks").glob("*.py"), *(ROOT / "tools").glob("*.py")]
-    found += [*ROOT.glob("*.md"), *(ROOT / "docs").rglob("*.md"), ROOT / "pyproject.toml", *(ROOT / ".ci").glob("*")]
-    return [p for p in found if p.is_file() and p.resolve() != Path(__file__).resolve()]
+    return [p for p in found if p.resolve() != Path(__file__).resolve()]
 
 
-def apply(moves: dict[Path, str]) -> None:
+def text_files() -> list[Path]:
+    """The repository's files that may name a test file ("tests/test_x.py"): code, comments, documents."""
+    found = [*code_files(), *(ROOT / "attnlab").rglob("*.py"), *ROOT.glob("*.md"), *(ROOT / "docs").rglob("*.md")]
+    found += [ROOT / "pyproject.toml", *(ROOT / ".ci").glob("*"), *(ROOT / "packaging").glob("*")]
+    return sorted({p for p in found if p.is_file() and p.resolve() != Path(__file__).resolve()})
+
+
+def apply(moves: dict[Path, str]) -> list[Path]:
+    """Move `moves` into their rooms, then rewrite every import and mention of a module that now lives in a room
+    (all of them, not only those moved now: a branch merged later may still name a flat path). The files
+    changed."""
     for room in ROOMS:
         (TESTS / room).mkdir(exist_ok=True)
     for init in [TESTS / "__init__.py", *(TESTS / room / "__init__.py" for room in ROOMS)]:
@@ -252,19 +263,23 @@ def apply(moves: dict[Path, str]) -> None:
             subprocess.run(["git", "add", str(init)], cwd=ROOT, check=True)
     for path, room in moves.items():
         subprocess.run(["git", "mv", str(path), str(TESTS / room / path.name)], cwd=ROOT, check=True)
-    moved = {path.stem: room for path, room in moves.items()}
     modules = placed_modules()
-    support = {stem for stem, dotted in modules.items() if dotted.startswith("tests.support.")}
+    rooms = {stem: dotted.split(".")[1] for stem, dotted in modules.items()}
+    support = {stem for stem, room in rooms.items() if room == "support"}
     deeper = {TESTS / room / path.name for path, room in moves.items()}
+    code = set(code_files())
+    changed = []
     for path in text_files():
         text = path.read_text(encoding="utf-8")
-        new = rewrite_mentions(text, moved)
-        if path.suffix == ".py":
+        new = rewrite_mentions(text, rooms)
+        if path in code and path.suffix == ".py":
             new = rewrite_imports(new, modules)
             if path in deeper:
                 new = deepen(new, support)
         if new != text:
             path.write_text(new, encoding="utf-8")
+            changed.append(path)
+    return changed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,9 +292,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tests/{path.name} -> tests/{room}/{path.name}")
     if args.check:
         return 1 if moves else 0
-    if args.apply and moves:
-        apply(moves)
-        print(f"moved {len(moves)}; now: ruff check --fix . && ruff format . && pytest --collect-only -q")
+    if args.apply:
+        changed = apply(moves)
+        print(f"moved {len(moves)}, rewrote {len(changed)} files; now: ruff check --fix . && ruff format . (lines")
+        print("that grew past 120 characters are wrapped by hand) && pytest --collect-only -q")
     return 0
 
 

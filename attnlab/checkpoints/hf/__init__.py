@@ -6,7 +6,7 @@ the tensors.
     config, state, notes = convert(hf_config, state_dict)   # Transformer(config).load_state_dict(state)
 
 One module per family: `FAMILIES` (common.py) maps each `model_type` to its module (README.md's table and
-docs/checkpoint-format.md list them; tests/test_family_lists.py keeps the three in step), each with
+docs/checkpoint-format.md list them; tests/families/test_family_lists.py keeps the three in step), each with
 `config_from_hf(hf) -> (ModelConfig, notes)` and
 `convert_tensors(hf, config, tensors) -> (state dict, notes)`; a family whose config depends on which tensors
 are present (BERT's masked-LM head: config_from_hf guesses it from `architectures`) also has
