@@ -18,8 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # attnlab and tests.support from this checkout
 
 from attnlab.checkpoints.hf import convert  # noqa: E402
 from tests.support.family_cases import FAMILY_CASES  # noqa: E402
