@@ -11,12 +11,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+import _common  # noqa: F401  (this checkout's attnlab first on sys.path)
 import torch
 
 from attnlab.checkpoints.bundled import load_bundled

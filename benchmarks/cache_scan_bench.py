@@ -3,7 +3,7 @@
     python benchmarks/cache_scan_bench.py              # 20 repositories, 3 repeats
     python benchmarks/cache_scan_bench.py --repos 100
 
-Builds the cache in a temporary folder exactly as huggingface_hub lays it out (tests/hf_cache_files.py:
+Builds the cache in a temporary folder exactly as huggingface_hub lays it out (tests/support/hf_cache_files.py:
 blobs/, snapshots/<commit>/ links, refs/), each repository a small GPT-2 folder (config.json, model.safetensors,
 tokenizer-less), some with several revisions, some that attnlab refuses (quantized, custom code, no weights),
 then prints
@@ -13,7 +13,7 @@ then prints
               config checks import torch: the same process importing torch alone is printed beside it)
   picker      File → Open model…'s dialog, offscreen: from its creation until its table is filled
 Every socket connect raises meanwhile in this process (nothing may reach the network); the command runs with
-HF_HUB_OFFLINE unset, so it would reach out if it tried (it does not: see tests/test_cached_models.py).
+HF_HUB_OFFLINE unset, so it would reach out if it tried (it does not: see tests/checkpoints/test_cached_models.py).
 """
 
 from __future__ import annotations
@@ -30,15 +30,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("ATTNLAB_SETTINGS", os.path.join(tempfile.mkdtemp(), "settings.ini"))
 
 
 def build_cache(hub: Path, repos: int) -> None:
-    import hostile_files as h
-    from hf_cache_files import add_revision
     from safetensors.torch import save
+
+    from tests.support import hostile_files as h
+    from tests.support.hf_cache_files import add_revision
 
     config = h.GPT2_CONFIG
     weights = save(h.gpt2_state())

@@ -27,13 +27,9 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
+from _common import median_ms, sync
 from engine_bench import VOCAB, build_pair, torch_forward
 
 from attnlab.engine.config import ModelConfig
@@ -47,22 +43,9 @@ from attnlab.present.stages import warm_up
 DEVICE = "cuda"
 
 
-def sync() -> None:
-    if DEVICE == "cuda":
-        torch.cuda.synchronize()
-
-
 def cuda_ms(fn, runs: int, warmup: int = 3) -> float:
     """Median wall milliseconds of fn() followed by a device synchronisation."""
-    times = []
-    for i in range(warmup + runs):
-        sync()
-        start = time.perf_counter()
-        fn()
-        sync()
-        if i >= warmup:
-            times.append((time.perf_counter() - start) * 1000.0)
-    return statistics.median(times)
+    return median_ms(fn, runs, warmup, DEVICE)
 
 
 def recorded(model, src, tgt):
@@ -83,7 +66,7 @@ def first_panel_ms(model, src, tgt, runs: int) -> float:
     for _ in range(runs):
         trace = recorded(model, src, tgt)
         stage = f"{trace.sites()[-1]}.weights"
-        sync()  # the forward has ended
+        sync(DEVICE)  # the forward has ended
         start = time.perf_counter()
         warm_up(trace, stage)
         trace.read("logits", -1)
@@ -97,7 +80,7 @@ def all_to_host_ms(model, src, tgt, runs: int) -> float:
     times = []
     for _ in range(runs):
         trace = recorded(model, src, tgt)
-        sync()
+        sync(DEVICE)
         start = time.perf_counter()
         trace.to("cpu")
         times.append((time.perf_counter() - start) * 1000.0)

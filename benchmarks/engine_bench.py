@@ -25,15 +25,12 @@ import argparse
 import math
 import os
 import statistics
-import sys
 import time
-from pathlib import Path
 
+import _common  # noqa: F401  (this checkout's attnlab first on sys.path)
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.model import Transformer

@@ -1,11 +1,13 @@
-"""The family matrix: every tiny random Hugging Face model of the tests (tests/hf_tiny.py CASES and
-tests/hf_tiny_families.py FAMILY_CASES), opened through attnlab's engine and compared with transformers' eager forward.
+"""The family matrix: every tiny random Hugging Face model of the tests (tests/support/hf_tiny.py CASES and
+tests/support/family_cases.py FAMILY_CASES), opened through attnlab's engine and compared with transformers'
+eager forward.
 
     python benchmarks/family_matrix.py            # a Markdown table: model_type, case, mechanisms, max |diff|
     python benchmarks/family_matrix.py --only gemma mistral
 
 max |diff| is the largest absolute difference, in float32, over every layer's per-head attention weights,
-every hidden state and the logits (tests/test_hf_reference.py and tests/test_hf_families.py assert ≤ 1e-4).
+every hidden state and the logits (tests/families/test_hf_reference.py and tests/families/test_hf_families.py
+assert ≤ 1e-4).
 Nothing is downloaded: each model is built from a config object with re-drawn random weights.
 """
 
@@ -16,14 +18,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from hf_tiny import CASES, compare_with_hf  # noqa: E402
-from hf_tiny_alibi import MPNET_CASES, T5_CASES  # noqa: E402  (encoder-only and encoder-decoder: not in FAMILY_CASES)
-from hf_tiny_families import FAMILY_CASES  # noqa: E402
+sys.path.insert(0, str(ROOT))  # attnlab and tests.support from this checkout
 
 from attnlab.checkpoints.hf import convert  # noqa: E402
+from tests.support.family_cases import FAMILY_CASES  # noqa: E402
+from tests.support.hf_tiny import CASES, compare_with_hf  # noqa: E402
+from tests.support.hf_tiny_alibi import MPNET_CASES, T5_CASES  # noqa: E402  (encoder-only and encoder-decoder: not in FAMILY_CASES)
 
 FIRST_SEVEN = {  # what the first seven families' cases exercise (the new ones carry theirs in FAMILY_CASES)
     "gpt2": "learned positions, fused Conv1D c_attn, tanh-GELU, tied",

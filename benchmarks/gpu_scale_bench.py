@@ -37,14 +37,10 @@ import time
 from pathlib import Path
 
 import torch
+from _common import ROOT, sync, timed
+from big_model_bench import CONFIG as LLAMA_3B
+from big_model_bench import SHARD_BYTES, shapes
 from safetensors.torch import save_file
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from big_model_bench import CONFIG as LLAMA_3B  # noqa: E402
-from big_model_bench import SHARD_BYTES, shapes  # noqa: E402
 
 LLAMA_8B = dict(
     LLAMA_3B,
@@ -117,11 +113,6 @@ def prompt(tokens: int, seed: int, vocab: int) -> list[int]:
     return torch.randint(10, vocab - 10, (tokens,), generator=generator).tolist()
 
 
-def sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
 def child_hf(folder: str, tokens: int, device: str) -> dict:
     from transformers import AutoModelForCausalLM
 
@@ -138,14 +129,6 @@ def child_hf(folder: str, tokens: int, device: str) -> dict:
             if i:
                 times.append(time.perf_counter() - start)
     return {"forward_s": statistics.median(times)}
-
-
-def timed(fn, device: str) -> tuple[object, float]:
-    sync(device)
-    start = time.perf_counter()
-    value = fn()
-    sync(device)
-    return value, time.perf_counter() - start
 
 
 def child_attnlab(folder: str, tokens: int, device: str, lean_above: int | None = None) -> dict:

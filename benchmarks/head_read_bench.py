@@ -29,12 +29,10 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory_bench import LAYERS, VOCAB, gpt2_small_live, gpt2_small_tl, trim, unique_bytes
+from _common import trim
+from memory_bench import LAYERS, VOCAB, gpt2_small_live, gpt2_small_tl, unique_bytes
 
 
 def weights_names() -> list[str]:

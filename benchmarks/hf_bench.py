@@ -19,13 +19,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
-import time
-from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import timed_ms
 
 from attnlab.checkpoints.hf import convert
 from attnlab.engine.model import Transformer
@@ -44,12 +40,6 @@ def build(n_positions: int):
     ours = Transformer(attnlab_config)
     ours.load_state_dict(state)
     return ours.eval(), theirs
-
-
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1000.0
 
 
 def measure(ours, theirs, n_tokens: int, runs: int) -> dict[str, float]:
@@ -72,7 +62,7 @@ def measure(ours, theirs, n_tokens: int, runs: int) -> dict[str, float]:
             fn()  # warm-up
         for _ in range(runs):
             for name, fn in variants.items():
-                times[name].append(timed(fn))
+                times[name].append(timed_ms(fn))
     return {k: statistics.median(v) for k, v in times.items()}
 
 

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent))
 
 CHILD = """
 import json, resource, sys, time
@@ -41,7 +41,7 @@ def limit():
 
 
 def cases(d: Path) -> dict[str, Path]:
-    import hostile_files as h
+    from tests.support import hostile_files as h
 
     def config(name, **fields):
         model = h.tiny_model()

@@ -1,4 +1,4 @@
-"""Issue 27's file-side cases (tests/test_hostile_surfaces_files.py builds them), each opened by
+"""Issue 27's file-side cases (tests/robustness/test_hostile_surfaces_files.py builds them), each opened by
 load_checkpoint in a fresh child process under a 6 GB address-space limit and a time limit.
 
     python benchmarks/hostile_surfaces_bench.py                      # this checkout
@@ -28,7 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent))
 
 CHILD = """
 import json, resource, sys, time
@@ -52,8 +52,8 @@ def limit():
 
 
 def cases(d: Path) -> dict[str, Path]:
-    import hostile_files as h
-    from test_hostile_surfaces_files import build_cases
+    from tests.robustness.test_hostile_surfaces_files import build_cases
+    from tests.support import hostile_files as h
 
     out = build_cases(d)
     many = h.gpt2_folder(d / "index-100000-shards", state={})  # before: a quadratic missing-shard check

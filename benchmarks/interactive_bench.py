@@ -25,14 +25,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
-import time
-from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import torch
+from _common import timed_ms
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.live import LiveModel
@@ -63,12 +59,6 @@ def build(tokens: int) -> tuple[LiveModel, str, str]:
     return LiveModel(Transformer(cfg), tok, tok), src, tgt
 
 
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return (time.perf_counter() - start) * 1000.0
-
-
 def one_repeat(model: LiveModel, src: str, tgt: str, runs: int) -> dict[str, float]:
     from PySide6.QtCore import QCoreApplication
 
@@ -93,31 +83,31 @@ def one_repeat(model: LiveModel, src: str, tgt: str, runs: int) -> dict[str, flo
         words = tgt.split()
         words[0] = WORDS[i % len(WORDS)]  # new text: a real run
         text = " ".join(words)
-        rows["full run"].append(timed(lambda text=text: model.trace(src, text, RunOptions())))
+        rows["full run"].append(timed_ms(lambda text=text: model.trace(src, text, RunOptions())))
         temp = RunOptions(temperature=1.5 + 0.1 * i)
 
         def temperature_change(text=text, temp=temp):
             trace = model.trace(src, text, temp)
             trace.read("probs", -1)  # the output panel: the shown position's distribution
 
-        rows["temperature"].append(timed(temperature_change))
+        rows["temperature"].append(timed_ms(temperature_change))
         hotter = temp.replace(temperature=9.0)
-        rows["temperature, all"].append(timed(lambda text=text, o=hotter: model.trace(src, text, o)["probs"]))
+        rows["temperature, all"].append(timed_ms(lambda text=text, o=hotter: model.trace(src, text, o)["probs"]))
         trace = model.trace(src, text, temp)
         site = trace.sites()[-1]
-        rows["first heatmap"].append(timed(lambda t=trace, s=site: t.read(f"{s}.weights", 0)))
+        rows["first heatmap"].append(timed_ms(lambda t=trace, s=site: t.read(f"{s}.weights", 0)))
 
         def head_change(h, t=trace, s=site):
             session.set_view(head=h)
             t.read(f"{s}.weights", h)  # the heatmap's data
 
-        rows["head shown"].append(timed(lambda h=1 + i % 10: head_change(h)))
+        rows["head shown"].append(timed_ms(lambda h=1 + i % 10: head_change(h)))
         _ = trace[f"{site}.weights"]
-        rows["head shown, on host"].append(timed(lambda h=2 + i % 10: head_change(h)))
+        rows["head shown, on host"].append(timed_ms(lambda h=2 + i % 10: head_change(h)))
         for row, site_name in (("mask, last layer", "dec.5.self"), ("mask, first dec layer", "dec.0.cross")):
             model.trace(src, text, RunOptions())  # the run before the click
             clicked = RunOptions().toggled_mask_cell(site_name, 1, 0)
-            rows[row].append(timed(lambda text=text, o=clicked: model.trace(src, text, o)))
+            rows[row].append(timed_ms(lambda text=text, o=clicked: model.trace(src, text, o)))
     session.shutdown()
     return {k: statistics.median(v) for k, v in rows.items()}
 

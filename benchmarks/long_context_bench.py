@@ -23,36 +23,16 @@ Prints one JSON line. Run under `ulimit -v` to keep a version that needs more me
 from __future__ import annotations
 
 import argparse
-import ctypes
-import gc
 import json
-import os
 import random
 import resource
-import sys
 import threading
 import time
-from pathlib import Path
 
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import rss_bytes, trim
 
 GIB = float(1 << 30)
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def trim() -> None:
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:
-        pass
 
 
 class PeakSampler(threading.Thread):

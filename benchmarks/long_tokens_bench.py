@@ -21,24 +21,16 @@ import argparse
 import json
 import os
 import random
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # ui_bench.py beside this file
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _common import rss_bytes
 
 os.environ.setdefault("ATTNLAB_SETTINGS", os.path.join(tempfile.mkdtemp(), "settings.ini"))
 
 from ui_bench import offscreen_screen
 
 GIB = float(1 << 30)
-
-
-def rss_gib() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / GIB
 
 
 def long_text(tokens: int, seed: int = 0) -> str:
@@ -136,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "trace_s": [round(t, 1) for t in trace_s],
         "stages": {k: {m: round(v, 1) for m, v in row.items()} for k, row in rows.items()},
         "move_window_ms": [round(v, 1) for v in move_ms],
-        "rss_gib": round(rss_gib(), 2),
+        "rss_gib": round(rss_bytes() / GIB, 2),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     print(f"{n_tokens} tokens, window {result['window']}, recorded traces {trace_s[0]:.1f} s / {trace_s[1]:.1f} s")

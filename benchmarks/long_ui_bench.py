@@ -46,7 +46,8 @@ MIB = float(1 << 20)
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from long_context_bench import PeakSampler, rss_bytes  # noqa: E402  (the same RSS readings there)
+from _common import rss_bytes  # noqa: E402
+from long_context_bench import PeakSampler  # noqa: E402
 
 
 def checkpoint(path: Path, tokens: int) -> Path:

@@ -21,35 +21,17 @@ when those packages are missing.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import gc
 import json
 import os
 import resource
 import subprocess
 import sys
-from pathlib import Path
 
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import rss_bytes, trim
 
 D, LAYERS, HEADS, D_FF, VOCAB, CTX = 768, 12, 12, 3072, 50257, 1024
 DESIGN_TL_MIB = 828.0  # DESIGN.md: TransformerLens run_with_cache, GPT-2 small shape, 512 tokens
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def trim() -> None:
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:
-        pass
 
 
 def unique_bytes(tensors) -> int:

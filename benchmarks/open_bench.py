@@ -23,9 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import _common  # noqa: F401  (this checkout's attnlab first on sys.path)
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import attnlab
 

@@ -1,8 +1,8 @@
 """Launch → first paint of `attnlab` against `python -c "import torch"`, side by side.
 
 The window must paint before torch loads (the model and torch load on a worker after the first paint;
-tests/test_startup_imports.py checks that nothing the first paint needs imports torch). Each round starts a fresh
-process of each kind, alternately, so both see the same load on a shared machine:
+tests/project/test_startup_imports.py checks that nothing the first paint needs imports torch). Each round starts a
+fresh process of each kind, alternately, so both see the same load on a shared machine:
 
   import torch   wall seconds of `python -c "import torch"` (interpreter start included)
   first paint    seconds from the app process's start (/proc) to the window's first Paint event, as

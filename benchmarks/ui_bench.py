@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # gui_gaps.py beside this file
+from _common import pct
 
 os.environ.setdefault("ATTNLAB_SETTINGS", os.path.join(tempfile.mkdtemp(), "settings.ini"))
 
@@ -104,11 +104,6 @@ def texts(model, n: int) -> tuple[str, str]:
     tgt_vocab = [t for t in tgt_tok.vocab[4:] if t.isalpha()] or ["le"]
     tgt_words = (tgt_vocab[:20] * n)[: n - 1]
     return " ".join(src_words), " ".join(tgt_words)
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,8 +5,9 @@ the tensors.
     config = config_from_hf(hf_config)                      # before any weight is read (shapes, sizes)
     config, state, notes = convert(hf_config, state_dict)   # Transformer(config).load_state_dict(state)
 
-One module per family (gpt2.py; bert.py for bert and roberta; distilbert.py; marian.py; llama.py for llama
-and qwen2; bart.py for bart, mbart and pegasus), each with `config_from_hf(hf) -> (ModelConfig, notes)` and
+One module per family: `FAMILIES` (common.py) maps each `model_type` to its module (README.md's table and
+docs/checkpoint-format.md list them; tests/families/test_family_lists.py keeps the three in step), each with
+`config_from_hf(hf) -> (ModelConfig, notes)` and
 `convert_tensors(hf, config, tensors) -> (state dict, notes)`; a family whose config depends on which tensors
 are present (BERT's masked-LM head: config_from_hf guesses it from `architectures`) also has
 `config_for_weights(hf, config, tensors) -> config`, so `convert` is the final word. Anything attnlab cannot
