@@ -60,8 +60,8 @@ def cases(d: Path) -> dict[str, Path]:
     weight_map = {f"t{i}": f"model-{i:06d}-of-100000.safetensors" for i in range(100_000)}
     (many / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
     out["index-100000-shards"] = many
-    from gguf_tiny import write_gguf  # issue 36: malformed GGUF files
-    from hostile_gguf import gguf_cases
+    from tests.support.gguf_tiny import write_gguf  # issue 36: malformed GGUF files
+    from tests.support.hostile_gguf import gguf_cases
 
     out.update(gguf_cases(d, write_gguf(d, "llama", "Q4_0")))
     return out

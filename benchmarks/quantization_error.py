@@ -1,5 +1,5 @@
-"""What bitsandbytes' 4 and 8 bits do to the tiny test Llama (tests/bnb_folders.py: 2 layers, d_model 64, weights
-drawn with std 0.3), measured through attnlab's own reading of the folders transformers writes:
+"""What bitsandbytes' 4 and 8 bits do to the tiny test Llama (tests/support/bnb_folders.py: 2 layers, d_model 64,
+weights drawn with std 0.3), measured through attnlab's own reading of the folders transformers writes:
 
     python benchmarks/quantization_error.py
 
@@ -20,13 +20,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from bnb_folders import IDS, SCHEMES, original_folder, quantized_folder  # noqa: E402
-
 from attnlab.checkpoints.errors import Problems  # noqa: E402
 from attnlab.checkpoints.hf_folder import read_folder_weights  # noqa: E402
 from attnlab.checkpoints.loader import load_checkpoint  # noqa: E402
 from attnlab.checkpoints.quantized import dequantize_state  # noqa: E402
 from attnlab.engine import names  # noqa: E402
+from tests.support.bnb_folders import IDS, SCHEMES, original_folder, quantized_folder  # noqa: E402
 
 
 def weight_error(original: Path, folder: Path) -> tuple[float, float, float]:

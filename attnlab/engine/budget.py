@@ -10,7 +10,7 @@ self-attention site with rotary positions. Per sub-layer the residual sum and th
 norm's input *is* the residual sum, a pre-norm one's is the previous output: no copies; an RMSNorm keeps its
 RMS [T] too); per FFN its pre-activation and output (a gated FFN: gate, up, hidden and output); one mask per
 distinct mask; the logits. DeBERTa's sites (disentangled attention) are recorded step by step: their scores
-and position terms c2p, p2c [H, T, T] are stored (disentangled.trace_floats). tests/test_trace_budget.py
+and position terms c2p, p2c [H, T, T] are stored (disentangled.trace_floats). tests/engine/test_trace_budget.py
 checks it against real traces.
 """
 

@@ -7,7 +7,7 @@ and variance, the FFN activation, `probs`) are kept as a `Derived` placeholder: 
 its inputs and the run's constants.
 
 Every rule redoes exactly the operation the step-by-step forward (layers.attention_steps, what an eager
-recording runs) does on the same numbers, so a derived entry equals that value (tests/test_trace_derived.py
+recording runs) does on the same numbers, so a derived entry equals that value (tests/engine/test_trace_derived.py
 and test_trace_linear.py compare every entry with an eager recording).
 The attention context is stored: a recording run computes it with the fused kernel (layers.py
 recorded_fused_attention), never holding a site's maps for all heads; `weighted_sum` derives it only where a

@@ -132,7 +132,7 @@ class OptionSpec:
     renames_stages: bool = False  # the stage list's titles name this switch (present/stages.py's cache key)
     # Every spec says whether its field can take the model away from how it was trained, in one of two ways:
     # `departs` (Departs above: the banner's reasons, each naming the switch), or `as_trained`: why no value of
-    # it does (a decoding or display choice, where the run happens). tests/test_departures.py walks the table.
+    # it does (a decoding or display choice, where the run happens). tests/engine/test_departures.py walks the table.
     departs: Departs | None = None
     as_trained: str = ""
 

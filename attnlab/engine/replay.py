@@ -7,7 +7,7 @@ the stack-level entries and the logits; each other entry of a layer is a `Derive
 Reading one runs that layer again, alone, from its kept input, with the run's own options, ids and masks
 (`Resume(only=True)`: the forward stops after it, run_inputs.LayerDone), and takes the entry from the layer's
 fresh record. The same kernels on the same inputs give the same numbers: every entry equals the full trace's
-bit for bit (tests/test_replay.py). The last few replayed layers are kept, so a panel reading a layer's
+bit for bit (tests/engine/test_replay.py). The last few replayed layers are kept, so a panel reading a layer's
 entries one after another runs that layer once.
 
 A replay needs the model as it was: the same module, weights, dtype and device. When any of them changed

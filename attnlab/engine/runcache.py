@@ -3,7 +3,7 @@
 A mask toggle (a hand-made mask on one site, a causal switch for one kind of site) changes nothing before the
 first site whose mask differs. The run that follows it starts at that site's layer: the trace's entries before
 that layer are the previous run's (the same tensors), the layer's input is the one kept here, and everything
-from there on is computed again. The result equals a full run bit for bit (tests/test_trace_resume.py).
+from there on is computed again. The result equals a full run bit for bit (tests/engine/test_trace_resume.py).
 
 `LayerInputs` (run_inputs.py) holds the batched tensor entering each layer and the encoder's output; they are the same
 storage as trace entries (`{side}.input`, the previous layer's `out`, `enc.out`), so keeping them costs no

@@ -7,7 +7,7 @@ from a present/ function (the view-models in present/views/, present/window_fact
 present/schematic_boxes.py, …) or from the Session.
 
 So this module holds nothing at run time: ui imports it under `if TYPE_CHECKING:` only, and it imports the
-engine under TYPE_CHECKING only (tests/test_ui_boundary.py checks both, and that no module in ui imports
+engine under TYPE_CHECKING only (tests/ui/test_ui_boundary.py checks both, and that no module in ui imports
 attnlab.engine, uses importlib, or reaches into an engine object; an import-linter contract in pyproject.toml
 checks the direct imports too)."""
 

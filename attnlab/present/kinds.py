@@ -1,6 +1,6 @@
 """One registration per stage kind: `KINDS` maps every `Stage.kind` present/stages.py can produce to its view
 builder (the Qt-free view-model its panel draws) and its explanation page. ui/stages keys its panel table
-(`PANELS`) by the same kinds, and tests/test_stage_kinds.py fails when a kind lacks one of the three.
+(`PANELS`) by the same kinds, and tests/present/test_stage_kinds.py fails when a kind lacks one of the three.
 
 A view builder is `(trace, stage, display, vocab) -> view-model | MessageView`; one with `defers` also takes
 `defer=True` from a panel, which leaves a long map's unread heads for the widget to read off the GUI thread. An

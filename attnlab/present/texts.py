@@ -18,7 +18,7 @@ MAX_PREFIX_TOKENS = 12  # the greedy decoder prefix shown at start-up
 RANDOM_PREFIX_TOKENS = 3  # a random model's "translation" is noise: keep it short
 # A language model opens on the first words of the example, not all of it: a whole sentence leaves Generate
 # nothing to add but "." and </s>. The bundled French model continues "le chat noir" greedily with "est assis
-# sur la colline ." (tests/test_readable_texts.py runs it).
+# sur la colline ." (tests/present/test_readable_texts.py runs it).
 PROMPT_WORDS = 3
 
 

@@ -3,7 +3,7 @@
 A colour bar's levels change with nearly every toggle, and pyqtgraph's AxisItem.generateDrawSpecs then took ~60%
 of a heatmap's repaint: it lays out every label string with a QPainter to measure it and reads the item's
 rectangle once per label. `lean_vertical_ticks` gives a vertical axis without grid a replacement that makes the
-same ticks, pens, strings and text positions (tests/test_raster.py compares them), measured once per string with
+same ticks, pens, strings and text positions (tests/ui/test_raster.py compares them), measured once per string with
 the tick font's metrics, and keeps the last few results: a toggle and its reverse (residual off, then on again)
 bring back levels the bar has drawn before, and those cost a dictionary lookup.
 """

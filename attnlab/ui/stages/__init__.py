@@ -1,6 +1,6 @@
 """One panel per pipeline stage kind. `PANELS` maps every kind that present/kinds.py registers (its view
 builder and explanation) to the panel class that draws it: one registration per kind, keyed by the same kinds
-(tests/test_stage_kinds.py fails when one is missing). The main window keeps one instance per class and asks
+(tests/present/test_stage_kinds.py fails when one is missing). The main window keeps one instance per class and asks
 `panel_class_for(stage.kind)` which class draws a stage; a panel's `kinds` are filled from this table."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Is any label cut off? For every plot view inside a widget: each axis tick label and title, text item and plot label,
 mapped from its scene into the view's pixels, must lie inside the view; every visible one-line QLabel must
-be as wide as its text. Used by the tests (tests/test_clip_check.py); returns readable offenders."""
+be as wide as its text. Used by the tests (tests/ui/test_clip_check.py); returns readable offenders."""
 
 from __future__ import annotations
 

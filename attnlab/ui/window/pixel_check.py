@@ -3,7 +3,7 @@
 For every image drawn in a plot view inside a widget (the colour bars' gradients left out), the image's rectangle
 is mapped from its scene into the view's pixels: pixels per row = its height there / the rows of the matrix. How
 much of it lies inside a given viewport (the stage area's scroll viewport: what is on screen without scrolling)
-is measured too. Used by tests/test_projector_pixels.py and benchmarks/classroom_shots.py.
+is measured too. Used by tests/ui/test_projector_pixels.py and benchmarks/classroom_shots.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 # The floors a student at the back needs, in screen pixels per matrix row, at 1024×768 presenting (issues 26 and
-# 32), at any zoom: tests/test_projector_pixels.py asserts them, benchmarks/classroom_shots.py prints them.
+# 32), at any zoom: tests/ui/test_projector_pixels.py asserts them, benchmarks/classroom_shots.py prints them.
 SINGLE_HEAD_KINDS = ("scores", "scaled", "masked", "weights", "mask")  # one head's [Tq × Tk] map, and the mask
 FLOORS = {**dict.fromkeys(SINGLE_HEAD_KINDS, 36.0), "heads": 16.0, "addnorm": 24.0, "post_norm": 24.0}
 OTHER_FLOOR = 12.0  # positional encoding and every other matrix

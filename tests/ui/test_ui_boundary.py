@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "attnlab"
+ROOT = Path(__file__).resolve().parents[2] / "attnlab"
 UI = ROOT / "ui"
 ENGINE_API = ROOT / "present" / "engine_api.py"
 ENGINE_API_MODULE = "attnlab.present.engine_api"
@@ -274,5 +274,5 @@ def test_a_view_models_entries_field_is_not_a_trace(tmp_path: Path) -> None:
     assert boundary_violations(view) == [f"{view}:2: reads the trace's entries (.entries)"]
 
 
-if __name__ == "__main__":  # python tests/test_ui_boundary.py: list the breaches
+if __name__ == "__main__":  # python -m tests.ui.test_ui_boundary: list the breaches
     print("\n".join(all_violations()) or "no breaches")

@@ -13,14 +13,13 @@ import torch
 
 pytest.importorskip("transformers")
 
-from bnb_folders import IDS, original_folder
-
 from attnlab.checkpoints.errors import CheckpointError, Problems
 from attnlab.checkpoints.hf_folder import read_folder_weights
 from attnlab.checkpoints.loader import load_checkpoint
 from attnlab.checkpoints.quantized import QUANTIZATION_KEY, dequantize_state
 from attnlab.engine import names
 from attnlab.present import quantization
+from tests.support.bnb_folders import IDS, original_folder
 
 GROUP = 32
 AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]  # AutoAWQ's pack: nibble j of a word holds output AWQ_ORDER[j] of its 8

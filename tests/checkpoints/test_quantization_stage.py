@@ -14,14 +14,13 @@ import torch
 pytest.importorskip("transformers")
 pytest.importorskip("bitsandbytes")
 
-from bnb_folders import IDS, bnb_dequantized, original_folder, quantized_folder, transformers_quantized
-
 from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.hf_folder import read_folder_weights
 from attnlab.checkpoints.loader import load_checkpoint
 from attnlab.present import compare, quantization
 from attnlab.present.stages import stages_for
 from attnlab.present.views.model import MessageView
+from tests.support.bnb_folders import IDS, bnb_dequantized, original_folder, quantized_folder, transformers_quantized
 
 pytestmark = [pytest.mark.filterwarnings("ignore"), pytest.mark.usefixtures("isolated_settings")]
 WEIGHT = "model.layers.1.self_attn.q_proj.weight"
@@ -117,7 +116,7 @@ def test_the_window_shows_the_view_and_pins_the_original(folders, open_window, q
 
 
 def test_the_original_is_found_by_its_id_in_the_hugging_face_cache(folders, tmp_path, monkeypatch):
-    from hf_cache_files import add_revision, folder_files
+    from tests.support.hf_cache_files import add_revision, folder_files
 
     cache = tmp_path / "hub"
     snapshot = add_revision(cache, "org/tiny-llama", folder_files(folders["original"]))

@@ -8,9 +8,9 @@ import gc
 import weakref
 
 import pytest
-from conftest import build_tiny_model
 
 from attnlab.engine.options import RunOptions
+from tests.support.tiny import build_tiny_model
 
 SRC, TGT = "the black cat sees the small dog", "le chat noir"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gguf_tiny import write_gguf
 
 from attnlab.cli import main
 from attnlab.ui.window import open_model
+from tests.support.gguf_tiny import write_gguf
 
 WAIT = 15000
 pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py

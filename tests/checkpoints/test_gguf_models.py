@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 import transformers
-from gguf_tiny import K_QUANTS, write_gguf
 
 import attnlab
 from attnlab.checkpoints import CheckpointError, load_checkpoint
+from tests.support.gguf_tiny import K_QUANTS, write_gguf
 
 TEXT = "the cat sat on the mat"
 TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", *K_QUANTS)

@@ -1,7 +1,7 @@
 """bitsandbytes folders (4-bit nf4 / fp4, with and without double quantization; 8-bit LLM.int8), written in the
-tests by transformers + bitsandbytes on the CPU (tests/bnb_folders.py), open in attnlab dequantized by the format's
-own formulas: every weight equals bitsandbytes' own dequantization bit for bit in float32, the model traces, and
-its logits agree with transformers running the same folder."""
+tests by transformers + bitsandbytes on the CPU (tests/support/bnb_folders.py), open in attnlab dequantized by the
+format's own formulas: every weight equals bitsandbytes' own dequantization bit for bit in float32, the model
+traces, and its logits agree with transformers running the same folder."""
 
 from __future__ import annotations
 
@@ -13,13 +13,19 @@ import torch
 pytest.importorskip("transformers")
 pytest.importorskip("bitsandbytes")
 
-from bnb_folders import IDS, SCHEMES, bnb_dequantized, original_folder, quantized_folder, transformers_quantized
-
 from attnlab.checkpoints.errors import CheckpointError, Problems
 from attnlab.checkpoints.hf_folder import read_folder_weights
 from attnlab.checkpoints.loader import load_checkpoint
 from attnlab.checkpoints.quantized import QUANTIZATION_KEY, dequantize_state
 from attnlab.engine import names
+from tests.support.bnb_folders import (
+    IDS,
+    SCHEMES,
+    bnb_dequantized,
+    original_folder,
+    quantized_folder,
+    transformers_quantized,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore")  # bitsandbytes' CPU notices
 

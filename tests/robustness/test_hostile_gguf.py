@@ -5,15 +5,11 @@ signal, a hang as its timeout, an allocation as its peak memory."""
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-import hostile_files as h
-from gguf_tiny import write_gguf
-from hostile_gguf import gguf_cases
+from tests.support import hostile_files as h
+from tests.support.gguf_tiny import write_gguf
+from tests.support.hostile_gguf import gguf_cases
 
 # case -> words the one line must hold
 EXPECTED = {
