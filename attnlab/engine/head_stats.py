@@ -25,9 +25,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from attnlab.engine import names
+from attnlab.engine.live_inputs import checked_ids
+from attnlab.engine.options import RunOptions
+from attnlab.engine.recorder import Recorder
+from attnlab.engine.trace import Trace, finish
 
 if TYPE_CHECKING:
-    from attnlab.engine.trace import Trace
+    from attnlab.engine.live import LiveModel
 
 STATS = ("entropy", "sink", "previous", "induction", "distance")
 MEASURES = ("mul", "abs")
@@ -151,12 +155,39 @@ def head_stats(
         rows["sink"].append(sink_mass(w))
         rows["distance"].append(mean_distance(w))
         rows["previous"].append(score(w, previous_token_pattern(w.shape[-1])))
-        if probe is None:
+        pw = None if probe is None else probe[names.site_entry(site, "weights")].float()  # [H, T', T']
+        if pw is None or pw.shape[-1] < 2:  # no probe, or a decoder that read only its start token
             rows["induction"].append(torch.full((w.shape[0],), float("nan")))
         else:
-            pw = probe[names.site_entry(site, "weights")].float()  # [H, T', T']
             pattern = induction_pattern(side_ids(probe, site))
             rows["induction"].append(score(pw, pattern))
     values = {stat: torch.stack(r) if r else torch.zeros(0, trace.n_heads) for stat, r in rows.items()}
     n_probe = 0 if probe is None or not sites else int(side_ids(probe, sites[0]).numel())
     return HeadStats(sites, values, n_probe)
+
+
+def run_exact(live: LiveModel, ids: list[int], options: RunOptions | None = None) -> Trace:
+    """A recorded run of `live` on exactly `ids` (no special tokens added or taken away: what the sink what-if
+    and the induction probe need), on the side its model reads first (an encoder's source, a decoder-only
+    model's prompt; an encoder-decoder's decoder then reads its start token)."""
+    config = live.config
+    options = live.checked_options(options or RunOptions())
+    side = "src" if config.has_encoder else "tgt"
+    tok = live.tokenizer(side)
+    ids = checked_ids(ids, tok.vocab_size, side)
+    rec = Recorder(True)
+    x = torch.tensor([ids])  # [1, T]
+    rec.tokens(names.side_entry(side, "tokens"), [tok.id_to_token(i) for i in ids])
+    rec(names.side_entry(side, "ids"), x)
+    tgt = x if side == "tgt" else None
+    if config.has_encoder and config.has_decoder:
+        start = live.tokenizer("tgt").specials.wrap("decoder", [])[:1] or [ids[0]]
+        tgt = torch.tensor([start])  # [1, 1]
+        rec.tokens(names.side_entry("tgt", "tokens"), [live.tokenizer("tgt").id_to_token(start[0])])
+        rec(names.side_entry("tgt", "ids"), tgt)
+    device = next(live.module.parameters()).device
+    with torch.inference_mode():
+        live.module(
+            x.to(device) if side == "src" else None, None if tgt is None else tgt.to(device), options=options, rec=rec
+        )
+    return finish(rec, config, options.resolved(config), str(device))
