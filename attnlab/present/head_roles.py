@@ -125,11 +125,17 @@ def sink_page(trace: Trace, site: str) -> SinkView:
         axes=("head", "query"),
     )
     top = int(facts.mass.argmax())
+    mass, share = float(facts.mass[top]), float(facts.share[top])
+    verdict = (
+        "so this look adds little: the head parks its weight there, a sink"
+        if share < mass / 2
+        else "so this look does carry the first token's value"
+    )
     notes = (
-        f"Head {top} puts {float(facts.mass[top]):.0%} of its weight on {tokens[0]!r}, but that token's value "
-        f"vector is {float(facts.v0_norm[top]):.3g} long against {float(facts.v_rest_norm[top]):.3g} for the others "
-        f"on average: it carries {float(facts.share[top]):.0%} of what the head adds (weight × ‖v‖).",
-        "A head with nothing to look for parks its weight on the first token: a sink that adds almost nothing.",
+        f"Head {top} puts {mass:.0%} of its weight on {tokens[0]!r}; that token's value vector is "
+        f"{float(facts.v0_norm[top]):.3g} long against {float(facts.v_rest_norm[top]):.3g} for the others on "
+        f"average, so it carries {share:.0%} of what the head adds (weight × ‖v‖): {verdict}.",
+        "A head with nothing to look for often parks its weight on the first token, whose value vector is short.",
     )
     return SinkView(
         column, facts.mass.numpy(), facts.v0_norm.numpy(), facts.v_rest_norm.numpy(), facts.share.numpy(), notes
@@ -192,3 +198,25 @@ def neuron_view(trace: Trace, site: str, head: int, query: int, key: int) -> Neu
         cell.divisor,
         tuple(notes),
     )
+
+
+def site_choices(trace: Trace) -> list[tuple[str, str]]:
+    """(site, words) of every attention site of the run, in computation order: what the pages offer to pick."""
+    sites = [names.site_of(n) or "" for n in trace.names() if n.endswith(".weights") and names.site_of(n)]
+    return [(s, f"{site_label(s)}{' (cross)' if s.endswith('.cross') else ''}") for s in sites]
+
+
+def site_size(trace: Trace, site: str) -> tuple[int, int, int]:
+    """(heads, queries, keys) of `site`'s weights: the ranges the neuron view's pickers offer."""
+    heads, tq, tk = trace[names.site_entry(site, "weights")].shape
+    return int(heads), int(tq), int(tk)
+
+
+def sink_comparison(live: LiveModel, trace: Trace, site: str) -> tuple[str, SinkView]:
+    """The sink what-if's words and the sink page of the same site in that run."""
+    what, other = sink_what_if(live, trace)
+    page = sink_page(other, site)
+    before = float(qk_dims.sink_facts(trace, site).mass.mean())
+    after = float(page.mass.mean())
+    note = f"Run {what}: the heads' mean weight on the first position goes from {before:.0%} to {after:.0%}."
+    return what, SinkView(page.column, page.mass, page.v0_norm, page.v_rest_norm, page.share, (note, *page.notes))

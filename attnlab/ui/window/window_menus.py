@@ -157,6 +157,13 @@ class WindowMenus(WindowHost):
             m.addAction(dock.toggleViewAction())
         self.model_view_dock = add_model_view(self, m)  # View → Whole-model attention (Ctrl+M)
         self._action(m, "&Quantization: W, Ŵ, |W − Ŵ|…", self._show_quantization, [], "quantizationAction")
+        self._action(m, "Head &roles, sinks, score dimensions…", self._show_head_roles, [], "headRolesAction")
+
+    def _show_head_roles(self) -> None:
+        """The head-roles map, the attention-sink page and the neuron view (issue 37.3, 37.4)."""
+        from attnlab.ui.window.head_roles_view import show_head_roles  # needs torch: not at start-up
+
+        show_head_roles(self, self.session)
 
     def _show_quantization(self) -> None:
         """W, Ŵ, |W − Ŵ| of a quantized model's weights; the original's run as A (issue 36.4)."""
