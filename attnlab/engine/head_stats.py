@@ -156,7 +156,7 @@ def head_stats(
         rows["distance"].append(mean_distance(w))
         rows["previous"].append(score(w, previous_token_pattern(w.shape[-1])))
         pw = None if probe is None else probe[names.site_entry(site, "weights")].float()  # [H, T', T']
-        if pw is None or pw.shape[-1] < 2:  # no probe, or a decoder that read only its start token
+        if probe is None or pw is None or pw.shape[-1] < 2:  # no probe, or a decoder that read its start token only
             rows["induction"].append(torch.full((w.shape[0],), float("nan")))
         else:
             pattern = induction_pattern(side_ids(probe, site))
