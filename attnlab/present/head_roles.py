@@ -47,6 +47,12 @@ def site_label(site: str) -> str:
     return f"{names.STACK_NAMES[stack]} layer {layer}"
 
 
+def row_label(site: str, both_stacks: bool) -> str:
+    """A map row's short label: 'layer 3', or 'dec 3' when the map has an encoder's rows and a decoder's."""
+    stack, layer, _kind = site.split(".")
+    return f"{stack} {layer}" if both_stacks else f"layer {layer}"
+
+
 def head_stage_key(site: str) -> str:
     """The stage a click on a head of `site` opens: its softmax weights ('dec.3.self.weights')."""
     return names.site_entry(site, "weights")
@@ -67,7 +73,8 @@ def head_roles(live: LiveModel, trace: Trace, probe: Trace | None = None) -> Hea
     """The head-roles maps of `trace` (its induction scores read on `probe`, run here when not given)."""
     probe = probe if probe is not None else probe_trace(live)
     stats = head_stats.head_stats(trace, probe)
-    rows = [site_label(s) for s in stats.sites]
+    both = len({s.split(".")[0] for s in stats.sites}) > 1
+    rows = [row_label(s, both) for s in stats.sites]
     cols = [f"head {h}" for h in range(trace.n_heads)]
     maps = tuple(
         matrix_view(
@@ -219,4 +226,5 @@ def sink_comparison(live: LiveModel, trace: Trace, site: str) -> tuple[str, Sink
     before = float(qk_dims.sink_facts(trace, site).mass.mean())
     after = float(page.mass.mean())
     note = f"Run {what}: the heads' mean weight on the first position goes from {before:.0%} to {after:.0%}."
-    return what, SinkView(page.column, page.mass, page.v0_norm, page.v_rest_norm, page.share, (note, *page.notes))
+    said = (note, f"In that run: {page.notes[0]}")
+    return what, SinkView(page.column, page.mass, page.v0_norm, page.v_rest_norm, page.share, said)

@@ -25,7 +25,7 @@ def test_the_map_has_a_cell_per_head_and_opens_its_weights(run):
         f"head_roles.{s}" for s in ("entropy", "sink", "previous", "induction", "distance")
     ]
     for m in view.maps:
-        assert m.matrix.shape == (2, 4) and m.rows == ["decoder layer 0", "decoder layer 1"]
+        assert m.matrix.shape == (2, 4) and m.rows == ["layer 0", "layer 1"]
     assert view.stage_keys == ("dec.0.self.weights", "dec.1.self.weights")
     sink = view.maps[1].matrix
     w = trace["dec.1.self.weights"]

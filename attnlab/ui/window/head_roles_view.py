@@ -21,7 +21,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from attnlab.present import head_roles
-from attnlab.ui.stages.common import note_font, titled_heatmap
+from attnlab.ui.stages.common import TitleLabel, note_font, titled_heatmap
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import Trace
@@ -35,6 +35,7 @@ def _label(parent: QtWidgets.QWidget, name: str) -> QtWidgets.QLabel:
     label.setObjectName(name)
     label.setWordWrap(True)
     label.setFont(note_font())
+    label.setTextFormat(QtCore.Qt.TextFormat.PlainText)  # token names such as <s> are text, not markup
     return label
 
 
@@ -74,6 +75,8 @@ class HeadRolesWindow(QtWidgets.QWidget):
         tabs.addTab(self._dims_tab(), "Score dimensions")
         self.tabs = tabs
         QtWidgets.QVBoxLayout(self).addWidget(tabs)
+        for title in self.findChildren(TitleLabel):  # the maps' titles name tokens such as <s>: text, not markup
+            title.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         session.traceReady.connect(self.refresh)
         self.resize(1100, 700)
         self.refresh()
@@ -225,6 +228,7 @@ class HeadRolesWindow(QtWidgets.QWidget):
             (0.2, page.share, "share of weight × ‖v‖", "#dd8452"),
         ):
             self.sink_bars.addItem(pg.BarGraphItem(x=x + offset, height=values, width=0.38, brush=colour, name=name))
+        self.sink_bars.getAxis("bottom").setTicks([[(float(i), label) for i, label in enumerate(c.rows or [])]])
         self.sink_note.setText(" ".join(page.notes))
 
     def _run_what_if(self) -> None:
@@ -255,6 +259,9 @@ class HeadRolesWindow(QtWidgets.QWidget):
         x = np.arange(len(view.products), dtype=float)
         brushes = ["#4c72b0" if v >= 0 else "#c44e52" for v in view.products]
         self.dims_plot.addItem(pg.BarGraphItem(x=x, height=view.products, width=0.8, brushes=brushes))
+        every = max(1, len(view.labels) // 32)  # at most about 32 dimension names under the bars
+        ticks = [(float(d), label) for d, label in enumerate(view.labels) if d % every == 0]
+        self.dims_plot.getAxis("bottom").setTicks([ticks])
         self.dims_note.setText(" ".join(view.notes))
 
     def shown_numbers(self) -> dict[str, np.ndarray]:
