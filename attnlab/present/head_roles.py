@@ -134,9 +134,9 @@ def sink_page(trace: Trace, site: str) -> SinkView:
     top = int(facts.mass.argmax())
     mass, share = float(facts.mass[top]), float(facts.share[top])
     verdict = (
-        "so this look adds little: the head parks its weight there, a sink"
+        "a sink: the head parks its weight there and adds little"
         if share < mass / 2
-        else "so this look does carry the first token's value"
+        else "this look does carry the first token's value"
     )
     notes = (
         f"Head {top} puts {mass:.0%} of its weight on {tokens[0]!r}; that token's value vector is "
