@@ -4,8 +4,6 @@ attnlab runs; and the other statistics against their definitions written in plai
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 
@@ -53,9 +51,10 @@ def bridged(tmp_path_factory):
     transformers.PreTrainedTokenizerFast(
         tokenizer_object=raw, bos_token=word(0), eos_token=word(0), unk_token=word(1)
     ).save_pretrained(folder)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded: the model and tokenizer are local
-    tok = transformers.AutoTokenizer.from_pretrained(folder)
-    bridge = tl.TransformerBridge.boot_transformers("gpt2", hf_model=model, tokenizer=tok)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")  # nothing is downloaded: the model and the tokenizer are local
+        tok = transformers.AutoTokenizer.from_pretrained(folder)
+        bridge = tl.TransformerBridge.boot_transformers("gpt2", hf_model=model, tokenizer=tok)
     return bridge, config, state
 
 
