@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from attnlab.engine import position_bias
+from attnlab.engine import score_steps
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.disentangled import trace_floats as disentangled_floats
 from attnlab.engine.options import RunOptions
@@ -181,7 +181,7 @@ def estimate_trace_bytes(
         out_len = T
     floats += head_floats(out_len, config) + out_len * config.out_vocab_size  # logits; probs are derived
     floats += out_len * config.out_vocab_size if config.final_softcap else 0  # Gemma 2: the logits before the cap
-    floats += position_bias.bias_floats(config, options, S, T) if keep == WHOLE else 0  # ALiBi: [H, T, T]
+    floats += score_steps.trace_floats(config, options, S, T, lean)  # each mechanism's (a position bias: [H, T, T])
     return floats * element_size + ints * 8
 
 
@@ -199,8 +199,8 @@ def working_bytes(
     if keep != WHOLE:
         S = src_len if config.has_encoder and config.has_decoder else None
         floats += layer_floats(T, S, config, site_layout(config, options), options.residual)
-    if keep != WHOLE:  # a position bias lives in the layers; so do the masks of OUTPUTS
-        floats += position_bias.bias_floats(config, options, src_len, tgt_len)
+    if keep != WHOLE:  # a mechanism's tables live in the layers (a position bias); so do the masks of OUTPUTS
+        floats += score_steps.working_floats(config, options, src_len, tgt_len)
         floats += mask_floats(config, options, src_len, tgt_len) if keep == OUTPUTS else 0
     return floats * element_size
 

@@ -50,11 +50,6 @@ def _scaled_by(scores: Tensor, scale: bool, d_head: int, divisor: float = 1.0) -
     return scores / (math.sqrt(d_head) * divisor) if scale else scores
 
 
-def soft_cap(scores: Tensor, cap: float) -> Tensor:
-    """scores [..] -> cap · tanh(scores / cap), in transformers' order (Gemma 2's soft-capping, engine/softcap.py)."""
-    return torch.tanh(scores / cap) * cap
-
-
 def _masked(scaled: Tensor, mask: Tensor) -> Tensor:
     """scaled [H, Tq, Tk] + mask [Tq, Tk] (0 or -inf)."""
     return scaled + mask
@@ -135,7 +130,6 @@ def _replayed(*values: object) -> Tensor:
 RULES: dict[str, Callable[..., torch.Tensor]] = {
     "scores": _scores,
     "scaled": _scaled_by,
-    "softcap": soft_cap,
     "masked": _masked,
     "softmax_rows": _softmax_rows,
     "weighted_sum": _weighted_sum,
@@ -147,7 +141,6 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
     "probs": _probs,
     "lens_ids": _lens_ids,  # the logit lens
     "lens_probs": _lens_probs,
-    "biased": _add,  # scaled [H, Tq, Tk] + the position bias [H, Tq, Tk] (engine/position_bias.py)
     "replay": _replayed,  # a lean run's layer entry: the layer runs again (engine/replay.py)
 }
 
@@ -158,7 +151,6 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
 # last bit.
 SLICEABLE: dict[str, tuple[bool, ...]] = {
     "scaled": (True,),
-    "softcap": (True,),
     "masked": (True, False),  # the mask [Tq, Tk] is the same for every head
     "softmax_rows": (True,),
     "norm_mean": (True,),
@@ -166,8 +158,23 @@ SLICEABLE: dict[str, tuple[bool, ...]] = {
     "activation": (True,),
     "add": (True, True),
     "probs": (True,),
-    "biased": (True, True),  # the bias has a map per head
 }
+
+# The rules of a site's maps [H, Tq, Tk], each from the map before it (derived_blocks.py reads them in blocks of
+# rows): the attention's own, and each score step's (engine/score_step.py) as its mechanism registers it.
+MAP_RULES: set[str] = {"scores", "scaled", "masked", "softmax_rows"}
+
+
+def register_rule(
+    name: str, rule: Callable[..., torch.Tensor], sliceable: tuple[bool, ...] | None = None, *, map_rule: bool = False
+) -> None:
+    """Make `name` a rule (a mechanism module registers its own at import): `sliceable` as SLICEABLE's values;
+    `map_rule`, a site map [H, Tq, Tk] from the map before it (MAP_RULES)."""
+    RULES[name] = rule
+    if sliceable is not None:
+        SLICEABLE[name] = sliceable
+    if map_rule:
+        MAP_RULES.add(name)
 
 
 def compute(entry: Derived, inputs: list[torch.Tensor]) -> torch.Tensor:

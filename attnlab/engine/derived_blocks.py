@@ -17,19 +17,14 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
-from attnlab.engine.derived import Derived, compute
+from attnlab.engine.derived import MAP_RULES, Derived, compute
 
 if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
-CHAIN = (
-    "scores",
-    "scaled",
-    "biased",
-    "softcap",
-    "masked",
-    "softmax_rows",
-)  # the rules of a site's maps, each from the one before
+# the rules of a site's maps, each from the one before: scores … softmax_rows and each score step's
+# (engine/score_step.py: its mechanism module registers its rule with derived.register_rule)
+CHAIN = MAP_RULES
 BLOCK_BYTES = 64 << 20  # a map larger than this is computed in blocks of rows of about this size
 
 
