@@ -17,8 +17,7 @@ Shapes: B batch, H heads, T tokens, dk = d/H, k = rel_span.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import Tensor, nn
@@ -26,21 +25,14 @@ from torch import Tensor, nn
 from attnlab.engine import names
 from attnlab.engine.derived import Derived
 from attnlab.engine.norms import LayerNorm
+from attnlab.engine.score_step import Mechanism, RelativeInputs, StageStep
 from attnlab.engine.trace import Recorder
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.context import RunContext
     from attnlab.engine.layers import MultiHeadAttention
-
-
-@dataclass(frozen=True)
-class RelativeInputs:
-    """What every encoder layer of one run reads: the table as the layers use it and the cells' rows of it."""
-
-    table: Tensor  # R [2k, d], after its LayerNorm when the model has one
-    c2p_rows: Tensor  # long [T, T]: δ(i, j) = clamp(bucket(i - j) + k, 0, 2k - 1), the row query i reads for key j
-    p2c_rows: Tensor  # long [T, T]: [j, i] = clamp(-bucket(j - i) + k, 0, 2k - 1), the row key j reads for query i
+    from attnlab.engine.options import RunOptions
 
 
 def log_bucket(distance: Tensor, buckets: int, max_distance: int) -> Tensor:
@@ -178,3 +170,47 @@ def trace_floats(config: ModelConfig, T: int, heads: int, positional: bool = Tru
         return 0
     table = 2 * config.rel_span * config.d_model * (2 if config.rel_norm else 1)
     return per_site * config.n_encoder_layers * (1 + len(config.disentangled)) * heads * T * T + table + T * T
+
+
+class _Disentangled(Mechanism):
+    """DeBERTa's registration: the position projections of each encoder sub-layer, the terms added to the
+    scores, the division by √(1 + terms), the term stages after Q, K, V, and what the trace stores."""
+
+    name = "disentangled"
+
+    def build(self, attention: nn.Module, config: ModelConfig) -> None:
+        add_position_projections(cast("MultiHeadAttention", attention), config)
+
+    def has_terms(self, config: ModelConfig) -> bool:
+        return bool(config.disentangled)
+
+    def divisor(self, config: ModelConfig) -> float:
+        return math.sqrt(scale_factor(config))  # √(dk · (1 + terms)) = √dk · √(1 + terms)
+
+    def terms(
+        self,
+        attention: nn.Module,
+        q: Tensor,
+        k: Tensor,
+        relative: RelativeInputs | None,
+        projections: bool,
+        rec: Recorder,
+        prefix: str,
+    ) -> Tensor | None:
+        site = cast("MultiHeadAttention", attention)
+        return position_terms(site, q, k, relative, projections, rec, prefix) if site.rel_terms else None
+
+    def stages(self, config: ModelConfig, scale: bool, site: str) -> tuple[StageStep, ...]:
+        terms = ("c2c", *config.disentangled) if config.disentangled else ()
+        return tuple(StageStep(term, term, "scores") for term in terms)
+
+    def trace_floats(self, config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, lean: bool) -> int:
+        if not config.has_encoder:
+            return 0
+        return trace_floats(config, src_len, options.effective_heads(config), options.positional, not lean)
+
+    def stepwise(self, config: ModelConfig, options: RunOptions) -> bool:
+        return bool(config.disentangled) and options.positional
+
+
+MECHANISM = _Disentangled()

@@ -14,13 +14,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlab.engine import disentangled, names, relative_key, score_steps
+from attnlab.engine import disentangled, names, score_steps
 from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
 from attnlab.engine.positional import apply_rotary
-from attnlab.engine.qk_norm import QKNorm, make_qk_norm
-from attnlab.engine.score_step import RunKey, SiteRun
+from attnlab.engine.qk_norm import QKNorm
+from attnlab.engine.score_step import Mechanism, RelativeInputs, RunKey, SiteRun
 from attnlab.engine.trace import Recorder
 
 if TYPE_CHECKING:
@@ -221,7 +221,9 @@ class MultiHeadAttention(nn.Module):
     Grouped-query attention: W_K and W_V have fewer outputs (kv_dim = H_kv * dk); each K/V head serves
     H / H_kv consecutive Q heads (Q head h reads K/V head h // (H / H_kv))."""
 
-    # DeBERTa's position terms and projections W_K', W_Q' (None when shared), set by make_attention
+    # the mechanisms that add terms to Q Kᵀ (score_steps.term_mechanisms), set by make_attention
+    term_mechanisms: tuple[Mechanism, ...] = ()
+    # DeBERTa's position terms and projections W_K', W_Q' (None when shared), set by their mechanism
     rel_terms: tuple[str, ...] = ()
     w_pk: nn.Linear | None
     w_pq: nn.Linear | None
@@ -266,7 +268,7 @@ class MultiHeadAttention(nn.Module):
         *,
         ablate: dict[int, str] | None = None,
         projections: bool = True,
-        relative: disentangled.RelativeInputs | None = None,
+        relative: RelativeInputs | None = None,
     ) -> Tensor:
         """x_q [B, Tq, d], x_kv [B, Tk, d], mask: additive [B or 1, 1, Tq, Tk] or an AttentionMask;
         rotary = (cos, sin) tables or None; ablate = {head: "zero"|"mean"} (see ablate_heads); relative: the
@@ -294,11 +296,10 @@ class MultiHeadAttention(nn.Module):
         if rec.enabled:
             n = names.site_entries(prefix)
             rec.add(((n.q, q), (n.k, k), (n.v, v)))
-        terms = None  # DeBERTa's position terms [B, H, Tq, Tk]
-        if self.rel_terms:  # None when the positions are off (only c2c is recorded then)
-            terms = disentangled.position_terms(self, q, k, relative, projections, rec, prefix)
-        if self.rel_key_terms:  # BERT's relative_key(_query): None when the positions are off
-            terms = relative_key.key_terms(self, q, k, relative, rec, prefix)
+        terms = None  # terms added to Q Kᵀ [B, H, Tq, Tk] (DeBERTa's, BERT relative_key's): None with positions off
+        for mechanism in self.term_mechanisms:
+            added = mechanism.terms(self, q, k, relative, projections, rec, prefix)
+            terms = added if terms is None or added is None else terms + added
         context = attend(q, k, v, mask, scale, rec, prefix, ablate, self.steps, terms)  # [B, H, Tq, dk]
         concat = context.transpose(1, 2).reshape(B, Tq, width)  # [B, Tq, H·dk]
         out = self.w_o(concat) if projections else concat  # [B, Tq, d]
@@ -423,16 +424,14 @@ def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention
         width=cfg.attn_width,
         out_bias=cfg.has_bias("attn_out"),
         rotary_layout=cfg.rotary_layout,
-        score_divisor=(float(layer_index + 1) if cfg.attn_scale_inverse_layer else 1.0)
-        * cfg.score_scale_factor
-        * math.sqrt(disentangled.scale_factor(cfg)),  # DeBERTa: √(dk · (1 + terms)) = √dk · √(1 + terms)
+        # each mechanism's factor too (DeBERTa: √(dk · (1 + terms)) = √dk · √(1 + terms))
+        score_divisor=score_steps.divisor(
+            cfg, (float(layer_index + 1) if cfg.attn_scale_inverse_layer else 1.0) * cfg.score_scale_factor
+        ),
     )
     attention.steps = score_steps.site_steps(cfg, score_steps.scale_of(attention.steps).divisor)
-    attention.qk_norm = make_qk_norm(
-        cfg.qk_norm, cfg.attn_width, cfg.kv_heads * cfg.d_head, cfg.d_head, cfg.layer_norm_eps
-    )
-    disentangled.add_position_projections(attention, cfg)
-    relative_key.add_distance_table(attention, cfg)
+    attention.term_mechanisms = score_steps.term_mechanisms(cfg)
+    score_steps.build(attention, cfg)  # each mechanism's parameters (QK-norm, DeBERTa's projections, …)
     return attention
 
 

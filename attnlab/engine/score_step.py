@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.options import RunOptions
+    from attnlab.engine.trace import Recorder
 
 
 class RunKey(NamedTuple):
@@ -141,11 +142,43 @@ class StageStep:
     before: str
 
 
+@dataclass(frozen=True)
+class RelativeInputs:
+    """What every encoder layer of one run reads for relative score terms (DeBERTa, BERT relative_key): the
+    table as the layers use it and the cells' rows of it."""
+
+    table: Tensor  # R [2k, d], after its LayerNorm when the model has one (empty: a table per layer)
+    c2p_rows: Tensor  # long [T, T]: δ(i, j), the row query i reads for key j
+    p2c_rows: Tensor  # long [T, T]: [j, i], the row key j reads for query i
+
+
 class Mechanism:
     """One attention mechanism's registration (score_steps.MECHANISMS): every hook says what the mechanism
     adds, nothing by default. A mechanism module defines one subclass instance, `MECHANISM`."""
 
     name = ""
+
+    def divisor(self, config: ModelConfig) -> float:
+        """A factor of the scaling's divisor: the scores are divided by √dₖ · this (DeBERTa: √(1 + terms))."""
+        return 1.0
+
+    def has_terms(self, config: ModelConfig) -> bool:
+        """Whether it adds terms to Q Kᵀ before the steps (`terms`)."""
+        return False
+
+    def terms(
+        self,
+        attention: nn.Module,
+        q: Tensor,
+        k: Tensor,
+        relative: RelativeInputs | None,
+        projections: bool,
+        rec: Recorder,
+        prefix: str,
+    ) -> Tensor | None:
+        """Its terms [B, H, Tq, Tk] added to Q Kᵀ (recorded under their own entries), or None (positions off).
+        q, k [B, H, Tq|Tk, dk]. A site with terms stores its scores and runs step by step when recording."""
+        return None
 
     def map_steps(self, config: ModelConfig) -> tuple[ScoreStep, ...]:
         """The steps it adds to a site's map, between the scaling and the mask."""

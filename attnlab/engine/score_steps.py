@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
-from attnlab.engine import names, position_bias, softcap
+from attnlab.engine import disentangled, names, position_bias, qk_norm, relative_key, softcap
 from attnlab.engine.derived import Derived
 from attnlab.engine.score_step import MASK, SCALE, Mechanism, RunKey, Scale, ScoreStep, StageStep
 
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 # In the order their steps apply to a site's map (after the scaling, before the mask) and their stages appear.
 MECHANISMS: tuple[Mechanism, ...] = (
+    qk_norm.MECHANISM,
+    disentangled.MECHANISM,
+    relative_key.MECHANISM,
     position_bias.MECHANISM,
     softcap.MECHANISM,
 )
@@ -51,6 +54,19 @@ def build(attention: nn.Module, config: ModelConfig) -> None:
     """Give an attention sub-layer every mechanism's parameters (layers.make_attention)."""
     for mechanism in MECHANISMS:
         mechanism.build(attention, config)
+
+
+def divisor(config: ModelConfig, divisor: float) -> float:
+    """`divisor` (the layer's own: GPT-2's inverse layer index, a config's score scale) times each mechanism's
+    factor: the scores are divided by √dₖ · this when scaling."""
+    for mechanism in MECHANISMS:
+        divisor *= mechanism.divisor(config)
+    return divisor
+
+
+def term_mechanisms(config: ModelConfig) -> tuple[Mechanism, ...]:
+    """The mechanisms that add terms to Q Kᵀ in a model of `config` (DeBERTa's, BERT relative_key's)."""
+    return tuple(m for m in MECHANISMS if m.has_terms(config))
 
 
 def fusable(steps: SiteSteps) -> bool:
