@@ -19,7 +19,6 @@ from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
 from attnlab.engine.positional import apply_rotary
-from attnlab.engine.qk_norm import QKNorm
 from attnlab.engine.score_step import Mechanism, RelativeInputs, RunKey, SiteRun
 from attnlab.engine.trace import Recorder
 
@@ -221,7 +220,9 @@ class MultiHeadAttention(nn.Module):
     Grouped-query attention: W_K and W_V have fewer outputs (kv_dim = H_kv * dk); each K/V head serves
     H / H_kv consecutive Q heads (Q head h reads K/V head h // (H / H_kv))."""
 
-    # the mechanisms that add terms to Q Kᵀ (score_steps.term_mechanisms), set by make_attention
+    # the mechanisms that change the projected Q and K, and those that add terms to Q Kᵀ (score_steps), set by
+    # make_attention
+    projecting_mechanisms: tuple[Mechanism, ...] = ()
     term_mechanisms: tuple[Mechanism, ...] = ()
     # DeBERTa's position terms and projections W_K', W_Q' (None when shared), set by their mechanism
     rel_terms: tuple[str, ...] = ()
@@ -253,7 +254,6 @@ class MultiHeadAttention(nn.Module):
         # the score steps: scores / (√dk · score_divisor) when scaling (GPT-2's inverse layer index), each
         # mechanism's step, the mask (score_steps.site_steps, set by make_attention)
         self.steps = score_steps.plain(score_divisor)
-        self.qk_norm: QKNorm | None = None  # QK-norm on the projections (engine/qk_norm.py), set by make_attention
 
     def forward(
         self,
@@ -282,8 +282,8 @@ class MultiHeadAttention(nn.Module):
         if projections:
             n_kv = self.w_k.out_features // dk  # K/V heads of this split (= n_heads without GQA)
             q_in, k_in, v_in = self.w_q(x_q), self.w_k(x_kv), self.w_v(x_kv)  # [B, Tq, H·dk], 2 x [B, Tk, H_kv·dk]
-            if self.qk_norm is not None:
-                q_in, k_in = self.qk_norm(q_in, k_in, n_heads, rec, prefix)  # the same shapes, normed
+            for mechanism in self.projecting_mechanisms:  # QK-norm (engine/qk_norm.py)
+                q_in, k_in = mechanism.project(self, q_in, k_in, n_heads, rec, prefix)  # the same shapes
         else:  # plain dot-product attention: x itself, split into the heads' slices
             n_kv, q_in, k_in, v_in = n_heads, x_q, x_kv, x_kv
         q = q_in.reshape(B, Tq, n_heads, dk).transpose(1, 2)  # [B, H, Tq, dk]
@@ -430,6 +430,7 @@ def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention
         ),
     )
     attention.steps = score_steps.site_steps(cfg, score_steps.scale_of(attention.steps).divisor)
+    attention.projecting_mechanisms = score_steps.projecting_mechanisms(cfg)
     attention.term_mechanisms = score_steps.term_mechanisms(cfg)
     score_steps.build(attention, cfg)  # each mechanism's parameters (QK-norm, DeBERTa's projections, …)
     return attention

@@ -84,9 +84,21 @@ class _QKNorms(Mechanism):
     name = "qk_norm"
 
     def build(self, attention: nn.Module, config: ModelConfig) -> None:
-        attention.qk_norm = make_qk_norm(
+        norm = make_qk_norm(
             config.qk_norm, config.attn_width, config.kv_heads * config.d_head, config.d_head, config.layer_norm_eps
         )
+        if norm is not None:  # state dict: "….self_attn.qk_norm.q_norm.weight"
+            attention.register_module("qk_norm", norm)
+
+    def projects(self, config: ModelConfig) -> bool:
+        return config.qk_norm != "none"
+
+    def project(
+        self, attention: nn.Module, q_in: Tensor, k_in: Tensor, n_heads: int, rec: Recorder, prefix: str
+    ) -> tuple[Tensor, Tensor]:
+        norm = attention.qk_norm
+        assert isinstance(norm, QKNorm)
+        return norm(q_in, k_in, n_heads, rec, prefix)  # the same shapes, normed
 
     def stages(self, config: ModelConfig, scale: bool, site: str) -> tuple[StageStep, ...]:
         return (StageStep("qk_norm", "QK-norm", "qkv"),) if config.qk_norm != "none" else ()

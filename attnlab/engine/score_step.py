@@ -162,6 +162,17 @@ class Mechanism:
         """A factor of the scaling's divisor: the scores are divided by √dₖ · this (DeBERTa: √(1 + terms))."""
         return 1.0
 
+    def projects(self, config: ModelConfig) -> bool:
+        """Whether it changes the projected queries and keys (`project`)."""
+        return False
+
+    def project(
+        self, attention: nn.Module, q_in: Tensor, k_in: Tensor, n_heads: int, rec: Recorder, prefix: str
+    ) -> tuple[Tensor, Tensor]:
+        """q_in [B, Tq, H·dk], k_in [B, Tk, kv_dim] (the projections, before rotary positions) -> the same
+        shapes, changed (QK-norm), recording what it shows."""
+        return q_in, k_in
+
     def has_terms(self, config: ModelConfig) -> bool:
         """Whether it adds terms to Q Kᵀ before the steps (`terms`)."""
         return False

@@ -64,6 +64,11 @@ def divisor(config: ModelConfig, divisor: float) -> float:
     return divisor
 
 
+def projecting_mechanisms(config: ModelConfig) -> tuple[Mechanism, ...]:
+    """The mechanisms that change the projected Q and K in a model of `config` (QK-norm)."""
+    return tuple(m for m in MECHANISMS if m.projects(config))
+
+
 def term_mechanisms(config: ModelConfig) -> tuple[Mechanism, ...]:
     """The mechanisms that add terms to Q Kᵀ in a model of `config` (DeBERTa's, BERT relative_key's)."""
     return tuple(m for m in MECHANISMS if m.has_terms(config))
