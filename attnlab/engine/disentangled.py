@@ -153,13 +153,6 @@ def scale_factor(config: ModelConfig) -> int:
     return 1 + len(config.disentangled)
 
 
-def folded_mask(bias: Tensor, additive: Tensor, scale: bool, d_head: int, divisor: float) -> Tensor:
-    """The fused kernel's attn_mask for a run that records nothing: the position terms scaled as the scores
-    are, plus the mask. bias [B, H, T, T], additive [B|1, 1, T, T] -> [B, H, T, T]"""
-    factor = 1.0 / (math.sqrt(d_head) * divisor) if scale else 1.0
-    return bias * factor + additive
-
-
 def trace_floats(config: ModelConfig, T: int, heads: int, positional: bool = True, per_site: bool = True) -> int:
     """What disentangled attention adds to a recorded trace: per encoder site the stored scores, c2p and p2c
     [H, T, T] (such sites are recorded step by step, layers.attend); once the table, its norm and the

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlab.engine import disentangled, names, score_steps
+from attnlab.engine import names, score_steps
 from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
 from attnlab.engine.norms import LayerNorm  # re-exported: it lived here before
@@ -339,7 +339,7 @@ def attend(
     divisor = score_steps.scale_of(steps).divisor
     if terms is not None and not rec.enabled:
         additive = mask.dense(q.shape[-2], k.shape[-2], q)[0, 0] if mask.additive is None else mask.additive
-        folded = disentangled.folded_mask(terms, additive, scale, q.shape[-1], divisor)  # [B, H, Tq, Tk]
+        folded = score_steps.folded_mask(terms, additive, scale, q.shape[-1], divisor)  # [B, H, Tq, Tk]
         mask = AttentionMask(folded, blocked_rows=mask.blocked_rows)
     if rec.enabled:
         assert mask.additive is not None, "a recording run builds every mask (MaskBuilder)"

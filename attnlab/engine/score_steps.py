@@ -11,8 +11,11 @@ present/stages.py).
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
+
+from torch import Tensor
 
 from attnlab.engine import disentangled, names, position_bias, qk_norm, relative_key, softcap
 from attnlab.engine.derived import Derived
@@ -62,6 +65,13 @@ def divisor(config: ModelConfig, divisor: float) -> float:
     for mechanism in MECHANISMS:
         divisor *= mechanism.divisor(config)
     return divisor
+
+
+def folded_mask(terms: Tensor, additive: Tensor, scale: bool, d_head: int, divisor: float) -> Tensor:
+    """The fused kernel's attn_mask for a run that records nothing: the score terms scaled as the scores are,
+    plus the mask. terms [B, H, T, T], additive [B|1, 1, T, T] -> [B, H, T, T]"""
+    factor = 1.0 / (math.sqrt(d_head) * divisor) if scale else 1.0
+    return terms * factor + additive
 
 
 def projecting_mechanisms(config: ModelConfig) -> tuple[Mechanism, ...]:
