@@ -2,8 +2,8 @@
 reads the same list, and a mechanism added by one module and one registration works end to end.
 
 The mechanism added here ("halve": the map times ½ after the scaling, a step no fused kernel does) is made in this
-file alone; registering it in MECHANISMS must be enough for the forward, the derived rules (read whole and block
-by block), the stage list and the budget to know it.
+file alone; registering it in MECHANISMS (and its stage in score_stages.STAGES) must be enough for the forward,
+the derived rules (read whole and block by block), the stage list and the budget to know it.
 """
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ import torch
 from conftest import build_tiny_model
 from recorded import finished
 
-from attnlab.engine import derived, derived_blocks, score_steps
+from attnlab.engine import derived, derived_blocks, score_stages, score_steps
 from attnlab.engine.budget import estimate_trace_bytes
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived, register_rule
 from attnlab.engine.live import LiveModel
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.score_step import Mechanism, RunKey, ScoreStep, SiteRun, StageStep
+from attnlab.engine.score_stages import StageStep
+from attnlab.engine.score_step import Mechanism, RunKey, ScoreStep, SiteRun
 from attnlab.engine.trace import Recorder
 from attnlab.present.stages import stages_for
 
@@ -45,16 +46,13 @@ class Halving(Mechanism):
     name = "halve"
 
     def map_steps(self, config: ModelConfig) -> tuple[ScoreStep, ...]:
-        return (Halve("halved", "halve", "× ½"),)
-
-    def stages(self, config: ModelConfig, scale: bool, site: str) -> tuple[StageStep, ...]:
-        return (StageStep("halved", "× ½", "mask"),)
+        return (Halve("halved", "halve"),)
 
 
 @pytest.fixture
 def halving(monkeypatch):
-    """The one registration, made when called: the rule (the mechanism's module does it at import) and the
-    MECHANISMS entry."""
+    """The registration, made when called: the rule (the mechanism's module does it at import), the MECHANISMS
+    entry and its stage (score_stages.STAGES)."""
     return lambda: _register(monkeypatch)
 
 
@@ -64,6 +62,12 @@ def _register(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(derived, "MAP_RULES", derived.MAP_RULES | {"halve"})
     monkeypatch.setattr(derived_blocks, "CHAIN", derived.MAP_RULES)
     monkeypatch.setattr(score_steps, "MECHANISMS", (*score_steps.MECHANISMS, Halving()))
+    monkeypatch.setitem(score_stages.STAGES, "halve", lambda config, scale, site: (StageStep("halved", "× ½", "mask"),))
+
+
+def test_every_registered_mechanism_has_its_stages_entry():
+    """The stage list (torch-free) and the steps name the same mechanisms, in the same order."""
+    assert [m.name for m in score_steps.MECHANISMS] == list(score_stages.STAGES)
 
 
 def test_register_rule_makes_a_map_rule_the_blocks_read():

@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from attnlab.engine import names
 from attnlab.engine.derived import Derived
 from attnlab.engine.norms import LayerNorm
-from attnlab.engine.score_step import Mechanism, RelativeInputs, StageStep
+from attnlab.engine.score_step import Mechanism, RelativeInputs
 from attnlab.engine.trace import Recorder
 
 if TYPE_CHECKING:
@@ -192,10 +192,6 @@ class _Disentangled(Mechanism):
     ) -> Tensor | None:
         site = cast("MultiHeadAttention", attention)
         return position_terms(site, q, k, relative, projections, rec, prefix) if site.rel_terms else None
-
-    def stages(self, config: ModelConfig, scale: bool, site: str) -> tuple[StageStep, ...]:
-        terms = ("c2c", *config.disentangled) if config.disentangled else ()
-        return tuple(StageStep(term, term, "scores") for term in terms)
 
     def trace_floats(self, config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, lean: bool) -> int:
         if not config.has_encoder:

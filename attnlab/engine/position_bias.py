@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.derived import register_rule
-from attnlab.engine.score_step import Mechanism, RunKey, ScoreStep, SiteRun, StageStep
+from attnlab.engine.score_step import Mechanism, RunKey, ScoreStep, SiteRun
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
@@ -148,12 +148,7 @@ class _PositionBiases(Mechanism):
     name = "position_bias"
 
     def map_steps(self, config: ModelConfig) -> tuple[ScoreStep, ...]:
-        return (PositionBias("biased", "biased", "scaled + B"),) if config.position_bias != "none" else ()
-
-    def stages(self, config: ModelConfig, scale: bool, site: str) -> tuple[StageStep, ...]:
-        if not takes_bias(config, site):
-            return ()
-        return (StageStep("bias", "position bias B", "mask"), StageStep("biased", "scaled + B", "mask"))
+        return (PositionBias("biased", "biased"),) if config.position_bias != "none" else ()
 
     def trace_floats(self, config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, lean: bool) -> int:
         return 0 if lean else bias_floats(config, options, src_len, tgt_len)  # lean: it lives in the layers

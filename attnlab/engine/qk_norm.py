@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.engine import names
-from attnlab.engine.score_step import Mechanism, StageStep
+from attnlab.engine.score_step import Mechanism
 from attnlab.engine.trace import Recorder
 
 if TYPE_CHECKING:
@@ -99,9 +99,6 @@ class _QKNorms(Mechanism):
         norm = attention.qk_norm
         assert isinstance(norm, QKNorm)
         return norm(q_in, k_in, n_heads, rec, prefix)  # the same shapes, normed
-
-    def stages(self, config: ModelConfig, scale: bool, site: str) -> tuple[StageStep, ...]:
-        return (StageStep("qk_norm", "QK-norm", "qkv"),) if config.qk_norm != "none" else ()
 
     def site_floats(self, config: ModelConfig, options: RunOptions, Tq: int, Tk: int) -> int:
         if config.qk_norm == "none" or not options.projections:

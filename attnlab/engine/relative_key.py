@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from attnlab.engine import names
-from attnlab.engine.score_step import Mechanism, RelativeInputs, StageStep
+from attnlab.engine.score_step import Mechanism, RelativeInputs
 from attnlab.engine.trace import Recorder
 
 if TYPE_CHECKING:
@@ -113,9 +113,6 @@ class _RelativeKey(Mechanism):
     ) -> Tensor | None:
         site = cast("MultiHeadAttention", attention)
         return key_terms(site, q, k, relative, rec, prefix) if site.rel_key_terms else None
-
-    def stages(self, config: ModelConfig, scale: bool, site: str) -> tuple[StageStep, ...]:
-        return tuple(StageStep(term, term, "scores") for term in terms_of(config))
 
     def trace_floats(self, config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, lean: bool) -> int:
         if not config.has_encoder:

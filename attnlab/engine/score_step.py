@@ -4,7 +4,8 @@ A site's map [B, H, Tq, Tk] goes through a list of steps built once per attentio
 (score_steps.site_steps): the scaling (÷ √dₖ · divisor), then each mechanism's step in the order the registry
 lists them (a position bias, a soft-cap, …), then the mask. Each `ScoreStep` says, for itself:
 
-- its entry (`entry`: the site entry it records, which is also its stage kind) and its stage `title`;
+- its entry (`entry`: the site entry it records, which is also its stage kind; the stages a mechanism adds,
+  kind, title and place, are in the torch-free score_stages.py);
 - how it applies in the forward (`apply`: in place on the map when the map before it is kept by nobody, the
   same kernels either way, so the numbers are the same);
 - how it is derived on read (`derived`: a `Derived` rule named `rule`, reading the entry before it and the
@@ -13,8 +14,9 @@ lists them (a position bias, a soft-cap, …), then the mask. Each `ScoreStep` s
 
 layers.attention_steps (the step-by-step forward), layers.recorded_fused_attention (a recording run's
 rules), derived_blocks' CHAIN (the map rules read block by block) and the stage list all read these lists.
-A mechanism registers itself once (`Mechanism`, score_steps.MECHANISMS): its map steps, its stages, its
-floats for the memory budget (engine/budget.py), its parameters on the attention sub-layer.
+A mechanism registers itself once (`Mechanism`, score_steps.MECHANISMS): its map steps, its terms, its
+parameters on the attention sub-layer, its floats for the memory budget (engine/budget.py); and its stages
+once in score_stages.py (torch-free: the stage list is made before torch loads).
 
 Shapes: B batch, H heads, Tq queries, Tk keys.
 """
@@ -65,7 +67,6 @@ class ScoreStep:
 
     entry: str  # the site entry it records ("scaled", "biased", "capped", "masked"): also its stage kind
     rule: str  # its Derived rule (derived.RULES)
-    title: str  # its stage title
 
     fusable = True  # whether the fused kernel does this step too (with the mask, or folded into it)
 
@@ -128,18 +129,8 @@ class Mask(ScoreStep):
         return x.add_(run.mask) if in_place else x + run.mask  # [B, H, Tq, Tk]
 
 
-SCALE = Scale("scaled", "scaled", "÷ √dₖ")
-MASK = Mask("masked", "masked", "masked scores")
-
-
-@dataclass(frozen=True)
-class StageStep:
-    """A stage a mechanism adds to every site it works at: its kind (the entry it shows), its title, and the
-    stage of the common list (present/stages.py ATTENTION_STEPS) it goes before."""
-
-    kind: str
-    title: str
-    before: str
+SCALE = Scale("scaled", "scaled")
+MASK = Mask("masked", "masked")
 
 
 @dataclass(frozen=True)
@@ -197,10 +188,6 @@ class Mechanism:
 
     def build(self, attention: nn.Module, config: ModelConfig) -> None:
         """Give an attention sub-layer the parameters the mechanism needs (make_attention)."""
-
-    def stages(self, config: ModelConfig, scale: bool, site: str) -> tuple[StageStep, ...]:
-        """The stages it adds to the site's stage list."""
-        return ()
 
     def trace_floats(self, config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, lean: bool) -> int:
         """Floats it adds to a recorded trace (`lean`: a run that keeps each layer's output only, engine/replay.py)."""

@@ -5,8 +5,8 @@ Adding a mechanism: one module that defines its `ScoreStep` (if it works on the 
 `Mechanism` (`MECHANISM`), and one line in MECHANISMS below. Everything that lists a site's steps reads
 them from here: the forward (layers.attention_steps, recorded_fused_attention), the rules of the maps
 (derived_blocks' CHAIN: derived.MAP_RULES, registered by the mechanism modules), the memory budget
-(budget.py: `trace_floats`, `working_floats`, `site_floats`) and the stage list (`site_stages`, read by
-present/stages.py).
+(budget.py: `trace_floats`, `working_floats`, `site_floats`); the stages each mechanism adds are in the
+torch-free score_stages.py (one entry per mechanism, under its name), read by present/stages.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from torch import Tensor
 
 from attnlab.engine import disentangled, names, position_bias, qk_norm, relative_key, softcap
 from attnlab.engine.derived import Derived
-from attnlab.engine.score_step import MASK, SCALE, Mechanism, RunKey, Scale, ScoreStep, StageStep
+from attnlab.engine.score_step import MASK, SCALE, Mechanism, RunKey, Scale, ScoreStep
 
 if TYPE_CHECKING:
     from torch import nn
@@ -41,7 +41,7 @@ SiteSteps = tuple[ScoreStep, ...]
 
 def plain(divisor: float = 1.0) -> SiteSteps:
     """Bare attention's steps: ÷ √dₖ · divisor, then the mask."""
-    return (SCALE if divisor == 1.0 else Scale("scaled", "scaled", SCALE.title, divisor), MASK)
+    return (SCALE if divisor == 1.0 else Scale("scaled", "scaled", divisor), MASK)
 
 
 PLAIN = plain()
@@ -130,11 +130,6 @@ def scale_of(steps: SiteSteps) -> Scale:
     first = steps[0]
     assert isinstance(first, Scale), "a site's steps start with its scaling"
     return first
-
-
-def site_stages(config: ModelConfig, scale: bool, site: str) -> tuple[StageStep, ...]:
-    """The stages every mechanism adds to a site, in order: (kind, title, the common stage they go before)."""
-    return tuple(stage for m in MECHANISMS for stage in m.stages(config, scale, site))
 
 
 def trace_floats(config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, lean: bool) -> int:

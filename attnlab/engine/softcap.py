@@ -18,7 +18,7 @@ from torch import Tensor
 
 from attnlab.engine import names
 from attnlab.engine.derived import register_rule
-from attnlab.engine.score_step import Mechanism, RunKey, ScoreStep, SiteRun, StageStep
+from attnlab.engine.score_step import Mechanism, RunKey, ScoreStep, SiteRun
 from attnlab.engine.trace import Recorder
 
 if TYPE_CHECKING:
@@ -54,13 +54,9 @@ class _SoftCapping(Mechanism):
     name = "softcap"
 
     def map_steps(self, config: ModelConfig) -> tuple[ScoreStep, ...]:
-        return (SoftCap("capped", "softcap", TITLE, config.attn_softcap),) if config.attn_softcap else ()
-
-    def stages(self, config: ModelConfig, scale: bool, site: str) -> tuple[StageStep, ...]:
-        return (StageStep("capped", TITLE, "mask"),) if config.attn_softcap else ()
+        return (SoftCap("capped", "softcap", config.attn_softcap),) if config.attn_softcap else ()
 
 
-TITLE = "soft-cap c·tanh(x/c)"
 MECHANISM = _SoftCapping()
 
 

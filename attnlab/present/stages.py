@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from attnlab.engine import names, option_rules
+from attnlab.engine import names, option_rules, score_stages
 from attnlab.engine.options import RunOptions
 from attnlab.present import disentangled, formulas, position_bias, relative_key, trained_scale, words
 
@@ -147,11 +147,9 @@ def norm_steps(config: ModelConfig, titles: dict[str, str], scale: bool) -> dict
 
 
 def mechanism_steps(config: ModelConfig, scale: bool, site: str, steps: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The site's (kind, title) steps with every stage an attention mechanism adds (engine/score_steps.py
+    """The site's (kind, title) steps with every stage an attention mechanism adds (engine/score_stages.py
     site_stages: kind, title, the stage it goes before) that is not there yet, in the registry's order."""
-    from attnlab.engine import score_steps  # torch: only once a stage list is made (never before the first paint)
-
-    for stage in score_steps.site_stages(config, scale, site):
+    for stage in score_stages.site_stages(config, scale, site):
         kinds = [kind for kind, _ in steps]
         if stage.kind not in kinds:
             steps.insert(kinds.index(stage.before), (stage.kind, stage.title))
