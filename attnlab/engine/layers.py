@@ -83,8 +83,9 @@ def attention_steps(
     run = SiteRun(RunKey(scale, q.shape[-1], bias is not None), mask, mask_is_zero, bias)
     # a step kept by nobody may be overwritten by the next (the same numbers, one buffer less to fill)
     scratch = not keeps_steps and (scores_derived or not rec.enabled)
+    plan = score_steps.site_plan(steps, prefix, run.key)  # the active steps, their names and rules
     x, values = scores, []
-    for step in score_steps.active(steps, run.key):
+    for step in plan.steps:
         y = step.apply(x, run, scratch)  # [B, H, Tq, Tk]
         scratch = scratch or (y is not x and not keeps_steps)  # a new map: derived on read when recorded at all
         values.append(y)
@@ -95,14 +96,14 @@ def attention_steps(
     context = ablate_heads(weights @ v, ablate)  # [B, H, Tq, dk]
     if rec.enabled:
         context_derived = not ablate and n.v in rec
-        record_steps(rec, prefix, steps, run, (scores, *values, weights, context), scores_derived, context_derived)
+        record_steps(rec, prefix, plan, run, (scores, *values, weights, context), scores_derived, context_derived)
     return context
 
 
 def record_steps(
     rec: Recorder,
     prefix: str,
-    steps: score_steps.SiteSteps,
+    plan: score_steps.SitePlan,
     run: SiteRun,
     values: tuple[Tensor, ...] | None,
     scores_derived: bool,
@@ -113,8 +114,7 @@ def record_steps(
     holds their inputs (scores needs Q and K head for head, context needs V and no ablation), else stored.
     `values`: scores, each active step's map, the weights and the context [B, H, ...] (when lazy, a map may
     have been overwritten by the next); None: a run that never made the maps (recorded_fused_attention), whose
-    context the caller stores."""
-    plan = score_steps.site_plan(steps, prefix, run.key)
+    context the caller stores. `plan`: the site's score_steps.site_plan for this run."""
     if values is None:  # rules only; the caller stores the context
         recorded: list[tuple[str, Tensor | Derived]] = [(plan.scores[0], plan.scores[1])]
         for step, name_rule in zip(plan.steps, plan.maps, strict=True):
@@ -409,7 +409,7 @@ def recorded_fused_attention(
             blocked = torch.isinf(additive).all(dim=-1, keepdim=True)  # [B|1, 1, Tq, 1]
             context = context.masked_fill(blocked, 0.0)  # [B, H, Tq, dk]
     run = SiteRun(RunKey(scale, q.shape[-1], mask.bias is not None), additive, mask.blocks_nothing, mask.bias)
-    record_steps(rec, prefix, steps, run, None, True, False)
+    record_steps(rec, prefix, score_steps.site_plan(steps, prefix, run.key), run, None, True, False)
     rec.add(((names.site_entries(prefix).context, context),))
     return context
 

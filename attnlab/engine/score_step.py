@@ -49,8 +49,7 @@ class RunKey(NamedTuple):
     biased: bool = False
 
 
-@dataclass(frozen=True)
-class SiteRun:
+class SiteRun(NamedTuple):
     """One run of one site as its steps read it: the RunKey, the mask [B|1, 1, Tq, Tk] (0 allowed, -inf
     blocked) and what rides on it: a position bias [1, H, Tq, Tk] or None (engine/position_bias.py)."""
 
