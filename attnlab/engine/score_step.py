@@ -120,7 +120,7 @@ class Mask(ScoreStep):
         return (below, names.site_entry(site, "mask"))
 
     def stored(self, site: str, run: SiteRun) -> tuple[tuple[str, Tensor], ...]:
-        return ((names.site_entry(site, "mask"), run.mask[0]),)
+        return ((names.site_entries(site).mask, run.mask[0]),)  # the names built once per site
 
     def apply(self, x: Tensor, run: SiteRun, in_place: bool) -> Tensor:
         if run.mask_is_zero:
