@@ -336,8 +336,8 @@ def attend(
     if n_kv != n_heads:  # each K/V head serves n_heads / n_kv consecutive Q heads
         k = k.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
         v = v.repeat_interleave(n_heads // n_kv, dim=1)  # [B, H, Tk, dk]
-    divisor = score_steps.scale_of(steps).divisor
     if terms is not None and not rec.enabled:
+        divisor = score_steps.scale_of(steps).divisor
         additive = mask.dense(q.shape[-2], k.shape[-2], q)[0, 0] if mask.additive is None else mask.additive
         folded = score_steps.folded_mask(terms, additive, scale, q.shape[-1], divisor)  # [B, H, Tq, Tk]
         mask = AttentionMask(folded, blocked_rows=mask.blocked_rows)
@@ -366,6 +366,7 @@ def attend(
             q, k, v, additive, scale, rec, "", blocked_rows=mask.blocked_rows, steps=steps, bias=mask.bias
         )
         return ablate_heads(context, ablate)
+    divisor = score_steps.scale_of(steps).divisor
     if mask.blocks_nothing or mask.causal_only:
         fused = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only, divisor=divisor)
         return ablate_heads(fused, ablate)

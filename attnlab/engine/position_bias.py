@@ -123,7 +123,7 @@ def _biased(scaled: Tensor, bias: Tensor) -> Tensor:
 register_rule("biased", _biased, (True, True), map_rule=True)  # the bias has a map per head
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PositionBias(ScoreStep):
     """biased = scaled + bias [B, H, Tq, Tk] (into the map when it may be overwritten), where the site's mask
     carries a bias (bias_masks.py: self-attention, positions on); the bias [1, H, Tq, Tk] is stored (the same

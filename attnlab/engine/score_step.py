@@ -59,10 +59,11 @@ class SiteRun(NamedTuple):
     bias: Tensor | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ScoreStep:
     """One named step on a site's score map [B, H, Tq, Tk] (see the module text). Subclasses override
-    `apply` and, where they read more than the map before them, `inputs`, `params` and `stored`."""
+    `apply` and, where they read more than the map before them, `inputs`, `params` and `stored`. Steps compare
+    and hash by identity (`eq=False`, subclasses too): a site's step tuple is a cache key on every forward."""
 
     entry: str  # the site entry it records ("scaled", "biased", "capped", "masked"): also its stage kind
     rule: str  # its Derived rule (derived.RULES)
@@ -94,7 +95,7 @@ class ScoreStep:
         return Derived(self.rule, self.inputs(site, below), self.params(key))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Scale(ScoreStep):
     """scores / (√dₖ · divisor) when the run scales (GPT-2's scale_attn_by_inverse_layer_idx: divisor l + 1;
     DeBERTa: √(1 + terms)); the map itself when scaling is off."""
@@ -111,7 +112,7 @@ class Scale(ScoreStep):
         return x.div_(denominator) if in_place else x / denominator  # [B, H, Tq, Tk]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Mask(ScoreStep):
     """+ the additive mask (0 or -inf), always the last step; the mask [Tq, Tk] is stored (one tensor shared
     by the layers that block the same cells)."""

@@ -84,6 +84,7 @@ def term_mechanisms(config: ModelConfig) -> tuple[Mechanism, ...]:
     return tuple(m for m in MECHANISMS if m.has_terms(config))
 
 
+@lru_cache(maxsize=256)
 def fusable(steps: SiteSteps) -> bool:
     """Whether the fused kernel can do every step (with the mask and what rides on it)."""
     return all(step.fusable for step in steps)
@@ -125,6 +126,7 @@ def site_plan(steps: SiteSteps, site: str, key: RunKey) -> SitePlan:
     )
 
 
+@lru_cache(maxsize=256)
 def scale_of(steps: SiteSteps) -> Scale:
     """The site's scaling step (the first)."""
     first = steps[0]

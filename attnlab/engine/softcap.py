@@ -35,7 +35,7 @@ def soft_cap(scores: Tensor, cap: float) -> Tensor:
 register_rule("softcap", soft_cap, (True,), map_rule=True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SoftCap(ScoreStep):
     """capped = cap · tanh(x / cap) [B, H, Tq, Tk]: a new tensor (the map before it is left as it was)."""
 
