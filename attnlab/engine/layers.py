@@ -105,7 +105,7 @@ def record_steps(
     prefix: str,
     plan: score_steps.SitePlan,
     run: SiteRun,
-    values: tuple[Tensor, ...] | None,
+    values: tuple[Tensor, ...],
     scores_derived: bool,
     context_derived: bool,
 ) -> None:
@@ -113,16 +113,7 @@ def record_steps(
     shared by the layers that block the same cells; a position bias), the rest derived on read where the trace
     holds their inputs (scores needs Q and K head for head, context needs V and no ablation), else stored.
     `values`: scores, each active step's map, the weights and the context [B, H, ...] (when lazy, a map may
-    have been overwritten by the next); None: a run that never made the maps (recorded_fused_attention), whose
-    context the caller stores. `plan`: the site's score_steps.site_plan for this run."""
-    if values is None:  # rules only; the caller stores the context
-        recorded: list[tuple[str, Tensor | Derived]] = [(plan.scores[0], plan.scores[1])]
-        for step, name_rule in zip(plan.steps, plan.maps, strict=True):
-            recorded += step.stored(prefix, run)
-            recorded.append(name_rule)
-        recorded.append(plan.weights)
-        rec.add(recorded)
-        return
+    have been overwritten by the next). `plan`: the site's score_steps.site_plan for this run."""
     scores, *maps, weights, context = values
     recorded = [(plan.scores[0], rec.rule(scores, plan.scores[1]) if scores_derived else scores)]
     for step, (name, rule), value in zip(plan.steps, plan.maps, maps, strict=True):
@@ -130,6 +121,16 @@ def record_steps(
         recorded.append((name, rec.rule(value, rule)))
     recorded.append((plan.weights[0], rec.rule(weights, plan.weights[1])))
     recorded.append((plan.context[0], rec.rule(context, plan.context[1]) if context_derived else context))
+    rec.add(recorded)
+
+
+def record_rules(rec: Recorder, prefix: str, plan: score_steps.SitePlan, run: SiteRun, context: Tensor) -> None:
+    """Record a site whose maps were never made: what each step stores, each map's rule, the context stored."""
+    recorded: list[tuple[str, Tensor | Derived]] = [plan.scores]
+    for step, name_rule in zip(plan.steps, plan.maps, strict=True):
+        recorded += step.stored(prefix, run)
+        recorded.append(name_rule)
+    recorded += (plan.weights, (plan.context[0], context))
     rec.add(recorded)
 
 
@@ -410,8 +411,7 @@ def recorded_fused_attention(
             blocked = torch.isinf(additive).all(dim=-1, keepdim=True)  # [B|1, 1, Tq, 1]
             context = context.masked_fill(blocked, 0.0)  # [B, H, Tq, dk]
     run = SiteRun(RunKey(scale, q.shape[-1], mask.bias is not None), additive, mask.blocks_nothing, mask.bias)
-    record_steps(rec, prefix, score_steps.site_plan(steps, prefix, run.key), run, None, True, False)
-    rec.add(((names.site_entries(prefix).context, context),))
+    record_rules(rec, prefix, score_steps.site_plan(steps, prefix, run.key), run, context)
     return context
 
 
