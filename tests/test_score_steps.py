@@ -34,7 +34,7 @@ def _halve(x: torch.Tensor) -> torch.Tensor:
     return x * 0.5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Halve(ScoreStep):
     fusable = False
 
