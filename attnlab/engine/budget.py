@@ -20,11 +20,9 @@ from dataclasses import dataclass
 
 import torch
 
-from attnlab.engine import position_bias
+from attnlab.engine import score_steps
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.disentangled import trace_floats as disentangled_floats
 from attnlab.engine.options import RunOptions
-from attnlab.engine.relative_key import trace_floats as relative_key_floats
 from attnlab.engine.replay import ATTENTION, OUTPUTS, WHOLE, Keep
 
 # While a layer runs, besides the trace: the fused kernel's blocks (a recording run never makes a site's
@@ -44,7 +42,6 @@ class SiteLayout:
     projections: bool  # off: Q = x_q and K = V = x_kv, views of inputs the trace holds anyway
     rotary: bool  # rotary positions turn Q and K of self-attention sites into new tensors
     width: int = 0  # w-headdim: Q and the context are [Tq, H·dk] when head_dim is set (0: d)
-    qk_norm: bool = False  # Q and K normed (Qwen3, OLMo-2, Gemma 3): their inputs and the normed values stored
 
 
 def site_layout(config: ModelConfig, options: RunOptions) -> SiteLayout:
@@ -57,7 +54,6 @@ def site_layout(config: ModelConfig, options: RunOptions) -> SiteLayout:
         projections=options.projections,
         rotary=config.positional == "rotary" and options.positional,
         width=config.attn_width if options.projections else config.d_model,
-        qk_norm=config.qk_norm != "none" and options.projections,
     )
 
 
@@ -85,10 +81,7 @@ def site_floats(Tq: int, Tk: int, site: SiteLayout, self_attention: bool) -> int
     Scores, scaled, masked, weights and concat are derived."""
     width = site.width or site.d  # H·dk (w-headdim)
     floats = Tq * width + (Tq * site.d if site.projections else 0)  # context, out
-    floats += site_input_floats(Tq, Tk, site, self_attention)  # Q, K, V
-    if site.projections and site.qk_norm:  # q_in, q_normed [H, Tq, dk]; k_in, k_normed [H_kv, Tk, dk]
-        floats += 2 * (Tq * width + Tk * site.kv_width)
-    return floats
+    return floats + site_input_floats(Tq, Tk, site, self_attention)  # Q, K, V
 
 
 def site_input_floats(Tq: int, Tk: int, site: SiteLayout, self_attention: bool) -> int:
@@ -113,13 +106,14 @@ def ffn_floats(T: int, config: ModelConfig) -> int:
     return T * config.d_ff * (3 if config.ffn == "gated" else 1) + T * config.d_model
 
 
-def layer_floats(T: int, S: int | None, config: ModelConfig, site: SiteLayout, residual: bool) -> int:
-    """One layer: self-attention over T, cross-attention to S (decoder of an encoder-decoder), FFN."""
+def layer_floats(T: int, S: int | None, config: ModelConfig, site: SiteLayout, options: RunOptions) -> int:
+    """One layer: self-attention over T, cross-attention to S (decoder of an encoder-decoder), FFN; each site
+    with what its mechanisms store (score_steps.site_floats: QK-norm's q_in, q_normed, k_in, k_normed)."""
     post_norm = config.sublayer_norm != "input"
-    sublayer = sublayer_floats(T, config.d_model, residual, config.norm == "rmsnorm", post_norm)
-    n = site_floats(T, T, site, self_attention=True) + sublayer
+    sublayer = sublayer_floats(T, config.d_model, options.residual, config.norm == "rmsnorm", post_norm)
+    n = site_floats(T, T, site, self_attention=True) + score_steps.site_floats(config, options, T, T) + sublayer
     if S is not None:
-        n += site_floats(T, S, site, self_attention=False) + sublayer
+        n += site_floats(T, S, site, self_attention=False) + score_steps.site_floats(config, options, T, S) + sublayer
     return n + ffn_floats(T, config) + sublayer
 
 
@@ -158,7 +152,7 @@ def estimate_trace_bytes(
 
     def per_layer(T: int, S: int | None) -> int:  # a lean run keeps the layer's output [T, d] (and Q, K, V)
         if not lean:
-            return layer_floats(T, S, config, site, options.residual)
+            return layer_floats(T, S, config, site, options)
         sites = site_input_floats(T, T, site, True) + (site_input_floats(T, S, site, False) if S is not None else 0)
         return T * d + (sites if keep == ATTENTION else 0)
 
@@ -169,8 +163,6 @@ def estimate_trace_bytes(
         floats += side_floats(S, config, positional)
         floats += config.n_encoder_layers * per_layer(S, None)
         floats += final_norm_floats(S, config)
-        floats += disentangled_floats(config, S, site.heads, options.positional, not lean)  # DeBERTa: scores, c2p, p2c
-        floats += relative_key_floats(config, S, site.heads, options.positional, not lean)  # BERT relative_key
         ints += S
     if config.has_decoder:
         cross = S if config.has_encoder else None
@@ -181,7 +173,8 @@ def estimate_trace_bytes(
         out_len = T
     floats += head_floats(out_len, config) + out_len * config.out_vocab_size  # logits; probs are derived
     floats += out_len * config.out_vocab_size if config.final_softcap else 0  # Gemma 2: the logits before the cap
-    floats += position_bias.bias_floats(config, options, S, T) if keep == WHOLE else 0  # ALiBi: [H, T, T]
+    # each mechanism's: a position bias [H, T, T]; DeBERTa's and relative_key's scores and terms per encoder site
+    floats += score_steps.trace_floats(config, options, S, T, lean)
     return floats * element_size + ints * 8
 
 
@@ -192,15 +185,15 @@ def working_bytes(
     site still computes its steps for every head at once. A lean run (`keep`): plus one layer's whole record,
     what reading a recomputed layer holds (engine/replay.py), and the masks when the layers keep them."""
     T = max(src_len, tgt_len)
-    # an ablated site, and DeBERTa's (disentangled.py: recorded step by step), compute every head at once
-    stepwise = options.ablate or ((config.disentangled or config.rel_key_terms) and options.positional)
+    # an ablated site, and one with score terms (DeBERTa's: recorded step by step), compute every head at once
+    stepwise = options.ablate or score_steps.stepwise(config, options)
     heads = options.effective_heads(config) if stepwise else 1
     floats = WORKING_SITE_MATRICES * heads * T * T + 2 * T * config.d_ff
     if keep != WHOLE:
         S = src_len if config.has_encoder and config.has_decoder else None
-        floats += layer_floats(T, S, config, site_layout(config, options), options.residual)
-    if keep != WHOLE:  # a position bias lives in the layers; so do the masks of OUTPUTS
-        floats += position_bias.bias_floats(config, options, src_len, tgt_len)
+        floats += layer_floats(T, S, config, site_layout(config, options), options)
+    if keep != WHOLE:  # a mechanism's tables live in the layers (a position bias); so do the masks of OUTPUTS
+        floats += score_steps.working_floats(config, options, src_len, tgt_len)
         floats += mask_floats(config, options, src_len, tgt_len) if keep == OUTPUTS else 0
     return floats * element_size
 

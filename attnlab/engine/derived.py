@@ -70,11 +70,6 @@ def _scaled_by(scores: Tensor, scale: bool, d_head: int, divisor: float = 1.0) -
     return scores / (math.sqrt(d_head) * divisor) if scale else scores
 
 
-def soft_cap(scores: Tensor, cap: float) -> Tensor:
-    """scores [..] -> cap · tanh(scores / cap), in transformers' order (Gemma 2's soft-capping, engine/softcap.py)."""
-    return torch.tanh(scores / cap) * cap
-
-
 def _masked(scaled: Tensor, mask: Tensor) -> Tensor:
     """scaled [H, Tq, Tk] + mask [Tq, Tk] (0 or -inf)."""
     return scaled + mask
@@ -132,7 +127,6 @@ def _probs(logits: Tensor, temperature: float) -> Tensor:
 RULES: dict[str, Callable[..., torch.Tensor]] = {
     "scores": _scores,
     "scaled": _scaled_by,
-    "softcap": soft_cap,
     "masked": _masked,
     "softmax_rows": _softmax_rows,
     "weighted_sum": _weighted_sum,
@@ -142,23 +136,10 @@ RULES: dict[str, Callable[..., torch.Tensor]] = {
     "activation": _activation,
     "add": _add,
     "probs": _probs,
-    "biased": _add,  # scaled [H, Tq, Tk] + the position bias [H, Tq, Tk] (engine/position_bias.py)
 }
-# registered by the modules above the model that make such entries (`register`): "lens_ids" and "lens_probs"
-# (the logit lens, logit_lens.py), "replay" (a lean run's layer entry, its layer run again: replay.py)
-
-
-def register(rule: str, function: Callable[..., torch.Tensor], sliceable: tuple[bool, ...] | None = None) -> None:
-    """Make `rule` derivable: RULES[rule](*input values, *params). `sliceable`: the rule works along the first
-    dimension (see SLICEABLE) and, for each input, whether it is indexed too. Registering a rule twice with
-    another function is a mistake (two meanings for one name)."""
-    known = RULES.get(rule)
-    if known is not None and known is not function:
-        raise ValueError(f"derived rule {rule!r} is already registered")
-    RULES[rule] = function
-    if sliceable is not None:
-        SLICEABLE[rule] = sliceable
-
+# Registered by the modules that make such entries (`register`): each score step's rule by its mechanism
+# (engine/score_steps.py: "softcap", "biased", …); "lens_ids" and "lens_probs" by the logit lens (logit_lens.py);
+# "replay" (a lean run's layer entry, its layer run again) by replay.py.
 
 # Rules that work along the first dimension (one head, one position): for each input, whether it is indexed
 # too. value[i] of such an entry is the rule applied to its inputs' [i], computed alone by the same kernels.
@@ -166,7 +147,6 @@ def register(rule: str, function: Callable[..., torch.Tensor], sliceable: tuple[
 # last bit.
 SLICEABLE: dict[str, tuple[bool, ...]] = {
     "scaled": (True,),
-    "softcap": (True,),
     "masked": (True, False),  # the mask [Tq, Tk] is the same for every head
     "softmax_rows": (True,),
     "norm_mean": (True,),
@@ -174,8 +154,32 @@ SLICEABLE: dict[str, tuple[bool, ...]] = {
     "activation": (True,),
     "add": (True, True),
     "probs": (True,),
-    "biased": (True, True),  # the bias has a map per head
 }
+
+# The rules of a site's maps [H, Tq, Tk], each from the map before it (derived_blocks.py reads them in blocks of
+# rows): the attention's own, and each score step's (engine/score_step.py) as its mechanism registers it.
+MAP_RULES: set[str] = {"scores", "scaled", "masked", "softmax_rows"}
+
+
+def register(
+    rule: str,
+    function: Callable[..., torch.Tensor],
+    sliceable: tuple[bool, ...] | None = None,
+    *,
+    map_rule: bool = False,
+) -> None:
+    """Make `rule` derivable: RULES[rule](*input values, *params). `sliceable`: the rule works along the first
+    dimension (see SLICEABLE) and, for each input, whether it is indexed too; `map_rule`: a site map [H, Tq, Tk]
+    from the map before it (MAP_RULES). Registering a rule twice with another function is a mistake (two meanings
+    for one name)."""
+    known = RULES.get(rule)
+    if known is not None and known is not function:
+        raise ValueError(f"derived rule {rule!r} is already registered")
+    RULES[rule] = function
+    if sliceable is not None:
+        SLICEABLE[rule] = sliceable
+    if map_rule:
+        MAP_RULES.add(rule)
 
 
 def compute(entry: Derived, inputs: list[torch.Tensor]) -> torch.Tensor:

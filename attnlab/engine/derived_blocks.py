@@ -15,17 +15,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnlab.engine.derived import Derived, compute
+from attnlab.engine.derived import MAP_RULES, Derived, compute
 from attnlab.engine.derived import Readable as Trace  # what is read of a trace.Trace (trace.py imports this module)
 
-CHAIN = (
-    "scores",
-    "scaled",
-    "biased",
-    "softcap",
-    "masked",
-    "softmax_rows",
-)  # the rules of a site's maps, each from the one before
+# the rules of a site's maps, each from the one before: scores … softmax_rows and each score step's
+# (engine/score_step.py: its mechanism module registers its rule with derived.register)
+CHAIN = MAP_RULES
 BLOCK_BYTES = 64 << 20  # a map larger than this is computed in blocks of rows of about this size
 
 

@@ -17,7 +17,7 @@ Shapes: B batch, H heads, T tokens, dk = d/H, k = rel_span.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import Tensor, nn
@@ -28,10 +28,12 @@ from attnlab.engine.derived import Derived
 from attnlab.engine.norms import LayerNorm
 from attnlab.engine.recorder import Recorder
 from attnlab.engine.run_inputs import RelativeInputs
+from attnlab.engine.score_step import Mechanism
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.context import RunContext
+    from attnlab.engine.options import RunOptions
 
 
 def log_bucket(distance: Tensor, buckets: int, max_distance: int) -> Tensor:
@@ -152,13 +154,6 @@ def scale_factor(config: ModelConfig) -> int:
     return 1 + len(config.disentangled)
 
 
-def folded_mask(bias: Tensor, additive: Tensor, scale: bool, d_head: int, divisor: float) -> Tensor:
-    """The fused kernel's attn_mask for a run that records nothing: the position terms scaled as the scores
-    are, plus the mask. bias [B, H, T, T], additive [B|1, 1, T, T] -> [B, H, T, T]"""
-    factor = 1.0 / (math.sqrt(d_head) * divisor) if scale else 1.0
-    return bias * factor + additive
-
-
 def trace_floats(config: ModelConfig, T: int, heads: int, positional: bool = True, per_site: bool = True) -> int:
     """What disentangled attention adds to a recorded trace: per encoder site the stored scores, c2p and p2c
     [H, T, T] (such sites are recorded step by step, layers.attend); once the table, its norm and the
@@ -169,3 +164,43 @@ def trace_floats(config: ModelConfig, T: int, heads: int, positional: bool = Tru
         return 0
     table = 2 * config.rel_span * config.d_model * (2 if config.rel_norm else 1)
     return per_site * config.n_encoder_layers * (1 + len(config.disentangled)) * heads * T * T + table + T * T
+
+
+class _Disentangled(Mechanism):
+    """DeBERTa's registration: the position projections of each encoder sub-layer, the terms added to the
+    scores, the division by √(1 + terms), the term stages after Q, K, V, and what the trace stores."""
+
+    name = "disentangled"
+
+    def build(self, attention: nn.Module, config: ModelConfig) -> None:
+        add_position_projections(cast("AttentionWeights", attention), config)
+
+    def has_terms(self, config: ModelConfig) -> bool:
+        return bool(config.disentangled)
+
+    def divisor(self, config: ModelConfig) -> float:
+        return math.sqrt(scale_factor(config))  # √(dk · (1 + terms)) = √dk · √(1 + terms)
+
+    def terms(
+        self,
+        attention: nn.Module,
+        q: Tensor,
+        k: Tensor,
+        relative: RelativeInputs | None,
+        projections: bool,
+        rec: Recorder,
+        prefix: str,
+    ) -> Tensor | None:
+        site = cast("AttentionWeights", attention)
+        return position_terms(site, q, k, relative, projections, rec, prefix) if site.rel_terms else None
+
+    def trace_floats(self, config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, lean: bool) -> int:
+        if not config.has_encoder:
+            return 0
+        return trace_floats(config, src_len, options.effective_heads(config), options.positional, not lean)
+
+    def stepwise(self, config: ModelConfig, options: RunOptions) -> bool:
+        return bool(config.disentangled) and options.positional
+
+
+MECHANISM = _Disentangled()

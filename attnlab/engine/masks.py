@@ -45,6 +45,14 @@ class AttentionMask:
             blocked_rows = additive is not None and bool(torch.isinf(additive).all(dim=-1).any())
         self.blocked_rows = blocked_rows
 
+    def dense(self, Tq: int, Tk: int, like: torch.Tensor) -> torch.Tensor:
+        """The additive mask [B|1, 1, Tq, Tk], made when a run that records nothing left it out (it blocks
+        nothing, or only the causal triangle): what a site computed step by step adds."""
+        if self.additive is not None:
+            return self.additive
+        blocked = NEG_INF if self.causal_only else 0.0
+        return torch.full((Tq, Tk), blocked, dtype=like.dtype, device=like.device).triu_(1)[None, None]
+
     def fused(self) -> torch.Tensor | None:
         """What the fused kernel adds to the scaled scores: the mask, plus the position bias when there is one
         ([B|1, H, Tq, Tk], made once and shared by the layers that use this mask)."""

@@ -19,13 +19,15 @@ Shapes: B batch, H heads, Tq queries, Tk keys.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor, nn
 
 from attnlab.engine import names
-from attnlab.engine.derived import Derived
+from attnlab.engine.derived import register
+from attnlab.engine.score_step import Mechanism, RunKey, ScoreStep, SiteRun
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
@@ -113,17 +115,49 @@ def stack_bias(
     return table(buckets).permute(2, 0, 1).unsqueeze(0).to(dtype or torch.float32)  # [1, H, Tq, Tk]
 
 
-def add_bias(scaled: Tensor, bias: Tensor, in_place: bool) -> Tensor:
-    """scaled [B, H, Tq, Tk] + bias [1, H, Tq, Tk] (into `scaled` when it may be overwritten)."""
-    return scaled.add_(bias) if in_place else scaled + bias
+def _biased(scaled: Tensor, bias: Tensor) -> Tensor:
+    """scaled [H, Tq, Tk] + the bias [H, Tq, Tk] (the rule of `biased`)."""
+    return scaled + bias
 
 
-def record_bias(rec: Recorder, prefix: str, bias: Tensor, biased: Tensor) -> None:
-    """Record a site's bias [1, H, Tq, Tk] (stored: the same tensor for every layer of the stack) and
-    biased = scaled + bias (derived on read; the value when eager)."""
-    bias_name, biased_name = names.bias_entries(prefix)
-    rule = Derived("biased", (names.site_entry(prefix, "scaled"), bias_name))
-    rec.add(((bias_name, bias), (biased_name, rec.rule(biased, rule))))
+register("biased", _biased, (True, True), map_rule=True)  # the bias has a map per head
+
+
+@dataclass(frozen=True, eq=False)
+class PositionBias(ScoreStep):
+    """biased = scaled + bias [B, H, Tq, Tk] (into the map when it may be overwritten), where the site's mask
+    carries a bias (bias_masks.py: self-attention, positions on); the bias [1, H, Tq, Tk] is stored (the same
+    tensor for every layer of the stack), `biased` derived on read."""
+
+    def active(self, key: RunKey) -> bool:
+        return key.biased
+
+    def apply(self, x: Tensor, run: SiteRun, in_place: bool) -> Tensor:
+        assert run.bias is not None
+        return x.add_(run.bias) if in_place else x + run.bias
+
+    def inputs(self, site: str, below: str) -> tuple[str, ...]:
+        return (below, names.bias_entries(site)[0])
+
+    def stored(self, site: str, run: SiteRun) -> tuple[tuple[str, Tensor], ...]:
+        assert run.bias is not None
+        return ((names.bias_entries(site)[0], run.bias),)
+
+
+class _PositionBiases(Mechanism):
+    name = "position_bias"
+
+    def map_steps(self, config: ModelConfig) -> tuple[ScoreStep, ...]:
+        return (PositionBias("biased", "biased"),) if config.position_bias != "none" else ()
+
+    def trace_floats(self, config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, lean: bool) -> int:
+        return 0 if lean else bias_floats(config, options, src_len, tgt_len)  # lean: it lives in the layers
+
+    def working_floats(self, config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int) -> int:
+        return bias_floats(config, options, src_len, tgt_len)
+
+
+MECHANISM = _PositionBiases()
 
 
 def bias_floats(config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int) -> int:

@@ -11,11 +11,18 @@ heads. Shapes: B batch, T tokens, H heads of this run, d_k = width / H.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import Tensor, nn
 
 from attnlab.engine import names
 from attnlab.engine.recorder import Recorder
+from attnlab.engine.score_step import Mechanism
+
+if TYPE_CHECKING:
+    from attnlab.engine.config import ModelConfig
+    from attnlab.engine.options import RunOptions
 
 
 def rms_groups(x: Tensor, weight: Tensor, eps: float) -> Tensor:
@@ -68,3 +75,35 @@ def make_qk_norm(kind: str, q_width: int, kv_dim: int, d_head: int, eps: float) 
     if kind == "whole":
         return QKNorm(q_width, kv_dim, eps)
     return None
+
+
+class _QKNorms(Mechanism):
+    """QK-norm's registration: the norms on the attention sub-layer, the stage before Q, K, V, and what a
+    recorded site keeps: q_in, q_normed [H, Tq, dk] and k_in, k_normed [H_kv, Tk, dk]."""
+
+    name = "qk_norm"
+
+    def build(self, attention: nn.Module, config: ModelConfig) -> None:
+        norm = make_qk_norm(
+            config.qk_norm, config.attn_width, config.kv_heads * config.d_head, config.d_head, config.layer_norm_eps
+        )
+        if norm is not None:  # state dict: "….self_attn.qk_norm.q_norm.weight"
+            attention.register_module("qk_norm", norm)
+
+    def projects(self, config: ModelConfig) -> bool:
+        return config.qk_norm != "none"
+
+    def project(
+        self, attention: nn.Module, q_in: Tensor, k_in: Tensor, n_heads: int, rec: Recorder, prefix: str
+    ) -> tuple[Tensor, Tensor]:
+        norm = attention.qk_norm
+        assert isinstance(norm, QKNorm)
+        return norm(q_in, k_in, n_heads, rec, prefix)  # the same shapes, normed
+
+    def site_floats(self, config: ModelConfig, options: RunOptions, Tq: int, Tk: int) -> int:
+        if config.qk_norm == "none" or not options.projections:
+            return 0
+        return 2 * (Tq * config.attn_width + Tk * config.kv_heads * config.d_head)
+
+
+MECHANISM = _QKNorms()

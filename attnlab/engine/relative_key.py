@@ -14,7 +14,7 @@ Shapes: B batch, H heads, T tokens, dk = d/H, M = rel_key_span.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import Tensor, nn
@@ -23,10 +23,12 @@ from attnlab.engine import names
 from attnlab.engine.attention_weights import AttentionWeights
 from attnlab.engine.recorder import Recorder
 from attnlab.engine.run_inputs import RelativeInputs
+from attnlab.engine.score_step import Mechanism
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.context import RunContext
+    from attnlab.engine.options import RunOptions
 
 TERMS = {"key": ("rel_key",), "key_query": ("rel_key", "rel_query")}  # ModelConfig.rel_key_terms -> the terms
 
@@ -86,3 +88,40 @@ def trace_floats(config: ModelConfig, T: int, heads: int, positional: bool = Tru
     if not terms_of(config) or not positional:
         return 0
     return per_site * config.n_encoder_layers * (1 + len(terms_of(config))) * heads * T * T + T * T
+
+
+class _RelativeKey(Mechanism):
+    """BERT relative_key's registration: each encoder sub-layer's distance table, the terms added to the
+    scores, their stages after Q, K, V, and what the trace stores."""
+
+    name = "relative_key"
+
+    def has_terms(self, config: ModelConfig) -> bool:
+        return bool(terms_of(config))
+
+    def build(self, attention: nn.Module, config: ModelConfig) -> None:
+        add_distance_table(cast("AttentionWeights", attention), config)
+
+    def terms(
+        self,
+        attention: nn.Module,
+        q: Tensor,
+        k: Tensor,
+        relative: RelativeInputs | None,
+        projections: bool,
+        rec: Recorder,
+        prefix: str,
+    ) -> Tensor | None:
+        site = cast("AttentionWeights", attention)
+        return key_terms(site, q, k, relative, rec, prefix) if site.rel_key_terms else None
+
+    def trace_floats(self, config: ModelConfig, options: RunOptions, src_len: int, tgt_len: int, lean: bool) -> int:
+        if not config.has_encoder:
+            return 0
+        return trace_floats(config, src_len, options.effective_heads(config), options.positional, not lean)
+
+    def stepwise(self, config: ModelConfig, options: RunOptions) -> bool:
+        return bool(terms_of(config)) and options.positional
+
+
+MECHANISM = _RelativeKey()

@@ -1,49 +1,63 @@
-"""Soft-capping (Gemma 2): scores squashed smoothly into (−cap, cap) by cap · tanh(x / cap), as its own step
+"""Soft-capping (Gemma 2): scores squashed smoothly into (−cap, cap) by cap · tanh(x / cap), as its own score step
 between scaling and the mask (ModelConfig.attn_softcap), and the same on the logits (final_softcap).
 
-The fused kernel cannot soft-cap, so a soft-capped site computes its context step by step even when nothing
-is recorded (layers.attend hands it to attention_steps with `dense_mask`); a recording run keeps the capped
-map as a rule derived on read (derived.py "softcap"). Shapes: B batch, H heads, Tq queries, Tk keys.
+The whole mechanism is here: the step (`SoftCap`: forward, rule, stage), its rule (registered with derived.py)
+and its registration (`MECHANISM`, listed in score_steps.MECHANISMS). The fused kernel cannot soft-cap
+(`fusable` False), so a soft-capped site computes its context step by step even when nothing is recorded
+(layers.attend); a recording run keeps the capped map as a rule derived on read. Shapes: B batch, H heads,
+Tq queries, Tk keys.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from attnlab.engine import names
-from attnlab.engine.derived import Derived, soft_cap
+from attnlab.engine.derived import register
 from attnlab.engine.recorder import Recorder
+from attnlab.engine.score_step import Mechanism, RunKey, ScoreStep, SiteRun
 
 if TYPE_CHECKING:
-    from attnlab.engine.masks import AttentionMask
+    from attnlab.engine.config import ModelConfig
 
-__all__ = ["capped_rule", "dense_mask", "record_capped", "soft_cap"]
-
-
-@lru_cache(maxsize=4096)
-def capped_rule(site: str, cap: float) -> Derived:
-    """How a site's capped scores are derived from its scaled ones on read."""
-    return Derived("softcap", (names.site_entry(site, "scaled"),), (cap,))
+__all__ = ["MECHANISM", "SoftCap", "cap_logits", "soft_cap"]
 
 
-def record_capped(rec: Recorder, site: str, capped: Tensor | None, cap: float) -> None:
-    """Record the capped scores [B, H, Tq, Tk] (an eager recorder keeps the value; a lazy one, or a run that
-    never made the map (None), the rule)."""
-    rule = capped_rule(site, cap)
-    rec.add(((names.capped(site), rule if capped is None else rec.rule(capped, rule)),))
+def soft_cap(scores: Tensor, cap: float) -> Tensor:
+    """scores [..] -> cap · tanh(scores / cap), in transformers' order (a new tensor)."""
+    return torch.tanh(scores / cap) * cap
 
 
-def dense_mask(mask: AttentionMask, Tq: int, Tk: int, like: Tensor) -> Tensor:
-    """The additive mask [B|1, 1, Tq, Tk] of an AttentionMask, made when a run that records nothing left it out
-    (it blocks nothing, or only the causal triangle)."""
-    if mask.additive is not None:
-        return mask.additive
-    blocked = float("-inf") if mask.causal_only else 0.0
-    return torch.full((Tq, Tk), blocked, dtype=like.dtype, device=like.device).triu_(1)[None, None]
+register("softcap", soft_cap, (True,), map_rule=True)
+
+
+@dataclass(frozen=True, eq=False)
+class SoftCap(ScoreStep):
+    """capped = cap · tanh(x / cap) [B, H, Tq, Tk]: a new tensor (the map before it is left as it was)."""
+
+    cap: float = 0.0
+
+    fusable = False  # no fused kernel soft-caps
+
+    def apply(self, x: Tensor, run: SiteRun, in_place: bool) -> Tensor:
+        return soft_cap(x, self.cap)
+
+    def params(self, key: RunKey) -> tuple[object, ...]:
+        return (self.cap,)
+
+
+class _SoftCapping(Mechanism):
+    name = "softcap"
+
+    def map_steps(self, config: ModelConfig) -> tuple[ScoreStep, ...]:
+        return (SoftCap("capped", "softcap", config.attn_softcap),) if config.attn_softcap else ()
+
+
+MECHANISM = _SoftCapping()
 
 
 def cap_logits(logits: Tensor, cap: float, rec: Recorder) -> Tensor:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from attnlab.engine import names, option_rules
+from attnlab.engine import names, option_rules, score_stages
 from attnlab.engine.options import RunOptions
 from attnlab.present import disentangled, formulas, position_bias, relative_key, trained_scale, words
 from attnlab.present.stage_types import (
@@ -68,8 +68,6 @@ ATTENTION_STEPS = (
     ("attn_out", "× W_O"),
 )
 
-QK_NORM_STEP = ("qk_norm", "QK-norm")  # before "qkv" where the model norms Q and K (ModelConfig.qk_norm)
-SOFTCAP_STEP = ("capped", "soft-cap c·tanh(x/c)")  # before "mask" where the model caps (attn_softcap)
 
 INPUT_STEPS = (
     ("tokens", "tokenization"),
@@ -95,10 +93,11 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
         k: (t if k != "scaled" or (scale and divisor is None) else formulas.scaled_title(scale, divisor))
         for k, t in ATTENTION_STEPS
     }
-    titles = norm_steps(trace.config, titles, scale)  # QK-norm, √query_pre_attn_scalar, soft-capping
+    titles = norm_steps(trace.config, titles, scale)  # ÷ √query_pre_attn_scalar
     titles = disentangled.with_terms(trace.config, titles, scale)  # DeBERTa: c2c, c2p, p2c before their sum
     titles = relative_key.with_terms(trace.config, titles)  # BERT relative_key: Q·R, K·R before the score
     steps = position_bias.with_bias_steps(trace, site, list(titles.items()))  # ALiBi: bias, scaled + bias
+    steps = mechanism_steps(trace.config, scale, site, steps)  # each mechanism's other stages (QK-norm, soft-cap)
     steps = trained_scale.retitled(trace.config, steps)  # T5: trained without ÷√dₖ
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in steps]
 
@@ -131,17 +130,20 @@ def _addnorm(trace: Trace, layer: str, n: int, group: str) -> list[Stage]:
 
 
 def norm_steps(config: ModelConfig, titles: dict[str, str], scale: bool) -> dict[str, str]:
-    """A site's step titles with what QK-norm, Gemma 2's scaling and soft-capping add: QK-norm first, the
-    ÷ √query_pre_attn_scalar title, the soft-cap step before the mask."""
-    if config.qk_norm != "none":
-        titles = {QK_NORM_STEP[0]: QK_NORM_STEP[1], **titles}
+    """A site's step titles with the ÷ √query_pre_attn_scalar title."""
     if scale and config.query_scale_dim:
         titles["scaled"] = formulas.scaled_title(scale, None, config)
-    if config.attn_softcap:
-        at = list(titles).index("mask")
-        items = list(titles.items())
-        titles = dict([*items[:at], SOFTCAP_STEP, *items[at:]])
     return titles
+
+
+def mechanism_steps(config: ModelConfig, scale: bool, site: str, steps: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The site's (kind, title) steps with every stage an attention mechanism adds (engine/score_stages.py
+    site_stages: kind, title, the stage it goes before) that is not there yet, in the registry's order."""
+    for stage in score_stages.site_stages(config, scale, site):
+        kinds = [kind for kind, _ in steps]
+        if stage.kind not in kinds:
+            steps.insert(kinds.index(stage.before), (stage.kind, stage.title))
+    return steps
 
 
 def _ffn(trace: Trace, layer: str, group: str) -> Stage:
