@@ -32,7 +32,6 @@ from attnlab.engine.score_step import Mechanism, RunKey, ScoreStep, SiteRun
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.options import RunOptions
-    from attnlab.engine.recorder import Recorder
 
 KINDS = ("none", "alibi", "t5")
 WORDS = {"alibi": "ALiBi", "t5": "relative position bias"}  # what the bias is called on pages and titles

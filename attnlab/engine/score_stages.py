@@ -1,9 +1,9 @@
 """The stages each attention mechanism adds to a site's stage list, torch-free.
 
 The stage list is made before torch loads (the `--stage` check of `attnlab app`, commands/app.py, runs before the
-first paint: tests/test_startup_imports.py), so what a mechanism adds to it cannot live in its module (which
+first paint: tests/project/test_startup_imports.py), so what a mechanism adds to it cannot live in its module (which
 imports torch): each mechanism registered in score_steps.MECHANISMS has one entry here, under its name
-(tests/test_score_steps.py checks both lists agree). present/stages.py reads `site_stages`.
+(tests/engine/test_score_steps.py checks both lists agree). present/stages.py reads `site_stages`.
 """
 
 from __future__ import annotations

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 
 import pytest
 import torch
-from conftest import build_tiny_model
-from recorded import finished
 
 from attnlab.engine import derived, derived_blocks, score_stages, score_steps
 from attnlab.engine.budget import estimate_trace_bytes
@@ -26,6 +24,8 @@ from attnlab.engine.score_stages import StageStep
 from attnlab.engine.score_step import Mechanism, RunKey, ScoreStep, SiteRun
 from attnlab.engine.trace import Recorder
 from attnlab.present.stages import stages_for
+from tests.support.recorded import finished
+from tests.support.tiny import build_tiny_model
 
 SRC, TGT = "the black cat sees the dog", "le chat noir"
 
