@@ -31,7 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--src",
         required=True,
-        help='source sentence (a decoder-only model\'s prompt); a sentence pair as "A [SEP] B" for BERT-like models',
+        help="source sentence (a decoder-only model's prompt); for a model that reads sentence pairs (BERT, "
+        'RoBERTa, MPNet, XLM-R) a pair as "A [SEP] B", or with the model\'s own separator ("A </s></s> B"): '
+        "either is read in the family's own pair layout",
     )
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--tgt", default=None, help="decoder input for teacher forcing (<s> is prepended)")

@@ -13,7 +13,7 @@ from typing import Any
 
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
-from attnlab.engine.pairs import INPUT_CUT, pair_side
+from attnlab.engine.pairs import INPUT_CUT, pair_separators, pair_side, split_pair
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.typed import classroom_language, typed_form
 from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
@@ -121,17 +121,16 @@ class InputReader:
 
     def sentence_pair(self, text: Any) -> tuple[str, str] | None:
         """(A, B) when `text` is a sentence pair this model reads: a tuple of two strings, or one string with
-        the separator token between them ("A [SEP] B"); None for one sentence. Only models whose tokenizer
-        has a pair template (BERT, RoBERTa: Specials.pair) read pairs."""
+        a separator between them: the model's own (BERT "A [SEP] B", RoBERTa/MPNet/XLM-R "A </s></s> B" or
+        "A </s> B") or the generic "[SEP]" for any of them (engine/pairs.py); None for one sentence. Only
+        models whose tokenizer has a pair template (Specials.pair) read pairs."""
         tok, reads = self.src_tokenizer, self.reads_pairs
         if isinstance(text, tuple) and len(text) == 2 and all(isinstance(t, str) for t in text):
             if not reads:
                 raise InputError("this model reads one sentence at a time, not a pair of sentences")
             return text[0], text[1]
-        sep = tok.specials.sep if tok is not None else None
-        if reads and tok is not None and isinstance(text, str) and sep is not None and tok.id_to_token(sep) in text:
-            a, _, b = text.partition(tok.id_to_token(sep))
-            return a.strip(), b.strip()
+        if reads and tok is not None and isinstance(text, str):
+            return split_pair(text, pair_separators(tok))
         return None
 
     def sides(

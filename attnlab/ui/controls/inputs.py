@@ -61,6 +61,7 @@ class InputBar(QWidget):
         self.src_label.setText(words.src_label)
         self.tgt_label.setText(words.tgt_label)
         self.tgt.setPlaceholderText(words.tgt_placeholder)
+        self.src.setToolTip(words.src_tip)
         self.clear.setToolTip(words.clear_tip)
         for w in (self.tgt_label, self.tgt, self.clear):
             w.setVisible(words.show_tgt)
