@@ -10,8 +10,8 @@ tokenizer's named special tokens (`bos_token`, `eos_token`, ...), as `apply_chat
 A chat template is code from a model folder, so rendering is bounded (issue 35):
   - the sandbox: no attribute of Python's internals (`''.__class__` is refused), nothing mutable changed;
   - `range` is Jinja's sandboxed one (at most 100,000 items);
-  - `*` and `**` refuse results past MAX_RENDER_CHARS (`'a' * 10**10` never allocates), and so does a namespace
-    attribute (a string doubled in a loop);
+  - `*` refuses a repetition past MAX_RENDER_CHARS (`'a' * 10**10` never allocates), `**` a number past
+    MAX_POWER_BITS, and a namespace attribute a value past MAX_RENDER_CHARS (a string doubled in a loop);
   - the output stops at MAX_RENDER_CHARS;
   - a time limit (RENDER_SECONDS) is checked on every line the template's code runs (a trace function), so a
     loop nested past reason stops too.
@@ -30,6 +30,7 @@ from typing import Any
 
 RENDER_SECONDS = 2.0  # a real template renders in milliseconds
 MAX_RENDER_CHARS = 1_000_000  # far more than any model reads
+MAX_POWER_BITS = 4096  # `**` on whole numbers: 10 ** 1000 at most (far past any template's need)
 TEMPLATE_FILE = "<template>"  # the file name Jinja gives a template compiled from a string
 
 
@@ -73,8 +74,12 @@ def _environment() -> Any:  # a jinja2 ImmutableSandboxedEnvironment
         intercepted_binops = frozenset(["*", "**"])
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            if operator == "**" and isinstance(right, int) and abs(right) > 64:
-                raise ChatTemplateError("the chat template raises a number to a power past 64 and was stopped")
+            if operator == "**" and isinstance(left, int) and isinstance(right, int):
+                if right > 0 and max(left.bit_length(), 1) * right > MAX_POWER_BITS:
+                    raise ChatTemplateError(f"the chat template makes a number past {MAX_POWER_BITS:,} bits")
+            if operator == "*" and isinstance(left, int) and isinstance(right, int):
+                if left.bit_length() + right.bit_length() > MAX_POWER_BITS:
+                    raise ChatTemplateError(f"the chat template makes a number past {MAX_POWER_BITS:,} bits")
             if operator == "*" and isinstance(right, int) and _size(left) * right > MAX_RENDER_CHARS:
                 raise ChatTemplateError(f"the chat template repeats a text past {MAX_RENDER_CHARS:,} characters")
             if operator == "*" and isinstance(left, int) and _size(right) * left > MAX_RENDER_CHARS:
