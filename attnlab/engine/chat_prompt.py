@@ -163,7 +163,9 @@ def doubled_bos(tok: Tokenizer, text: str, ids: list[int], bos_text: str | None)
         return []
     name = tok.id_to_token(bos)
     if len(ids) > 1 and ids[0] == ids[1] == bos:
-        return [f"Doubled BOS: the conversation starts with {name} twice (the template writes it, and so does a message)."]
+        return [
+            f"Doubled BOS: the conversation starts with {name} twice (the template writes it, and so does a message)."
+        ]
     adds = bos in tok.specials.prefix.get("decoder", [])
     if adds and bos_text and text.startswith(bos_text):
         return [
@@ -184,3 +186,13 @@ def chat_prompt(conversation: Conversation, template: str, tok: Tokenizer, metad
     provenance = _token_marks(marks, offsets, list(ids), _added_special_ids(tok))
     notices = doubled_bos(tok, text, list(ids), named.get("bos_token"))
     return ChatPrompt(text, tuple(ids), tuple(provenance), _turn_tokens(spans, offsets), tuple(notices))
+
+
+def chat_info(src: Any, tgt: Any) -> dict[str, Any]:
+    """What a trace's info keeps of a conversation it ran: {"chat": {"side", "provenance", "turns"}} ({} for
+    text). The tokens stage colours its chips by the provenance; attention panels mark the turns."""
+    for side, prompt in (("src", src), ("tgt", tgt)):
+        if isinstance(prompt, ChatPrompt):
+            turns = [list(t) for t in prompt.turns]
+            return {"chat": {"side": side, "provenance": list(prompt.provenance), "turns": turns}}
+    return {}

@@ -59,11 +59,8 @@ def pair_help(tok: Tokenizer | None) -> str:
     specials = tok.specials
     middle = "".join(tok.id_to_token(i) for i in specials.pair.get("middle", []))
     own = f" or its own separator {middle}" if middle and middle != GENERIC_SEPARATOR else ""
-    return (
-        f"Type a sentence pair as  A {GENERIC_SEPARATOR} B{own}; the model reads it as "
-        + " ".join(
-            "A" if part == "a" else "B" if part == "b" else "".join(tok.id_to_token(i) for i in specials.pair[part])
-            for part in ("prefix", "a", "middle", "b", "suffix")
-            if part in ("a", "b") or specials.pair.get(part)
-        )
+    return f"Type a sentence pair as  A {GENERIC_SEPARATOR} B{own}; the model reads it as " + " ".join(
+        "A" if part == "a" else "B" if part == "b" else "".join(tok.id_to_token(i) for i in specials.pair[part])
+        for part in ("prefix", "a", "middle", "b", "suffix")
+        if part in ("a", "b") or specials.pair.get(part)
     )
