@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the Qwen2.5 template is quoted line for line as it ships)
 """The chat templates of six instruct families, as their tokenizer_config.json files ship them (quoted from
 public copies: llama.cpp's tests/test-chat-template.cpp, and projects that quote the files verbatim), and tiny
 byte-level BPE tokenizers holding each family's special tokens, built here (nothing downloaded)."""
