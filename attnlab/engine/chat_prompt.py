@@ -48,8 +48,25 @@ class Conversation:
             raise ChatTemplateError("the conversation has no message")
         return cls(tuple(turns), bool(add_generation_prompt))
 
+    @classmethod
+    def from_json(cls, data: Any) -> Conversation:
+        """From what a conversation.json holds: a list of messages, or {"messages": [...],
+        "add_generation_prompt": true/false} (default true)."""
+        if isinstance(data, dict):
+            add = data.get("add_generation_prompt", True)
+            if not isinstance(add, bool):
+                raise ChatTemplateError('"add_generation_prompt" must be true or false')
+            return cls.of(_listed(data.get("messages")), add)
+        return cls.of(_listed(data))
+
     def dicts(self) -> list[dict[str, str]]:
         return [{"role": r, "content": c} for r, c in self.messages]
+
+
+def _listed(value: Any) -> list:
+    if not isinstance(value, list):
+        raise ChatTemplateError('a conversation is a list of {"role": "...", "content": "..."} messages')
+    return value
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,6 @@ transformers' own model on those ids; the tokens carry their provenance and the 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 
@@ -14,7 +12,7 @@ from attnlab.engine.chat_prompt import Conversation
 from attnlab.engine.live_inputs import InputError
 
 transformers = pytest.importorskip("transformers")
-from tests.support.chat_families import FAMILIES, tiny_tokenizer  # noqa: E402
+from tests.support.chat_families import FAMILIES, chat_folder, tiny_llama, tiny_tokenizer  # noqa: E402
 
 MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant."},
@@ -22,45 +20,9 @@ MESSAGES = [
 ]
 
 
-def _llama():
-    """A tiny random Llama with room for the tiny tokenizers' 400 tokens (tests/support/hf_tiny's sizes)."""
-    torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(
-        vocab_size=400,
-        hidden_size=32,
-        intermediate_size=48,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-    )
-    return transformers.LlamaForCausalLM(cfg).eval()
-
-
-def _folder(tmp_path, name: str, as_file: bool):
-    family = FAMILIES[name]
-    model = _llama()
-    model.save_pretrained(tmp_path)
-    named = {"eos_token": family.eos, **({"bos_token": family.bos} if family.bos else {})}
-    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=tiny_tokenizer(family), **named)
-    tok.save_pretrained(tmp_path)
-    config_path = tmp_path / "tokenizer_config.json"
-    config = json.loads(config_path.read_text())
-    if as_file:  # chat_template.jinja beside tokenizer_config.json (transformers 4.43+ writes it so)
-        (tmp_path / "chat_template.jinja").write_text(family.template, encoding="utf-8")
-        config.pop("chat_template", None)
-    else:  # a list of named templates in tokenizer_config.json
-        config["chat_template"] = [
-            {"name": "tool_use", "template": "x"},
-            {"name": "default", "template": family.template},
-        ]
-    config_path.write_text(json.dumps(config))
-    return model, tmp_path
-
-
 @pytest.mark.parametrize(("name", "as_file"), [("llama3", True), ("qwen2.5", False)])
 def test_a_conversation_reads_apply_chat_templates_ids(tmp_path, name, as_file):
-    hf_model, folder = _folder(tmp_path, name, as_file)
+    hf_model, folder = chat_folder(tmp_path, name, as_file)
     auto = transformers.AutoTokenizer.from_pretrained(str(folder))
     live = load_checkpoint(folder)
     assert live.chat_template == FAMILIES[name].template
@@ -78,7 +40,7 @@ def test_a_conversation_reads_apply_chat_templates_ids(tmp_path, name, as_file):
 
 
 def test_a_model_without_a_template_says_so(tmp_path):
-    _llama().save_pretrained(tmp_path)
+    tiny_llama().save_pretrained(tmp_path)
     family = FAMILIES["llama3"]
     transformers.PreTrainedTokenizerFast(tokenizer_object=tiny_tokenizer(family)).save_pretrained(tmp_path)
     live = load_checkpoint(tmp_path)

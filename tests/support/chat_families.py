@@ -5,7 +5,10 @@ byte-level BPE tokenizers holding each family's special tokens, built here (noth
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -170,3 +173,46 @@ def tiny_tokenizer(family: Family) -> Tokenizer:
     )
     tok.train_from_iterator(corpus, trainer)
     return tok
+
+
+def tiny_llama() -> Any:
+    """A tiny random Llama with room for the tiny tokenizers' 400 tokens (tests/support/hf_tiny's sizes)."""
+    import torch
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(
+        vocab_size=400,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+    )
+    return transformers.LlamaForCausalLM(cfg).eval()
+
+
+def chat_folder(tmp_path: Path, name: str, as_file: bool) -> tuple[Any, Path]:
+    """A Hugging Face folder: a tiny Llama, the family's tiny tokenizer and its chat template, in
+    chat_template.jinja (`as_file`) or as tokenizer_config.json's list of named templates."""
+    import transformers
+
+    family = FAMILIES[name]
+    model = tiny_llama()
+    model.save_pretrained(tmp_path)
+    named = {"eos_token": family.eos, **({"bos_token": family.bos} if family.bos else {})}
+    tok = transformers.PreTrainedTokenizerFast(tokenizer_object=tiny_tokenizer(family), **named)
+    tok.save_pretrained(tmp_path)
+    config_path = tmp_path / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    if as_file:  # chat_template.jinja beside tokenizer_config.json (transformers 4.43+ writes it so)
+        (tmp_path / "chat_template.jinja").write_text(family.template, encoding="utf-8")
+        config.pop("chat_template", None)
+    else:  # a list of named templates in tokenizer_config.json
+        config["chat_template"] = [
+            {"name": "tool_use", "template": "x"},
+            {"name": "default", "template": family.template},
+        ]
+    config_path.write_text(json.dumps(config))
+    return model, tmp_path
