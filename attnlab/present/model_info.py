@@ -147,6 +147,7 @@ class InputWords:
     show_tgt: bool  # the second box: a decoder input, or sentence B
     show_generate: bool  # anything to generate with (not an encoder-only model)
     src_tip: str = ""  # how to type a sentence pair into the first box (a pair reader: engine/pairs.py)
+    chat: bool = False  # the model ships a chat template: Stage → Conversation… is enabled (ui/window/chat_dialog.py)
 
 
 def input_words(model: LiveModel | None) -> InputWords:
@@ -165,4 +166,5 @@ def input_words(model: LiveModel | None) -> InputWords:
         show_tgt=arch == "encoder-decoder" or pairs,
         show_generate=arch != "encoder-only",
         src_tip=pair_help(model.src_tokenizer) if pairs and model is not None else "",
+        chat=model is not None and model.chat_template is not None,
     )
