@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from attnlab.engine.chat_template import ChatTemplateError, render
 from attnlab.engine.tokenizer import Tokenizer
@@ -80,7 +80,7 @@ class ChatPrompt:
     notices: tuple[str, ...] = field(default=())
 
 
-def is_messages(value: Any) -> bool:
+def is_messages(value: Any) -> TypeGuard[list[dict] | Conversation]:
     """Whether `value` is a conversation: a Conversation, or a non-empty list of dicts (a list of ids is not)."""
     return isinstance(value, Conversation) or (
         isinstance(value, list) and bool(value) and all(isinstance(m, dict) for m in value)

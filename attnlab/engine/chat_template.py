@@ -70,7 +70,7 @@ def _environment() -> Any:  # a jinja2 ImmutableSandboxedEnvironment
         def _body(self, caller: Any) -> str:
             return str(caller())
 
-    class Bounded(ImmutableSandboxedEnvironment):  # type: ignore[misc]
+    class Bounded(ImmutableSandboxedEnvironment):
         intercepted_binops = frozenset(["*", "**"])
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:

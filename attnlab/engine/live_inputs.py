@@ -260,4 +260,6 @@ class InputReader:
             return src, checked_ids(prompt, tok.vocab_size, "tgt")
         if isinstance(prompt, tuple):  # a decoder's prompt is never a pair (prompt_sides)
             raise InputError("generate() takes one prompt, not a pair of sentences")
+        if not (prompt is None or isinstance(prompt, str)):  # src and prefix are text, so never a conversation
+            raise InputError("generate() takes text, not a conversation")
         return src, list(tok.encode(self.typed_form((prompt or "")[:MAX_SENTENCE_CHARS], "tgt"))[1])

@@ -36,15 +36,22 @@ class ChatDialog(QDialog):
         self.session = session
         self.setWindowTitle("Conversation")
         self.setObjectName("chatDialog")
-        self.system = QPlainTextEdit(objectName="chatSystem", placeholderText="System prompt (optional)")
+        self.system = QPlainTextEdit()
+        self.system.setPlaceholderText("System prompt (optional)")
         self.system.setFixedHeight(60)
-        self.turns = QTableWidget(0, 2, objectName="chatTurns")
+        self.turns = QTableWidget(0, 2)
         self.turns.setHorizontalHeaderLabels(["Role", "Text"])
         self.turns.horizontalHeader().setStretchLastSection(True)
-        self.generation = QCheckBox(
-            "Add the generation prompt (the assistant's turn begins)", objectName="chatGenPrompt"
-        )
-        add, remove = QPushButton("Add turn", objectName="chatAdd"), QPushButton("Remove turn", objectName="chatRemove")
+        self.generation = QCheckBox("Add the generation prompt (the assistant's turn begins)")
+        add, remove = QPushButton("Add turn"), QPushButton("Remove turn")
+        for widget, name in (
+            (self.system, "chatSystem"),
+            (self.turns, "chatTurns"),
+            (self.generation, "chatGenPrompt"),
+            (add, "chatAdd"),
+            (remove, "chatRemove"),
+        ):
+            widget.setObjectName(name)
         add.clicked.connect(lambda: self.add_turn("user" if self._last_role() == "assistant" else "assistant", ""))
         remove.clicked.connect(self.remove_turn)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
