@@ -37,3 +37,16 @@ def turn_spans(trace: Trace, side: str) -> tuple[Span, ...]:
 def self_attention_spans(trace: Trace) -> tuple[Span, ...]:
     """The turns to mark on both axes of a decoder-only model's (self-)attention maps."""
     return turn_spans(trace, "tgt") if trace.config.arch == "decoder-only" else ()
+
+
+def conversation_label(chat: tuple[list[dict[str, str]], bool] | None) -> tuple[str, str]:
+    """(the first box's label, its tooltip) while the runs read a conversation (Session.chat_messages); ("", "")
+    otherwise."""
+    if chat is None:
+        return "", ""
+    turns = len(chat[0])
+    return (
+        f"Chat ({turns} turn{'s' if turns != 1 else ''}):",
+        "The model reads the conversation from Stage → Conversation… (Ctrl+Shift+T), rendered by its chat "
+        "template; typing here goes back to plain text.",
+    )

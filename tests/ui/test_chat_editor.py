@@ -37,9 +37,13 @@ def test_the_editor_runs_the_conversation_the_template_renders(qtbot, tmp_path, 
     auto = transformers.AutoTokenizer.from_pretrained(str(folder))
     expected = auto.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)["input_ids"]
     assert trace["tgt.ids"].reshape(-1).tolist() == expected
+    assert w.inputs.src_label.text() == "Chat (4 turns):"
     stages = {s.kind: s for s in w.session.stages}
-    chips = tokens_view(trace, stages["tokens"], ViewState()).chips
+    shown = tokens_view(trace, stages["tokens"], ViewState())
+    chips = shown.chips
     assert {c.origin for c in chips} >= {"words", "role", "special"}
+    n_special = sum(c.origin == "special" for c in chips)
+    assert shown.count.startswith(f"{len(chips)} tokens: {len(chips) - n_special} from the text + {n_special} special")
     spans = map_view(trace, stages["weights"], ViewState()).matrix.spans
     assert [role for role, _a, _b in spans] == ["system", "user", "assistant", "user"]
     w.session.set_stage(stages["weights"].key)
@@ -50,6 +54,7 @@ def test_the_editor_runs_the_conversation_the_template_renders(qtbot, tmp_path, 
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
         w._chat_dialog.plain_text()
     assert w.session.chat_messages() is None and "chat" not in w.session.trace.info
+    assert w.inputs.src_label.text() == "&Prompt:"
 
 
 def test_a_model_without_a_template_has_no_editor(open_window, tiny_model):

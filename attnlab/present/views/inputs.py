@@ -74,10 +74,10 @@ def tokens_view(
         Chip(i, p, printable_label(p), token_id, "special" if o == "special" else chip_kind(p), o)
         for i, (p, token_id, o) in enumerate(zip(pieces, ids, origins, strict=True))
     )
-    specials = [p for p in pieces if p in SPECIAL_TOKENS]
+    specials = [c.piece for c in chips if c.kind == "special"]  # attnlab's own, or a chat template's
     added = ", ".join(dict.fromkeys(specials)) if specials else "none"
     from_text = len(pieces) - len(specials)
-    meaning = ", ".join(f"{s} = {SPECIAL_MEANING[s]}" for s in dict.fromkeys(specials))
+    meaning = ", ".join(f"{s} = {SPECIAL_MEANING[s]}" for s in dict.fromkeys(specials) if s in SPECIAL_MEANING)
     return TokensView(
         title=f"{side_name(side).capitalize()}: the text cut into tokens, each with its id",
         chips=chips,
