@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
+from attnlab.engine.chat_prompt import Conversation
 from attnlab.engine.options import RunOptions
 from attnlab.jobs import Job, JobRunner
 from attnlab.present.decoder_input import FOLLOWED, DecoderInput
@@ -64,6 +65,8 @@ class Session(QObject):
         self.model_path: str | None = None
         self.src = ""
         self.tgt = ""
+        # a conversation the runs read instead of the source box (a model with a chat template; set_chat)
+        self.chat: Conversation | None = None
         # The decoder side as ids once Generate has extended it (the box shows them as text): generated
         # tokens are fed back exactly, with no text round trip. Editing the text drops them.
         self.tgt_ids: list[int] | None = None
@@ -113,6 +116,7 @@ class Session(QObject):
         self.snapshots, self.training_step = snapshots, None
         previous, self.options = self.options, RunOptions(device=self.options.device)
         self.src = example_sentence(model) if src is None else src
+        self.chat = None
         self.tgt = (tgt or "") if self._has_decoder_input() else ""
         self.tgt_ids = None
         self.tgt_origin, self._follow = DecoderInput().written(self.src, typed=False), False  # the loader's or a demo's
@@ -138,10 +142,23 @@ class Session(QObject):
             self.trainingStepChanged.emit(step)
             self.request_trace()
 
+    def set_chat(self, messages: list[dict] | None, add_generation_prompt: bool = True) -> None:
+        """Run on a conversation (a list of {"role", "content"}; None: back to the source box's text), rendered
+        by the model's chat template on the worker (engine/chat_prompt.py). ValueError for a bad message."""
+        chat = None if messages is None else Conversation.of(messages, add_generation_prompt)
+        if chat != self.chat:
+            self.chat = chat
+            self.textsChanged.emit()
+            self.request_trace()
+
+    def chat_messages(self) -> tuple[list[dict[str, str]], bool] | None:
+        """The conversation the runs read, as plain data (messages, add-generation-prompt); None: the text box."""
+        return None if self.chat is None else (self.chat.dicts(), self.chat.add_generation_prompt)
+
     def set_src(self, text: str, debounce: bool = True) -> None:
         """A new source sentence; a decoder input the person did not type follows it on the next run."""
         if text != self.src:
-            self.src = text
+            self.src, self.chat = text, None  # typing in the box leaves a conversation
             config = self.model.config if self.model is not None else None
             if config is not None and config.arch == "decoder-only":
                 self.tgt_ids = None
@@ -309,11 +326,12 @@ class Session(QObject):
         if self.model is None:
             return
         model, text = self.model, self.src
+        chat = self.chat  # a conversation replaces the source box's text
         follow = self._follow and self.tgt_origin.follows(model.config)
         stale = self.tgt_origin.stale_for(text, self.tgt)
         request = TraceRequest(
             model,
-            text,
+            text if chat is None else chat,
             list(self.tgt_ids) if self.tgt_ids is not None else self.tgt,
             self.options,
             follow,

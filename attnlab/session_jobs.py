@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from attnlab.engine import names
+from attnlab.engine.chat_prompt import Conversation
 from attnlab.engine.options import RunOptions
 from attnlab.present.ablation import BASELINE_PROBS, baseline_probs
 from attnlab.present.decoder_input import FOLLOWED, WRITTEN_FOR
@@ -45,7 +46,7 @@ class TraceRequest:
     """What a trace job runs on, copied from the Session when it was asked for."""
 
     model: LiveModel
-    text: str  # the source box
+    text: str | Conversation  # the source box, or a conversation (Session.set_chat)
     decoder_input: str | list[int]  # the decoder input as typed, or the ids generation extended it to
     options: RunOptions
     follow: bool  # replace the decoder input with the model's own translation of `text`
@@ -79,7 +80,8 @@ def trace_job(request: TraceRequest) -> tuple[Trace, list[Stage]]:
     model, step, snapshots = request.model, request.step, request.snapshots
     # a snapshot: built once, here (a step is only set while the model has snapshots)
     weights = snapshots.model_at(step) if step is not None and snapshots is not None else model
-    followed = default_prefix(weights, request.text) if request.follow else None  # the model's own translation
+    text = request.text if isinstance(request.text, str) else None  # a conversation is never followed
+    followed = default_prefix(weights, text) if request.follow and text is not None else None  # its own translation
     src, tgt = model.prompt_sides(request.text, request.decoder_input if followed is None else followed)
     before = baseline_probs(weights, src, tgt, request.options)  # [T, V] or None: the run without ablations
     run = weights.trace(src, tgt, request.options)

@@ -21,6 +21,7 @@ import torch
 from attnlab import limits
 from attnlab.bounded_read import MAX_INDEX_BYTES, FileRefused, confined, regular_file_size
 from attnlab.checkpoints import quantized
+from attnlab.checkpoints.chat_files import chat_metadata
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
 from attnlab.checkpoints.header import read_layout, short_reason
 from attnlab.checkpoints.hf.bert import NO_HEAD_NOTE
@@ -323,6 +324,7 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
         "settings": setting_sources(hf_config, config, notes),
         "tokenizer": tok_desc + (f"; specials {src.specials.description}" if src is not None else ""),
     }
+    metadata.update(chat_metadata(folder, problems))  # the chat template, when the folder has one
     cached = cached_repo_of(folder)
     if cached is not None:  # a snapshot in the Hugging Face cache: its other revisions may be training steps
         metadata[HF_CACHE_KEY] = {"repo": cached[0], "commit": cached[1], "folder": str(folder)}

@@ -16,6 +16,7 @@ from attnlab.commands.loading import add_import_arguments, import_settings, load
 from attnlab.engine import names, option_rules
 
 if TYPE_CHECKING:
+    from attnlab.engine.chat_prompt import Conversation
     from attnlab.engine.live import LiveModel
     from attnlab.engine.options import RunOptions
     from attnlab.engine.trace import Trace
@@ -28,10 +29,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a .safetensors/.pt checkpoint, a .gguf file, a Hugging Face folder, a nanoGPT ckpt.pt, or "
         "bundled:NAME (default: bundled:translation)",
     )
-    parser.add_argument(
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--chat",
+        metavar="CONVERSATION.json",
+        default=None,
+        help='a conversation for a model with a chat template: a JSON list of {"role": "system"|"user"|"assistant", '
+        '"content": "..."} (or {"messages": [...], "add_generation_prompt": false}); rendered by the template as '
+        "transformers' apply_chat_template does, with the generation prompt unless it says false",
+    )
+    source.add_argument(
         "--src",
-        required=True,
-        help='source sentence (a decoder-only model\'s prompt); a sentence pair as "A [SEP] B" for BERT-like models',
+        help="source sentence (a decoder-only model's prompt); for a model that reads sentence pairs (BERT, "
+        'RoBERTa, MPNet, XLM-R) a pair as "A [SEP] B", or with the model\'s own separator ("A </s></s> B"): '
+        "either is read in the family's own pair layout",
     )
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--tgt", default=None, help="decoder input for teacher forcing (<s> is prepended)")
@@ -79,6 +90,14 @@ def model_at_step(model: LiveModel, step: int) -> LiveModel:
     return load_snapshots(model).model_at(step)
 
 
+def read_conversation(path: str) -> Conversation:
+    """The Conversation in a JSON file (ValueError in one line: unreadable, not JSON, not messages)."""
+    from attnlab.bounded_read import MAX_SMALL_JSON_BYTES, read_json
+    from attnlab.engine.chat_prompt import Conversation
+
+    return Conversation.from_json(read_json(path, "the conversation file", MAX_SMALL_JSON_BYTES))
+
+
 def write_trace(trace: Trace, out: str, skip: frozenset[str] = frozenset()) -> bool:
     """Write the trace to `out` one entry at a time, after saying how big the file will be; False (one line on
     stderr, nothing written) when the write cannot fit the memory there is (engine/trace_file.py)."""
@@ -117,6 +136,12 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{e}.")
     generated = None
     try:
+        src = args.src if args.chat is None else read_conversation(args.chat)
+    except ValueError as e:
+        return fail(f"--chat: {e}.")
+    if args.chat is not None and args.generate is not None:
+        return fail("--generate takes --src text; trace a --chat conversation without it.")
+    try:
         options.validate(model.config)
         if args.generate is not None:
             if not model.config.has_decoder:
@@ -129,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             trace = last
             generated = trace.info["generated"]
         else:
-            trace = model.trace(args.src, args.tgt, options)
+            trace = model.trace(src, args.tgt, options)
     except (OptionsError, ConfigError, ValueError, RuntimeError) as e:
         return fail(str(e).replace("\n- ", " "))
     out = args.out if args.out.endswith(".npz") else args.out + ".npz"  # what numpy would name it anyway

@@ -20,6 +20,7 @@ import torch
 
 from attnlab.engine import live_placement as placing
 from attnlab.engine import names, replay
+from attnlab.engine.chat_prompt import chat_info
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.devices import out_of_device_memory, pick_device, release_device_memory
 from attnlab.engine.gpu_failures import GpuFailures
@@ -104,6 +105,11 @@ class LiveModel:
     def prompt_sides(self, src: Prompt, tgt: Prompt) -> tuple[Prompt, Prompt]:
         """The (encoder input, decoder input) this architecture reads from a (source, target) pair."""
         return self.inputs.prompt_sides(src, tgt)
+
+    @property
+    def chat_template(self) -> str | None:
+        """The chat template the model's folder or file ships (None: it reads text only)."""
+        return self.inputs.chat_template
 
     def role(self, side: str) -> str:
         """What a side's token sequence is to the model: "encoder", "encoder-only" or "decoder"."""
@@ -198,7 +204,9 @@ class LiveModel:
         encoder-decoder: `src` is the sentence to encode, `tgt` the decoder input (teacher forcing; <s> is
         prepended). decoder-only: `tgt` (or `src` when `tgt` is empty) is the prompt. encoder-only: `src`, or a
         sentence pair `("A", "B")` / "A [SEP] B" for a model whose tokenizer reads pairs (`sentence_pair`).
-        `tgt` may also be a list of token ids. See `prompt_sides`.
+        `tgt` may also be a list of token ids. See `prompt_sides`. A model with a chat template also reads a
+        conversation: a list of {"role", "content"} messages (rendered with the generation prompt) or a
+        `Conversation` (engine/chat_prompt.py), fed as `apply_chat_template(..., tokenize=True)` ids.
 
         A run that differs from the last recorded run (or, for a fast run, the last fast one) only in its
         temperature reuses that run's entries (the output softmax is derived from the logits on read):
@@ -277,6 +285,7 @@ class LiveModel:
         info["kept"] = keep  # what the trace stores of each layer (engine/replay.py)
         info["pads"] = sum(len(ids) - n_real for _p, ids, n_real in sides.values())  # <pad> positions (pad_to)
         info["specials"] = {side: self.wrapping(side, src if side == "src" else tgt) for side in sides}
+        info.update(chat_info(src, tgt))  # a conversation's token provenance and turns (engine/chat_prompt.py)
         if kept and resume is not None:  # host copies of reused entries stay valid
             info["resumed_from"] = names.layer(resume.stack, resume.layer)
         return Trace(

@@ -11,14 +11,18 @@ import operator
 from collections.abc import Iterable
 from typing import Any
 
+from attnlab.engine.chat_prompt import ChatPrompt, Conversation, chat_prompt, is_messages
+from attnlab.engine.chat_template import ChatTemplateError
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
-from attnlab.engine.pairs import INPUT_CUT, pair_side
+from attnlab.engine.pairs import INPUT_CUT, pair_separators, pair_side, split_pair
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.typed import classroom_language, typed_form
 from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 
-Prompt = str | tuple[str, str] | list[int] | None  # text, a sentence pair, or token ids fed back by generation
+# text, a sentence pair, token ids fed back by generation, or a conversation (a list of {"role", "content"} dicts or
+# a Conversation, rendered by the model's chat template into a ChatPrompt: engine/chat_prompt.py)
+Prompt = str | tuple[str, str] | list[int] | list[dict] | Conversation | ChatPrompt | None
 Side = tuple[list[str], list[int], int]  # (token strings, ids, real length before padding)
 
 
@@ -84,6 +88,7 @@ class InputReader:
         The one place that maps texts onto the stacks: encoder-decoder reads both as given; decoder-only has
         no encoder, and its prompt is `tgt`, or `src` when `tgt` is empty (a prompt typed in the source box);
         encoder-only has no decoder input: its second text, if any, is sentence B of a pair (`reads_pairs`)."""
+        src, tgt = (self.chat(x) if is_messages(x) else x for x in (src, tgt))
         if not self.config.has_encoder:
             return None, (tgt if tgt else src)
         if not self.config.has_decoder:
@@ -91,6 +96,24 @@ class InputReader:
                 return (src, tgt), None
             return src, None
         return src, tgt
+
+    @property
+    def chat_template(self) -> str | None:
+        """The model's chat template (tokenizer_config.json, chat_template.jinja or a GGUF file's), if any."""
+        template = self.metadata.get("chat_template")
+        return template if isinstance(template, str) and template else None
+
+    def chat(self, messages: list[dict] | Conversation) -> ChatPrompt:
+        """A conversation rendered by the model's chat template and tokenized as apply_chat_template does
+        (InputError in one line: no template, a bad message, a template that refuses or runs away)."""
+        template, tok = self.chat_template, self.tgt_tokenizer or self.src_tokenizer
+        if template is None or tok is None:
+            raise InputError("this model has no chat template, so it reads text, not a conversation")
+        try:
+            conversation = messages if isinstance(messages, Conversation) else Conversation.of(messages)
+            return chat_prompt(conversation, template, tok, self.metadata)
+        except ChatTemplateError as e:
+            raise InputError(str(e)) from None
 
     def role(self, side: str) -> str:
         """What a side's token sequence is to the model: "encoder", "encoder-only" or "decoder"."""
@@ -121,17 +144,16 @@ class InputReader:
 
     def sentence_pair(self, text: Any) -> tuple[str, str] | None:
         """(A, B) when `text` is a sentence pair this model reads: a tuple of two strings, or one string with
-        the separator token between them ("A [SEP] B"); None for one sentence. Only models whose tokenizer
-        has a pair template (BERT, RoBERTa: Specials.pair) read pairs."""
+        a separator between them: the model's own (BERT "A [SEP] B", RoBERTa/MPNet/XLM-R "A </s></s> B" or
+        "A </s> B") or the generic "[SEP]" for any of them (engine/pairs.py); None for one sentence. Only
+        models whose tokenizer has a pair template (Specials.pair) read pairs."""
         tok, reads = self.src_tokenizer, self.reads_pairs
         if isinstance(text, tuple) and len(text) == 2 and all(isinstance(t, str) for t in text):
             if not reads:
                 raise InputError("this model reads one sentence at a time, not a pair of sentences")
             return text[0], text[1]
-        sep = tok.specials.sep if tok is not None else None
-        if reads and tok is not None and isinstance(text, str) and sep is not None and tok.id_to_token(sep) in text:
-            a, _, b = text.partition(tok.id_to_token(sep))
-            return a.strip(), b.strip()
+        if reads and tok is not None and isinstance(text, str):
+            return split_pair(text, pair_separators(tok))
         return None
 
     def sides(
@@ -153,6 +175,12 @@ class InputReader:
         `text` is a string, a sentence pair (`sentence_pair`; its token types go into `types[side]`), or a
         list of token ids (what generation feeds back, so no text round trip)."""
         tok = self.tokenizer(side)
+        if isinstance(text, ChatPrompt):  # the template's ids as they are: no special tokens added
+            notices.extend(text.notices)
+            ids = self._cut(list(text.ids), side, notices, room=self.config.max_len)
+            n_real = len(ids)
+            ids = ids + [tok.specials.pad_id] * max(0, pad_to - n_real)
+            return [tok.id_to_token(i) for i in ids], ids, n_real
         pair = self.sentence_pair(text)
         if pair is not None:
             pieces, ids, n_real, type_ids = pair_side(tok, pair, self.config.max_len, pad_to, notices)
@@ -171,10 +199,10 @@ class InputReader:
             ids = ids + [tok.specials.pad_id] * (pad_to - n_real)
         return [tok.id_to_token(i) for i in ids], ids, n_real
 
-    def _cut(self, ids: list[int], side: str, notices: list[str]) -> list[int]:
+    def _cut(self, ids: list[int], side: str, notices: list[str], room: int | None = None) -> list[int]:
         """`ids` cut to the room the model's length leaves beside its special tokens (a notice says so)."""
-        n_specials = self.tokenizer(side).specials.n_added(self.role(side))
-        room = self.config.max_len - n_specials
+        n_specials = self.tokenizer(side).specials.n_added(self.role(side)) if room is None else 0
+        room = self.config.max_len - n_specials if room is None else room
         if len(ids) <= room:
             return ids
         extra = f" (+{n_specials} special)" if n_specials else ""
@@ -210,6 +238,8 @@ class InputReader:
         if tok is None:
             return {"before": [], "after": []}
         specials, role = tok.specials, self.role(side)
+        if isinstance(text, ChatPrompt):  # a conversation's specials are the template's own
+            return {"before": [], "after": []}
         if side == "src" and self.reads_pairs and self.sentence_pair(text) is not None:
             pair = specials.pair
             named = {part: [tok.id_to_token(i) for i in pair.get(part, [])] for part in ("prefix", "middle", "suffix")}
@@ -230,4 +260,6 @@ class InputReader:
             return src, checked_ids(prompt, tok.vocab_size, "tgt")
         if isinstance(prompt, tuple):  # a decoder's prompt is never a pair (prompt_sides)
             raise InputError("generate() takes one prompt, not a pair of sentences")
+        if not (prompt is None or isinstance(prompt, str)):  # src and prefix are text, so never a conversation
+            raise InputError("generate() takes text, not a conversation")
         return src, list(tok.encode(self.typed_form((prompt or "")[:MAX_SENTENCE_CHARS], "tgt"))[1])

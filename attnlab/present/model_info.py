@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from attnlab.engine.config import ARCHITECTURES, POSITIONALS, ModelConfig
+from attnlab.engine.pairs import pair_help
 from attnlab.present.provenance import defaults_note, setting_rows
 
 if TYPE_CHECKING:
@@ -145,6 +146,8 @@ class InputWords:
     clear_tip: str
     show_tgt: bool  # the second box: a decoder input, or sentence B
     show_generate: bool  # anything to generate with (not an encoder-only model)
+    src_tip: str = ""  # how to type a sentence pair into the first box (a pair reader: engine/pairs.py)
+    chat: bool = False  # the model ships a chat template: Stage → Conversation… is enabled (ui/window/chat_dialog.py)
 
 
 def input_words(model: LiveModel | None) -> InputWords:
@@ -162,4 +165,6 @@ def input_words(model: LiveModel | None) -> InputWords:
         clear_tip="Empty sentence B" if pairs else "Empty the decoder input",
         show_tgt=arch == "encoder-decoder" or pairs,
         show_generate=arch != "encoder-only",
+        src_tip=pair_help(model.src_tokenizer) if pairs and model is not None else "",
+        chat=model is not None and model.chat_template is not None,
     )

@@ -12,6 +12,7 @@ import numpy as np
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
 from attnlab.present import disentangled, relative_key, trained_scale, words
+from attnlab.present.chat_marks import self_attention_spans
 from attnlab.present.explain_qkv import gqa_text
 from attnlab.present.facts import array, missing, missing_message, scaling_on, score_levels
 from attnlab.present.formulas import scaled_title
@@ -124,6 +125,8 @@ def map_view(
     )
     if scale:
         shown = replace(shown, scale_label=scale)
+    if spans := self_attention_spans(trace):  # a conversation: its turns marked along both axes
+        shown = replace(shown, spans=spans)
     return MapView(kind, shown, map_note(trace, site, kind, matrix, blocked), sv.head, sv.n_heads)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present.chat_marks import CHAT_LEGEND, chip_origins
 from attnlab.present.facts import SPECIAL_TOKENS, missing, missing_message, side_name, tokens
 from attnlab.present.labels import printable_label
 from attnlab.present.position_range import PositionWindow, first_of, read_rows, window_for, window_labels
@@ -37,6 +38,7 @@ class Chip:
     printable: str  # the piece made visible (space marks and blanks as ␣, control characters escaped)
     token_id: int
     kind: str  # chip_kind
+    origin: str = ""  # a conversation's token: "template", "role", "words" or "special" (present/chat_marks.py)
 
 
 @dataclass(frozen=True)
@@ -67,20 +69,22 @@ def tokens_view(
         return MessageView("tokens", missing_message("Tokenization", lost))
     pieces = [str(t) for t in trace[tokens_name]]
     ids = [int(i) for i in trace.numpy(ids_name)]  # [T]
+    origins = chip_origins(trace, side, len(pieces)) or [""] * len(pieces)
     chips = tuple(
-        Chip(i, p, printable_label(p), token_id, chip_kind(p))
-        for i, (p, token_id) in enumerate(zip(pieces, ids, strict=True))
+        Chip(i, p, printable_label(p), token_id, "special" if o == "special" else chip_kind(p), o)
+        for i, (p, token_id, o) in enumerate(zip(pieces, ids, origins, strict=True))
     )
-    specials = [p for p in pieces if p in SPECIAL_TOKENS]
+    specials = [c.piece for c in chips if c.kind == "special"]  # attnlab's own, or a chat template's
     added = ", ".join(dict.fromkeys(specials)) if specials else "none"
     from_text = len(pieces) - len(specials)
-    meaning = ", ".join(f"{s} = {SPECIAL_MEANING[s]}" for s in dict.fromkeys(specials))
+    meaning = ", ".join(f"{s} = {SPECIAL_MEANING[s]}" for s in dict.fromkeys(specials) if s in SPECIAL_MEANING)
     return TokensView(
         title=f"{side_name(side).capitalize()}: the text cut into tokens, each with its id",
         chips=chips,
         count=f"{len(pieces)} tokens: {from_text} from the text + {len(specials)} special ({added})",
         legend="Each chip: position (top), token piece, vocabulary id (bottom). "
-        + (f"Dashed chips are special tokens: {meaning}." if meaning else ""),
+        + (f"Dashed chips are special tokens: {meaning}." if meaning else "")
+        + (f" {CHAT_LEGEND}" if any(origins) else ""),
     )
 
 

@@ -38,6 +38,8 @@ class MatrixView:
     first_row: int = 0
     first_col: int = 0
     scale_label: str = ""  # the colour bar's name for a scale that is not the values' own (weight_scale.py)
+    # a conversation's turns, marked along both axes: (role, first position, last + 1) (present/chat_marks.py)
+    spans: tuple[tuple[str, int, int], ...] = ()
 
 
 def matrix_view(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QSizePolicy, QWidget
 
 from attnlab.limits import MAX_SENTENCE_CHARS
+from attnlab.present.chat_marks import conversation_label
 from attnlab.present.model_info import input_words
 from attnlab.session import Session
 
@@ -61,6 +62,11 @@ class InputBar(QWidget):
         self.src_label.setText(words.src_label)
         self.tgt_label.setText(words.tgt_label)
         self.tgt.setPlaceholderText(words.tgt_placeholder)
+        self.src.setToolTip(words.src_tip)
+        chat_label, chat_tip = conversation_label(s.chat_messages())  # a conversation replaces the text
+        if chat_label:
+            self.src_label.setText(chat_label)
+            self.src.setToolTip(chat_tip)
         self.clear.setToolTip(words.clear_tip)
         for w in (self.tgt_label, self.tgt, self.clear):
             w.setVisible(words.show_tgt)

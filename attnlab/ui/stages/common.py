@@ -188,6 +188,24 @@ class PanelHeatmap(LabeledHeatmap):
         self._view_cmap: str | None = None
         self._axis_titles = ("", "")
         self.titles(rows_title, cols_title)
+        self._spans: tuple[tuple[str, int, int], ...] = ()
+        self._span_lines: list[pg.InfiniteLine] = []
+
+    def mark_spans(self, spans: tuple[tuple[str, int, int], ...]) -> None:
+        """Dashed lines along both axes where a conversation's turns begin and end (nothing when `spans` is
+        empty); `record["spans"]` keeps what was marked."""
+        self.record["spans"] = spans
+        if spans == self._spans:
+            return
+        for line in self._span_lines:
+            self.plot_item().removeItem(line)
+        self._spans, self._span_lines = spans, []
+        pen = pg.mkPen("#6c3483", width=1.5, style=Qt.PenStyle.DashLine)
+        for edge in sorted({e for _role, a, b in spans for e in (a, b)}):
+            for angle in (0, 90):  # rows (queries) and columns (keys)
+                line = pg.InfiniteLine(pos=edge - 0.5, angle=angle, pen=pen, movable=False)
+                self.plot_item().addItem(line)
+                self._span_lines.append(line)
 
     def titles(self, rows: str, cols: str) -> None:
         if (rows, cols) != self._axis_titles:
@@ -316,7 +334,12 @@ def draw_matrix(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> N
     name_scale(panel_map.colorbar(), matrix.scale_label)  # a percentile scale says so (weight_scale.py)
     if matrix.source is not None:  # a long map: overview and exact windows read from its source
         panel_map.draw_source(matrix, colormap)
-        return
+    else:
+        draw_plain(panel_map, matrix, colormap)
+    panel_map.mark_spans(matrix.spans)  # a conversation's turns (present/chat_marks.py)
+
+
+def draw_plain(panel_map: PanelHeatmap, matrix: MatrixView, colormap: str) -> None:
     panel_map.draw(
         matrix.matrix,
         matrix.rows,

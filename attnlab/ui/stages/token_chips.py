@@ -20,6 +20,12 @@ CHIP_LOOK = {
     "pad": ("#ececec", "#5a5a5a", "#8a8a8a", Qt.PenStyle.DotLine),
     "unk": ("#fde3e1", "#6b1510", "#c0392b", Qt.PenStyle.DashLine),
 }
+# a conversation's chips (present/chat_marks.py): the person's words as words; role tags and template text apart
+ORIGIN_LOOK = {
+    "role": ("#efe3fb", "#3d1459", "#8e44ad", Qt.PenStyle.SolidLine),
+    "template": ("#eeeeee", "#2b2b2b", "#9a9a9a", Qt.PenStyle.SolidLine),
+}
+ORIGIN_WORDS = {"template": "template text", "role": "role tag", "words": "the person's words", "special": "special"}
 CHIP_NOTE_INK = "#555555"  # the position and id lines: 4.5:1 or more on every chip's fill (issue 32)
 KIND_WORDS = {"word": "token", "special": "special token", "pad": "padding", "unk": "unknown token"}
 CHIP_POINTS = (11.0, 24.0, 12.0)  # position, piece, id
@@ -61,7 +67,8 @@ class ChipModel(QtCore.QAbstractListModel):
             return chip.printable
         if role == Qt.ItemDataRole.ToolTipRole:
             kind = KIND_WORDS.get(chip.kind, "token")
-            return f"position {chip.position} · {kind} {chip.piece!r} · id {chip.token_id}"
+            origin = f" · from {ORIGIN_WORDS[chip.origin]}" if chip.origin in ORIGIN_WORDS else ""
+            return f"position {chip.position} · {kind} {chip.piece!r} · id {chip.token_id}{origin}"
         if role == ChipRole:
             return chip
         return None
@@ -98,7 +105,7 @@ class ChipDelegate(QtWidgets.QStyledItemDelegate):
         chip = index.data(ChipRole)
         if not isinstance(chip, Chip):
             return
-        fill, ink, border, style = CHIP_LOOK.get(chip.kind, CHIP_LOOK["word"])
+        fill, ink, border, style = ORIGIN_LOOK.get(chip.origin) or CHIP_LOOK.get(chip.kind, CHIP_LOOK["word"])
         rect = QtCore.QRectF(option.rect).adjusted(BORDER / 2, BORDER / 2, -BORDER / 2, -BORDER / 2)
         painter.save()
         painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)

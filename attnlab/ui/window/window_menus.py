@@ -10,10 +10,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QLineEdit, QMenu, QMessageBox
 
+from attnlab.present.model_info import input_words
 from attnlab.present.words import word
 from attnlab.ui.window import app as appsettings
 from attnlab.ui.window import get_model, open_model, zoom
 from attnlab.ui.window.about import show_about
+from attnlab.ui.window.chat_dialog import open_chat_dialog
 from attnlab.ui.window.export_actions import add_export_menu
 from attnlab.ui.window.lesson_actions import add_lesson_actions, lesson_step
 from attnlab.ui.window.model_view_dock import ModelViewDock, add_model_view
@@ -116,6 +118,9 @@ class WindowMenus(WindowHost):
         self._action(m, "&Generate next token", s.generate_next, ["Ctrl+G"], "generateAction")
         self._action(m, "Edit &source sentence", lambda: self._focus(self.inputs.src), ["Ctrl+L"])
         self._action(m, "Edit &decoder input", lambda: self._focus(self.inputs.tgt), ["Ctrl+Shift+L"])
+        self.chat_action = self._action(m, "&Conversation…", self._open_chat, ["Ctrl+Shift+T"], "chatAction")
+        self.chat_action.setEnabled(False)  # a model with a chat template enables it
+        s.modelChanged.connect(lambda _m: self.chat_action.setEnabled(input_words(s.model).chat))
         self._action(m, "Go to the &stage list", self.navigator.setFocus, ["Esc"])
         self._action(m, "&Reset all toggles", s.reset_options, ["Ctrl+R"])
 
@@ -164,6 +169,10 @@ class WindowMenus(WindowHost):
         from attnlab.ui.window.head_roles_view import show_head_roles  # needs torch: not at start-up
 
         show_head_roles(self, self.session)
+
+    def _open_chat(self) -> None:
+        """The conversation editor (ui/window/chat_dialog.py), for a model with a chat template."""
+        self._chat_dialog = open_chat_dialog(self.session, self)
 
     def _show_quantization(self) -> None:
         """W, Ŵ, |W − Ŵ| of a quantized model's weights; the original's run as A (issue 36.4)."""
