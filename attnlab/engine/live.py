@@ -30,6 +30,7 @@ from attnlab.engine.logit_lens import lens_entries
 from attnlab.engine.model import Transformer
 from attnlab.engine.offload import Placement
 from attnlab.engine.options import RunOptions
+from attnlab.engine.adapter import AdapterWeights
 from attnlab.engine.precision import module_dtype, run_dtype
 from attnlab.engine.recorder import Recorder
 from attnlab.engine.run_inputs import LayerInputs, Resume
@@ -67,6 +68,7 @@ class LiveModel:
         self._gpu_failures = GpuFailures()  # the sizes the GPU ran out of memory at (engine/gpu_failures.py)
         self._lengths = (0, 0)  # (S, T) of the run under way
         self._module_lock = threading.RLock()  # a spread-out model runs one forward (or layer replay) at a time
+        self.adapter: AdapterWeights | None = None  # a LoRA adapter on the weights (engine/adapter.py)
 
     # ---- what it is ----------------------------------------------------------------------------------
     @property
@@ -207,7 +209,9 @@ class LiveModel:
         """
         options = self.checked_options(options or RunOptions())
         src, tgt = self.prompt_sides(src, tgt)
-        key = run_key(self.module, src, tgt, options)
+        if self.adapter is not None:  # W + s·ΔW for this run's strength (a no-op when it is the last one's)
+            self.adapter.set_strength(self.module, options.adapter_strength)
+        key = run_key(self.module, src, tgt, options, self.adapter.bumps if self.adapter is not None else 0)
         warmer = self.reuse.reused(key, options, self.config)
         if warmer is not None:
             return warmer

@@ -10,6 +10,7 @@ order of the controls within each group of the panel, of the flags and of the ba
 
 from __future__ import annotations
 
+from attnlab.engine import adapter_option
 from attnlab.engine import option_parts as part
 from attnlab.engine.option_parts import MASKS, OUTPUT_GROUP, PARTS, SHAPE
 from attnlab.engine.option_spec import FROM_SITE, OUTPUT, CliFlag, Control, LessonKey, OptionSpec
@@ -380,6 +381,52 @@ PRECISION = OptionSpec(
     as_trained="the stored dtype is the weights as trained, and float32 only widens them (no rounding is added)",
 )
 
+# adapter_strength (issue 35): W + s·ΔW for a LoRA adapter's weights; a change re-runs from the first adapted layer
+ADAPTER_STRENGTH = OptionSpec(
+    "adapter_strength",
+    invalidates=FROM_SITE,
+    site_changed_in=adapter_option.site_changed_in,
+    controls=(
+        Control(
+            "adapter_strength",
+            "adapterStrengthSpin",
+            "slider",
+            SHAPE,
+            "Adapter strength",
+            "W + s·ΔW for the LoRA adapter's weights: 0 the base model, 1 the fine-tuned one, beyond: more of it",
+            unavailable=adapter_option.unavailable,
+            written=lambda o, _c, s: o.replace(adapter_strength=round(s, 2)),
+            settings={
+                "minimum": -1.0,
+                "maximum": 3.0,
+                "singleStep": 0.1,
+                "decimals": 2,
+                "value": 1.0,
+                "scale": 100,
+                "slider": "adapterStrengthSlider",
+            },
+        ),
+    ),
+    cli=(
+        CliFlag(
+            "--adapter-strength",
+            {
+                "type": float,
+                "default": 1.0,
+                "help": "a LoRA adapter's strength s, W + s·ΔW: 0 the base model, 1 the fine-tuned one (-1 to 3)",
+            },
+            lambda o, s: o.replace(adapter_strength=s),
+        ),
+    ),
+    lesson=LessonKey(
+        "adapter_strength",
+        (float, int),
+        lambda s: next(iter(adapter_option.strength_problems(s)), None),
+        lambda o, s: o.replace(adapter_strength=float(s)),
+    ),
+    departs=adapter_option.departs,
+)
+
 # record: the API's fast path (LiveModel.trace(options=RunOptions(record=False))); no control, flag or key.
 RECORD = OptionSpec("record", as_trained="what the trace keeps, not what the model computes")
 
@@ -399,5 +446,6 @@ SPECS: tuple[OptionSpec, ...] = (
     TEMPERATURE,
     DEVICE,
     PRECISION,
+    ADAPTER_STRENGTH,
     RECORD,
 )
