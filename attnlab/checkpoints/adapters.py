@@ -169,4 +169,6 @@ def load_adapter_folder(folder: Path, device: str = "cpu", tokenizer: Any = None
     model.name = f"{folder.name} (LoRA on {model.name})"
     model.metadata["source"] = what
     model.metadata["adapter"] = {"folder": str(folder), "base": str(base_dir), "modules": list(factors)}
+    said = f"{what}: the Adapter strength control (--adapter-strength) runs W + s·ΔW, 0 the base model, 1 the fine-tune."
+    model.metadata["notice"] = " ".join(n for n in (model.metadata.get("notice", ""), said) if n)
     return model
