@@ -50,7 +50,9 @@ def base_folder(folder: Path, settings: dict[str, Any]) -> Path:
         try:
             found = resolve_cached(name)
         except NotCached as e:
-            raise _fail(folder, f"its base model {name!r} is not a folder here nor in the Hugging Face cache ({e})")
+            raise _fail(
+                folder, f"its base model {name!r} is not a folder here nor in the Hugging Face cache ({e})"
+            ) from None
     if found is None:
         raise _fail(folder, f"its base model {name!r} is not a folder here nor a model id in the Hugging Face cache")
     if is_adapter_folder(found):
@@ -78,7 +80,9 @@ def lora_factors(folder: Path, settings: dict[str, Any], tensors: dict[str, torc
     found: dict[str, LoraFactors] = {}
     for module, ab in parts.items():
         if set(ab) != {"a", "b"}:
-            raise _fail(folder, f"{module} has lora_{'A' if 'a' in ab else 'B'} but no lora_{'B' if 'a' in ab else 'A'}")
+            raise _fail(
+                folder, f"{module} has lora_{'A' if 'a' in ab else 'B'} but no lora_{'B' if 'a' in ab else 'A'}"
+            )
         a, b = ab["a"].float(), ab["b"].float()  # [r, in], [out, r]
         r = int(_pattern(settings.get("rank_pattern") or {}, module, settings["r"]))
         if a.dim() != 2 or b.dim() != 2 or a.shape[0] != r or b.shape[1] != r:
@@ -140,7 +144,9 @@ def attnlab_deltas(hf_config: dict, base: dict[str, torch.Tensor], deltas: dict[
     return out
 
 
-def load_adapter_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dtype: str | None = None) -> LiveModel:
+def load_adapter_folder(
+    folder: Path, device: str = "cpu", tokenizer: Any = None, dtype: str | None = None
+) -> LiveModel:
     """The base model with the adapter attached at strength 1 (RunOptions.adapter_strength sets it per run)."""
     from attnlab.checkpoints.errors import Problems
     from attnlab.checkpoints.hf_folder import load_hf_folder, read_folder_weights
@@ -169,6 +175,8 @@ def load_adapter_folder(folder: Path, device: str = "cpu", tokenizer: Any = None
     model.name = f"{folder.name} (LoRA on {model.name})"
     model.metadata["source"] = what
     model.metadata["adapter"] = {"folder": str(folder), "base": str(base_dir), "modules": list(factors)}
-    said = f"{what}: the Adapter strength control (--adapter-strength) runs W + s·ΔW, 0 the base model, 1 the fine-tune."
+    said = (
+        f"{what}: the Adapter strength control (--adapter-strength) runs W + s·ΔW, 0 the base model, 1 the fine-tune."
+    )
     model.metadata["notice"] = " ".join(n for n in (model.metadata.get("notice", ""), said) if n)
     return model

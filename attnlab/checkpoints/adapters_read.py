@@ -11,7 +11,11 @@ import torch
 
 from attnlab.checkpoints.errors import CheckpointError, Problems
 
-ADAPTER_CONFIG, ADAPTER_WEIGHTS, ADAPTER_PICKLE = "adapter_config.json", "adapter_model.safetensors", "adapter_model.bin"
+ADAPTER_CONFIG, ADAPTER_WEIGHTS, ADAPTER_PICKLE = (
+    "adapter_config.json",
+    "adapter_model.safetensors",
+    "adapter_model.bin",
+)
 # LoraConfig settings attnlab does not compute, with what they would need
 UNSUPPORTED = {
     "use_dora": "DoRA (use_dora) rescales each column by a learned magnitude",
@@ -45,7 +49,10 @@ def read_adapter_config(folder: Path) -> dict[str, Any]:
         raise _fail(folder, f"adapter_config.json's rank r must be a whole number of at least 1, not {r!r}")
     if not _number(settings.get("lora_alpha")):
         raise _fail(folder, f"adapter_config.json's lora_alpha must be a number, not {settings.get('lora_alpha')!r}")
-    for key, pattern in (("rank_pattern", settings.get("rank_pattern")), ("alpha_pattern", settings.get("alpha_pattern"))):
+    for key, pattern in (
+        ("rank_pattern", settings.get("rank_pattern")),
+        ("alpha_pattern", settings.get("alpha_pattern")),
+    ):
         if pattern is not None and not (
             isinstance(pattern, dict) and all(_number(v) and v > 0 for v in pattern.values())
         ):
@@ -65,7 +72,11 @@ def read_adapter_tensors(folder: Path) -> dict[str, torch.Tensor]:
         raise _fail(
             folder,
             f"it has no {ADAPTER_WEIGHTS}"
-            + (f" ({ADAPTER_PICKLE} is a pickle attnlab never unpickles: save the adapter with safetensors)" if pickled else ""),
+            + (
+                f" ({ADAPTER_PICKLE} is a pickle attnlab never unpickles: save the adapter with safetensors)"
+                if pickled
+                else ""
+            ),
         )
     problems = Problems(folder)
     tensors = read_safetensors_shards(folder, {ADAPTER_WEIGHTS: None}, problems)

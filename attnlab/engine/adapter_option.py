@@ -1,15 +1,14 @@
-"""The adapter-strength option's parts (option_specs.ADAPTER_STRENGTH): where a strength change starts, why the
-control is unavailable, and why a strength departs from training. Qt-free and torch-free (the option table is
-read by `attnlab models`, which needs no torch)."""
+"""The adapter-strength option's parts (option_specs.ADAPTER_STRENGTH): its control, flag and lesson key, where a
+strength change starts, why the control is unavailable, and why a strength departs from training. Qt-free and
+torch-free (the option table is read by `attnlab models`, which needs no torch)."""
 
 from __future__ import annotations
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.option_spec import RunFacts
+from attnlab.engine.option_parts import SHAPE
+from attnlab.engine.option_spec import CliFlag, Control, LessonKey, RunFacts
 from attnlab.engine.options import RunOptions, adapter_strength_problems
-
-strength_problems = adapter_strength_problems  # the lesson key's check (RunOptions.problems says the same)
 
 NO_ADAPTER = "No LoRA adapter is open: open an adapter folder (adapter_config.json + adapter_model.safetensors)"
 STACK_ORDER = {"enc": 0, "dec": 1}  # a forward pass runs the encoder's layers before the decoder's
@@ -41,3 +40,39 @@ def departs(config: ModelConfig, options: RunOptions, _run: RunFacts) -> list[st
         return []
     where = "between the base model (0) and the fine-tuned one (1)" if 0 < s < 1 else "beyond the fine-tune"
     return [f"the LoRA adapter is at strength {s:g}: W + {s:g}·ΔW lies {where}, a model nobody trained"]
+
+
+CONTROL = Control(
+    "adapter_strength",
+    "adapterStrengthSpin",
+    "slider",
+    SHAPE,
+    "Adapter strength",
+    "W + s·ΔW for the LoRA adapter's weights: 0 the base model, 1 the fine-tuned one, beyond: more of it",
+    unavailable=unavailable,
+    written=lambda o, _c, s: o.replace(adapter_strength=round(s, 2)),
+    settings={
+        "minimum": -1.0,
+        "maximum": 3.0,
+        "singleStep": 0.1,
+        "decimals": 2,
+        "value": 1.0,
+        "scale": 100,
+        "slider": "adapterStrengthSlider",
+    },
+)
+FLAG = CliFlag(
+    "--adapter-strength",
+    {
+        "type": float,
+        "default": 1.0,
+        "help": "a LoRA adapter's strength s, W + s·ΔW: 0 the base model, 1 the fine-tuned one (-1 to 3)",
+    },
+    lambda o, s: o.replace(adapter_strength=s),
+)
+LESSON = LessonKey(
+    "adapter_strength",
+    (float, int),
+    lambda s: next(iter(adapter_strength_problems(s)), None),
+    lambda o, s: o.replace(adapter_strength=float(s)),
+)

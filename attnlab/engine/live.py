@@ -20,6 +20,7 @@ import torch
 
 from attnlab.engine import live_placement as placing
 from attnlab.engine import names, replay
+from attnlab.engine.adapter import AdapterWeights
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.devices import out_of_device_memory, pick_device, release_device_memory
 from attnlab.engine.gpu_failures import GpuFailures
@@ -30,7 +31,6 @@ from attnlab.engine.logit_lens import lens_entries
 from attnlab.engine.model import Transformer
 from attnlab.engine.offload import Placement
 from attnlab.engine.options import RunOptions
-from attnlab.engine.adapter import AdapterWeights
 from attnlab.engine.precision import module_dtype, run_dtype
 from attnlab.engine.recorder import Recorder
 from attnlab.engine.run_inputs import LayerInputs, Resume

@@ -45,7 +45,11 @@ def site_changed(
             continue
         if spec.site_changed is not None and spec.site_changed(before, after, site):
             return True
-        if spec.site_changed_in is not None and config is not None and spec.site_changed_in(config, before, after, site):
+        if (
+            spec.site_changed_in is not None
+            and config is not None
+            and spec.site_changed_in(config, before, after, site)
+        ):
             return True
     return False
 

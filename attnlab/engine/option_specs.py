@@ -386,44 +386,9 @@ ADAPTER_STRENGTH = OptionSpec(
     "adapter_strength",
     invalidates=FROM_SITE,
     site_changed_in=adapter_option.site_changed_in,
-    controls=(
-        Control(
-            "adapter_strength",
-            "adapterStrengthSpin",
-            "slider",
-            SHAPE,
-            "Adapter strength",
-            "W + s·ΔW for the LoRA adapter's weights: 0 the base model, 1 the fine-tuned one, beyond: more of it",
-            unavailable=adapter_option.unavailable,
-            written=lambda o, _c, s: o.replace(adapter_strength=round(s, 2)),
-            settings={
-                "minimum": -1.0,
-                "maximum": 3.0,
-                "singleStep": 0.1,
-                "decimals": 2,
-                "value": 1.0,
-                "scale": 100,
-                "slider": "adapterStrengthSlider",
-            },
-        ),
-    ),
-    cli=(
-        CliFlag(
-            "--adapter-strength",
-            {
-                "type": float,
-                "default": 1.0,
-                "help": "a LoRA adapter's strength s, W + s·ΔW: 0 the base model, 1 the fine-tuned one (-1 to 3)",
-            },
-            lambda o, s: o.replace(adapter_strength=s),
-        ),
-    ),
-    lesson=LessonKey(
-        "adapter_strength",
-        (float, int),
-        lambda s: next(iter(adapter_option.strength_problems(s)), None),
-        lambda o, s: o.replace(adapter_strength=float(s)),
-    ),
+    controls=(adapter_option.CONTROL,),
+    cli=(adapter_option.FLAG,),
+    lesson=adapter_option.LESSON,
     departs=adapter_option.departs,
 )
 

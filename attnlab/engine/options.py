@@ -29,7 +29,9 @@ def adapter_strength_problems(strength: object) -> list[str]:
     if isinstance(strength, bool) or not isinstance(strength, (int, float)) or not math.isfinite(strength):
         return [f"the adapter strength must be a number (got {excerpt(strength)})"]
     if not MIN_ADAPTER_STRENGTH <= strength <= MAX_ADAPTER_STRENGTH:
-        return [f"the adapter strength must be from {MIN_ADAPTER_STRENGTH:g} to {MAX_ADAPTER_STRENGTH:g} (got {strength:g})"]
+        return [
+            f"the adapter strength must be from {MIN_ADAPTER_STRENGTH:g} to {MAX_ADAPTER_STRENGTH:g} (got {strength:g})"
+        ]
     return []
 
 

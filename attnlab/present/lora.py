@@ -68,14 +68,20 @@ def lora_view(model: LiveModel | None, module: str, strength: float = 1.0) -> Lo
     maps = (
         matrix_view(module + ".lora_B", f.b.numpy(), None, f"B  [{f.b.shape[0]} × r = {f.rank}]", axes=axes_b),
         matrix_view(module + ".lora_A", f.a.numpy(), None, f"A  [r = {f.rank} × {f.a.shape[1]}]", axes=axes_a),
-        matrix_view(module + ".delta", delta, None, f"ΔW = scaling · B · A  [{delta.shape[0]} × {delta.shape[1]}]", axes=axes_d),
+        matrix_view(
+            module + ".delta", delta, None, f"ΔW = scaling · B · A  [{delta.shape[0]} × {delta.shape[1]}]", axes=axes_d
+        ),
     )
     heading = f"{module} · rank r = {f.rank} · α = {f.alpha:g} · {scaling_text(f)}"
     notes = (
         f"|ΔW| at most {float(np.abs(delta).max()):.3g}; ‖ΔW‖ = {float(np.linalg.norm(delta)):.3g}; "
         f"rank(ΔW) ≤ {f.rank} of {min(delta.shape)}",
         f"The run uses W + s·ΔW at adapter strength s = {strength:g} (0: the base model, 1: the fine-tuned one)"
-        + ("; the weight is a Conv1D stored [in, out] (fan_in_fan_out), so ΔW = (B·A)ᵀ · scaling" if f.fan_in_fan_out else ""),
+        + (
+            "; the weight is a Conv1D stored [in, out] (fan_in_fan_out), so ΔW = (B·A)ᵀ · scaling"
+            if f.fan_in_fan_out
+            else ""
+        ),
     )
     return LoraView(module, heading, maps, notes, f.rank, f.scaling)
 

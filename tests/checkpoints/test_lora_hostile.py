@@ -64,7 +64,9 @@ def test_missing_base(folders: tuple[Path, Path], tmp_path: Path) -> None:
 
 def test_base_that_is_an_adapter(folders: tuple[Path, Path], tmp_path: Path) -> None:
     _base, adapter = folders
-    _b2, second = write_adapter(tmp_path / "two", "gpt2", r=2, lora_alpha=2, target_modules=["c_attn"], fan_in_fan_out=True)[:2]
+    _b2, second = write_adapter(
+        tmp_path / "two", "gpt2", r=2, lora_alpha=2, target_modules=["c_attn"], fan_in_fan_out=True
+    )[:2]
     set_base(second, str(adapter))
     assert "is itself a LoRA adapter" in _refusal(second)
 
