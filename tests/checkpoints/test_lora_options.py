@@ -71,3 +71,16 @@ def test_the_base_is_found_by_its_id_in_the_cache(tmp_path: Path, monkeypatch):
     set_base(adapter, "org/not-cached")
     with pytest.raises(Exception, match="not-cached"):
         attnlab.load(str(adapter))
+
+
+def test_an_adapter_is_opened_by_its_id_in_the_cache(tmp_path: Path, monkeypatch):
+    from tests.support.hf_cache_files import add_revision, folder_files
+
+    base, adapter, _merged = write_adapter(tmp_path, "gpt2", **LORA)
+    cache = tmp_path / "hub"
+    add_revision(cache, "org/tiny-gpt2", folder_files(base))
+    set_base(adapter, "org/tiny-gpt2")
+    add_revision(cache, "org/tiny-gpt2-lora", folder_files(adapter))
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    model = attnlab.load("org/tiny-gpt2-lora")
+    assert model.adapter is not None and model.config.adapted_from == "dec.0"

@@ -114,6 +114,9 @@ class LoraWindow(QtWidgets.QWidget):
         s = self.host.session
         if s.model is None:
             return
+        if s.busy:  # the worker is running this model: its weights are not to be written meanwhile
+            self.host.statusBar().showMessage("A run is under way: pin the base model's run when it is done")
+            return
         tgt = list(s.tgt_ids) if s.tgt_ids is not None else s.tgt
         try:
             run = lora.base_run(s.model, s.src, tgt, s.options)
