@@ -83,3 +83,19 @@ def test_strength_between_and_beyond_scales_delta(tmp_path: Path) -> None:
     delta = weights[1.0] - weights[0.0]
     assert torch.allclose(weights[2.5], weights[0.0] + 2.5 * delta, atol=1e-5)
     assert delta.abs().max() > 0
+
+
+@pytest.mark.parametrize(
+    ("saved", "adapted_from"), [("down_proj", "dec.0"), ("embed_tokens", "all"), ("lm_head", "all")]
+)
+def test_modules_to_save(tmp_path: Path, saved: str, adapted_from: str) -> None:
+    """Saved modules replace the base's tensors (ΔW = saved − base); one outside the layers makes a strength
+    change a full run (nothing before the first layer can be kept)."""
+    lora = {"r": 4, "lora_alpha": 8, "target_modules": ["q_proj", "v_proj"], "modules_to_save": [saved]}
+    _base, adapter, merged = write_adapter(tmp_path, "llama", **lora)
+    model = attnlab.load(str(adapter))
+    assert model.config.adapted_from == adapted_from
+    ours = model.trace(tgt=IDS)[names.LOGITS].float()
+    assert (ours - hf_logits(merged, IDS)).abs().max().item() < 1e-4
+    at_zero = model.trace(tgt=IDS, options=RunOptions(adapter_strength=0.0))
+    assert ("resumed_from" in at_zero.info) == (adapted_from != "all")

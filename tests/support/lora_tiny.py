@@ -17,7 +17,7 @@ def _randomize_lora(model: torch.nn.Module) -> None:
     torch.manual_seed(1)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if "lora_" in name:
+            if "lora_" in name or "modules_to_save" in name:  # a saved module starts as the base's copy
                 p.normal_(0.0, 0.3)
 
 
