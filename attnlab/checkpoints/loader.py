@@ -79,6 +79,10 @@ def _load_path(
 ) -> LiveModel:
     """load_checkpoint's dispatch on what `path` is."""
     mode = _stat_mode(path)
+    if stat.S_ISDIR(mode) and (path / "adapter_config.json").is_file():  # a LoRA adapter on its base (issue 35)
+        from attnlab.checkpoints.adapters import load_adapter_folder
+
+        return load_adapter_folder(path, device=device, tokenizer=tokenizer, dtype=dtype)
     if stat.S_ISDIR(mode):
         path = folder_entry(path)
         if path.is_dir():

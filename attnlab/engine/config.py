@@ -125,6 +125,9 @@ class ModelConfig:
     parallel_residual: bool = False  # GPT-NeoX: y = x + Attn(norm1(x)) + FFN(norm2(x)), both from the same x
     shared_norm: bool = False  # Phi: norm 2 holds the same weights as norm 1 (one LayerNorm feeds both branches)
     sliding_window: int = 0  # Mistral: decoder query i reads only keys j with i - j < W (0: every earlier key)
+    # a LoRA adapter on the weights (checkpoints/adapters.py): the first layer it changes in run order ("dec.2"),
+    # "all" when it changes something before the layers (an embedding), "" when no adapter is open
+    adapted_from: str = ""
     # ---- w-norms: QK-norm and the norm on each sub-layer's output --------------------------------------------
     # QK-norm: an RMSNorm (eps layer_norm_eps, its own γ) on the projected Q and K, before rotary positions:
     # "head" over each trained head's d_k numbers (Qwen3, Gemma 3), "whole" over all of Q (d) and of K (OLMo-2)

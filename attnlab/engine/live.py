@@ -20,6 +20,7 @@ import torch
 
 from attnlab.engine import live_placement as placing
 from attnlab.engine import names, replay
+from attnlab.engine.adapter import AdapterWeights
 from attnlab.engine.chat_prompt import chat_info
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.devices import out_of_device_memory, pick_device, release_device_memory
@@ -68,6 +69,7 @@ class LiveModel:
         self._gpu_failures = GpuFailures()  # the sizes the GPU ran out of memory at (engine/gpu_failures.py)
         self._lengths = (0, 0)  # (S, T) of the run under way
         self._module_lock = threading.RLock()  # a spread-out model runs one forward (or layer replay) at a time
+        self.adapter: AdapterWeights | None = None  # a LoRA adapter on the weights (engine/adapter.py)
 
     # ---- what it is ----------------------------------------------------------------------------------
     @property
@@ -215,7 +217,9 @@ class LiveModel:
         """
         options = self.checked_options(options or RunOptions())
         src, tgt = self.prompt_sides(src, tgt)
-        key = run_key(self.module, src, tgt, options)
+        if self.adapter is not None:  # W + s·ΔW for this run's strength (a no-op when it is the last one's)
+            self.adapter.set_strength(self.module, options.adapter_strength)
+        key = run_key(self.module, src, tgt, options, self.adapter.bumps if self.adapter is not None else 0)
         warmer = self.reuse.reused(key, options, self.config)
         if warmer is not None:
             return warmer

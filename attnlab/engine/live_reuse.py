@@ -67,11 +67,12 @@ def reused_host_copies(old: Trace, kept: OrderedDict, entries: OrderedDict) -> d
     return {n: v for n, v in list(old._host.items()) if n in kept and entries[n] is kept[n]}  # list(): the GUI adds
 
 
-def run_key(module: Transformer, src: Prompt, tgt: Prompt, options: RunOptions) -> tuple:
+def run_key(module: Transformer, src: Prompt, tgt: Prompt, options: RunOptions, forgiven: int = 0) -> tuple:
     """What decides every entry of a run but the output softmax: inputs, options but those whose change
     invalidates at most the output (the temperature; option_rules.reuse_key), and the weights (their
-    in-place version counters change when anything writes to them)."""
-    weights_version = sum(p._version for p in module.parameters() if not p.is_inference())
+    in-place version counters change when anything writes to them; `forgiven`: the increments of a LoRA
+    adapter's own writes, whose strength the options carry, engine/adapter.py)."""
+    weights_version = sum(p._version for p in module.parameters() if not p.is_inference()) - forgiven
     # (a spread-out model's layers are brought in by accelerate's hooks as inference tensors: no counter)
     src_key, tgt_key = (tuple(x) if isinstance(x, list) else x for x in (src, tgt))  # hashable
     return (src_key, tgt_key, option_rules.reuse_key(options), id(module), weights_version)

@@ -35,10 +35,21 @@ def reuse_key(options: RunOptions) -> RunOptions:
     return options.replace(**{f: getattr(defaults, f) for f in fields_invalidating(NOTHING, OUTPUT)})
 
 
-def site_changed(before: RunOptions, after: RunOptions, site: str, fields: frozenset[str]) -> bool:
-    """Whether a change of `fields` (all of them FROM_SITE fields) changes attention site `site`."""
+def site_changed(
+    before: RunOptions, after: RunOptions, site: str, fields: frozenset[str], config: ModelConfig | None = None
+) -> bool:
+    """Whether a change of `fields` (all of them FROM_SITE fields) changes attention site `site` (of `config`'s
+    model: a spec whose reach depends on the model asks it)."""
     for spec in specs():
-        if spec.field in fields and spec.site_changed is not None and spec.site_changed(before, after, site):
+        if spec.field not in fields:
+            continue
+        if spec.site_changed is not None and spec.site_changed(before, after, site):
+            return True
+        if (
+            spec.site_changed_in is not None
+            and config is not None
+            and spec.site_changed_in(config, before, after, site)
+        ):
             return True
     return False
 

@@ -129,6 +129,8 @@ class OptionSpec:
     # FROM_SITE fields: whether two options differ at one attention site ("enc.0.self"); the run resumes at
     # the first site where one does (engine/runcache.py)
     site_changed: Callable[[RunOptions, RunOptions, str], bool] | None = None
+    # the same for a field whose reach depends on the model (a LoRA adapter's layers): (config, before, after, site)
+    site_changed_in: Callable[[ModelConfig, RunOptions, RunOptions, str], bool] | None = None
     renames_stages: bool = False  # the stage list's titles name this switch (present/stages.py's cache key)
     # Every spec says whether its field can take the model away from how it was trained, in one of two ways:
     # `departs` (Departs above: the banner's reasons, each naming the switch), or `as_trained`: why no value of

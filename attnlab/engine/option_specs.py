@@ -10,6 +10,7 @@ order of the controls within each group of the panel, of the flags and of the ba
 
 from __future__ import annotations
 
+from attnlab.engine import adapter_option
 from attnlab.engine import option_parts as part
 from attnlab.engine.option_parts import MASKS, OUTPUT_GROUP, PARTS, SHAPE
 from attnlab.engine.option_spec import FROM_SITE, OUTPUT, CliFlag, Control, LessonKey, OptionSpec
@@ -380,6 +381,17 @@ PRECISION = OptionSpec(
     as_trained="the stored dtype is the weights as trained, and float32 only widens them (no rounding is added)",
 )
 
+# adapter_strength (issue 35): W + s·ΔW for a LoRA adapter's weights; a change re-runs from the first adapted layer
+ADAPTER_STRENGTH = OptionSpec(
+    "adapter_strength",
+    invalidates=FROM_SITE,
+    site_changed_in=adapter_option.site_changed_in,
+    controls=(adapter_option.CONTROL,),
+    cli=(adapter_option.FLAG,),
+    lesson=adapter_option.LESSON,
+    departs=adapter_option.departs,
+)
+
 # record: the API's fast path (LiveModel.trace(options=RunOptions(record=False))); no control, flag or key.
 RECORD = OptionSpec("record", as_trained="what the trace keeps, not what the model computes")
 
@@ -399,5 +411,6 @@ SPECS: tuple[OptionSpec, ...] = (
     TEMPERATURE,
     DEVICE,
     PRECISION,
+    ADAPTER_STRENGTH,
     RECORD,
 )

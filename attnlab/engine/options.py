@@ -21,6 +21,20 @@ PRECISIONS = ("stored", "float32")  # RunOptions.precision: the weights' stored 
 SITE_KINDS = names.SITE_KINDS  # re-exported: the kinds a causal toggle or a per-kind mask names
 
 
+MIN_ADAPTER_STRENGTH, MAX_ADAPTER_STRENGTH = -1.0, 3.0  # RunOptions.adapter_strength: base -1 … 3 fine-tunes
+
+
+def adapter_strength_problems(strength: object) -> list[str]:
+    """Why a LoRA adapter strength cannot run (empty: it can)."""
+    if isinstance(strength, bool) or not isinstance(strength, (int, float)) or not math.isfinite(strength):
+        return [f"the adapter strength must be a number (got {excerpt(strength)})"]
+    if not MIN_ADAPTER_STRENGTH <= strength <= MAX_ADAPTER_STRENGTH:
+        return [
+            f"the adapter strength must be from {MIN_ADAPTER_STRENGTH:g} to {MAX_ADAPTER_STRENGTH:g} (got {strength:g})"
+        ]
+    return []
+
+
 class OptionsError(ValueError):
     """A combination of toggles that cannot run on this model; the message says why."""
 
@@ -56,6 +70,8 @@ class RunOptions:
     # weights as stored (issue 23): "stored" runs in the dtype the weights are held in (bf16 stays bf16),
     # "float32" widens them for the run (engine/precision.py; the trace records in the compute dtype)
     precision: str = "stored"
+    # a LoRA adapter's strength s (checkpoints/adapters.py): W + s·ΔW, 0 the base model, 1 the fine-tuned one
+    adapter_strength: float = 1.0
 
     # ---- convenience constructors -------------------------------------------------------------
     def replace(self, **changes: Any) -> RunOptions:
@@ -179,6 +195,7 @@ class RunOptions:
             p.append(f"final_norm must be None (as trained), True or False (got {excerpt(self.final_norm)})")
         if self.device not in ("auto", "cpu", "cuda"):
             p.append(f"device must be auto, cpu or cuda (got {excerpt(self.device)})")
+        p += adapter_strength_problems(self.adapter_strength)
         if self.precision not in PRECISIONS:
             p.append(f"precision must be one of {', '.join(PRECISIONS)} (got {excerpt(self.precision)})")
         if not _is_int(self.pad_to) or not 0 <= self.pad_to <= config.max_len:

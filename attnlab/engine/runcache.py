@@ -42,7 +42,7 @@ def first_changed_layer(config: ModelConfig, before: RunOptions, after: RunOptio
     if not changed or not changed <= option_rules.fields_invalidating(FROM_SITE):
         return None
     for site_name in sites_in_run_order(config):
-        if option_rules.site_changed(before, after, site_name, changed):
+        if option_rules.site_changed(before, after, site_name, changed, config):
             stack, index, _kind = names.split_site(site_name)
             return stack, index
     return None

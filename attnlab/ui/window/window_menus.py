@@ -163,6 +163,7 @@ class WindowMenus(WindowHost):
         self.model_view_dock = add_model_view(self, m)  # View → Whole-model attention (Ctrl+M)
         self._action(m, "&Quantization: W, Ŵ, |W − Ŵ|…", self._show_quantization, [], "quantizationAction")
         self._action(m, "Head &roles, sinks, score dimensions…", self._show_head_roles, [], "headRolesAction")
+        self._action(m, "&LoRA adapter: B, A, ΔW; pin the base as A…", self._show_lora, [], "loraAction")
 
     def _show_head_roles(self) -> None:
         """The head-roles map, the attention-sink page and the neuron view (issue 37.3, 37.4)."""
@@ -179,6 +180,12 @@ class WindowMenus(WindowHost):
         from attnlab.ui.stages.quantization import show_quantization  # ui/stages needs torch: not at start-up
 
         show_quantization(self)
+
+    def _show_lora(self) -> None:
+        """B, A and ΔW of a LoRA adapter's modules; the base model's run as A (issue 35.1)."""
+        from attnlab.ui.stages.lora import show_lora  # ui/stages needs torch: not at start-up
+
+        show_lora(self)
 
     def step(self, delta: int) -> None:
         """The clicker: the next step of a playing lesson, else the next stage."""
