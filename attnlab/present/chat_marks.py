@@ -3,7 +3,10 @@ token came from (the tokens stage colours its chips by it) and the turns' spans 
 
 from __future__ import annotations
 
-from attnlab.engine.trace import Trace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from attnlab.engine.trace import Trace  # only read here: the input bar imports this module before torch loads
 
 ORIGIN_WORDS = {
     "template": "template text",

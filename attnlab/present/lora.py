@@ -54,6 +54,11 @@ def scaling_text(f: LoraFactors) -> str:
     return f"scaling = α / r = {f.alpha:g} / {f.rank} = {f.scaling:.4g}"
 
 
+def strength_of(options: RunOptions) -> float:
+    """The adapter strength the session's options ask for (0 the base, 1 the fine-tune)."""
+    return float(options.adapter_strength)
+
+
 def lora_view(model: LiveModel | None, module: str, strength: float = 1.0) -> LoraView | MessageView:
     """The view of `module` (a name from `adapter_modules`) at the run's adapter strength."""
     adapter = adapter_of(model)

@@ -105,7 +105,7 @@ class LoraWindow(QtWidgets.QWidget):
         from attnlab.present import lora
 
         s = self.host.session
-        self.panel.show_view(lora.lora_view(s.model, name, s.options.adapter_strength))
+        self.panel.show_view(lora.lora_view(s.model, name, lora.strength_of(s.options)))
 
     def pin_base(self) -> None:
         """The base model's run (strength 0) on the window's sentence, pinned as A (B: the adapted runs)."""
