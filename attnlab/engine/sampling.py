@@ -1,0 +1,148 @@
+"""Choosing the next token: greedy, or drawn with temperature, top-k, top-p and a seed (issue 35). Pure torch.
+
+The order and the rules are transformers' (generation/utils.py `_get_logits_processor` and `_sample`): the
+logits divided by the temperature (TemperatureLogitsWarper), then every token below the k-th largest set to
+-inf (TopKLogitsWarper, ties with the k-th kept), then, over what is left sorted ascending, every token whose
+cumulative probability is at most 1 - top_p removed (TopPLogitsWarper, the most probable token always kept),
+then softmax and one `torch.multinomial` draw. The draw happens on the CPU from float32 probabilities with a
+`torch.Generator` seeded by the person's seed, so one seed gives the same tokens on every run and machine,
+whatever device the model ran on (for the same logits).
+
+The defaults are transformers' own when a model folder's generation_config.json says nothing
+(`GenerationConfig._get_default_generation_params`: do_sample False, temperature 1, top_k 50, top_p 1);
+checkpoints/generation_config.py reads the folder's values and where each came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from attnlab.limits import excerpt
+
+# transformers' defaults for the fields a generation_config.json may leave out (see the module docstring)
+DEFAULTS: dict[str, Any] = {"sample": False, "temperature": 1.0, "top_k": 50, "top_p": 1.0, "seed": 0}
+# RunOptions field -> generation_config.json key (the seed has none: transformers reads torch's global seed)
+CONFIG_KEYS = {"sample": "do_sample", "temperature": "temperature", "top_k": "top_k", "top_p": "top_p"}
+FIELDS = ("sample", "temperature", "top_k", "top_p", "seed")
+GENERATION_KEY = "generation"  # LiveModel.metadata[GENERATION_KEY]: {field: {"value", "source"}} (trace.info too)
+MAX_SEED = 2**63 - 1  # torch.Generator.manual_seed takes a 64-bit seed
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How the next token is chosen: `sample` False is greedy (the argmax; the rest is unused)."""
+
+    sample: bool = False
+    temperature: float = 1.0
+    top_k: int = 50  # 0: no top-k cut
+    top_p: float = 1.0  # 1: no top-p cut
+    seed: int = 0
+
+    @classmethod
+    def of(cls, options: Any) -> SamplingSettings:
+        """The settings a RunOptions (or anything with these fields) asks for."""
+        return cls(*(getattr(options, f) for f in FIELDS))
+
+    def text(self) -> str:
+        """The settings in a few words ('greedy' when sampling is off)."""
+        if not self.sample:
+            return "greedy (the most probable token)"
+        cuts = [f"top-k {self.top_k}" if self.top_k else "", f"top-p {self.top_p:g}" if self.top_p < 1 else ""]
+        said = ", ".join(c for c in cuts if c) or "no cut"
+        return f"sampling at T = {self.temperature:g}, {said}, seed {self.seed}"
+
+
+def warped_logits(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
+    """logits [V] -> the scores transformers' warpers leave: /T, then the top-k and top-p masks (-inf), float32
+    on the CPU.  [V] -> [V]"""
+    scores = logits.detach().to(device="cpu", dtype=torch.float32)[None]  # [1, V], as generate() casts them
+    if settings.temperature != 1.0:
+        scores = scores / settings.temperature  # TemperatureLogitsWarper
+    if settings.top_k:
+        k = min(max(int(settings.top_k), 1), scores.shape[-1])  # min_tokens_to_keep 1
+        scores = scores.masked_fill(scores < torch.topk(scores, k)[0][..., -1, None], float("-inf"))  # TopK
+    if settings.top_p < 1.0:
+        ordered, order = torch.sort(scores, descending=False)  # [1, V] ascending
+        cumulative = ordered.softmax(dim=-1).cumsum(dim=-1)  # [1, V]
+        drop = cumulative <= (1 - settings.top_p)  # TopPLogitsWarper's rule
+        drop[..., -1:] = False  # the most probable token stays
+        scores = scores.masked_fill(drop.scatter(1, order, drop), float("-inf"))
+    return scores[0]  # [V]
+
+
+def kept_probs(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
+    """The distribution a token is drawn from: softmax of the warped scores, 0 outside the kept set, summing
+    to 1 over it (the tempered probabilities renormalised).  [V] -> [V] float32 on the CPU"""
+    return torch.softmax(warped_logits(logits, settings), dim=-1)
+
+
+def draw(probs: torch.Tensor, generator: torch.Generator) -> int:
+    """One token id drawn from `probs` [V] (float32, CPU) as transformers' `_sample` draws it."""
+    return int(torch.multinomial(probs[None], num_samples=1, generator=generator)[0, 0])
+
+
+def seeded(seed: int) -> torch.Generator:
+    """A CPU generator at `seed`: the same stream on every machine."""
+    return torch.Generator(device="cpu").manual_seed(int(seed))
+
+
+def choose_next(logits: torch.Tensor, settings: SamplingSettings, generator: torch.Generator | None = None) -> int:
+    """The next token after one position's `logits` [V]: the argmax when sampling is off, else one draw from
+    `kept_probs` with `generator` (a fresh one at the settings' seed when None)."""
+    if not settings.sample:
+        return int(logits.argmax())
+    return draw(kept_probs(logits, settings), generator if generator is not None else seeded(settings.seed))
+
+
+def chooser(options: Any) -> Callable[[torch.Tensor], int]:
+    """The next-token rule of one generation with `options`: greedy, or draws from one generator seeded once,
+    so the whole continuation follows from the seed (torch.manual_seed(seed) before transformers' generate()
+    draws from the same stream)."""
+    settings = SamplingSettings.of(options)
+    generator = seeded(settings.seed) if settings.sample else None
+    return lambda logits: choose_next(logits, settings, generator)
+
+
+def sample_counts(probs: torch.Tensor, seed: int, n: int = 20) -> list[int]:
+    """The tokens of `n` draws from one distribution `probs` [V], draw i with a generator at seed + i: what
+    the next token would be under each of n seeds, from one run's logits (no other forward pass)."""
+    return [draw(probs, seeded(seed + i)) for i in range(n)]
+
+
+def sampling_problems(options: Any) -> list[str]:
+    """Why the sampling fields of `options` cannot be used (empty: they can). The temperature is checked with
+    the other run options (options.temperature_problems)."""
+    p: list[str] = []
+    if not isinstance(options.sample, bool):
+        p.append(f"sample must be True or False (got {excerpt(options.sample)})")
+    k = options.top_k
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        p.append(f"top_k must be a whole number of at least 0 (0: no top-k cut), not {excerpt(k)}")
+    t = options.top_p
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t <= 1:
+        p.append(f"top_p must be a number above 0 and at most 1 (1: no top-p cut), not {excerpt(t)}")
+    s = options.seed
+    if isinstance(s, bool) or not isinstance(s, int) or not 0 <= s <= MAX_SEED:
+        p.append(f"seed must be a whole number from 0 to {MAX_SEED}, not {excerpt(s)}")
+    return p
+
+
+def sources(options: Any, defaults: dict[str, Any] | None) -> list[tuple[str, Any, str]]:
+    """(field, value, where it came from) for each sampling field: "you" when `options` differ from the
+    model's defaults (`defaults`: LiveModel.metadata[GENERATION_KEY]), else that default's source
+    ("generation_config.json (top_p)", "default")."""
+    rows = []
+    for field in FIELDS:
+        entry = (defaults or {}).get(field) or {"value": DEFAULTS[field], "source": "default"}
+        value = getattr(options, field)
+        rows.append((field, value, "you" if value != entry.get("value") else str(entry.get("source", "default"))))
+    return rows
+
+
+def model_defaults(defaults: dict[str, Any] | None) -> dict[str, Any]:
+    """{field: value} the model's generation_config.json sets (LiveModel.metadata[GENERATION_KEY])."""
+    return {f: e["value"] for f, e in (defaults or {}).items() if f in FIELDS and isinstance(e, dict) and "value" in e}
