@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from attnlab.engine.options import RunOptions
+from attnlab.engine.sampling import with_model_defaults
 from attnlab.jobs import Job, JobRunner
 from attnlab.present.decoder_input import FOLLOWED, DecoderInput
 from attnlab.present.runtime import configure_torch
@@ -111,7 +112,7 @@ class Session(QObject):
         if getattr(model, "placement", None) is not None:  # layers spread over GPU, host and disk (offload.py)
             model.on_stream = self.layerStreamed.emit  # emitted on the worker, received on the GUI thread
         self.snapshots, self.training_step = snapshots, None
-        previous, self.options = self.options, RunOptions(device=self.options.device)
+        previous, self.options = self.options, self._defaults()
         self.src = example_sentence(model) if src is None else src
         self.tgt = (tgt or "") if self._has_decoder_input() else ""
         self.tgt_ids = None
@@ -187,7 +188,12 @@ class Session(QObject):
 
     def reset_options(self) -> None:
         """Every toggle back to its default (the device choice stays)."""
-        self.set_options(RunOptions(device=self.options.device))
+        self.set_options(self._defaults())
+
+    def _defaults(self) -> RunOptions:
+        """Every toggle at its default, the sampling ones at the model's generation_config.json (the device stays)."""
+        base = RunOptions(device=self.options.device)
+        return with_model_defaults(base, self.model.metadata) if self.model is not None else base
 
     def toggle_mask_cell(self, site: str, q: int, k: int) -> None:
         self.set_options(self.options.toggled_mask_cell(site, q, k))

@@ -22,6 +22,7 @@ from attnlab import limits
 from attnlab.bounded_read import MAX_INDEX_BYTES, FileRefused, confined, regular_file_size
 from attnlab.checkpoints import quantized
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
+from attnlab.checkpoints.generation_config import generation_defaults
 from attnlab.checkpoints.header import read_layout, short_reason
 from attnlab.checkpoints.hf.bert import NO_HEAD_NOTE
 from attnlab.checkpoints.hf.common import refusal
@@ -32,6 +33,7 @@ from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_fil
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.hf_tokenizer import NumberTokenizer
 from attnlab.engine.live import LiveModel
+from attnlab.engine.sampling import GENERATION_KEY
 
 SAFETENSORS, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
 TORCH_BIN, TORCH_BIN_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"
@@ -321,6 +323,7 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
         "source": f"Hugging Face folder ({model_type}){done}",
         "model_type": model_type,
         "settings": setting_sources(hf_config, config, notes),
+        GENERATION_KEY: generation_defaults(folder, notices),  # the sampling defaults and their sources
         "tokenizer": tok_desc + (f"; specials {src.specials.description}" if src is not None else ""),
     }
     cached = cached_repo_of(folder)

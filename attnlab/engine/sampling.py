@@ -17,11 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from attnlab.engine import names
 from attnlab.limits import excerpt
+
+if TYPE_CHECKING:
+    from attnlab.engine.trace import Trace
 
 # transformers' defaults for the fields a generation_config.json may leave out (see the module docstring)
 DEFAULTS: dict[str, Any] = {"sample": False, "temperature": 1.0, "top_k": 50, "top_p": 1.0, "seed": 0}
@@ -107,6 +111,22 @@ def chooser(options: Any) -> Callable[[torch.Tensor], int]:
     return lambda logits: choose_next(logits, settings, generator)
 
 
+def step_chooser(
+    options: Any, greedy: Callable[[Trace], tuple[int, str]], name: Callable[[int], str]
+) -> Callable[[Trace], tuple[int, str]]:
+    """What LiveModel.generate calls on each step's run: `greedy` (the argmax) when sampling is off, else a
+    draw from the last position's logits with the generation's one seeded stream; (id, its token)."""
+    if not options.sample:
+        return greedy
+    choose = chooser(options)
+
+    def drawn(run: Trace) -> tuple[int, str]:
+        token = choose(run.read(names.LOGITS, -1))  # [V], only the last position crosses to the host
+        return token, name(token)
+
+    return drawn
+
+
 def sample_counts(probs: torch.Tensor, seed: int, n: int = 20) -> list[int]:
     """The tokens of `n` draws from one distribution `probs` [V], draw i with a generator at seed + i: what
     the next token would be under each of n seeds, from one run's logits (no other forward pass)."""
@@ -146,3 +166,8 @@ def sources(options: Any, defaults: dict[str, Any] | None) -> list[tuple[str, An
 def model_defaults(defaults: dict[str, Any] | None) -> dict[str, Any]:
     """{field: value} the model's generation_config.json sets (LiveModel.metadata[GENERATION_KEY])."""
     return {f: e["value"] for f, e in (defaults or {}).items() if f in FIELDS and isinstance(e, dict) and "value" in e}
+
+
+def with_model_defaults(options: Any, metadata: dict[str, Any] | None) -> Any:
+    """`options` (RunOptions) with the sampling values the model's generation_config.json sets."""
+    return options.replace(**model_defaults((metadata or {}).get(GENERATION_KEY)))
