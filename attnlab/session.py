@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from attnlab.engine.options import RunOptions
-from attnlab.engine.sampling import with_model_defaults
+from attnlab.engine.sampling_settings import with_model_defaults
 from attnlab.jobs import Job, JobRunner
 from attnlab.present.decoder_input import FOLLOWED, DecoderInput
 from attnlab.present.runtime import configure_torch

@@ -13,7 +13,7 @@ from typing import Any
 from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.tokenizer_files import read_json_file
 from attnlab.engine.options import temperature_problems
-from attnlab.engine.sampling import CONFIG_KEYS, DEFAULTS, FIELDS, sampling_problems
+from attnlab.engine.sampling_settings import CONFIG_KEYS, DEFAULTS, FIELDS, sampling_problems
 from attnlab.limits import excerpt
 
 FILE = "generation_config.json"

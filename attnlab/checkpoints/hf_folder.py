@@ -33,7 +33,7 @@ from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_fil
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.hf_tokenizer import NumberTokenizer
 from attnlab.engine.live import LiveModel
-from attnlab.engine.sampling import GENERATION_KEY
+from attnlab.engine.sampling_settings import GENERATION_KEY
 
 SAFETENSORS, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
 TORCH_BIN, TORCH_BIN_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from attnlab.engine.config import ConfigError
     from attnlab.engine.live import out_of_device_memory
     from attnlab.engine.options import OptionsError, RunOptions
-    from attnlab.engine.sampling import with_model_defaults
+    from attnlab.engine.sampling_settings import with_model_defaults
 
     if args.generate is not None and args.generate < 1:
         return fail(f"--generate needs a positive number of tokens (got {args.generate}).")

@@ -48,7 +48,7 @@ def sampling_options(args: argparse.Namespace, model: LiveModel) -> RunOptions:
     from attnlab.engine.option_specs import TEMPERATURE
     from attnlab.engine.option_specs_sampling import SAMPLING_SPECS
     from attnlab.engine.options import RunOptions
-    from attnlab.engine.sampling import with_model_defaults
+    from attnlab.engine.sampling_settings import with_model_defaults
 
     options = with_model_defaults(RunOptions(record=False), model.metadata)
     for spec in (TEMPERATURE, *SAMPLING_SPECS):

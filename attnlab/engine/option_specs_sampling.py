@@ -7,7 +7,7 @@ from __future__ import annotations
 from attnlab.engine import option_parts as part
 from attnlab.engine.option_parts import OUTPUT_GROUP
 from attnlab.engine.option_spec import OUTPUT, CliFlag, Control, LessonKey, OptionSpec
-from attnlab.engine.sampling import MAX_SEED
+from attnlab.engine.sampling_settings import MAX_SEED
 
 DECODING = "a decoding choice: every tensor up to the logits is the trained model's; it only changes which next "
 MAX_SEED_SHOWN = 2**31 - 1  # what the panel's spin box holds; the API and the CLI take up to MAX_SEED

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.sampling import sampling_problems
+from attnlab.engine.sampling_settings import sampling_problems
 from attnlab.limits import excerpt
 
 NormPlacement = Literal["trained", "pre", "post"]
