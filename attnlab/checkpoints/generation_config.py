@@ -39,7 +39,7 @@ def generation_defaults(folder: Path, notices: list[str]) -> dict[str, dict[str,
         key = CONFIG_KEYS.get(field)
         value = found.get(key) if key else None
         why = _problem(field, value) if value is not None else "unset"
-        if why == "":
+        if why == "" and value is not None:
             value = float(value) if field in ("temperature", "top_p") else value
             out[field] = {"value": value, "source": f"{FILE} ({key})"}
             continue

@@ -16,7 +16,7 @@ checkpoints/generation_config.py reads the folder's values and where each came f
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import torch
 
@@ -61,6 +61,9 @@ class Run(Protocol):
     they this module's settings)."""
 
     def read(self, name: str, index: int) -> torch.Tensor: ...
+
+
+R = TypeVar("R", bound=Run)
 
 
 def warped_logits(logits: torch.Tensor, settings: SamplingSettings) -> torch.Tensor:
@@ -115,15 +118,15 @@ def chooser(options: Any) -> Callable[[torch.Tensor], int]:
 
 
 def step_chooser(
-    options: Any, greedy: Callable[[Run], tuple[int, str]], name: Callable[[int], str]
-) -> Callable[[Run], tuple[int, str]]:
+    options: Any, greedy: Callable[[R], tuple[int, str]], name: Callable[[int], str]
+) -> Callable[[R], tuple[int, str]]:
     """What LiveModel.generate calls on each step's run: `greedy` (the argmax) when sampling is off, else a
     draw from the last position's logits with the generation's one seeded stream; (id, its token)."""
     if not options.sample:
         return greedy
     choose = chooser(options)
 
-    def drawn(run: Run) -> tuple[int, str]:
+    def drawn(run: R) -> tuple[int, str]:
         token = choose(run.read(names.LOGITS, -1))  # [V], only the last position crosses to the host
         return token, name(token)
 
