@@ -84,10 +84,10 @@ def as_text(d: dict) -> str:
     if isinstance(notices, list) and notices:
         lines.append("notes from loading:")
         lines += [f"  - {note}" for note in notices]
-    if isinstance(settings, dict) and settings:
-        lines += settings_table(settings)
     if isinstance(generation, dict) and generation:
         lines += sampling_lines(generation)
+    if isinstance(settings, dict) and settings:
+        lines += settings_table(settings)
     snaps = d["snapshots"]
     if snaps:
         kept = ", ".join(map(str, snaps["steps"])) if "steps" in snaps else f"unreadable ({snaps['error']})"
