@@ -91,3 +91,30 @@ def test_seeded_generate_draws_the_tokens_transformers_draws(plain: attnlab.Live
     ours = [[int(s.info["next_id"]) for s in steps] for steps in runs]
     assert ours[0] == ours[1]  # the same seed, the same tokens
     assert ours[0][: len(theirs)] == theirs  # transformers stops after its eos (id 0)
+
+
+def test_an_encoder_decoder_draws_the_tokens_transformers_draws(tmp_path: Path) -> None:
+    """A tiny Marian (tests/support/hf_tiny.py): the decoder starts from decoder_start_token_id, typed as an id
+    (the folder has no tokenizer). transformers forces </s> at the last step (forced_eos_token_id), so the
+    tokens before it are compared."""
+    from tests.support import hf_tiny
+
+    hf, cfg = hf_tiny.marian()
+    hf.save_pretrained(str(tmp_path / "marian"), safe_serialization=True)
+    model = attnlab.load(tmp_path / "marian")
+    src, start = [*PROMPT[:6], cfg["eos_token_id"]], cfg["decoder_start_token_id"]
+    options = RunOptions(sample=True, temperature=1.3, top_k=30, top_p=0.95, seed=8, record=False)
+    steps = model.generate(" ".join(map(str, src)), prefix=str(start), max_new_tokens=5, options=options)
+    ours = [int(s.info["next_id"]) for s in steps]
+    torch.manual_seed(8)
+    out = hf.generate(
+        torch.tensor([src]),
+        decoder_input_ids=torch.tensor([[start]]),
+        do_sample=True,
+        temperature=1.3,
+        top_k=30,
+        top_p=0.95,
+        max_new_tokens=5,
+    )
+    theirs = [int(i) for i in out[0, 1:-1]]  # after the start token, before the forced </s>
+    assert len(theirs) >= 3 and ours[: len(theirs)] == theirs
