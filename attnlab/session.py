@@ -22,11 +22,12 @@ from PySide6.QtCore import QObject, QTimer, Signal, Slot
 
 from attnlab.engine.chat_prompt import Conversation
 from attnlab.engine.options import RunOptions
+from attnlab.engine.sampling_settings import with_model_defaults
 from attnlab.jobs import Job, JobRunner
 from attnlab.present.decoder_input import FOLLOWED, DecoderInput
 from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage
-from attnlab.present.texts import example_sentence
+from attnlab.present.texts import draw_stream, example_sentence
 from attnlab.session_jobs import LoadDetour, TraceRequest, extend_by_one, load_job, reads_second_text, trace_job
 
 if TYPE_CHECKING:
@@ -85,6 +86,9 @@ class Session(QObject):
         # waiting jobs start loads first; a load makes the old model's traces moot
         self._jobs = JobRunner(self._deliver, ("load", "trace", "warm"), {"load": ("trace",)}, configure_torch)
         self._generate_presses = 0
+        # the draws of Generate presses while the run samples (a torch.Generator at the seed, present/texts.py),
+        # begun anew when a text or an option changes otherwise than by Generate
+        self._draws: Any = None
         self._last_busy = False
         self._last_loading = False
         self._debounce = QTimer(self, singleShot=True, interval=DEBOUNCE_MS)
@@ -114,13 +118,13 @@ class Session(QObject):
         if getattr(model, "placement", None) is not None:  # layers spread over GPU, host and disk (offload.py)
             model.on_stream = self.layerStreamed.emit  # emitted on the worker, received on the GUI thread
         self.snapshots, self.training_step = snapshots, None
-        previous, self.options = self.options, RunOptions(device=self.options.device)
+        previous, self.options = self.options, self._defaults()
         self.src = example_sentence(model) if src is None else src
         self.chat = None
         self.tgt = (tgt or "") if self._has_decoder_input() else ""
         self.tgt_ids = None
         self.tgt_origin, self._follow = DecoderInput().written(self.src, typed=False), False  # the loader's or a demo's
-        self._generate_presses = 0
+        self._generate_presses, self._draws = 0, None
         self.modelChanged.emit(model)
         self.snapshotsChanged.emit(snapshots)
         self.trainingStepChanged.emit(None)
@@ -158,7 +162,7 @@ class Session(QObject):
     def set_src(self, text: str, debounce: bool = True) -> None:
         """A new source sentence; a decoder input the person did not type follows it on the next run."""
         if text != self.src:
-            self.src, self.chat = text, None  # typing in the box leaves a conversation
+            self.src, self.chat, self._draws = text, None, None  # typing in the box leaves a conversation
             config = self.model.config if self.model is not None else None
             if config is not None and config.arch == "decoder-only":
                 self.tgt_ids = None
@@ -174,7 +178,7 @@ class Session(QObject):
         following, self._follow = self._follow, False
         self.tgt_origin = self.tgt_origin.written(self.src, typed)
         if text != self.tgt or following:  # a run about to replace the input with the model's: run again
-            self.tgt = text
+            self.tgt, self._draws = text, None
             self.tgt_ids = None
             self._schedule(debounce)
 
@@ -191,7 +195,7 @@ class Session(QObject):
                 self.failed.emit("These options cannot run on this model:\n- " + "\n- ".join(problems))
                 self.optionsChanged.emit(self.options, changed)  # the controls of those fields snap back
                 return False
-        self.options = options
+        self.options, self._draws = options, None
         self.optionsChanged.emit(options, changed)
         self.request_trace()
         return True
@@ -204,7 +208,12 @@ class Session(QObject):
 
     def reset_options(self) -> None:
         """Every toggle back to its default (the device choice stays)."""
-        self.set_options(RunOptions(device=self.options.device))
+        self.set_options(self._defaults())
+
+    def _defaults(self) -> RunOptions:
+        """Every toggle at its default, the sampling ones at the model's generation_config.json (the device stays)."""
+        base = RunOptions(device=self.options.device)
+        return with_model_defaults(base, self.model.metadata) if self.model is not None else base
 
     def toggle_mask_cell(self, site: str, q: int, k: int) -> None:
         self.set_options(self.options.toggled_mask_cell(site, q, k))
@@ -289,7 +298,9 @@ class Session(QObject):
         model, trace = self.model, self.trace
         if model is None or trace is None:  # both callers have a model and its trace
             return
-        step = extend_by_one(model, trace)
+        if self._draws is None:
+            self._draws = draw_stream(trace)  # None while greedy
+        step = extend_by_one(model, trace, self._draws)
         if isinstance(step, str):  # nothing to append: why
             self._generate_presses = 0
             self.notice.emit(step)

@@ -127,10 +127,11 @@ class Extended:
     piece: str
 
 
-def extend_by_one(model: LiveModel, trace: Trace) -> Extended | str:
-    """The decoder input of `trace` with the model's most probable next token appended, or why none is (the
-    model predicts </s>, or the input is as long as the model reads)."""
-    token_id, piece = next_token(model, trace)
+def extend_by_one(model: LiveModel, trace: Trace, draws: Any = None) -> Extended | str:
+    """The decoder input of `trace` with the model's next token appended (the most probable, or drawn with the
+    generator `draws` when the run samples), or why none is (the model predicts </s>, or the input is as long
+    as the model reads)."""
+    token_id, piece = next_token(model, trace, draws)
     tok = model.tokenizer("tgt")
     if token_id == tok.specials.eos:
         return "The model predicts </s>: it considers the sentence finished."

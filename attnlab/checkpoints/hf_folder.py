@@ -23,6 +23,7 @@ from attnlab.bounded_read import MAX_INDEX_BYTES, FileRefused, confined, regular
 from attnlab.checkpoints import quantized
 from attnlab.checkpoints.chat_files import chat_metadata
 from attnlab.checkpoints.errors import CheckpointError, Problems, name_list
+from attnlab.checkpoints.generation_config import generation_defaults
 from attnlab.checkpoints.header import read_layout, short_reason
 from attnlab.checkpoints.hf.bert import NO_HEAD_NOTE
 from attnlab.checkpoints.hf.common import refusal
@@ -33,6 +34,7 @@ from attnlab.checkpoints.tokenizer_files import folder_tokenizers, read_json_fil
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.hf_tokenizer import NumberTokenizer
 from attnlab.engine.live import LiveModel
+from attnlab.engine.sampling_settings import GENERATION_KEY
 
 SAFETENSORS, SAFETENSORS_INDEX = "model.safetensors", "model.safetensors.index.json"
 TORCH_BIN, TORCH_BIN_INDEX = "pytorch_model.bin", "pytorch_model.bin.index.json"
@@ -322,6 +324,7 @@ def load_hf_folder(folder: Path, device: str = "cpu", tokenizer: Any = None, dty
         "source": f"Hugging Face folder ({model_type}){done}",
         "model_type": model_type,
         "settings": setting_sources(hf_config, config, notes),
+        GENERATION_KEY: generation_defaults(folder, notices),  # the sampling defaults and their sources
         "tokenizer": tok_desc + (f"; specials {src.specials.description}" if src is not None else ""),
     }
     metadata.update(chat_metadata(folder, problems))  # the chat template, when the folder has one

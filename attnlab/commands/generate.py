@@ -7,7 +7,13 @@ from __future__ import annotations
 import argparse
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
-from attnlab.commands.translate import add_max_new_tokens, checked_text, report
+from attnlab.commands.translate import (
+    add_max_new_tokens,
+    add_sampling_arguments,
+    checked_text,
+    report,
+    sampling_options,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "bundled:NAME (default: bundled:language)",
     )
     add_max_new_tokens(parser, 30)
+    add_sampling_arguments(parser)
     add_import_arguments(parser)
 
 
@@ -28,4 +35,5 @@ def run(args: argparse.Namespace) -> int:
     if model.config.has_encoder:
         kind = "encoder-decoder: `attnlab translate` runs it" if model.config.has_decoder else "encoder-only"
         raise ValueError(f"this model is {kind}; `attnlab generate` continues a text with a decoder-only model")
-    return report(model, model.generate(text, max_new_tokens=args.max_new_tokens), text, "tgt")
+    options = sampling_options(args, model)
+    return report(model, model.generate(text, max_new_tokens=args.max_new_tokens, options=options), text, "tgt")

@@ -77,12 +77,15 @@ def as_text(d: dict) -> str:
         )
     meta = dict(d["metadata"])
     settings, notices = meta.pop("settings", None), meta.pop("notices", None)
+    generation = meta.pop("generation", None)  # engine/sampling_settings.GENERATION_KEY
     if meta:
         lines.append("metadata:")
         lines += [f"  {k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in meta.items()]
     if isinstance(notices, list) and notices:
         lines.append("notes from loading:")
         lines += [f"  - {note}" for note in notices]
+    if isinstance(generation, dict) and generation:
+        lines += sampling_lines(generation)
     if isinstance(settings, dict) and settings:
         lines += settings_table(settings)
     snaps = d["snapshots"]
@@ -93,6 +96,13 @@ def as_text(d: dict) -> str:
     width = max(len(n) for n in d["tensors"])
     lines += [f"  {name:<{width}}  [{', '.join(map(str, shape))}]" for name, shape in d["tensors"].items()]
     return "\n".join(lines)
+
+
+def sampling_lines(generation: dict[str, Any]) -> list[str]:
+    """The sampling defaults and where each came from (generation_config.json or transformers' default)."""
+    rows = [(str(f), str(e.get("value")), str(e.get("source"))) for f, e in generation.items() if isinstance(e, dict)]
+    width = max((len(f) + len(v) for f, v, _s in rows), default=0) + 1
+    return ["sampling defaults:"] + [f"  {f + ' ' + v:<{width}}  {s}" for f, v, s in rows]
 
 
 def settings_table(settings: dict[str, Any]) -> list[str]:

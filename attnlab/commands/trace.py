@@ -77,10 +77,10 @@ def fail(message: str) -> int:
     return 2
 
 
-def options_from(args: argparse.Namespace) -> RunOptions:
-    """The RunOptions the flags ask for (ValueError naming the flag for a value it cannot read, like an
-    ablation written in another form)."""
-    return option_rules.options_from_args(args)
+def options_from(args: argparse.Namespace, base: RunOptions | None = None) -> RunOptions:
+    """The RunOptions the flags ask for over `base` (the model's sampling defaults; ValueError naming the flag
+    for a value it cannot read, like an ablation written in another form)."""
+    return option_rules.options_from_args(args, base)
 
 
 def model_at_step(model: LiveModel, step: int) -> LiveModel:
@@ -118,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError
     from attnlab.engine.config import ConfigError
     from attnlab.engine.live import out_of_device_memory
-    from attnlab.engine.options import OptionsError
+    from attnlab.engine.options import OptionsError, RunOptions
+    from attnlab.engine.sampling_settings import with_model_defaults
 
     if args.generate is not None and args.generate < 1:
         return fail(f"--generate needs a positive number of tokens (got {args.generate}).")
@@ -131,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:  # a step the snapshots do not hold
         return fail(f"--training-step: {e}.")
     try:
-        options = options_from(args)
+        options = options_from(args, with_model_defaults(RunOptions(), model.metadata))
     except ValueError as e:
         return fail(f"{e}.")
     generated = None

@@ -14,6 +14,7 @@ from attnlab.limits import MAX_SENTENCE_CHARS
 
 if TYPE_CHECKING:
     from attnlab.engine.live import LiveModel
+    from attnlab.engine.options import RunOptions
     from attnlab.engine.trace import Trace
 
 MAX_NEW_TOKENS = 1000  # far more than any model here writes; generation stops at </s> or the model's length
@@ -28,7 +29,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "or bundled:NAME (default: bundled:translation)",
     )
     add_max_new_tokens(parser, 40)
+    add_sampling_arguments(parser)
     add_import_arguments(parser)
+
+
+def add_sampling_arguments(parser: argparse.ArgumentParser) -> None:
+    """--temperature --sample --top-k --top-p --seed: the option table's flags for choosing the next token."""
+    from attnlab.engine.option_specs import TEMPERATURE
+    from attnlab.engine.option_specs_sampling import SAMPLING_SPECS
+
+    for spec in (TEMPERATURE, *SAMPLING_SPECS):
+        for flag in spec.cli:
+            parser.add_argument(flag.flag, **dict(flag.arguments))
+
+
+def sampling_options(args: argparse.Namespace, model: LiveModel) -> RunOptions:
+    """The options the sampling flags ask for over the model's generation_config.json defaults (fast runs)."""
+    from attnlab.engine.option_specs import TEMPERATURE
+    from attnlab.engine.option_specs_sampling import SAMPLING_SPECS
+    from attnlab.engine.options import RunOptions
+    from attnlab.engine.sampling_settings import with_model_defaults
+
+    options = with_model_defaults(RunOptions(record=False), model.metadata)
+    for spec in (TEMPERATURE, *SAMPLING_SPECS):
+        for flag in spec.cli:
+            options = flag.apply(options, getattr(args, flag.flag.lstrip("-").replace("-", "_")))
+    return options.validate(model.config)
 
 
 def add_max_new_tokens(parser: argparse.ArgumentParser, default: int) -> None:
@@ -59,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
             f"this model is {kind}; `attnlab translate` needs an encoder-decoder model"
             + (" (`attnlab generate` continues a text)" if model.config.has_decoder else "")
         )
-    return report(model, model.generate(text, max_new_tokens=args.max_new_tokens), text, "src")
+    options = sampling_options(args, model)
+    return report(model, model.generate(text, max_new_tokens=args.max_new_tokens, options=options), text, "src")
 
 
 def report(model: LiveModel, steps: Iterable[Trace], text: str, side: str) -> int:

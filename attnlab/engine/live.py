@@ -35,6 +35,7 @@ from attnlab.engine.options import RunOptions
 from attnlab.engine.precision import module_dtype, run_dtype
 from attnlab.engine.recorder import Recorder
 from attnlab.engine.run_inputs import LayerInputs, Resume
+from attnlab.engine.sampling import GENERATION_KEY, step_chooser
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Trace
 from attnlab.engine.typed import UNSURE_BELOW, unsure_notice
@@ -287,6 +288,7 @@ class LiveModel:
         entries.update(lens_entries(self.module, entries, resolved))  # the logit lens, derived on read
         info: dict[str, Any] = {"model": self.name, "compute_ms": (time.perf_counter() - start) * 1000.0}
         info["kept"] = keep  # what the trace stores of each layer (engine/replay.py)
+        info[GENERATION_KEY] = self.metadata.get(GENERATION_KEY, {})  # the sampling defaults and their sources
         info["pads"] = sum(len(ids) - n_real for _p, ids, n_real in sides.values())  # <pad> positions (pad_to)
         info["specials"] = {side: self.wrapping(side, src if side == "src" else tgt) for side in sides}
         info.update(chat_info(src, tgt))  # a conversation's token provenance and turns (engine/chat_prompt.py)
@@ -310,7 +312,8 @@ class LiveModel:
     def generate(
         self, src: Prompt = None, prefix: str = "", max_new_tokens: int = 30, options: RunOptions | None = None
     ) -> Iterator[Trace]:
-        """Greedy decoding: yields a Trace per step; trace.info['generated'] holds the text so far.
+        """Greedy decoding, or sampling when `options.sample` (engine/sampling.py): yields a Trace per step;
+        trace.info['generated'] holds the text so far.
 
         Encoder-decoder: `src` is encoded and the decoder starts from `prefix`. Decoder-only: the prompt is
         `prefix` (or `src` when no prefix is given), and 'generated' includes it.
@@ -324,9 +327,10 @@ class LiveModel:
         src, ids = self.inputs.generation_prompt(src, prefix)
         tok = self.tokenizer("tgt")
         unsure: list[tuple[str, float]] = []  # the chosen tokens whose probability was below UNSURE_BELOW
+        choose = step_chooser(options, self.next_token, self.output_tokenizer.id_to_token)  # argmax, or drawn
         for step in range(max_new_tokens):
             run = self.trace(src=src, tgt=list(ids), options=options)
-            next_id, piece = self.next_token(run)
+            next_id, piece = choose(run)
             prob = float(run.read(names.PROBS, -1)[next_id])
             if prob < UNSURE_BELOW:
                 unsure.append((piece, prob))

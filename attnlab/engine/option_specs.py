@@ -14,6 +14,7 @@ from attnlab.engine import adapter_option
 from attnlab.engine import option_parts as part
 from attnlab.engine.option_parts import MASKS, OUTPUT_GROUP, PARTS, SHAPE
 from attnlab.engine.option_spec import FROM_SITE, OUTPUT, CliFlag, Control, LessonKey, OptionSpec
+from attnlab.engine.option_specs_sampling import SAMPLING_SPECS
 
 NORM = OptionSpec(
     "norm",
@@ -310,8 +311,12 @@ TEMPERATURE = OptionSpec(
     cli=(
         CliFlag(
             "--temperature",
-            {"type": float, "default": 1.0, "help": "softmax temperature of the output"},
-            lambda o, t: o.replace(temperature=t),
+            {
+                "type": float,
+                "default": None,
+                "help": "softmax temperature of the output (default: generation_config.json's, else 1)",
+            },
+            part.unless_none("temperature"),
         ),
     ),
     lesson=LessonKey(
@@ -409,6 +414,7 @@ SPECS: tuple[OptionSpec, ...] = (
     RESIDUAL,
     PROJECTIONS,
     TEMPERATURE,
+    *SAMPLING_SPECS,  # sample, top_k, top_p, seed (issue 35)
     DEVICE,
     PRECISION,
     ADAPTER_STRENGTH,

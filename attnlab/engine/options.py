@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
+from attnlab.engine.sampling_settings import sampling_problems
 from attnlab.limits import excerpt
 
 NormPlacement = Literal["trained", "pre", "post"]
@@ -65,6 +66,11 @@ class RunOptions:
     # mean over the query positions before the heads are concatenated. ABLATION_MODES lists the modes.
     ablate: tuple[tuple[str, int, str], ...] = ()
     temperature: float = 1.0  # softmax(logits / temperature) for the output distribution
+    # choosing the next token (issue 35, engine/sampling.py): greedy, or drawn after the top-k / top-p cuts
+    sample: bool = False  # draw the next token (generation_config.json's do_sample) instead of the argmax
+    top_k: int = 50  # keep the k most probable tokens (0: no cut); transformers' default
+    top_p: float = 1.0  # keep the fewest tokens whose probability reaches top_p (1: no cut)
+    seed: int = 0  # the draws' torch.Generator seed: the same seed, the same tokens
     device: Device = "auto"
     record: bool = True  # capture every intermediate tensor in the Trace; False = fast path
     # weights as stored (issue 23): "stored" runs in the dtype the weights are held in (bf16 stays bf16),
@@ -185,7 +191,7 @@ class RunOptions:
         p: list[str] = []
         if self.norm not in ("trained", "pre", "post"):
             p.append(f"norm must be 'trained', 'pre' or 'post', not {self.norm!r}")
-        p += temperature_problems(self.temperature)
+        p += temperature_problems(self.temperature) + sampling_problems(self)
         if config.parallel_residual and self.norm == "post":
             p.append(
                 "this model runs attention and the feed-forward network side by side on the same input "

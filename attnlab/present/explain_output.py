@@ -70,6 +70,11 @@ def _vocabulary_page(stage: Stage, trace: Trace) -> str:
             "softmax turns the logits of a position into probabilities that sum to 1.",
             "The temperature T reshapes them: T &lt; 1 sharpens the distribution toward the top token, T &gt; 1 "
             "flattens it.",
+            "Sampling (in the toggles) draws the next token instead of taking the top one, as transformers' "
+            "generate() does: after T, top-k keeps the k most probable tokens and top-p the fewest whose "
+            "probabilities reach p; what is left is renormalised and one token drawn with the seed, so the same "
+            "seed gives the same tokens. The bars then show that renormalised distribution, a dashed line under "
+            "the last kept token.",
             pos_word,
             unsure_sentence(trace),
         ],

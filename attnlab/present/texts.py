@@ -3,7 +3,7 @@ Generate appends (the next token after the last real position, as ids and as tex
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from attnlab.engine import names
 from attnlab.engine.tokenizer import PAD, Tokenizer
@@ -55,15 +55,31 @@ def real_length(tokens: list[str]) -> int:
     return n
 
 
-def next_token(model: LiveModel, trace: Trace) -> tuple[int, str]:
-    """The most probable token after the last real (non-<pad>) decoder position."""
+def next_token(model: LiveModel, trace: Trace, draws: Any = None) -> tuple[int, str]:
+    """The token after the last real (non-<pad>) decoder position: the most probable one, or, when the run
+    samples and `draws` (a torch.Generator, `draw_stream`) is given, one drawn from the top-k / top-p cut."""
     tgt_tokens = names.side_entry("tgt", "tokens")
     side = tgt_tokens if tgt_tokens in trace else names.side_entry("src", "tokens")
     last = real_length(trace[side]) - 1
+    if draws is not None and getattr(trace.options, "sample", False):
+        from attnlab.engine.sampling import SamplingSettings, choose_next
+
+        i = choose_next(trace.read(names.LOGITS, last), SamplingSettings.of(trace.options), draws)
+        return i, model.output_tokenizer.id_to_token(i)
     if last == len(trace[side]) - 1:
         return model.next_token(trace)
     i = int(trace.read(names.PROBS, last).argmax())  # only that row is computed and copied (GUI thread)
     return i, model.output_tokenizer.id_to_token(i)
+
+
+def draw_stream(trace: Trace) -> Any:
+    """A torch.Generator at the run's seed when it samples (None when greedy): the app's Generate presses draw
+    from one stream, as generate() does, so presses from a prompt give generate()'s tokens."""
+    if not getattr(trace.options, "sample", False):
+        return None
+    from attnlab.engine.sampling import seeded
+
+    return seeded(trace.options.seed)
 
 
 def extended_ids(trace: Trace, token_id: int, n_prefix: int = 1) -> list[int]:

@@ -23,6 +23,7 @@ from attnlab.present.labels import elide_label, printable_label
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.views.model import MessageView
 from attnlab.present.views.output_bars import OutputView, top_k, value_text
+from attnlab.present.views.output_sampling import SamplingCut, sampling_cut
 from attnlab.present.views.replaced import replaced_view
 
 MASK_TOKENS = ("[MASK]", "<mask>")  # BERT / DistilBERT, RoBERTa
@@ -70,7 +71,9 @@ def output_heading(trace: Trace, position: int, kind: str, here: str) -> str:
     return f"Predicted token {what} at position {position} (“{here}”)"
 
 
-def output_note(kind: str, k: int, vocab: int, temperature: float | None, best: str, decoder: bool) -> str:
+def output_note(
+    kind: str, k: int, vocab: int, temperature: float | None, best: str, decoder: bool, sampled: bool = False
+) -> str:
     """The sentence under the bars; an encoder-only model's best bar is a fill-in guess, nothing is decoded."""
     temp = f"temperature T = {temperature:.3g}" if temperature is not None else "temperature unknown"
     if kind == names.LOGITS:
@@ -81,6 +84,8 @@ def output_note(kind: str, k: int, vocab: int, temperature: float | None, best: 
             f"The highest (orange) is “{best}”."
         )
     pick = "Greedy decoding picks the orange bar" if decoder else "The model's best fill-in is the orange bar"
+    if sampled:
+        pick = "A draw picks any kept bar with its probability; the most probable is the orange bar"
     return (
         f"Top {k} of {vocab} probabilities = softmax(logits / T), {temp}: lower T sharpens the "
         f"distribution, higher T flattens it. {pick}, “{best}”."
@@ -117,6 +122,10 @@ def output_view(
     values = row[ids]  # [k]
     name = vocab if vocab is not None else known_tokens(trace)
     labels = [name(int(i)) for i in ids]
+    cut = sampling_cut(trace, position, ids, name)  # None unless the run samples
+    texts = [value_text(float(v), kind) for v in values]
+    if cut is not None and kind == names.PROBS:  # the bars: the distribution a draw is made from
+        values, texts = cut.values, cut_texts(cut)
     positions = position_labels(trace, n_pos, name)
     temperature = run_temperature(trace)
     decoder = names.side_entry("tgt", "tokens") in trace
@@ -128,14 +137,25 @@ def output_view(
         ids=[int(i) for i in ids],
         labels=labels,
         values=values,
-        value_texts=[value_text(float(v), kind) for v in values],
+        value_texts=texts,
         row=row,
         temperature=temperature,
         title=output_heading(trace, position, kind, positions[position]),
-        note=output_note(kind, len(ids), row.shape[0], temperature, labels[0], decoder) + capped_note(trace, position),
+        note=output_note(kind, len(ids), row.shape[0], temperature, labels[0], decoder, cut is not None)
+        + capped_note(trace, position)
+        + (cut.text() if cut is not None else ""),
         ablation=ablation,
         change=change,
+        sampling=cut,
     )
+
+
+def cut_texts(cut: SamplingCut) -> list[str]:
+    """Each bar's value after the cut with its value before: "45.0% (31.2% before)", "cut (0.4% before)"."""
+    return [
+        f"{after:.1%} ({before:.1%} before)" if kept else f"cut ({before:.1%} before)"
+        for after, before, kept in zip(cut.values, cut.raw, cut.kept, strict=True)
+    ]
 
 
 def ablation_change(

@@ -4,11 +4,15 @@ ELECTRA's replaced-token output (views/replaced.py): the top-k order and how a b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from attnlab.engine import names
 from attnlab.present.ablation import DistributionChange
+
+if TYPE_CHECKING:
+    from attnlab.present.views.output_sampling import SamplingCut
 
 
 def top_k(values: np.ndarray, k: int) -> np.ndarray:
@@ -38,6 +42,7 @@ class OutputView:
     note: str
     ablation: str  # "Ablated: …: before → after" ('' without ablated heads)
     change: DistributionChange | None
+    sampling: SamplingCut | None = None  # the top-k / top-p cut and 20 seeded draws when the run samples
 
     @property
     def probabilities(self) -> bool:

@@ -24,6 +24,7 @@ from attnlab.ui.stages.common import (
     foreground_color,
     note_font,
 )
+from attnlab.ui.stages.output_sampling import CutMarks, SampleChart
 
 BAR_COLOR = "#3b7dd8"
 TOP_COLOR = "#ff9f1c"
@@ -63,6 +64,8 @@ class OutputPanel(StagePanel):
         controls.addSpacing(16)
         controls.addWidget(self.fixed_axis)
         controls.addStretch(1)
+        self._samples = SampleChart(self)  # "Sample 20 times" (issue 35)
+        controls.addWidget(self._samples.button)
         self._plot = pg.PlotWidget(self, axisItems=grid_axes())
         rect_updates(self._plot)
         self._plot.setMenuEnabled(False)
@@ -90,6 +93,7 @@ class OutputPanel(StagePanel):
         self._plot.addItem(self._top_bar)
         self._values = ValueLabels(note_font(), foreground_color().name())  # each bar's value, one item for all
         self._plot.addItem(self._values)
+        self._cut = CutMarks(self._plot)  # the top-k / top-p cut when the run samples
         self._ticks_key: tuple | None = None
         self._note = Note(self)
         self._ablation = Note(self, bold=True)  # before → after when the run ablates heads
@@ -101,6 +105,7 @@ class OutputPanel(StagePanel):
         layout.addWidget(self._stack, 1)
         layout.addWidget(self._note)
         layout.addWidget(self._ablation)
+        layout.addWidget(self._samples)
         self._data: dict = {}
 
     def set_vocabulary(self, vocab: Callable[[int], str] | Sequence[str] | None) -> None:
@@ -116,6 +121,7 @@ class OutputPanel(StagePanel):
         if isinstance(shown, MessageView):
             self._data = {"message": shown.message}
             self._stack.show_message(shown.message)
+            self._samples.show_samples(None)
             return
         self._stack.show_content()
         self._last_args = (shown, stage, view)
@@ -141,8 +147,17 @@ class OutputPanel(StagePanel):
             "value_inside": list(self._data_inside),
         }
         self._ablation.show_text(shown.ablation)
+        self._show_cut(shown)
         if shown.change is not None:
             self._data["ablation"] = shown.change
+
+    def _show_cut(self, shown: OutputView) -> None:
+        """The cut line, the probabilities before the cut and the draws' chart (all hidden while greedy)."""
+        cut = shown.sampling
+        self._cut.show(cut, shown.probabilities)
+        self._samples.show_samples(cut.samples if cut is not None else None)
+        if cut is not None:
+            self._data.update(cut_at=self._cut.at, kept=list(cut.kept), raw=cut.raw, samples=cut.samples)
 
     def _temperature_only(self, shown: tuple[str, OutputView], temperature: float | None) -> bool:
         """Whether this distribution is the one the axis was chosen for, at another temperature: then the axis
