@@ -282,7 +282,7 @@ class ModelConfig:
         if not (self.rope_theta > 0) or self.rope_theta == float("inf"):
             p.append(f"rope_theta must be a positive number (got {self.rope_theta})")
         p += self.rope_problems()
-        for name in ("query_scale_dim", "rope_local_theta"):
+        for name in ("query_scale_dim", "final_softcap", "rope_local_theta"):  # attn_softcap: mechanisms.py
             if not 0 <= getattr(self, name) < float("inf"):
                 p.append(f"{name} must be 0 or a positive number (got {getattr(self, name)})")
         if self.head_dim < 0:

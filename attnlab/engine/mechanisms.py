@@ -67,8 +67,6 @@ class Fields(Protocol):
     def relative_max_distance(self) -> int: ...
     @property
     def attn_softcap(self) -> float: ...
-    @property
-    def final_softcap(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -186,12 +184,9 @@ def _softcap_stages(config: Fields, scale: bool, site: str) -> tuple[StageStep, 
 
 
 def _softcap_problems(config: Fields) -> list[str]:
-    return [
-        f"{name} must be 0 or a positive number (got {value})"
-        for name in ("attn_softcap", "final_softcap")
-        for value in [getattr(config, name)]
-        if not 0 <= value < float("inf")
-    ]
+    if not 0 <= config.attn_softcap < float("inf"):  # the logits' cap (final_softcap) is checked in config.py
+        return [f"attn_softcap must be 0 or a positive number (got {config.attn_softcap})"]
+    return []
 
 
 # In the order their steps apply to a site's map (after the scaling, before the mask) and their stages appear.
