@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeGuard
 
 from attnlab import limits
+from attnlab.engine import mechanisms
 
 Architecture = Literal["encoder-decoder", "decoder-only", "encoder-only"]
 Activation = Literal["relu", "gelu", "gelu_tanh", "silu"]
@@ -281,7 +282,7 @@ class ModelConfig:
         if not (self.rope_theta > 0) or self.rope_theta == float("inf"):
             p.append(f"rope_theta must be a positive number (got {self.rope_theta})")
         p += self.rope_problems()
-        for name in ("query_scale_dim", "attn_softcap", "final_softcap", "rope_local_theta"):  # w-norms
+        for name in ("query_scale_dim", "final_softcap", "rope_local_theta"):  # attn_softcap: mechanisms.py
             if not 0 <= getattr(self, name) < float("inf"):
                 p.append(f"{name} must be 0 or a positive number (got {getattr(self, name)})")
         if self.head_dim < 0:
@@ -296,10 +297,7 @@ class ModelConfig:
                 f"{self.rotary_dims(self.d_head)} of a head of {self.d_head} turn"
             )
         p += self.bertish_problems()
-        p += disentangled_problems(self)
-        p += relative_key_problems(self)
-        if self.position_bias == "t5" and not self.relative_max_distance > self.relative_buckets // 4 >= 1:
-            p.append("relative_buckets must be at least 4 and relative_max_distance more than a quarter of them")
+        p += mechanisms.problems(self)  # each attention mechanism's own fields (engine/mechanisms.py)
         if self.parallel_residual and not self.norm_first:
             p.append("parallel_residual needs norm_first (both sub-layers read the normed layer input)")
         if self.has_encoder and self.n_encoder_layers < 1:
@@ -410,16 +408,7 @@ class ModelConfig:
         )
         final = norms * (int(self.has_encoder) + int(self.has_decoder)) if self.final_norm else 0
         out = 0 if self.tie_output else self.out_vocab_size * d + b * self.out_vocab_size
-        return (
-            enc
-            + dec
-            + embeddings
-            + positions
-            + final
-            + out
-            + relative_parameter_count(self)
-            + relative_key_parameter_count(self)
-        )
+        return enc + dec + embeddings + positions + final + out + mechanisms.parameter_count(self)
 
     def validate(self) -> ModelConfig:
         problems = self.problems()
@@ -447,49 +436,3 @@ class ModelConfig:
         if not isinstance(data, dict):
             raise ConfigError("config JSON must be an object")
         return cls.from_dict(data)
-
-
-def disentangled_problems(config: ModelConfig) -> list[str]:
-    """What is wrong with DeBERTa's relative-position fields (empty when nothing, or when the model has none)."""
-    if not config.rel_terms:
-        return []
-    p: list[str] = []
-    if set(config.rel_terms.split("|")) - {"c2p", "p2c"} or not config.disentangled:
-        p.append(f"rel_terms must be 'c2p', 'p2c' or 'c2p|p2c' (got {limits.excerpt(config.rel_terms)})")
-    if config.arch != "encoder-only":
-        p.append("disentangled attention (rel_terms) is built for encoder-only models")
-    if config.rel_span < 1:
-        p.append(f"rel_span must be at least 1 with rel_terms (got {config.rel_span})")
-    if config.rel_buckets < 0 or (config.rel_buckets > 0 and config.rel_max_distance - 1 <= config.rel_buckets // 2):
-        p.append("rel_buckets needs rel_max_distance - 1 larger than half of rel_buckets (the log buckets' range)")
-    return p
-
-
-def relative_parameter_count(config: ModelConfig) -> int:
-    """DeBERTa's relative table [2k, d], its LayerNorm and each layer's own position projections (0 without)."""
-    if not config.disentangled:
-        return 0
-    d = config.d_model
-    own = 0 if config.rel_share_key else len(config.disentangled)
-    return 2 * config.rel_span * d + 2 * d * int(config.rel_norm) + config.n_encoder_layers * own * (d * d + d)
-
-
-def relative_key_problems(config: ModelConfig) -> list[str]:
-    """What is wrong with BERT's relative_key fields (engine/relative_key.py; empty when nothing or none)."""
-    if not config.rel_key_terms:
-        return []
-    p: list[str] = []
-    if config.rel_key_terms not in ("key", "key_query"):
-        p.append(f"rel_key_terms must be 'key' or 'key_query' (got {limits.excerpt(config.rel_key_terms)})")
-    if config.arch != "encoder-only":
-        p.append("relative_key positions (rel_key_terms) are built for encoder-only models")
-    if config.rel_key_span < 1 or config.max_len > config.rel_key_span:
-        p.append(f"rel_key_span must be at least 1 and at least max_len (got {config.rel_key_span})")
-    return p
-
-
-def relative_key_parameter_count(config: ModelConfig) -> int:
-    """BERT's relative_key: each encoder layer's distance table [2M − 1, d_k] (0 without)."""
-    if not config.rel_key_terms:
-        return 0
-    return config.n_encoder_layers * (2 * config.rel_key_span - 1) * config.d_head

@@ -5,7 +5,7 @@ A site's map [B, H, Tq, Tk] goes through a list of steps built once per attentio
 lists them (a position bias, a soft-cap, …), then the mask. Each `ScoreStep` says, for itself:
 
 - its entry (`entry`: the site entry it records, which is also its stage kind; the stages a mechanism adds,
-  kind, title and place, are in the torch-free score_stages.py);
+  kind, title and place, are in the torch-free registry, mechanisms.py);
 - how it applies in the forward (`apply`: in place on the map when the map before it is kept by nobody, the
   same kernels either way, so the numbers are the same);
 - how it is derived on read (`derived`: a `Derived` rule named `rule`, reading the entry before it and the
@@ -14,9 +14,9 @@ lists them (a position bias, a soft-cap, …), then the mask. Each `ScoreStep` s
 
 layers.attention_steps (the step-by-step forward), layers.recorded_fused_attention (a recording run's
 rules), derived_blocks' CHAIN (the map rules read block by block) and the stage list all read these lists.
-A mechanism registers itself once (`Mechanism`, score_steps.MECHANISMS): its map steps, its terms, its
-parameters on the attention sub-layer, its floats for the memory budget (engine/budget.py); and its stages
-once in score_stages.py (torch-free: the stage list is made before torch loads).
+A mechanism's module defines its `Mechanism` (`MECHANISM`): its map steps, its terms, its parameters on the
+attention sub-layer, its floats for the memory budget (engine/budget.py); its one entry in the torch-free
+registry (mechanisms.REGISTRY: module path, stages, config checks) lists it in score_steps.MECHANISMS.
 
 Shapes: B batch, H heads, Tq queries, Tk keys.
 """

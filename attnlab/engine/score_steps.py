@@ -2,22 +2,24 @@
 says what a step and a mechanism are).
 
 Adding a mechanism: one module that defines its `ScoreStep` (if it works on the score map) and its
-`Mechanism` (`MECHANISM`), and one line in MECHANISMS below. Everything that lists a site's steps reads
-them from here: the forward (layers.attention_steps, recorded_fused_attention), the rules of the maps
-(derived_blocks' CHAIN: derived.MAP_RULES, registered by the mechanism modules), the memory budget
-(budget.py: `trace_floats`, `working_floats`, `site_floats`); the stages each mechanism adds are in the
-torch-free score_stages.py (one entry per mechanism, under its name), read by present/stages.py.
+`Mechanism` (`MECHANISM`), and its entry in the torch-free registry (mechanisms.REGISTRY: the module's path,
+its stages, its config checks); MECHANISMS below imports each registered module. Everything that lists a site's
+steps reads them from here: the forward (layers.attention_steps, recorded_fused_attention), the rules of the
+maps (derived_blocks' CHAIN: derived.MAP_RULES, registered by the mechanism modules), the memory budget
+(budget.py: `trace_floats`, `working_floats`, `site_floats`); present/stages.py reads the stages from the
+registry.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 from torch import Tensor
 
-from attnlab.engine import disentangled, names, position_bias, qk_norm, relative_key, softcap
+from attnlab.engine import mechanisms, names
 from attnlab.engine.derived import Derived
 from attnlab.engine.score_step import MASK, SCALE, Mechanism, RunKey, Scale, ScoreStep
 
@@ -27,14 +29,16 @@ if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
     from attnlab.engine.options import RunOptions
 
-# In the order their steps apply to a site's map (after the scaling, before the mask) and their stages appear.
-MECHANISMS: tuple[Mechanism, ...] = (
-    qk_norm.MECHANISM,
-    disentangled.MECHANISM,
-    relative_key.MECHANISM,
-    position_bias.MECHANISM,
-    softcap.MECHANISM,
-)
+
+def _load(entry: mechanisms.Registration) -> Mechanism:
+    """The registered module's `MECHANISM` (importing the module registers its rules with derived.py)."""
+    mechanism = importlib.import_module(entry.module).MECHANISM
+    assert isinstance(mechanism, Mechanism) and mechanism.name == entry.name, entry.module
+    return mechanism
+
+
+# In the order of the registry: their steps apply to a site's map (after the scaling, before the mask) in it.
+MECHANISMS: tuple[Mechanism, ...] = tuple(_load(entry) for entry in mechanisms.REGISTRY)
 
 SiteSteps = tuple[ScoreStep, ...]
 

@@ -2,7 +2,7 @@
 between scaling and the mask (ModelConfig.attn_softcap), and the same on the logits (final_softcap).
 
 The whole mechanism is here: the step (`SoftCap`: forward, rule, stage), its rule (registered with derived.py)
-and its registration (`MECHANISM`, listed in score_steps.MECHANISMS). The fused kernel cannot soft-cap
+and its registration (`MECHANISM`; its entry in mechanisms.REGISTRY). The fused kernel cannot soft-cap
 (`fusable` False), so a soft-capped site computes its context step by step even when nothing is recorded
 (layers.attend); a recording run keeps the capped map as a rule derived on read. Shapes: B batch, H heads,
 Tq queries, Tk keys.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from attnlab.engine import names, option_rules, score_stages
+from attnlab.engine import mechanisms, names, option_rules
 from attnlab.engine.options import RunOptions
 from attnlab.present import disentangled, formulas, position_bias, relative_key, trained_scale, words
 from attnlab.present.stage_types import (
@@ -137,9 +137,9 @@ def norm_steps(config: ModelConfig, titles: dict[str, str], scale: bool) -> dict
 
 
 def mechanism_steps(config: ModelConfig, scale: bool, site: str, steps: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The site's (kind, title) steps with every stage an attention mechanism adds (engine/score_stages.py
+    """The site's (kind, title) steps with every stage an attention mechanism adds (engine/mechanisms.py
     site_stages: kind, title, the stage it goes before) that is not there yet, in the registry's order."""
-    for stage in score_stages.site_stages(config, scale, site):
+    for stage in mechanisms.site_stages(config, scale, site):
         kinds = [kind for kind, _ in steps]
         if stage.kind not in kinds:
             steps.insert(kinds.index(stage.before), (stage.kind, stage.title))

@@ -2,7 +2,7 @@
 reads the same list, and a mechanism added by one module and one registration works end to end.
 
 The mechanism added here ("halve": the map times ½ after the scaling, a step no fused kernel does) is made in this
-file alone; registering it in MECHANISMS (and its stage in score_stages.STAGES) must be enough for the forward,
+file alone; registering it in MECHANISMS (and its entry in mechanisms.REGISTRY) must be enough for the forward,
 the derived rules (read whole and block by block), the stage list and the budget to know it.
 """
 
@@ -13,14 +13,14 @@ from dataclasses import dataclass
 import pytest
 import torch
 
-from attnlab.engine import derived, derived_blocks, score_stages, score_steps
+from attnlab.engine import derived, derived_blocks, mechanisms, score_steps
 from attnlab.engine.budget import estimate_trace_bytes
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived, register
 from attnlab.engine.live import LiveModel
+from attnlab.engine.mechanisms import Registration, StageStep
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
-from attnlab.engine.score_stages import StageStep
 from attnlab.engine.score_step import Mechanism, RunKey, ScoreStep, SiteRun
 from attnlab.engine.trace import Recorder
 from attnlab.present.stages import stages_for
@@ -52,7 +52,7 @@ class Halving(Mechanism):
 @pytest.fixture
 def halving(monkeypatch):
     """The registration, made when called: the rule (the mechanism's module does it at import), the MECHANISMS
-    entry and its stage (score_stages.STAGES)."""
+    entry and its registry entry (mechanisms.REGISTRY: its stage)."""
     return lambda: _register(monkeypatch)
 
 
@@ -62,12 +62,22 @@ def _register(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(derived, "MAP_RULES", derived.MAP_RULES | {"halve"})
     monkeypatch.setattr(derived_blocks, "CHAIN", derived.MAP_RULES)
     monkeypatch.setattr(score_steps, "MECHANISMS", (*score_steps.MECHANISMS, Halving()))
-    monkeypatch.setitem(score_stages.STAGES, "halve", lambda config, scale, site: (StageStep("halved", "× ½", "mask"),))
+    halved = Registration("halve", __name__, lambda config, scale, site: (StageStep("halved", "× ½", "mask"),))
+    monkeypatch.setattr(mechanisms, "REGISTRY", (*mechanisms.REGISTRY, halved))
 
 
-def test_every_registered_mechanism_has_its_stages_entry():
-    """The stage list (torch-free) and the steps name the same mechanisms, in the same order."""
-    assert [m.name for m in score_steps.MECHANISMS] == list(score_stages.STAGES)
+def test_the_steps_are_the_registrys_mechanisms():
+    """score_steps.MECHANISMS is the torch-free registry's list, loaded from each entry's module, in order."""
+    assert [m.name for m in score_steps.MECHANISMS] == [entry.name for entry in mechanisms.REGISTRY]
+
+
+def test_the_mechanisms_config_checks_run_from_the_registry():
+    """ModelConfig.problems reads each mechanism's checks from the registry (a broken field is reported)."""
+    assert any("attn_softcap" in p for p in ModelConfig(attn_softcap=-1.0).problems())
+    assert any("rel_key_terms" in p for p in ModelConfig(rel_key_terms="nope", arch="encoder-only").problems())
+    bare = ModelConfig(arch="encoder-only")
+    with_table = ModelConfig(arch="encoder-only", rel_key_terms="key", rel_key_span=256)
+    assert with_table.parameter_count() - bare.parameter_count() == bare.n_encoder_layers * 511 * bare.d_head
 
 
 def test_register_rule_makes_a_map_rule_the_blocks_read():

@@ -17,6 +17,7 @@ import grimp
 import pytest
 
 import attnlab
+from attnlab.engine import mechanisms
 
 ROOMS = ("engine", "checkpoints", "present", "training", "ui", "commands", "session")
 NORMS_MODULES = 8  # attnlab modules `import attnlab.engine.norms` may load, the package's own __init__ included
@@ -25,6 +26,14 @@ NORMS_MODULES = 8  # attnlab modules `import attnlab.engine.norms` may load, the
 @pytest.fixture(scope="module")
 def graph() -> grimp.ImportGraph:
     graph = grimp.build_graph("attnlab", cache_dir=None)  # lazy and TYPE_CHECKING imports are counted by default
+    for entry in mechanisms.REGISTRY:  # score_steps imports these through importlib, which grimp cannot see
+        assert entry.module in graph.modules, f"{entry.name}: no module {entry.module}"
+        graph.add_import(
+            importer="attnlab.engine.score_steps",
+            imported=entry.module,
+            line_number=0,
+            line_contents=f"importlib.import_module({entry.module!r})  # mechanisms.REGISTRY",
+        )
     return graph
 
 
@@ -92,6 +101,13 @@ def test_the_graph_counts_lazy_and_type_checking_imports(graph: grimp.ImportGrap
     imported = graph.find_modules_directly_imported_by("attnlab")
     assert "attnlab.engine.trace" in imported  # a lazy import (inside __getattr__)
     assert "attnlab.engine.live" in imported  # a TYPE_CHECKING import
+
+
+def test_the_registered_mechanisms_are_edges_of_the_graph(graph: grimp.ImportGraph) -> None:
+    """score_steps loads each registered mechanism module by name (importlib); the graph has those edges."""
+    assert {entry.module for entry in mechanisms.REGISTRY} <= graph.find_modules_directly_imported_by(
+        "attnlab.engine.score_steps"
+    )
 
 
 def test_a_circle_is_found_with_the_lines_that_close_it() -> None:
