@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
+from attnlab.engine.patching import Patch, patch_problems
 from attnlab.limits import excerpt
 
 NormPlacement = Literal["trained", "pre", "post"]
@@ -50,6 +51,8 @@ class RunOptions:
     # Head ablation: (site, 0-based head, "zero" | "mean"): that head's context is replaced by zeros or by its
     # mean over the query positions before the heads are concatenated. ABLATION_MODES lists the modes.
     ablate: tuple[tuple[str, int, str], ...] = ()
+    # Activation patching (engine/patching.py): entries of this run replaced by run A's values, where produced.
+    patch: tuple[Patch, ...] = ()
     temperature: float = 1.0  # softmax(logits / temperature) for the output distribution
     device: Device = "auto"
     record: bool = True  # capture every intermediate tensor in the Trace; False = fast path
@@ -205,6 +208,7 @@ class RunOptions:
             p
             + mask_problems(self.custom_masks, config)
             + ablation_problems(self.ablate, config, self.effective_heads(config))
+            + patch_problems(self.patch, config, self.effective_heads(config))
         )
 
     def validate(self, config: ModelConfig) -> RunOptions:
