@@ -101,12 +101,14 @@ class RunContext:
             raise LayerDone
 
     def patched(self, name: str, x: Tensor) -> Tensor:
-        """x [1, ...] with this run's patches of entry `name` applied and recorded (x itself when none)."""
+        """x [1, ...] with this run's patches of entry `name` applied (x itself when none); an entry recorded
+        before its patch point (a site's context, an FFN's output) is recorded again, in its place."""
         found = self.patches.get(name) if self.patches else None
         if found is None:
             return x
         x = patching.replaced(x, found)
-        self.rec(name, x)
+        if name in self.rec:
+            self.rec(name, x)
         return x
 
     def site_patch(self, site: str) -> Callable[[str, Tensor], Tensor] | None:
