@@ -26,6 +26,7 @@ from attnlab.present.decoder_input import FOLLOWED, DecoderInput
 from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage
 from attnlab.present.texts import example_sentence
+from attnlab.session_patching import MAP_JOB, MapRun, accept_row
 from attnlab.session_jobs import LoadDetour, TraceRequest, extend_by_one, load_job, reads_second_text, trace_job
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class Session(QObject):
     pinnedChanged = Signal(object)  # Trace or None: the run pinned as A for comparisons (present/compare.py)
     snapshotsChanged = Signal(object)  # Snapshots or None: the open model's weights at a few training steps
     trainingStepChanged = Signal(object)  # int or None: the snapshot step the runs use (None: the final weights)
+    patchMapChanged = Signal(object)  # PatchMap: the patching map as it fills (session_patching.py)
 
     _jobDone = Signal(object)  # (job, value, error) from the worker thread
 
@@ -80,7 +82,10 @@ class Session(QObject):
         self.training_step: int | None = None  # a snapshot step the runs use instead of the final weights
         self._stage_on_the_way: str | None = None  # a stage whose recomputed layers the worker computes
         # waiting jobs start loads first; a load makes the old model's traces moot
-        self._jobs = JobRunner(self._deliver, ("load", "trace", "warm"), {"load": ("trace",)}, configure_torch)
+        self._jobs = JobRunner(
+            self._deliver, ("load", "trace", "warm", MAP_JOB), {"load": ("trace", MAP_JOB)}, configure_torch
+        )
+        self.patch_run: MapRun | None = None  # the patching map being filled (session_patching.py)
         self._generate_presses = 0
         self._last_busy = False
         self._last_loading = False
@@ -381,6 +386,8 @@ class Session(QObject):
         if self._jobs.finished(job):  # the next waiting job starts; a stale result is dropped
             if job.kind == "load":
                 self._accept_model(value, error)
+            elif job.kind == MAP_JOB:
+                accept_row(self, value, error)
             elif job.kind == "warm":
                 self._stage_on_the_way = None
                 if error is None:
