@@ -26,8 +26,8 @@ from attnlab.present.decoder_input import FOLLOWED, DecoderInput
 from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage
 from attnlab.present.texts import example_sentence
-from attnlab.session_patching import MAP_JOB, MapRun, accept_row
 from attnlab.session_jobs import LoadDetour, TraceRequest, extend_by_one, load_job, reads_second_text, trace_job
+from attnlab.session_patching import MAP_JOB, MapRun, accept_row
 
 if TYPE_CHECKING:
     from attnlab.checkpoints.snapshots import Snapshots

@@ -68,9 +68,7 @@ def submit_row(session: Session) -> None:
     if run is None or run.map.finished or session.model is None:
         return
     row = run.map.done
-    job = partial(
-        patching.map_row, session.model, run.src, run.tgt, run.options, run.map.cells[row], run.map.answer
-    )
+    job = partial(patching.map_row, session.model, run.src, run.tgt, run.options, run.map.cells[row], run.map.answer)
     session._submit(MAP_JOB, lambda: (row, job()))
 
 

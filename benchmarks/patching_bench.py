@@ -24,10 +24,10 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from memory_bench import LAYERS, VOCAB, gpt2_small_live  # noqa: E402
+from memory_bench import LAYERS, VOCAB, gpt2_small_live
 
-from attnlab.engine.options import RunOptions  # noqa: E402
-from attnlab.engine.patch_sweep import cells_of, patched_logits  # noqa: E402
+from attnlab.engine.options import RunOptions
+from attnlab.engine.patch_sweep import cells_of, patched_logits
 
 
 def timed(work) -> float:

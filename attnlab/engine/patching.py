@@ -105,8 +105,11 @@ def entry_problem(patch: Patch, config: ModelConfig, heads: int) -> str:
     layers = config.n_encoder_layers if stack == "enc" else config.n_decoder_layers
     has_stack = config.has_encoder if stack == "enc" else config.has_decoder
     site = names.site_of(patch.entry)
-    if not has_stack or index >= layers or (site is not None and names.site_kind(site) == "dec.cross"
-                                            and not config.has_encoder):
+    if (
+        not has_stack
+        or index >= layers
+        or (site is not None and names.site_kind(site) == "dec.cross" and not config.has_encoder)
+    ):
         return f"this {config.arch} model has no {patch.entry}"
     if patch.head is not None and not has_heads(patch.entry):
         return f"{patch.entry} has no heads; patch a position of it or all of it"

@@ -28,7 +28,11 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 # the context menu's items: (part, words); part says which of head / position the patch keeps
-MENU_PARTS = (("head", "Patch this head from A"), ("position", "Patch this position from A"), ("layer", "Patch this layer from A"))
+MENU_PARTS = (
+    ("head", "Patch this head from A"),
+    ("position", "Patch this position from A"),
+    ("layer", "Patch this layer from A"),
+)
 
 
 @dataclass(frozen=True)

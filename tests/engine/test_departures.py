@@ -37,7 +37,9 @@ DEPARTING: dict[str, tuple[RunOptions | Callable[[LiveModel], RunOptions], str]]
     "projections": (RunOptions(projections=False), "W_Q, W_K, W_V, W_O are off"),
     # a patch carries run A's values: made from a run of the model under test
     "patch": (
-        lambda model: RunOptions(patch=(patch_from(model.trace("the small dog sees the black cat", TGT), "dec.0.out"),)),
+        lambda model: RunOptions(
+            patch=(patch_from(model.trace("the small dog sees the black cat", TGT), "dec.0.out"),)
+        ),
         "patched from run A: dec.0.out (re-run from dec.0)",
     ),
 }

@@ -35,9 +35,15 @@ def runs(model, arch):
     return model.trace(A), (B, None)
 
 
-@pytest.mark.parametrize("entry_of", [
-    lambda s: f"{s}.1.out", lambda s: f"{s}.2.self.context", lambda s: f"{s}.1.ffn.out", lambda s: f"{s}.2.self.k",
-])
+@pytest.mark.parametrize(
+    "entry_of",
+    [
+        lambda s: f"{s}.1.out",
+        lambda s: f"{s}.2.self.context",
+        lambda s: f"{s}.1.ffn.out",
+        lambda s: f"{s}.2.self.k",
+    ],
+)
 def test_a_patched_run_resumes_at_its_layer_and_equals_a_full_run(pair, entry_of):
     arch, build = pair
     model = build()
@@ -82,7 +88,9 @@ def test_patches_between_runs_of_other_lengths_or_models_are_refused_in_one_line
     model = tiny_model("decoder-only", seed=3, n_encoder_layers=0, n_decoder_layers=2)
     a = model.trace(A)
     short = model.trace("the cat")
-    with pytest.raises(PatchError, match=r"^run A has \d+ tokens and run B \d+: patch between runs of the same length$"):
+    with pytest.raises(
+        PatchError, match=r"^run A has \d+ tokens and run B \d+: patch between runs of the same length$"
+    ):
         check_pair(a, short)
     patch = patch_from(a, "dec.1.out", position=1)
     with pytest.raises(PatchError) as caught:

@@ -77,3 +77,20 @@ def test_a_head_patched_from_a_through_the_session_resumes_at_its_layer(qtbot, o
 
 def test_build_tiny_model_is_the_fixture():  # the helper the window tests build their models with
     assert build_tiny_model("decoder-only", n_encoder_layers=0).config.has_decoder
+
+
+def test_the_compare_panels_menu_and_drop_patch_b_from_a(qtbot, open_window, tiny_model):
+    win, s = pinned_pair(qtbot, open_window, tiny_model)
+    s.set_stage(next(st.key for st in s.stages if st.key.startswith("dec.1.self")))
+    qtbot.waitUntil(lambda: not s.busy, timeout=WINDOW_WAIT_MS)
+    win.refresh()
+    row = win.compare_panel()._rows[0]
+    assert row.gestures.entry  # the entry the row shows
+    menu = row.gestures.menu_for(2)
+    assert [a.text() for a in menu.actions()] == [text for _part, text in patching.MENU_PARTS]
+    menu.actions()[2].trigger()  # Patch this layer from A: the layer's output row at position 2
+    qtbot.waitUntil(lambda: not s.busy and bool(s.trace.options.patch), timeout=WINDOW_WAIT_MS)
+    assert [p.words() for p in s.trace.options.patch] == ["dec.1.out at position 2"]
+    row.gestures.dropped(1)  # a cell of A dropped on B's row 1
+    qtbot.waitUntil(lambda: not s.busy and len(s.trace.options.patch) == 2, timeout=WINDOW_WAIT_MS)
+    assert s.trace.options.patch[1].position == 1

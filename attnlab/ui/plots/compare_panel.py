@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 
 from attnlab.present import compare, words
 from attnlab.present.ablation import distribution_change
@@ -24,6 +24,7 @@ from attnlab.present.window_facts import OUTPUT_KINDS, token_text
 from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING
 from attnlab.ui.plots.head_grid import HeadGrid
 from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label
+from attnlab.ui.plots.patch_gestures import PatchGestures
 from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note
@@ -53,8 +54,10 @@ class _EntryRow(QtWidgets.QWidget):
             grid.setColumnStretch(column, 1)
         grid.addWidget(self.message, 1, 2)
         grid.setRowStretch(1, 1)
+        self.gestures = PatchGestures(self.a, self.b)  # drag A's cell onto B, or B's menu: patch from A
 
     def show_entry(self, entry: compare.ComparedEntry, a: Trace, b: Trace, view: ViewState) -> None:
+        self.gestures.show(entry.name, view.head)
         per_head = any(compare.heads_of(t, entry.name) is not None for t in (a, b))
         self.title.setText(f"<b>{entry.name}</b>" + (f" · {words.head_words(view.head)}" if per_head else ""))
         levels = compare.shared_range(entry.a, entry.b)
@@ -131,6 +134,8 @@ class ComparePanel(StagePanel):
     pinned and ViewState.compare is not "off". Every entry the stage's own panel draws is compared (a chooser
     picks one when there are more than MAX_ROWS); the all-heads grid and the output bars keep their form."""
 
+    patchAsked = Signal(str, str, object, object)  # entry, part, head, position: patch it from A (patch_gestures)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("comparePanel")
@@ -182,6 +187,7 @@ class ComparePanel(StagePanel):
     def _row(self, i: int) -> _EntryRow:
         while len(self._rows) <= i:
             self._rows.append(_EntryRow(self))
+            self._rows[-1].gestures.asked.connect(self.patchAsked)
             self._rows_box.addWidget(self._rows[-1], 1)
         return self._rows[i]
 

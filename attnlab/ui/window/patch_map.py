@@ -67,9 +67,7 @@ class PatchMapWindow(QtWidgets.QWidget):
     def show_map(self, made: patching.PatchMap) -> None:
         self.map = made
         values = np.nan_to_num(made.values, nan=0.0)  # rows not yet computed: drawn as "no effect" until they are
-        self.heatmap.draw(
-            values, made.rows, made.columns, title=made.title(), colormap="RdBu_r", levels=(-1.0, 1.0)
-        )
+        self.heatmap.draw(values, made.rows, made.columns, title=made.title(), colormap="RdBu_r", levels=(-1.0, 1.0))
 
     def open_cell(self, row: int, column: int) -> None:
         """Open cell (row, column)'s patched run in the main window (B with that one patch)."""
@@ -84,6 +82,6 @@ class PatchMapWindow(QtWidgets.QWidget):
         if self.isVisible():
             self.note.setText(message)
 
-    def closeEvent(self, event: object) -> None:  # noqa: N802  Qt's name
+    def closeEvent(self, event: object) -> None:
         stop_map(self.session)
         super().closeEvent(event)  # type: ignore[arg-type]
