@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from attnlab.present import patching
 from attnlab.present.model_info import output_vocabulary
 
-if TYPE_CHECKING:
-    from attnlab.session import Session
+# the Session (attnlab/session.py), which imports this module: named here only as what these functions are handed
+Session = Any
 
 MAP_JOB = "patchmap"  # the job kind of a map's rows
 

@@ -16,14 +16,10 @@ Target (issue 37): map ≤ 3 × forwards. Run from the repository root:
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
 
 import torch
-
-sys.path.insert(0, os.path.dirname(__file__))
 from memory_bench import LAYERS, VOCAB, gpt2_small_live
 
 from attnlab.engine.options import RunOptions

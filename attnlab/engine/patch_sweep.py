@@ -20,7 +20,7 @@ import torch
 
 from attnlab.engine import names, replay
 from attnlab.engine.options import RunOptions
-from attnlab.engine.patching import Patch, PatchError, patch_from, same_run_shape
+from attnlab.engine.patching import Patch, PatchError, PatchSource
 from attnlab.engine.recorder import Recorder
 from attnlab.engine.run_inputs import Resume
 from attnlab.engine.trace import Trace
@@ -103,6 +103,28 @@ def patched_logits(
         with lock, torch.inference_mode():
             logits = run(resume, Recorder(False), None)  # [1, T, V]
         yield logits[0].float().cpu()
+
+
+def patch_from(
+    trace: Trace, entry: str, head: int | None = None, position: int | None = None, label: str = "A"
+) -> Patch:
+    """A patch of `entry` (one head, one position, both, or all of it) with its value in `trace` (run A)."""
+    if entry not in trace:
+        raise PatchError(f"{entry!r} is not in run {label}'s trace")
+    value = trace.device_value(entry).detach()
+    return Patch(entry, PatchSource(value, trace.config, label), head, position)
+
+
+def same_run_shape(a: Trace, b: Trace) -> str:
+    """Why traces a and b cannot be patched between ('' when they can): another model or another length."""
+    if a.config != b.config:
+        return "runs A and B are of different models: patch between two runs of the same model"
+    for side in names.SIDES:
+        tokens = names.side_entry(side, "ids")
+        if tokens in a and tokens in b and a.device_value(tokens).shape != b.device_value(tokens).shape:
+            n_a, n_b = a.device_value(tokens).shape[-1], b.device_value(tokens).shape[-1]
+            return f"run A has {n_a} tokens and run B {n_b}: patch between runs of the same length"
+    return ""
 
 
 def check_pair(a: Trace, b: Trace) -> None:

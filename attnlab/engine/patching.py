@@ -161,34 +161,6 @@ def length_problem(patch: Patch, theirs: tuple[int, ...], ours: tuple[int, ...])
     return f"{patch.entry} is {list(theirs)} in run A and {list(ours)} here: patch between runs of the same model"
 
 
-def patch_from(
-    trace: object, entry: str, head: int | None = None, position: int | None = None, label: str = "A"
-) -> Patch:
-    """A patch of `entry` (one head, one position, both, or all of it) with its value in `trace` (run A)."""
-    from attnlab.engine.trace import Trace  # the trace module imports the model's readers
-
-    assert isinstance(trace, Trace)
-    if entry not in trace:
-        raise PatchError(f"{entry!r} is not in run {label}'s trace")
-    value = trace.device_value(entry).detach()
-    return Patch(entry, PatchSource(value, trace.config, label), head, position)
-
-
-def same_run_shape(a: object, b: object) -> str:
-    """Why traces a and b cannot be patched between ('' when they can): another model or another length."""
-    from attnlab.engine.trace import Trace
-
-    assert isinstance(a, Trace) and isinstance(b, Trace)
-    if a.config != b.config:
-        return "runs A and B are of different models: patch between two runs of the same model"
-    for side in names.SIDES:
-        tokens = names.side_entry(side, "ids")
-        if tokens in a and tokens in b and a.device_value(tokens).shape != b.device_value(tokens).shape:
-            n_a, n_b = a.device_value(tokens).shape[-1], b.device_value(tokens).shape[-1]
-            return f"run A has {n_a} tokens and run B {n_b}: patch between runs of the same length"
-    return ""
-
-
 def departs(patches: tuple[Patch, ...]) -> list[str]:
     """The banner's reason for a patched run (empty: none)."""
     if not patches:
@@ -209,4 +181,4 @@ def logit_difference(logits: Tensor, correct: int, wrong: int, position: int = -
     return float(row[correct] - row[wrong])
 
 
-__all__ = ["Patch", "PatchError", "PatchSource", "patch_from", "replaced"]
+__all__ = ["Patch", "PatchError", "PatchSource", "replaced"]

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnlab.engine import names
-from attnlab.engine.patch_sweep import MAP_KINDS, cells_of, check_pair, map_stack
-from attnlab.engine.patching import Patch, PatchError, has_heads, logit_difference, patch_from, patchable
+from attnlab.engine.patch_sweep import MAP_KINDS, cells_of, check_pair, map_stack, patch_from
+from attnlab.engine.patching import Patch, PatchError, has_heads, logit_difference, patchable
 
 Namer = Callable[[int], str]  # token id -> its text
 

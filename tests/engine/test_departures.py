@@ -13,7 +13,7 @@ from attnlab.engine import option_rules, option_specs
 from attnlab.engine.live import LiveModel
 from attnlab.engine.option_spec import RunFacts
 from attnlab.engine.options import RunOptions
-from attnlab.engine.patching import patch_from
+from attnlab.engine.patch_sweep import patch_from
 from attnlab.present import facts
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py

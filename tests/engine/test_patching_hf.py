@@ -11,8 +11,8 @@ pytest.importorskip("transformers")
 
 from attnlab.checkpoints.hf import convert
 from attnlab.engine.model import Transformer
-from attnlab.engine.options import RunOptions
-from attnlab.engine.patching import patch_from
+from attnlab.engine.options import DEFAULT_OPTIONS, RunOptions
+from attnlab.engine.patch_sweep import patch_from
 from attnlab.engine.trace import Recorder
 from tests.support import hf_patch
 from tests.support.hf_tiny import CASES, DEC_IDS, IDS
@@ -74,7 +74,7 @@ def built():
     return made
 
 
-def ours(module, config, ids, options=RunOptions()):
+def ours(module, config, ids, options=DEFAULT_OPTIONS):
     """(logits [T, V], trace) of our engine on `ids` (the source of an encoder-decoder, DEC_IDS decoding)."""
     rec = Recorder(True)
     src = torch.tensor([ids]) if config.has_encoder else None

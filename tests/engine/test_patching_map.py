@@ -9,8 +9,8 @@ import torch
 
 from attnlab.engine import names
 from attnlab.engine.options import OptionsError, RunOptions
-from attnlab.engine.patch_sweep import cells_of, check_pair, patched_logits
-from attnlab.engine.patching import PatchError, logit_difference, patch_from
+from attnlab.engine.patch_sweep import cells_of, check_pair, patch_from, patched_logits
+from attnlab.engine.patching import PatchError, logit_difference
 from tests.support.tiny import assert_same_trace, build_tiny_model
 
 A, B = "the black cat sees the dog", "the small dog sees the cat"  # the same number of words
