@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from attnlab.engine.live import LiveModel
     from attnlab.engine.live_inputs import Prompt
 
-MAP_KINDS = ("residual", "head")  # what a map sweeps: a layer's output per position, or a head's context
+# what a map sweeps: a layer's output per position, a self-attention head's context, a cross-attention head's
+MAP_KINDS = ("residual", "head", "cross")
 
 
 def map_stack(trace: Trace) -> str:
@@ -63,10 +64,14 @@ def head_cells(a: Trace, stack: str | None = None, kind: str = "self") -> list[l
 
 
 def cells_of(a: Trace, kind: str, stack: str | None = None, site: str = "self") -> list[list[Patch]]:
-    """The map's cells of `kind` ("residual" or "head")."""
+    """The map's cells of `kind` ("residual", "head" or "cross")."""
     if kind not in MAP_KINDS:
         raise PatchError(f"a patching map sweeps one of {', '.join(MAP_KINDS)}, not {kind!r}")
-    return residual_cells(a, stack) if kind == "residual" else head_cells(a, stack, site)
+    if kind == "cross" and not (a.config.has_encoder and a.config.has_decoder):
+        raise PatchError(f"this {a.config.arch} model has no cross-attention to patch")
+    if kind == "residual":
+        return residual_cells(a, stack)
+    return head_cells(a, stack, "cross" if kind == "cross" else site)
 
 
 def patched_logits(

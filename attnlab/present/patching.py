@@ -150,10 +150,12 @@ class PatchMap:
         return self.done >= len(self.cells)
 
     def title(self) -> str:
-        what = "residual stream (layer output) × position" if self.kind == "residual" else "head output × head"
+        what = {"residual": "residual stream (layer output) × position", "cross": "cross-attention head output × head"}
+        what_text = what.get(self.kind, "head output × head")
+        answer = f"logit({self.answer.correct_text}) − logit({self.answer.wrong_text})"
         return (
-            f"Patching map, {what}: recovery of logit({self.answer.correct_text}) − logit({self.answer.wrong_text}),"
-            f" A {self.clean:+.3f}, B {self.corrupted:+.3f}; {self.done} of {len(self.cells)} layers"
+            f"Patching map, {what_text}: recovery of {answer}, A {self.clean:+.3f}, B {self.corrupted:+.3f}; "
+            f"{self.done} of {len(self.cells)} layers"
         )
 
     def fill(self, row: int, logit_diffs: list[float]) -> None:
@@ -181,6 +183,8 @@ def new_map(a: Trace, b: Trace, kind: str, answer: Answer | None = None, namer: 
         columns = [f"{p} {tokens[p]}" if p < len(tokens) else str(p) for p in range(len(cells[0]))]
     else:
         columns = [f"head {h + 1}" for h in range(len(cells[0]))]
+    if kind == "cross":
+        rows = [names.site(r, "cross") for r in rows]
     return PatchMap(kind, cells, logit_diff(a, answer), logit_diff(b, answer), answer, rows, columns)
 
 

@@ -116,3 +116,13 @@ def test_the_logit_difference_reads_one_row():
     logits = torch.tensor([[0.0, 1.0, 2.0], [3.0, -1.0, 0.5]])
     assert logit_difference(logits, 0, 1) == 4.0
     assert logit_difference(logits, 2, 1, position=0) == 1.0
+
+
+def test_a_cross_attention_map_patches_each_cross_heads_context(tiny_model):
+    model = tiny_model("encoder-decoder", seed=3, **SIZES)
+    a = model.trace(A, "le chat")
+    cells = cells_of(a, "cross")
+    assert [[p.words() for p in row][:1] for row in cells] == [[f"dec.{i}.cross.context head 1"] for i in range(3)]
+    only_decoder = tiny_model("decoder-only", seed=3, n_encoder_layers=0, n_decoder_layers=2)
+    with pytest.raises(PatchError, match="^this decoder-only model has no cross-attention to patch$"):
+        cells_of(only_decoder.trace(A), "cross")

@@ -22,7 +22,11 @@ INTRO = (
     "and see how much of A's answer comes back. Each cell: (patched − B) / (A − B) of the logit difference "
     "logit(correct) − logit(wrong); 100% gives back A's answer, 0% changes nothing. Click a cell to open that run."
 )
-KINDS = (("residual", "Residual stream: layer × position"), ("head", "Head output: layer × head"))
+KINDS = (
+    ("residual", "Residual stream: layer × position"),
+    ("head", "Head output: layer × head"),
+    ("cross", "Cross-attention head output: layer × head"),
+)
 
 
 class PatchMapWindow(QtWidgets.QWidget):
