@@ -86,6 +86,7 @@ class Session(QObject):
             self._deliver, ("load", "trace", "warm", MAP_JOB), {"load": ("trace", MAP_JOB)}, configure_torch
         )
         self.patch_run: MapRun | None = None  # the patching map being filled (session_patching.py)
+        self.unpatched: Trace | None = None  # run B before a patch from A was asked for (session_patching.py)
         self._generate_presses = 0
         self._last_busy = False
         self._last_loading = False

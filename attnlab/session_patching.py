@@ -40,7 +40,14 @@ def patch_from_pinned(session: Session, entry: str, part: str, head: int | None,
     except ValueError as error:
         session.failed.emit(str(error))
         return False
+    keep_unpatched(session)
     return session.set_options(patching.patched_options(session.options, patch))
+
+
+def keep_unpatched(session: Session) -> None:
+    """Remember run B before its first patch: the output panel compares the patched answer with it."""
+    if session.trace is not None and not session.options.patch:
+        session.unpatched = session.trace
 
 
 def start_map(session: Session, kind: str) -> patching.PatchMap | None:
@@ -96,4 +103,5 @@ def open_cell(session: Session, made: patching.PatchMap, row: int, column: int) 
     """Open a map cell's patched run: run B with that cell's patch alone (resumed at its layer)."""
     if row >= made.done:
         return False
+    keep_unpatched(session)
     return session.set_options(session.options.replace(patch=(made.cells[row][column],)))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from attnlab.engine import names
-from attnlab.engine.patch_sweep import MAP_KINDS, cells_of, check_pair, map_stack, patch_from
+from attnlab.engine.patch_sweep import MAP_KINDS, cells_of, check_pair, map_stack, patch_from, same_run_shape
 from attnlab.engine.patching import Patch, PatchError, has_heads, logit_difference, patchable
 
 Namer = Callable[[int], str]  # token id -> its text
@@ -85,6 +85,14 @@ def answer_text(a: Trace, b: Trace, patched: Trace | None, answer: Answer) -> st
     share = recovery(lp, la, lb)
     recovered = "" if math.isnan(share) else f", {share:.0%} of A's"
     return f"{head}, patched {lp:+.3f} (change {lp - lb:+.3f}{recovered})"
+
+
+def patched_answer_line(a: Trace, b: Trace, unpatched: Trace | None, namer: Namer | None = None) -> str:
+    """The output panel's line for a patched run B: the answer's logit difference in A, in B before the patch
+    (`unpatched`) and patched, A's top token against B's ('' when B is not patched or `unpatched` does not pair)."""
+    if not b.options.patch or unpatched is None or unpatched.options.patch or same_run_shape(unpatched, b):
+        return ""
+    return answer_text(a, unpatched, b, default_answer(a, unpatched, namer)) + f" — patched: {patch_words(b.options)}"
 
 
 def patch_problem(a: Trace | None, b: Trace | None) -> str:

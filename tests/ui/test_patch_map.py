@@ -94,3 +94,18 @@ def test_the_compare_panels_menu_and_drop_patch_b_from_a(qtbot, open_window, tin
     row.gestures.dropped(1)  # a cell of A dropped on B's row 1
     qtbot.waitUntil(lambda: not s.busy and len(s.trace.options.patch) == 2, timeout=WINDOW_WAIT_MS)
     assert s.trace.options.patch[1].position == 1
+
+
+def test_the_output_bars_say_the_answers_logit_difference_before_and_after_the_patch(qtbot, open_window, tiny_model):
+    win, s = pinned_pair(qtbot, open_window, tiny_model)
+    before = s.trace
+    assert patch_from_pinned(s, "dec.1.out", "layer", None, None)
+    qtbot.waitUntil(lambda: not s.busy and bool(s.trace.options.patch), timeout=WINDOW_WAIT_MS)
+    assert s.unpatched is before
+    s.set_stage(next(st.key for st in s.stages if st.key.startswith("out.")))
+    qtbot.waitUntil(lambda: not s.busy, timeout=WINDOW_WAIT_MS)
+    win.refresh()
+    note = win.compare_panel()._note.text()
+    answer = patching.default_answer(s.pinned, before)
+    expected = patching.answer_text(s.pinned, before, s.trace, answer)
+    assert expected.split(":")[1].split(",")[0] in note and "patched: dec.1.out" in note

@@ -19,6 +19,7 @@ from PySide6.QtCore import Qt, Signal
 
 from attnlab.present import compare, words
 from attnlab.present.ablation import distribution_change
+from attnlab.present.patching import patched_answer_line
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.window_facts import OUTPUT_KINDS, token_text
 from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING
@@ -176,6 +177,7 @@ class ComparePanel(StagePanel):
         self._data: dict[str, Any] = {}  # what the panel shows, for tests (shown_data)
         self._vocab: Callable[[int], str] | None = None
         self._last: tuple[Trace, Trace, Stage, ViewState] | None = None
+        self.unpatched: Trace | None = None  # run B before its patches (Session.unpatched), for the answer's line
 
     def set_vocabulary(self, vocab: Callable[[int], str] | None) -> None:
         """Token names for output ids (the main window passes the model's tokenizer.id_to_token)."""
@@ -284,7 +286,10 @@ class ComparePanel(StagePanel):
             else f"Both runs rank “{labels[0]}” first."
         )
         diff = " Right: B − A per token (red: B is larger, blue: B is smaller)." if view.compare == "diff" else ""
-        self._note.show_text(f"{kind} at position {pos_b} (A: {pos_a}): grey bars A, blue bars B.{diff} {flip}")
+        patched = patched_answer_line(a, b, self.unpatched, self._vocab)  # issue 37: the answer's logit difference
+        self._note.show_text(
+            f"{kind} at position {pos_b} (A: {pos_a}): grey bars A, blue bars B.{diff} {flip} {patched}"
+        )
         self._data = {
             "mode": view.compare,
             "form": "bars",

@@ -266,6 +266,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         panel: StagePanel
         if s.pinned is not None and s.view.compare != "off":
             panel = pair = self.compare_panel()
+            pair.unpatched = s.unpatched  # run B before its patches (issue 37)
             self.panel_stack.setCurrentWidget(panel)
             pair.show_pair(s.pinned, trace, stage, s.view)
         else:
