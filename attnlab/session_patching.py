@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from attnlab.present import patching
-from attnlab.present.model_info import output_vocabulary
+if TYPE_CHECKING:  # imported when used: present/patching.py brings torch, which the first paint does without
+    from attnlab.present import patching
 
 # the Session (attnlab/session.py), which imports this module: named here only as what these functions are handed
 Session = Any
@@ -30,6 +30,8 @@ class MapRun:
 def patch_from_pinned(session: Session, entry: str, part: str, head: int | None, position: int | None) -> bool:
     """Patch `entry` (its `part`: "head", "position", "cell" or "layer") of run B from the pinned run A, and
     re-run (from the patched layer); refused with `failed` in one line."""
+    from attnlab.present import patching
+
     problem = patching.patch_problem(session.pinned, session.trace)
     if problem:
         session.failed.emit(problem)
@@ -52,6 +54,9 @@ def keep_unpatched(session: Session) -> None:
 
 def start_map(session: Session, kind: str) -> patching.PatchMap | None:
     """Start filling a patching map of `kind` ("residual", "head") for runs A (pinned) and B (current)."""
+    from attnlab.present import patching
+    from attnlab.present.model_info import output_vocabulary
+
     problem = patching.patch_problem(session.pinned, session.trace)
     if problem or session.model is None or session.pinned is None or session.trace is None:
         session.failed.emit(problem or "open a model first")
@@ -71,6 +76,8 @@ def start_map(session: Session, kind: str) -> patching.PatchMap | None:
 
 def submit_row(session: Session) -> None:
     """Ask the worker for the map's next row."""
+    from attnlab.present import patching
+
     run = session.patch_run
     if run is None or run.map.finished or session.model is None:
         return

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-
-from torch import Tensor
+from typing import TYPE_CHECKING
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
+
+if TYPE_CHECKING:  # the options import this module, and the window paints before torch is imported
+    from torch import Tensor
 
 HEAD_STEPS = ("q", "k", "v", "context")  # a site's entries with heads: [H, T, dk]
 ROW_STEPS = ("out",)  # a site's entries of rows: [T, d]
