@@ -29,6 +29,7 @@ from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage
 from attnlab.present.texts import draw_stream, example_sentence
 from attnlab.session_jobs import LoadDetour, TraceRequest, extend_by_one, load_job, reads_second_text, trace_job
+from attnlab.session_patching import MAP_JOB, MapRun, accept_row
 
 if TYPE_CHECKING:
     from attnlab.checkpoints.snapshots import Snapshots
@@ -57,6 +58,7 @@ class Session(QObject):
     pinnedChanged = Signal(object)  # Trace or None: the run pinned as A for comparisons (present/compare.py)
     snapshotsChanged = Signal(object)  # Snapshots or None: the open model's weights at a few training steps
     trainingStepChanged = Signal(object)  # int or None: the snapshot step the runs use (None: the final weights)
+    patchMapChanged = Signal(object)  # PatchMap: the patching map as it fills (session_patching.py)
 
     _jobDone = Signal(object)  # (job, value, error) from the worker thread
 
@@ -84,7 +86,11 @@ class Session(QObject):
         self.training_step: int | None = None  # a snapshot step the runs use instead of the final weights
         self._stage_on_the_way: str | None = None  # a stage whose recomputed layers the worker computes
         # waiting jobs start loads first; a load makes the old model's traces moot
-        self._jobs = JobRunner(self._deliver, ("load", "trace", "warm"), {"load": ("trace",)}, configure_torch)
+        self._jobs = JobRunner(
+            self._deliver, ("load", "trace", "warm", MAP_JOB), {"load": ("trace", MAP_JOB)}, configure_torch
+        )
+        self.patch_run: MapRun | None = None  # the patching map being filled (session_patching.py)
+        self.unpatched: Trace | None = None  # run B before a patch from A was asked for (session_patching.py)
         self._generate_presses = 0
         # the draws of Generate presses while the run samples (a torch.Generator at the seed, present/texts.py),
         # begun anew when a text or an option changes otherwise than by Generate
@@ -410,6 +416,8 @@ class Session(QObject):
         if self._jobs.finished(job):  # the next waiting job starts; a stale result is dropped
             if job.kind == "load":
                 self._accept_model(value, error)
+            elif job.kind == MAP_JOB:
+                accept_row(self, value, error)
             elif job.kind == "warm":
                 self._stage_on_the_way = None
                 if error is None:

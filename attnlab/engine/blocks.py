@@ -44,7 +44,14 @@ def attend(
         ablate=ctx.options.ablations(site),
         projections=ctx.projections,
         relative=ctx.relative,
+        patch=ctx.site_patch(site),
     )
+
+
+def feed_forward(ffn: nn.Module, h: Tensor, ctx: RunContext, prefix: str) -> Tensor:
+    """The layer's FFN on h [B, T, d] -> [B, T, d], its output patched when the run patches it."""
+    out: Tensor = ffn(h, ctx.rec, prefix)
+    return ctx.patched(names.ffn_entry(prefix, "out"), out) if ctx.patches else out
 
 
 class EncoderLayer(nn.Module):
@@ -61,7 +68,8 @@ class EncoderLayer(nn.Module):
         x = residual_block(
             x, lambda h: attend(self.self_attn, h, h, mask, ctx, site, ctx.rotary), self.norm1, ctx, prefix, 1
         )
-        x = residual_block(x, lambda h: self.ffn(h, ctx.rec, prefix), self.norm2, ctx, prefix, 2)
+        x = residual_block(x, lambda h: feed_forward(self.ffn, h, ctx, prefix), self.norm2, ctx, prefix, 2)
+        x = ctx.patched(names.layer_out(prefix), x)
         ctx.rec(names.layer_out(prefix), x)
         return x
 
@@ -101,9 +109,10 @@ class DecoderLayer(nn.Module):
             return attend(self.cross_attn, h, memory, cross_mask, ctx, names.site(prefix, "cross"), None)
 
         if self.parallel and ctx.norm_first:
-            ffn = lambda h: self.ffn(h, ctx.rec, prefix)  # noqa: E731
+            ffn = lambda h: feed_forward(self.ffn, h, ctx, prefix)  # noqa: E731
             second = self.norm1 if self.shared_norm else self.norm2
             y = parallel_block(y, attend_self, ffn, (self.norm1, second), ctx, prefix)
+            y = ctx.patched(names.layer_out(prefix), y)
             ctx.rec(names.layer_out(prefix), y)
             return y
         y = residual_block(y, attend_self, self.norm1, ctx, prefix, 1, self.post_norm1)
@@ -111,6 +120,7 @@ class DecoderLayer(nn.Module):
         if self.cross_attn is not None and self.norm3 is not None:
             y = residual_block(y, attend_memory, self.norm2, ctx, prefix, 2)
             n, norm = 3, self.norm3
-        y = residual_block(y, lambda h: self.ffn(h, ctx.rec, prefix), norm, ctx, prefix, n, self.post_norm2)
+        y = residual_block(y, lambda h: feed_forward(self.ffn, h, ctx, prefix), norm, ctx, prefix, n, self.post_norm2)
+        y = ctx.patched(names.layer_out(prefix), y)
         ctx.rec(names.layer_out(prefix), y)
         return y

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnlab.engine import names
+from attnlab.engine import names, patching
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.masks import Device, MaskBuilder, additive_mask
 from attnlab.engine.norms import LayerNorm, RMSNorm, layer_norm
@@ -80,6 +80,9 @@ class RunContext:
         self.inputs: LayerInputs | None = None  # where this run keeps each layer's input, when asked to
         self.token_types: dict[str, Tensor] = {}  # side -> token type ids [B, T] (absent: every token type 0)
         self.relative: RelativeInputs | None = None  # DeBERTa's relative embeddings for the encoder's layers
+        # activation patching (engine/patching.py): {entry: its patches}, and the sites some patch reaches into
+        self.patches = patching.by_entry(run.patch) if run.patch else {}
+        self.patch_sites = patching.sites_of(self.patches)
 
     def rotary_at(self, site: str) -> tuple[Tensor, Tensor] | None:
         """The (cos, sin) tables of a site: a local (sliding-window) layer's own when the model has them (Gemma 3),
@@ -96,6 +99,21 @@ class RunContext:
         """After layer `index` of `stack`: a run of that one layer (Resume.only) stops here."""
         if self.resume is not None and self.resume.only and (stack, index) == (self.resume.stack, self.resume.layer):
             raise LayerDone
+
+    def patched(self, name: str, x: Tensor) -> Tensor:
+        """x [1, ...] with this run's patches of entry `name` applied (x itself when none); an entry recorded
+        before its patch point (a site's context, an FFN's output) is recorded again, in its place."""
+        found = self.patches.get(name) if self.patches else None
+        if found is None:
+            return x
+        x = patching.replaced(x, found)
+        if name in self.rec:
+            self.rec(name, x)
+        return x
+
+    def site_patch(self, site: str) -> Callable[[str, Tensor], Tensor] | None:
+        """What an attention site's forward calls at its patch points, or None when no patch reaches it."""
+        return self.patched if site in self.patch_sites else None
 
     def keep(self, key: LayerKey, x: Tensor) -> None:
         if self.inputs is not None:

@@ -7,6 +7,7 @@ Shapes use B batch, H heads, Tq queries, Tk keys, d = d_model, dk = d/H (head_di
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -218,10 +219,13 @@ class MultiHeadAttention(AttentionWeights):
         ablate: dict[int, str] | None = None,
         projections: bool = True,
         relative: RelativeInputs | None = None,
+        patch: Callable[[str, Tensor], Tensor] | None = None,
     ) -> Tensor:
         """x_q [B, Tq, d], x_kv [B, Tk, d], mask: additive [B or 1, 1, Tq, Tk] or an AttentionMask;
         rotary = (cos, sin) tables or None; ablate = {head: "zero"|"mean"} (see ablate_heads); relative: the
-        run's relative embeddings, read by a sub-layer with DeBERTa's position terms (disentangled.py)."""
+        run's relative embeddings, read by a sub-layer with DeBERTa's position terms (disentangled.py);
+        patch(entry, value): the run's activation patches (engine/patching.py) applied to Q, K, V (as rotated),
+        the context and the output, None when no patch reaches this site."""
         if not isinstance(mask, AttentionMask):
             mask = AttentionMask(mask)
         B, Tq, d = x_q.shape
@@ -242,16 +246,22 @@ class MultiHeadAttention(AttentionWeights):
             cos, sin = rotary
             q = apply_rotary(q, cos[:Tq], sin[:Tq], self.rotary_layout)
             k = apply_rotary(k, cos[:Tk], sin[:Tk], self.rotary_layout)
+        n = names.site_entries(prefix)
+        if patch is not None:
+            q, k, v = patch(n.q, q), patch(n.k, k), patch(n.v, v)
         if rec.enabled:
-            n = names.site_entries(prefix)
             rec.add(((n.q, q), (n.k, k), (n.v, v)))
         terms = None  # terms added to Q Kᵀ [B, H, Tq, Tk] (DeBERTa's, BERT relative_key's): None with positions off
         for mechanism in self.term_mechanisms:
             added = mechanism.terms(self, q, k, relative, projections, rec, prefix)
             terms = added if terms is None or added is None else terms + added
         context = attend(q, k, v, mask, scale, rec, prefix, ablate, self.steps, terms)  # [B, H, Tq, dk]
+        if patch is not None:  # the patched context replaces the recorded one
+            context = patch(n.context, context)
         concat = context.transpose(1, 2).reshape(B, Tq, width)  # [B, Tq, H·dk]
         out = self.w_o(concat) if projections else concat  # [B, Tq, d]
+        if patch is not None:
+            out = patch(n.out, out)
         if rec.enabled:
             rec.add(((n.concat, rec.rule(concat, concat_rule(n.context))), (n.out, out)))
         return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from attnlab.engine import names
+from attnlab.engine import names, patching
 from attnlab.engine import options as run_options  # w-headdim: projections_off_problem
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.option_spec import Choice, Control, LessonKey, RunFacts
@@ -220,6 +220,16 @@ def ablation_departs(_config: ModelConfig, options: RunOptions, _run: RunFacts) 
         return []
     heads = ", ".join(f"{site} head {head + 1} ({mode})" for site, head, mode in options.ablate)
     return [f"heads are ablated, their output replaced by zeros or by its mean: {heads}"]
+
+
+def patch_changed(before: RunOptions, after: RunOptions, site: str) -> bool:
+    """Whether the patches inside the layer of `site` differ (the run cache resumes at that layer)."""
+    stack, index, _kind = names.split_site(site)
+    return patching.layer_patches(before.patch, stack, index) != patching.layer_patches(after.patch, stack, index)
+
+
+def patch_departs(_config: ModelConfig, options: RunOptions, _run: RunFacts) -> list[str]:
+    return patching.departs(options.patch)
 
 
 def causal_problem(value: dict) -> str | None:

@@ -123,6 +123,15 @@ ABLATE = OptionSpec(
     departs=part.ablation_departs,
 )
 
+# Activation patching (issue 37): run A's values in run B. No control: a cell dragged from A onto B, or the
+# context menu, sets it (ui/, through present/patching.py); the run resumes at the first patched layer.
+PATCH = OptionSpec(
+    "patch",
+    invalidates=FROM_SITE,
+    site_changed=part.patch_changed,
+    departs=part.patch_departs,
+)
+
 CAUSAL = OptionSpec(
     "causal",
     invalidates=FROM_SITE,
@@ -405,6 +414,7 @@ SPECS: tuple[OptionSpec, ...] = (
     N_HEADS,
     FINAL_NORM,
     ABLATE,
+    PATCH,
     CAUSAL,
     PADDING_MASK,
     PAD_TO,

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from attnlab.engine import names
 from attnlab.engine.config import ModelConfig
+from attnlab.engine.patching import Patch, patch_problems
 from attnlab.engine.sampling_settings import sampling_problems
 from attnlab.limits import excerpt
 
@@ -65,6 +66,8 @@ class RunOptions:
     # Head ablation: (site, 0-based head, "zero" | "mean"): that head's context is replaced by zeros or by its
     # mean over the query positions before the heads are concatenated. ABLATION_MODES lists the modes.
     ablate: tuple[tuple[str, int, str], ...] = ()
+    # Activation patching (engine/patching.py): entries of this run replaced by run A's values, where produced.
+    patch: tuple[Patch, ...] = ()
     temperature: float = 1.0  # softmax(logits / temperature) for the output distribution
     # choosing the next token (issue 35, engine/sampling.py): greedy, or drawn after the top-k / top-p cuts
     sample: bool = False  # draw the next token (generation_config.json's do_sample) instead of the argmax
@@ -228,6 +231,7 @@ class RunOptions:
             p
             + mask_problems(self.custom_masks, config)
             + ablation_problems(self.ablate, config, self.effective_heads(config))
+            + patch_problems(self.patch, config, self.effective_heads(config))
         )
 
     def validate(self, config: ModelConfig) -> RunOptions:

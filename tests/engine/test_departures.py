@@ -5,11 +5,15 @@ the trained defaults give no banner at all."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from attnlab.engine import option_rules, option_specs
+from attnlab.engine.live import LiveModel
 from attnlab.engine.option_spec import RunFacts
 from attnlab.engine.options import RunOptions
+from attnlab.engine.patch_sweep import patch_from
 from attnlab.present import facts
 
 pytestmark = pytest.mark.usefixtures("isolated_settings")  # tests/conftest.py
@@ -19,7 +23,7 @@ SRC, TGT = "the black cat sees the small dog", "le chat"
 # field -> (the options that depart, words a person would look for on the banner), written for the tiny
 # post-norm encoder-decoder below. A spec added to the table with `departs` must be added here (the first
 # test fails until it is).
-DEPARTING: dict[str, tuple[RunOptions, str]] = {
+DEPARTING: dict[str, tuple[RunOptions | Callable[[LiveModel], RunOptions], str]] = {
     "norm": (RunOptions(norm="pre"), "pre-norm"),
     "n_heads": (RunOptions(n_heads=2), "2 heads instead of the trained 4"),
     "final_norm": (RunOptions(final_norm=True), "final LayerNorm"),
@@ -31,6 +35,13 @@ DEPARTING: dict[str, tuple[RunOptions, str]] = {
     "positional": (RunOptions(positional=False), "positional encoding is off"),
     "residual": (RunOptions(residual=False), "residual connections are off"),
     "projections": (RunOptions(projections=False), "W_Q, W_K, W_V, W_O are off"),
+    # a patch carries run A's values: made from a run of the model under test
+    "patch": (
+        lambda model: RunOptions(
+            patch=(patch_from(model.trace("the small dog sees the black cat", TGT), "dec.0.out"),)
+        ),
+        "patched from run A: dec.0.out (re-run from dec.0)",
+    ),
 }
 
 
@@ -54,6 +65,7 @@ def test_the_trained_defaults_give_no_banner(post_norm):
 @pytest.mark.parametrize("field", sorted(DEPARTING))
 def test_each_departing_spec_raises_a_banner_naming_it(post_norm, field):
     options, words = DEPARTING[field]
+    options = options(post_norm) if callable(options) else options
     assert not post_norm.options_problems(options)
     trace = post_norm.trace(SRC, TGT, options)
     by_field = option_rules.departures_by_field(

@@ -15,15 +15,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 
 from attnlab.present import compare, words
 from attnlab.present.ablation import distribution_change
+from attnlab.present.patching import patched_answer_line
 from attnlab.present.stages import Stage, ViewState
 from attnlab.present.window_facts import OUTPUT_KINDS, token_text
 from attnlab.ui.plots.colormaps import DEFAULT_DIVERGING
 from attnlab.ui.plots.head_grid import HeadGrid
 from attnlab.ui.plots.heatmap import LabeledHeatmap, elide_label
+from attnlab.ui.plots.patch_gestures import PatchGestures
 from attnlab.ui.plots.raster import rect_updates
 from attnlab.ui.stages.base import StagePanel
 from attnlab.ui.stages.common import Note
@@ -53,8 +55,10 @@ class _EntryRow(QtWidgets.QWidget):
             grid.setColumnStretch(column, 1)
         grid.addWidget(self.message, 1, 2)
         grid.setRowStretch(1, 1)
+        self.gestures = PatchGestures(self.a, self.b)  # drag A's cell onto B, or B's menu: patch from A
 
     def show_entry(self, entry: compare.ComparedEntry, a: Trace, b: Trace, view: ViewState) -> None:
+        self.gestures.show(entry.name, view.head)
         per_head = any(compare.heads_of(t, entry.name) is not None for t in (a, b))
         self.title.setText(f"<b>{entry.name}</b>" + (f" · {words.head_words(view.head)}" if per_head else ""))
         levels = compare.shared_range(entry.a, entry.b)
@@ -131,6 +135,8 @@ class ComparePanel(StagePanel):
     pinned and ViewState.compare is not "off". Every entry the stage's own panel draws is compared (a chooser
     picks one when there are more than MAX_ROWS); the all-heads grid and the output bars keep their form."""
 
+    patchAsked = Signal(str, str, object, object)  # entry, part, head, position: patch it from A (patch_gestures)
+
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("comparePanel")
@@ -171,6 +177,7 @@ class ComparePanel(StagePanel):
         self._data: dict[str, Any] = {}  # what the panel shows, for tests (shown_data)
         self._vocab: Callable[[int], str] | None = None
         self._last: tuple[Trace, Trace, Stage, ViewState] | None = None
+        self.unpatched: Trace | None = None  # run B before its patches (Session.unpatched), for the answer's line
 
     def set_vocabulary(self, vocab: Callable[[int], str] | None) -> None:
         """Token names for output ids (the main window passes the model's tokenizer.id_to_token)."""
@@ -182,6 +189,7 @@ class ComparePanel(StagePanel):
     def _row(self, i: int) -> _EntryRow:
         while len(self._rows) <= i:
             self._rows.append(_EntryRow(self))
+            self._rows[-1].gestures.asked.connect(self.patchAsked)
             self._rows_box.addWidget(self._rows[-1], 1)
         return self._rows[i]
 
@@ -278,7 +286,10 @@ class ComparePanel(StagePanel):
             else f"Both runs rank “{labels[0]}” first."
         )
         diff = " Right: B − A per token (red: B is larger, blue: B is smaller)." if view.compare == "diff" else ""
-        self._note.show_text(f"{kind} at position {pos_b} (A: {pos_a}): grey bars A, blue bars B.{diff} {flip}")
+        patched = patched_answer_line(a, b, self.unpatched, self._vocab)  # issue 37: the answer's logit difference
+        self._note.show_text(
+            f"{kind} at position {pos_b} (A: {pos_a}): grey bars A, blue bars B.{diff} {flip} {patched}"
+        )
         self._data = {
             "mode": view.compare,
             "form": "bars",

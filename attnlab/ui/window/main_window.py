@@ -228,12 +228,14 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
 
     def compare_panel(self) -> ComparePanel:
         """The one ComparePanel (A | B | B − A of the current stage), created on first use."""
+        from attnlab.session_patching import patch_from_pinned
         from attnlab.ui.plots.compare_panel import ComparePanel
 
         panel = self._panels.get(ComparePanel)
         if not isinstance(panel, ComparePanel):  # None: not made yet
             appsettings.plot_colours()
             panel = self._panels[ComparePanel] = ComparePanel()
+            panel.patchAsked.connect(lambda *asked: patch_from_pinned(self.session, *asked))  # issue 37
             self._give_vocabulary(panel)
             self.panel_stack.addWidget(panel)
         return panel
@@ -264,6 +266,7 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         panel: StagePanel
         if s.pinned is not None and s.view.compare != "off":
             panel = pair = self.compare_panel()
+            pair.unpatched = s.unpatched  # run B before its patches (issue 37)
             self.panel_stack.setCurrentWidget(panel)
             pair.show_pair(s.pinned, trace, stage, s.view)
         else:

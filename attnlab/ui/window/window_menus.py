@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QLineEdit, QMenu, QMessageBox
+from PySide6.QtWidgets import QLineEdit, QMenu, QMessageBox, QWidget
 
 from attnlab.present.model_info import input_words
 from attnlab.present.words import word
@@ -55,6 +55,7 @@ class WindowMenus(WindowHost):
 
     dark_action: QAction
     model_view_dock: ModelViewDock
+    patch_map_window: QWidget  # View → Patching map (ui/window/patch_map.py), once opened
 
     def _action(
         self,
@@ -157,6 +158,7 @@ class WindowMenus(WindowHost):
             ["Ctrl+Shift+P"],
             "nextCompareAction",
         )
+        self._action(m, "Patching &map (A → B)…", self.open_patch_map, [], "patchMapAction")
         m.addSeparator()
         for dock in (self.nav_dock, self.schematic_dock, self.controls_dock):
             m.addAction(dock.toggleViewAction())
@@ -191,6 +193,13 @@ class WindowMenus(WindowHost):
         """The clicker: the next step of a playing lesson, else the next stage."""
         if not lesson_step(self, delta):
             self.session.step_stage(delta)
+
+    def open_patch_map(self) -> None:
+        """View → Patching map: run A (pinned) patched into run B, layer by layer (ui/window/patch_map.py)."""
+        from attnlab.ui.window.patch_map import PatchMapWindow
+
+        self.patch_map_window = PatchMapWindow(self.session)
+        self.patch_map_window.show()
 
     def _next_compare(self) -> None:
         from attnlab.present.stages import COMPARE_MODES
