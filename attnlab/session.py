@@ -27,15 +27,15 @@ from attnlab.jobs import Job, JobRunner
 from attnlab.present.decoder_input import FOLLOWED, DecoderInput
 from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage
-from attnlab.present.texts import draw_stream, example_sentence
-from attnlab.session_jobs import LoadDetour, TraceRequest, extend_by_one, load_job, reads_second_text, trace_job
+from attnlab.present.texts import example_sentence
+from attnlab.session_generation import accept_model, generate_one, take_followed
+from attnlab.session_jobs import LoadDetour, TraceRequest, load_job, reads_second_text, trace_job
 from attnlab.session_patching import MAP_JOB, MapRun, accept_row
 
 if TYPE_CHECKING:
     from attnlab.checkpoints.snapshots import Snapshots
     from attnlab.engine.live import LiveModel
     from attnlab.engine.trace import Trace
-    from attnlab.session_jobs import Loaded
 
 DEBOUNCE_MS = 150  # typing pause before a re-trace
 TOKENIZE_TIMEOUT_S = 10.0  # the app stops a Hugging Face tokenizer that takes longer on one text (issue 27)
@@ -301,25 +301,7 @@ class Session(QObject):
         self._generate_one()
 
     def _generate_one(self) -> None:
-        model, trace = self.model, self.trace
-        if model is None or trace is None:  # both callers have a model and its trace
-            return
-        if self._draws is None:
-            self._draws = draw_stream(trace)  # None while greedy
-        step = extend_by_one(model, trace, self._draws)
-        if isinstance(step, str):  # nothing to append: why
-            self._generate_presses = 0
-            self.notice.emit(step)
-            return
-        self.tgt_ids = step.ids
-        self.tgt_origin = self.tgt_origin.generated(self.src)
-        self.notice.emit(f"Generated “{step.piece}”")
-        if model.config.arch == "decoder-only":
-            self.src = step.text
-        else:
-            self.tgt = step.text
-        self.textsChanged.emit()
-        self.request_trace()
+        generate_one(self)
 
     def reset_tgt(self) -> None:
         self._generate_presses = 0
@@ -415,7 +397,7 @@ class Session(QObject):
         job, value, error = result
         if self._jobs.finished(job):  # the next waiting job starts; a stale result is dropped
             if job.kind == "load":
-                self._accept_model(value, error)
+                accept_model(self, value, error)
             elif job.kind == MAP_JOB:
                 accept_row(self, value, error)
             elif job.kind == "warm":
@@ -428,19 +410,6 @@ class Session(QObject):
                 self._accept_trace(value, error)
         self._set_busy()
 
-    def _accept_model(self, value: Loaded | LoadDetour | None, error: str | None) -> None:
-        if error is not None or value is None:
-            self.modelFailed.emit(error or "the load returned nothing")
-            return
-        if isinstance(value, LoadDetour):
-            self.request_trace()  # submitting the load dropped any waiting trace of the model that stays
-            self.loadDetoured.emit(value)
-            return
-        model, src, tgt, path, (snapshots, problem) = value
-        self.set_model(model, src, tgt, path, snapshots)
-        if problem:
-            self.notice.emit(f"The training snapshots beside this model were not loaded: {problem}")
-
     def _accept_trace(self, finished: tuple[Trace, list[Stage]] | None, error: str | None) -> None:
         """A finished run from the worker: its whole Trace and its stage list (built there, once)."""
         if error is not None or finished is None:
@@ -450,7 +419,7 @@ class Session(QObject):
         trace, self.stages = finished
         self.trace = trace
         if trace.info.get(FOLLOWED) is not None:
-            self._take_followed(*trace.info[FOLLOWED])
+            take_followed(self, *trace.info[FOLLOWED])
         stage = pick_stage(self.stages, self.stage_key)
         self.stage_key = stage.key if stage else None
         heads = trace.n_heads
@@ -460,14 +429,6 @@ class Session(QObject):
         if self._generate_presses and not self.busy:
             self._generate_presses -= 1
             self._generate_one()
-
-    def _take_followed(self, src: str, tgt: str) -> None:
-        """The decoder input a run made to follow source `src`: the box shows it (the follow is done unless
-        the source changed again since)."""
-        self.tgt, self.tgt_ids = tgt, None
-        self.tgt_origin = self.tgt_origin.written(src, typed=False)
-        self._follow = self._follow and src != self.src
-        self.textsChanged.emit()
 
     def _set_busy(self) -> None:
         busy, loading = self.busy, self.loading
