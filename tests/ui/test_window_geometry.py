@@ -146,3 +146,16 @@ def test_the_start_placement_keeps_the_window_on_screen_unless_a_caller_sized_it
     qtbot.wait(400)  # the placements after the first show (0 and 300 ms)
     assert frame_inside(w) is not sized
     w.close()
+
+
+@pytest.mark.parametrize("screen", [QRect(0, 0, 1024, 768), QRect(0, 0, 1920, 1080)])
+def test_a_tool_window_fits_the_screen_with_its_frame(screen: QRect) -> None:
+    """The head-roles window asks for 1100×700: on a 1024×768 projector it gets what fits beside its frame (its
+    colour bar and notes were cut off at the right edge), on a wide screen what it asked for."""
+    size = geometry.sized_for_screen(QSize(1100, 700), screen)
+    room = screen.marginsRemoved(geometry.FRAME_GUESS)
+    assert size.width() <= room.width() and size.height() <= room.height()
+    if room.width() >= 1100 and room.height() >= 700:
+        assert size == QSize(1100, 700)
+    else:
+        assert size.width() == min(1100, room.width()) and size.height() == min(700, room.height())

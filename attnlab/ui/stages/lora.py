@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt, Signal
 
 from attnlab.present.views.model import MessageView
 from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, titled_heatmap
+from attnlab.ui.window.geometry import resize_for_screen
 
 if TYPE_CHECKING:
     from attnlab.present.lora import LoraView
@@ -99,7 +100,7 @@ class LoraWindow(QtWidgets.QWidget):
         names = lora.adapter_modules(window.session.model)
         self.panel.set_modules(names)
         self.show_module(names[0] if names else "")
-        self.resize(1100, 520)
+        resize_for_screen(self, 1100, 520)
 
     def show_module(self, name: str) -> None:
         from attnlab.present import lora

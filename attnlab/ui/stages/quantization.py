@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt, Signal
 
 from attnlab.present.views.model import MessageView
 from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, titled_heatmap
+from attnlab.ui.window.geometry import resize_for_screen
 
 if TYPE_CHECKING:
     from attnlab.present.quantization import QuantizationView
@@ -112,7 +113,7 @@ class QuantizationWindow(QtWidgets.QWidget):
         names = quantization.weight_names(self.model_facts)
         self.panel.set_weights(names)
         self.show_weight(names[0] if names else "")
-        self.resize(1100, 520)
+        resize_for_screen(self, 1100, 520)
 
     def show_weight(self, name: str) -> None:
         from attnlab.present import quantization

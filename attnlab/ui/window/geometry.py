@@ -8,6 +8,7 @@ Pure geometry on QRects (no window needed), so each rule is tested with any scre
 from __future__ import annotations
 
 from PySide6.QtCore import QMargins, QPoint, QRect, QSize
+from PySide6.QtWidgets import QWidget
 
 DEFAULT_SIZE = (1400, 900)  # the window's inside, where the screen has room
 # a title bar and borders, before the window manager has said what it draws (a window not shown yet)
@@ -51,6 +52,21 @@ def inside_screen(inner: QRect, frame: QRect, available: QRect, least: QSize | N
     x = max(room.left(), min(inner.left(), room.right() + 1 - width))
     y = max(room.top(), min(inner.top(), room.bottom() + 1 - height))
     return QRect(x, y, width, height)
+
+
+def sized_for_screen(wanted: QSize, available: QRect, margins: QMargins = FRAME_GUESS) -> QSize:
+    """A tool window's inside: `wanted` where it fits with its frame in `available`, else as much as fits (a
+    1024×768 projector keeps every tool window's colour bar and notes on screen)."""
+    room = available.marginsRemoved(margins)
+    return QSize(min(wanted.width(), room.width()), min(wanted.height(), room.height()))
+
+
+def resize_for_screen(window: QWidget, width: int, height: int) -> None:
+    """Resize a tool window (head roles, quantization, LoRA, the patching map) to (width, height), or to what its
+    screen has room for."""
+    screen = window.screen()
+    size = QSize(width, height)
+    window.resize(sized_for_screen(size, screen.availableGeometry()) if screen is not None else size)
 
 
 def small_screen(available: QRect) -> bool:

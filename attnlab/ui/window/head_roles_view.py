@@ -22,6 +22,7 @@ from PySide6 import QtCore, QtWidgets
 
 from attnlab.present import head_roles
 from attnlab.ui.stages.common import TitleLabel, note_font, titled_heatmap
+from attnlab.ui.window.geometry import resize_for_screen
 
 if TYPE_CHECKING:
     from attnlab.present.engine_api import Trace
@@ -78,7 +79,7 @@ class HeadRolesWindow(QtWidgets.QWidget):
         for title in self.findChildren(TitleLabel):  # the maps' titles name tokens such as <s>: text, not markup
             title.setTextFormat(QtCore.Qt.TextFormat.PlainText)
         session.traceReady.connect(self.refresh)
-        self.resize(1100, 700)
+        resize_for_screen(self, 1100, 700)
         self.refresh()
 
     # ---- building --------------------------------------------------------------------------------------

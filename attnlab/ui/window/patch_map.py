@@ -13,6 +13,7 @@ from PySide6 import QtWidgets
 from attnlab.present import patching
 from attnlab.session_patching import open_cell, start_map, stop_map
 from attnlab.ui.stages.common import note_font, titled_heatmap
+from attnlab.ui.window.geometry import resize_for_screen
 
 if TYPE_CHECKING:
     from attnlab.session import Session
@@ -63,7 +64,7 @@ class PatchMapWindow(QtWidgets.QWidget):
         session.failed.connect(self._failed)
         self.heatmap.cellClicked.connect(self.open_cell)
         self.heatmap.cellHovered.connect(self._hover)
-        self.resize(900, 560)
+        resize_for_screen(self, 900, 560)
 
     def fill(self) -> None:
         start_map(self.session, str(self.kind.currentData()))

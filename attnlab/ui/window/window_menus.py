@@ -164,7 +164,7 @@ class WindowMenus(WindowHost):
             m.addAction(dock.toggleViewAction())
         self.model_view_dock = add_model_view(self, m)  # View → Whole-model attention (Ctrl+M)
         self._action(m, "&Quantization: W, Ŵ, |W − Ŵ|…", self._show_quantization, [], "quantizationAction")
-        self._action(m, "Head &roles, sinks, score dimensions…", self._show_head_roles, [], "headRolesAction")
+        self._action(m, "&Head roles, sinks, score dimensions…", self._show_head_roles, [], "headRolesAction")
         self._action(m, "&LoRA adapter: B, A, ΔW; pin the base as A…", self._show_lora, [], "loraAction")
 
     def _show_head_roles(self) -> None:
