@@ -14,7 +14,8 @@ from PySide6 import QtWidgets
 from PySide6.QtCore import Qt, Signal
 
 from attnlab.present.views.model import MessageView
-from attnlab.ui.stages.common import MessageStack, Note, draw_matrix, titled_heatmap
+from attnlab.ui.stages.common import draw_matrix
+from attnlab.ui.stages.three_maps import ThreeMaps
 from attnlab.ui.window.geometry import resize_for_screen
 
 if TYPE_CHECKING:
@@ -47,20 +48,8 @@ class QuantizationPanel(QtWidgets.QWidget):
         row.addWidget(self.weights, 1)
         row.addWidget(choose)
         row.addWidget(self.pin_button)
-        self._header = Note(self, delta=1, bold=True)
-        boxes = [titled_heatmap(self, wrap=True) for _ in range(3)]
-        self._maps = [m for _, m in boxes]
-        maps = QtWidgets.QHBoxLayout()
-        for box, _ in boxes:
-            maps.addWidget(box, 1)
-        self._notes = Note(self, reserve_lines=3)
-        body = QtWidgets.QWidget(self)
-        layout = QtWidgets.QVBoxLayout(body)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self._header)
-        layout.addLayout(maps, 1)
-        layout.addWidget(self._notes)
-        self._stack = MessageStack(body, self)
+        parts = ThreeMaps(self, note_lines=3)
+        self._header, self._maps, self._notes, self._stack = parts.header, parts.maps, parts.notes, parts.stack
         outer = QtWidgets.QVBoxLayout(self)
         outer.addLayout(row)
         outer.addWidget(self._stack, 1)
