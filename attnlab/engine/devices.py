@@ -4,6 +4,7 @@ another input that does not fit beside the traces still held (issue 23: one trac
 from __future__ import annotations
 
 import gc
+import threading
 import weakref
 
 import torch
@@ -44,9 +45,19 @@ def free_device_memory_of(dropped: list[weakref.ref]) -> None:
     release_device_memory()
 
 
+def collect_garbage() -> None:
+    """gc.collect() where it is safe: on the main thread (the CLI, the API); a no-op on a worker thread."""
+    if threading.current_thread() is threading.main_thread():
+        gc.collect()
+
+
 def release_device_memory() -> None:
     """Give the memory of a failed GPU run back: the tensors it left behind are collected first, then the
-    caching allocator returns its unused blocks (for the CPU run that follows, and for other programs)."""
-    gc.collect()
+    caching allocator returns its unused blocks (for the CPU run that follows, and for other programs).
+
+    The collection runs on the main thread only: on the app's worker thread it can finalise Qt objects caught in
+    the same cycles, which Qt allows only on their own thread (a CI run segfaulted there); Python's own
+    collections free them later, and the memory check that follows counts what is free now."""
+    collect_garbage()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()

@@ -8,7 +8,6 @@ preparation, live_inputs.py; run reuse, live_reuse.py).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from functools import partial
 
@@ -17,7 +16,7 @@ import torch
 from attnlab.engine import replay
 from attnlab.engine.budget import HEADROOM, estimate_trace_bytes, fits_on_device, working_bytes
 from attnlab.engine.config import ModelConfig
-from attnlab.engine.devices import release_device_memory
+from attnlab.engine.devices import collect_garbage, release_device_memory
 from attnlab.engine.live_inputs import Side, side_lengths
 from attnlab.engine.memory import RunTooBig, available_on
 from attnlab.engine.model import Transformer
@@ -76,7 +75,7 @@ def fits_beside(
     traces of the last run that someone still holds (the app keeps one on screen): then they stay where they
     are, and the new run pays nothing for them; else they move to the host first (free_device_memory_of),
     and the budget counts that memory."""
-    gc.collect()  # traces nobody holds are freed first
+    collect_garbage()  # traces nobody holds are freed first (on the main thread: devices.collect_garbage)
     S, T = side_lengths(sides)
     needs = run_needs(config, options, S, T, element_size(dtype), weights, keep)
     return needs.total <= HEADROOM * available_on(device)

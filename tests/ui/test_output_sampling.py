@@ -65,3 +65,14 @@ def test_sample_20_times_shows_the_seeded_draws(qtbot, translation):
     assert sorted(samples.ids) == sorted(set(draws))
     assert {i: n for i, n in zip(samples.ids, samples.counts, strict=True)} == {i: draws.count(i) for i in set(draws)}
     assert "seeds 5…24" in panel._samples.note.text()
+
+
+def test_the_logits_stage_of_a_sampled_run_draws_the_cut_without_the_grey_bars(qtbot, translation):
+    """The logits stage shows logits, not probabilities: no grey bars before the cut, the cut line still drawn
+    (a storm of random actions hit this: the grey bars were handed rows but no heights)."""
+    panel = shown_widget(qtbot, panel_class_for("logits")(), 800, 600)
+    trace = translation.trace(SRC, TGT, RunOptions(sample=True, top_k=3))
+    stage = next(s for s in stages_for(trace) if s.kind == "logits")
+    panel.show_stage(trace, stage, ViewState(top_k=12))
+    assert len(panel._cut.raw._heights) == 0
+    assert panel.shown_data()["kept"] == [True] * 3 + [False] * 9 and panel._cut.line.isVisible()

@@ -34,8 +34,8 @@ class CutMarks:
         self.at: float | None = None  # the row the line is drawn at (between the last kept and the first cut)
 
     def show(self, cut: SamplingCut | None, probabilities: bool) -> None:
-        rows = np.arange(len(cut.kept) if cut is not None else 0, dtype=float)
-        self.raw.set_bars(rows, cut.raw if cut is not None and probabilities else rows[:0])
+        raw = cut.raw if cut is not None and probabilities else np.zeros(0)  # [k]: none while the bars show logits
+        self.raw.set_bars(np.arange(len(raw), dtype=float), raw)
         first_cut = next((i for i, kept in enumerate(cut.kept) if not kept), None) if cut is not None else None
         self.at = None if first_cut is None else first_cut - 0.5
         self.line.setVisible(self.at is not None)
