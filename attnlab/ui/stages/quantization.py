@@ -14,7 +14,6 @@ from PySide6 import QtWidgets
 from PySide6.QtCore import Qt, Signal
 
 from attnlab.present.views.model import MessageView
-from attnlab.ui.stages.common import draw_matrix
 from attnlab.ui.stages.three_maps import ThreeMaps
 from attnlab.ui.window.geometry import resize_for_screen
 
@@ -49,10 +48,10 @@ class QuantizationPanel(QtWidgets.QWidget):
         row.addWidget(choose)
         row.addWidget(self.pin_button)
         parts = ThreeMaps(self, note_lines=3)
-        self._header, self._maps, self._notes, self._stack = parts.header, parts.maps, parts.notes, parts.stack
+        self._parts = parts
         outer = QtWidgets.QVBoxLayout(self)
         outer.addLayout(row)
-        outer.addWidget(self._stack, 1)
+        outer.addWidget(parts.stack, 1)
         self._data: dict = {}
 
     def set_weights(self, names: list[str]) -> None:
@@ -64,16 +63,9 @@ class QuantizationPanel(QtWidgets.QWidget):
     def show_view(self, view: QuantizationView | MessageView, has_original: bool) -> None:
         self.pin_button.setEnabled(has_original)
         if isinstance(view, MessageView):
-            self._data = {"message": view.message}
-            self._stack.show_message(view.message)
+            self._data = self._parts.show_message(view.message)
             return
-        self._stack.show_content()
-        self._header.show_text(view.heading)
-        for heatmap, matrix in zip(self._maps, view.maps, strict=True):
-            draw_matrix(heatmap, matrix, COLORMAP)
-        self._notes.show_text("\n".join(view.notes))
-        self._data = {"weight": view.weight, "titles": [m.title for m in view.maps]}
-        self._data.update({m.title: m.matrix for m in view.maps})
+        self._data = {"weight": view.weight, **self._parts.show(view.heading, view.maps, view.notes, COLORMAP)}
 
     def shown_data(self) -> dict:
         return dict(self._data)

@@ -3,9 +3,12 @@ there is nothing to draw): the LoRA window's B | A | ΔW and the quantization wi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from PySide6 import QtWidgets
 
-from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, titled_heatmap
+from attnlab.present.views.model import MatrixView
+from attnlab.ui.stages.common import MessageStack, Note, PanelHeatmap, draw_matrix, titled_heatmap
 
 
 class ThreeMaps:
@@ -27,3 +30,18 @@ class ThreeMaps:
         layout.addLayout(row, 1)
         layout.addWidget(self.notes)
         self.stack = MessageStack(body, parent)
+
+    def show_message(self, message: str) -> dict:
+        """The message instead of the matrices; what a test reads back."""
+        self.stack.show_message(message)
+        return {"message": message}
+
+    def show(self, heading: str, maps: Sequence[MatrixView], notes: Sequence[str], colormap: str) -> dict:
+        """The heading, the three matrices in `colormap` and the notes; what a test reads back (each map's title
+        and its matrix)."""
+        self.stack.show_content()
+        self.header.show_text(heading)
+        for heatmap, matrix in zip(self.maps, maps, strict=True):
+            draw_matrix(heatmap, matrix, colormap)
+        self.notes.show_text("\n".join(notes))
+        return {"titles": [m.title for m in maps], **{m.title: m.matrix for m in maps}}
