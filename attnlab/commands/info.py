@@ -78,6 +78,8 @@ def as_text(d: dict) -> str:
     meta = dict(d["metadata"])
     settings, notices = meta.pop("settings", None), meta.pop("notices", None)
     generation = meta.pop("generation", None)  # engine/sampling_settings.GENERATION_KEY
+    if isinstance(meta.get("quantization"), dict):  # the loader's fact (checkpoints/quantized.py): its sentence
+        meta["quantization"] = meta["quantization"].get("text", "")
     if meta:
         lines.append("metadata:")
         lines += [f"  {k}: {json.dumps(v, ensure_ascii=False, default=str)}" for k, v in meta.items()]

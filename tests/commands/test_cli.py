@@ -316,3 +316,16 @@ def test_trace_says_so_when_the_gpu_runs_out_of_memory_while_saving(ckpt, tmp_pa
     code = main(["trace", "--checkpoint", str(ckpt), "--src", "the cat", "--tgt", "le", "--out", str(out)])
     assert_clean_failure(code, capsys, "GPU ran out of memory", "--device cpu")
     assert not out.exists()
+
+
+def test_info_says_a_quantized_files_dequantization_in_one_sentence(tmp_path, capsys):
+    """`attnlab info model.gguf`: the text names what was done in the loader's sentence; --json keeps the fact."""
+    from tests.support.gguf_tiny import write_gguf
+
+    path = write_gguf(tmp_path, "llama", "Q4_1")
+    assert main(["info", str(path), "--json"]) == 0
+    fact = json.loads(capsys.readouterr().out)["metadata"]["quantization"]
+    assert fact["method"] == "gguf" and fact["scheme"] == "Q4_1"
+    assert main(["info", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert f"  quantization: {json.dumps(fact['text'])}\n" in text and '"bits_per_weight"' not in text
