@@ -240,6 +240,8 @@ class LiveModel:
             inputs = None  # the previous run's inputs live on the GPU; a CPU run starts afresh
             fallback = self._gpu_failures.failed(options, self._lengths)
             trace = self._trace_on(torch.device("cpu"), src, tgt, options, after=[fallback])
+        # the key again: moving the weights to another device gives them new version counters
+        key = run_key(self.module, src, tgt, options, self.adapter.bumps if self.adapter is not None else 0)
         self.reuse.store(key, trace, options.record, resume, inputs)
         return trace
 

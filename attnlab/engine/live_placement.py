@@ -163,10 +163,11 @@ def place(
         refusal = run_refusal(config, options, S, T, dtype, device, weights, keep)
     if refusal:
         raise RunTooBig(refusal)
-    if module_dtype(module) != dtype:
-        convert_module(module, dtype)
-    if current != device:
-        module.to(device)
+    with torch.inference_mode(False):  # plain tensors, not inference ones: their version counters see later edits
+        if module_dtype(module) != dtype:
+            convert_module(module, dtype)
+        if current != device:
+            module.to(device)
 
 
 def dtype_name(module: Transformer) -> str:

@@ -64,16 +64,21 @@ class Unembedding:
 
     def __init__(self, model: OutputEnd, wanted: bool | None):
         self.project = model.project
-        self.device = model.sinusoid.device
+        self.model = model  # its device is read at each call: the weights may have moved since (a GPU run)
         self.eps = model.config.layer_norm_eps
         self.vocab = model.config.out_vocab_size
         self.trained = model.dec_norm
         self.norm = lens_norm(self.trained is not None, wanted)
 
+    @property
+    def device(self) -> torch.device:
+        """Where the weights are now (a CPU trace read after a GPU run: on the GPU)."""
+        return self.model.sinusoid.device
+
     def __call__(self, h: Tensor) -> Tensor:
         off = Recorder(False)
         with torch.no_grad():
-            x = h[None].to(self.device)  # [1, T, d] (a trace moved to the host: back to the model)
+            x = h[None].to(self.device)  # [1, T, d] (on the weights' device, wherever the trace is)
             if self.norm == "trained" and self.trained is not None:
                 x = self.trained(x, off, "")
             elif self.norm == "plain":

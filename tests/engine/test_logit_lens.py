@@ -203,3 +203,14 @@ def test_compare_mode_takes_the_top_1_difference_and_leaves_ids_alone(tiny_model
     assert probs.difference.shape == (4, 5)  # every layer, every position
     ids = by_name[names.LENS_IDS]
     assert ids.difference is None and ids.message == ID_NO_DIFFERENCE
+
+
+def test_the_lens_projects_on_the_device_the_weights_are_on_when_read(tiny_model):
+    """A CPU trace read after a GPU run (the weights moved) projects where the weights are now: the device
+    is read at each call, not when the trace was made (on an H200 the lens read failed with a device
+    mismatch). The move is simulated with the meta device."""
+    model = decoder_lm(tiny_model)
+    unembed = logit_lens.Unembedding(model.module, None)
+    assert unembed.device.type == "cpu"
+    model.module.to("meta")
+    assert unembed.device.type == "meta"

@@ -169,3 +169,49 @@ def test_on_cuda_a_mask_toggle_resumes_on_the_gpu_and_equals_a_full_cuda_run():
     for name in full.names():
         if not isinstance(full[name], list):
             torch.testing.assert_close(toggled[name], full[name], rtol=0, atol=1e-6, equal_nan=True, msg=name)
+
+
+def test_a_run_that_moves_the_weights_still_lets_the_next_mask_toggle_resume(monkeypatch):
+    """A move to the GPU gives every weight a new Parameter (a new version counter): the run is kept under
+    the key it has after the move, so the next mask toggle resumes. Simulated on the CPU: the first run's
+    placement makes fresh Parameters as module.to("cuda") does (the CUDA test above failed on an H200)."""
+    model = make("encoder-decoder")
+    place, moves = model._place, []
+
+    def place_as_a_device_move(*args, **kwargs):
+        place(*args, **kwargs)
+        if not moves:
+            before = sum(p._version for p in model.module.parameters())
+            torch.__future__.set_overwrite_module_params_on_conversion(True)
+            try:
+                with torch.inference_mode(False):
+                    model.module._apply(lambda t: t.clone())
+            finally:
+                torch.__future__.set_overwrite_module_params_on_conversion(False)
+            moves.append(before - sum(p._version for p in model.module.parameters()))
+
+    monkeypatch.setattr(model, "_place", place_as_a_device_move)
+    model.trace(SRC, TGT, BASE)
+    assert moves and moves[0] != 0  # the counters did change
+    after = BASE.toggled_mask_cell("dec.2.cross", 1, 2)
+    toggled = model.trace(SRC, TGT, after)
+    assert toggled.info.get("resumed_from") == "dec.2"
+    assert_same_trace(toggled, _fresh_with_weights_of(model).trace(SRC, TGT, after))
+
+
+def test_an_edit_of_the_weights_after_a_run_in_another_precision_is_seen():
+    """A run that converts the weights (bfloat16 held, run in float32) leaves plain Parameters, whose version
+    counters see a later in-place edit: the next run computes afresh (before, the converted weights were
+    inference tensors, uncounted, and the edited model returned the old logits)."""
+    from attnlab.engine.precision import convert_module
+
+    model = make("decoder-only")
+    convert_module(model.module, torch.bfloat16)
+    model.held_dtype = torch.bfloat16
+    widened = RunOptions(precision="float32")
+    before = model.trace("the black cat", options=widened)
+    assert not any(p.is_inference() for p in model.module.parameters())
+    with torch.no_grad():
+        model.module.decoder[0].self_attn.w_q.weight.mul_(3.0)
+    after = model.trace("the black cat", options=widened)
+    assert not torch.equal(before["logits"], after["logits"])
