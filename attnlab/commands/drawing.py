@@ -15,7 +15,6 @@ Frame = TypeVar("Frame")
 # written (1)
 GIF_WORK_PER_PIXEL = 13
 GIF_KEPT_PER_PIXEL = 1
-PICTURE_COPIES = 2  # a stage drawn to PNG: the ARGB32 image (4 bytes a pixel) and the PNG encoder's copy
 
 
 def fail(message: str) -> int:
@@ -48,12 +47,3 @@ def counted_frames(frames: Iterable[Frame], pixels: int, expected: int | None) -
         if expected is None or n > expected:  # the frames so far are held already: this one more
             check_memory(f"frame {n} of the animated GIF", gif_bytes(1, pixels))
         yield frame
-
-
-def check_pictures(width: int, height: int, scale: float) -> None:
-    """RunTooBig (one line) when one stage drawn at `scale` cannot fit the memory there is (pictures are drawn
-    and written one at a time)."""
-    from attnlab.engine.output_budget import check_memory
-
-    pixels = round(width * scale) * round(height * scale)
-    check_memory(f"a picture of {round(width * scale)} × {round(height * scale)} pixels", PICTURE_COPIES * 4 * pixels)

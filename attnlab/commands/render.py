@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attnlab.commands.drawing import check_pictures, fail, start_qt
+from attnlab.commands.drawing import fail, start_qt
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
 from attnlab.commands.render_slides import add_arguments as add_slide_arguments
 from attnlab.commands.render_slides import run_slides
@@ -92,6 +92,7 @@ def _check(args: argparse.Namespace, formats: list[str] | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError
     from attnlab.engine.memory import RunTooBig
+    from attnlab.present.export import check_picture
     from attnlab.ui.window.export import RENDER_SIZE
 
     if args.lesson is not None or args.pdf is not None or args.gif is not None:
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     if args.head > trace.n_heads:
         return fail(f"--head {args.head}: this run has {trace.n_heads} heads.")
     try:
-        check_pictures(*RENDER_SIZE, args.scale if "png" in formats else 1.0)  # before the first is drawn
+        check_picture(*RENDER_SIZE, args.scale if "png" in formats else 1.0)  # before the first is drawn
     except RunTooBig as e:
         return fail(f"{e}; nothing was written.")
     out = Path(args.out)
