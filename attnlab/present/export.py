@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attnlab.engine import names
-from attnlab.engine.memory import RunTooBig
-from attnlab.engine.output_budget import check_memory, disk_refusal
 from attnlab.fileio import atomic_write
 from attnlab.present.stages import Stage, ViewState
 
@@ -54,6 +52,9 @@ def write_atomically(path: str | os.PathLike[str], writer: Callable[[Path], obje
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
     """`text` written whole to `path`; RunTooBig (one line, nothing written) when its folder has not the room."""
+    from attnlab.engine.memory import RunTooBig  # the budget loads torch: not at the window's first paint
+    from attnlab.engine.output_budget import disk_refusal
+
     refusal = disk_refusal(f"writing {path}", path, len(text))
     if refusal:
         raise RunTooBig(f"{refusal}; nothing was written")
@@ -63,6 +64,8 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
 def check_picture(width: int, height: int, scale: float) -> None:
     """RunTooBig (one line) when a picture of `width` × `height` logical pixels drawn at `scale` cannot fit the
     memory there is (pictures are drawn and written one at a time)."""
+    from attnlab.engine.output_budget import check_memory
+
     w, h = round(width * scale), round(height * scale)
     check_memory(f"a picture of {w} × {h} pixels", PICTURE_COPIES * 4 * w * h)
 
@@ -104,6 +107,8 @@ def _matrix(values: Any) -> list[list[float]]:  # a numpy array
 
 def _table(corner: str, rows: list[str], columns: list[str], data: Any) -> Table:
     """The Table of `data` ([rows, columns]), counted before its numbers are made (RunTooBig, one line)."""
+    from attnlab.engine.output_budget import check_memory
+
     check_memory(f"a table of {len(rows):,} × {len(columns):,} numbers", len(rows) * len(columns) * CSV_BYTES_PER_CELL)
     return Table(corner, rows, columns, _matrix(data))
 
