@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -84,6 +85,7 @@ def run_case(case: str, folder: Path, tokens: int, limit: int, free: int) -> dic
         text=True,
         env=env,
     )
+    shutil.rmtree(out.parent, ignore_errors=True)  # what a case left is in its report
     lines = done.stdout.strip().splitlines()
     report = json.loads(lines[-1])
     report["stdout"] = [line for line in lines[:-1] if line.startswith(("Writing", "Saved"))]
