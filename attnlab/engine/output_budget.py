@@ -18,11 +18,12 @@ from attnlab.limits import gb
 def amount(n: float) -> str:
     """Bytes as a refusal writes them: "4.9 GB" and "12 MB" as limits.gb writes them, below a megabyte in kB
     and bytes (never "0 MB")."""
-    if n >= 1e6:
+    if n >= 999_500:  # what rounds to 1 MB or more
         return gb(n)
-    if n >= 1e3:
+    if n >= 999.5:
         return f"{n / 1e3:.0f} kB"
-    return f"{max(int(n), 0):,} bytes"
+    n = max(round(n), 0)
+    return f"{n:,} byte{'' if n == 1 else 's'}"
 
 
 def memory_room() -> int:

@@ -105,7 +105,7 @@ def test_the_api_and_the_app_export_refuse_too(long_llama, tmp_path, monkeypatch
 
 @pytest.mark.parametrize(
     ("n", "said"),
-    [(0, "0 bytes"), (999, "999 bytes"), (5_000, "5 kB"), (40_000_000, gb(40_000_000)), (4.9e9, "4.9 GB")],
+    [(0, "0 bytes"), (999, "999 bytes"), (5_000, "5 kB"), (999_999, gb(1e6)), (4e7, gb(4e7)), (4.9e9, "4.9 GB")],
 )
 def test_amounts_are_never_zero_megabytes(n, said):
     assert output_budget.amount(n) == said
