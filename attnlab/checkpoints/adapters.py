@@ -25,6 +25,7 @@ from attnlab.checkpoints.errors import CheckpointError
 from attnlab.checkpoints.hf_cache import NotCached, model_spec, resolve_cached
 from attnlab.engine.adapter import AdapterWeights, LoraFactors, first_adapted
 from attnlab.engine.live import LiveModel
+from attnlab.engine.output_budget import memory_refusal
 from attnlab.engine.runcache import sites_in_run_order
 
 PREFIX = "base_model.model."  # peft's saved keys: base_model.model.<module>.lora_A.weight (save_and_load.py)
@@ -128,6 +129,22 @@ def hf_deltas(
     return out
 
 
+# ΔW in float32 held at once while they are laid onto attnlab's parameters: the Hugging Face ΔW, the converter's
+# output on zeros + ΔW, and the differences kept (attnlab_deltas)
+DELTA_COPIES = 3
+
+
+def deltas_refusal(
+    folder: Path, factors: dict[str, LoraFactors], tensors: dict[str, torch.Tensor], base: dict[str, torch.Tensor]
+) -> str:
+    """Why the adapter's ΔW cannot be computed in the memory there is (empty: they fit): DELTA_COPIES float32
+    copies of every adapted weight and saved module, counted from the base's shapes before any is made."""
+    saved = [k[len(PREFIX) :] for k in tensors if k.startswith(PREFIX) and not k.endswith(tuple(LORA_SUFFIXES))]
+    adapted = [m + ".weight" for m in factors] + saved
+    floats = sum(base[n].numel() for n in adapted if n in base)
+    return memory_refusal(f"merging its ΔW in float32 ({len(adapted)} weights)", DELTA_COPIES * 4 * floats)
+
+
 def attnlab_deltas(hf_config: dict, base: dict[str, torch.Tensor], deltas: dict[str, torch.Tensor]) -> dict:
     """ΔW on attnlab's parameters: the family converter run on zeros + ΔW, minus its run on zeros (exact for
     the slicing, fusing and transposing converters do; stride-0 zeros cost no memory)."""
@@ -161,6 +178,9 @@ def load_adapter_folder(
     hf_config = read_json_file(base_dir / "config.json", problems)
     base = read_folder_weights(base_dir, problems)
     problems.raise_if_any()
+    too_big = deltas_refusal(folder, factors, tensors, base)
+    if too_big:  # before a single ΔW is computed
+        raise _fail(folder, too_big)
     deltas = attnlab_deltas(hf_config, base, hf_deltas(folder, factors, tensors, base))
     if not deltas:
         raise _fail(folder, "it changes no weight of the base model (every ΔW is zero)")

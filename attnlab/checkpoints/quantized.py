@@ -23,6 +23,7 @@ from attnlab.checkpoints import quantized_gptq as gptq
 from attnlab.checkpoints.errors import Problems
 from attnlab.checkpoints.quantized_methods import METHOD_NAMES, quant_method
 from attnlab.engine.memory import weights_refusal
+from attnlab.engine.output_budget import memory_refusal
 from attnlab.engine.precision import DTYPES, dtype_name
 
 QUANTIZATION_KEY = "quantization"  # LiveModel.metadata: how the weights were stored before they were dequantized
@@ -102,6 +103,7 @@ def dequantize_state(
     held = target_dtype(dtype)
     plain = sum(t.numel() for k, t in state.items() if k not in quantized and t.is_floating_point())
     too_big = weights_refusal(plain + sum(p.numel for p in packed), held, torch.device("cpu"))
+    too_big = too_big or _transient_refusal(plain + sum(p.numel for p in packed), held, packed)
     if too_big:  # before a single value is dequantized
         problems.add(f"dequantized, {too_big}")
         return state, None
@@ -109,6 +111,17 @@ def dequantize_state(
     for p in packed:
         out[p.name] = bnb.dequantized(p).to(held)  # one weight at a time: float32 only while it is computed
     return out, _record(method, packed, dtype_name(held))
+
+
+def _transient_refusal(n_values: int, held: torch.dtype, packed: list[bnb.Packed]) -> str:
+    """Why the weights held in `held` and, while it is computed, the largest packed weight in float32 (bitsandbytes
+    dequantizes to float32; quantized_bnb.dequantized) cannot fit (empty: they fit, or `held` is float32)."""
+    if held == torch.float32:
+        return ""
+    largest = max(p.numel for p in packed)
+    element = torch.empty((), dtype=held).element_size()
+    what = f"the weights in {dtype_name(held)} and, while it is computed, the largest ({largest:,} values) in float32"
+    return memory_refusal(what, n_values * element + 4 * largest)
 
 
 def _record(method: str, packed: list[bnb.Packed], to: str) -> Dequantization:

@@ -91,6 +91,9 @@ def _check(args: argparse.Namespace, formats: list[str] | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError
+    from attnlab.engine.memory import RunTooBig
+    from attnlab.present.export import check_picture
+    from attnlab.ui.window.export import RENDER_SIZE
 
     if args.lesson is not None or args.pdf is not None or args.gif is not None:
         return run_slides(args)
@@ -118,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.head > trace.n_heads:
         return fail(f"--head {args.head}: this run has {trace.n_heads} heads.")
+    try:
+        check_picture(*RENDER_SIZE, args.scale if "png" in formats else 1.0)  # before the first is drawn
+    except RunTooBig as e:
+        return fail(f"{e}; nothing was written.")
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)

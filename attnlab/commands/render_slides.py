@@ -12,6 +12,7 @@ attnlab/ui/window/slides.py with the app's own panels.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -228,10 +229,11 @@ def _problem(args: argparse.Namespace) -> str:
 def run_slides(args: argparse.Namespace) -> int:
     """The --pdf / --gif side of `attnlab render`; bad input is one line on stderr and exit 2."""
     from attnlab.checkpoints import CheckpointError
-    from attnlab.commands.drawing import fail
+    from attnlab.commands.drawing import counted_frames, fail
+    from attnlab.engine.memory import RunTooBig
     from attnlab.engine.options import RunOptions
     from attnlab.present.lessons import LessonError, read_lesson
-    from attnlab.ui.window.slides import write_gif, write_pdf
+    from attnlab.ui.window.slides import SLIDE_SIZE, write_gif, write_pdf
 
     problem = _problem(args)
     if problem:
@@ -252,10 +254,14 @@ def run_slides(args: argparse.Namespace) -> int:
             stage = next((k for item in args.stage or () for k in item.split(",") if k.strip()), "")
             stage = stage.strip() or _default_stage(model, args.sweep)
             start = Start(Runs(model), src, tgt, options, stage, max(0, args.head - 1))
-            path, frames = write_gif(args.gif, sweep_slides(start, args.sweep, renderer, args.frames))
+            expected = {"temperature": len(TEMPERATURES), "generation": args.frames}.get(args.sweep)  # training: steps
+            slides = sweep_slides(start, args.sweep, renderer, args.frames)
+            path, frames = write_gif(args.gif, counted_frames(slides, math.prod(SLIDE_SIZE), expected))
             print(f"Wrote {frames} frames ({args.sweep}) to {path}.")
     except (LessonError, CheckpointError, SlideError) as e:
         return fail(str(e))
+    except RunTooBig as e:  # counted before the first frame (or the next) is drawn: nothing written
+        return fail(f"{e}; nothing was written.")
     except OSError as e:
         return fail(f"cannot write the file: {e.strerror or e}" if isinstance(e, PermissionError) else str(e))
     return 0

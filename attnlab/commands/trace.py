@@ -100,7 +100,8 @@ def read_conversation(path: str) -> Conversation:
 
 def write_trace(trace: Trace, out: str, skip: frozenset[str] = frozenset()) -> bool:
     """Write the trace to `out` one entry at a time, after saying how big the file will be; False (one line on
-    stderr, nothing written) when the write cannot fit the memory there is (engine/trace_file.py)."""
+    stderr, nothing written) when the write cannot fit the memory there is or the free space of `out`'s folder
+    (engine/trace_file.npz_refusal)."""
     from attnlab.engine.trace_file import npz_refusal, plan_npz
 
     plan = plan_npz(trace, skip)

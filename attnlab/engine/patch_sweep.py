@@ -19,9 +19,13 @@ from typing import TYPE_CHECKING
 import torch
 
 from attnlab.engine import names, replay
+from attnlab.engine.live_inputs import side_lengths
+from attnlab.engine.memory import RunTooBig
 from attnlab.engine.options import RunOptions
+from attnlab.engine.output_budget import memory_refusal
 from attnlab.engine.patching import Patch, PatchError, PatchSource
 from attnlab.engine.recorder import Recorder
+from attnlab.engine.run_budget import run_refusal
 from attnlab.engine.run_inputs import Resume
 from attnlab.engine.trace import Trace
 
@@ -83,7 +87,9 @@ def patched_logits(
     stop: Callable[[], bool] = lambda: False,
 ) -> Iterator[torch.Tensor]:
     """The logits [T, V] of run B (src, tgt, options) with each patch in turn (host float32), each run resumed
-    at the patch's layer and recording nothing. Stops early when `stop()` says so."""
+    at the patch's layer and recording nothing; one at a time (a caller holding them all holds cells × T × V).
+    Stops early when `stop()` says so. RunTooBig (one line) before the first patched run when one cannot fit
+    beside the recorded run B (sweep_refusal)."""
     base = options.replace(patch=(), record=True)
     clean = live.trace(src, tgt, base)  # recorded: the run cache keeps its layer inputs
     inputs = live.reuse.last_inputs
@@ -91,6 +97,9 @@ def patched_logits(
     types: dict[str, list[int]] = {}
     sides = live.inputs.sides(src, tgt, base, [], types)
     device = torch.device(clean.device)
+    refusal = sweep_refusal(clean, options, *side_lengths(sides))
+    if refusal:
+        raise RunTooBig(refusal)
     ids_of = {side: torch.tensor([ids], device=device) for side, (_p, ids, _n) in sides.items()}  # [1, S|T]
     pad_of = {
         side: (torch.arange(len(ids), device=device) >= n_real)[None] for side, (_p, ids, n_real) in sides.items()
@@ -108,6 +117,20 @@ def patched_logits(
         with lock, torch.inference_mode():
             logits = run(resume, Recorder(False), None)  # [1, T, V]
         yield logits[0].float().cpu()
+
+
+def sweep_refusal(clean: Trace, options: RunOptions, S: int, T: int) -> str:
+    """Why a patched run of the map cannot fit beside the recorded run B `clean` (empty: it fits): its working
+    memory and logits on B's device (run_budget.run_refusal of a run that records nothing, in B's precision),
+    plus the host copy of its logits [T, V] in float32 that the map reads (output_budget.memory_refusal)."""
+    config, dtype = clean.config, getattr(torch, clean.options.dtype)
+    fast = options.replace(patch=(), record=False)
+    refusal = run_refusal(config, fast, S, T, dtype, torch.device(clean.device), 0)
+    if refusal:
+        return f"a patching map's runs: {refusal[0].lower()}{refusal[1:]}"
+    logits = max(S, T) * config.out_vocab_size * 4  # [T, V] float32 on the host
+    refusal = memory_refusal("a patching map's run (its logits copied to the host)", logits)
+    return f"{refusal}; no cell was computed" if refusal else ""
 
 
 def patch_from(

@@ -344,7 +344,8 @@ class Trace:
     def save_npz(self, path: str | os.PathLike[str], plan: NpzPlan | None = None) -> None:
         """Every entry under its dotted name (those of `plan`, engine/trace_file.plan_npz, when given); token
         lists as unicode arrays (loadable without pickle), written one entry at a time (engine/trace_file.py).
-        Raises attnlab.fileio.WriteError (an OSError) when the file cannot be written."""
+        Raises attnlab.fileio.WriteError (an OSError) when the file cannot be written, and RunTooBig (a ValueError,
+        one line, nothing written) when the write cannot fit the memory or its folder's free space."""
         from attnlab.engine.trace_file import write_npz
 
         path = str(path) if str(path).endswith(".npz") else f"{path}.npz"  # the name np.savez would use

@@ -28,14 +28,13 @@ import numpy as np
 import torch
 
 from attnlab.engine import names
-from attnlab.engine.budget import HEADROOM
 from attnlab.engine.derived import RECENT_DERIVED, Derived, Readable, compute
-from attnlab.engine.memory import give_back_freed, host_available
+from attnlab.engine.memory import RunTooBig, give_back_freed
+from attnlab.engine.output_budget import amount, disk_refusal, memory_refusal
 from attnlab.engine.recorder import Entry
 from attnlab.engine.replay import KEPT_LAYERS
 from attnlab.engine.replay import RULE as REPLAY_RULE
 from attnlab.fileio import atomic_write
-from attnlab.limits import gb
 
 
 class Trace(Readable, Protocol):
@@ -74,7 +73,7 @@ class NpzPlan:
         return len(self.shapes)
 
     def summary(self, path: str) -> str:
-        return f"writing {gb(self.file_bytes)} to {path} ({self.entries:,} entries)"
+        return f"writing {amount(self.file_bytes)} to {path} ({self.entries:,} entries)"
 
 
 def plan_npz(trace: Trace, skip: frozenset[str] = frozenset()) -> NpzPlan:
@@ -116,25 +115,28 @@ def plan_npz(trace: Trace, skip: frozenset[str] = frozenset()) -> NpzPlan:
     return NpzPlan(shapes, dtypes, file_bytes, recent + replayed + WRITE_BUFFER)
 
 
-def npz_refusal(the_plan: NpzPlan, path: str) -> str:
-    """Why this write cannot fit the memory there is (ATTNLAB_MEMORY_LIMIT included); empty when it fits."""
-    room = int(HEADROOM * host_available())
-    if the_plan.peak_bytes <= room:
-        return ""
-    return (
-        f"{the_plan.summary(path)} needs about {gb(the_plan.peak_bytes)} of memory while it writes (one recomputed "
-        f"layer and a few derived entries at a time), but only {gb(room)} is available; nothing was written"
-    )
+def npz_refusal(the_plan: NpzPlan, path: str | os.PathLike[str]) -> str:
+    """Why this write cannot start (empty when it can): the memory it holds while writing against what there is
+    (ATTNLAB_MEMORY_LIMIT included), the file's size against the free space of its folder (output_budget.py)."""
+    said = the_plan.summary(str(path))
+    refusal = memory_refusal(said, the_plan.peak_bytes)  # one recomputed layer and a few derived entries at a time
+    refusal = refusal or disk_refusal(said, path, the_plan.file_bytes)
+    return f"{refusal}; nothing was written" if refusal else ""
 
 
 def write_npz(trace: Trace, path: str | os.PathLike[str], the_plan: NpzPlan | None = None) -> None:
     """Write every entry of `trace` (those of `the_plan`, when given) to `path` (.npz) one at a time, through
     attnlab.fileio.atomic_write (a failure leaves an existing file as it was; WriteError, an OSError, says why).
+    A write that cannot fit the memory or the disk (npz_refusal) is refused first: RunTooBig, nothing written.
 
     The entries are computed on this thread (where the trace and the model were made, so the allocator reuses
     their freed memory) while a helper thread writes the previous one to disk (at most AHEAD wait between
     the two): the file's bytes go out while the next layer runs again."""
-    order = list(trace.entries) if the_plan is None else [n for n in the_plan.shapes if n != NOTICES]
+    the_plan = plan_npz(trace) if the_plan is None else the_plan
+    refusal = npz_refusal(the_plan, path)
+    if refusal:
+        raise RunTooBig(refusal)
+    order = [n for n in the_plan.shapes if n != NOTICES]
 
     def write(tmp: os.PathLike[str]) -> None:
         with open(tmp, "wb") as f, zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:

@@ -38,6 +38,10 @@ MATRIX_STEPS = {
 }
 # Attention stage kinds whose picture is [Tq × columns] vectors.
 VECTOR_STEPS = {"context": "context", "concat": "concat", "attn_out": "out"}
+# memory a number of a CSV export holds: a Python float in its row's list (24 + 8), its text (about 24
+# characters) in the writer's buffer and again in the string returned
+CSV_BYTES_PER_CELL = 80
+PICTURE_COPIES = 2  # a picture drawn to PNG: its ARGB32 image (4 bytes a pixel) and the PNG encoder's copy
 
 
 def write_atomically(path: str | os.PathLike[str], writer: Callable[[Path], object]) -> Path:
@@ -47,7 +51,23 @@ def write_atomically(path: str | os.PathLike[str], writer: Callable[[Path], obje
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """`text` written whole to `path`; RunTooBig (one line, nothing written) when its folder has not the room."""
+    from attnlab.engine.memory import RunTooBig  # the budget loads torch: not at the window's first paint
+    from attnlab.engine.output_budget import disk_refusal
+
+    refusal = disk_refusal(f"writing {path}", path, len(text))
+    if refusal:
+        raise RunTooBig(f"{refusal}; nothing was written")
     return write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def check_picture(width: int, height: int, scale: float) -> None:
+    """RunTooBig (one line) when a picture of `width` × `height` logical pixels drawn at `scale` cannot fit the
+    memory there is (pictures are drawn and written one at a time)."""
+    from attnlab.engine.output_budget import check_memory
+
+    w, h = round(width * scale), round(height * scale)
+    check_memory(f"a picture of {w} × {h} pixels", PICTURE_COPIES * 4 * w * h)
 
 
 @dataclass(frozen=True)
@@ -85,6 +105,14 @@ def _matrix(values: Any) -> list[list[float]]:  # a numpy array
     return [[float(v) for v in row] for row in values.tolist()]
 
 
+def _table(corner: str, rows: list[str], columns: list[str], data: Any) -> Table:
+    """The Table of `data` ([rows, columns]), counted before its numbers are made (RunTooBig, one line)."""
+    from attnlab.engine.output_budget import check_memory
+
+    check_memory(f"a table of {len(rows):,} × {len(columns):,} numbers", len(rows) * len(columns) * CSV_BYTES_PER_CELL)
+    return Table(corner, rows, columns, _matrix(data))
+
+
 def _numbered(prefix: str, n: int) -> list[str]:
     return [f"{prefix}{j}" for j in range(n)]
 
@@ -96,27 +124,25 @@ def stage_table(trace: Trace, stage: Stage, view: ViewState) -> Table:
     head = min(view.head, trace.n_heads - 1)
     if stage.site and (stage.kind in MATRIX_STEPS or stage.kind == "qkv"):
         step = MATRIX_STEPS.get(stage.kind, "q")
-        data = trace[names.site_entry(stage.site, step)][head]  # [Tq, Tk] (or [Tq, dk] for q)
+        data = trace.read(names.site_entry(stage.site, step), head)  # [Tq, Tk] (or [Tq, dk] for q): one head
         q_side, k_side = _site_sides(stage.site)
         cols = _numbered("dim ", data.shape[1]) if step == "q" else _tokens(trace, k_side, data.shape[1])
         corner = f"head {head + 1} · {'query' if step != 'q' else 'token'} \\ {'key' if step != 'q' else 'q dim'}"
-        return Table(corner, _tokens(trace, q_side, data.shape[0]), cols, _matrix(data))
+        return _table(corner, _tokens(trace, q_side, data.shape[0]), cols, data)
     if stage.site and stage.kind in VECTOR_STEPS:
         data = trace[names.site_entry(stage.site, VECTOR_STEPS[stage.kind])]  # [Tq, d]
-        return Table(
+        return _table(
             "token \\ dim",
             _tokens(trace, _site_sides(stage.site)[0], data.shape[0]),
             _numbered("dim ", data.shape[1]),
-            _matrix(data),
+            data,
         )
     if stage.side:
         step = "ids" if stage.kind == "tokens" else stage.kind
         data = trace[names.side_entry(stage.side, step)]  # [T, d] or [T] ids
         if data.dim() == 1:
             return Table("token", _tokens(trace, stage.side, data.shape[0]), ["id"], [[float(v)] for v in data])
-        return Table(
-            "token \\ dim", _tokens(trace, stage.side, data.shape[0]), _numbered("dim ", data.shape[1]), _matrix(data)
-        )
+        return _table("token \\ dim", _tokens(trace, stage.side, data.shape[0]), _numbered("dim ", data.shape[1]), data)
     if stage.layer and stage.kind in ("addnorm", "ffn"):
         name = (
             names.norm_entry(names.norm(stage.layer, stage.norm or 1), "out")
@@ -124,17 +150,17 @@ def stage_table(trace: Trace, stage: Stage, view: ViewState) -> Table:
             else names.ffn_entry(stage.layer, "hidden")
         )
         data = trace[name]  # [T, d] or [T, d_ff]
-        return Table(
+        return _table(
             "token \\ dim",
             _tokens(trace, names.stack_side(names.stack_of(stage.layer)), data.shape[0]),
             _numbered("dim ", data.shape[1]),
-            _matrix(data),
+            data,
         )
     if stage.kind in (names.LOGITS, names.PROBS):
         data = trace[stage.kind]  # [T, vocab]
         side = "tgt" if names.side_entry("tgt", "tokens") in trace else "src"
-        return Table(
-            "position \\ token id", _tokens(trace, side, data.shape[0]), _numbered("id ", data.shape[1]), _matrix(data)
+        return _table(
+            "position \\ token id", _tokens(trace, side, data.shape[0]), _numbered("id ", data.shape[1]), data
         )
     raise ValueError(f"the stage {stage.key!r} has no table of numbers to export")
 

@@ -10,7 +10,7 @@ it gives back A's answer. Qt-free; the widgets read only what these functions re
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -23,6 +23,8 @@ from attnlab.engine.patching import Patch, PatchError, has_heads, logit_differen
 Namer = Callable[[int], str]  # token id -> its text
 
 if TYPE_CHECKING:
+    from torch import Tensor
+
     from attnlab.engine.live import LiveModel
     from attnlab.engine.options import RunOptions
     from attnlab.engine.trace import Trace
@@ -196,8 +198,8 @@ def new_map(a: Trace, b: Trace, kind: str, answer: Answer | None = None, namer: 
     return PatchMap(kind, cells, logit_diff(a, answer), logit_diff(b, answer), answer, rows, columns)
 
 
-def row_logit_diffs(logits_rows: list, answer: Answer) -> list[float]:
-    """The logit differences of one row's patched runs' logits ([T, V] each)."""
+def row_logit_diffs(logits_rows: Iterable[Tensor], answer: Answer) -> list[float]:
+    """The logit differences of one row's patched runs' logits ([T, V] each, read one at a time)."""
     return [logit_difference(lg, answer.correct, answer.wrong, answer.position) for lg in logits_rows]
 
 
@@ -212,4 +214,4 @@ def map_row(
 
     base = options.replace(patch=())
     logits = patched_logits(model, src, tgt, base, cells)  # type: ignore[arg-type]
-    return row_logit_diffs(list(logits), answer)
+    return row_logit_diffs(logits, answer)  # one run's [T, V] at a time, never the row's cells × T × V

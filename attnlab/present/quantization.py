@@ -17,6 +17,7 @@ import numpy as np
 
 from attnlab.checkpoints import quantized as q
 from attnlab.checkpoints import quantized_bnb as bnb
+from attnlab.engine.output_budget import memory_refusal
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
 
 if TYPE_CHECKING:
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 KIND = "quantization"
+# [out, in] float32 maps held at once while a weight is shown: W, Ŵ, |W − Ŵ| and W − Ŵ (for its norm), and the
+# original read in float32; without the original Ŵ, the codes' levels and the bitsandbytes work
+MAPS_HELD, MAPS_ALONE = 5, 3
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,12 @@ def quantization_view(
         )
     try:
         packed = q.packed_weight(fact["folder"], weight)
+        too_big = memory_refusal(
+            f"showing it in float32 ({packed.numel:,} values a map)",
+            packed.numel * 4 * (MAPS_HELD if original else MAPS_ALONE),
+        )
+        if too_big:  # before Ŵ is computed
+            return MessageView(KIND, f"{weight} cannot be shown: {too_big}.")
         w_hat = bnb.dequantized(packed).numpy()  # [out, in] float32, as the loader computed it
         w = _original_weight(original, weight, w_hat.shape)
     except (ValueError, OSError) as e:

@@ -15,7 +15,7 @@ from PySide6.QtGui import QImage, QPaintDevice, QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
-from attnlab.present.export import write_atomically
+from attnlab.present.export import check_picture, write_atomically
 from attnlab.present.stages import Stage, ViewState
 
 if TYPE_CHECKING:
@@ -58,6 +58,9 @@ def _paint(widget: QWidget, device: QPaintDevice) -> None:
 
 
 def save_png(widget: QWidget, path: str | Path, scale: float = 1.0) -> Path:
+    """The widget drawn at `scale` into a PNG (counted first: present/export.check_picture raises RunTooBig, a
+    ValueError, in one line when the picture cannot fit the memory there is)."""
+    check_picture(widget.width(), widget.height(), scale)
     image = widget_image(widget, scale)
 
     def write(tmp: Path) -> None:
