@@ -13,6 +13,7 @@ import os
 import sys
 
 from attnlab import __version__
+from attnlab.commands.refusal import one_line
 
 # sub-command -> module in attnlab.commands with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS = {
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     name = argv[0] if argv and argv[0] in COMMANDS else ""
     prog = f"attnlab {name}".strip()
     try:
+        refuse_malformed_settings()
         code = dispatch(argv)
         sys.stdout.flush()  # a full or closed stdout fails here, inside the handler, not at exit
         return code
@@ -83,10 +85,14 @@ def dispatch(argv: list[str]) -> int:
     return int(module.run(parser.parse_args(argv)) or 0)
 
 
-def one_line(error: BaseException, limit: int = 2000) -> str:
-    """An error's message on one line (a list of problems joined with ' - '), cut to `limit` characters."""
-    text = " ".join(part.strip() for part in str(error).splitlines() if part.strip()) or type(error).__name__
-    return text if len(text) <= limit else text[:limit] + "…"
+def refuse_malformed_settings() -> None:
+    """Every ATTNLAB_* environment value readable, or one SettingError (a ValueError: one line, exit 2) naming
+    them, before anything is loaded (attnlab/env_settings.py)."""
+    from attnlab.env_settings import SettingError, setting_problems
+
+    problems = setting_problems()
+    if problems:
+        raise SettingError("; ".join(problems))
 
 
 def _is_stdout_failure(error: OSError) -> bool:

@@ -4,12 +4,12 @@ application that draws, off screen when there is no display, and how a refusal i
 from __future__ import annotations
 
 import os
-import sys
+
+from attnlab.commands.refusal import refuse
 
 
 def fail(message: str) -> int:
-    print(f"attnlab render: {message}", file=sys.stderr)
-    return 2
+    return refuse("attnlab render", message)
 
 
 def start_qt() -> None:
