@@ -39,7 +39,6 @@ def main(argv: list[str] | None = None) -> int:
     name = argv[0] if argv and argv[0] in COMMANDS else ""
     prog = f"attnlab {name}".strip()
     try:
-        refuse_malformed_settings()
         code = dispatch(argv)
         sys.stdout.flush()  # a full or closed stdout fails here, inside the handler, not at exit
         return code
@@ -73,7 +72,9 @@ def dispatch(argv: list[str]) -> int:
         module = importlib.import_module(f"attnlab.commands.{name}")
         parser = argparse.ArgumentParser(prog=f"attnlab {name}", description=COMMANDS[name])
         module.add_arguments(parser)
-        return int(module.run(parser.parse_args(argv)) or 0)
+        args = parser.parse_args(argv)  # --help works whatever the environment holds
+        refuse_malformed_settings()
+        return int(module.run(args) or 0)
     module = importlib.import_module("attnlab.commands.app")
     parser = argparse.ArgumentParser(
         prog="attnlab",
@@ -82,7 +83,9 @@ def dispatch(argv: list[str]) -> int:
     )
     parser.add_argument("--version", action="version", version=f"attnlab {__version__}")
     module.add_arguments(parser)
-    return int(module.run(parser.parse_args(argv)) or 0)
+    args = parser.parse_args(argv)
+    refuse_malformed_settings()
+    return int(module.run(args) or 0)
 
 
 def refuse_malformed_settings() -> None:
