@@ -13,6 +13,7 @@ import os
 import sys
 
 from attnlab import __version__
+from attnlab.commands.refusal import one_line
 
 # sub-command -> module in attnlab.commands with `add_arguments(parser)` and `run(args) -> int`
 COMMANDS = {
@@ -71,7 +72,9 @@ def dispatch(argv: list[str]) -> int:
         module = importlib.import_module(f"attnlab.commands.{name}")
         parser = argparse.ArgumentParser(prog=f"attnlab {name}", description=COMMANDS[name])
         module.add_arguments(parser)
-        return int(module.run(parser.parse_args(argv)) or 0)
+        args = parser.parse_args(argv)  # --help works whatever the environment holds
+        refuse_malformed_settings()
+        return int(module.run(args) or 0)
     module = importlib.import_module("attnlab.commands.app")
     parser = argparse.ArgumentParser(
         prog="attnlab",
@@ -80,13 +83,19 @@ def dispatch(argv: list[str]) -> int:
     )
     parser.add_argument("--version", action="version", version=f"attnlab {__version__}")
     module.add_arguments(parser)
-    return int(module.run(parser.parse_args(argv)) or 0)
+    args = parser.parse_args(argv)
+    refuse_malformed_settings()
+    return int(module.run(args) or 0)
 
 
-def one_line(error: BaseException, limit: int = 2000) -> str:
-    """An error's message on one line (a list of problems joined with ' - '), cut to `limit` characters."""
-    text = " ".join(part.strip() for part in str(error).splitlines() if part.strip()) or type(error).__name__
-    return text if len(text) <= limit else text[:limit] + "…"
+def refuse_malformed_settings() -> None:
+    """Every ATTNLAB_* environment value readable, or one SettingError (a ValueError: one line, exit 2) naming
+    them, before anything is loaded (attnlab/env_settings.py)."""
+    from attnlab.env_settings import SettingError, setting_problems
+
+    problems = setting_problems()
+    if problems:
+        raise SettingError("; ".join(problems))
 
 
 def _is_stdout_failure(error: OSError) -> bool:

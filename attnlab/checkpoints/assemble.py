@@ -13,7 +13,7 @@ import torch
 from attnlab import limits
 from attnlab.checkpoints.errors import Problems, name_list
 from attnlab.checkpoints.limits import check_config_sizes, shape_text
-from attnlab.checkpoints.placement import place, plan_for
+from attnlab.checkpoints.placement import OffloadError, place, plan_for
 from attnlab.engine.build import fill_from, loadable_transformer
 from attnlab.engine.config import ConfigError, ModelConfig
 from attnlab.engine.hf_tokenizer import FOREIGN_KINDS
@@ -332,6 +332,9 @@ def build_live_model(
     fill_from(module, tensors, held or torch.float32)  # in the held dtype, one tensor at a time
     try:
         module = place(module, placement) if placement is not None else module.to(pick_device(device))
+    except OffloadError as e:  # the folder written to and why, not the checkpoint (nothing of it is left)
+        problems.add(f"{too_big}; spreading it over memory and disk failed: {e}")
+        problems.raise_if_any()
     except RuntimeError as e:
         problems.add(str(e))
         problems.raise_if_any()

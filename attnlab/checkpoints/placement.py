@@ -38,11 +38,33 @@ def plan_for(module: Transformer, held: torch.dtype, device: torch.device) -> tu
         return None, str(e)
 
 
+class OffloadError(OSError):
+    """The disk layers could not be written (a full disk, a TMPDIR that cannot be written); the message names the
+    folder and why, and nothing of the folder is left behind."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "the offload folder could not be written"
+
+
 def place(module: Transformer, placement: Placement) -> Transformer:
     """`module` (its parameters already the checkpoint's tensors, fill_from) put where `placement` says, one tensor
-    at a time; the disk layers are written to a temporary folder that lives as long as the module."""
-    folder = tempfile.mkdtemp(prefix="attnlab-offload-")
+    at a time; the disk layers are written to a temporary folder that lives as long as the module. A write that
+    fails (OffloadError: the folder and why) removes the folder and every layer written to it so far."""
+    try:
+        folder = tempfile.mkdtemp(prefix="attnlab-offload-")
+    except OSError as e:
+        where = tempfile.gettempdir()
+        raise OffloadError(f"could not make an offload folder in {where}: {e.strerror or e}{HINT}") from e
     values = {**dict(module.named_parameters(remove_duplicate=False)), **dict(module.named_buffers())}
-    placed = dispatch(module, placement, lambda name: values[name].data, folder)
+    try:
+        placed = dispatch(module, placement, lambda name: values[name].data, folder)
+    except BaseException as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        if isinstance(e, OSError):
+            raise OffloadError(f"could not write the offload folder {folder}: {e.strerror or e}{HINT}") from e
+        raise
     weakref.finalize(placed, shutil.rmtree, folder, True)
     return placed  # type: ignore[return-value]
+
+
+HINT = " (TMPDIR names where it goes: a folder on a disk with room)"

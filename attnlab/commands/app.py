@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import add_import_arguments, import_settings
+from attnlab.commands.refusal import refuse
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
@@ -139,19 +140,16 @@ def run(args: argparse.Namespace) -> int:
 
     problem = checkpoint_problem(args)
     if problem:
-        print(f"attnlab: error: {problem}", file=sys.stderr)
-        return 2
+        return refuse("attnlab", f"error: {problem}")
     lesson = None
     if args.checkpoint and args.checkpoint.lower().endswith(SUFFIX):
         try:
             lesson = _read_lesson(args.checkpoint)
         except LessonError as e:
-            print(f"attnlab: {e}", file=sys.stderr)
-            return 2
+            return refuse("attnlab", e)
     problem = (early_stage_problem(args) if lesson is None else "") or display_problem()
     if problem:
-        print(f"attnlab: error: {problem}", file=sys.stderr)
-        return 2
+        return refuse("attnlab", f"error: {problem}")
     from PySide6.QtCore import QEvent, QObject
 
     from attnlab.engine.tokenizer_process import set_encode_timeout
@@ -217,12 +215,8 @@ def run(args: argparse.Namespace) -> int:
             return load_bundled(name)
 
     window.start(loader, src=src, tgt=args.tgt, stage=args.stage, path=path, remembered=remembered)
-
-    def fall_back_if_empty(_message: str) -> None:
-        if window.session.model is None:
-            _fallback(window)
-
-    window.session.modelFailed.connect(fall_back_if_empty)
+    if not args.quit_after_trace:  # a smoke test says why it failed and exits; the window falls back
+        _fall_back_once(window, bundled_tried=lesson is None and not args.checkpoint)
     if args.stage:
         _check_stage_on_first_trace(app, window, args.stage)
     if args.compare:
@@ -284,14 +278,15 @@ def _check_stage_on_first_trace(app: QApplication, window: MainWindow, key: str)
         window.session.traceReady.disconnect(check)
         keys = [stage.key for stage in stages_for(trace)]
         if key not in keys:
-            print(f"attnlab: error: {unknown_stage(key, keys)}", file=sys.stderr)
-            app.exit(2)
+            app.exit(refuse("attnlab", f"error: {unknown_stage(key, keys)}"))
 
     window.session.traceReady.connect(check)
 
 
 def _quit_after_first_trace(app: QApplication, window: MainWindow) -> None:
-    """Paint the first trace, say how long it took and which model it came from, then leave the event loop."""
+    """Paint the first trace, say how long it took and which model it came from, then leave the event loop; a
+    model that cannot be opened or a first run that is refused ends it too, with exit 2 and one line on stderr
+    (no dialog waits for a click: a smoke test runs unattended)."""
     from PySide6.QtCore import QTimer
 
     def painted(_trace: Trace) -> None:
@@ -300,7 +295,38 @@ def _quit_after_first_trace(app: QApplication, window: MainWindow) -> None:
         print(f"first trace painted after {seconds_since_start():.2f} s ({model})", file=sys.stderr)
         app.exit(0)
 
+    def refused(what: str, message: str) -> None:
+        if window.session.trace is None:  # only before the first trace: later failures are the user's to see
+            app.exit(refuse("attnlab", f"{what}: {message}"))
+
+    window.session.modelFailed.disconnect(window._on_model_failed)  # its dialog would wait for a click
+    window.session.modelFailed.connect(lambda message: refused("could not open the model", message))
+    window.session.failed.connect(lambda message: refused("the first trace was refused", message))
     window.session.traceReady.connect(lambda trace: QTimer.singleShot(0, lambda: painted(trace)))
+
+
+def _fall_back_once(window: MainWindow, bundled_tried: bool) -> None:
+    """A model named on the command line that cannot be opened (the dialog said why) is replaced by the bundled
+    one, once. When the bundled model cannot be opened either (a memory limit, a broken install), nothing is
+    tried again: the window stays empty and usable (File → Open…) and says so on its panel and status bar."""
+    tried = [bundled_tried]  # whether the bundled model has been tried
+
+    def failed(_message: str) -> None:
+        if window.session.model is not None:
+            return
+        if not tried[0]:
+            tried[0] = True
+            _fallback(window)
+            return
+        window.session.modelFailed.disconnect(failed)
+        window.placeholder.setText(NO_MODEL)
+        window.stage_title.setText("No model is open")
+        window.statusBar().showMessage(NO_MODEL)
+
+    window.session.modelFailed.connect(failed)
+
+
+NO_MODEL = "No model could be opened: File → Open… opens a checkpoint, a Hugging Face folder or a model id."
 
 
 def _fallback(window: MainWindow) -> None:
@@ -308,4 +334,5 @@ def _fallback(window: MainWindow) -> None:
     bundled model so the window is not empty."""
     from attnlab.checkpoints import load_bundled
 
+    window.placeholder.setText("Opening the bundled model instead…")
     window.session.load_async(lambda: load_bundled("translation"), prefix=True)

@@ -4,9 +4,10 @@ application that draws, off screen when there is no display, and how a refusal i
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
+
+from attnlab.commands.refusal import refuse
 
 Frame = TypeVar("Frame")
 
@@ -18,8 +19,7 @@ GIF_KEPT_PER_PIXEL = 1
 
 
 def fail(message: str) -> int:
-    print(f"attnlab render: {message}", file=sys.stderr)
-    return 2
+    return refuse("attnlab render", message)
 
 
 def start_qt() -> None:

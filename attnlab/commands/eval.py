@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attnlab.commands.refusal import refuse
+
 if TYPE_CHECKING:
     from attnlab.checkpoints.additive import AdditiveModel
     from attnlab.engine.live import LiveModel
@@ -123,11 +125,9 @@ def run(args: argparse.Namespace) -> int:
     from attnlab.training.evaluate import evaluate
 
     if args.n is not None and args.n < 1:
-        print("attnlab eval: --n must be at least 1", file=sys.stderr)
-        return 2
+        return refuse("attnlab eval", "--n must be at least 1")
     if args.threads < 1:
-        print("attnlab eval: --threads must be at least 1", file=sys.stderr)
-        return 2
+        return refuse("attnlab eval", "--threads must be at least 1")
     import torch
 
     torch.set_num_threads(args.threads)
@@ -135,13 +135,11 @@ def run(args: argparse.Namespace) -> int:
         model, path = _load(args.checkpoint)
         figures = evaluate(model, args.n)
     except (CheckpointError, ValueError) as e:
-        print(f"attnlab eval: {e}", file=sys.stderr)
-        return 2
+        return refuse("attnlab eval", e)
     print(json.dumps(figures, indent=2, ensure_ascii=False) if args.json else summary_text(figures))
     if args.save:
         if path.suffix != ".safetensors":
-            print("attnlab eval: --save needs a .safetensors checkpoint", file=sys.stderr)
-            return 2
+            return refuse("attnlab eval", "--save needs a .safetensors checkpoint")
         if not isinstance(model, LiveModel):  # the additive GRU model: its file keeps its weights, the figures
             # go beside it (evaluate measured it as "attention": "additive")
             written = save_additive_figures(model, path, figures)

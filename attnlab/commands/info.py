@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 from typing import TYPE_CHECKING, Any
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
+from attnlab.commands.refusal import refuse
 
 if TYPE_CHECKING:
     from attnlab.engine.live import LiveModel
@@ -131,8 +131,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         model = load_any(args.checkpoint, **import_settings(args))
     except CheckpointError as e:
-        print(f"attnlab info: {e}", file=sys.stderr)
-        return 2
+        return refuse("attnlab info", e)
     d = describe(model)
     print(json.dumps(d, indent=2, ensure_ascii=False, default=str) if args.json else as_text(d))
     return 0

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from attnlab.commands.refusal import refuse
 from attnlab.engine.config import ACTIVATIONS, ARCHITECTURES, POSITIONALS, ModelConfig
 from attnlab.fileio import folder_problem
 
@@ -32,8 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fail(message: str) -> int:
-    print(f"attnlab init: {message}", file=sys.stderr)
-    return 2
+    return refuse("attnlab init", message)
 
 
 def run(args: argparse.Namespace) -> int:

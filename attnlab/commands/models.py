@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from attnlab.commands.refusal import one_line
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -24,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     root = args.cache or str(cache_dir())
     models, problems = cached_models(root)
     for problem in problems:
-        print(f"attnlab models: {problem}", file=sys.stderr)
+        print(f"attnlab models: {one_line(problem)}", file=sys.stderr)
     if not models:
         print(f"No models in the Hugging Face cache at {root}; `attnlab get org/name` downloads one.")
         return 0

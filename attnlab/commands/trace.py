@@ -9,10 +9,10 @@ write that cannot fit the memory there is (ATTNLAB_MEMORY_LIMIT included) is ref
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
+from attnlab.commands.refusal import refuse
 from attnlab.engine import names, option_rules
 
 if TYPE_CHECKING:
@@ -73,8 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fail(message: str) -> int:
-    print(f"attnlab trace: {message}", file=sys.stderr)
-    return 2
+    return refuse("attnlab trace", message)
 
 
 def options_from(args: argparse.Namespace, base: RunOptions | None = None) -> RunOptions:
@@ -158,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             trace = model.trace(src, args.tgt, options)
     except (OptionsError, ConfigError, ValueError, RuntimeError) as e:
-        return fail(str(e).replace("\n- ", " "))
+        return fail(str(e))
     out = args.out if args.out.endswith(".npz") else args.out + ".npz"  # what numpy would name it anyway
     if generated is not None:
         print(f"Generated: {generated}")

@@ -6,8 +6,8 @@ attnlab train --model all --seed 0 --out-dir resources
 from __future__ import annotations
 
 import argparse
-import sys
 
+from attnlab.commands.refusal import refuse
 from attnlab.training.recipes import MODEL_NAMES, RECIPES
 
 
@@ -81,24 +81,18 @@ def run(args: argparse.Namespace) -> int:
         import matplotlib  # noqa: F401
         import tqdm  # type: ignore[import-untyped]  # tqdm ships no type hints  # noqa: F401
     except ImportError as e:
-        print(
-            f"attnlab train needs matplotlib and tqdm ({e.name} is missing): pip install 'attnlab[train]'",
-            file=sys.stderr,
-        )
-        return 2
+        return refuse("attnlab train", f"needs matplotlib and tqdm ({e.name} is missing): pip install 'attnlab[train]'")
     from attnlab.commands.eval import summary_text
     from attnlab.training.classroom import build, recipe_for
 
     if args.threads < 1:
-        print(f"attnlab train: --threads must be at least 1 (got {args.threads})", file=sys.stderr)
-        return 2
+        return refuse("attnlab train", f"--threads must be at least 1 (got {args.threads})")
     names = MODEL_NAMES if args.model == "all" else (args.model,)
     try:  # every setting checked before the first model trains
         for name in names:
             recipe_for(name, args.steps, args.pairs)
     except ValueError as e:
-        print(f"attnlab train: {e}", file=sys.stderr)
-        return 2
+        return refuse("attnlab train", e)
     for name in names:
         try:
             figures = build(
@@ -113,11 +107,9 @@ def run(args: argparse.Namespace) -> int:
                 snapshot_steps=args.snapshots,
             )
         except ValueError as e:  # bad input (--steps 0, --pairs 5, …): exit 2 as every command does
-            print(f"attnlab train: {e}", file=sys.stderr)
-            return 2
+            return refuse("attnlab train", e)
         except OSError as e:  # the output could not be written
-            print(f"attnlab train: {e}", file=sys.stderr)
-            return 1
+            return refuse("attnlab train", e, code=1)
         print(f"{name}: written to {args.out_dir}/{name}.safetensors")
         if args.snapshots:
             print(

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import ctypes
-import os
 import platform
 
+from attnlab.env_settings import MALLOC_TUNING, SettingError, switch
+
 _freed_memory_kept = False
+
+
+def _tuning_wanted() -> bool:
+    """ATTNLAB_MALLOC_TUNING: 1 or unset tunes; a malformed value tunes too (the commands refuse it at start)."""
+    try:
+        return switch(MALLOC_TUNING, True)
+    except SettingError:
+        return True
 
 
 def keep_freed_memory() -> None:
@@ -22,7 +31,7 @@ def keep_freed_memory() -> None:
     if _freed_memory_kept:
         return
     _freed_memory_kept = True
-    if os.environ.get("ATTNLAB_MALLOC_TUNING", "1") == "0" or platform.libc_ver()[0] != "glibc":
+    if not _tuning_wanted() or platform.libc_ver()[0] != "glibc":
         return
     try:
         libc = ctypes.CDLL("libc.so.6")

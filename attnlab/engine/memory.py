@@ -8,13 +8,13 @@ allocator holds unused (budget.cuda_free_bytes). Each refusal is one line with t
 
 from __future__ import annotations
 
-import os
 import resource
 from pathlib import Path
 
 import torch
 
 from attnlab.engine.budget import cuda_free_bytes
+from attnlab.env_settings import MEMORY_LIMIT, memory_limit
 from attnlab.limits import gb
 
 UNLIMITED = 1 << 62
@@ -79,19 +79,20 @@ def address_space_room() -> int:
     return max(soft - size, 0)
 
 
-LIMIT_VARIABLE = "ATTNLAB_MEMORY_LIMIT"  # bytes this process may hold in all: a limit a person (or a test) sets
+LIMIT_VARIABLE = MEMORY_LIMIT  # bytes this process may hold in all: a limit a person (or a test) sets
 
 
 def set_limit_room() -> int:
-    """What ATTNLAB_MEMORY_LIMIT (bytes) still allows beyond this process's resident size, UNLIMITED unset."""
-    value = os.environ.get(LIMIT_VARIABLE, "")
-    if not value.isdigit():
+    """What ATTNLAB_MEMORY_LIMIT (bytes: 8000000000, 8G, 512M; env_settings.py) still allows beyond this process's
+    resident size, UNLIMITED unset; a malformed value raises SettingError naming the variable."""
+    limit = memory_limit()
+    if limit is None:
         return UNLIMITED
     try:
         resident = int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) * 1024
     except (OSError, ValueError, IndexError):
         resident = 0
-    return max(int(value) - resident, 0)
+    return max(limit - resident, 0)
 
 
 def host_available() -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from attnlab.env_settings import torch_threads
+
 
 def configure_torch() -> int:
     """Give torch one core fewer than the machine has (at least one, at most four), so the GUI thread keeps a
@@ -11,9 +13,6 @@ def configure_torch() -> int:
     made a d=128 forward pass ~50× slower (their barrier spins against the other process)."""
     import torch
 
-    wanted = os.environ.get("ATTNLAB_TORCH_THREADS", "")
-    threads = max(1, min(4, (os.cpu_count() or 2) - 1))
-    if wanted.isdigit() and int(wanted) > 0:
-        threads = int(wanted)
+    threads = torch_threads() or max(1, min(4, (os.cpu_count() or 2) - 1))  # SettingError: a malformed value
     torch.set_num_threads(threads)
     return threads

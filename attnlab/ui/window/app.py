@@ -6,7 +6,6 @@ to an .ini file) redirects them, which tests and screenshots use so they never t
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,6 +15,7 @@ from PySide6.QtCore import QSettings
 from PySide6.QtGui import QColor, QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
+from attnlab.env_settings import settings_path
 from attnlab.model_ids import looks_like_id
 from attnlab.present.assets import resource_path, resource_text
 
@@ -31,7 +31,7 @@ LAST_SENTENCE_MODEL = "session/lastSentenceModel"  # the model name the last sen
 
 
 def make_settings() -> QSettings:
-    path = os.environ.get("ATTNLAB_SETTINGS")
+    path = settings_path()  # SettingError: it names a folder
     if path:
         return QSettings(path, QSettings.Format.IniFormat)
     return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORG, APP)
