@@ -1,5 +1,6 @@
 """Sizes in refusals read sensibly when they are small (issue 38.5): a run of a tiny model short of memory said
-"needs about 0 MB … but only 0 MB"; it now says kilobytes or bytes, and each figure is the byte count it stands for."""
+"needs about 0 MB … but only 0 MB"; it now says kilobytes (kB) or bytes, and each figure is the byte count it
+stands for."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from attnlab.engine.memory import RunTooBig
 from attnlab.engine.options import RunOptions
 from attnlab.limits import gb
 
-UNITS = {"bytes": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+UNITS = {"bytes": 1, "kB": 1e3, "MB": 1e6, "GB": 1e9}
 
 
 def as_bytes(words: str) -> float:
