@@ -30,6 +30,28 @@ def _name(path: Path) -> str:
     return limits.cut(str(path), 300)
 
 
+KINDS = {  # what a path is when it is not a regular file, in words
+    stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
+
+
+def not_a_file(path: str | os.PathLike[str], mode: int) -> str:
+    """Why `path` (whose stat, links followed, gave `mode`) is not a file, in words: "is a FIFO (named pipe)",
+    "links to a device (/dev/zero)"; the name of what was asked for comes before it."""
+    kind = KINDS.get(stat.S_IFMT(mode), "not a regular file")
+    if os.path.islink(path):
+        try:
+            target = limits.cut(os.path.realpath(path), 200)
+        except (OSError, RuntimeError):  # a loop
+            target = "?"
+        return f"links to {kind} ({target})"
+    return f"is {kind}"
+
+
 def regular_file_size(path: str | os.PathLike[str], what: str, max_bytes: int) -> int:
     """The size of the regular file at `path` (symlinks followed), checked from stat without opening it:
     a folder, a FIFO, a device or a socket is refused, and so is a file over `max_bytes` (a sparse 3 GB file
@@ -42,8 +64,7 @@ def regular_file_size(path: str | os.PathLike[str], what: str, max_bytes: int) -
     except OSError as e:
         raise FileRefused(f"{what} {_name(path)!r} cannot be read ({e.strerror or e})") from None
     if not stat.S_ISREG(info.st_mode):
-        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "a pipe, device or socket"
-        raise FileRefused(f"{what} {_name(path)!r} is {kind}, not a regular file")
+        raise FileRefused(f"{what} {_name(path)!r} {not_a_file(path, info.st_mode)}, not a regular file")
     if info.st_size > max_bytes:
         raise FileRefused(f"{what} {_name(path)!r} is {info.st_size:,} bytes; attnlab reads at most {max_bytes:,}")
     return info.st_size

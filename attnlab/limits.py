@@ -138,5 +138,12 @@ def loads_bounded(
 
 
 def gb(n: float) -> str:
-    """Bytes as the refusals write them: "6.4 GB" (plain Python: the downloads and the app's first paint use it)."""
-    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.0f} MB"
+    """Bytes as the refusals write them: "6.4 GB", "350 MB", "420 kB", "12 bytes" (never "0 MB" for a few
+    hundred kilobytes; plain Python: the downloads and the app's first paint use it)."""
+    if n >= 1e8:
+        return f"{n / 1e9:.1f} GB"
+    if n >= 999.5e3:  # what rounds to at least 1 MB
+        return f"{n / 1e6:.0f} MB"
+    if n >= 999.5:
+        return f"{n / 1e3:.0f} kB"
+    return f"{max(n, 0):.0f} bytes"

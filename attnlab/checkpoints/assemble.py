@@ -20,7 +20,7 @@ from attnlab.engine.hf_tokenizer import FOREIGN_KINDS
 from attnlab.engine.live import LiveModel, pick_device
 from attnlab.engine.memory import weights_refusal
 from attnlab.engine.model import Transformer
-from attnlab.engine.precision import held_dtype
+from attnlab.engine.precision import FLOAT8, FLOAT8_HELD, float8_notice, held_dtype
 from attnlab.engine.tokenizer import SPECIALS, Tokenizer, WordTokenizer
 from attnlab.engine.tokenizer_json import tokenizer_from_json
 
@@ -107,11 +107,16 @@ def count(items: Sized) -> str:
     return f"{len(items)} tensor{'' if len(items) == 1 else 's'}"
 
 
+FINITE_SLICE = 1 << 24  # float8 values widened at once by all_finite (32 MB in bfloat16)
+
+
 def all_finite(t: torch.Tensor) -> bool:
     """No NaN and no ±inf in `t`. One min/max reduction (NaN propagates through both, an infinity shows as the
     min or the max) instead of isfinite(t).all(), which writes a bool tensor as large as t: ~40× faster."""
     if t.numel() == 0:
         return True
+    if t.dtype in FLOAT8:  # no reductions in 8 bits: widened (exactly) a slice at a time
+        return all(all_finite(part.to(FLOAT8_HELD)) for part in t.detach().reshape(-1).split(FINITE_SLICE))
     # reduce in memory order: a transposed view (GPT-2's Conv1D weights) is ~100× slower to reduce as it is
     strides = t.stride()
     memory_order = sorted(range(t.dim()), key=lambda i: -strides[i])
@@ -313,6 +318,8 @@ def build_live_model(
             problems.add(p)
         usable = None if size_problems else usable
     held = _held(tensors, dtype, problems)
+    widened = float8_notice(tensors, held) if tensors is not None and held is not None else ""
+    notices = [*(notices or []), widened] if widened else notices
     too_big = _too_big(tensors, held, device) if usable is not None and held is not None else ""
     if module is None:
         module = build_module(usable) if usable is not None and tensors is not None else None

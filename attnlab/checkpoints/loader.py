@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.bounded_read import FileRefused, confined
 from attnlab.checkpoints.errors import CheckpointError
+from attnlab.checkpoints.file_checks import has_file
 from attnlab.checkpoints.header import GGUF_MAGIC
 from attnlab.checkpoints.hf_cache import resolve_model
 from attnlab.checkpoints.native import load_safetensors
@@ -79,7 +80,7 @@ def _load_path(
 ) -> LiveModel:
     """load_checkpoint's dispatch on what `path` is."""
     mode = _stat_mode(path)
-    if stat.S_ISDIR(mode) and (path / "adapter_config.json").is_file():  # a LoRA adapter on its base (issue 35)
+    if stat.S_ISDIR(mode) and has_file(path, "adapter_config.json"):  # a LoRA adapter on its base (issue 35)
         from attnlab.checkpoints.adapters import load_adapter_folder
 
         return load_adapter_folder(path, device=device, tokenizer=tokenizer, dtype=dtype)
@@ -150,9 +151,9 @@ def _stat_mode(path: Path) -> int:
 def folder_entry(folder: Path) -> Path:
     """What opening a folder means: a Hugging Face folder (config.json) itself, else its nanoGPT ckpt.pt,
     else its one checkpoint file."""
-    if (folder / "config.json").is_file():
+    if has_file(folder, "config.json"):  # a FIFO or device by that name is refused, never opened
         return folder
-    if (folder / "ckpt.pt").is_file():
+    if has_file(folder, "ckpt.pt"):
         return folder / "ckpt.pt"
     files = sorted(
         p
@@ -171,7 +172,7 @@ def folder_entry(folder: Path) -> Path:
 
 def plain_safetensors_in_hf_folder(path: Path) -> bool:
     """model.safetensors picked from a Hugging Face folder: open the folder (the file has no attnlab config)."""
-    return (path.parent / "config.json").is_file() and path.name.startswith("model")
+    return has_file(path.parent, "config.json") and path.name.startswith("model")
 
 
 def user_tokenizer(spec: str | Path | Tokenizer | None, checkpoint: Path) -> Tokenizer | None:

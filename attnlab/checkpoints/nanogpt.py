@@ -19,6 +19,7 @@ import torch
 
 from attnlab.bounded_read import FileRefused, confined, read_bytes
 from attnlab.checkpoints.errors import Problems
+from attnlab.checkpoints.file_checks import has_file
 from attnlab.checkpoints.plain_pickle import MAX_BYTES, load_plain_pickle
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.hf_tokenizer import CharVocabTokenizer, NumberTokenizer
@@ -147,7 +148,7 @@ def nanogpt_parts(
     tensors = convert_state(state, config, problems) if config is not None else None
     tok = tokenizer
     meta_path = path.parent / "meta.pkl"
-    if tok is None and meta_path.is_file():
+    if tok is None and has_file(meta_path.parent, meta_path.name):
         tok = read_meta_pkl(meta_path, problems)
     if tok is None and config is not None:
         tok = NumberTokenizer(config.tgt_vocab_size)

@@ -21,6 +21,7 @@ import torch
 from attnlab.checkpoints import quantized_bnb as bnb
 from attnlab.checkpoints import quantized_gptq as gptq
 from attnlab.checkpoints.errors import Problems
+from attnlab.checkpoints.file_checks import has_file
 from attnlab.checkpoints.quantized_methods import METHOD_NAMES, quant_method
 from attnlab.engine.memory import weights_refusal
 from attnlab.engine.output_budget import memory_refusal
@@ -150,11 +151,11 @@ def folder_tensors(folder: str | os.PathLike[str], keys: list[str]) -> dict[str,
 
     root = Path(folder)
     index = root / "model.safetensors.index.json"
-    if index.is_file():
+    if has_file(root, index.name):
         weight_map = read_json(confined(root, index.name, index.name), index.name, MAX_INDEX_BYTES)
         weight_map = weight_map.get("weight_map", {}) if isinstance(weight_map, dict) else {}
         where = {k: str(weight_map[k]) for k in keys if k in weight_map}
-    elif (root / "model.safetensors").is_file():
+    elif has_file(root, "model.safetensors"):
         where = dict.fromkeys(keys, "model.safetensors")
     else:
         raise ValueError(f"{root} has no safetensors weights (model.safetensors or its index)")

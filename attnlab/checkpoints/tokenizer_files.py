@@ -34,6 +34,7 @@ from attnlab.bounded_read import (
 from attnlab.checkpoints import deberta_spm
 from attnlab.checkpoints import tokenizer_seq2seq as seq2seq
 from attnlab.checkpoints.errors import Problems
+from attnlab.checkpoints.file_checks import has_file, regular_file
 from attnlab.checkpoints.header import short_reason
 from attnlab.checkpoints.tokenizer_wrapping import (
     FAMILY_ROLES,
@@ -164,16 +165,16 @@ def library_tokenizer(folder: Path, tok_config: dict[str, Any]) -> tuple[Any, st
     (None, "") if none."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-    if (folder / "tokenizer.json").is_file():
+    if has_file(folder, "tokenizer.json"):  # a FIFO or device by that name is refused, never opened
         return Tokenizer.from_file(library_file(folder, "tokenizer.json")), "tokenizer.json"
-    if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+    if has_file(folder, "vocab.json") and has_file(folder, "merges.txt"):
         tok = Tokenizer(models.BPE.from_file(library_file(folder, "vocab.json"), library_file(folder, "merges.txt")))
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=bool(tok_config.get("add_prefix_space")))
         tok.decoder = decoders.ByteLevel()
         return tok, "vocab.json + merges.txt (byte-level BPE)"
-    if (folder / deberta_spm.SPM).is_file():  # DeBERTa-v2/v3
+    if has_file(folder, deberta_spm.SPM):  # DeBERTa-v2/v3
         return deberta_spm.deberta_tokenizer(folder, tok_config), deberta_spm.DESCRIPTION
-    if (folder / "vocab.txt").is_file():
+    if has_file(folder, "vocab.txt"):
         unk = token_text(tok_config.get("unk_token")) or "[UNK]"
         tok = Tokenizer(models.WordPiece.from_file(library_file(folder, "vocab.txt"), unk_token=unk))
         lower = bool(tok_config.get("do_lower_case", True))
@@ -246,7 +247,7 @@ def folder_tokenizers(
     """(source, target, description); (None, None, "") when the folder has no tokenizer files."""
     model_type = str(hf_config.get("model_type", ""))
     hf_config = seq2seq.with_generation_config(folder, hf_config, lambda path: read_json_file(path, problems))
-    if (folder / "source.spm").is_file() and (folder / "target.spm").is_file():
+    if has_file(folder, "source.spm") and has_file(folder, "target.spm"):
         return marian_tokenizers(folder, model_type, hf_config, problems)
     tok_config = read_json_file(folder / "tokenizer_config.json", problems)
     try:
@@ -291,7 +292,7 @@ def sentencepiece_model(
     folder: Path, model_type: str, hf_config: dict[str, Any], tok_config: dict[str, Any], problems: Problems
 ) -> tuple[Tokenizer | None, Tokenizer | None, str]:
     """A folder whose only tokenizer file is a SentencePiece model (SPM_FILES)."""
-    name = next((n for n in SPM_FILES if (folder / n).is_file()), None)
+    name = next((n for n in SPM_FILES if has_file(folder, n)), None)
     if name is None:
         return None, None, ""
     if seq2seq.spm_only_problem(model_type, name):  # numbered otherwise than its tokenizer class numbers it
@@ -318,6 +319,12 @@ def tokenizer_at(path: str | os.PathLike[str], problems: Problems, model_type: s
     `model_type`'s family reads them (else as the folder's config.json says)."""
     path = Path(path).expanduser()
     folder = path if path.is_dir() else path.parent
+    if os.path.lexists(path) and not path.is_dir():
+        try:
+            regular_file(path, f"--tokenizer {str(path)!r}")  # a FIFO or a device: refused, never opened
+        except FileRefused as e:
+            problems.add(str(e))
+            return None
     if path.is_file() and path.name != "tokenizer.json":
         try:  # any file the tokenizers library wrote; its special tokens are not wrapped around the input
             from tokenizers import Tokenizer

@@ -220,7 +220,7 @@ class LiveModel:
         src, tgt = self.prompt_sides(src, tgt)
         if self.adapter is not None:  # W + s·ΔW for this run's strength (a no-op when it is the last one's)
             self.adapter.set_strength(self.module, options.adapter_strength)
-        key = run_key(self.module, src, tgt, options, self.adapter.bumps if self.adapter is not None else 0)
+        key = run_key(self.module, src, tgt, options, self.adapter)
         warmer = self.reuse.reused(key, options, self.config)
         if warmer is not None:
             return warmer
@@ -241,7 +241,7 @@ class LiveModel:
             fallback = self._gpu_failures.failed(options, self._lengths)
             trace = self._trace_on(torch.device("cpu"), src, tgt, options, after=[fallback])
         # the key again: moving the weights to another device gives them new version counters
-        key = run_key(self.module, src, tgt, options, self.adapter.bumps if self.adapter is not None else 0)
+        key = run_key(self.module, src, tgt, options, self.adapter)
         self.reuse.store(key, trace, options.record, resume, inputs)
         return trace
 

@@ -16,6 +16,7 @@ from collections import OrderedDict
 import torch
 
 from attnlab.engine import names, option_rules
+from attnlab.engine.adapter import AdapterWeights
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.derived import Derived
 from attnlab.engine.devices import free_device_memory_of
@@ -26,6 +27,7 @@ from attnlab.engine.recorder import Entry, Recorder
 from attnlab.engine.run_inputs import LayerInputs, Resume
 from attnlab.engine.runcache import entries_before, first_changed_layer
 from attnlab.engine.trace import Trace
+from attnlab.engine.weights_print import weights_print
 
 
 def tempered_softmax(logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -67,15 +69,20 @@ def reused_host_copies(old: Trace, kept: OrderedDict, entries: OrderedDict) -> d
     return {n: v for n, v in list(old._host.items()) if n in kept and entries[n] is kept[n]}  # list(): the GUI adds
 
 
-def run_key(module: Transformer, src: Prompt, tgt: Prompt, options: RunOptions, forgiven: int = 0) -> tuple:
+def run_key(
+    module: Transformer, src: Prompt, tgt: Prompt, options: RunOptions, adapter: AdapterWeights | None = None
+) -> tuple:
     """What decides every entry of a run but the output softmax: inputs, options but those whose change
     invalidates at most the output (the temperature; option_rules.reuse_key), and the weights (their
-    in-place version counters change when anything writes to them; `forgiven`: the increments of a LoRA
-    adapter's own writes, whose strength the options carry, engine/adapter.py)."""
-    weights_version = sum(p._version for p in module.parameters() if not p.is_inference()) - forgiven
+    fingerprint, engine/weights_print.py: version counters, storage and sampled values, so a write through
+    `.data` counts too). A LoRA `adapter` confined to the layers has its own writes forgiven (their version
+    increments, the values of the weights it writes): its strength is in the options, engine/adapter.py."""
+    forgiven = adapter.deltas if adapter is not None and adapter.confined else ()
+    version, weights = weights_print(module, unsampled=forgiven)
+    version -= adapter.bumps if adapter is not None else 0
     # (a spread-out model's layers are brought in by accelerate's hooks as inference tensors: no counter)
     src_key, tgt_key = (tuple(x) if isinstance(x, list) else x for x in (src, tgt))  # hashable
-    return (src_key, tgt_key, option_rules.reuse_key(options), id(module), weights_version)
+    return (src_key, tgt_key, option_rules.reuse_key(options), id(module), version, weights)
 
 
 def same_but_options(a: tuple, b: tuple) -> bool:

@@ -11,7 +11,8 @@ bit for bit (tests/engine/test_replay.py). The last few replayed layers are kept
 entries one after another runs that layer once.
 
 A replay needs the model as it was: the same module, weights, dtype and device. When any of them changed
-(the model was closed, its precision switched), reading a replayed entry raises ReplayError, one line.
+(the model was closed, its precision switched, a weight written however it was: in place, through `.data`,
+by load_state_dict), reading a replayed entry raises ReplayError, one line.
 Qt-free.
 """
 
@@ -39,6 +40,7 @@ from attnlab.engine.recorder import (
     kept_whole,
 )
 from attnlab.engine.run_inputs import MEMORY, LayerDone, LayerInputs, Resume
+from attnlab.engine.weights_print import weights_print
 
 __all__ = [  # the keep rules are recorder.py's (a Recorder applies them as it records), re-exported here
     "ATTENTION",
@@ -69,10 +71,10 @@ class ReplayError(ValueError):
 
 
 def fingerprint(module: Transformer) -> tuple:
-    """What must not change between a run and the replay of one of its layers: the weights' in-place version
-    counters, their dtype and their device."""
-    version = sum(p._version for p in module.parameters() if not p.is_inference())
-    return (version, module.sinusoid.dtype, module.sinusoid.device)
+    """What must not change between a run and the replay of one of its layers: the weights (their version
+    counters, storage, layout and sampled values: engine/weights_print.py, so a write through `.data` counts
+    too), their dtype and their device."""
+    return (*weights_print(module), module.sinusoid.dtype, module.sinusoid.device)
 
 
 class LayerReplay:

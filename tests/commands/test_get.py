@@ -169,7 +169,7 @@ def test_a_cancel_leaves_nothing(hub, tmp_path):
 
 def test_a_disk_too_small_is_refused_before_writing(hub, tmp_path, monkeypatch):
     monkeypatch.setattr(hub_get.shutil, "disk_usage", lambda path: SimpleNamespace(total=10, used=10, free=10))
-    with pytest.raises(hub_get.GetRefused, match="only 0 MB is free"):
+    with pytest.raises(hub_get.GetRefused, match="only 10 bytes is free"):
         get(hub, "acme/tiny", tmp_path / "cache")
     untouched(tmp_path / "cache")
     assert downloads(hub) == []

@@ -89,7 +89,7 @@ def test_a_blobs_folder_that_is_a_link_counts_for_nothing(snapshot, tmp_path):
 def test_a_fifo_for_the_weights_is_refused_unopened(snapshot):
     (snapshot / "model.safetensors").unlink()
     os.mkfifo(snapshot / "model.safetensors")
-    refused_in_one_line(REPO, "model.safetensors", "a pipe, device or socket")
+    refused_in_one_line(REPO, "model.safetensors", "a FIFO (named pipe)")
 
 
 def test_dotdot_in_a_shard_index_is_refused(snapshot):

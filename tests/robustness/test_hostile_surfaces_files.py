@@ -200,7 +200,7 @@ def test_a_weights_file_linked_from_outside_the_folder_is_refused(outcomes, case
 
 
 def test_a_fifo_for_weights_is_refused_unopened(outcomes):
-    refused(outcomes["weights-fifo"], "model.safetensors", "a pipe, device or socket, not a regular file")
+    refused(outcomes["weights-fifo"], "model.safetensors", "a FIFO (named pipe), not a regular file")
 
 
 def test_a_deeply_nested_config_json_is_refused(outcomes):

@@ -79,7 +79,7 @@ def test_a_fifo_is_refused_without_being_opened(tmp_path, monkeypatch):
     opened = []
     real_open = os.open
     monkeypatch.setattr(os, "open", lambda p, *a, **k: opened.append(str(p)) or real_open(p, *a, **k))
-    with pytest.raises(FileRefused, match="a pipe, device or socket, not a regular file"):
+    with pytest.raises(FileRefused, match=r"a FIFO \(named pipe\), not a regular file"):
         read_json(fifo, "the config", 1000)
     assert opened == []
     with pytest.raises(FileRefused, match="a folder, not a regular file"):

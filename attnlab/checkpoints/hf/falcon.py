@@ -32,6 +32,7 @@ from attnlab.checkpoints.hf.common import (
     take_linears,
     take_lm_head,
 )
+from attnlab.checkpoints.hf.rope import rope_settings
 from attnlab.engine.config import ModelConfig
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         rotary_layout="half",
         parallel_residual=parallel,
         shared_norm=parallel and n_norms == 1,
-        **llama.rope_settings(hf),
+        **rope_settings(hf),
     )
     return config, []
 

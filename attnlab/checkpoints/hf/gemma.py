@@ -34,7 +34,9 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
 
 
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
+    from attnlab.engine.precision import arithmetic_ready  # torch: only a conversion needs it
+
     out, notes = llama.convert_tensors(hf, config, state_dict)
     for name in [n for n in out if n.endswith(("norm1.weight", "norm2.weight")) or n == "dec_norm.weight"]:
-        out[name] = 1.0 + out[name]  # Gemma's RMSNorm: x / rms · (1 + w)
+        out[name] = 1.0 + arithmetic_ready(out[name])  # Gemma's RMSNorm: x / rms · (1 + w)
     return out, [*notes, "Gemma's RMSNorms store w and multiply by 1 + w: attnlab's γ is 1 + w"]

@@ -86,6 +86,8 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
 
 
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:
+    from attnlab.engine.precision import arithmetic_ready  # torch: only a conversion needs it
+
     t = Tensors(state_dict, ("model.",))
     out = {"tgt_embed.weight": t("embed_tokens.weight")}
     for i in range(config.n_decoder_layers):
@@ -98,7 +100,7 @@ def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) ->
     out["dec_norm.weight"] = t("norm.weight")
     take_lm_head(t, config, out)
     for name in [n for n in out if "norm" in n.rsplit(".", 2)[-2]]:  # every RMSNorm: x / rms · (1 + w)
-        out[name] = 1.0 + out[name]
+        out[name] = 1.0 + arithmetic_ready(out[name])
     return out, [
         *leftover_note(t.leftovers(IGNORABLE), "not part of the language model"),
         "Gemma's RMSNorms store w and multiply by 1 + w: attnlab's γ is 1 + w",

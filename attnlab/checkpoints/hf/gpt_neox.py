@@ -19,16 +19,15 @@ from attnlab.checkpoints.hf.common import (
     llama_style_sizes,
     take_linears,
 )
+from attnlab.checkpoints.hf.rope import RopeReading, rope_settings
 from attnlab.engine.config import ModelConfig
 
+# GPTNeoXConfig fills the rope dict from rotary_emb_base and rotary_pct (0.25), never the top-level rope_theta
+NEOX_ROPE = RopeReading(theta_key="rotary_emb_base", partial_key="rotary_pct", partial_default=0.25)
 IGNORABLE = (".attention.bias", ".attention.masked_bias", "rotary_emb.inv_freq")  # buffers older versions saved
 
 
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
-    rope = dict(hf)
-    if "rope_parameters" not in hf and field(hf, "rotary_pct") is not None:  # transformers 4.x names
-        rope["partial_rotary_factor"] = hf["rotary_pct"]
-        rope["rope_theta"] = field(hf, "rotary_emb_base", 10000.0)
     config = decoder_only_config(
         int_field(hf, "vocab_size", required=True),
         **llama_style_sizes(hf),
@@ -43,7 +42,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         max_len=int_field(hf, "max_position_embeddings", 2048),
         rotary_layout="half",
         parallel_residual=bool(field(hf, "use_parallel_residual", True)),
-        **llama.rope_settings(rope, partial=True),
+        **rope_settings(hf, partial=True, reading=NEOX_ROPE),
     )
     return config, []
 

@@ -5,9 +5,6 @@ Mistral's sliding_window limits each query to the W latest keys."""
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
 from attnlab.checkpoints.hf.common import (
     ConvertedState,
     HFConfig,
@@ -22,79 +19,13 @@ from attnlab.checkpoints.hf.common import (
     take_linears,
     take_lm_head,
 )
+from attnlab.checkpoints.hf.rope import PLAIN, RopeReading, rope_settings
 from attnlab.engine.config import ModelConfig
 
 IGNORABLE = ("rotary_emb.inv_freq",)  # a buffer older versions saved; recomputed from rope_theta
 QKV_SOURCES = {"w_q": "q_proj", "w_k": "k_proj", "w_v": "v_proj"}  # attnlab's names -> Llama's
 FFN_SOURCES = {"gate": "gate_proj", "up": "up_proj", "down": "down_proj"}
 NORM_SOURCES = {"norm1": "input_layernorm", "norm2": "post_attention_layernorm"}
-
-
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "llama3")  # transformers' rope_type values attnlab computes
-
-
-def rope_settings(hf: HFConfig, partial: bool = False) -> dict[str, Any]:
-    """The ModelConfig's rotary fields from config.json: rope_theta and the rope scaling (old style: rope_theta +
-    rope_scaling {type | rope_type, factor, …}; new style: rope_parameters {rope_type, rope_theta, …}).
-    `partial`: the family turns only partial_rotary_factor of each head (StableLM); others refuse it."""
-    key = "rope_parameters" if field(hf, "rope_parameters") else "rope_scaling"
-    params = {**(field(hf, "rope_scaling") or {}), **(field(hf, "rope_parameters") or {})}
-    if not isinstance(params, dict):
-        raise refuse(key, f"must be a JSON object, not {params!r}")
-    kind = params.get("rope_type", params.get("type")) or "default"
-    if kind not in ROPE_TYPES:
-        raise refuse(key, f"rope_type {kind!r} is not supported (attnlab computes {', '.join(ROPE_TYPES)})")
-    theta = params.get("rope_theta", field(hf, "rope_theta", 10000.0))
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
-        raise refuse("rope_theta", f"must be a positive number, not {theta!r}")
-    fraction = params.get("partial_rotary_factor", field(hf, "partial_rotary_factor", 1.0))
-    if fraction != 1.0 and not partial:
-        raise refuse("partial_rotary_factor", f"{fraction!r}: this family rotates every dimension of a head")
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-        raise refuse("partial_rotary_factor", f"must be more than 0 and at most 1, not {fraction!r}")
-    settings: dict[str, Any] = {"rope_theta": float(theta), "rotary_fraction": float(fraction)}
-    if kind == "default":
-        return settings
-    max_len = int_field(hf, "max_position_embeddings", 2048)
-    original = params.get("original_max_position_embeddings") or field(hf, "original_max_position_embeddings")
-    original = original or max_len
-    factor = params.get("factor")
-    if factor is None and kind == "yarn":
-        factor = max_len / original  # as transformers infers it (DeepSeek-style folders)
-    settings.update(rope_scaling=kind, rope_factor=_positive(key, "factor", factor))
-    if kind == "llama3":
-        settings.update(
-            rope_original_max_len=int(original),
-            rope_low_freq_factor=_positive(key, "low_freq_factor", params.get("low_freq_factor")),
-            rope_high_freq_factor=_positive(key, "high_freq_factor", params.get("high_freq_factor")),
-        )
-    if kind == "yarn":
-        settings.update(
-            rope_original_max_len=int(original),
-            rope_beta_fast=_positive(key, "beta_fast", params.get("beta_fast") or 32),
-            rope_beta_slow=_positive(key, "beta_slow", params.get("beta_slow") or 1),
-            rope_truncate=bool(params.get("truncate", True)),
-            rope_attention_factor=_yarn_attention_factor(key, params, settings["rope_factor"]),
-        )
-    return settings
-
-
-def _positive(key: str, name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
-        raise refuse(key, f"{name} must be a positive number, not {value!r}")
-    return float(value)
-
-
-def _yarn_attention_factor(key: str, params: dict[str, Any], factor: float) -> float:
-    """YaRN's factor on cos and sin: given, or 0.1 ln(s) + 1 (with mscale / mscale_all_dim when both given)."""
-    if params.get("attention_factor") is not None:
-        return _positive(key, "attention_factor", params["attention_factor"])
-
-    def mscale(scale: float, m: float = 1.0) -> float:
-        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
-
-    m, m_all = params.get("mscale"), params.get("mscale_all_dim")
-    return float(mscale(factor, m) / mscale(factor, m_all)) if m and m_all else mscale(factor)
 
 
 def sliding_window(hf: HFConfig) -> int:
@@ -134,9 +65,11 @@ def head_dim_setting(hf: HFConfig, d_model: int, n_heads: int, default: int | No
     return head_dim
 
 
-def config_from_hf(hf: HFConfig, head_dim_default: int | None = None) -> tuple[ModelConfig, list[str]]:
+def config_from_hf(
+    hf: HFConfig, head_dim_default: int | None = None, rope: RopeReading = PLAIN
+) -> tuple[ModelConfig, list[str]]:
     """`head_dim_default`: what the family's config class sets when config.json has no head_dim (Qwen3: 128,
-    Gemma: 256); None: hidden_size / num_attention_heads."""
+    Gemma: 256); None: hidden_size / num_attention_heads. `rope`: how the family's config class reads its rope."""
     d_model = int_field(hf, "hidden_size", required=True)
     n_heads = int_field(hf, "num_attention_heads", required=True)
     head_dim = head_dim_setting(hf, d_model, n_heads, head_dim_default)
@@ -164,7 +97,7 @@ def config_from_hf(hf: HFConfig, head_dim_default: int | None = None) -> tuple[M
         ffn="gated",
         n_kv_heads=n_kv,
         rotary_layout="half",
-        **rope_settings(hf),
+        **rope_settings(hf, reading=rope),
         qkv_bias=qwen or attention_bias,
         attn_out_bias=attention_bias,
         ffn_bias=bool(field(hf, "mlp_bias", False)),

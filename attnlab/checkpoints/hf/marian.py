@@ -76,16 +76,20 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
 
 def check_positions(t: Tensors, config: ModelConfig) -> None:
     """The stored position table must be the sinusoids attnlab computes (in Marian's layout)."""
+    from torch import finfo
+
     from attnlab.engine.positional import sinusoidal_table  # torch: only a conversion needs it
+    from attnlab.engine.precision import arithmetic_ready
 
     expected = sinusoidal_table(config.max_len, config.d_model, "marian")  # [L, d]
     for stack in ("encoder", "decoder"):
         name = f"{stack}.embed_positions.weight"
         if t.has(name):
             stored = t(name)[: config.max_len]
+            tolerance = max(1e-3, finfo(stored.dtype).eps / 2)  # the table rounded to its stored dtype
             if (
                 stored.shape != expected[: stored.shape[0]].shape
-                or float((stored - expected[: stored.shape[0]]).abs().max()) > 1e-3
+                or float((arithmetic_ready(stored) - expected[: stored.shape[0]]).abs().max()) > tolerance
             ):
                 raise refuse(
                     "model_type", f"{name} is not Marian's sinusoidal table, so these are not plain Marian weights"

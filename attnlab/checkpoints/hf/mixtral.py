@@ -23,6 +23,7 @@ from attnlab.checkpoints.hf.common import (
     take_linears,
     take_lm_head,
 )
+from attnlab.checkpoints.hf.rope import RopeReading
 from attnlab.engine.config import ModelConfig
 
 DEFAULT_THETA = 1_000_000.0  # MixtralConfig.default_theta: the rotary base when config.json names none
@@ -30,13 +31,11 @@ EXPERT_SOURCES = {"gate": "w1", "up": "w3", "down": "w2"}  # attnlab's names -> 
 
 
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
-    params = field(hf, "rope_parameters") or field(hf, "rope_scaling") or {}
-    named_theta = field(hf, "rope_theta") is not None or (isinstance(params, dict) and "rope_theta" in params)
-    as_mistral = {**hf, "model_type": "mistral", **({} if named_theta else {"rope_theta": DEFAULT_THETA})}
+    as_mistral = {**hf, "model_type": "mistral"}  # the attention, norms and positions are Mistral's
     if field(hf, "mlp_bias") or field(hf, "attention_bias"):
         key = "mlp_bias" if field(hf, "mlp_bias") else "attention_bias"
         raise refuse(key, "Mixtral's linear layers have no biases")
-    base, notes = llama.config_from_hf(as_mistral)  # the attention, norms and positions are Mistral's
+    base, notes = llama.config_from_hf(as_mistral, rope=RopeReading(default_theta=DEFAULT_THETA))
     n_experts = int_field(hf, "num_local_experts", 8)
     k = int_field(hf, "num_experts_per_tok", 2)
     if n_experts < 1:

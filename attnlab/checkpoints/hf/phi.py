@@ -20,6 +20,7 @@ from attnlab.checkpoints.hf.common import (
     require_value,
     take_linears,
 )
+from attnlab.checkpoints.hf.rope import RopeReading, rope_settings
 from attnlab.engine.config import ModelConfig
 
 
@@ -39,7 +40,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         rotary_layout="half",
         parallel_residual=True,
         shared_norm=True,
-        **llama.rope_settings(hf, partial=True),
+        **rope_settings(hf, partial=True, reading=RopeReading(partial_default=0.5)),  # PhiConfig's default
         head_dim=llama.head_dim_setting(hf, sizes["d_model"], sizes["n_heads"]),  # PhiAttention reads head_dim
     )
     return config, []

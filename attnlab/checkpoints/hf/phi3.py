@@ -13,11 +13,15 @@ from attnlab.checkpoints.hf.common import (
     take_linears,
     take_lm_head,
 )
+from attnlab.checkpoints.hf.rope import RopeReading
 from attnlab.engine.config import ModelConfig
+
+# Phi3Config reads su and yarn as longrope (Phi-3's own scaling, which attnlab does not compute) and takes no other
+PHI3_ROPE = RopeReading(aliases={"su": "longrope", "yarn": "longrope"}, types=("default", "longrope"))
 
 
 def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
-    return llama.config_from_hf(hf)
+    return llama.config_from_hf(hf, rope=PHI3_ROPE)
 
 
 def convert_tensors(hf: HFConfig, config: ModelConfig, state_dict: StateDict) -> tuple[ConvertedState, list[str]]:

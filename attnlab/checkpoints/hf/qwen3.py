@@ -24,11 +24,13 @@ def take_qk_norms(
 ) -> set[str]:
     """out["decoder.<i>.self_attn.qk_norm.{q,k}_norm.weight"] from each layer's self_attn.{q,k}_norm.weight
     (+ `gamma_offset`: Gemma's RMSNorms scale by 1 + w); returns the state dict keys taken."""
+    from attnlab.engine.precision import arithmetic_ready  # torch: only a conversion needs it
+
     t = Tensors(state_dict, ("model.",))
     for i in range(config.n_decoder_layers):
         take_linears(t, f"layers.{i}.self_attn", f"decoder.{i}.self_attn", QK_NORM_SOURCES, out, bias=False)
     for name in [n for n in out if n.endswith(("q_norm.weight", "k_norm.weight"))]:
-        out[name] = out[name] + gamma_offset
+        out[name] = arithmetic_ready(out[name]) + gamma_offset
     return t.taken
 
 

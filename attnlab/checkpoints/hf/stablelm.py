@@ -20,6 +20,7 @@ from attnlab.checkpoints.hf.common import (
     take_linears,
     take_lm_head,
 )
+from attnlab.checkpoints.hf.rope import RopeReading, rope_settings
 from attnlab.engine.config import ModelConfig
 
 
@@ -43,7 +44,7 @@ def config_from_hf(hf: HFConfig) -> tuple[ModelConfig, list[str]]:
         attn_out_bias=False,
         ffn_bias=False,
         logits_bias=False,
-        **llama.rope_settings(hf, partial=True),
+        **rope_settings(hf, partial=True, reading=RopeReading(partial_default=0.25)),  # StableLmConfig's default
     )
     return config, []
 
