@@ -38,7 +38,17 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 DEBOUNCE_MS = 150  # typing pause before a re-trace
-TOKENIZE_TIMEOUT_S = 10.0  # the app stops a Hugging Face tokenizer that takes longer on one text (issue 27)
+TOKENIZE_TIMEOUT_S = 10.0  # a session stops a Hugging Face tokenizer that takes longer on one text (issue 27)
+
+
+def prepare_worker() -> None:
+    """The session's worker thread, before its first job: torch's threads, and the tokenizer's time limit (its
+    encodes run in a child process stopped after TOKENIZE_TIMEOUT_S, so a window built any way, by the app, a
+    test or the Python API, never freezes on a hostile tokenizer: engine/tokenizer_process.py)."""
+    from attnlab.engine.tokenizer_process import limit_this_thread
+
+    configure_torch()
+    limit_this_thread(TOKENIZE_TIMEOUT_S)
 
 
 class Session(QObject):
@@ -87,7 +97,7 @@ class Session(QObject):
         self._stage_on_the_way: str | None = None  # a stage whose recomputed layers the worker computes
         # waiting jobs start loads first; a load makes the old model's traces moot
         self._jobs = JobRunner(
-            self._deliver, ("load", "trace", "warm", MAP_JOB), {"load": ("trace", MAP_JOB)}, configure_torch
+            self._deliver, ("load", "trace", "warm", MAP_JOB), {"load": ("trace", MAP_JOB)}, prepare_worker
         )
         self.patch_run: MapRun | None = None  # the patching map being filled (session_patching.py)
         self.unpatched: Trace | None = None  # run B before a patch from A was asked for (session_patching.py)
