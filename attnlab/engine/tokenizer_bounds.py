@@ -77,7 +77,18 @@ def _charsmap_bound(blob: Any) -> float:
         return 1
     trie_bytes = int.from_bytes(raw[:4], "little")
     strings = raw[4 + trie_bytes :].split(b"\0")
-    return max([1, *(len(s) for s in strings)])
+    return max([1, *(len(s.decode("utf-8", "replace")) for s in strings)])
+
+
+def _replace_bound(pattern: Any, content: Any) -> float:
+    """A `Replace`: a string pattern of n characters becomes the content (len(content) / n per character); a
+    regex's match may be empty, so each character may gain the whole content (len(content) + 1)."""
+    if not isinstance(content, str):
+        return math.inf
+    literal = pattern.get("String") if isinstance(pattern, dict) else None
+    if isinstance(literal, str) and literal:
+        return max(1, len(content) / len(literal))
+    return len(content) + 1
 
 
 def expansion_bound(normalizer: Any) -> float:
@@ -93,9 +104,8 @@ def expansion_bound(normalizer: Any) -> float:
     if kind == "Sequence":
         parts = normalizer.get("normalizers")
         return math.prod(expansion_bound(n) for n in parts) if isinstance(parts, list) else math.inf
-    if kind == "Replace":  # each match (even an empty one) becomes the content: len(content) + 1 per character
-        content = normalizer.get("content")
-        return len(content) + 1 if isinstance(content, str) else math.inf
+    if kind == "Replace":
+        return _replace_bound(normalizer.get("pattern"), normalizer.get("content"))
     if kind == "Prepend":
         prepend = normalizer.get("prepend")
         return len(prepend) + 1 if isinstance(prepend, str) else math.inf
