@@ -147,7 +147,7 @@ class BPETokenizer(Tokenizer):
 
     def decode(self, ids: Iterable[int]) -> str:
         keep = [int(i) for i in ids if int(i) not in (self.pad_id, self.bos_id, self.eos_id)]
-        return str(guarded(lambda: self.hf.decode(keep), "turn these ids back into text"))
+        return decode_hf(self, keep, {})
 
     def to_json(self) -> str:
         return json.dumps({"kind": self.kind, "hf": self.hf.to_str()}, ensure_ascii=False)
@@ -185,6 +185,18 @@ def guarded(call: Callable[[], T], doing: str) -> T:
         raise TokenizerError(
             f"the tokenizer failed to {doing} ({reason}); this checkpoint's tokenizer is broken for such input"
         ) from e
+
+
+def decode_hf(owner: Any, ids: list[int], options: dict[str, Any]) -> str:
+    """`owner.hf.decode(ids, **options)` (owner: a tokenizer around a Hugging Face one), refused in one line
+    when the tokenizer's decoder could make too much text of these tokens (a `Replace` decoder multiplies text
+    as a normalizer can: engine/tokenizer_bounds.py)."""
+    from attnlab.engine.tokenizer_bounds import too_long_decoded
+
+    refusal = too_long_decoded(owner.hf, sum(len(owner.id_to_token(i)) for i in ids))
+    if refusal:
+        raise TokenizerError(refusal)
+    return str(guarded(lambda: owner.hf.decode(ids, **options), "turn these ids back into text"))
 
 
 def encode_hf(owner: Any, text: str) -> tuple[list[str], list[int]]:
@@ -225,8 +237,8 @@ def _encode_in_child(owner: Any, text: str) -> tuple[list[str], list[int]]:
         raise TokenizerError(too_many_pieces(int(e.args[0]), len(text), str(e.args[1]))) from None
     except child.OutOfMemory:
         raise TokenizerError(
-            f"the tokenizer needed more than {child.TOKENIZER_MEMORY_CAP / (1 << 30):g} GB of memory to split this text "
-            "and was stopped; this checkpoint's tokenizer multiplies text (its normalizer?)"
+            f"the tokenizer needed more than {child.TOKENIZER_MEMORY_CAP / (1 << 30):g} GB of memory to split this "
+            "text and was stopped; this checkpoint's tokenizer multiplies text"
         ) from None
     except RuntimeError as e:
         raise TokenizerError(

@@ -7,7 +7,9 @@ pieces of it: at most one piece per byte), so an upper bound on how many charact
 is read from its JSON (`expansion_bound`): a tokenizer whose bound times the text's length stays under
 IN_PROCESS_CHARS runs in-process (GPT-2, BERT, Llama, T5: 1 to 36); any other runs in the child process of
 engine/tokenizer_process.py under a memory cap and a time limit. Either way a text that gives more than
-MAX_PIECES_PER_CHAR pieces per character is refused in one line (`check_pieces`).
+MAX_PIECES_PER_CHAR pieces per character is refused in one line (`too_many_pieces`). A decoder can multiply
+text the same way (a `Replace` decoder): decoding is refused where the decoder's bound times the tokens'
+characters passes IN_PROCESS_CHARS (`too_long_decoded`).
 """
 
 from __future__ import annotations
@@ -114,15 +116,55 @@ def expansion_bound(normalizer: Any) -> float:
     return math.inf
 
 
-def normalizer_bound(hf: Any) -> float:
-    """expansion_bound of a tokenizers.Tokenizer's normalizer (read from its own JSON)."""
-    normalizer = getattr(hf, "normalizer", None)
-    if normalizer is None:
+# a decoder's steps: bytes back to characters (ByteLevel, ByteFallback: fewer), a space per token at most
+# (WordPiece, Metaspace, BPEDecoder, CTC: 2)
+DECODER_BOUNDS = {"ByteLevel": 1, "ByteFallback": 1, "Fuse": 1, "Strip": 1}
+DECODER_BOUNDS |= {"WordPiece": 2, "Metaspace": 2, "BPEDecoder": 2, "CTC": 2}
+
+
+def decoder_expansion_bound(decoder: Any) -> float:
+    """At most how many characters the decoder (its JSON as a dict, None for none) makes of one character of
+    the tokens it joins; math.inf for one this does not know."""
+    if decoder is None:
+        return 1
+    if not isinstance(decoder, dict):
+        return math.inf
+    kind = decoder.get("type")
+    if kind in DECODER_BOUNDS:
+        return DECODER_BOUNDS[kind]
+    if kind == "Sequence":
+        parts = decoder.get("decoders")
+        return math.prod(decoder_expansion_bound(d) for d in parts) if isinstance(parts, list) else math.inf
+    if kind == "Replace":
+        return _replace_bound(decoder.get("pattern"), decoder.get("content"))
+    return math.inf
+
+
+def _bound_of(part: Any, reader: Any) -> float:
+    """reader(the JSON of a tokenizer's normalizer or decoder); 1 for none, math.inf for one unreadable."""
+    if part is None:
         return 1
     try:
-        return expansion_bound(json.loads(normalizer.__getstate__()))
+        return float(reader(json.loads(part.__getstate__())))
     except (ValueError, TypeError, AttributeError):
         return math.inf
+
+
+def too_long_decoded(hf: Any, n_chars: int) -> str:
+    """The one-line refusal of decoding tokens of `n_chars` characters with a decoder that could make more than
+    IN_PROCESS_CHARS characters of them ("" when it cannot)."""
+    bound = _bound_of(getattr(hf, "decoder", None), decoder_expansion_bound)
+    if bound * max(1, n_chars) <= IN_PROCESS_CHARS:
+        return ""
+    return (
+        f"the tokenizer's decoder could turn these {n_chars:,} characters into more than {IN_PROCESS_CHARS:,}; "
+        "this checkpoint's tokenizer multiplies text"
+    )
+
+
+def normalizer_bound(hf: Any) -> float:
+    """expansion_bound of a tokenizers.Tokenizer's normalizer (read from its own JSON)."""
+    return _bound_of(getattr(hf, "normalizer", None), expansion_bound)
 
 
 def safe_in_process(hf: Any, n_chars: int) -> bool:

@@ -17,7 +17,7 @@ import math
 
 import pytest
 from tokenizers import Tokenizer as HF
-from tokenizers import models, normalizers, pre_tokenizers
+from tokenizers import decoders, models, normalizers, pre_tokenizers
 
 from attnlab.checkpoints import load_checkpoint, random_model
 from attnlab.engine import tokenizer_process
@@ -141,6 +141,18 @@ def test_a_tokenizer_past_its_memory_cap_is_stopped_in_one_line(monkeypatch, no_
         tok.encode("a" * 500)
     assert "needed more than 0.25 GB of memory" in str(refused.value) and "\n" not in str(refused.value)
     assert tok.encode("the dog")[1] == [4, 5]  # a new child for the next text
+
+
+def test_a_decoder_that_multiplies_text_is_refused_in_one_line(tmp_path):
+    folder = gpt2_folder(tmp_path / "decoder-bomb")
+    hf = bomb(0)
+    hf.decoder = decoders.Sequence([decoders.Replace("d", " ".join(["d"] * 10))] * 7)  # "dog": 10**7 words
+    hf.save(str(folder / "tokenizer.json"))
+    model = load_checkpoint(str(folder))
+    with pytest.raises(TokenizerError) as refused:
+        model.tgt_tokenizer.decode([4, 5])
+    assert "decoder could turn" in str(refused.value) and "\n" not in str(refused.value)
+    assert model.trace(GOOD)["tgt.ids"].tolist() == hf.encode(GOOD, add_special_tokens=False).ids  # still reads
 
 
 def test_a_text_is_cut_to_the_model_length_before_it_is_tokenized(monkeypatch, no_time_limit):
