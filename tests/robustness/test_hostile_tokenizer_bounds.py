@@ -28,7 +28,10 @@ from attnlab.session import Session
 from tests.robustness.test_hostile_app_tokenizer import SLOW_TEXT, slow_tokenizer
 from tests.support.hostile_files import TINY, cli_in_child, gpt2_folder
 
-pytestmark = pytest.mark.skipif(os.name != "posix", reason="the child process is waited on with select (POSIX)")
+pytestmark = [
+    pytest.mark.skipif(os.name != "posix", reason="the child process is waited on with select (POSIX)"),
+    pytest.mark.usefixtures("isolated_settings"),
+]
 WAIT = 20000
 # a vocabulary whose good words have no "a" (the bomb multiplies each "a"); 11 entries: the tiny GPT-2's vocab
 VOCAB = ["<pad>", "<s>", "</s>", "<unk>", "the", "dog", "sits", "on", "mud", "red", "b"]
@@ -179,6 +182,19 @@ def test_the_window_refuses_a_bomb_and_keeps_its_model(qtbot, no_time_limit):
         session.set_src("the red dog", debounce=False)
     assert session.trace["src.tokens"][:3] == ["the", "red", "dog"]
     session.shutdown()
+
+
+def test_a_window_built_by_a_test_says_so_in_its_status_bar_and_keeps_its_run(qtbot, open_window, no_time_limit):
+    win = open_window()  # built as a test or the Python API builds one: no launcher set any limit
+    model = random_model(TINY, tokenizer=BPETokenizer(bomb(7)))
+    with qtbot.waitSignal(win.session.traceReady, timeout=WAIT):
+        win.session.load_async(lambda: model, src=GOOD)
+    kept = win.session.trace
+    with qtbot.waitSignal(win.session.failed, timeout=WAIT):
+        win.session.set_src("a cat", debounce=False)
+    line = win.statusBar().currentMessage()
+    assert line.startswith("Not run: the tokenizer turns") and "multiplies text" in line
+    assert win.session.model is model and win.session.trace is kept
 
 
 def test_a_session_built_anywhere_owns_the_time_limit(qtbot, monkeypatch, no_time_limit):
