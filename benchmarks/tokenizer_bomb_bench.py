@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -67,7 +68,7 @@ def limit() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
 
 
-def folder(root: Path, name: str, normalizer: object = None, decoder: object = None) -> Path:
+def folder(root: Path, name: str, normalizer: Any = None, decoder: Any = None) -> Path:
     """A one-layer GPT-2 folder (tests/support/hostile_files.py) whose tokenizer.json has these parts."""
     from tokenizers import Tokenizer, models, pre_tokenizers
 
@@ -87,7 +88,7 @@ def folder(root: Path, name: str, normalizer: object = None, decoder: object = N
 def cases(root: Path) -> dict[str, tuple[str, Path, str]]:
     from tokenizers import decoders, normalizers
 
-    def chain(levels: int, letter: str, kind: object) -> object:
+    def chain(levels: int, letter: str, kind: Any) -> Any:
         return kind.Sequence([kind.Replace(letter, " ".join([letter] * 10))] * levels)
 
     bomb = folder(root, "bomb", chain(7, "a", normalizers))

@@ -15,8 +15,10 @@ characters passes IN_PROCESS_CHARS (`too_long_decoded`).
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 from attnlab.limits import CHARS_PER_POSITION, IN_PROCESS_CHARS, MAX_PIECES_PER_CHAR
@@ -140,14 +142,20 @@ def decoder_expansion_bound(decoder: Any) -> float:
     return math.inf
 
 
-def _bound_of(part: Any, reader: Any) -> float:
+def _bound_of(part: Any, reader: Callable[[Any], float]) -> float:
     """reader(the JSON of a tokenizer's normalizer or decoder); 1 for none, math.inf for one unreadable."""
     if part is None:
         return 1
     try:
-        return float(reader(json.loads(part.__getstate__())))
+        return _read_bound(bytes(part.__getstate__()), reader)
     except (ValueError, TypeError, AttributeError):
         return math.inf
+
+
+@functools.lru_cache(maxsize=64)
+def _read_bound(state: bytes, reader: Callable[[Any], float]) -> float:
+    """The bound of one serialized part, parsed once (a T5 charsmap is ~250 kB of JSON; every encode asks)."""
+    return float(reader(json.loads(state)))
 
 
 def too_long_decoded(hf: Any, n_chars: int) -> str:
