@@ -25,11 +25,10 @@ from attnlab.engine.options import RunOptions
 from attnlab.engine.sampling_settings import with_model_defaults
 from attnlab.jobs import Job, JobRunner
 from attnlab.present.decoder_input import FOLLOWED, DecoderInput
-from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage
 from attnlab.present.texts import example_sentence
 from attnlab.session_generation import accept_model, generate_one, take_followed
-from attnlab.session_jobs import LoadDetour, TraceRequest, load_job, reads_second_text, trace_job
+from attnlab.session_jobs import LoadDetour, TraceRequest, load_job, prepare_worker, reads_second_text, trace_job
 from attnlab.session_patching import MAP_JOB, MapRun, accept_row
 
 if TYPE_CHECKING:
@@ -38,17 +37,6 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 DEBOUNCE_MS = 150  # typing pause before a re-trace
-TOKENIZE_TIMEOUT_S = 10.0  # a session stops a Hugging Face tokenizer that takes longer on one text (issue 27)
-
-
-def prepare_worker() -> None:
-    """The session's worker thread, before its first job: torch's threads, and the tokenizer's time limit (its
-    encodes run in a child process stopped after TOKENIZE_TIMEOUT_S, so a window built any way, by the app, a
-    test or the Python API, never freezes on a hostile tokenizer: engine/tokenizer_process.py)."""
-    from attnlab.engine.tokenizer_process import limit_this_thread
-
-    configure_torch()
-    limit_this_thread(TOKENIZE_TIMEOUT_S)
 
 
 class Session(QObject):

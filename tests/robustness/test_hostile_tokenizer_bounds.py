@@ -198,7 +198,7 @@ def test_a_window_built_by_a_test_says_so_in_its_status_bar_and_keeps_its_run(qt
 
 
 def test_a_session_built_anywhere_owns_the_time_limit(qtbot, monkeypatch, no_time_limit):
-    monkeypatch.setattr("attnlab.session.TOKENIZE_TIMEOUT_S", 1.5)
+    monkeypatch.setattr("attnlab.session_jobs.TOKENIZE_TIMEOUT_S", 1.5)
     session = Session()  # no launcher: nothing set the process's limit
     assert tokenizer_process.encode_timeout() is None
     with qtbot.waitSignal(session.traceReady, timeout=WAIT):
