@@ -42,6 +42,10 @@ MAX_UNPACK_RATIO = 16  # a .pt archive may declare at most this many times its o
 
 # ---- text -------------------------------------------------------------------------------------------------
 MAX_SENTENCE_CHARS = 10_000  # what the sentence boxes accept and the app remembers (far over any max_len)
+CHARS_PER_POSITION = 32  # a text is cut to max_len x this many characters before it is tokenized (tokens average ~4)
+MAX_PIECES_PER_CHAR = 64  # a tokenizer making more pieces than this per character of its input is refused
+IN_PROCESS_CHARS = 1_000_000  # a tokenizer whose normalizer may make more characters than this runs in a child
+TOKENIZER_MEMORY_CAP = 2 << 30  # the address space of a tokenizer's child process (it starts in ~0.1 GB)
 EXCERPT_CHARS = 80  # how much of a value a message quotes
 MAX_MESSAGE_ITEM_CHARS = 1_000  # one listed problem
 

@@ -25,11 +25,10 @@ from attnlab.engine.options import RunOptions
 from attnlab.engine.sampling_settings import with_model_defaults
 from attnlab.jobs import Job, JobRunner
 from attnlab.present.decoder_input import FOLLOWED, DecoderInput
-from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage
 from attnlab.present.texts import example_sentence
 from attnlab.session_generation import accept_model, generate_one, take_followed
-from attnlab.session_jobs import LoadDetour, TraceRequest, load_job, reads_second_text, trace_job
+from attnlab.session_jobs import LoadDetour, TraceRequest, load_job, prepare_worker, reads_second_text, trace_job
 from attnlab.session_patching import MAP_JOB, MapRun, accept_row
 
 if TYPE_CHECKING:
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     from attnlab.engine.trace import Trace
 
 DEBOUNCE_MS = 150  # typing pause before a re-trace
-TOKENIZE_TIMEOUT_S = 10.0  # the app stops a Hugging Face tokenizer that takes longer on one text (issue 27)
 
 
 class Session(QObject):
@@ -87,7 +85,7 @@ class Session(QObject):
         self._stage_on_the_way: str | None = None  # a stage whose recomputed layers the worker computes
         # waiting jobs start loads first; a load makes the old model's traces moot
         self._jobs = JobRunner(
-            self._deliver, ("load", "trace", "warm", MAP_JOB), {"load": ("trace", MAP_JOB)}, configure_torch
+            self._deliver, ("load", "trace", "warm", MAP_JOB), {"load": ("trace", MAP_JOB)}, prepare_worker
         )
         self.patch_run: MapRun | None = None  # the patching map being filled (session_patching.py)
         self.unpatched: Trace | None = None  # run B before a patch from A was asked for (session_patching.py)

@@ -28,6 +28,19 @@ if TYPE_CHECKING:
     # what a load job hands the GUI: (model, source text, decoder input, path, model_snapshots(model))
     Loaded = tuple[LiveModel, str, str, str | None, tuple[Snapshots | None, str]]
 
+TOKENIZE_TIMEOUT_S = 10.0  # a session stops a Hugging Face tokenizer that takes longer on one text (issue 27)
+
+
+def prepare_worker() -> None:
+    """The session's worker thread, before its first job: torch's threads, and the tokenizer's time limit (its
+    encodes run in a child process stopped after TOKENIZE_TIMEOUT_S, so a window built any way, by the app, a
+    test or the Python API, never freezes on a hostile tokenizer: engine/tokenizer_process.py)."""
+    from attnlab.engine.tokenizer_process import limit_this_thread
+    from attnlab.present.runtime import configure_torch
+
+    configure_torch()
+    limit_this_thread(TOKENIZE_TIMEOUT_S)
+
 
 @dataclass(frozen=True)
 class LoadDetour:

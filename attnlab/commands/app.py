@@ -152,9 +152,7 @@ def run(args: argparse.Namespace) -> int:
         return refuse("attnlab", f"error: {problem}")
     from PySide6.QtCore import QEvent, QObject
 
-    from attnlab.engine.tokenizer_process import set_encode_timeout
     from attnlab.limits import MAX_SENTENCE_CHARS
-    from attnlab.session import TOKENIZE_TIMEOUT_S
     from attnlab.ui.window import app as appsettings
     from attnlab.ui.window.main_window import MainWindow
 
@@ -165,7 +163,6 @@ def run(args: argparse.Namespace) -> int:
     window = MainWindow(settings=settings)
     window.dark_action.setChecked(dark)
     window.errors.install()
-    set_encode_timeout(TOKENIZE_TIMEOUT_S)  # a hostile tokenizer is stopped, never freezes the window
 
     if args.startup_time:
 

@@ -99,8 +99,10 @@ def special_tokens(tok: Tokenizer, metadata: dict[str, Any]) -> dict[str, str]:
 
 def _offsets(tok: Tokenizer, text: str, n: int) -> list[tuple[int, int]] | None:
     """Each token's (start, end) in `text` where the tokenizer says (a tokenizers-library one); else None."""
+    from attnlab.engine.tokenizer_bounds import safe_in_process
+
     hf = getattr(tok, "hf", None)
-    if hf is None:
+    if hf is None or not safe_in_process(hf, len(text)):  # one that may multiply text runs in a child only
         return None
     offsets = [tuple(o) for o in hf.encode(text, add_special_tokens=False).offsets]
     return [(int(a), int(b)) for a, b in offsets] if len(offsets) == n else None

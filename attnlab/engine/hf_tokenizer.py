@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from attnlab.engine.specials import Specials, specials_from_dict
-from attnlab.engine.tokenizer import Tokenizer, encode_hf, guarded
+from attnlab.engine.tokenizer import Tokenizer, decode_hf, encode_hf
 
 SENTENCEPIECE_MISSING = (
     'This model\'s tokenizer needs the sentencepiece package. Install it with: pip install "attnlab[hf]"'
@@ -90,7 +90,7 @@ class LibraryTokenizer(ForeignTokenizer):
     def decode(self, ids: Iterable[int]) -> str:
         hidden = self.specials.hidden_ids()
         kept = [int(i) for i in ids if int(i) not in hidden]
-        return str(guarded(lambda: self.hf.decode(kept, skip_special_tokens=False), "turn these ids back into text"))
+        return decode_hf(self, kept, {"skip_special_tokens": False})
 
     def to_json(self) -> str:
         return json.dumps(

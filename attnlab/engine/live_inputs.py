@@ -17,6 +17,7 @@ from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
 from attnlab.engine.pairs import INPUT_CUT, pair_separators, pair_side, split_pair
 from attnlab.engine.tokenizer import Tokenizer
+from attnlab.engine.tokenizer_bounds import cut_to_positions
 from attnlab.engine.typed import classroom_language, typed_form
 from attnlab.limits import MAX_SENTENCE_CHARS, excerpt
 
@@ -60,11 +61,12 @@ def side_lengths(sides: dict[str, Side]) -> tuple[int, int]:
     return lengths.get("src", 0), lengths.get("tgt", 0)
 
 
-def read_text(text: str, notices: list[str]) -> str:
-    """`text` cut to MAX_SENTENCE_CHARS (what the app's boxes hold too; far more than max_len tokens)."""
+def read_text(text: str, notices: list[str], positions: int) -> str:
+    """`text` cut to MAX_SENTENCE_CHARS (what the app's boxes hold too), then to what a model of `positions`
+    positions can read (engine/tokenizer_bounds.py), before it is tokenized."""
     if len(text) > MAX_SENTENCE_CHARS:
         notices.append(f"The text has {len(text):,} characters; only the first {MAX_SENTENCE_CHARS:,} were read.")
-    return text[:MAX_SENTENCE_CHARS]
+    return cut_to_positions(text[:MAX_SENTENCE_CHARS], positions, notices)
 
 
 class InputReader:
@@ -190,7 +192,7 @@ class InputReader:
         if isinstance(text, (list, tuple)):
             ids = checked_ids(text, tok.vocab_size, side)
         elif text is None or isinstance(text, str):
-            ids = tok.encode(self.typed_form(read_text(text or "", notices), side))[1]
+            ids = tok.encode(self.typed_form(read_text(text or "", notices, self.config.max_len), side))[1]
         else:
             raise InputError(f"the {side_word(side)} must be text or a list of token ids, not {type(text).__name__}")
         ids = self._wrapped(self._cut(ids, side, notices), side, notices)
@@ -262,4 +264,5 @@ class InputReader:
             raise InputError("generate() takes one prompt, not a pair of sentences")
         if not (prompt is None or isinstance(prompt, str)):  # src and prefix are text, so never a conversation
             raise InputError("generate() takes text, not a conversation")
-        return src, list(tok.encode(self.typed_form((prompt or "")[:MAX_SENTENCE_CHARS], "tgt"))[1])
+        text = cut_to_positions((prompt or "")[:MAX_SENTENCE_CHARS], self.config.max_len, [])
+        return src, list(tok.encode(self.typed_form(text, "tgt"))[1])

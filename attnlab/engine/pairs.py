@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from attnlab.engine.tokenizer import Tokenizer
+from attnlab.engine.tokenizer_bounds import cut_to_positions
 from attnlab.limits import MAX_SENTENCE_CHARS
 
 INPUT_CUT = "this model reads at most"  # in every notice of an input cut to the model's length (the app's banner)
@@ -18,7 +19,7 @@ def pair_side(
     cut to `max_len` with a notice (the first max_len are used), padded to `pad_to` (pads have type 0)."""
     if max(map(len, pair)) > MAX_SENTENCE_CHARS:
         notices.append(f"A sentence has more than {MAX_SENTENCE_CHARS:,} characters; only the first were read.")
-    a, b = (tok.encode(text[:MAX_SENTENCE_CHARS])[1] for text in pair)
+    a, b = (tok.encode(cut_to_positions(text[:MAX_SENTENCE_CHARS], max_len, notices))[1] for text in pair)
     ids, types = tok.specials.wrap_pair(a, b)
     if len(ids) > max_len:
         notices.append(

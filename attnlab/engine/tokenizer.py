@@ -147,7 +147,7 @@ class BPETokenizer(Tokenizer):
 
     def decode(self, ids: Iterable[int]) -> str:
         keep = [int(i) for i in ids if int(i) not in (self.pad_id, self.bos_id, self.eos_id)]
-        return str(guarded(lambda: self.hf.decode(keep), "turn these ids back into text"))
+        return decode_hf(self, keep, {})
 
     def to_json(self) -> str:
         return json.dumps({"kind": self.kind, "hf": self.hf.to_str()}, ensure_ascii=False)
@@ -187,22 +187,58 @@ def guarded(call: Callable[[], T], doing: str) -> T:
         ) from e
 
 
+def decode_hf(owner: Any, ids: list[int], options: dict[str, Any]) -> str:
+    """`owner.hf.decode(ids, **options)` (owner: a tokenizer around a Hugging Face one), refused in one line
+    when the tokenizer's decoder could make too much text of these tokens (a `Replace` decoder multiplies text
+    as a normalizer can: engine/tokenizer_bounds.py)."""
+    from attnlab.engine.tokenizer_bounds import too_long_decoded
+
+    refusal = too_long_decoded(owner.hf, sum(len(owner.id_to_token(i)) for i in ids))
+    if refusal:
+        raise TokenizerError(refusal)
+    return str(guarded(lambda: owner.hf.decode(ids, **options), "turn these ids back into text"))
+
+
 def encode_hf(owner: Any, text: str) -> tuple[list[str], list[int]]:
     """(tokens, ids) of `owner.hf.encode(text)` without special tokens (owner: a tokenizer around a Hugging Face
-    one): in-process, or in a child process stopped after a time limit once the app set one
-    (engine/tokenizer_process.py). Any failure is a one-line TokenizerError."""
-    from attnlab.engine import tokenizer_process
+    one): in-process when no time limit is set on this thread and the tokenizer cannot make too much of this
+    text (engine/tokenizer_bounds.py), else in a child process under a time limit and a memory cap
+    (engine/tokenizer_process.py). Any failure, and more than MAX_PIECES_PER_CHAR pieces per character, is a
+    one-line TokenizerError."""
+    from attnlab.engine import tokenizer_process as child
+    from attnlab.engine.tokenizer_bounds import safe_in_process, too_many_pieces
 
-    limit = tokenizer_process.encode_timeout()
-    if limit is None:
+    in_process = child.encode_timeout() is None and safe_in_process(owner.hf, len(text))
+    if in_process or not child.can_isolate():
         enc = guarded(lambda: owner.hf.encode(text, add_special_tokens=False), "split this text")
-        return list(enc.tokens), list(enc.ids)
+        tokens, ids = list(enc.tokens), list(enc.ids)
+    else:
+        tokens, ids = _encode_in_child(owner, text)
+    refusal = too_many_pieces(len(ids), len(text))
+    if refusal:
+        raise TokenizerError(refusal)
+    return tokens, ids
+
+
+def _encode_in_child(owner: Any, text: str) -> tuple[list[str], list[int]]:
+    """encode_hf's child-process side: each way the child can fail, in one line."""
+    from attnlab.engine import tokenizer_process as child
+    from attnlab.engine.tokenizer_bounds import too_many_pieces
+
     try:
-        return tokenizer_process.encode_isolated(owner, text)
-    except tokenizer_process.EncodeTimeout:
+        return child.encode_isolated(owner, text)
+    except child.EncodeTimeout:
+        limit = child.encode_timeout() or child.DEFAULT_TIMEOUT_S
         raise TokenizerError(
             f"the tokenizer took longer than {limit:g} s to split this text and was stopped; this checkpoint's "
             "tokenizer is too slow for such input"
+        ) from None
+    except child.TooManyPieces as e:
+        raise TokenizerError(too_many_pieces(int(e.args[0]), len(text), str(e.args[1]))) from None
+    except child.OutOfMemory:
+        raise TokenizerError(
+            f"the tokenizer needed more than {child.TOKENIZER_MEMORY_CAP / (1 << 30):g} GB of memory to split this "
+            "text and was stopped; this checkpoint's tokenizer multiplies text"
         ) from None
     except RuntimeError as e:
         raise TokenizerError(
