@@ -7,11 +7,12 @@ separators, sort_keys), a `dict` that cannot be type-hacked and a `namespace` th
 template sees the conversation as `messages`, `add_generation_prompt`, `tools`/`documents` (None) and the
 tokenizer's named special tokens (`bos_token`, `eos_token`, ...), as `apply_chat_template` passes them.
 
-A chat template is code from a model folder, so rendering is bounded (issue 35):
+A chat template is code from a model folder, so rendering is bounded (issues 35 and 38):
   - the sandbox: no attribute of Python's internals (`''.__class__` is refused), nothing mutable changed;
   - `range` is Jinja's sandboxed one (at most 100,000 items);
-  - `*` refuses a repetition past MAX_RENDER_CHARS (`'a' * 10**10` never allocates), `**` a number past
-    MAX_POWER_BITS, and a namespace attribute a value past MAX_RENDER_CHARS (a string doubled in a loop);
+  - no value past MAX_RENDER_CHARS characters is made: operators, `~`, filters, built-in methods, macros'
+    and blocks' texts are measured before they are worked out (engine/chat_sandbox.py), `**` stops at
+    MAX_POWER_BITS;
   - the output stops at MAX_RENDER_CHARS;
   - a time limit (RENDER_SECONDS) is checked on every line the template's code runs (a trace function), so a
     loop nested past reason stops too.
@@ -28,28 +29,24 @@ from datetime import datetime
 from types import FrameType
 from typing import Any
 
+from attnlab.engine.chat_sandbox import (
+    MAX_RENDER_CHARS,
+    ChatTemplateError,
+    binop_size,
+    bounded_filter,
+    bounded_lipsum,
+    check_call,
+    checked,
+    refuse_past,
+    weight,
+)
+
 RENDER_SECONDS = 2.0  # a real template renders in milliseconds
-MAX_RENDER_CHARS = 1_000_000  # far more than any model reads
-MAX_POWER_BITS = 4096  # `**` on whole numbers: 10 ** 1000 at most (far past any template's need)
 TEMPLATE_FILE = "<template>"  # the file name Jinja gives a template compiled from a string
-
-
-class ChatTemplateError(ValueError):
-    """A chat template that cannot be rendered: the message says why, in one line."""
 
 
 def _one_line(error: BaseException) -> str:
     return (str(error).splitlines() or [type(error).__name__])[0][:200]
-
-
-def _size(value: Any) -> int:
-    return len(value) if isinstance(value, (str, bytes, list, tuple)) else 0
-
-
-def _checked(value: Any, doing: str) -> Any:
-    if _size(value) > MAX_RENDER_CHARS:
-        raise ChatTemplateError(f"the chat template {doing} past {MAX_RENDER_CHARS:,} characters and was stopped")
-    return value
 
 
 def _environment() -> Any:  # a jinja2 ImmutableSandboxedEnvironment
@@ -70,21 +67,39 @@ def _environment() -> Any:  # a jinja2 ImmutableSandboxedEnvironment
         def _body(self, caller: Any) -> str:
             return str(caller())
 
+    class CheckedCodeGenerator(jinja2.compiler.CodeGenerator):
+        """`a ~ b` measured before it is joined (environment.checked_join)."""
+
+        @jinja2.compiler.optimizeconst
+        def visit_Concat(self, node: Any, frame: Any) -> None:
+            self.write("environment.checked_join((")
+            for arg in node.nodes:
+                self.visit(arg, frame)
+                self.write(", ")
+            self.write("))")
+
     class Bounded(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset(["*", "**"])
+        intercepted_binops = frozenset(["*", "**", "+", "%"])
+        code_generator_class = CheckedCodeGenerator
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-            if operator == "**" and isinstance(left, int) and isinstance(right, int):
-                if right > 0 and max(left.bit_length(), 1) * right > MAX_POWER_BITS:
-                    raise ChatTemplateError(f"the chat template makes a number past {MAX_POWER_BITS:,} bits")
-            if operator == "*" and isinstance(left, int) and isinstance(right, int):
-                if left.bit_length() + right.bit_length() > MAX_POWER_BITS:
-                    raise ChatTemplateError(f"the chat template makes a number past {MAX_POWER_BITS:,} bits")
-            if operator == "*" and isinstance(right, int) and _size(left) * right > MAX_RENDER_CHARS:
-                raise ChatTemplateError(f"the chat template repeats a text past {MAX_RENDER_CHARS:,} characters")
-            if operator == "*" and isinstance(left, int) and _size(right) * left > MAX_RENDER_CHARS:
-                raise ChatTemplateError(f"the chat template repeats a text past {MAX_RENDER_CHARS:,} characters")
+            binop_size(operator, left, right)
             return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            if not __self.is_safe_callable(__obj):  # the sandbox's own check first: nothing unsafe is measured
+                raise jinja2.exceptions.SecurityError(f"{__obj!r} is not safely callable")
+            args = check_call(__obj, args, kwargs)
+            return super().call(__context, __obj, *args, **kwargs)
+
+        def checked_join(self, parts: tuple) -> str:
+            refuse_past(sum(weight(p) for p in parts), "joins texts")
+            return "".join(map(str, parts))
+
+    def bounded_concat(pieces: Any) -> str:  # a macro's, a {% set %} block's or a {% filter %} block's text
+        pieces = list(pieces)
+        refuse_past(sum(len(p) if isinstance(p, str) else weight(p) for p in pieces), "builds a text")
+        return "".join(pieces)
 
     class TemplateDict:  # transformers': `dict(...)` without the class's attributes
         def __call__(self, *args: Any, **kwargs: Any) -> dict:
@@ -109,7 +124,7 @@ def _environment() -> Any:  # a jinja2 ImmutableSandboxedEnvironment
         def _check(name: Any, value: Any) -> None:
             if isinstance(name, str) and name.startswith("_"):
                 raise jinja2.exceptions.SecurityError(f"a namespace cannot store the underscore name {name!r}")
-            _checked(value, "builds a value")
+            checked(value, "builds a value")
 
     def raise_exception(message: str) -> None:
         raise jinja2.exceptions.TemplateError(message)
@@ -122,12 +137,20 @@ def _environment() -> Any:  # a jinja2 ImmutableSandboxedEnvironment
     def strftime_now(format: str) -> str:
         return datetime.now().strftime(format)
 
-    env = Bounded(trim_blocks=True, lstrip_blocks=True, extensions=[Generation, jinja2.ext.loopcontrols])
+    env = Bounded(
+        trim_blocks=True,
+        lstrip_blocks=True,
+        extensions=[Generation, jinja2.ext.loopcontrols],
+        finalize=lambda value: checked(value, "prints a value"),
+    )
+    env.concat = bounded_concat  # type: ignore[method-assign]
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
     env.globals["dict"] = TemplateDict()
     env.globals["namespace"] = TemplateNamespace
+    env.globals["lipsum"] = bounded_lipsum(env.globals["lipsum"])  # type: ignore[arg-type]
+    env.filters = {name: bounded_filter(name, f) for name, f in env.filters.items()}
     return env
 
 
