@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import import_settings, load_any
@@ -114,8 +115,8 @@ def _question_line(lesson: Lesson, index: int, trace: Trace, vocab: Callable[[in
         return ""
     try:
         choices = "   ".join(choice_labels(solve(q, trace, vocab)))
-    except QuestionError:
-        choices = ""
+    except QuestionError as e:  # said on the slide, as the lesson player says it (ui/window/lesson_quiz.py)
+        choices = f"This question cannot be asked on this run: {e}"
     return f"Question: {question_text(q)}" + (f"\n{choices}" if choices else "")
 
 
@@ -225,6 +226,11 @@ def _problem(args: argparse.Namespace) -> str:
     return ""
 
 
+def _replacing(target: str) -> str:
+    """' (it replaced the file there)' when `target` is a file already (written whole, then renamed over it)."""
+    return " (it replaced the file there)" if Path(target).is_file() else ""
+
+
 def run_slides(args: argparse.Namespace) -> int:
     """The --pdf / --gif side of `attnlab render`; bad input is one line on stderr and exit 2."""
     from attnlab.checkpoints import CheckpointError
@@ -241,8 +247,9 @@ def run_slides(args: argparse.Namespace) -> int:
         model = load_any(lesson.model if lesson is not None else args.checkpoint, **import_settings(args))
         renderer = _renderer(model)
         if lesson is not None and args.pdf is not None:
+            replacing = _replacing(args.pdf)
             path, pages = write_pdf(args.pdf, lesson_slides(model, lesson, renderer), lesson.title)
-            print(f"Wrote {pages} pages to {path}.")
+            print(f"Wrote {pages} pages to {path}{replacing}.")
         if args.gif is not None:
             if lesson is not None:
                 src, tgt = lesson.text_of(0)
@@ -252,8 +259,9 @@ def run_slides(args: argparse.Namespace) -> int:
             stage = next((k for item in args.stage or () for k in item.split(",") if k.strip()), "")
             stage = stage.strip() or _default_stage(model, args.sweep)
             start = Start(Runs(model), src, tgt, options, stage, max(0, args.head - 1))
+            replacing = _replacing(args.gif)
             path, frames = write_gif(args.gif, sweep_slides(start, args.sweep, renderer, args.frames))
-            print(f"Wrote {frames} frames ({args.sweep}) to {path}.")
+            print(f"Wrote {frames} frames ({args.sweep}) to {path}{replacing}.")
     except (LessonError, CheckpointError, SlideError) as e:
         return fail(str(e))
     except OSError as e:
