@@ -96,6 +96,42 @@ def render_folder_template(folder: str) -> str:
     return f"rendered {len(text):,} characters"
 
 
+def trace_chat_cli(folder: str, conversation: str, out: str) -> str:
+    """`attnlab trace --checkpoint FOLDER --chat CONVERSATION --out OUT`: SystemExit(code) when refused."""
+    from attnlab.cli import main
+
+    code = main(["trace", "--checkpoint", folder, "--chat", conversation, "--out", out])
+    if (Path(folder) / MARK).exists():
+        raise Broken(f"code ran: the template wrote {Path(folder) / MARK}")
+    if code:
+        raise SystemExit(code)
+    return "traced"
+
+
+CLI_TEMPLATES = ("center-2e9", "concat-doubling", "cycler-globals", "loops-nested")
+
+
+def _cli_chat_cases(d: Path) -> dict[str, tuple[str, list[str]]]:
+    """A tiny Llama folder (tests/support/chat_families.py) per template, traced through the CLI."""
+    import shutil
+
+    import transformers
+
+    from tests.support.chat_families import chat_folder
+
+    transformers.utils.logging.disable_progress_bar()  # the bench prints its own table
+    out: dict[str, tuple[str, list[str]]] = {}
+    _model, base = chat_folder(d / "cli-chat-base", "smollm2", as_file=True)
+    conversation = d / "conversation.json"
+    conversation.write_text(json.dumps([{"role": "user", "content": "hi"}]), encoding="utf-8")
+    for name in CLI_TEMPLATES:
+        folder = d / f"cli-chat-{name}"
+        shutil.copytree(base, folder)
+        (folder / "chat_template.jinja").write_text(TEMPLATES[name].replace("{mark}", str(folder / MARK)))
+        out[f"cli-chat-{name}"] = (f"{HERE}:trace_chat_cli", [str(folder), str(conversation), str(d / f"{name}.npz")])
+    return out
+
+
 # ---- patches -------------------------------------------------------------------------------------------------
 A, B = "the black cat sees the dog", "the small dog sees the cat"
 
@@ -299,6 +335,7 @@ def action_cases(d: Path) -> dict[str, tuple[str, list[str]]]:
     os.mkfifo(lessons / "fifo.toml")
     cases["lesson-fifo"] = (f"{HERE}:read_lesson_case", [str(lessons / "fifo.toml")])
     cases.update(_export_cases(d / "exports"))
+    cases.update(_cli_chat_cases(d / "cli"))
     return cases
 
 
