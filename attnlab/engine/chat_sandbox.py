@@ -163,18 +163,19 @@ def _joined_size(items: list, joiner: Any) -> int:
 
 
 def bounded_filter(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    """`original` (a Jinja filter) with its input, arguments and result size checked first."""
+    """`original` (a Jinja filter) with its input, arguments and result size checked first. Marked as needing
+    the context, so Jinja never runs it while compiling: constant folding skips the bounds of `~` and of the
+    output (a template of many `'x' | center(999999)` made gigabytes of compiled code)."""
+    import jinja2
     from jinja2.utils import _PassArg
 
-    skip = 1 if _PassArg.from_obj(original) is not None else 0
+    passed = _PassArg.from_obj(original)
 
     @functools.wraps(original)
-    def bounded(*args: Any, **kwargs: Any) -> Any:
-        args = list(args)  # type: ignore[assignment]
-        value, rest = args[skip], tuple(args[skip + 1 :])
+    def bounded(context: Any, value: Any, *rest: Any, **kwargs: Any) -> Any:
         _largest_number([*rest, *kwargs.values()], f"calls the filter {name}")
         if name in ("join", "sum") and not isinstance(value, (str, dict)):
-            value = args[skip] = list(value)  # type: ignore[index]  # materialised once, to be measured
+            value = list(value)  # materialised once, to be measured
             if name == "join":
                 refuse_past(_joined_size(value, kwargs.get("d", rest[0] if rest else "")), "joins values")
             else:
@@ -187,9 +188,14 @@ def bounded_filter(name: str, original: Callable[..., Any]) -> Callable[..., Any
             for item in (*rest, *kwargs.values()):
                 refuse_past(weight(item), f"passes the filter {name} an argument")
             refuse_past(_filter_size(name, value, rest, kwargs), f"makes with the filter {name} a text")
-        return original(*args, **kwargs)
+        first = {
+            _PassArg.context: (context,),
+            _PassArg.eval_context: (context.eval_ctx,),
+            _PassArg.environment: (context.environment,),
+        }.get(passed, ())  # type: ignore[call-overload]
+        return original(*first, value, *rest, **kwargs)
 
-    return bounded
+    return jinja2.pass_context(bounded)
 
 
 # ---- built-in methods -------------------------------------------------------------------------------------

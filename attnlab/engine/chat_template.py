@@ -14,8 +14,9 @@ A chat template is code from a model folder, so rendering is bounded (issues 35 
     and blocks' texts are measured before they are worked out (engine/chat_sandbox.py), `**` stops at
     MAX_POWER_BITS;
   - the output stops at MAX_RENDER_CHARS;
-  - a time limit (RENDER_SECONDS) is checked on every line the template's code runs (a trace function), so a
-    loop nested past reason stops too.
+  - a time limit (RENDER_SECONDS) and a memory limit (MAX_RENDER_BYTES, measured by tracemalloc) are checked
+    on every line the template's code runs and every call it makes (a trace function), so a loop nested past
+    reason stops too, and so do many values each under the bounds.
 Any failure is one ChatTemplateError line.
 """
 
@@ -25,6 +26,7 @@ import functools
 import json
 import sys
 import time
+import tracemalloc
 from datetime import datetime
 from types import FrameType
 from typing import Any
@@ -42,6 +44,8 @@ from attnlab.engine.chat_sandbox import (
 )
 
 RENDER_SECONDS = 2.0  # a real template renders in milliseconds
+MAX_TEMPLATE_CHARS = 100_000  # the largest templates models ship are about 20,000
+MAX_RENDER_BYTES = 128 << 20  # what Python may allocate while a template renders (a real one: kilobytes)
 TEMPLATE_FILE = "<template>"  # the file name Jinja gives a template compiled from a string
 
 
@@ -141,7 +145,7 @@ def _environment() -> Any:  # a jinja2 ImmutableSandboxedEnvironment
         trim_blocks=True,
         lstrip_blocks=True,
         extensions=[Generation, jinja2.ext.loopcontrols],
-        finalize=lambda value: checked(value, "prints a value"),
+        finalize=jinja2.pass_context(lambda _context, value: checked(value, "prints a value")),  # never at compile
     )
     env.concat = bounded_concat  # type: ignore[method-assign]
     env.filters["tojson"] = tojson
@@ -164,23 +168,44 @@ def compiled(template: str) -> Any:  # a jinja2 Template
     """`template` compiled in the sandbox (ChatTemplateError for a syntax error, in one line)."""
     import jinja2
 
+    if len(template) > MAX_TEMPLATE_CHARS:  # compiling takes about 2 s per 100,000 characters
+        raise ChatTemplateError(
+            f"the chat template is {len(template):,} characters long; attnlab reads at most {MAX_TEMPLATE_CHARS:,}"
+        )
     try:
         return _env().from_string(template)
+    except ChatTemplateError:
+        raise
     except jinja2.TemplateError as e:
         raise ChatTemplateError(f"the chat template cannot be read: {_one_line(e)}") from None
+    except Exception as e:  # nesting past Jinja's or Python's parser (RecursionError, SyntaxError), MemoryError
+        raise ChatTemplateError(f"the chat template cannot be read ({type(e).__name__}: {_one_line(e)})") from None
 
 
 class _Deadline:
-    """A trace function that stops the template's own code once `seconds` have passed."""
+    """A trace function that stops the template's own code once `seconds` have passed or the memory Python
+    allocated since the render began passes MAX_RENDER_BYTES (tracemalloc, started for the render: values
+    each under the bounds of engine/chat_sandbox.py can still be many, held in a list, a call's arguments,
+    macro frames)."""
 
     def __init__(self, seconds: float) -> None:
         self.end = time.monotonic() + seconds
         self.seconds = seconds
+        self.started = not tracemalloc.is_tracing()  # a profiler's tracing is left running after the render
+        if self.started:
+            tracemalloc.start()
+        self.base = tracemalloc.get_traced_memory()[0]
 
     def __call__(self, frame: FrameType, event: str, arg: Any) -> Any:
         if time.monotonic() > self.end:
             raise ChatTemplateError(f"the chat template ran past {self.seconds:g} s and was stopped")
+        if tracemalloc.get_traced_memory()[0] - self.base > MAX_RENDER_BYTES:
+            raise ChatTemplateError(f"the chat template used past {MAX_RENDER_BYTES >> 20} MB and was stopped")
         return self if frame.f_code.co_filename == TEMPLATE_FILE else None
+
+    def close(self) -> None:
+        if self.started:
+            tracemalloc.stop()
 
 
 def render(
@@ -223,6 +248,7 @@ def render(
         raise ChatTemplateError(f"the chat template failed: {type(e).__name__}: {_one_line(e)}") from None
     finally:
         sys.settrace(previous)
+        deadline.close()
     return "".join(pieces)
 
 

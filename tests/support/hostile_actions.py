@@ -50,6 +50,14 @@ TEMPLATES = {
     "macro-buffer": S + "{% macro m() %}{% for i in range(99999) %}{{ s }}{% endfor %}{% endmacro %}{{ m() | length }}",
     "int-to-bytes": "{{ (1).to_bytes(2000000000, 'big') | length }}",
     "lipsum-1e8": "{{ lipsum(100000000) | length }}",
+    "folded-outputs": "{{ 'x' | center(999999) }}" * 3000,  # once worked out while compiling
+    "folded-concat": "{{ " + " ~ ".join(["('x' | center(999999))"] * 3000) + " | length }}",
+    "many-values-list": "{% set l = [" + ", ".join(["('x' | center(999999))"] * 3000) + "] %}{{ l | length }}",
+    "many-values-call": "{% macro m() %}{{ varargs | length }}{% endmacro %}{{ m("
+    + ", ".join(["('x' | center(999999))"] * 3000)
+    + ") }}",
+    "parens-100k": "{{ " + "(" * 100_000 + "1" + ")" * 100_000 + " }}",
+    "blocks-nested-300": "{% for i in range(2) %}" * 300 + "x" + "{% endfor %}" * 300,
     "huge-output": "{% for i in range(99999) %}{% for j in range(99) %}0123456789{% endfor %}{% endfor %}",
     "undefined-things": "{{ nothing.attr.deeper }}{{ messages[99].content }}",
     "mro-subclasses": "{{ ''.__class__.__mro__[1].__subclasses__() }}",
