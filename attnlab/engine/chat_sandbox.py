@@ -188,11 +188,12 @@ def bounded_filter(name: str, original: Callable[..., Any]) -> Callable[..., Any
             for item in (*rest, *kwargs.values()):
                 refuse_past(weight(item), f"passes the filter {name} an argument")
             refuse_past(_filter_size(name, value, rest, kwargs), f"makes with the filter {name} a text")
-        first = {
+        given: dict[Any, tuple] = {
             _PassArg.context: (context,),
             _PassArg.eval_context: (context.eval_ctx,),
             _PassArg.environment: (context.environment,),
-        }.get(passed, ())  # type: ignore[call-overload]
+        }
+        first = given.get(passed, ())
         return original(*first, value, *rest, **kwargs)
 
     return jinja2.pass_context(bounded)
