@@ -130,13 +130,13 @@ def _cli_chat_cases(d: Path) -> dict[str, tuple[str, list[str]]]:
     transformers.utils.logging.disable_progress_bar()  # the bench prints its own table
     out: dict[str, tuple[str, list[str]]] = {}
     _model, base = chat_folder(d / "cli-chat-base", "smollm2", as_file=True)
-    conversation = d / "conversation.json"
+    conversation = base / "conversation.json"
     conversation.write_text(json.dumps([{"role": "user", "content": "hi"}]), encoding="utf-8")
     for name in CLI_TEMPLATES:
         folder = d / f"cli-chat-{name}"
         shutil.copytree(base, folder)
         (folder / "chat_template.jinja").write_text(TEMPLATES[name].replace("{mark}", str(folder / MARK)))
-        out[f"cli-chat-{name}"] = (f"{HERE}:trace_chat_cli", [str(folder), str(conversation), str(d / f"{name}.npz")])
+        out[f"cli-chat-{name}"] = (f"{HERE}:trace_chat_cli", [str(folder), str(conversation), str(folder / "run.npz")])
     return out
 
 
@@ -332,18 +332,16 @@ def action_cases(d: Path) -> dict[str, tuple[str, list[str]]]:
     cases["chat-template-dev-zero"] = (f"{HERE}:render_folder_template", [str(zero)])
     for kind in PATCH_CASES:
         cases[f"patch-{kind}"] = (f"{HERE}:patch_case", [kind])
-    lessons = d / "lessons"
-    lessons.mkdir(parents=True, exist_ok=True)
-    for name, question in QUESTIONS.items():
-        (lessons / f"{name}.toml").write_text(LESSON_HEAD + question + "\n", encoding="utf-8")
-        cases[f"lesson-{name}"] = (f"{HERE}:read_lesson_case", [str(lessons / f"{name}.toml")])
-    for name, question in SOLVED.items():
-        (lessons / f"{name}.toml").write_text(LESSON_HEAD + question + "\n", encoding="utf-8")
-        cases[f"lesson-{name}"] = (f"{HERE}:solve_lesson_case", [str(lessons / f"{name}.toml")])
-    os.mkfifo(lessons / "fifo.toml")
-    cases["lesson-fifo"] = (f"{HERE}:read_lesson_case", [str(lessons / "fifo.toml")])
-    cases.update(_export_cases(d / "exports"))
-    cases.update(_cli_chat_cases(d / "cli"))
+    for name, question in {**QUESTIONS, **SOLVED}.items():
+        lesson = _case_folder(d, f"lesson-{name}") / "lesson.toml"
+        lesson.write_text(LESSON_HEAD + question + "\n", encoding="utf-8")
+        function = "solve_lesson_case" if name in SOLVED else "read_lesson_case"
+        cases[f"lesson-{name}"] = (f"{HERE}:{function}", [str(lesson)])
+    fifo_lesson = _case_folder(d, "lesson-fifo") / "lesson.toml"
+    os.mkfifo(fifo_lesson)
+    cases["lesson-fifo"] = (f"{HERE}:read_lesson_case", [str(fifo_lesson)])
+    cases.update(_export_cases(d))
+    cases.update(_cli_chat_cases(d))
     return cases
 
 
@@ -369,13 +367,18 @@ PATCH_CASES = (
 )
 
 
+def _case_folder(d: Path, name: str) -> Path:
+    """d / name: each case's files in a folder of its own name (the bench looks there for files left behind)."""
+    path = d / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def _export_cases(d: Path) -> dict[str, tuple[str, list[str]]]:
     out: dict[str, tuple[str, list[str]]] = {}
 
     def folder(name: str) -> Path:
-        path = d / name
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+        return _case_folder(d, f"export-{name}")
 
     for fmt in ("pdf", "gif"):
         existing = folder(f"{fmt}-onto-existing") / f"deck.{fmt}"
@@ -396,11 +399,12 @@ def _export_cases(d: Path) -> dict[str, tuple[str, list[str]]]:
     afile = folder("pdf-parent-is-file") / "notes.txt"
     afile.write_text("a file, not a folder\n")
     out["export-pdf-parent-is-file"] = (f"{HERE}:export_case", ["pdf", str(afile / "deck.pdf")])
-    out["export-pdf-missing-folder"] = (f"{HERE}:export_case", ["pdf", str(d / "no" / "such" / "deck.pdf")])
+    missing = folder("pdf-missing-folder") / "no" / "such" / "deck.pdf"
+    out["export-pdf-missing-folder"] = (f"{HERE}:export_case", ["pdf", str(missing)])
     if os.geteuid() == 0:  # root writes through chmod 500: a folder no process may create files in
         unwritable = Path("/proc/deck.pdf") if sys.platform.startswith("linux") else Path("/deck.pdf")
     else:
-        locked = folder("pdf-unwritable")
+        locked = folder("pdf-unwritable-folder")
         locked.chmod(0o500)
         unwritable = locked / "deck.pdf"
     out["export-pdf-unwritable-folder"] = (f"{HERE}:export_case", ["pdf", str(unwritable)])
