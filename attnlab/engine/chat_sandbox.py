@@ -154,8 +154,23 @@ def _filter_size(name: str, value: Any, args: tuple, kwargs: dict[str, Any]) -> 
         width = _width(indent) if indent is not None else 0
         if width > MAX_INDENT:
             raise ChatTemplateError(f"the chat template indents JSON by {width:,}, past {MAX_INDENT}")
-        return weight(value) * (2 + width * 8)
+        return _json_size(value, width)
     return 0
+
+
+def _json_size(value: Any, width: int, budget: int = MAX_RENDER_CHARS) -> int:
+    """About how many characters json.dumps(value, indent=width) writes: each item's text plus, on its own
+    line, its depth times the indent; the count stops soon after passing `budget`."""
+    total, stack = 0, [(value, 1)]
+    while stack and total <= budget:
+        item, depth = stack.pop()
+        if isinstance(item, (list, tuple, dict)):
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else list(item)
+            total += 2 + len(item) * (4 + width * depth) + width * (depth - 1)
+            stack.extend((child, depth + 1) for child in children)
+        else:
+            total += weight(item, budget) + 2
+    return total
 
 
 def _joined_size(items: list, joiner: Any) -> int:
