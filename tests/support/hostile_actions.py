@@ -292,6 +292,9 @@ def export_case(fmt: str, target: str, hostile: str = "") -> str:
         raise
     if _listing(folder) - listed - {path.name}:
         raise Broken(f"left behind: {sorted(_listing(folder) - listed - {path.name})} in {folder}")
+    ending = b"%%EOF" if fmt == "pdf" else b";"  # a PDF's last line, a GIF's trailer byte
+    if not path.read_bytes().rstrip().endswith(ending):
+        raise Broken(f"data lost: {path} was replaced by a cut file ({path.stat().st_size:,} bytes)")
     return f"wrote {count} {'pages' if fmt == 'pdf' else 'frames'}" + (" over the old file" if old else "")
 
 
