@@ -137,6 +137,8 @@ def loads_toml(text: str, what: str, max_depth: int = MAX_LESSON_DEPTH) -> dict:
         raise FileRefused(f"{what} is not valid TOML ({limits.cut(str(e), 200)})") from None
     except RecursionError:
         raise FileRefused(f"{what} nests too deeply to read") from None
+    except ValueError as e:  # a whole number past Python's 4,300 digits (int conversion's limit)
+        raise FileRefused(f"{what} is not valid TOML ({limits.cut(str(e), 120)})") from None
 
 
 def _toml_depth_bound(text: str) -> int:

@@ -15,6 +15,7 @@ import argparse
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import import_settings, load_any
@@ -115,8 +116,8 @@ def _question_line(lesson: Lesson, index: int, trace: Trace, vocab: Callable[[in
         return ""
     try:
         choices = "   ".join(choice_labels(solve(q, trace, vocab)))
-    except QuestionError:
-        choices = ""
+    except QuestionError as e:  # said on the slide, as the lesson player says it (ui/window/lesson_quiz.py)
+        choices = f"This question cannot be asked on this run: {e}"
     return f"Question: {question_text(q)}" + (f"\n{choices}" if choices else "")
 
 
@@ -226,6 +227,11 @@ def _problem(args: argparse.Namespace) -> str:
     return ""
 
 
+def _replacing(target: str) -> str:
+    """' (it replaced the file there)' when `target` is a file already (written whole, then renamed over it)."""
+    return " (it replaced the file there)" if Path(target).is_file() else ""
+
+
 def run_slides(args: argparse.Namespace) -> int:
     """The --pdf / --gif side of `attnlab render`; bad input is one line on stderr and exit 2."""
     from attnlab.checkpoints import CheckpointError
@@ -243,8 +249,9 @@ def run_slides(args: argparse.Namespace) -> int:
         model = load_any(lesson.model if lesson is not None else args.checkpoint, **import_settings(args))
         renderer = _renderer(model)
         if lesson is not None and args.pdf is not None:
+            replacing = _replacing(args.pdf)
             path, pages = write_pdf(args.pdf, lesson_slides(model, lesson, renderer), lesson.title)
-            print(f"Wrote {pages} pages to {path}.")
+            print(f"Wrote {pages} pages to {path}{replacing}.")
         if args.gif is not None:
             if lesson is not None:
                 src, tgt = lesson.text_of(0)
@@ -255,9 +262,10 @@ def run_slides(args: argparse.Namespace) -> int:
             stage = stage.strip() or _default_stage(model, args.sweep)
             start = Start(Runs(model), src, tgt, options, stage, max(0, args.head - 1))
             expected = {"temperature": len(TEMPERATURES), "generation": args.frames}.get(args.sweep)  # training: steps
+            replacing = _replacing(args.gif)
             slides = sweep_slides(start, args.sweep, renderer, args.frames)
             path, frames = write_gif(args.gif, counted_frames(slides, math.prod(SLIDE_SIZE), expected))
-            print(f"Wrote {frames} frames ({args.sweep}) to {path}.")
+            print(f"Wrote {frames} frames ({args.sweep}) to {path}{replacing}.")
     except (LessonError, CheckpointError, SlideError) as e:
         return fail(str(e))
     except RunTooBig as e:  # counted before the first frame (or the next) is drawn: nothing written

@@ -237,7 +237,7 @@ class RunOptions:
     def validate(self, config: ModelConfig) -> RunOptions:
         problems = self.problems(config)
         if problems:
-            raise OptionsError("These options cannot run on this model:\n- " + "\n- ".join(problems))
+            raise OptionsError("These options cannot run on this model: " + "; ".join(problems))  # one line
         return self
 
 

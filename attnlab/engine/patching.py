@@ -92,15 +92,44 @@ def patchable(entry: str) -> bool:
     return entry in (names.layer_out(layer_name), names.ffn_entry(layer_name, "out"))
 
 
-def entry_problem(patch: Patch, config: ModelConfig, heads: int) -> str:
-    """Why `patch` cannot run on `config` with `heads` Q heads ('' when it can), in one line."""
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _form_problem(patch: object) -> str:
+    """Why `patch` is not a well-formed Patch ('' when it is): its types, its values' dtype and finiteness."""
+    import torch
+
     if not isinstance(patch, Patch):
         return f"a patch must be a Patch (attnlab.engine.patching), not {type(patch).__name__}"
+    if not isinstance(patch.entry, str):
+        return f"a patch's entry is a name such as 'dec.1.out', not {type(patch.entry).__name__}"
+    source = patch.source
+    if not isinstance(source, PatchSource) or not isinstance(source.value, torch.Tensor):
+        return f"the patch of {patch.entry} holds no tensor of run A's values (patch_from makes one)"
+    if not source.value.is_floating_point():
+        return f"the patch of {patch.entry} holds {source.value.dtype} values; run A's values are floating point"
+    for what, value in (("head", patch.head), ("position", patch.position)):
+        if value is not None and not _whole(value):
+            return f"a patch's {what} is a whole number or None, not {value!r}"
+    if not bool(torch.isfinite(source.value).all()):
+        return f"run A's values of {patch.entry} hold NaN or infinity; patch with the values of a finite run"
+    return ""
+
+
+def entry_problem(patch: Patch, config: ModelConfig, heads: int) -> str:
+    """Why `patch` cannot run on `config` with `heads` Q heads ('' when it can), in one line."""
+    form = _form_problem(patch)
+    if form:
+        return form
     if not patchable(patch.entry):
         return (
             f"{patch.entry!r} cannot be patched; patch a site's q, k, v, context or out, a layer's ffn.out or a "
             "layer's out"
         )
+    if patch.source.value.dim() != (3 if has_heads(patch.entry) else 2):  # [H, T, dk] or [T, d]
+        shape = list(patch.source.value.shape)
+        return f"the patch of {patch.entry} is {shape}; patch between two runs of the same model"
     if patch.source.config != config:
         return f"the patch of {patch.entry} comes from another model; patch between two runs of the same model"
     stack, index = patch.layer
@@ -117,6 +146,9 @@ def entry_problem(patch: Patch, config: ModelConfig, heads: int) -> str:
         return f"{patch.entry} has no heads; patch a position of it or all of it"
     if patch.head is not None and not 0 <= patch.head < patch.source.value.shape[0]:
         return f"{patch.entry} has {patch.source.value.shape[0]} heads; head {patch.head + 1} is not one of them"
+    positions = patch.source.value.shape[-2 if has_heads(patch.entry) else 0]  # [H, T, dk] or [T, d]
+    if patch.position is not None and not 0 <= patch.position < positions:
+        return f"run A has {positions} positions; position {patch.position} is not one of them (count from 0)"
     return ""
 
 
@@ -155,7 +187,12 @@ def replaced(x: Tensor, patches: tuple[Patch, ...]) -> Tensor:
 def length_problem(patch: Patch, theirs: tuple[int, ...], ours: tuple[int, ...]) -> str:
     """Why run A's value does not fit this run's entry, in one line."""
     axis = -2 if has_heads(patch.entry) else 0
-    if len(theirs) == len(ours) and theirs[axis] != ours[axis]:
+    others = [n for k, n in enumerate(theirs) if k != axis % len(theirs)] if theirs else []
+    if (
+        len(theirs) == len(ours)
+        and theirs[axis] != ours[axis]
+        and others == [n for k, n in enumerate(ours) if k != axis % len(ours)]
+    ):
         return (
             f"run A has {theirs[axis]} positions and this run {ours[axis]}: patch between runs of the same length "
             f"({patch.entry})"

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attnlab.engine import names
+from attnlab.limits import excerpt
 from attnlab.present import words
 from attnlab.present.facts import array, site_sides
 
@@ -113,14 +114,14 @@ class Solution:
 def _text(table: Mapping[str, Any], key: str) -> str:
     value = table.get(key, "")
     if not isinstance(value, str) or len(value) > MAX_TEXT:
-        raise QuestionError(f"question '{key}' must be a string of at most {MAX_TEXT} characters, not {value!r}")
+        raise QuestionError(f"question '{key}' must be a string of at most {MAX_TEXT} characters, not {excerpt(value)}")
     return value
 
 
 def _count(table: Mapping[str, Any], key: str) -> int:
     value = table.get(key, 1)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise QuestionError(f"question '{key}' counts from 1 and must be a whole number, not {value!r}")
+        raise QuestionError(f"question '{key}' counts from 1 and must be a whole number, not {excerpt(value)}")
     return value
 
 
@@ -128,9 +129,9 @@ def _choices(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not 2 <= len(value) <= len(LETTERS) or not all(isinstance(c, str) for c in value):
-        raise QuestionError(f"question 'choices' must be a list of 2 to {len(LETTERS)} strings, not {value!r}")
+        raise QuestionError(f"question 'choices' must be a list of 2 to {len(LETTERS)} strings, not {excerpt(value)}")
     if len(set(value)) != len(value):
-        raise QuestionError(f"question 'choices' repeats a choice: {value!r}")
+        raise QuestionError(f"question 'choices' repeats a choice: {excerpt(value)}")
     return tuple(value)
 
 
@@ -145,7 +146,7 @@ def parse_question(table: Any) -> Question | None:
         raise QuestionError(f"unknown question key {', '.join(map(repr, extra))}; known: {', '.join(sorted(KEYS))}")
     kind = table.get("kind")
     if kind not in KINDS:
-        raise QuestionError(f"question 'kind' must be one of {', '.join(KINDS)}, not {kind!r}")
+        raise QuestionError(f"question 'kind' must be one of {', '.join(KINDS)}, not {excerpt(kind)}")
     question = Question(
         kind=kind,
         text=_text(table, "text"),
@@ -164,14 +165,15 @@ def parse_question(table: Any) -> Question | None:
 def _check_kind(q: Question) -> None:
     if q.kind == "choice":
         if q.of not in MEASURES:
-            raise QuestionError(f'a choice question needs of = "next" or "weight", not {q.of!r}')
+            raise QuestionError(f'a choice question needs of = "next" or "weight", not {excerpt(q.of)}')
         if not q.choices:
             raise QuestionError("a choice question needs 'choices' (2 to 4 tokens)")
     elif q.of:
         raise QuestionError(f"'of' is for choice questions only (this one is {q.kind})")
     if q.measure == "weight":
         if not names.is_site(q.site):
-            raise QuestionError(f"question 'site' must name an attention site such as \"dec.2.cross\", not {q.site!r}")
+            shown = excerpt(q.site)
+            raise QuestionError(f"question 'site' must name an attention site such as \"dec.2.cross\", not {shown}")
         if not q.query:
             raise QuestionError("this question needs 'query': the query token whose row is asked about")
 
@@ -180,7 +182,8 @@ def _check_kind(q: Question) -> None:
 def _position(tokens: Sequence[str], token: str, occurrence: int, what: str) -> int:
     found = [i for i, t in enumerate(tokens) if t == token]
     if len(found) < occurrence:
-        raise QuestionError(f"{what} {token!r} (occurrence {occurrence}) is not among the tokens {list(tokens)}")
+        among = excerpt(list(tokens))
+        raise QuestionError(f"{what} {excerpt(token)} (occurrence {occurrence}) is not among the tokens {among}")
     return found[occurrence - 1]
 
 
@@ -210,7 +213,7 @@ def _weight_solution(q: Question, trace: Trace) -> Solution:
     if q.choices:
         unknown = [c for c in q.choices if c not in values]
         if unknown:
-            raise QuestionError(f"choice {unknown[0]!r} is not a key token of {q.site} ({keys})")
+            raise QuestionError(f"choice {unknown[0]!r} is not a key token of {q.site} ({excerpt(keys)})")
     answer = _best({c: values[c] for c in q.choices}) if q.kind == "choice" else keys[int(np.argmax(row))]
     return Solution(
         answer, values[answer], offered, values, tuple(row), tuple(keys), k_side, weights_name, q.head - 1, None

@@ -26,6 +26,7 @@ from typing import Any
 from attnlab.bounded_read import FileRefused, loads_toml, read_text, regular_file_size
 from attnlab.engine import option_rules
 from attnlab.engine.options import RunOptions
+from attnlab.limits import excerpt
 from attnlab.present.lesson_questions import Question, QuestionError, parse_question
 
 MAX_BYTES = 256 * 1024
@@ -139,7 +140,7 @@ def _toggles(value: Any, where: str) -> dict[str, Any]:
     for key, item in value.items():
         types = keys[key][1].types
         if not isinstance(item, types) or (bool not in types and isinstance(item, bool)):
-            raise LessonError(f"{where}: toggle '{key}' must be {_type_name(types)}, not {item!r}")
+            raise LessonError(f"{where}: toggle '{key}' must be {_type_name(types)}, not {excerpt(item)}")
     for key, item in value.items():
         problem = keys[key][1].problem(item)
         if problem:
@@ -155,14 +156,14 @@ def _step(table: Any, number: int) -> Step:
     stage = _required(table, "stage", where)
     head = table.get("head")
     if head is not None and (isinstance(head, bool) or not isinstance(head, int) or head < 1):
-        raise LessonError(f"{where}: 'head' counts from 1 and must be a whole number, not {head!r}")
+        raise LessonError(f"{where}: 'head' counts from 1 and must be a whole number, not {excerpt(head)}")
     try:
         question = parse_question(table.get("question"))
     except QuestionError as e:
         raise LessonError(f"{where}: {e}") from None
     fixed_axis = table.get("fixed_axis")
     if fixed_axis is not None and not isinstance(fixed_axis, bool):
-        raise LessonError(f"{where}: 'fixed_axis' must be true or false, not {fixed_axis!r}")
+        raise LessonError(f"{where}: 'fixed_axis' must be true or false, not {excerpt(fixed_axis)}")
     return Step(
         stage=stage,
         note=_string(table, "note", where, limit=MAX_NOTE) or "",

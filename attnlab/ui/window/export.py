@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QPoint, QRect, QSize, Qt
+from PySide6.QtCore import QBuffer, QIODevice, QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QImage, QPaintDevice, QPainter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
@@ -57,6 +57,14 @@ def _paint(widget: QWidget, device: QPaintDevice) -> None:
         painter.end()
 
 
+def _memory() -> QBuffer:
+    """An open in-memory file: Qt draws there and Python writes the bytes, so a failed write (a full disk)
+    raises instead of leaving a cut file that atomic_write would rename over the target."""
+    buffer = QBuffer()
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    return buffer
+
+
 def save_png(widget: QWidget, path: str | Path, scale: float = 1.0) -> Path:
     """The widget drawn at `scale` into a PNG (counted first: present/export.check_picture raises RunTooBig, a
     ValueError, in one line when the picture cannot fit the memory there is)."""
@@ -64,9 +72,11 @@ def save_png(widget: QWidget, path: str | Path, scale: float = 1.0) -> Path:
     image = widget_image(widget, scale)
 
     def write(tmp: Path) -> None:
+        buffer = _memory()
         # PySide6 takes the format as str (bytes fail at run time); its stub asks for bytes
-        if not image.save(str(tmp), "PNG"):  # type: ignore[call-overload]
+        if not image.save(buffer, "PNG"):  # type: ignore[call-overload]
             raise OSError(f"Qt could not encode a PNG of {image.width()} × {image.height()} pixels")
+        tmp.write_bytes(bytes(buffer.data().data()))
 
     return write_atomically(path, write)
 
@@ -76,13 +86,15 @@ def save_svg(widget: QWidget, path: str | Path, title: str = "") -> Path:
     _settle(widget)
 
     def write(tmp: Path) -> None:
+        buffer = _memory()
         generator = QSvgGenerator()
-        generator.setFileName(str(tmp))
+        generator.setOutputDevice(buffer)
         generator.setSize(widget.size())
         generator.setViewBox(QRect(0, 0, widget.width(), widget.height()))
         generator.setTitle(title or "attnlab")
         generator.setDescription("Drawn by attnlab")
         _paint(widget, generator)
+        tmp.write_bytes(bytes(buffer.data().data()))
 
     return write_atomically(path, write)
 

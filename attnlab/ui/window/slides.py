@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QMarginsF, QPoint, QRect, QSizeF, Qt
+from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QPoint, QRect, QSizeF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -81,7 +81,11 @@ def write_pdf(path: str | Path, slides: Iterable[Slide], title: str = "") -> tup
 
     def write(tmp: Path) -> None:
         nonlocal pages
-        writer = QPdfWriter(str(tmp))
+        # drawn into memory, then written by Python: Qt's file writes fail silently (a full disk left a cut
+        # PDF renamed over the target), Python's raise (ENOSPC, EFBIG) and atomic_write keeps the old file
+        buffer = QBuffer()
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        writer = QPdfWriter(buffer)
         # 96 dots per inch, as the screen the panels are laid out for: the page is SLIDE_SIZE device pixels
         # (768 × 576 points) and a panel's fonts keep their size against its lines and cells
         writer.setResolution(PDF_DPI)
@@ -105,6 +109,7 @@ def write_pdf(path: str | Path, slides: Iterable[Slide], title: str = "") -> tup
             painter.end()
         if not pages:
             raise OSError("no slides to write")
+        tmp.write_bytes(bytes(buffer.data().data()))
 
     return write_atomically(path, write), pages
 
