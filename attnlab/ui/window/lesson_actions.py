@@ -57,14 +57,15 @@ class LessonPlayer(QObject):
         layout = central.layout() if central is not None else None
         assert isinstance(layout, QBoxLayout)  # MainWindow._build_central's column
         layout.insertWidget(max(0, layout.count() - 1), self.note)  # above the stage and its explanation
+        self._patch: PatchAsk | None = None  # a step's patch, applied once the step's own run (B) is on screen
+        self._pinned = False  # whether a step's patch pinned its run A
+        # before the quiz's: run B of a patch step starts its run A (busy) before a waiting reveal reads it
+        window.session.traceReady.connect(self._patch_when_run)
         self.card = QuestionCard()
         layout.insertWidget(layout.indexOf(self.note) + 1, self.card)  # a step's question, under its note
         self.quiz = Quiz(window, self.card)
         self._checked = False
-        self._patch: PatchAsk | None = None  # a step's patch, applied once the step's own run (B) is on screen
-        self._pinned = False  # whether a step's patch pinned its run A
         window.session.traceReady.connect(self._check_stages)
-        window.session.traceReady.connect(self._patch_when_run)
 
     @property
     def active(self) -> bool:
