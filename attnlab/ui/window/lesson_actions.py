@@ -131,7 +131,7 @@ class LessonPlayer(QObject):
         if ask is not None and not s.busy and unpatched(s.trace):
             self._patch_when_run(s.trace)  # the step changed nothing: run B is already on screen
 
-    def _patch_when_run(self, trace: Trace) -> None:
+    def _patch_when_run(self, trace: Trace | None) -> None:
         if self._patch is None or not unpatched(trace):
             return
         ask, self._patch, self._pinned = self._patch, None, True
