@@ -135,3 +135,28 @@ def test_bad_patches_are_refused_in_one_line(tmp_path, capsys, extra, said):
     err = capsys.readouterr().err.strip()
     assert code == 2 and said in err and "\n" not in err and err.startswith("attnlab trace: "), err
     assert not out.exists()
+
+
+def test_render_draws_a_lesson_steps_patched_run(translation):
+    """`attnlab render lesson.toml --pdf`: a patch step's page is drawn from run B patched from its run A."""
+    from attnlab.commands.render_slides import lesson_slides
+    from attnlab.present.lessons import parse_lesson
+
+    lesson = parse_lesson(
+        f'src = "{B}"\ntgt = "{TGT}"\n[[step]]\nstage = "out.probs"\n'
+        f'patch = {{ from = "{A}", entry = "dec.2.cross.out", position = 2 }}\nnote = "n"\n'
+    )
+
+    class Drawn:  # a StageRenderer that keeps the run it is handed
+        runs: list = []
+
+        def panel(self, trace, stage, view):
+            self.runs.append(trace)
+
+    list(lesson_slides(translation, lesson, Drawn()))
+    (drawn,) = Drawn.runs
+    patch = patch_from(translation.trace(A, TGT), "dec.2.cross.out", None, 2)
+    reference = translation.trace(B, TGT, RunOptions(patch=(patch,)))
+    torch.testing.assert_close(
+        torch.as_tensor(drawn["logits"]), torch.as_tensor(reference["logits"]), atol=1e-5, rtol=0
+    )
