@@ -115,7 +115,7 @@ def parse_spec(spec: str, src: str, tgt: str | None = None) -> PatchAsk:
         if text == "":
             numbers.append(None)
             continue
-        if not text.isdigit():
+        if not (text.isascii() and text.isdigit()):
             raise ValueError(f"--patch {spec!r}: {what} must be a whole number, not {text!r}")
         numbers.append(_whole(int(text), f"--patch {spec!r}: {what}", least))
     position, head = (numbers + [None, None])[:2]
