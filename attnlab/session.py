@@ -29,7 +29,7 @@ from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, w
 from attnlab.present.texts import example_sentence
 from attnlab.session_generation import accept_model, generate_one, take_followed
 from attnlab.session_jobs import LoadDetour, TraceRequest, load_job, prepare_worker, reads_second_text, trace_job
-from attnlab.session_patching import MAP_JOB, MapRun, accept_row
+from attnlab.session_patching import MAP_JOB, PATCH_A_JOB, MapRun, accept_row, accept_run_a
 
 if TYPE_CHECKING:
     from attnlab.checkpoints.snapshots import Snapshots
@@ -85,7 +85,10 @@ class Session(QObject):
         self._stage_on_the_way: str | None = None  # a stage whose recomputed layers the worker computes
         # waiting jobs start loads first; a load makes the old model's traces moot
         self._jobs = JobRunner(
-            self._deliver, ("load", "trace", "warm", MAP_JOB), {"load": ("trace", MAP_JOB)}, prepare_worker
+            self._deliver,
+            ("load", "trace", "warm", MAP_JOB, PATCH_A_JOB),
+            {"load": ("trace", MAP_JOB, PATCH_A_JOB)},
+            prepare_worker,
         )
         self.patch_run: MapRun | None = None  # the patching map being filled (session_patching.py)
         self.unpatched: Trace | None = None  # run B before a patch from A was asked for (session_patching.py)
@@ -398,6 +401,8 @@ class Session(QObject):
                 accept_model(self, value, error)
             elif job.kind == MAP_JOB:
                 accept_row(self, value, error)
+            elif job.kind == PATCH_A_JOB:
+                accept_run_a(self, value, error)
             elif job.kind == "warm":
                 self._stage_on_the_way = None
                 if error is None:

@@ -9,7 +9,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported when used: present/patching.py brings torch, which the first paint does without
-    from attnlab.present import patching
+    from attnlab.present import patch_request, patching
 
 # the Session (attnlab/session.py), which imports this module: named here only as what these functions are handed
 Session = Any
@@ -112,3 +112,53 @@ def open_cell(session: Session, made: patching.PatchMap, row: int, column: int) 
         return False
     keep_unpatched(session)
     return session.set_options(session.options.replace(patch=(made.cells[row][column],)))
+
+
+# ---- a lesson step's patch (present/patch_request.py): run A from its sentence, then B patched from it ------------
+PATCH_A_JOB = "patch-a"  # the job kind of a lesson step's run A
+
+
+def patch_step(session: Session, ask: patch_request.PatchAsk) -> None:
+    """Run A of a lesson step's patch on the worker (run B, the step's run, is on screen); `accept_run_a` then
+    pins it and patches B from it."""
+    from attnlab.present.patch_request import run_a
+
+    model = session.model
+    if model is None:
+        return
+    tgt = list(session.tgt_ids) if session.tgt_ids is not None else session.tgt  # run B's, as typed
+    options = session.options
+    session._submit(PATCH_A_JOB, lambda: (ask, run_a(model, ask, tgt, options)))
+
+
+def accept_run_a(session: Session, value: tuple[Any, Any] | None, error: str | None) -> None:
+    """Run A from the worker: pin it as A and patch run B from it (refused with `failed` in one line)."""
+    from attnlab.engine.patching import PatchError
+    from attnlab.present import patching
+    from attnlab.present.patch_request import patch_of
+
+    if error is not None or value is None:
+        session.failed.emit(error or "run A of the lesson's patch returned nothing")
+        return
+    ask, a = value
+    problem = patching.patch_problem(a, session.trace)
+    try:
+        if problem:
+            raise PatchError(f"patch from {ask.src!r}: {problem}")
+        patch = patch_of(ask, a)
+    except PatchError as e:
+        session.failed.emit(str(e))
+        return
+    session.pin(a)
+    keep_unpatched(session)
+    session.set_options(session.options.replace(patch=(patch,)))
+
+
+def drop_patch_step(session: Session) -> None:
+    """Forget a lesson step's run A asked for and not yet done (the lesson moved on)."""
+    session._jobs.drop(PATCH_A_JOB)
+
+
+def unpatched(trace: Any) -> bool:
+    """Whether `trace` (a Trace, or None) is a run without patches: a step's run B before its patch."""
+    return trace is not None and not trace.options.patch

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from attnlab.engine.options import RunOptions
     from attnlab.engine.trace import Trace
     from attnlab.present.lessons import Lesson
+    from attnlab.present.patch_request import PatchAsk
     from attnlab.present.stages import Stage
     from attnlab.ui.window.export import StageRenderer
     from attnlab.ui.window.slides import Slide
@@ -97,6 +98,18 @@ class Runs:
         return model.trace(*model.prompt_sides(src, tgt if tgt is not None else self.prefix(src)), options)
 
 
+def _patched(runs: Runs, ask: PatchAsk, src: str, tgt: str | None, options: RunOptions, where: str) -> Trace:
+    """Run B (`src`, `tgt`, `options`) with the patch `ask` names, from its run A (SlideError in one line)."""
+    from attnlab.engine.patching import PatchError
+    from attnlab.present.patch_request import patched_runs
+
+    tgt = tgt if tgt is not None else runs.prefix(src)
+    try:
+        return patched_runs(runs.model, src, tgt, options, (ask,))[2]
+    except PatchError as e:
+        raise SlideError(f"{where}: {e}") from None
+
+
 def _stage(trace: Trace, key: str, where: str) -> Stage:
     from attnlab.present.stages import stages_for
 
@@ -131,6 +144,8 @@ def lesson_slides(model: LiveModel, lesson: Lesson, renderer: StageRenderer) -> 
     for i, step in enumerate(lesson.steps):
         src, tgt = lesson.text_of(i)
         trace = runs.trace(src, tgt, lesson.options(i))
+        if step.patch is not None:  # issue 37: run A from its sentence, then this step's run patched from it
+            trace = _patched(runs, step.patch, src, tgt, lesson.options(i), f"step {i + 1}")
         stage = _stage(trace, step.stage, f"step {i + 1}")
         panel = renderer.panel(trace, stage, ViewState(head=(step.head or 1) - 1))
         header = f"{lesson.title} · step {i + 1} of {len(lesson.steps)} · {stage.group} · {stage.title}"

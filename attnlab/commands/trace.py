@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from attnlab.commands.loading import add_import_arguments, import_settings, load_any
 from attnlab.commands.refusal import refuse
+from attnlab.commands.trace_patch import add_patch_arguments, patch_asks, patched_trace
 from attnlab.engine import names, option_rules
 
 if TYPE_CHECKING:
@@ -69,6 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="leave the logit lens (lens.ids, lens.probs: every layer's top tokens) out of the file; it costs "
         "one projection onto the whole vocabulary per layer and position, several times the run itself",
     )
+    add_patch_arguments(parser)  # --patch-from --patch --answer --against (issue 37)
     add_import_arguments(parser, run_options=True)
 
 
@@ -124,6 +126,10 @@ def run(args: argparse.Namespace) -> int:
     if args.generate is not None and args.generate < 1:
         return fail(f"--generate needs a positive number of tokens (got {args.generate}).")
     try:
+        asks = patch_asks(args)
+    except ValueError as e:
+        return fail(f"{e}.")
+    try:
         model = load_any(args.checkpoint, **import_settings(args))
         if args.training_step is not None:
             model = model_at_step(model, args.training_step)
@@ -154,6 +160,8 @@ def run(args: argparse.Namespace) -> int:
                 return fail("the model generated no step to save.")
             trace = last
             generated = trace.info["generated"]
+        elif asks:
+            trace = patched_trace(model, args, options, asks)
         else:
             trace = model.trace(src, args.tgt, options)
     except (OptionsError, ConfigError, ValueError, RuntimeError) as e:

@@ -25,9 +25,11 @@ from typing import Any
 
 from attnlab.bounded_read import FileRefused, loads_toml, read_text, regular_file_size
 from attnlab.engine import option_rules
+from attnlab.engine.config import ModelConfig
 from attnlab.engine.options import RunOptions
 from attnlab.limits import excerpt
 from attnlab.present.lesson_questions import Question, QuestionError, parse_question
+from attnlab.present.patch_request import PatchAsk, model_problem, parse_table
 
 MAX_BYTES = 256 * 1024
 MAX_STEPS = 200
@@ -38,7 +40,7 @@ SUFFIX = ".toml"
 # The toggles a lesson may set are the option table's lesson keys (engine/option_specs.py): their TOML types,
 # what values they refuse and how they set RunOptions come from there.
 LESSON_KEYS = {"title", "model", "src", "tgt", "toggles", "step", "description"}
-STEP_KEYS = {"stage", "note", "toggles", "head", "src", "tgt", "question", "fixed_axis"}
+STEP_KEYS = {"stage", "note", "toggles", "head", "src", "tgt", "question", "fixed_axis", "patch"}
 
 
 class LessonError(ValueError):
@@ -55,6 +57,7 @@ class Step:
     tgt: str | None = None
     question: Question | None = None  # asked before the stage shows its answer (present/lesson_questions.py)
     fixed_axis: bool | None = None  # the output's probability axis fixed at 0–1 (None: as the person left it)
+    patch: PatchAsk | None = None  # run A's value patched into this step's run (issue 37, present/patch_request.py)
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,10 @@ def _step(table: Any, number: int) -> Step:
     fixed_axis = table.get("fixed_axis")
     if fixed_axis is not None and not isinstance(fixed_axis, bool):
         raise LessonError(f"{where}: 'fixed_axis' must be true or false, not {excerpt(fixed_axis)}")
+    try:
+        patch = None if table.get("patch") is None else parse_table(table["patch"])
+    except ValueError as e:
+        raise LessonError(f"{where}: {e}") from None
     return Step(
         stage=stage,
         note=_string(table, "note", where, limit=MAX_NOTE) or "",
@@ -173,6 +180,7 @@ def _step(table: Any, number: int) -> Step:
         tgt=_string(table, "tgt", where),
         question=question,
         fixed_axis=fixed_axis,
+        patch=patch,
     )
 
 
@@ -237,6 +245,13 @@ def stage_problems(lesson: Lesson, stage_keys: Iterable[str]) -> list[str]:
     ]
 
 
+def patch_problems(lesson: Lesson, config: ModelConfig) -> list[str]:
+    """Steps whose patch names a layer, a stack or a cross-attention the model lacks (known once it is open;
+    a position past the sentence's end is refused when the step runs)."""
+    found = [(i, model_problem(s.patch, config)) for i, s in enumerate(lesson.steps, 1) if s.patch is not None]
+    return [f"step {i}: {problem}" for i, problem in found if problem]
+
+
 # ---- writing ------------------------------------------------------------------------------------------------
 def _value(value: Any) -> str:
     if isinstance(value, bool):
@@ -270,6 +285,8 @@ def lesson_toml(lesson: Lesson) -> str:
                 lines.append(f"{key} = {_value(getattr(step, key))}")
         if step.toggles:
             lines.append(f"toggles = {_value(dict(step.toggles))}")
+        if step.patch is not None:
+            lines.append(f"patch = {_value(step.patch.table())}")
         if step.question is not None:
             lines.append(f"question = {_value(step.question.table())}")
         lines.append(f"note = {_value(step.note)}")

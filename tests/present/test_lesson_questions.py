@@ -14,6 +14,7 @@ from attnlab.checkpoints import load_bundled
 from attnlab.present.lesson_answers import COLUMNS, AnswerBook, answer_row
 from attnlab.present.lesson_questions import Pick, Question, gives_away, parse_question, reveal_text, solve
 from attnlab.present.lessons import LessonError, bundled_lessons, lesson_toml, parse_lesson, read_lesson
+from attnlab.present.patch_request import patched_runs
 from attnlab.present.texts import default_prefix
 
 SRC, TGT = "the dog bites the man", "le chien mord"
@@ -98,7 +99,10 @@ def test_bundled_lessons_ask_three_answerable_questions(path, translation):
         step = lesson.steps[i]
         assert not gives_away(step.stage, step.question), f"step {i + 1} shows its own answer"
         src, tgt = lesson.text_of(i)
-        run = translation.trace(src, tgt if tgt is not None else default_prefix(translation, src), lesson.options(i))
+        tgt = tgt if tgt is not None else default_prefix(translation, src)
+        run = translation.trace(src, tgt, lesson.options(i))
+        if step.patch is not None:  # issue 37: asked of the patched run, as the app shows it
+            run = patched_runs(translation, src, tgt, lesson.options(i), (step.patch,))[2]
         s = solve(step.question, run, vocab_of(translation))
         assert (s.answer, pytest.approx(s.value, abs=1e-6)) == reference(step.question, run, vocab_of(translation))
         assert s.answer in s.choices and s.answer.lower() not in step.note.lower().split()

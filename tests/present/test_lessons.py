@@ -14,9 +14,11 @@ from attnlab.present.lessons import (
     bundled_lessons,
     lesson_toml,
     parse_lesson,
+    patch_problems,
     read_lesson,
     stage_problems,
 )
+from attnlab.present.patch_request import patched_runs
 from attnlab.present.stages import stages_for
 from attnlab.ui.window.lesson_actions import open_lesson, save_lesson
 from attnlab.ui.window.main_window import MainWindow
@@ -102,15 +104,19 @@ def test_shipped_lessons_fit_the_bundled_model(path, translation):
         assert translation.options_problems(options) == [], f"step {i + 1}"
         src, tgt = lesson.text_of(i)
         trace = translation.trace(src, tgt or "", options)
+        if step.patch is not None:  # issue 37: run A from its sentence, this step's run patched from it
+            assert patch_problems(lesson, translation.config) == []
+            trace = patched_runs(translation, src, tgt or "", options, (step.patch,))[2]
         assert (
             stage_problems(Lesson(lesson.title, lesson.model, src, (step,)), [s.key for s in stages_for(trace)]) == []
         ), f"step {i + 1}"
 
 
-def test_two_lessons_ship():
+def test_three_lessons_ship():
     assert {read_lesson(p).title for p in bundled_lessons()} == {
         "The Transformer step by step",
         "What each toggle breaks",
+        "Ask the model why: patch one run into another",
     }
 
 

@@ -21,12 +21,15 @@ from attnlab.present.lessons import (
     Step,
     bundled_lessons,
     lesson_toml,
+    patch_problems,
     read_lesson,
     stage_problems,
     toggles_of,
 )
+from attnlab.present.patch_request import PatchAsk
 from attnlab.present.status_texts import model_name
 from attnlab.present.window_facts import PROBS_KIND, lesson_options
+from attnlab.session_patching import drop_patch_step, patch_step, unpatched
 from attnlab.ui.window.lesson_quiz import QuestionCard, Quiz
 
 if TYPE_CHECKING:
@@ -54,6 +57,10 @@ class LessonPlayer(QObject):
         layout = central.layout() if central is not None else None
         assert isinstance(layout, QBoxLayout)  # MainWindow._build_central's column
         layout.insertWidget(max(0, layout.count() - 1), self.note)  # above the stage and its explanation
+        self._patch: PatchAsk | None = None  # a step's patch, applied once the step's own run (B) is on screen
+        self._pinned = False  # whether a step's patch pinned its run A
+        # before the quiz's: run B of a patch step starts its run A (busy) before a waiting reveal reads it
+        window.session.traceReady.connect(self._patch_when_run)
         self.card = QuestionCard()
         layout.insertWidget(layout.indexOf(self.note) + 1, self.card)  # a step's question, under its note
         self.quiz = Quiz(window, self.card)
@@ -72,7 +79,7 @@ class LessonPlayer(QObject):
         self.go(index)
 
     def stop(self) -> None:
-        self.lesson = None
+        self.lesson, self._patch = None, None
         self.note.hide()
         self.quiz.stop()
 
@@ -100,6 +107,7 @@ class LessonPlayer(QObject):
             s.set_stage(step.stage)
         else:
             s.stage_key = step.stage  # picked when the next trace (of the new options) arrives
+        self._start_patch(step.patch)
         self.note.setText(f"{lesson.title} · step {index + 1} of {len(lesson.steps)}\n{step.note}")
         self.note.show()
         self.quiz.ask(lesson, index)
@@ -111,17 +119,36 @@ class LessonPlayer(QObject):
             return
         self.go(self.index + delta)
 
+    def _start_patch(self, ask: PatchAsk | None) -> None:
+        """A step's patch (issue 37): run A from its sentence once run B, the step's run, is on screen; a step
+        without one drops the previous step's run A."""
+        s = self.window.session
+        drop_patch_step(s)
+        if self._pinned:
+            self._pinned = False
+            s.unpin()
+        self._patch = ask
+        if ask is not None and not s.busy and unpatched(s.trace):
+            self._patch_when_run(s.trace)  # the step changed nothing: run B is already on screen
+
+    def _patch_when_run(self, trace: Trace | None) -> None:
+        if self._patch is None or not unpatched(trace):
+            return
+        ask, self._patch, self._pinned = self._patch, None, True
+        patch_step(self.window.session, ask)
+
     def _check_stages(self, _trace: Trace) -> None:
         """Once the lesson's model has run: say which steps name stages it does not have."""
         if self.lesson is None or self._checked:
             return
         self._checked = True
         problems = stage_problems(self.lesson, [st.key for st in self.window.session.stages])
+        problems += patch_problems(self.lesson, _trace.config)
         if problems:
             QMessageBox.warning(
                 self.window,
                 "This lesson does not fit the model",
-                "Some steps name stages this model does not have:\n" + "\n".join(problems[:12]),
+                "Some steps name stages or patches this model does not have:\n" + "\n".join(problems[:12]),
             )
 
 
