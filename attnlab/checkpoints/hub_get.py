@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -52,6 +53,7 @@ WANTED = (
 PICKLES = ("*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")  # never downloaded, never unpickled
 CODE = ("*.py",)
 STAGING_PREFIX = "attnlab-get-"
+COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit hash, as the Hub's API gives a revision's `sha`
 
 Progress = Callable[[int, int], None]  # (bytes so far, bytes in all)
 
@@ -145,8 +147,8 @@ def plan(text: str, *, endpoint: str | None = None, token: str | bool | None = N
         raise GetRefused(why)
     files = chosen_files(names)
     sizes = {s.rfilename: (s.lfs.size if s.lfs is not None else s.size) or 0 for s in siblings}
-    if not info.sha:
-        raise GetRefused(f"{endpoint or 'the Hub'} did not say which commit {repo_id}@{revision} is")
+    if not isinstance(info.sha, str) or not COMMIT.fullmatch(info.sha):  # it names folders: '../..' would escape
+        raise GetRefused(f"{endpoint or 'the Hub'} did not say which commit {repo_id}@{revision} is (a 40-digit hash)")
     return Plan(repo_id, revision, info.sha, files, sum(sizes[f] for f in files))
 
 
@@ -186,6 +188,7 @@ def download(
             max_workers=2,
         )
         _check_staged_config(the_plan.repo_id, Path(staged))
+        _check_staged_weights(the_plan.repo_id, Path(staged))
         if cancel is not None and cancel.is_set():
             raise Cancelled
         return _move_in(staging, cache, Path(staged))
@@ -219,10 +222,15 @@ def progress_bars(total: int, progress: Progress | None, cancel: threading.Event
             if cancel is not None and cancel.is_set():
                 raise Cancelled
             self.n += n or 0
-            if self.counts and progress is not None:
+            if self.counts:
                 with lock:
                     done = max((int(b.n) for b in bars if b.counts), default=0)
-                progress(min(done, total), total)
+                if done > total:  # an endless or lying body: stop before it fills the disk
+                    raise GetRefused(
+                        f"the Hub sent more than the {total:,} bytes it listed; nothing was written to the cache"
+                    )
+                if progress is not None:
+                    progress(done, total)
             return None
 
     return Bar
@@ -237,6 +245,18 @@ def _check_staged_config(repo_id: str, snapshot: Path) -> None:
     why = refusal(repo_id, ["config.json", "model.safetensors"], config if isinstance(config, dict) else None)
     if why:
         raise GetRefused(why)
+
+
+def _check_staged_weights(repo_id: str, snapshot: Path) -> None:
+    """Each downloaded .safetensors must be one (a pickle or a lying header served under the name is refused)."""
+    from attnlab.checkpoints.errors import Problems
+    from attnlab.checkpoints.header import read_layout
+
+    for path in sorted(snapshot.glob("*.safetensors")):
+        problems = Problems(path)
+        read_layout(path, problems)
+        if problems:
+            raise GetRefused(f"{repo_id}: the Hub's {path.name} is not a whole safetensors file ({problems.items[0]})")
 
 
 def _move_in(staging: Path, cache: Path, staged_snapshot: Path) -> Path:
