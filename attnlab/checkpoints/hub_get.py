@@ -53,6 +53,7 @@ WANTED = (
 PICKLES = ("*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")  # never downloaded, never unpickled
 CODE = ("*.py",)
 STAGING_PREFIX = "attnlab-get-"
+MAX_INFO_BYTES = 64 << 20  # the API's answer about one repository (~1 kB a file)
 COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit hash, as the Hub's API gives a revision's `sha`
 
 Progress = Callable[[int, int], None]  # (bytes so far, bytes in all)
@@ -132,11 +133,11 @@ def refusal(repo_id: str, names: list[str], config: dict | None) -> str:
 
 def plan(text: str, *, endpoint: str | None = None, token: str | bool | None = None) -> Plan:
     """The Plan for "org/name[@revision]" (one API call), or GetRefused (one line) before anything is written."""
-    from huggingface_hub import HfApi
-
     repo_id, revision = parse_id(text)
     try:
-        info = HfApi(endpoint=endpoint, token=token).model_info(repo_id, revision=revision, files_metadata=True)
+        info = model_info(repo_id, revision, endpoint, token)
+    except GetRefused:
+        raise
     except Exception as e:
         raise GetRefused(error_line(e, repo_id, revision, endpoint)) from e
     siblings = list(info.siblings or [])
@@ -150,6 +151,31 @@ def plan(text: str, *, endpoint: str | None = None, token: str | bool | None = N
     if not isinstance(info.sha, str) or not COMMIT.fullmatch(info.sha):  # it names folders: '../..' would escape
         raise GetRefused(f"{endpoint or 'the Hub'} did not say which commit {repo_id}@{revision} is (a 40-digit hash)")
     return Plan(repo_id, revision, info.sha, files, sum(sizes[f] for f in files))
+
+
+def model_info(repo_id: str, revision: str, endpoint: str | None, token: str | bool | None) -> Any:
+    """`HfApi.model_info(repo_id, revision, files_metadata=True)` (the same request, hf_api.py), its answer read
+    in chunks up to MAX_INFO_BYTES: an endless or huge answer is refused, not held in memory whole."""
+    from urllib.parse import quote
+
+    from huggingface_hub import constants
+    from huggingface_hub.hf_api import ModelInfo
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    url = f"{endpoint or constants.ENDPOINT}/api/models/{repo_id}/revision/{quote(revision, safe='')}"
+    headers = build_hf_headers(token=token)
+    with get_session().stream(
+        "GET", url, headers=headers, params={"blobs": True}, timeout=constants.HF_HUB_DOWNLOAD_TIMEOUT
+    ) as r:
+        raw = bytearray()
+        for chunk in r.iter_bytes():
+            raw += chunk
+            if len(raw) > MAX_INFO_BYTES:
+                raise GetRefused(
+                    f"{endpoint or 'the Hub'} answered more than {gb(MAX_INFO_BYTES)} about {repo_id}; not read"
+                )
+    hf_raise_for_status(type(r)(r.status_code, headers=r.headers, content=bytes(raw), request=r.request))
+    return ModelInfo(**limits.loads_bounded(bytes(raw), "the Hub's answer", MAX_INFO_BYTES))
 
 
 def download(
