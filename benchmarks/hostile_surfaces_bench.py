@@ -121,7 +121,9 @@ def new_cases(d: Path) -> dict[str, tuple]:
     except ImportError:
         return out
     for n, (target, args) in action_cases(d / "actions").items():
-        out[n] = ("action", target, args, d / "actions", "either", "action: " + n.split("-", 1)[0])
+        own = d / "actions" / n  # most cases write under d/<name>; cases run at once must not see each other's
+        folder = own if own.is_dir() else None
+        out[n] = ("action", target, args, folder, "either", "action: " + n.split("-", 1)[0])
     return out
 
 
