@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from safetensors.torch import save_file
@@ -65,75 +66,88 @@ def _cache(d: Path, name: str, files: dict[str, bytes]) -> tuple[Path, Path, Loa
     return root, snapshot, LoadCase(REPO, {"HF_HUB_CACHE": str(root)}, d / name)
 
 
+def _into_other_repo(root: Path, snap: Path, repo: Path, files: dict[str, bytes]) -> None:
+    other = add_revision(root, OTHER, files)
+    relink(snap / "config.json", os.path.relpath((other / "config.json").resolve(), snap))
+
+
+def _index_into_other_repo(root: Path, snap: Path, repo: Path, files: dict[str, bytes]) -> None:
+    shard = os.path.relpath((add_revision(root, OTHER, files) / "model.safetensors").resolve(), snap)
+    (snap / "model.safetensors").unlink()
+    index = {"metadata": {}, "weight_map": {k: shard for k in h.gpt2_state()}}
+    (snap / "model.safetensors.index.json").write_text(json.dumps(index))
+
+
+def _link_loop(root: Path, snap: Path, repo: Path, files: dict[str, bytes]) -> None:
+    relink(snap / "model.safetensors", "model.bin")
+    relink(snap / "model.bin", "model.safetensors")
+
+
+def _blobs_to_itself(root: Path, snap: Path, repo: Path, files: dict[str, bytes]) -> None:
+    (repo / "blobs").rename(repo / "old-blobs")
+    relink(repo / "blobs", "blobs")
+
+
+def _refs_folder(root: Path, snap: Path, repo: Path, files: dict[str, bytes]) -> None:
+    (repo / "refs" / "main").unlink()
+    (repo / "refs" / "main").mkdir()
+
+
+def _snapshots_file(root: Path, snap: Path, repo: Path, files: dict[str, bytes]) -> None:
+    (repo / "snapshots").rename(repo / "old-snapshots")
+    (repo / "snapshots").write_text("not a folder")
+
+
+def _repo_link_out(root: Path, snap: Path, repo: Path, files: dict[str, bytes]) -> None:
+    repo.rename(root.parent / "elsewhere")
+    relink(repo, root.parent / "elsewhere")
+
+
+def _refs_dotdot(root: Path, snap: Path, repo: Path, files: dict[str, bytes]) -> None:
+    (repo / "refs" / "main").write_text("../../../outside")
+    (root.parent / "outside").mkdir()
+
+
+# case name -> what is done to a good cache (root, the snapshot, the repository folder, the repository's files)
+CACHE_TRICKS: dict[str, Callable[[Path, Path, Path, dict[str, bytes]], object]] = {
+    "cache-control": lambda root, snap, repo, files: None,
+    "cache-link-into-other-repo": _into_other_repo,
+    "cache-snapshot-is-other-repos": lambda root, snap, repo, files: relink(snap, add_revision(root, OTHER, files)),
+    "cache-link-loop": _link_loop,
+    "cache-link-to-itself": lambda root, snap, repo, files: relink(snap / "config.json", "config.json"),
+    "cache-blobs-link-to-itself": _blobs_to_itself,
+    "cache-weights-link-dev-zero": lambda root, snap, repo, files: relink(snap / "model.safetensors", "/dev/zero"),
+    "cache-config-blob-fifo": lambda root, snap, repo, files: fifo((snap / "config.json").resolve()),
+    "cache-weights-blob-fifo": lambda root, snap, repo, files: fifo((snap / "model.safetensors").resolve()),
+    "cache-weights-blob-dev-zero": lambda root, snap, repo, files: relink(
+        (snap / "model.safetensors").resolve(), "/dev/zero"
+    ),
+    "cache-refs-missing-commit": lambda root, snap, repo, files: (repo / "refs" / "main").write_text("f" * 40),
+    "cache-refs-dotdot": _refs_dotdot,
+    "cache-refs-huge": lambda root, snap, repo, files: h.sparse_file(
+        repo / "refs" / "main", 2 << 30, head=snap.name.encode()
+    ),
+    "cache-refs-fifo": lambda root, snap, repo, files: fifo(repo / "refs" / "main"),
+    "cache-refs-dev-zero": lambda root, snap, repo, files: relink(repo / "refs" / "main", "/dev/zero"),
+    "cache-refs-empty": lambda root, snap, repo, files: (repo / "refs" / "main").write_text(""),
+    "cache-refs-binary": lambda root, snap, repo, files: (repo / "refs" / "main").write_bytes(b"\xff\xfe\x00" * 20),
+    "cache-refs-is-folder": _refs_folder,
+    "cache-refs-link-loop": lambda root, snap, repo, files: relink(repo / "refs" / "main", "main"),
+    "cache-snapshots-is-file": _snapshots_file,
+    "cache-repo-folder-link-out": _repo_link_out,
+    "cache-revision-dotdot": lambda root, snap, repo, files: (root / "x").write_text(snap.name),  # a ref outside refs/
+    "cache-index-into-other-repo": _index_into_other_repo,
+}
+
+
 def cache_cases(d: Path) -> dict[str, LoadCase]:
     files = gpt2_files(d)
     out: dict[str, LoadCase] = {}
-
-    def case(name: str) -> tuple[Path, Path, Path]:
-        root, snapshot, out[name] = _cache(d, name, files)
-        return root, snapshot, snapshot.parents[1]
-
-    case("cache-control")
+    for name, trick in CACHE_TRICKS.items():
+        root, snap, out[name] = _cache(d, name, files)
+        trick(root, snap, snap.parents[1], files)
     out["cache-control"] = out["cache-control"]._replace(expect="loaded")
-    root, snap, repo = case("cache-link-into-other-repo")
-    other = add_revision(root, OTHER, files)
-    relink(snap / "config.json", os.path.relpath((other / "config.json").resolve(), snap))
-    root, snap, repo = case("cache-snapshot-is-other-repos")
-    other = add_revision(root, OTHER, files)
-    relink(snap, other)  # snapshots/<commit> -> another repository's snapshot folder
-    _r, snap, _repo = case("cache-link-loop")
-    relink(snap / "model.safetensors", "model.bin")
-    relink(snap / "model.bin", "model.safetensors")
-    _r, snap, _repo = case("cache-link-to-itself")
-    relink(snap / "config.json", "config.json")
-    _r, snap, repo = case("cache-blobs-link-to-itself")
-    blobs = repo / "blobs"
-    blobs.rename(repo / "old-blobs")
-    relink(blobs, "blobs")
-    _r, snap, _repo = case("cache-weights-link-dev-zero")
-    relink(snap / "model.safetensors", "/dev/zero")
-    _r, snap, _repo = case("cache-config-blob-fifo")
-    fifo((snap / "config.json").resolve())
-    _r, snap, _repo = case("cache-weights-blob-fifo")
-    fifo((snap / "model.safetensors").resolve())
-    _r, snap, _repo = case("cache-weights-blob-dev-zero")
-    relink((snap / "model.safetensors").resolve(), "/dev/zero")
-    _r, snap, repo = case("cache-refs-missing-commit")
-    (repo / "refs" / "main").write_text("f" * 40)
-    _r, snap, repo = case("cache-refs-dotdot")
-    (repo / "refs" / "main").write_text("../../../outside")
-    (d / "cache-refs-dotdot" / "outside").mkdir()
-    _r, snap, repo = case("cache-refs-huge")
-    h.sparse_file(repo / "refs" / "main", 2 << 30, head=snap.name.encode())
-    _r, snap, repo = case("cache-refs-fifo")
-    fifo(repo / "refs" / "main")
-    _r, snap, repo = case("cache-refs-dev-zero")
-    relink(repo / "refs" / "main", "/dev/zero")
-    _r, snap, repo = case("cache-refs-empty")
-    (repo / "refs" / "main").write_text("")
-    _r, snap, repo = case("cache-refs-binary")
-    (repo / "refs" / "main").write_bytes(b"\xff\xfe\x00" * 20)
-    _r, snap, repo = case("cache-refs-is-folder")
-    (repo / "refs" / "main").unlink()
-    (repo / "refs" / "main").mkdir()
-    _r, snap, repo = case("cache-refs-link-loop")
-    relink(repo / "refs" / "main", "main")
-    _r, snap, repo = case("cache-snapshots-is-file")
-    (repo / "snapshots").rename(repo / "old-snapshots")
-    (repo / "snapshots").write_text("not a folder")
-    root, snap, repo = case("cache-repo-folder-link-out")
-    repo.rename(d / "cache-repo-folder-link-out" / "elsewhere")
-    relink(repo, d / "cache-repo-folder-link-out" / "elsewhere")
-    root, snap, repo = case("cache-revision-dotdot")
-    (d / "cache-revision-dotdot" / "hub" / "x").write_text(snap.name)  # a 'ref' outside refs/
     out["cache-revision-dotdot"] = out["cache-revision-dotdot"]._replace(spec=f"{REPO}@../../x")
-    _r, snap, _repo = case("cache-index-into-other-repo")
-    other = add_revision(root, OTHER, files)
-    weights = h.gpt2_state()
-    shard = os.path.relpath((other / "model.safetensors").resolve(), snap)
-    index = {"metadata": {}, "weight_map": {k: shard for k in weights}}
-    (snap / "model.safetensors").unlink()
-    (snap / "model.safetensors.index.json").write_text(json.dumps(index))
     return out
 
 
@@ -162,83 +176,83 @@ def adapter_folder(
     return folder
 
 
+# case name -> adapter_folder's settings (a config or a shape that disagrees with the base or with itself)
+ADAPTER_SETTINGS: dict[str, dict[str, Any]] = {
+    "adapter-control": {},
+    "adapter-rank-mismatch": {"r": 4},
+    "adapter-rank-pattern-mismatch": {"rank_pattern": {"c_attn": 3}},
+    "adapter-huge-rank": {"r": 1 << 40},
+    "adapter-shape-mismatch": {"a_shape": (2, D + 4)},
+    "adapter-transposed": {"fan_in_fan_out": False},
+    "adapter-target-missing": {"module": "transformer.h.7.attn.c_attn"},
+    "adapter-target-not-a-weight": {"module": "transformer.h.0.ln_1"},
+    "adapter-base-not-cached": {"base": "acme/not-downloaded"},
+    "adapter-base-is-itself": {"base": "."},
+    "adapter-base-cycle": {"base": "../other"},
+    "adapter-base-link-loop": {"base": "loop"},
+    "adapter-alpha-nan": {"lora_alpha": float("nan")},
+    "adapter-alpha-infinite": {"lora_alpha": float("inf")},
+    "adapter-rank-pattern-nan": {"rank_pattern": {"c_attn": float("nan")}},
+    "adapter-dora": {"use_dora": True},
+    "adapter-prefix-tuning": {"peft_type": "PREFIX_TUNING"},
+}
+PICKLE = b"\x80\x02cos\nsystem\n(S'echo pwned'\ntR."  # os.system('echo pwned'): it must never be unpickled
+LYING_HEADER = {
+    f"base_model.model.{TARGET}.lora_A.weight": {"dtype": "F32", "shape": [2, 1 << 40], "data_offsets": [0, 8 << 40]}
+}
+
+
+def _weights(folder: Path, a: torch.Tensor | None, b: torch.Tensor | None, **more: torch.Tensor) -> None:
+    key = f"base_model.model.{TARGET}"
+    given = {f"{key}.lora_A.weight": a, f"{key}.lora_B.weight": b} | more
+    save_file({k: v for k, v in given.items() if v is not None}, str(folder / "adapter_model.safetensors"))
+
+
+def _pickle_only(folder: Path) -> None:
+    (folder / "adapter_model.safetensors").unlink()
+    (folder / "adapter_model.bin").write_bytes(PICKLE)
+
+
+# case name -> what is done to a good adapter folder's files
+ADAPTER_FILES: dict[str, Callable[[Path], object]] = {
+    "adapter-only-lora-a": lambda f: _weights(f, torch.zeros(2, D), None),
+    "adapter-zero-delta": lambda f: _weights(f, torch.zeros(2, D), torch.zeros(3 * D, 2)),
+    "adapter-nan-weights": lambda f: _weights(f, torch.full((2, D), float("nan")), torch.ones(3 * D, 2)),
+    "adapter-saved-module-shape": lambda f: _weights(
+        f, None, None, **{"base_model.model.transformer.wte.weight": torch.zeros(5, D)}
+    ),
+    "adapter-weights-fifo": lambda f: fifo(f / "adapter_model.safetensors"),
+    "adapter-config-fifo": lambda f: fifo(f / "adapter_config.json"),
+    "adapter-weights-dev-zero": lambda f: relink(f / "adapter_model.safetensors", "/dev/zero"),
+    "adapter-pickle-only": _pickle_only,
+    "adapter-lying-header": lambda f: h.raw_safetensors(f / "adapter_model.safetensors", json.dumps(LYING_HEADER)),
+}
+
+
 def adapter_cases(d: Path) -> dict[str, LoadCase]:
     base = h.gpt2_folder(d / "adapter-base")
     out: dict[str, LoadCase] = {}
-
-    def case(name: str, base_name: str = str(base), **kw: object) -> Path:
-        folder = adapter_folder(d / name / "adapter", base_name, **kw)  # type: ignore[arg-type]
+    for name, settings in {**ADAPTER_SETTINGS, **dict.fromkeys(ADAPTER_FILES, {})}.items():
+        kw = dict(settings)
+        folder = adapter_folder(d / name / "adapter", str(kw.pop("base", base)), **kw)
+        ADAPTER_FILES.get(name, lambda f: None)(folder)
         out[name] = LoadCase(str(folder), {}, d / name)
-        return folder
-
-    case("adapter-control")
     out["adapter-control"] = out["adapter-control"]._replace(expect="loaded")
-    case("adapter-rank-mismatch", r=4)
-    case("adapter-rank-pattern-mismatch", rank_pattern={"c_attn": 3})
-    case("adapter-huge-rank", r=1 << 40)
-    case("adapter-shape-mismatch", a_shape=(2, D + 4))
-    case("adapter-transposed", fan_in_fan_out=False)
-    case("adapter-target-missing", module="transformer.h.7.attn.c_attn")
-    case("adapter-target-not-a-weight", module="transformer.h.0.ln_1")
-    case("adapter-missing-base", base_name=str(d / "no-such-base"))
-    case("adapter-base-not-cached", base_name="acme/not-downloaded")
-    out["adapter-base-not-cached"] = out["adapter-base-not-cached"]._replace(
-        env={"HF_HUB_CACHE": str(d / "adapter-base-not-cached" / "empty-hub")}
-    )
-    first = case("adapter-base-is-adapter")
-    second = adapter_folder(d / "adapter-base-is-adapter" / "second", str(first))
-    out["adapter-base-is-adapter"] = out["adapter-base-is-adapter"]._replace(spec=str(second))
-    case("adapter-base-is-itself", base_name=".")
-    a = case("adapter-base-cycle", base_name="../other")
-    adapter_folder(a.parent / "other", "../adapter")
-    case("adapter-base-is-a-file", base_name=str(base / "model.safetensors"))
-    case("adapter-base-link-loop", base_name="loop")
+    empty_hub = {"HF_HUB_CACHE": str(d / "adapter-base-not-cached" / "empty-hub")}
+    out["adapter-base-not-cached"] = out["adapter-base-not-cached"]._replace(env=empty_hub)
+    adapter_folder(d / "adapter-base-cycle" / "other", "../adapter")  # the cycle's other half
     relink(d / "adapter-base-link-loop" / "adapter" / "loop", "loop")
-    case("adapter-alpha-nan", lora_alpha=float("nan"))
-    case("adapter-alpha-infinite", lora_alpha=float("inf"))
-    case("adapter-rank-pattern-nan", rank_pattern={"c_attn": float("nan")})
-    case("adapter-dora", use_dora=True)
-    case("adapter-prefix-tuning", peft_type="PREFIX_TUNING")
-    folder = case("adapter-only-lora-a")
-    save_file(
-        {f"base_model.model.{TARGET}.lora_A.weight": torch.zeros(2, D)}, str(folder / "adapter_model.safetensors")
-    )
-    folder = case("adapter-zero-delta")
-    zeros = {f"base_model.model.{TARGET}.lora_A.weight": torch.zeros(2, D)}
-    save_file(
-        zeros | {f"base_model.model.{TARGET}.lora_B.weight": torch.zeros(3 * D, 2)},
-        str(folder / "adapter_model.safetensors"),
-    )
-    folder = case("adapter-nan-weights")
-    nans = {f"base_model.model.{TARGET}.lora_A.weight": torch.full((2, D), float("nan"))}
-    save_file(
-        nans | {f"base_model.model.{TARGET}.lora_B.weight": torch.ones(3 * D, 2)},
-        str(folder / "adapter_model.safetensors"),
-    )
-    folder = case("adapter-saved-module-shape")
-    save_file({"base_model.model.transformer.wte.weight": torch.zeros(5, D)}, str(folder / "adapter_model.safetensors"))
-    folder = case("adapter-weights-fifo")
-    fifo(folder / "adapter_model.safetensors")
-    folder = case("adapter-config-fifo")
-    fifo(folder / "adapter_config.json")
-    folder = case("adapter-weights-dev-zero")
-    relink(folder / "adapter_model.safetensors", "/dev/zero")
-    folder = case("adapter-pickle-only")
-    (folder / "adapter_model.safetensors").unlink()
-    (folder / "adapter_model.bin").write_bytes(b"\x80\x02cos\nsystem\n(S'echo pwned'\ntR.")
-    folder = case("adapter-lying-header")
-    h.raw_safetensors(
-        folder / "adapter_model.safetensors",
-        json.dumps(
-            {
-                f"base_model.model.{TARGET}.lora_A.weight": {
-                    "dtype": "F32",
-                    "shape": [2, 1 << 40],
-                    "data_offsets": [0, 8 << 40],
-                }
-            }
+    extra = {
+        "adapter-missing-base": adapter_folder(d / "adapter-missing-base" / "adapter", str(d / "no-such-base")),
+        "adapter-base-is-a-file": adapter_folder(
+            d / "adapter-base-is-a-file" / "adapter", str(base / "model.safetensors")
         ),
-    )
+        "adapter-base-is-adapter": adapter_folder(
+            d / "adapter-base-is-adapter" / "second",
+            str(adapter_folder(d / "adapter-base-is-adapter" / "first", str(base))),
+        ),
+    }
+    out |= {name: LoadCase(str(folder), {}, d / name) for name, folder in extra.items()}
     return out
 
 

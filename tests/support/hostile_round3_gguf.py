@@ -125,6 +125,16 @@ def gguf_round3_cases(d: Path) -> dict[str, LoadCase]:
     }
     for name, tensors in tensor_cases.items():
         case(name, rewrite(valid, d / name / "model.gguf", tensors=tensors))
+    return out | patched_cases(d, valid, reader)
+
+
+def patched_cases(d: Path, valid: Path, reader: GGUFReader) -> dict[str, LoadCase]:
+    """The lies GGUFWriter would not write, patched into `valid`'s bytes, and files that are no files."""
+    out: dict[str, LoadCase] = {}
+
+    def case(name: str, path: Path, expect: str = "refused") -> None:
+        out[name] = LoadCase(str(path), {}, d / name, expect)
+
     offset = tensor_field_at(valid, "output_norm.weight", 5)
     case(
         "gguf-offset-past-end",
