@@ -4,6 +4,7 @@ a pickled adapter_model.bin is refused, never unpickled). Every problem: one Che
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ def _fail(folder: Path, why: str) -> CheckpointError:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A finite int or float (JSON's NaN and Infinity, which Python reads, would scale ΔW to NaN)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def read_adapter_config(folder: Path) -> dict[str, Any]:
@@ -48,7 +50,9 @@ def read_adapter_config(folder: Path) -> dict[str, Any]:
     if not isinstance(r, int) or isinstance(r, bool) or r < 1:
         raise _fail(folder, f"adapter_config.json's rank r must be a whole number of at least 1, not {r!r}")
     if not _number(settings.get("lora_alpha")):
-        raise _fail(folder, f"adapter_config.json's lora_alpha must be a number, not {settings.get('lora_alpha')!r}")
+        raise _fail(
+            folder, f"adapter_config.json's lora_alpha must be a finite number, not {settings.get('lora_alpha')!r}"
+        )
     for key, pattern in (
         ("rank_pattern", settings.get("rank_pattern")),
         ("alpha_pattern", settings.get("alpha_pattern")),
@@ -84,4 +88,7 @@ def read_adapter_tensors(folder: Path) -> dict[str, torch.Tensor]:
         raise _fail(folder, problems.items[0])
     if not tensors:
         raise _fail(folder, f"{ADAPTER_WEIGHTS} holds no tensors")
+    bad = [name for name, t in tensors.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())]
+    if bad:
+        raise _fail(folder, f"{ADAPTER_WEIGHTS} holds NaN or infinite values ({', '.join(sorted(bad)[:3])})")
     return dict(tensors)

@@ -139,11 +139,13 @@ def dequantizable() -> set[int]:
 def _mapped_names(layout: GgufLayout, arch: str, problems: Problems) -> dict[str, TensorInfo]:
     names: dict[str, TensorInfo] = {}
     unknown = []
+    blocks = layout.metadata.get(f"{arch}.block_count")
     for info in layout.tensors:
         if info.name == ROPE_FREQS:  # read into the config (rope_scaling) by read_plan
             continue
         hf = hf_name(arch, info.name)
-        if hf is None:
+        block = info.name.split(".")[1] if info.name.startswith("blk.") else ""
+        if hf is None or (isinstance(blocks, int) and block.isdigit() and int(block) >= blocks):  # llama.cpp refuses
             unknown.append(info.name)
         elif info.type_id not in dequantizable():
             problems.add(

@@ -74,6 +74,8 @@ def resolve_cached(spec: str, cache: str | os.PathLike[str] | None = None) -> Pa
     if parsed is None:
         raise NotCached(f"{spec!r} is not a model id (org/name or org/name@revision)")
     repo_id, revision = parsed
+    if revision is not None and (".." in revision.replace("\\", "/").split("/") or revision.startswith("/")):
+        raise NotCached(f"{revision!r} is not a revision of {repo_id} (a branch, tag or commit); a path is not read")
     from huggingface_hub import snapshot_download
     from huggingface_hub.utils import HFValidationError, LocalEntryNotFoundError
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -52,6 +53,8 @@ WANTED = (
 PICKLES = ("*.bin", "*.pt", "*.pth", "*.pkl", "*.pickle", "*.ckpt")  # never downloaded, never unpickled
 CODE = ("*.py",)
 STAGING_PREFIX = "attnlab-get-"
+MAX_INFO_BYTES = 64 << 20  # the API's answer about one repository (~1 kB a file)
+COMMIT = re.compile(r"[0-9a-f]{40}")  # a git commit hash, as the Hub's API gives a revision's `sha`
 
 Progress = Callable[[int, int], None]  # (bytes so far, bytes in all)
 
@@ -130,11 +133,11 @@ def refusal(repo_id: str, names: list[str], config: dict | None) -> str:
 
 def plan(text: str, *, endpoint: str | None = None, token: str | bool | None = None) -> Plan:
     """The Plan for "org/name[@revision]" (one API call), or GetRefused (one line) before anything is written."""
-    from huggingface_hub import HfApi
-
     repo_id, revision = parse_id(text)
     try:
-        info = HfApi(endpoint=endpoint, token=token).model_info(repo_id, revision=revision, files_metadata=True)
+        info = model_info(repo_id, revision, endpoint, token)
+    except GetRefused:
+        raise
     except Exception as e:
         raise GetRefused(error_line(e, repo_id, revision, endpoint)) from e
     siblings = list(info.siblings or [])
@@ -145,9 +148,34 @@ def plan(text: str, *, endpoint: str | None = None, token: str | bool | None = N
         raise GetRefused(why)
     files = chosen_files(names)
     sizes = {s.rfilename: (s.lfs.size if s.lfs is not None else s.size) or 0 for s in siblings}
-    if not info.sha:
-        raise GetRefused(f"{endpoint or 'the Hub'} did not say which commit {repo_id}@{revision} is")
+    if not isinstance(info.sha, str) or not COMMIT.fullmatch(info.sha):  # it names folders: '../..' would escape
+        raise GetRefused(f"{endpoint or 'the Hub'} did not say which commit {repo_id}@{revision} is (a 40-digit hash)")
     return Plan(repo_id, revision, info.sha, files, sum(sizes[f] for f in files))
+
+
+def model_info(repo_id: str, revision: str, endpoint: str | None, token: str | bool | None) -> Any:
+    """`HfApi.model_info(repo_id, revision, files_metadata=True)` (the same request, hf_api.py), its answer read
+    in chunks up to MAX_INFO_BYTES: an endless or huge answer is refused, not held in memory whole."""
+    from urllib.parse import quote
+
+    from huggingface_hub import constants
+    from huggingface_hub.hf_api import ModelInfo
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    url = f"{endpoint or constants.ENDPOINT}/api/models/{repo_id}/revision/{quote(revision, safe='')}"
+    headers = build_hf_headers(token=token)
+    with get_session().stream(
+        "GET", url, headers=headers, params={"blobs": True}, timeout=constants.HF_HUB_DOWNLOAD_TIMEOUT
+    ) as r:
+        raw = bytearray()
+        for chunk in r.iter_bytes():
+            raw += chunk
+            if len(raw) > MAX_INFO_BYTES:
+                raise GetRefused(
+                    f"{endpoint or 'the Hub'} answered more than {gb(MAX_INFO_BYTES)} about {repo_id}; not read"
+                )
+    hf_raise_for_status(type(r)(r.status_code, headers=r.headers, content=bytes(raw), request=r.request))
+    return ModelInfo(**limits.loads_bounded(bytes(raw), "the Hub's answer", MAX_INFO_BYTES))
 
 
 def download(
@@ -186,6 +214,7 @@ def download(
             max_workers=2,
         )
         _check_staged_config(the_plan.repo_id, Path(staged))
+        _check_staged_weights(the_plan.repo_id, Path(staged))
         if cancel is not None and cancel.is_set():
             raise Cancelled
         return _move_in(staging, cache, Path(staged))
@@ -219,10 +248,15 @@ def progress_bars(total: int, progress: Progress | None, cancel: threading.Event
             if cancel is not None and cancel.is_set():
                 raise Cancelled
             self.n += n or 0
-            if self.counts and progress is not None:
+            if self.counts:
                 with lock:
                     done = max((int(b.n) for b in bars if b.counts), default=0)
-                progress(min(done, total), total)
+                if done > total:  # an endless or lying body: stop before it fills the disk
+                    raise GetRefused(
+                        f"the Hub sent more than the {total:,} bytes it listed; nothing was written to the cache"
+                    )
+                if progress is not None:
+                    progress(done, total)
             return None
 
     return Bar
@@ -237,6 +271,18 @@ def _check_staged_config(repo_id: str, snapshot: Path) -> None:
     why = refusal(repo_id, ["config.json", "model.safetensors"], config if isinstance(config, dict) else None)
     if why:
         raise GetRefused(why)
+
+
+def _check_staged_weights(repo_id: str, snapshot: Path) -> None:
+    """Each downloaded .safetensors must be one (a pickle or a lying header served under the name is refused)."""
+    from attnlab.checkpoints.errors import Problems
+    from attnlab.checkpoints.header import read_layout
+
+    for path in sorted(snapshot.glob("*.safetensors")):
+        problems = Problems(path)
+        read_layout(path, problems)
+        if problems:
+            raise GetRefused(f"{repo_id}: the Hub's {path.name} is not a whole safetensors file ({problems.items[0]})")
 
 
 def _move_in(staging: Path, cache: Path, staged_snapshot: Path) -> Path:
