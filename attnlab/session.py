@@ -199,7 +199,7 @@ class Session(QObject):
         if self.model is not None:
             problems = self.model.options_problems(options)
             if problems:
-                self.failed.emit("These options cannot run on this model:\n- " + "\n- ".join(problems))
+                self.failed.emit("These options cannot run on this model: " + "; ".join(problems))
                 self.optionsChanged.emit(self.options, changed)  # the controls of those fields snap back
                 return False
         self.options, self._draws = options, None

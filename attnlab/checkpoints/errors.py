@@ -34,7 +34,7 @@ class Problems:
         if len(self.items) < MAX_PROBLEMS:
             self.items.append(cut(text))
         elif len(self.items) == MAX_PROBLEMS:
-            self.items.append("… and more problems (the first ones are listed above)")
+            self.items.append("… and more problems")
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -43,7 +43,7 @@ class Problems:
         head = f"Cannot load the checkpoint {str(self.path)!r}"
         if len(self.items) == 1:
             return f"{head}: {self.items[0]}"
-        return f"{head}; {len(self.items)} problems:\n- " + "\n- ".join(self.items)
+        return f"{head}; {len(self.items)} problems: " + "; ".join(self.items)  # one line (issue 38.6)
 
     def error(self) -> CheckpointError:
         """The one error that lists every problem (to raise where a problem was certainly added)."""

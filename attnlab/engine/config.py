@@ -413,7 +413,7 @@ class ModelConfig:
     def validate(self) -> ModelConfig:
         problems = self.problems()
         if problems:
-            raise ConfigError("Invalid model configuration:\n- " + "\n- ".join(problems))
+            raise ConfigError("Invalid model configuration: " + "; ".join(problems))
         return self
 
     def to_json(self) -> str:

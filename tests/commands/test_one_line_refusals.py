@@ -56,6 +56,18 @@ def test_a_checkpoint_with_several_problems_is_refused_in_one_line(name, broken,
     assert_one_line(code, err, f"attnlab {name}", "2 problems", "missing", "wrong shape")
 
 
+def test_the_api_refuses_a_checkpoint_with_several_problems_in_one_line(broken):
+    """Not only the commands: the CheckpointError itself is one line (the API, the app's dialog, the hostile
+    bench's verdict), its problems joined with '; '."""
+    import attnlab
+    from attnlab.checkpoints import CheckpointError
+
+    with pytest.raises(CheckpointError) as refused:
+        attnlab.load(broken)
+    message = str(refused.value)
+    assert "\n" not in message and "2 problems: " in message and "missing" in message and "wrong shape" in message
+
+
 def test_sizes_with_several_problems_are_one_line(tmp_path, capsys):
     code = cli.main(
         ["init", "--d-model", "30", "--heads", "4", "--d-ff", "0", "--out", str(tmp_path / "m.safetensors")]
