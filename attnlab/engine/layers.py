@@ -7,6 +7,7 @@ Shapes use B batch, H heads, Tq queries, Tk keys, d = d_model, dk = d/H (head_di
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -28,6 +29,8 @@ from attnlab.engine.softcap import dense_mask, record_capped, soft_cap
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
+
+KVStep = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]  # (this step's K, V) -> (all of the cache's K, V)
 
 
 def ablate_heads(context: Tensor, ablate: dict[int, str] | None) -> Tensor:
@@ -228,6 +231,7 @@ class MultiHeadAttention(AttentionWeights):
         self.score_divisor = score_divisor  # scores / (√dk · this) when scaling (GPT-2's inverse layer index)
         self.qk_norm: QKNorm | None = None  # QK-norm on the projections (engine/qk_norm.py), set by make_attention
         self.softcap = 0.0  # Gemma 2's attention soft-capping (engine/softcap.py; 0: none), set by make_attention
+        self.kv_step: KVStep | None = None  # generation with a KV cache (engine/kv_cache.py); None: a whole run
 
     def forward(
         self,
@@ -267,6 +271,8 @@ class MultiHeadAttention(AttentionWeights):
             cos, sin = rotary
             q = apply_rotary(q, cos[:Tq], sin[:Tq], self.rotary_layout)
             k = apply_rotary(k, cos[:Tk], sin[:Tk], self.rotary_layout)
+        if self.kv_step is not None:  # the cached K/V rows and this step's: 2 x [B, H_kv, t + 1, dk]
+            k, v = self.kv_step(k, v)
         if rec.enabled:
             n = names.site_entries(prefix)
             rec.add(((n.q, q), (n.k, k), (n.v, v)))

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from attnlab.engine import live_placement as placing
-from attnlab.engine import names, replay
+from attnlab.engine import generation, names, replay
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.devices import out_of_device_memory, pick_device, release_device_memory
 from attnlab.engine.gpu_failures import GpuFailures
@@ -35,7 +35,6 @@ from attnlab.engine.recorder import Recorder
 from attnlab.engine.run_inputs import LayerInputs, Resume
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Trace
-from attnlab.engine.typed import UNSURE_BELOW, unsure_notice
 
 # what callers import from here: the model, its input types and errors, and the device helpers it runs with
 __all__ = ["InputError", "LiveModel", "Prompt", "out_of_device_memory", "pick_device", "tempered_softmax"]
@@ -304,29 +303,14 @@ class LiveModel:
 
         Stops after </s>, after max_new_tokens, or at the model's max length. Each step's Trace is the run's
         with what the step chose added (Trace.with_info): the run's own stays as it was made.
+
+        With the KV cache (engine/generation.py, engine/kv_cache.py): the first Trace holds the prompt's rows,
+        each later one only the new token's row (its K and V: the whole cache); info['rows'] says which.
         """
         if not self.config.has_decoder:
             raise ValueError("an encoder-only model has no decoder to generate with")
         options = (options or RunOptions()).validate(self.config)
-        src, ids = self.inputs.generation_prompt(src, prefix)
-        tok = self.tokenizer("tgt")
-        unsure: list[tuple[str, float]] = []  # the chosen tokens whose probability was below UNSURE_BELOW
-        for step in range(max_new_tokens):
-            run = self.trace(src=src, tgt=list(ids), options=options)
-            next_id, piece = self.next_token(run)
-            prob = float(run.read(names.PROBS, -1)[next_id])
-            if prob < UNSURE_BELOW:
-                unsure.append((piece, prob))
-            done = next_id == tok.specials.eos or len(ids) + 2 >= self.config.max_len
-            if not done:
-                ids.append(next_id)
-            chosen = {"next_token": piece, "next_id": next_id, "next_prob": prob, "unsure": list(unsure)}
-            trace = run.with_info(**chosen, generated=tok.decode(ids), finished=done)
-            if unsure and (done or step == max_new_tokens - 1):
-                trace = trace.with_notices(unsure_notice(unsure))
-            yield trace
-            if done:
-                return
+        return generation.generate(self, src, prefix, max_new_tokens, options)
 
     def translate(self, src: str, max_new_tokens: int = 40, options: RunOptions | None = None) -> str:
         """The greedy output text (no traces kept)."""

@@ -1,0 +1,144 @@
+"""Greedy generation as a timeline: LiveModel.generate's loop. The prompt runs once (step 0, the prefill,
+holds every prompt row); each later step runs only the new token's position through the decoder, attending
+to the KV cache (engine/kv_cache.py), and its Trace holds the rows computed at that step: an attention map of
+[H, 1, t + 1], the cache's K and V [H_kv, t + 1, dk], one row of every hidden state and of the logits.
+
+A run the cache cannot serve (see `why_not_cached`) re-traces the whole sequence at each step instead, as
+generation did before the cache.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from attnlab.engine import kv_cache, names
+from attnlab.engine import live_placement as placing
+from attnlab.engine.devices import pick_device
+from attnlab.engine.live_inputs import Prompt
+from attnlab.engine.live_reuse import output_probs, tempered_softmax
+from attnlab.engine.options import RunOptions
+from attnlab.engine.recorder import Recorder
+from attnlab.engine.trace import Trace
+from attnlab.engine.typed import UNSURE_BELOW, unsure_notice
+
+if TYPE_CHECKING:
+    from attnlab.engine.live import LiveModel
+
+# the options a cached step runs as the whole sequence would: the rest change what a row sees (masks, heads, ...)
+_STEP_FREE = ("temperature", "device", "record", "precision")
+
+
+def why_not_cached(model: LiveModel, options: RunOptions) -> str | None:
+    """Why generation re-traces the whole sequence at each step for this model and these options (None: it
+    uses the KV cache)."""
+    cfg = model.config
+    if model.placement is not None:
+        return "the model's layers are spread over devices"
+    if cfg.position_bias != "none":
+        return "a position bias (ALiBi, T5) is built for the whole sequence"
+    changed = [f for f in RunOptions.__dataclass_fields__ if getattr(options, f) != getattr(RunOptions(), f)]
+    changed = [f for f in changed if f not in _STEP_FREE]
+    return f"the run changes {', '.join(changed)}" if changed else None
+
+
+Choose = Callable[[torch.Tensor], tuple[int, float]]
+
+
+def greedy(logits: torch.Tensor, temperature: float) -> tuple[int, float]:
+    """The next token: the most probable after the logits row [V], and its probability at `temperature`."""
+    probs = tempered_softmax(logits.float()[None], temperature)[0]  # [V]
+    i = int(probs.argmax())
+    return i, float(probs[i])
+
+
+def cached_steps(model: LiveModel, src: Prompt, ids: list[int], options: RunOptions) -> Iterator[tuple[Trace, int]]:
+    """The prefill and then one step per token sent back: yields (the step's Trace, its position t) and
+    receives the token to run next (None stops)."""
+    module, cfg = model.module, model.config
+    device = pick_device(options.device)
+    notices: list[str] = list(model.metadata.get("run_notices", []))
+    sides = model._inputs(src, list(ids), options, notices, {})
+    model._place(device, options, sides)
+    resolved = options.resolved(cfg, dtype=placing.dtype_name(module))
+    run = kv_cache.CachedRun(resolved)
+    src_ids = torch.tensor([sides["src"][1]], device=device) if "src" in sides else None  # [1, S]
+    prompt = torch.tensor([sides["tgt"][1]], device=device)  # [1, T0]
+    with torch.inference_mode():
+        rec = Recorder(options.record)
+        logits = kv_cache.prefill(module, run, prompt, rec, src_ids)  # [1, T0, V]
+        trace = _trace(model, rec, logits, resolved, str(device), notices, {"step": 0, "rows": (0, run.length)})
+        token = yield trace, 0
+        while token is not None:
+            t = run.length
+            rec = Recorder(options.record)
+            logits = kv_cache.step(module, run, token, rec)  # [1, BLOCK, V]
+            whole = _trace(model, rec, logits, resolved, str(device), [], {"step": t - prompt.shape[1] + 1})
+            trace = _rows_of(whole, options, {"rows": (t, t + 1), "cache_length": t + 1})
+            token = yield trace, t
+
+
+def _trace(
+    model: LiveModel,
+    rec: Recorder,
+    logits: torch.Tensor,
+    resolved: Any,
+    device: str,
+    notices: list[str],
+    info: dict[str, Any],
+) -> Trace:
+    entries = rec.entries()
+    if not rec.enabled:  # the fast path still returns what the output panel needs
+        entries[names.LOGITS] = logits[0]  # [T, V]
+    entries[names.PROBS] = output_probs(resolved.temperature)  # [T, V], softmax on read
+    return Trace(entries, config=model.config, options=resolved, device=device, notices=notices, info=info)
+
+
+def _rows_of(whole: Trace, options: RunOptions, info: dict[str, Any]) -> Trace:
+    """A step's Trace of BLOCK rows cut to the new token's row (kv_cache.step_rows); probs stay derived."""
+    entries = kv_cache.step_rows(whole) if options.record else {names.LOGITS: whole[names.LOGITS][:1]}
+    entries = OrderedDict(entries)
+    entries[names.PROBS] = output_probs(options.temperature)
+    return Trace(
+        entries,
+        config=whole.config,
+        options=whole.options,
+        device=whole.device,
+        notices=whole.notices,
+        info={**whole.info, **info},
+    )
+
+
+def generate(
+    model: LiveModel, src: Prompt, prefix: str, max_new_tokens: int, options: RunOptions
+) -> Iterator[Trace]:
+    """LiveModel.generate's loop (see there); the next token is chosen in one place, `greedy`."""
+    src, ids = model.inputs.generation_prompt(src, prefix)
+    tok = model.tokenizer("tgt")
+    unsure: list[tuple[str, float]] = []  # the chosen tokens whose probability was below UNSURE_BELOW
+    why = why_not_cached(model, options)
+    steps = None if why else cached_steps(model, src, ids, options)
+    for step in range(max_new_tokens):
+        if steps is None:
+            run = model.trace(src=src, tgt=list(ids), options=options)
+        else:
+            run, _t = next(steps) if step == 0 else steps.send(ids[-1])
+        next_id, prob = greedy(run.read(names.LOGITS, -1), options.temperature)
+        piece = model.output_tokenizer.id_to_token(next_id)
+        if prob < UNSURE_BELOW:
+            unsure.append((piece, prob))
+        done = next_id == tok.specials.eos or len(ids) + 2 >= model.config.max_len
+        if not done:
+            ids.append(next_id)
+        chosen = {"next_token": piece, "next_id": next_id, "next_prob": prob, "unsure": list(unsure)}
+        trace = run.with_info(**chosen, generated=tok.decode(ids), ids=list(ids), finished=done, cached=why is None)
+        if why is not None:
+            trace = trace.with_info(uncached=why)
+        if unsure and (done or step == max_new_tokens - 1):
+            trace = trace.with_notices(unsure_notice(unsure))
+        yield trace
+        if done:
+            return

@@ -1,0 +1,168 @@
+"""Generation with a KV cache: the prompt runs once (the prefill), then each new token runs only its own
+position through the decoder, its queries attending to the cached K and V rows of every earlier position.
+
+The cache holds each decoder self-attention site's K and V after the rotary turn, [B, H_kv, t, dk]: under
+grouped-query attention one cached head serves H / H_kv query heads (layers.attend repeats it for them).
+Cross-attention reads the encoder's output, which does not change while decoding: it is computed once, by
+the prefill, and kept (`CachedRun.memory`).
+
+A step computes BLOCK rows, all the new token's, and keeps the first: a matrix product of one row goes to a
+matrix-vector kernel that sums in another order than the whole-sequence run's matrix product does, while a
+product of a few rows takes the same kernel, and every row gets the bits the whole sequence's row gets
+(tests/engine/test_kv_cache.py). The other rows cost next to nothing: a step reads every weight once either way.
+
+Shapes: B batch (1), H heads, H_kv K/V heads, t cached positions, dk head width, d = d_model, V vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from attnlab.engine import names
+from attnlab.engine.context import RunContext, final_norm
+from attnlab.engine.embedding import embed_tokens
+from attnlab.engine.masks import NEG_INF, AttentionMask, padded_keys
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import ResolvedOptions
+from attnlab.engine.recorder import Recorder
+from attnlab.engine.run_inputs import MEMORY, LayerInputs
+from attnlab.engine.softcap import cap_logits
+from attnlab.engine.trace import Trace
+
+BLOCK = 8  # the rows a step computes (see the module's docstring); the first is the new token's
+
+
+class SiteCache:
+    """One decoder self-attention site's cached K and V, called by the attention as its `kv_step`: it appends
+    the first `keep` rows of this step's K and V (all of them when `keep` is None: the prefill) and returns
+    the whole cache."""
+
+    def __init__(self) -> None:
+        self.k: Tensor | None = None  # [B, H_kv, t, dk]
+        self.v: Tensor | None = None  # [B, H_kv, t, dk]
+        self.keep: int | None = None
+
+    def __call__(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """k, v [B, H_kv, rows, dk] -> the cache's [B, H_kv, t + keep, dk] (this step's rows last)."""
+        if self.keep is not None:
+            k, v = k[:, :, : self.keep], v[:, :, : self.keep]  # [B, H_kv, keep, dk]
+        self.k = k if self.k is None else torch.cat([self.k, k], dim=2)
+        self.v = v if self.v is None else torch.cat([self.v, v], dim=2)
+        return self.k, self.v
+
+    @property
+    def length(self) -> int:
+        return 0 if self.k is None else self.k.shape[2]
+
+
+@dataclass
+class CachedRun:
+    """A decoder's state between generation steps: each self-attention site's cache, the encoder's output
+    (encoder-decoder), the source's padding, and the run's resolved options."""
+
+    options: ResolvedOptions
+    sites: dict[str, SiteCache] = field(default_factory=dict)
+    memory: Tensor | None = None  # [B, S, d], the encoder's output
+    src_pad: Tensor | None = None  # [B, S]
+    length: int = 0  # the positions cached
+
+    def site(self, name: str) -> SiteCache:
+        return self.sites.setdefault(name, SiteCache())
+
+
+def bytes_per_token(config_layers: int, kv_heads: int, head_dim: int, element: int) -> int:
+    """What the cache grows by per token: K and V, in every layer, for every K/V head: 2·L·H_kv·dk·bytes."""
+    return 2 * config_layers * kv_heads * head_dim * element
+
+
+@contextmanager
+def cached_attention(model: Transformer, run: CachedRun, keep: int | None) -> Iterator[None]:
+    """Hook each decoder self-attention onto its site's cache for one forward (`keep` rows of it kept)."""
+    hooked = []
+    for i, layer in enumerate(model.decoder):
+        cache = run.site(names.site(names.layer("dec", i), "self"))
+        cache.keep = keep
+        layer.self_attn.kv_step = cache
+        hooked.append(layer.self_attn)
+    try:
+        yield
+    finally:
+        for attention in hooked:
+            attention.kv_step = None
+
+
+def prefill(model: Transformer, run: CachedRun, ids: Tensor, rec: Recorder, src: Tensor | None) -> Tensor:
+    """The prompt ids [1, T0] (and the source ids [1, S], encoder-decoder) through the whole model, each
+    self-attention's K and V kept in `run`'s cache. -> logits [1, T0, V]"""
+    inputs = LayerInputs()  # keeps the encoder's output (and each layer's input)
+    with cached_attention(model, run, None):
+        logits = model(src, ids, options=run.options, rec=rec, inputs=inputs)  # [1, T0, V]
+    if src is not None and model.config.has_encoder:  # the encoder's output, read again by every step
+        run.memory = inputs.get(MEMORY)  # [1, S, d]
+    run.length = ids.shape[1]
+    return logits
+
+
+def step(model: Transformer, run: CachedRun, token: int, rec: Recorder) -> Tensor:
+    """One new token (at position t = run.length) through the decoder, attending to the cache, which grows
+    by its K and V rows. Records into `rec` the BLOCK rows computed. -> logits [1, BLOCK, V] (row 0 is the
+    new token's)"""
+    cfg, t = model.config, run.length
+    device = model.sinusoid.device
+    ids = torch.full((1, BLOCK), token, dtype=torch.long, device=device)  # [1, BLOCK]
+    ctx = RunContext(cfg, run.options, rec, 0.0, device, model.sinusoid.dtype, t + BLOCK)
+    ctx.rotary = _from(ctx.rotary, t)
+    ctx.local_rotary = _from(ctx.local_rotary, t)
+    tables = model.side_tables("tgt")
+    if tables.positions is not None:  # the table read from position t (embed_tokens starts at its offset)
+        tables = replace(tables, positions=tables.positions[t:])
+    y = embed_tokens(tables, cfg, ids, "tgt", rec, None, run.options.positional)  # [1, BLOCK, d]
+    src_keys = padded_keys(run.src_pad, run.options) if run.memory is not None else None
+    with cached_attention(model, run, 1):
+        for i, layer in enumerate(model.decoder):
+            layer_name = names.layer("dec", i)
+            site = names.site(layer_name, "self")
+            self_mask = step_mask(t, ctx.masks.window_of(site), y)
+            cross_mask = None
+            if run.memory is not None:
+                cross_mask = ctx.masks(names.site(layer_name, "cross"), BLOCK, run.memory.shape[1], src_keys)
+            y = layer(y, run.memory, self_mask, cross_mask, ctx, layer_name)  # [1, BLOCK, d]
+    y = final_norm(model.dec_norm, y, ctx, "dec")
+    rec(names.stack_out("dec"), y)
+    logits = cap_logits(model.project(y, rec), cfg.final_softcap, rec)  # [1, BLOCK, V]
+    rec(names.LOGITS, logits)
+    run.length = t + 1
+    return logits
+
+
+def _from(tables: tuple[Tensor, Tensor] | None, t: int) -> tuple[Tensor, Tensor] | None:
+    """Rotary (cos, sin) tables [P, r/2] from position t on (a step's rows all sit at position t)."""
+    return None if tables is None else (tables[0][t:], tables[1][t:])
+
+
+def step_mask(t: int, window: int, like: Tensor) -> AttentionMask:
+    """The mask of BLOCK queries at position t over keys 0 … t: nothing blocked but, with a sliding window W,
+    the keys j with t - j >= W.  -> additive [1, 1, BLOCK, t + 1]"""
+    additive = torch.zeros(1, 1, BLOCK, t + 1, dtype=like.dtype, device=like.device)  # [1, 1, BLOCK, t + 1]
+    if 0 < window <= t:
+        additive[..., : t - window + 1] = NEG_INF
+    return AttentionMask(additive, blocks_nothing=not (0 < window <= t), blocked_rows=False)
+
+
+def step_rows(trace: Trace) -> OrderedDict[str, Any]:
+    """A step's entries, read (derived ones computed on the step's BLOCK rows), with each query-position axis
+    cut to the new token's row: axis -2 where it has BLOCK rows, kept as [.., 1, ..]. A self-attention site's
+    K and V are the cache, kept whole (rows 0 … t)."""
+    out: OrderedDict[str, Any] = OrderedDict()
+    for name in trace.names():
+        value = trace[name]
+        whole = names.step_of(name) in ("k", "v") or not isinstance(value, Tensor) or value.dim() < 2
+        out[name] = value if whole or value.shape[-2] != BLOCK else value[..., :1, :].clone()
+    return out
