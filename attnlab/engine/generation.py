@@ -70,14 +70,15 @@ def cached_steps(model: LiveModel, src: Prompt, ids: list[int], options: RunOpti
     with torch.inference_mode():
         rec = Recorder(options.record)
         logits = kv_cache.prefill(module, run, prompt, rec, src_ids)  # [1, T0, V]
-        trace = _trace(model, rec, logits, resolved, str(device), notices, {"step": 0, "rows": (0, run.length)})
+        whole = _trace(model, rec, logits, resolved, str(device), notices, {"step": 0})
+        trace = _rows_of(whole, options, run.length, logits.shape[1], {"rows": (0, run.length)})
         token = yield trace, 0
         while token is not None:
             t = run.length
             rec = Recorder(options.record)
             logits = kv_cache.step(module, run, token, rec)  # [1, BLOCK, V]
             whole = _trace(model, rec, logits, resolved, str(device), [], {"step": t - prompt.shape[1] + 1})
-            trace = _rows_of(whole, options, {"rows": (t, t + 1), "cache_length": t + 1})
+            trace = _rows_of(whole, options, 1, kv_cache.BLOCK, {"rows": (t, t + 1), "cache_length": t + 1})
             token = yield trace, t
 
 
@@ -97,10 +98,14 @@ def _trace(
     return Trace(entries, config=model.config, options=resolved, device=device, notices=notices, info=info)
 
 
-def _rows_of(whole: Trace, options: RunOptions, info: dict[str, Any]) -> Trace:
-    """A step's Trace of BLOCK rows cut to the new token's row (kv_cache.step_rows); probs stay derived."""
-    entries = kv_cache.step_rows(whole) if options.record else {names.LOGITS: whole[names.LOGITS][:1]}
-    entries = OrderedDict(entries)
+def _rows_of(whole: Trace, options: RunOptions, rows: int, computed: int, info: dict[str, Any]) -> Trace:
+    """A step's Trace of the `computed` rows cut to its own `rows` (kv_cache.step_rows; a step's K and V are
+    the whole cache, the prefill's its prompt's rows); probs stay derived."""
+    cache = "cache_length" in info
+    if options.record:
+        entries = kv_cache.step_rows(whole, rows, computed, cache)
+    else:
+        entries = OrderedDict([(names.LOGITS, whole[names.LOGITS][:rows])])
     entries[names.PROBS] = output_probs(options.temperature)
     return Trace(
         entries,

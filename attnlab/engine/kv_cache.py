@@ -37,25 +37,29 @@ from attnlab.engine.softcap import cap_logits
 from attnlab.engine.trace import Trace
 
 BLOCK = 8  # the rows a step computes (see the module's docstring); the first is the new token's
+# CPU matrix products (MKL) of fewer than WHOLE_ROWS rows compute them in groups of ROWS, and the rows of a last,
+# shorter group by another kernel that rounds differently; from WHOLE_ROWS rows on every row rounds alike
+ROWS, WHOLE_ROWS = 4, 12
 
 
 class SiteCache:
     """One decoder self-attention site's cached K and V, called by the attention as its `kv_step`: it appends
-    the first `keep` rows of this step's K and V (all of them when `keep` is None: the prefill) and returns
-    the whole cache."""
+    the first `keep` rows of this step's K and V. A step attends to the whole cache; the prefill (`prefill`)
+    to the rows it computed, as a whole-sequence run does."""
 
     def __init__(self) -> None:
         self.k: Tensor | None = None  # [B, H_kv, t, dk]
         self.v: Tensor | None = None  # [B, H_kv, t, dk]
-        self.keep: int | None = None
+        self.keep = 1
+        self.prefill = False
 
     def __call__(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """k, v [B, H_kv, rows, dk] -> the cache's [B, H_kv, t + keep, dk] (this step's rows last)."""
-        if self.keep is not None:
-            k, v = k[:, :, : self.keep], v[:, :, : self.keep]  # [B, H_kv, keep, dk]
-        self.k = k if self.k is None else torch.cat([self.k, k], dim=2)
-        self.v = v if self.v is None else torch.cat([self.v, v], dim=2)
-        return self.k, self.v
+        """k, v [B, H_kv, rows, dk] -> the cache's [B, H_kv, t + keep, dk] (this step's rows last), or k, v
+        themselves in the prefill."""
+        new_k, new_v = k[:, :, : self.keep], v[:, :, : self.keep]  # [B, H_kv, keep, dk]
+        self.k = new_k if self.k is None else torch.cat([self.k, new_k], dim=2)
+        self.v = new_v if self.v is None else torch.cat([self.v, new_v], dim=2)
+        return (k, v) if self.prefill else (self.k, self.v)
 
     @property
     def length(self) -> int:
@@ -83,12 +87,12 @@ def bytes_per_token(config_layers: int, kv_heads: int, head_dim: int, element: i
 
 
 @contextmanager
-def cached_attention(model: Transformer, run: CachedRun, keep: int | None) -> Iterator[None]:
+def cached_attention(model: Transformer, run: CachedRun, keep: int, prefill: bool = False) -> Iterator[None]:
     """Hook each decoder self-attention onto its site's cache for one forward (`keep` rows of it kept)."""
     hooked = []
     for i, layer in enumerate(model.decoder):
         cache = run.site(names.site(names.layer("dec", i), "self"))
-        cache.keep = keep
+        cache.keep, cache.prefill = keep, prefill
         layer.self_attn.kv_step = cache
         hooked.append(layer.self_attn)
     try:
@@ -98,15 +102,27 @@ def cached_attention(model: Transformer, run: CachedRun, keep: int | None) -> It
             attention.kv_step = None
 
 
+def prefill_rows(n: int, max_len: int) -> int:
+    """The rows the prefill computes for an n-token prompt: a multiple of ROWS when n is below WHOLE_ROWS (the
+    extra rows repeat the last token, after it: the causal mask keeps them from the prompt's rows), else n."""
+    padded = -(-n // ROWS) * ROWS
+    return padded if n < WHOLE_ROWS and padded <= max_len else n
+
+
 def prefill(model: Transformer, run: CachedRun, ids: Tensor, rec: Recorder, src: Tensor | None) -> Tensor:
     """The prompt ids [1, T0] (and the source ids [1, S], encoder-decoder) through the whole model, each
-    self-attention's K and V kept in `run`'s cache. -> logits [1, T0, V]"""
+    self-attention's K and V of the prompt kept in `run`'s cache. Records the rows computed (prefill_rows).
+    -> logits [1, rows, V] (the first T0 rows are the prompt's)"""
+    n = ids.shape[1]
+    rows = prefill_rows(n, model.config.max_len)
+    if rows > n:
+        ids = torch.cat([ids, ids[:, -1:].expand(1, rows - n)], dim=1)  # [1, rows]
     inputs = LayerInputs()  # keeps the encoder's output (and each layer's input)
-    with cached_attention(model, run, None):
-        logits = model(src, ids, options=run.options, rec=rec, inputs=inputs)  # [1, T0, V]
+    with cached_attention(model, run, n, prefill=True):
+        logits = model(src, ids, options=run.options, rec=rec, inputs=inputs)  # [1, rows, V]
     if src is not None and model.config.has_encoder:  # the encoder's output, read again by every step
         run.memory = inputs.get(MEMORY)  # [1, S, d]
-    run.length = ids.shape[1]
+    run.length = n
     return logits
 
 
@@ -156,13 +172,24 @@ def step_mask(t: int, window: int, like: Tensor) -> AttentionMask:
     return AttentionMask(additive, blocks_nothing=not (0 < window <= t), blocked_rows=False)
 
 
-def step_rows(trace: Trace) -> OrderedDict[str, Any]:
-    """A step's entries, read (derived ones computed on the step's BLOCK rows), with each query-position axis
-    cut to the new token's row: axis -2 where it has BLOCK rows, kept as [.., 1, ..]. A self-attention site's
-    K and V are the cache, kept whole (rows 0 … t)."""
+KEY_AXIS_STEPS = frozenset({"scores", "scaled", "mask", "masked", "weights", "capped", "biased", "bias"})
+
+
+def step_rows(trace: Trace, rows: int, computed: int, cache: bool) -> OrderedDict[str, Any]:
+    """A step's entries, read (derived ones computed on all the rows the step computed), with each
+    query-position axis (-2, of size `computed`) cut to its first `rows` rows. `cache`: a self-attention's
+    K and V are the whole cache (a step's: rows 0 … t, kept whole); else (the prefill) they and the key axis
+    of an attention map are cut to `rows` too."""
     out: OrderedDict[str, Any] = OrderedDict()
     for name in trace.names():
         value = trace[name]
-        whole = names.step_of(name) in ("k", "v") or not isinstance(value, Tensor) or value.dim() < 2
-        out[name] = value if whole or value.shape[-2] != BLOCK else value[..., :1, :].clone()
+        step_name = names.step_of(name)
+        if not isinstance(value, Tensor) or value.dim() < 2 or (cache and step_name in ("k", "v")):
+            out[name] = value
+            continue
+        if value.shape[-2] == computed:
+            value = value[..., :rows, :]
+        if not cache and step_name in KEY_AXIS_STEPS and value.shape[-1] == computed:
+            value = value[..., :rows]
+        out[name] = value.clone()
     return out
