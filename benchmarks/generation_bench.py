@@ -11,6 +11,9 @@ Rows (ms, the least of --runs, on the CPU with torch's default threads):
   cached step        attnlab's step with the cache, recording nothing (LiveModel.generate with record=False)
   cached step, rec   the same, recording the step's rows and cutting them to the new row (the timeline's Trace)
   whole re-trace     one run of the whole context, recording nothing: what each step cost before the cache
+  scrub              (with --scrub) a tiny model's recorded generation to --length positions, then moving the
+                     timeline to a random step: its attention map (present/timeline.py) and its KV-cache
+                     view-model (present/views/kv_cache.py); the first move fills the map from every step
 The ratio line divides the cached steps by transformers'. `--bitwise` also prints how far each step's rows are
 from the whole-sequence run's (tests/support/kv_timeline.py) on a 2-layer model of the same width.
 """
@@ -20,10 +23,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import sync  # noqa: F401 (the repository root on sys.path)
-
 import torch
 import transformers
+from _common import sync  # noqa: F401 (the repository root on sys.path)
 
 from attnlab.checkpoints.hf import convert
 from attnlab.engine import kv_cache
@@ -121,12 +123,40 @@ def bitwise(length: int) -> None:
             print(f"  {name:24s} max |diff| {d:.3g}")
 
 
+def scrub(length: int, runs: int) -> None:
+    import random
+
+    from attnlab.engine import names
+    from attnlab.present.timeline import Timeline
+    from attnlab.present.views.kv_cache import kv_cache_view
+    from tests.support.tiny import build_tiny_model
+
+    model = build_tiny_model("decoder-only", never_ends=True, max_len=length + 8)
+    start = time.perf_counter()
+    steps = list(model.generate("the black cat sees the small dog", max_new_tokens=length - 8))
+    made = time.perf_counter() - start
+    timeline, site = Timeline(steps), names.site(names.layer("dec", 1), "self")
+    first = least_ms(lambda: Timeline(steps).map_at(len(steps) - 1, site, 0), 1)
+    timeline.map_at(0, site, 0)
+    picks = [random.Random(k).randrange(len(steps)) for k in range(runs * 4)]
+    moves = [least_ms(lambda k=k: (timeline.map_at(k, site, 0), kv_cache_view(steps[k])), 1) for k in picks]
+    end = steps[-1].info["rows"][1]
+    print(f"\nscrub: {len(steps)} steps to {end} positions (generated in {made:.1f} s, tiny model)")
+    print(f"  first move (fills the map) {first:8.1f} ms")
+    print(f"  a move, worst of {len(moves)}      {max(moves):8.2f} ms   (median {sorted(moves)[len(moves) // 2]:.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--length", type=int, default=512)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--bitwise", action="store_true")
+    parser.add_argument("--scrub", action="store_true")
+    parser.add_argument("--scrub-only", action="store_true")
     args = parser.parse_args()
+    if args.scrub_only:
+        scrub(args.length, args.runs)
+        return
     hf, module = models(SHAPE["num_hidden_layers"])
     params = sum(p.numel() for p in hf.parameters()) / 1e6
     torch.manual_seed(1)
@@ -142,6 +172,8 @@ def main() -> None:
     print(f"  whole re-trace     {whole:8.1f} ms   (the step before the cache, recording nothing)")
     if args.bitwise:
         bitwise(min(args.length, 64))
+    if args.scrub:
+        scrub(args.length, args.runs)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ generation did before the cache.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -45,9 +45,6 @@ def why_not_cached(model: LiveModel, options: RunOptions) -> str | None:
     return f"the run changes {', '.join(changed)}" if changed else None
 
 
-Choose = Callable[[torch.Tensor], tuple[int, float]]
-
-
 def greedy(logits: torch.Tensor, temperature: float) -> tuple[int, float]:
     """The next token: the most probable after the logits row [V], and its probability at `temperature`."""
     probs = tempered_softmax(logits.float()[None], temperature)[0]  # [V]
@@ -55,7 +52,9 @@ def greedy(logits: torch.Tensor, temperature: float) -> tuple[int, float]:
     return i, float(probs[i])
 
 
-def cached_steps(model: LiveModel, src: Prompt, ids: list[int], options: RunOptions) -> Iterator[tuple[Trace, int]]:
+def cached_steps(
+    model: LiveModel, src: Prompt, ids: list[int], options: RunOptions
+) -> Generator[tuple[Trace, int], int | None, None]:
     """The prefill and then one step per token sent back: yields (the step's Trace, its position t) and
     receives the token to run next (None stops)."""
     module, cfg = model.module, model.config
@@ -67,19 +66,30 @@ def cached_steps(model: LiveModel, src: Prompt, ids: list[int], options: RunOpti
     run = kv_cache.CachedRun(resolved)
     src_ids = torch.tensor([sides["src"][1]], device=device) if "src" in sides else None  # [1, S]
     prompt = torch.tensor([sides["tgt"][1]], device=device)  # [1, T0]
-    with torch.inference_mode():
+    with torch.inference_mode():  # not across the yields: the caller's code runs between them
         rec = Recorder(options.record)
+        for side, (pieces, side_ids, _n) in sides.items():
+            rec.tokens(names.side_entry(side, "tokens"), pieces)
+            rec(names.side_entry(side, "ids"), torch.tensor([side_ids], device=device))  # [1, S] or [1, T0]
         logits = kv_cache.prefill(module, run, prompt, rec, src_ids)  # [1, T0, V]
         whole = _trace(model, rec, logits, resolved, str(device), notices, {"step": 0})
         trace = _rows_of(whole, options, run.length, logits.shape[1], {"rows": (0, run.length)})
-        token = yield trace, 0
-        while token is not None:
-            t = run.length
+    pieces, sequence = list(sides["tgt"][0]), list(sides["tgt"][1])  # the decoder's tokens so far
+    token = yield trace, 0
+    while token is not None:
+        t = run.length
+        with torch.inference_mode():
             rec = Recorder(options.record)
+            if "src" in sides:  # the sentence the cross-attention reads
+                rec.tokens(names.side_entry("src", "tokens"), sides["src"][0])
+            pieces.append(model.tokenizer("tgt").id_to_token(token))
+            sequence.append(token)
+            rec.tokens(names.side_entry("tgt", "tokens"), pieces)  # the keys' tokens; the row is the last
+            rec(names.side_entry("tgt", "ids"), torch.tensor([sequence], device=device))  # [1, t + 1]
             logits = kv_cache.step(module, run, token, rec)  # [1, BLOCK, V]
             whole = _trace(model, rec, logits, resolved, str(device), [], {"step": t - prompt.shape[1] + 1})
             trace = _rows_of(whole, options, 1, kv_cache.BLOCK, {"rows": (t, t + 1), "cache_length": t + 1})
-            token = yield trace, t
+        token = yield trace, t
 
 
 def _trace(
@@ -117,9 +127,7 @@ def _rows_of(whole: Trace, options: RunOptions, rows: int, computed: int, info: 
     )
 
 
-def generate(
-    model: LiveModel, src: Prompt, prefix: str, max_new_tokens: int, options: RunOptions
-) -> Iterator[Trace]:
+def generate(model: LiveModel, src: Prompt, prefix: str, max_new_tokens: int, options: RunOptions) -> Iterator[Trace]:
     """LiveModel.generate's loop (see there); the next token is chosen in one place, `greedy`."""
     src, ids = model.inputs.generation_prompt(src, prefix)
     tok = model.tokenizer("tgt")

@@ -28,6 +28,7 @@ from torch import Tensor
 from attnlab.engine import names
 from attnlab.engine.context import RunContext, final_norm
 from attnlab.engine.embedding import embed_tokens
+from attnlab.engine.layers import MultiHeadAttention
 from attnlab.engine.masks import NEG_INF, AttentionMask, padded_keys
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import ResolvedOptions
@@ -89,12 +90,14 @@ def bytes_per_token(config_layers: int, kv_heads: int, head_dim: int, element: i
 @contextmanager
 def cached_attention(model: Transformer, run: CachedRun, keep: int, prefill: bool = False) -> Iterator[None]:
     """Hook each decoder self-attention onto its site's cache for one forward (`keep` rows of it kept)."""
-    hooked = []
+    hooked: list[MultiHeadAttention] = []
     for i, layer in enumerate(model.decoder):
         cache = run.site(names.site(names.layer("dec", i), "self"))
         cache.keep, cache.prefill = keep, prefill
-        layer.self_attn.kv_step = cache
-        hooked.append(layer.self_attn)
+        attention = layer.self_attn
+        assert isinstance(attention, MultiHeadAttention)
+        attention.kv_step = cache
+        hooked.append(attention)
     try:
         yield
     finally:

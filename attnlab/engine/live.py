@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from attnlab.engine import live_placement as placing
 from attnlab.engine import generation, names, replay
+from attnlab.engine import live_placement as placing
 from attnlab.engine.config import ModelConfig
 from attnlab.engine.devices import out_of_device_memory, pick_device, release_device_memory
 from attnlab.engine.gpu_failures import GpuFailures

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnlab.engine import kv_cache, names
+from attnlab.engine import kv_cache
 from attnlab.engine.trace import Trace
 from attnlab.present.views.model import MessageView
 
