@@ -4,6 +4,7 @@ intermediate 1536, vocabulary 49152), the same weights in both, at a --length-to
 
     python benchmarks/generation_bench.py                 # 512 tokens, 5 timings per row (the least kept)
     python benchmarks/generation_bench.py --length 128 --runs 3 --bitwise
+    python benchmarks/generation_bench.py --threads 1 --scrub   # one thread each: steadier on a shared CPU
 
 Rows (ms, the least of --runs, on the CPU with torch's default threads):
   transformers       one token of LlamaForCausalLM with its DynamicCache at the context (a forward of the new
@@ -151,9 +152,12 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=512)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--bitwise", action="store_true")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--scrub", action="store_true")
     parser.add_argument("--scrub-only", action="store_true")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.scrub_only:
         scrub(args.length, args.runs)
         return
