@@ -6,7 +6,7 @@ grouped-query attention one cached head serves H / H_kv query heads (layers.atte
 Cross-attention reads the encoder's output, which does not change while decoding: it is computed once, by
 the prefill, and kept (`CachedRun.memory`).
 
-A step computes BLOCK rows, all the new token's, and keeps the first: a matrix product of one row goes to a
+A step computes BLOCK (4) rows, all the new token's, and keeps the first: a matrix product of one row goes to a
 matrix-vector kernel that sums in another order than the whole-sequence run's matrix product does, while a
 product of a few rows takes the same kernel, and every row gets the bits the whole sequence's row gets
 (tests/engine/test_kv_cache.py). The other rows cost next to nothing: a step reads every weight once either way.
@@ -37,10 +37,10 @@ from attnlab.engine.run_inputs import MEMORY, LayerInputs
 from attnlab.engine.softcap import cap_logits
 from attnlab.engine.trace import Trace
 
-BLOCK = 8  # the rows a step computes (see the module's docstring); the first is the new token's
 # CPU matrix products (MKL) of fewer than WHOLE_ROWS rows compute them in groups of ROWS, and the rows of a last,
 # shorter group by another kernel that rounds differently; from WHOLE_ROWS rows on every row rounds alike
 ROWS, WHOLE_ROWS = 4, 12
+BLOCK = ROWS  # the rows a step computes (see the module's docstring); the first is the new token's
 
 
 class SiteCache:
