@@ -188,8 +188,8 @@ def step_rows(trace: Trace, rows: int, computed: int, cache: bool) -> OrderedDic
     K and V are the whole cache (a step's: rows 0 … t, kept whole); else (the prefill) they and the key axis
     of an attention map are cut to `rows` too."""
     out: OrderedDict[str, Any] = OrderedDict()
-    for name in trace.names():
-        value = trace[name]
+    every = trace.names()
+    for name, value in zip(every, trace.fetch(every), strict=True):  # one batch: reading one by one is O(n²)
         step_name = names.step_of(name)
         if not isinstance(value, Tensor) or value.dim() < 2 or (cache and step_name in ("k", "v")):
             out[name] = value
