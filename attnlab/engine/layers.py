@@ -29,6 +29,8 @@ from attnlab.engine.score_step import Mechanism, RunKey, SiteRun
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
 
+KVStep = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]  # (this step's K, V) -> (all of the cache's K, V)
+
 
 def ablate_heads(context: Tensor, ablate: dict[int, str] | None) -> Tensor:
     """context [B, H, Tq, dk] with each ablated head's slice replaced: "zero" -> zeros, "mean" -> that head's
@@ -204,6 +206,7 @@ class MultiHeadAttention(AttentionWeights):
         # the score steps: scores / (√dk · score_divisor) when scaling (GPT-2's inverse layer index), each
         # mechanism's step, the mask (score_steps.site_steps, set by make_attention)
         self.steps = score_steps.plain(score_divisor)
+        self.kv_step: KVStep | None = None  # generation with a KV cache (engine/kv_cache.py); None: a whole run
 
     def forward(
         self,
@@ -249,6 +252,8 @@ class MultiHeadAttention(AttentionWeights):
         n = names.site_entries(prefix)
         if patch is not None:
             q, k, v = patch(n.q, q), patch(n.k, k), patch(n.v, v)
+        if self.kv_step is not None:  # the cached K/V rows and this step's: 2 x [B, H_kv, t + 1, dk]
+            k, v = self.kv_step(k, v)
         if rec.enabled:
             rec.add(((n.q, q), (n.k, k), (n.v, v)))
         terms = None  # terms added to Q Kᵀ [B, H, Tq, Tk] (DeBERTa's, BERT relative_key's): None with positions off

@@ -1,0 +1,105 @@
+"""Generation with a KV cache (engine/kv_cache.py, engine/generation.py): each step's rows against the same
+rows of one whole-sequence run, for a decoder with learned positions (GPT-2), grouped-query attention with
+rotary positions (Llama), soft-capping and a sliding window (Gemma 2) and an encoder-decoder (Marian), each
+built from transformers' own config classes and converted by attnlab's readers.
+
+Not bit for bit: on a CPU, a cached step's attention sums over its t + 1 keys while the whole run's row t
+sums over all T keys, the later ones blocked (the softmax's sum, the fused kernel's tiles and a matrix
+product's last columns round in another order); the rows agree to float32 rounding (RTOL), which
+benchmarks/generation_bench.py reports entry by entry."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attnlab.checkpoints.hf import convert
+from attnlab.engine import kv_cache, names
+from attnlab.engine.model import Transformer
+from attnlab.engine.options import RunOptions
+from attnlab.engine.recorder import Recorder
+from tests.support import hf_tiny, hf_tiny_norms
+from tests.support.kv_timeline import differences, timeline, whole_trace
+from tests.support.tiny import build_tiny_model
+
+RTOL = 3e-5  # |step − whole| / max(1, max |whole|): float32 rounding, grown through the layers
+IDS = [5, 17, 3, 88, 42, 7, 9, 61, 11, 23, 40, 2, 19, 33, 8, 70, 4, 55]
+BUILDERS = {"gpt2": hf_tiny.gpt2, "llama-gqa": hf_tiny.llama, "gemma2": hf_tiny_norms.gemma2, "marian": hf_tiny.marian}
+
+
+def module_of(build) -> Transformer:
+    model, hf_config = build()
+    config, state, _notes = convert(hf_config, model.state_dict())
+    module = Transformer(config)
+    module.load_state_dict(state)
+    return module.eval()
+
+
+@pytest.fixture(scope="module", params=list(BUILDERS))
+def family(request):
+    module = module_of(BUILDERS[request.param])
+    src = torch.tensor([hf_tiny.IDS]) if module.config.has_encoder else None
+    return request.param, module, src
+
+
+@pytest.mark.parametrize("n_prompt", [5])
+def test_each_step_row_is_the_whole_runs_row(family, n_prompt):
+    _name, module, src = family
+    ids = torch.tensor([IDS])
+    steps = timeline(module, src, ids, n_prompt)
+    assert [first for first, _ in steps] == [0, *range(n_prompt, len(IDS))]
+    worst = differences(steps, whole_trace(module, src, ids), relative=True)
+    for step_name in ("q", "k", "v", "weights", "context"):  # every site's steps were compared
+        assert any(names.step_of(n) == step_name for n in worst)
+    assert names.LOGITS in worst
+    too_far = {n: d for n, d in worst.items() if d > RTOL}
+    assert not too_far
+
+
+def test_a_step_computes_one_row_against_the_whole_cache(family):
+    _name, module, src = family
+    cfg = module.config
+    steps = timeline(module, src, torch.tensor([IDS[:9]]), 6)
+    first, rows = steps[-1]  # position 8
+    site = names.site(names.layer("dec", 0), "self")
+    n = names.site_entries(site)
+    assert first == 8
+    assert rows[n.weights].shape == (cfg.n_heads, 1, 9)  # one row over keys 0 … 8
+    assert rows[n.k].shape == (cfg.kv_heads, 9, cfg.d_head)  # the cache: one K head per group of Q heads
+    assert rows[names.LOGITS].shape[-2] == 1
+    assert torch.allclose(rows[n.weights].sum(-1), torch.ones(cfg.n_heads, 1))
+
+
+def test_the_cache_grows_by_its_bytes_per_token():
+    module = module_of(hf_tiny.llama)  # 4 query heads share 2 K/V heads
+    cfg = module.config
+    run = kv_cache.CachedRun(RunOptions().resolved(cfg))
+    with torch.inference_mode():
+        kv_cache.prefill(module, run, torch.tensor([IDS[:5]]), Recorder(False), None)
+        kv_cache.step(module, run, 7, Recorder(False))
+    held = sum(c.k.nbytes + c.v.nbytes for c in run.sites.values())  # what the cache's tensors take
+    assert run.length == 6 and all(c.length == 6 for c in run.sites.values())
+    per_token = kv_cache.bytes_per_token(cfg.n_decoder_layers, cfg.kv_heads, cfg.d_head, 4)
+    assert held == 6 * per_token
+    assert cfg.kv_heads < cfg.n_heads
+
+
+@pytest.mark.parametrize("arch", ["decoder-only", "encoder-decoder"])
+def test_generate_chooses_what_the_whole_sequence_runs_choose(arch):
+    model = build_tiny_model(arch, never_ends=True)
+    src = "the black cat sees the small dog"
+    steps = list(model.generate(src, max_new_tokens=5))
+    assert all(step.info["cached"] for step in steps)
+    ids = steps[-1].info["ids"]
+    prompt = len(ids) - len(steps)
+    for k, step in enumerate(steps):  # re-trace the sequence so far, as generation did before the cache
+        whole = model.trace(src=src if arch == "encoder-decoder" else None, tgt=ids[: prompt + k])
+        assert int(whole.read(names.PROBS, -1).argmax()) == step.info["next_id"]
+    assert steps[0].info["rows"][0] == 0 and steps[1].info["rows"][1] - steps[1].info["rows"][0] == 1
+
+
+def test_options_the_cache_cannot_serve_re_trace_each_step():
+    model = build_tiny_model("decoder-only", never_ends=True)
+    options = RunOptions(scale=False)
+    steps = list(model.generate("the black cat", max_new_tokens=2, options=options))
+    assert not steps[-1].info["cached"] and "scale" in steps[-1].info["uncached"]

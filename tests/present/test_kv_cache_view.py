@@ -1,0 +1,51 @@
+"""The KV-cache stage's view-model and the generation timeline (present/views/kv_cache.py, present/timeline.py)
+against the traces LiveModel.generate makes and a whole-sequence run."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from attnlab.engine import names
+from attnlab.present.timeline import Timeline
+from attnlab.present.views.kv_cache import KVCacheView, kv_cache_view
+from attnlab.present.views.model import MessageView
+from tests.support.tiny import build_tiny_model
+
+SITE = names.site(names.layer("dec", 1), "self")
+
+
+def generated(**changes):
+    model = build_tiny_model("decoder-only", never_ends=True, **changes)
+    return model, list(model.generate("the black cat sees the small dog", max_new_tokens=4))
+
+
+def test_the_view_says_what_was_reused_and_what_is_new():
+    model, steps = generated(n_kv_heads=2)  # 4 query heads, 2 cached heads
+    prefill, last = kv_cache_view(steps[0]), kv_cache_view(steps[-1])
+    assert isinstance(prefill, KVCacheView) and isinstance(last, KVCacheView)
+    prompt = steps[0].info["rows"][1]
+    assert (prefill.reused, prefill.new) == (0, prompt)
+    assert (last.reused, last.new) == (prompt + 2, 1)
+    assert last.rows.tolist() == [0.0] * (prompt + 2) + [1.0]
+    assert last.groups == [[0, 1], [2, 3]]
+    k = steps[-1][names.site_entry(SITE, "k")]  # the cache as the step read it: [H_kv, t + 1, dk]
+    layers = model.config.n_decoder_layers
+    assert last.cache_bytes == 2 * layers * k.numel() * k.element_size()
+
+
+def test_a_whole_run_has_no_cache_view():
+    model = build_tiny_model("decoder-only")
+    assert isinstance(kv_cache_view(model.trace(tgt="the black cat")), MessageView)
+
+
+def test_the_timeline_grows_a_row_per_step_and_ends_as_the_whole_map():
+    model, steps = generated()
+    timeline = Timeline(steps)
+    whole = model.trace(tgt=steps[-1].info["ids"][:-1])  # every row the steps computed
+    final = timeline.map_at(len(steps) - 1, SITE, 2)
+    expected = whole.read(names.site_entry(SITE, "weights"), 2).numpy()
+    np.testing.assert_allclose(final, expected, atol=1e-6)
+    sizes = [timeline.map_at(k, SITE, 2).shape[0] for k in range(len(steps))]
+    assert sizes == [sizes[0] + k for k in range(len(steps))]
+    assert torch.equal(torch.from_numpy(timeline.map_at(1, SITE, 2)), torch.from_numpy(final[: sizes[1], : sizes[1]]))
