@@ -9,11 +9,12 @@ the prefill, and kept (`CachedRun.memory`).
 A step computes BLOCK (4) rows, all the new token's, and keeps the first: a matrix product of one row goes to a
 matrix-vector kernel that sums in another order than the whole-sequence run's matrix product does, while a
 product of a few rows takes the same kernel, so the projections and feed-forward layers give the row the bits
-the whole sequence's row gets. Not so the attention: a step's row sums over its t + 1 keys, the whole run's
-row t over all T, the later ones blocked (the softmax's sum, the fused kernel's tiles and a product's last
-columns round in another order), so from a layer's attention context on the rows agree to float32 rounding,
-not to the last bit (tests/engine/test_kv_cache.py; `benchmarks/generation_bench.py --bitwise` lists each
-entry's distance). The other rows cost little: a step reads every weight once either way.
+the whole sequence's row gets. The attention's row sums over its t + 1 keys where the whole run's row t sums
+over all T, the later ones blocked: a recorded attention pads its keys and sums them in fixed groups
+(engine/row_stable.py), so those agree too, and every recorded row of a step equals the whole-sequence
+trace's row bit for bit (tests/engine/test_kv_cache.py; `benchmarks/generation_bench.py --bitwise` lists
+each entry's distance). A run that records nothing takes the fused kernel and agrees to float32 rounding.
+The other rows cost little: a step reads every weight once either way.
 
 Shapes: B batch (1), H heads, H_kv K/V heads, t cached positions, dk head width, d = d_model, V vocabulary.
 """

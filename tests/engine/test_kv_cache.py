@@ -3,18 +3,18 @@ rows of one whole-sequence run, for a decoder with learned positions (GPT-2), gr
 rotary positions (Llama), soft-capping and a sliding window (Gemma 2) and an encoder-decoder (Marian), each
 built from transformers' own config classes and converted by attnlab's readers.
 
-Not bit for bit: on a CPU, a cached step's attention sums over its t + 1 keys while the whole run's row t
-sums over all T keys, the later ones blocked (the softmax's sum, the fused kernel's tiles and a matrix
-product's last columns round in another order); the rows agree to float32 rounding (RTOL), which
-benchmarks/generation_bench.py reports entry by entry."""
+Bit for bit: a recorded attention pads its keys and sums weights @ V in fixed groups (engine/row_stable.py),
+so a step's row, over its t + 1 keys, has the bits of the whole run's row t, over all T keys (the later ones
+blocked); every other step is the same product on a row (kv_cache.BLOCK). Compared with torch.equal."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+import transformers
 
 from attnlab.checkpoints.hf import convert
-from attnlab.engine import kv_cache, names
+from attnlab.engine import kv_cache, names, row_stable
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.recorder import Recorder
@@ -22,7 +22,6 @@ from tests.support import hf_tiny, hf_tiny_norms
 from tests.support.kv_timeline import differences, timeline, whole_trace
 from tests.support.tiny import build_tiny_model
 
-RTOL = 3e-5  # |step − whole| / max(1, max |whole|): float32 rounding, grown through the layers
 IDS = [5, 17, 3, 88, 42, 7, 9, 61, 11, 23, 40, 2, 19, 33, 8, 70, 4, 55]
 BUILDERS = {"gpt2": hf_tiny.gpt2, "llama-gqa": hf_tiny.llama, "gemma2": hf_tiny_norms.gemma2, "marian": hf_tiny.marian}
 
@@ -43,17 +42,46 @@ def family(request):
 
 
 @pytest.mark.parametrize("n_prompt", [5])
-def test_each_step_row_is_the_whole_runs_row(family, n_prompt):
+def test_each_step_row_is_the_whole_runs_row_bit_for_bit(family, n_prompt):
     _name, module, src = family
     ids = torch.tensor([IDS])
     steps = timeline(module, src, ids, n_prompt)
     assert [first for first, _ in steps] == [0, *range(n_prompt, len(IDS))]
-    worst = differences(steps, whole_trace(module, src, ids), relative=True)
+    worst = differences(steps, whole_trace(module, src, ids))
     for step_name in ("q", "k", "v", "weights", "context"):  # every site's steps were compared
         assert any(names.step_of(n) == step_name for n in worst)
     assert names.LOGITS in worst
-    too_far = {n: d for n, d in worst.items() if d > RTOL}
-    assert not too_far
+    assert {n: d for n, d in worst.items() if d != 0.0} == {}  # every entry torch.equal, step after step
+
+
+def long_gpt2():
+    cfg = transformers.GPT2Config(vocab_size=hf_tiny.VOCAB, n_positions=96, n_embd=32, n_layer=2, n_head=4)
+    return hf_tiny._model(transformers.GPT2LMHeadModel, cfg)
+
+
+def long_llama():  # grouped-query: 4 query heads, 2 K/V heads
+    cfg = transformers.LlamaConfig(
+        vocab_size=hf_tiny.VOCAB,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=96,
+    )
+    return hf_tiny._model(transformers.LlamaForCausalLM, cfg)
+
+
+@pytest.mark.parametrize("build", [long_gpt2, long_llama])
+def test_rows_stay_equal_past_a_key_group(build):
+    """Steps on both sides of row_stable.KEY_GROUP keys (the padding grows by a group) and a whole run longer
+    than one group: still the same bits."""
+    module = module_of(build)
+    n = row_stable.KEY_GROUP + 6
+    ids = torch.tensor([[(7 * i + 3) % hf_tiny.VOCAB for i in range(n)]])
+    steps = timeline(module, None, ids, row_stable.KEY_GROUP - 3)
+    worst = differences(steps, whole_trace(module, None, ids))
+    assert worst and {name: d for name, d in worst.items() if d != 0.0} == {}
 
 
 def test_a_step_computes_one_row_against_the_whole_cache(family):
