@@ -95,9 +95,9 @@ def cached_steps(
             sequence.append(token)
             rec.tokens(names.side_entry("tgt", "tokens"), pieces)  # the keys' tokens; the row is the last
             rec(names.side_entry("tgt", "ids"), torch.tensor([sequence], device=device))  # [1, t + 1]
-            logits = kv_cache.step(module, run, token, rec)  # [1, BLOCK, V]
+            logits = kv_cache.step(module, run, token, rec)  # [1, BLOCK or 1, V]
             whole = _trace(model, rec, logits, resolved, str(device), [], {"step": t - prompt.shape[1] + 1})
-            trace = _rows_of(whole, options, 1, kv_cache.BLOCK, {"rows": (t, t + 1), "cache_length": t + 1})
+            trace = _rows_of(whole, options, 1, logits.shape[1], {"rows": (t, t + 1), "cache_length": t + 1})
         token = yield trace, t
 
 

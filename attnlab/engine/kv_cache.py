@@ -136,18 +136,20 @@ def prefill(model: Transformer, run: CachedRun, ids: Tensor, rec: Recorder, src:
 
 def step(model: Transformer, run: CachedRun, token: int, rec: Recorder) -> Tensor:
     """One new token (at position t = run.length) through the decoder, attending to the cache, which grows
-    by its K and V rows. Records into `rec` the BLOCK rows computed. -> logits [1, BLOCK, V] (row 0 is the
+    by its K and V rows. Records into `rec` the BLOCK rows computed (a run that records nothing computes one
+    row: only a recorded row is promised the whole run's bits). -> logits [1, BLOCK or 1, V] (row 0 is the
     new token's)"""
     cfg, t = model.config, run.length
     device = model.sinusoid.device
-    ids = torch.full((1, BLOCK), token, dtype=torch.long, device=device)  # [1, BLOCK]
-    ctx = RunContext(cfg, run.options, rec, 0.0, device, model.sinusoid.dtype, t + BLOCK)
+    n = BLOCK if rec.enabled else 1
+    ids = torch.full((1, n), token, dtype=torch.long, device=device)  # [1, n]
+    ctx = RunContext(cfg, run.options, rec, 0.0, device, model.sinusoid.dtype, t + n)
     ctx.rotary = _from(ctx.rotary, t)
     ctx.local_rotary = _from(ctx.local_rotary, t)
     tables = model.side_tables("tgt")
     if tables.positions is not None:  # the table read from position t (embed_tokens starts at its offset)
         tables = replace(tables, positions=tables.positions[t:])
-    y = embed_tokens(tables, cfg, ids, "tgt", rec, None, run.options.positional)  # [1, BLOCK, d]
+    y = embed_tokens(tables, cfg, ids, "tgt", rec, None, run.options.positional)  # [1, n, d]
     src_keys = padded_keys(run.src_pad, run.options) if run.memory is not None else None
     with cached_attention(model, run, 1):
         for i, layer in enumerate(model.decoder):
@@ -156,11 +158,11 @@ def step(model: Transformer, run: CachedRun, token: int, rec: Recorder) -> Tenso
             self_mask = step_mask(t, ctx.masks.window_of(site), y)
             cross_mask = None
             if run.memory is not None:
-                cross_mask = ctx.masks(names.site(layer_name, "cross"), BLOCK, run.memory.shape[1], src_keys)
-            y = layer(y, run.memory, self_mask, cross_mask, ctx, layer_name)  # [1, BLOCK, d]
+                cross_mask = ctx.masks(names.site(layer_name, "cross"), n, run.memory.shape[1], src_keys)
+            y = layer(y, run.memory, self_mask, cross_mask, ctx, layer_name)  # [1, n, d]
     y = final_norm(model.dec_norm, y, ctx, "dec")
     rec(names.stack_out("dec"), y)
-    logits = cap_logits(model.project(y, rec), cfg.final_softcap, rec)  # [1, BLOCK, V]
+    logits = cap_logits(model.project(y, rec), cfg.final_softcap, rec)  # [1, n, V]
     rec(names.LOGITS, logits)
     run.length = t + 1
     return logits
@@ -172,9 +174,9 @@ def _from(tables: tuple[Tensor, Tensor] | None, t: int) -> tuple[Tensor, Tensor]
 
 
 def step_mask(t: int, window: int, like: Tensor) -> AttentionMask:
-    """The mask of BLOCK queries at position t over keys 0 … t: nothing blocked but, with a sliding window W,
-    the keys j with t - j >= W.  -> additive [1, 1, BLOCK, t + 1]"""
-    additive = torch.zeros(1, 1, BLOCK, t + 1, dtype=like.dtype, device=like.device)  # [1, 1, BLOCK, t + 1]
+    """The mask of the step's queries (like [1, n, d]) at position t over keys 0 … t: nothing blocked but,
+    with a sliding window W, the keys j with t - j >= W.  -> additive [1, 1, n, t + 1]"""
+    additive = torch.zeros(1, 1, like.shape[1], t + 1, dtype=like.dtype, device=like.device)  # [1, 1, n, t + 1]
     if 0 < window <= t:
         additive[..., : t - window + 1] = NEG_INF
     return AttentionMask(additive, blocks_nothing=not (0 < window <= t), blocked_rows=False)

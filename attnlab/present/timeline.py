@@ -34,3 +34,18 @@ class Timeline:
     def map_at(self, k: int, site: str, head: int) -> np.ndarray:
         end = self.ends[k]
         return self._filled(site, head)[:end, :end]
+
+
+def shown_rows(site: str, n_rows: int, upto: int) -> int | None:
+    """How many rows of a decoder site's maps the timeline shows at position `upto` (ViewState.upto): rows
+    0 … upto, as the generation had computed them by that step (a self-attention's keys too); None: every row
+    (no timeline position, an encoder site, or a position past the run's rows)."""
+    if upto < 0 or upto >= n_rows - 1 or site.split(".")[0] != "dec":
+        return None
+    return upto + 1
+
+
+def step_positions(steps: list[Trace]) -> list[int]:
+    """The decoder position each generation step computed last (the timeline's stops): a step's Trace says
+    its rows (info['rows'])."""
+    return [int(t.info["rows"][1]) - 1 for t in steps]
