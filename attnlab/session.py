@@ -28,7 +28,15 @@ from attnlab.present.decoder_input import FOLLOWED, DecoderInput
 from attnlab.present.runtime import configure_torch
 from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage
 from attnlab.present.texts import example_sentence
-from attnlab.session_generation import accept_model, generate_one, take_followed
+from attnlab.session_generation import (
+    GENERATE_JOB,
+    GenerationRun,
+    accept_model,
+    accept_step,
+    generate_one,
+    take_followed,
+    timeline_positions,
+)
 from attnlab.session_jobs import LoadDetour, TraceRequest, load_job, reads_second_text, trace_job
 from attnlab.session_patching import MAP_JOB, MapRun, accept_row
 
@@ -59,6 +67,7 @@ class Session(QObject):
     snapshotsChanged = Signal(object)  # Snapshots or None: the open model's weights at a few training steps
     trainingStepChanged = Signal(object)  # int or None: the snapshot step the runs use (None: the final weights)
     patchMapChanged = Signal(object)  # PatchMap: the patching map as it fills (session_patching.py)
+    timelineChanged = Signal(object)  # list[int]: the decoder positions of the generation's steps (the timeline)
 
     _jobDone = Signal(object)  # (job, value, error) from the worker thread
 
@@ -87,8 +96,12 @@ class Session(QObject):
         self._stage_on_the_way: str | None = None  # a stage whose recomputed layers the worker computes
         # waiting jobs start loads first; a load makes the old model's traces moot
         self._jobs = JobRunner(
-            self._deliver, ("load", "trace", "warm", MAP_JOB), {"load": ("trace", MAP_JOB)}, configure_torch
+            self._deliver,
+            ("load", "trace", GENERATE_JOB, "warm", MAP_JOB),
+            {"load": ("trace", GENERATE_JOB, MAP_JOB)},
+            configure_torch,
         )
+        self.generation: GenerationRun | None = None  # Generate's cached steps, kept for the timeline
         self.patch_run: MapRun | None = None  # the patching map being filled (session_patching.py)
         self.unpatched: Trace | None = None  # run B before a patch from A was asked for (session_patching.py)
         self._generate_presses = 0
@@ -303,6 +316,10 @@ class Session(QObject):
     def _generate_one(self) -> None:
         generate_one(self)
 
+    def timeline(self) -> list[int]:
+        """The decoder positions of the shown generation's steps ([] when the texts are not a generation's)."""
+        return timeline_positions(self)
+
     def reset_tgt(self) -> None:
         self._generate_presses = 0
         if self.model is not None and self.model.config.arch == "decoder-only":
@@ -400,6 +417,8 @@ class Session(QObject):
                 accept_model(self, value, error)
             elif job.kind == MAP_JOB:
                 accept_row(self, value, error)
+            elif job.kind == GENERATE_JOB:
+                accept_step(self, value, error)
             elif job.kind == "warm":
                 self._stage_on_the_way = None
                 if error is None:

@@ -7,6 +7,7 @@ import numpy as np
 
 from attnlab.engine import names
 from attnlab.engine.trace import Trace
+from attnlab.present.texts import real_length
 
 
 class Timeline:
@@ -46,6 +47,7 @@ def shown_rows(site: str, n_rows: int, upto: int) -> int | None:
 
 
 def step_positions(steps: list[Trace]) -> list[int]:
-    """The decoder position each generation step computed last (the timeline's stops): a step's Trace says
-    its rows (info['rows'])."""
-    return [int(t.info["rows"][1]) - 1 for t in steps]
+    """The decoder position each generation step computed last (the timeline's stops): a cached step's Trace
+    says its rows (info['rows']); one the cache could not serve is the whole sequence (its last real token)."""
+    tokens = names.side_entry("tgt", "tokens")
+    return [int(t.info["rows"][1]) - 1 if "rows" in t.info else real_length(t[tokens]) - 1 for t in steps]
