@@ -12,11 +12,12 @@ Rows (ms, the least of --runs, on the CPU with torch's default threads):
   cached step        attnlab's step with the cache, recording nothing (LiveModel.generate with record=False)
   cached step, rec   the same, recording the step's rows and cutting them to the new row (the timeline's Trace)
   whole re-trace     one run of the whole context, recording nothing: what each step cost before the cache
-  scrub              (with --scrub) a tiny model's recorded generation to --length positions, then moving the
-                     timeline to a random step: its attention map (present/timeline.py) and its KV-cache
-                     view-model (present/views/kv_cache.py); the first move fills the map from every step
+  scrub              (with --scrub or --scrub-only) the window's generation slider at --length tokens: a move to
+                     a random step redraws the attention map's rows up to it (present/timeline.py), then the
+                     KV-cache stage's cache at that step (present/views/kv_cache.py)
 The ratio line divides the cached steps by transformers'. `--bitwise` also prints how far each step's rows are
-from the whole-sequence run's (tests/support/kv_timeline.py) on a 2-layer model of the same width.
+from the whole-sequence run's (tests/support/kv_timeline.py) on a 2-layer model of the same width: 0 for every
+entry (engine/row_stable.py).
 """
 
 from __future__ import annotations
@@ -125,26 +126,44 @@ def bitwise(length: int) -> None:
 
 
 def scrub(length: int, runs: int) -> None:
+    """The app's timeline slider at `length` tokens: the window (offscreen) shows a tiny decoder's attention
+    weights, then the KV-cache stage; each move sets the view's position (what the slider does) and the panel
+    redraws, rows 0 … t of the map (present/timeline.py) or step t's cache."""
+    import os
     import random
 
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
     from attnlab.engine import names
-    from attnlab.present.timeline import Timeline
-    from attnlab.present.views.kv_cache import kv_cache_view
+    from attnlab.ui.window.main_window import MainWindow
     from tests.support.tiny import build_tiny_model
 
+    app = QApplication.instance() or QApplication([])
     model = build_tiny_model("decoder-only", never_ends=True, max_len=length + 8)
-    start = time.perf_counter()
-    steps = list(model.generate("the black cat sees the small dog", max_new_tokens=length - 8))
-    made = time.perf_counter() - start
-    timeline, site = Timeline(steps), names.site(names.layer("dec", 1), "self")
-    first = least_ms(lambda: Timeline(steps).map_at(len(steps) - 1, site, 0), 1)
-    timeline.map_at(0, site, 0)
-    picks = [random.Random(k).randrange(len(steps)) for k in range(runs * 4)]
-    moves = [least_ms(lambda k=k: (timeline.map_at(k, site, 0), kv_cache_view(steps[k])), 1) for k in picks]
-    end = steps[-1].info["rows"][1]
-    print(f"\nscrub: {len(steps)} steps to {end} positions (generated in {made:.1f} s, tiny model)")
-    print(f"  first move (fills the map) {first:8.1f} ms")
-    print(f"  a move, worst of {len(moves)}      {max(moves):8.2f} ms   (median {sorted(moves)[len(moves) // 2]:.2f})")
+    text = " ".join(("the black cat sees the small dog " * length).split()[: length - 1])  # + <s>: `length`
+    window = MainWindow()
+    window.resize(1280, 900)
+    window.show()
+    window.session.set_model(model, text, "")
+    while window.session.trace is None or window.session.busy:
+        app.processEvents()
+    site = names.site(names.layer("dec", 1), "self")
+    picks = [random.Random(k).randrange(length) for k in range(runs * 4)]
+    print(f"\nscrub: the window at {len(window.session.trace['tgt.tokens'])} tokens (tiny model, offscreen)")
+    for kind in ("weights", "kv_cache"):
+        window.session.set_stage(names.site_entry(site, kind))
+        app.processEvents()
+
+        def move(k: int) -> None:
+            window.session.set_view(upto=k)
+            app.processEvents()
+
+        moves = [least_ms(lambda k=k: move(k), 1) for k in picks]
+        worst, median = max(moves), sorted(moves)[len(moves) // 2]
+        print(f"  {kind:9s} a move, worst of {len(moves)} {worst:8.1f} ms   (median {median:.1f})")
+    window.session.shutdown()
+    window.close()
 
 
 def main() -> None:

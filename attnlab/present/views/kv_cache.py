@@ -71,7 +71,7 @@ def kv_cache_view(
     element = DTYPE_BYTES.get(trace.options.dtype, 4)
     per_token = kv_cache.bytes_per_token(cfg.n_decoder_layers, kv_heads, d_head, element)
     tokens = tokens_of(trace, "tgt")[: t + 1]
-    rows = [f"{tok}  ← new" if i >= t + 1 - new else f"{tok}  (cached)" for i, tok in enumerate(tokens)]
+    rows = [f"{tok}  ← new" if i >= t + 1 - new else tok for i, tok in enumerate(tokens)]  # the rest: cached
     cols = [str(c) for c in range(d_head)]
     k = matrix_view(n.k, k_all[kv_head, : t + 1].float().numpy(), rows, f"K cache · K/V head {kv_head}", cols=cols)
     v = matrix_view(n.v, v_all[kv_head, : t + 1].float().numpy(), rows, f"V cache · K/V head {kv_head}", cols=cols)
