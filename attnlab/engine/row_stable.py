@@ -7,7 +7,8 @@ keys and over T keys round some scores differently, and so do a softmax's sum an
 lengths. So every recorded attention works on keys padded to a multiple of KEY_GROUP (zeros, blocked): the
 scores' products then take the same kernel whatever the multiple, a blocked key adds an exact 0 to the
 softmax's sum, and weights @ V is summed KEY_GROUP keys at a time, in order, so the groups after row t's keys
-add exact zeros. (Measured on this machine's CPU for 37 to 600 keys: tests/engine/test_kv_cache.py checks
+add exact zeros; a product of fewer than 12 query rows is taken on a multiple of 4 (the last row repeated), as a
+generation step's 4 rows are (a lone row, read by itself, has its row's bits too). (Measured on this machine's CPU for 37 to 600 keys: tests/engine/test_kv_cache.py checks
 the rows with torch.equal for GPT-2, Llama, Gemma 2 and Marian.)
 
 Plain torch; a leaf of the engine (layers.py and derived.py use it). Shapes: [..., Tq, Tk] maps, [..., Tk, dk]
@@ -31,11 +32,20 @@ def padded_length(n: int) -> int:
     return -(-n // KEY_GROUP) * KEY_GROUP
 
 
+def _rows_of_four(x: Tensor) -> tuple[Tensor, int]:
+    """x [..., M, c] with its last row repeated up to a multiple of 4 rows when M < 12 (a CPU matrix product of
+    fewer rows rounds a short last group of rows apart: kv_cache.ROWS), and M."""
+    m = x.shape[-2]
+    extra = -m % 4 if 0 < m < 12 else 0
+    return (torch.cat([x, x[..., -1:, :].expand(*x.shape[:-2], extra, x.shape[-1])], dim=-2) if extra else x), m
+
+
 def scores(q: Tensor, k: Tensor) -> Tensor:
     """q [..., Tq, dk] @ k [..., Tk, dk]ᵀ -> [..., Tq, Tk], the product taken over the padded keys."""
     n = k.shape[-2]
     padded = F.pad(k, (0, 0, 0, padded_length(n) - n))  # [..., Tk', dk], zeros after the keys
-    return (q @ padded.transpose(-2, -1))[..., :n]
+    rows, m = _rows_of_four(q)
+    return (rows @ padded.transpose(-2, -1))[..., :m, :n]
 
 
 def softmax(x: Tensor) -> Tensor:
@@ -49,13 +59,13 @@ def weighted_sum(weights: Tensor, v: Tensor) -> Tensor:
     """weights [..., Tq, Tk] @ v [..., Tk, dk] -> [..., Tq, dk], summed KEY_GROUP keys at a time, in order."""
     n = v.shape[-2]
     pad = padded_length(n) - n
-    w = F.pad(weights, (0, pad))  # [..., Tq, Tk']
+    w, m = _rows_of_four(F.pad(weights, (0, pad)))  # [..., Tq (4 at least), Tk']
     values = F.pad(v, (0, 0, 0, pad))  # [..., Tk', dk]
     out: Tensor | None = None
     for start in range(0, w.shape[-1], KEY_GROUP):
         part = w[..., start : start + KEY_GROUP] @ values[..., start : start + KEY_GROUP, :]  # [..., Tq, dk]
         out = part if out is None else out + part
-    return weights @ v if out is None else out  # no keys: the empty product
+    return weights @ v if out is None else out[..., :m, :]  # no keys: the empty product
 
 
 def row_blocks(maps: int, n_rows: int, n_keys: int) -> list[slice]:
