@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -26,8 +26,8 @@ from attnlab.engine.sampling_settings import GENERATION_KEY
 from attnlab.engine.trace import Trace
 from attnlab.engine.typed import UNSURE_BELOW, unsure_notice
 
-if TYPE_CHECKING:
-    from attnlab.engine.live import LiveModel
+# engine/live.LiveModel, whose generate() calls this module: named here only as what these functions are handed
+LiveModel = Any
 
 # the options a cached step runs as the whole sequence would: the rest change what a row sees (masks, heads, ...);
 # the sampling settings choose among the logits after the run, the adapter's strength is set on the weights
