@@ -324,6 +324,9 @@ def attend(
             terms=terms,
             bias=mask.bias,
         )
+    if rec.stable:  # nothing recorded, a recording's numbers: row_stable, as recorded_fused_attention
+        context = stable_context(q, k, v, mask.dense(q.shape[-2], k.shape[-2], q), mask.bias, scale, steps)
+        return ablate_heads(context, ablate)
     if not score_steps.fusable(steps):  # step by step, recording nothing
         additive = mask.dense(q.shape[-2], k.shape[-2], q)  # [B|1, 1, Tq, Tk]
         context = attention_steps(
@@ -364,14 +367,28 @@ def recorded_fused_attention(
     whose every key is blocked gets a zero context, as in attention_steps."""
     additive = mask.additive
     assert additive is not None
+    context = stable_context(q, k, v, additive, mask.bias, scale, steps)  # [B, H, Tq, dk]
+    run = SiteRun(RunKey(scale, q.shape[-1], mask.bias is not None), additive, mask.blocks_nothing, mask.bias)
+    record_rules(rec, prefix, score_steps.site_plan(steps, prefix, run.key), run, context)
+    return context
+
+
+def stable_context(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    additive: Tensor,
+    bias: Tensor | None,
+    scale: bool,
+    steps: score_steps.SiteSteps,
+) -> Tensor:
+    """The context [B, H, Tq, dk] a recording run computes: attention_steps one head and one block of rows at
+    a time, nothing kept (row_stable.by_blocks). Shapes as attention_steps; `additive` [B|1, 1, Tq, Tk]."""
 
     def block(q: Tensor, k: Tensor, v: Tensor, additive: Tensor, bias: Tensor | None) -> Tensor:
         return attention_steps(q, k, v, additive, scale, Recorder(False), "", steps=steps, bias=bias)
 
-    context = row_stable.by_blocks(block, q, k, v, additive, mask.bias)  # [B, H, Tq, dk]
-    run = SiteRun(RunKey(scale, q.shape[-1], mask.bias is not None), additive, mask.blocks_nothing, mask.bias)
-    record_rules(rec, prefix, score_steps.site_plan(steps, prefix, run.key), run, context)
-    return context
+    return row_stable.by_blocks(block, q, k, v, additive, bias)
 
 
 def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention:

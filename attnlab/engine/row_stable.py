@@ -7,9 +7,11 @@ keys and over T keys round some scores differently, and so do a softmax's sum an
 lengths. So every recorded attention works on keys padded to a multiple of KEY_GROUP (zeros, blocked): the
 scores' products then take the same kernel whatever the multiple, a blocked key adds an exact 0 to the
 softmax's sum, and weights @ V is summed KEY_GROUP keys at a time, in order, so the groups after row t's keys
-add exact zeros; a product of fewer than 12 query rows is taken on a multiple of 4 (the last row repeated), as a
-generation step's 4 rows are (a lone row, read by itself, has its row's bits too). (Measured on this machine's CPU for 37 to 600 keys: tests/engine/test_kv_cache.py checks
-the rows with torch.equal for GPT-2, Llama, Gemma 2 and Marian.)
+add exact zeros; a product of fewer than 12 query rows is taken on a multiple of 4 (the last row repeated), as
+a generation step's 4 rows are (a lone row, read by itself, has its row's bits too). Measured on this
+machine's CPU for 37 to 600 keys; tests/engine/test_kv_cache.py checks the rows with torch.equal for GPT-2,
+Llama, Gemma 2 and Marian. A run that records nothing takes the fused kernel (to float32 rounding of these),
+unless it asks for a recording's bits (Recorder(stable=True): a patching map's runs).
 
 Plain torch; a leaf of the engine (layers.py and derived.py use it). Shapes: [..., Tq, Tk] maps, [..., Tk, dk]
 keys and values.
@@ -58,14 +60,19 @@ def softmax(x: Tensor) -> Tensor:
 def weighted_sum(weights: Tensor, v: Tensor) -> Tensor:
     """weights [..., Tq, Tk] @ v [..., Tk, dk] -> [..., Tq, dk], summed KEY_GROUP keys at a time, in order."""
     n = v.shape[-2]
+    if n == 0:
+        return weights @ v  # no keys: the empty product
     pad = padded_length(n) - n
     w, m = _rows_of_four(F.pad(weights, (0, pad)))  # [..., Tq (4 at least), Tk']
-    values = F.pad(v, (0, 0, 0, pad))  # [..., Tk', dk]
-    out: Tensor | None = None
-    for start in range(0, w.shape[-1], KEY_GROUP):
-        part = w[..., start : start + KEY_GROUP] @ values[..., start : start + KEY_GROUP, :]  # [..., Tq, dk]
-        out = part if out is None else out + part
-    return weights @ v if out is None else out[..., :m, :]  # no keys: the empty product
+    groups = w.shape[-1] // KEY_GROUP
+    # [..., G, Tq, KEY_GROUP] @ [..., G, KEY_GROUP, dk]: one product per group of keys, on contiguous blocks
+    w = w.unflatten(-1, (groups, KEY_GROUP)).transpose(-3, -2).contiguous()
+    values = F.pad(v, (0, 0, 0, pad)).unflatten(-2, (groups, KEY_GROUP))
+    parts = w @ values  # [..., G, Tq, dk]
+    out = parts[..., 0, :, :]
+    for g in range(1, groups):  # in order: a group after a row's last key adds an exact 0
+        out = out + parts[..., g, :, :]
+    return out[..., :m, :]
 
 
 def row_blocks(maps: int, n_rows: int, n_keys: int) -> list[slice]:
