@@ -14,7 +14,7 @@ import torch
 import transformers
 
 from attnlab.checkpoints.hf import convert
-from attnlab.engine import kv_cache, names, row_stable
+from attnlab.engine import generation, kv_cache, names, row_stable
 from attnlab.engine.model import Transformer
 from attnlab.engine.options import RunOptions
 from attnlab.engine.recorder import Recorder
@@ -131,3 +131,15 @@ def test_options_the_cache_cannot_serve_re_trace_each_step():
     options = RunOptions(scale=False)
     steps = list(model.generate("the black cat", max_new_tokens=2, options=options))
     assert not steps[-1].info["cached"] and "scale" in steps[-1].info["uncached"]
+
+
+def test_the_whole_trace_of_the_last_step_holds_every_row():
+    """What `attnlab trace --generate` saves: the last step's input traced whole, with what the step chose."""
+    model = build_tiny_model("decoder-only", never_ends=True)
+    steps = list(model.generate("the black cat", max_new_tokens=3))
+    whole = generation.whole_trace(model, "the black cat", "", steps[-1], RunOptions())
+    expected = model.trace(tgt=steps[-1].info["ids"][:-1])  # the step ran the ids before the token it chose
+    tokens, weights = names.side_entry("tgt", "tokens"), names.site_entry(names.site("dec.1", "self"), "weights")
+    assert whole[tokens] == expected[tokens] and torch.equal(whole[weights], expected[weights])
+    assert whole[weights].shape[-2] == len(expected[tokens]) > 1  # every row, not the step's one
+    assert whole.info["generated"] == steps[-1].info["generated"]
