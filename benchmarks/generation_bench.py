@@ -91,11 +91,11 @@ def attnlab_step_ms(module: Transformer, ids: torch.Tensor, runs: int, record: b
     with torch.inference_mode():
         run = kv_cache.CachedRun(resolved)
         kv_cache.prefill(module, run, ids, Recorder(False), None)
-        kept = {name: (c.k, c.v) for name, c in run.sites.items()}
+        kept = {name: c.n for name, c in run.sites.items()}  # the prompt's rows (a step writes the next in place)
 
         def one() -> None:
-            for name, (k, v) in kept.items():
-                run.sites[name].k, run.sites[name].v = k, v
+            for name, n in kept.items():
+                run.sites[name].n = n
             run.length = ids.shape[1]
             rec = Recorder(record)
             kv_cache.step(module, run, int(ids[0, -1]), rec)

@@ -51,25 +51,45 @@ BLOCK = ROWS  # the rows a step computes (see the module's docstring); the first
 class SiteCache:
     """One decoder self-attention site's cached K and V, called by the attention as its `kv_step`: it appends
     the first `keep` rows of this step's K and V. A step attends to the whole cache; the prefill (`prefill`)
-    to the rows it computed, as a whole-sequence run does."""
+    to the rows it computed, as a whole-sequence run does. The rows live in buffers that double when full, so
+    a step writes its row in place instead of copying the cache (`k` and `v` are views of the rows held)."""
 
     def __init__(self) -> None:
-        self.k: Tensor | None = None  # [B, H_kv, t, dk]
-        self.v: Tensor | None = None  # [B, H_kv, t, dk]
+        self._k: Tensor | None = None  # [B, H_kv, capacity, dk]
+        self._v: Tensor | None = None  # [B, H_kv, capacity, dk]
+        self.n = 0  # the rows held
         self.keep = 1
         self.prefill = False
 
     def __call__(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """k, v [B, H_kv, rows, dk] -> the cache's [B, H_kv, t + keep, dk] (this step's rows last), or k, v
         themselves in the prefill."""
-        new_k, new_v = k[:, :, : self.keep], v[:, :, : self.keep]  # [B, H_kv, keep, dk]
-        self.k = new_k if self.k is None else torch.cat([self.k, new_k], dim=2)
-        self.v = new_v if self.v is None else torch.cat([self.v, new_v], dim=2)
+        n, keep = self.n, self.keep
+        if self._k is None or self._v is None or n + keep > self._k.shape[2]:
+            capacity = max(2 * (n + keep), 16)
+            grown_k = k.new_empty(*k.shape[:2], capacity, k.shape[-1])  # [B, H_kv, capacity, dk]
+            grown_v = v.new_empty(*v.shape[:2], capacity, v.shape[-1])
+            if self._k is not None and self._v is not None:
+                grown_k[:, :, :n], grown_v[:, :, :n] = self._k[:, :, :n], self._v[:, :, :n]
+            self._k, self._v = grown_k, grown_v
+        self._k[:, :, n : n + keep] = k[:, :, :keep]
+        self._v[:, :, n : n + keep] = v[:, :, :keep]
+        self.n = n + keep
         return (k, v) if self.prefill else (self.k, self.v)
 
     @property
+    def k(self) -> Tensor | None:
+        """The cached K [B, H_kv, t, dk] (a view), None before the prefill."""
+        return None if self._k is None else self._k[:, :, : self.n]
+
+    @property
+    def v(self) -> Tensor | None:
+        """The cached V [B, H_kv, t, dk] (a view), None before the prefill."""
+        return None if self._v is None else self._v[:, :, : self.n]
+
+    @property
     def length(self) -> int:
-        return 0 if self.k is None else self.k.shape[2]
+        return self.n
 
 
 @dataclass
