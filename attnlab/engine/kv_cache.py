@@ -75,7 +75,7 @@ class SiteCache:
         self._k[:, :, n : n + keep] = k[:, :, :keep]
         self._v[:, :, n : n + keep] = v[:, :, :keep]
         self.n = n + keep
-        return (k, v) if self.prefill else (self.k, self.v)
+        return (k, v) if self.prefill else (self._k[:, :, : self.n], self._v[:, :, : self.n])
 
     @property
     def k(self) -> Tensor | None:
