@@ -34,6 +34,13 @@ def padded_length(n: int) -> int:
     return -(-n // KEY_GROUP) * KEY_GROUP
 
 
+def _padded(x: Tensor, dim: int, extra: int, value: float = 0.0) -> Tensor:
+    """x with `extra` entries of `value` after the last along `dim` (-1 or -2); x itself when none."""
+    if extra == 0:
+        return x
+    return F.pad(x, (0, extra) if dim == -1 else (0, 0, 0, extra), value=value)
+
+
 def _rows_of_four(x: Tensor) -> tuple[Tensor, int]:
     """x [..., M, c] with its last row repeated up to a multiple of 4 rows when M < 12 (a CPU matrix product of
     fewer rows rounds a short last group of rows apart: kv_cache.ROWS), and M."""
@@ -45,7 +52,7 @@ def _rows_of_four(x: Tensor) -> tuple[Tensor, int]:
 def scores(q: Tensor, k: Tensor) -> Tensor:
     """q [..., Tq, dk] @ k [..., Tk, dk]ᵀ -> [..., Tq, Tk], the product taken over the padded keys."""
     n = k.shape[-2]
-    padded = F.pad(k, (0, 0, 0, padded_length(n) - n))  # [..., Tk', dk], zeros after the keys
+    padded = _padded(k, -2, padded_length(n) - n)  # [..., Tk', dk], zeros after the keys
     rows, m = _rows_of_four(q)
     return (rows @ padded.transpose(-2, -1))[..., :m, :n]
 
@@ -53,7 +60,7 @@ def scores(q: Tensor, k: Tensor) -> Tensor:
 def softmax(x: Tensor) -> Tensor:
     """softmax over the last axis [..., Tk] with the padded keys blocked (-inf: exp gives an exact 0)."""
     n = x.shape[-1]
-    padded = F.pad(x, (0, padded_length(n) - n), value=float("-inf"))  # [..., Tk']
+    padded = _padded(x, -1, padded_length(n) - n, float("-inf"))  # [..., Tk']
     return torch.softmax(padded, dim=-1)[..., :n]
 
 
@@ -63,11 +70,11 @@ def weighted_sum(weights: Tensor, v: Tensor) -> Tensor:
     if n == 0:
         return weights @ v  # no keys: the empty product
     pad = padded_length(n) - n
-    w, m = _rows_of_four(F.pad(weights, (0, pad)))  # [..., Tq (4 at least), Tk']
+    w, m = _rows_of_four(_padded(weights, -1, pad))  # [..., Tq (4 at least), Tk']
     groups = w.shape[-1] // KEY_GROUP
     # [..., G, Tq, KEY_GROUP] @ [..., G, KEY_GROUP, dk]: one product per group of keys, on contiguous blocks
     w = w.unflatten(-1, (groups, KEY_GROUP)).transpose(-3, -2).contiguous()
-    values = F.pad(v, (0, 0, 0, pad)).unflatten(-2, (groups, KEY_GROUP))
+    values = _padded(v, -2, pad).unflatten(-2, (groups, KEY_GROUP))
     parts = w @ values  # [..., G, Tq, dk]
     out = parts[..., 0, :, :]
     for g in range(1, groups):  # in order: a group after a row's last key adds an exact 0
@@ -99,6 +106,10 @@ def by_blocks(
     """The context [B, H, Tq, dk] of `attend(q, k, v, mask, bias)` (layers.attention_steps) taken one head and
     one block of rows (row_blocks) at a time: no map of all heads at once. q [B, H, Tq, dk], k and v
     [B, H, Tk, dk] (a shared head repeated), additive mask [B|1, 1, Tq, Tk], bias [1, H, Tq, Tk] or None."""
+    extra = padded_length(k.shape[-2]) - k.shape[-2]  # the keys padded once for every head and block
+    k, v = _padded(k, -2, extra), _padded(v, -2, extra)  # [B, H, Tk', dk], zeros
+    additive = _padded(additive, -1, extra, float("-inf"))  # [B|1, 1, Tq, Tk']: the padding blocked
+    bias = None if bias is None else _padded(bias, -1, extra)
     heads = []
     for h in range(q.shape[1]):
         one = slice(h, h + 1)
