@@ -27,7 +27,15 @@ from attnlab.jobs import Job, JobRunner
 from attnlab.present.decoder_input import FOLLOWED, DecoderInput
 from attnlab.present.stages import Stage, ViewState, pick_stage, slow_to_show, warm_stage
 from attnlab.present.texts import example_sentence
-from attnlab.session_generation import accept_model, generate_one, take_followed
+from attnlab.session_generation import (
+    GENERATE_JOB,
+    GenerationRun,
+    accept_model,
+    accept_step,
+    generate_one,
+    take_followed,
+    timeline_positions,
+)
 from attnlab.session_jobs import LoadDetour, TraceRequest, load_job, prepare_worker, reads_second_text, trace_job
 from attnlab.session_patching import MAP_JOB, PATCH_A_JOB, MapRun, accept_row, accept_run_a
 
@@ -57,6 +65,7 @@ class Session(QObject):
     snapshotsChanged = Signal(object)  # Snapshots or None: the open model's weights at a few training steps
     trainingStepChanged = Signal(object)  # int or None: the snapshot step the runs use (None: the final weights)
     patchMapChanged = Signal(object)  # PatchMap: the patching map as it fills (session_patching.py)
+    timelineChanged = Signal(object)  # list[int]: the decoder positions of the generation's steps (the timeline)
 
     _jobDone = Signal(object)  # (job, value, error) from the worker thread
 
@@ -86,10 +95,11 @@ class Session(QObject):
         # waiting jobs start loads first; a load makes the old model's traces moot
         self._jobs = JobRunner(
             self._deliver,
-            ("load", "trace", "warm", MAP_JOB, PATCH_A_JOB),
-            {"load": ("trace", MAP_JOB, PATCH_A_JOB)},
+            ("load", "trace", GENERATE_JOB, "warm", MAP_JOB, PATCH_A_JOB),
+            {"load": ("trace", GENERATE_JOB, MAP_JOB, PATCH_A_JOB)},
             prepare_worker,
         )
+        self.generation: GenerationRun | None = None  # Generate's cached steps, kept for the timeline
         self.patch_run: MapRun | None = None  # the patching map being filled (session_patching.py)
         self.unpatched: Trace | None = None  # run B before a patch from A was asked for (session_patching.py)
         self._generate_presses = 0
@@ -304,6 +314,10 @@ class Session(QObject):
     def _generate_one(self) -> None:
         generate_one(self)
 
+    def timeline(self) -> list[int]:
+        """The decoder positions of the shown generation's steps ([] when the texts are not a generation's)."""
+        return timeline_positions(self)
+
     def reset_tgt(self) -> None:
         self._generate_presses = 0
         if self.model is not None and self.model.config.arch == "decoder-only":
@@ -403,6 +417,8 @@ class Session(QObject):
                 accept_row(self, value, error)
             elif job.kind == PATCH_A_JOB:
                 accept_run_a(self, value, error)
+            elif job.kind == GENERATE_JOB:
+                accept_step(self, value, error)
             elif job.kind == "warm":
                 self._stage_on_the_way = None
                 if error is None:

@@ -119,6 +119,7 @@ def write_trace(trace: Trace, out: str, skip: frozenset[str] = frozenset()) -> b
 def run(args: argparse.Namespace) -> int:
     from attnlab.checkpoints import CheckpointError
     from attnlab.engine.config import ConfigError
+    from attnlab.engine.generation import whole_trace
     from attnlab.engine.live import out_of_device_memory
     from attnlab.engine.options import OptionsError, RunOptions
     from attnlab.engine.sampling_settings import with_model_defaults
@@ -158,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
                 pass
             if last is None:  # generate yields at least one step for N >= 1
                 return fail("the model generated no step to save.")
-            trace = last
+            trace = whole_trace(model, args.src, "", last, options)  # every row, not the step's one
             generated = trace.info["generated"]
         elif asks:
             trace = patched_trace(model, args, options, asks)

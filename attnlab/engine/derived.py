@@ -9,8 +9,8 @@ its inputs and the run's constants.
 Every rule redoes exactly the operation the step-by-step forward (layers.attention_steps, what an eager
 recording runs) does on the same numbers, so a derived entry equals that value (tests/engine/test_trace_derived.py
 and test_trace_linear.py compare every entry with an eager recording).
-The attention context is stored: a recording run computes it with the fused kernel (layers.py
-recorded_fused_attention), never holding a site's maps for all heads; `weighted_sum` derives it only where a
+The attention context is stored: a recording run computes it a block of rows at a time (layers.py
+recorded_fused_attention), never holding a long input's maps for all heads; `weighted_sum` derives it only where a
 site was recorded step by step. Maps too large to compute at once are read in blocks (derived_blocks.py).
 
 A leaf of the engine: the rules here are plain torch. A rule that runs model code to derive its entry (the
@@ -29,6 +29,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from attnlab.engine import row_stable
 from attnlab.engine.activations import ACTIVATION_FUNCTIONS
 
 RECENT_DERIVED = 6  # derived entries a Trace keeps where they were computed (a site's chain: scores … weights)
@@ -62,7 +63,7 @@ def per_q_head(kv: Tensor, n_heads: int) -> Tensor:
 
 def _scores(q: Tensor, k: Tensor) -> Tensor:
     """q [H, Tq, dk], k [H or H_kv, Tk, dk] -> [H, Tq, Tk], the same product the forward pass took."""
-    return q @ per_q_head(k, q.shape[-3]).transpose(-2, -1)
+    return row_stable.scores(q, per_q_head(k, q.shape[-3]))
 
 
 def _scaled_by(scores: Tensor, scale: bool, d_head: int, divisor: float = 1.0) -> Tensor:
@@ -78,12 +79,12 @@ def _masked(scaled: Tensor, mask: Tensor) -> Tensor:
 def _softmax_rows(masked: Tensor) -> Tensor:
     """masked [H, Tq, Tk] -> attention weights; a row with every key blocked (all -inf) gets zeros, as in
     layers.attention_steps (nan_to_num leaves every other row as it is)."""
-    return torch.softmax(masked, dim=-1).nan_to_num(0.0)
+    return row_stable.softmax(masked).nan_to_num(0.0)
 
 
 def _weighted_sum(weights: Tensor, v: Tensor) -> Tensor:
     """weights [H, Tq, Tk] @ v [H or H_kv, Tk, dk] -> context [H, Tq, dk]."""
-    return weights @ per_q_head(v, weights.shape[-3])
+    return row_stable.weighted_sum(weights, per_q_head(v, weights.shape[-3]))
 
 
 def _concat(context: Tensor) -> Tensor:

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnlab.engine import names, score_steps
+from attnlab.engine import names, row_stable, score_steps
 from attnlab.engine.attention_weights import AttentionWeights
 from attnlab.engine.derived import Derived
 from attnlab.engine.ffn import FeedForward  # re-exported: it lived here before
@@ -28,6 +28,8 @@ from attnlab.engine.score_step import Mechanism, RunKey, SiteRun
 
 if TYPE_CHECKING:
     from attnlab.engine.config import ModelConfig
+
+KVStep = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]  # (this step's K, V) -> (all of the cache's K, V)
 
 
 def ablate_heads(context: Tensor, ablate: dict[int, str] | None) -> Tensor:
@@ -79,7 +81,7 @@ def attention_steps(
     n = names.site_entries(prefix)
     keeps_steps = rec.enabled and rec.eager  # an eager recorder keeps every step as a value
     scores_derived = rec.enabled and n.q in rec and n.k in rec  # Q, K in the trace (a shared K head serves its Qs)
-    scores = q @ k.transpose(-2, -1)  # [B, H, Tq, Tk]
+    scores = row_stable.scores(q, k)  # [B, H, Tq, Tk], the same bits for a row whatever keys follow
     if terms is not None:  # DeBERTa: Q Kᵀ + c2p + p2c
         scores, scores_derived = scores.add_(terms), False
     run = SiteRun(RunKey(scale, q.shape[-1], bias is not None), mask, mask_is_zero, bias)
@@ -92,10 +94,10 @@ def attention_steps(
         scratch = scratch or (y is not x and not keeps_steps)  # a new map: derived on read when recorded at all
         values.append(y)
         x = y
-    weights = torch.softmax(x, dim=-1)  # [B, H, Tq, Tk]
+    weights = row_stable.softmax(x)  # [B, H, Tq, Tk]
     if blocked_rows:
         weights = weights.nan_to_num_(0.0)  # rows with no allowed key: NaN -> 0 (the softmax output is no entry)
-    context = ablate_heads(weights @ v, ablate)  # [B, H, Tq, dk]
+    context = ablate_heads(row_stable.weighted_sum(weights, v), ablate)  # [B, H, Tq, dk]
     if rec.enabled:
         context_derived = not ablate and n.v in rec
         record_steps(rec, prefix, plan, run, (scores, *values, weights, context), scores_derived, context_derived)
@@ -204,6 +206,7 @@ class MultiHeadAttention(AttentionWeights):
         # the score steps: scores / (√dk · score_divisor) when scaling (GPT-2's inverse layer index), each
         # mechanism's step, the mask (score_steps.site_steps, set by make_attention)
         self.steps = score_steps.plain(score_divisor)
+        self.kv_step: KVStep | None = None  # generation with a KV cache (engine/kv_cache.py); None: a whole run
 
     def forward(
         self,
@@ -249,6 +252,8 @@ class MultiHeadAttention(AttentionWeights):
         n = names.site_entries(prefix)
         if patch is not None:
             q, k, v = patch(n.q, q), patch(n.k, k), patch(n.v, v)
+        if self.kv_step is not None:  # the cached K/V rows and this step's: 2 x [B, H_kv, t + 1, dk]
+            k, v = self.kv_step(k, v)
         if rec.enabled:
             rec.add(((n.q, q), (n.k, k), (n.v, v)))
         terms = None  # terms added to Q Kᵀ [B, H, Tq, Tk] (DeBERTa's, BERT relative_key's): None with positions off
@@ -319,6 +324,9 @@ def attend(
             terms=terms,
             bias=mask.bias,
         )
+    if rec.stable:  # nothing recorded, a recording's numbers: row_stable, as recorded_fused_attention
+        context = stable_context(q, k, v, mask.dense(q.shape[-2], k.shape[-2], q), mask.bias, scale, steps)
+        return ablate_heads(context, ablate)
     if not score_steps.fusable(steps):  # step by step, recording nothing
         additive = mask.dense(q.shape[-2], k.shape[-2], q)  # [B|1, 1, Tq, Tk]
         context = attention_steps(
@@ -350,27 +358,37 @@ def recorded_fused_attention(
     prefix: str,
     steps: score_steps.SiteSteps = score_steps.PLAIN,
 ) -> Tensor:
-    """A recording run's attention in O(n·d) memory: the context [B, H, Tq, dk] from the fused kernel (no
-    [H, Tq, Tk] map of all heads at once), what the steps store (the mask, a position bias) and the context
-    stored, scores … weights recorded as rules that redo attention_steps' arithmetic on read, one head or one
-    block of rows at a time (derived_blocks.py). q, k, v [B, H, Tq|Tk, dk] (a shared K/V head repeated for
-    each of its Q heads; the trace holds the K/V as projected). A query whose every key is blocked gets a zero
-    context, as in attention_steps."""
+    """A recording run's attention in O(n·d) memory: the context [B, H, Tq, dk] step by step, one head and
+    one block of rows at a time (row_stable.by_blocks; no [H, Tq, Tk] map of all heads at once), each row's
+    bits the same whatever rows and keys follow it (engine/row_stable.py); what the steps store (the mask, a
+    position bias) and the context stored, scores … weights recorded as rules that redo attention_steps'
+    arithmetic on read, one head or one block of rows at a time (derived_blocks.py). q, k, v [B, H, Tq|Tk,
+    dk] (a shared K/V head repeated for each of its Q heads; the trace holds the K/V as projected). A query
+    whose every key is blocked gets a zero context, as in attention_steps."""
     additive = mask.additive
     assert additive is not None
-    divisor = score_steps.scale_of(steps).divisor
-    if not score_steps.fusable(steps):  # the context step by step, nothing kept (a soft-cap: engine/softcap.py)
-        context = attention_steps(q, k, v, additive, scale, Recorder(False), "", steps=steps, bias=mask.bias)
-    elif mask.blocks_nothing or mask.causal_only:
-        context = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only, divisor=divisor)
-    else:
-        context = fused_attention(q, k, v, mask.fused(), scale, blocked_rows=False, divisor=divisor)
-        if mask.blocked_rows:  # kernels need not give zeros (NaN, or a uniform average) for such rows
-            blocked = torch.isinf(additive).all(dim=-1, keepdim=True)  # [B|1, 1, Tq, 1]
-            context = context.masked_fill(blocked, 0.0)  # [B, H, Tq, dk]
+    context = stable_context(q, k, v, additive, mask.bias, scale, steps)  # [B, H, Tq, dk]
     run = SiteRun(RunKey(scale, q.shape[-1], mask.bias is not None), additive, mask.blocks_nothing, mask.bias)
     record_rules(rec, prefix, score_steps.site_plan(steps, prefix, run.key), run, context)
     return context
+
+
+def stable_context(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    additive: Tensor,
+    bias: Tensor | None,
+    scale: bool,
+    steps: score_steps.SiteSteps,
+) -> Tensor:
+    """The context [B, H, Tq, dk] a recording run computes: attention_steps one head and one block of rows at
+    a time, nothing kept (row_stable.by_blocks). Shapes as attention_steps; `additive` [B|1, 1, Tq, Tk]."""
+
+    def block(q: Tensor, k: Tensor, v: Tensor, additive: Tensor, bias: Tensor | None) -> Tensor:
+        return attention_steps(q, k, v, additive, scale, Recorder(False), "", steps=steps, bias=bias)
+
+    return row_stable.by_blocks(block, q, k, v, additive, bias)
 
 
 def make_attention(cfg: ModelConfig, layer_index: int = 0) -> MultiHeadAttention:

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
+from attnlab.engine import generation, names, replay
 from attnlab.engine import live_placement as placing
-from attnlab.engine import names, replay
 from attnlab.engine.adapter import AdapterWeights
 from attnlab.engine.chat_prompt import chat_info
 from attnlab.engine.config import ModelConfig
@@ -35,10 +35,9 @@ from attnlab.engine.options import RunOptions
 from attnlab.engine.precision import module_dtype, run_dtype
 from attnlab.engine.recorder import Recorder
 from attnlab.engine.run_inputs import LayerInputs, Resume
-from attnlab.engine.sampling import GENERATION_KEY, step_chooser
+from attnlab.engine.sampling import GENERATION_KEY
 from attnlab.engine.tokenizer import Tokenizer
 from attnlab.engine.trace import Trace
-from attnlab.engine.typed import UNSURE_BELOW, unsure_notice
 
 # what callers import from here: the model, its input types and errors, and the device helpers it runs with
 __all__ = ["InputError", "LiveModel", "Prompt", "out_of_device_memory", "pick_device", "tempered_softmax"]
@@ -322,30 +321,14 @@ class LiveModel:
 
         Stops after </s>, after max_new_tokens, or at the model's max length. Each step's Trace is the run's
         with what the step chose added (Trace.with_info): the run's own stays as it was made.
+
+        With the KV cache (engine/generation.py, engine/kv_cache.py): the first Trace holds the prompt's rows,
+        each later one only the new token's row (its K and V: the whole cache); info['rows'] says which.
         """
         if not self.config.has_decoder:
             raise ValueError("an encoder-only model has no decoder to generate with")
         options = (options or RunOptions()).validate(self.config)
-        src, ids = self.inputs.generation_prompt(src, prefix)
-        tok = self.tokenizer("tgt")
-        unsure: list[tuple[str, float]] = []  # the chosen tokens whose probability was below UNSURE_BELOW
-        choose = step_chooser(options, self.next_token, self.output_tokenizer.id_to_token)  # argmax, or drawn
-        for step in range(max_new_tokens):
-            run = self.trace(src=src, tgt=list(ids), options=options)
-            next_id, piece = choose(run)
-            prob = float(run.read(names.PROBS, -1)[next_id])
-            if prob < UNSURE_BELOW:
-                unsure.append((piece, prob))
-            done = next_id == tok.specials.eos or len(ids) + 2 >= self.config.max_len
-            if not done:
-                ids.append(next_id)
-            chosen = {"next_token": piece, "next_id": next_id, "next_prob": prob, "unsure": list(unsure)}
-            trace = run.with_info(**chosen, generated=tok.decode(ids), finished=done)
-            if unsure and (done or step == max_new_tokens - 1):
-                trace = trace.with_notices(unsure_notice(unsure))
-            yield trace
-            if done:
-                return
+        return generation.generate(self, src, prefix, max_new_tokens, options)
 
     def translate(self, src: str, max_new_tokens: int = 40, options: RunOptions | None = None) -> str:
         """The greedy output text (no traces kept)."""

@@ -115,7 +115,7 @@ def patched_logits(
         stack, layer = patch.layer
         resume = None if inputs is None or (stack, layer) == ("enc", 0) else Resume(stack, layer, inputs)
         with lock, torch.inference_mode():
-            logits = run(resume, Recorder(False), None)  # [1, T, V]
+            logits = run(resume, Recorder(False, stable=True), None)  # [1, T, V], a recorded run's bits
         yield logits[0].float().cpu()
 
 

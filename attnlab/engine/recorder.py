@@ -66,12 +66,21 @@ class Recorder:
     tensor of a layer but its output is kept as a placeholder that runs the layer again when read.
     """
 
-    __slots__ = ("enabled", "eager", "host", "replay", "_items", "_copies", "_direct", "_last", "_last_first")
+    __slots__ = ("enabled", "eager", "host", "replay", "stable", "_items", "_copies", "_direct", "_last", "_last_first")
 
     def __init__(
-        self, enabled: bool = True, *, eager: bool = False, host: bool = False, replay: LayerPlaceholders | None = None
+        self,
+        enabled: bool = True,
+        *,
+        eager: bool = False,
+        host: bool = False,
+        replay: LayerPlaceholders | None = None,
+        stable: bool = False,
     ):
         self.enabled = enabled
+        # a run that records nothing but must equal a recorded run to the bit (engine/patch_sweep.py): its
+        # attention takes the recording's arithmetic (engine/row_stable.py), not the fused kernel
+        self.stable = stable
         self.eager = eager
         self.host = host
         self.replay = replay

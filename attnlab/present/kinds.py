@@ -27,6 +27,7 @@ from attnlab.present.explain_attention import (
 )
 from attnlab.present.explain_factorised import factorised_page
 from attnlab.present.explain_inputs import inputs_explanation
+from attnlab.present.explain_kv_cache import kv_cache_page
 from attnlab.present.explain_layers import (
     addnorm_explanation,
     ffn_explanation,
@@ -39,7 +40,7 @@ from attnlab.present.explain_output import output_explanation
 from attnlab.present.explain_qk_norm import qk_norm_page
 from attnlab.present.explain_qkv import qkv_explanation
 from attnlab.present.explain_softcap import softcap_page
-from attnlab.present.stage_types import MOE, NORM_COMPARE, POST_NORM, Stage, ViewState
+from attnlab.present.stage_types import KV_CACHE, MOE, NORM_COMPARE, POST_NORM, Stage, ViewState
 from attnlab.present.views.addnorm import addnorm_view
 from attnlab.present.views.attention import map_view, mask_view, qkv_view
 from attnlab.present.views.disentangled import term_view
@@ -47,6 +48,7 @@ from attnlab.present.views.factorised import factorised_view
 from attnlab.present.views.ffn import ffn_view
 from attnlab.present.views.heads import heads_view
 from attnlab.present.views.inputs import embed_view, input_sum_view, tokens_view
+from attnlab.present.views.kv_cache import kv_cache_view
 from attnlab.present.views.lens import lens_view
 from attnlab.present.views.lines import lines_view
 from attnlab.present.views.moe import moe_view
@@ -89,6 +91,7 @@ KINDS: dict[str, StageKind] = {
     # one attention site, in computation order
     "qk_norm": StageKind(qk_norm_view, qk_norm_page, family_only=True),  # OLMo-2, Qwen3, Gemma 3
     "qkv": StageKind(qkv_view, qkv_explanation),
+    KV_CACHE: StageKind(kv_cache_view, kv_cache_page),  # a decoder self-attention's cache at a generation step
     **{term: StageKind(term_view, score_step(mixing_page)) for term in names.DISENTANGLED_TERMS},  # DeBERTa
     **{term: StageKind(term_view, score_step(mixing_page), family_only=True) for term in names.RELATIVE_KEY_TERMS},
     "scores": _site_map(score_step(scores_page)),

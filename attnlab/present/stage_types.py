@@ -18,6 +18,8 @@ MOE = "moe"  # the FFN stage of a sparse mixture of experts (engine/moe.py): rou
 MOE_TITLE = "mixture of experts: router → top-k experts"
 NORM_COMPARE = "norm_vs_batch"  # the stage after every add & norm: LayerNorm vs BatchNorm on its input
 NORM_COMPARE_TITLE = "LayerNorm vs BatchNorm"
+KV_CACHE = "kv_cache"  # a decoder self-attention's KV cache at a generation step (present/views/kv_cache.py)
+KV_CACHE_TITLE = "KV cache (generation)"
 POST_NORM = "post_norm"  # the stage of a sandwich's second norm, on the sub-layer's output (Gemma 2)
 
 OUTPUT = "out"  # stage keys of the output steps: "out.logits", "out.probs"
@@ -75,6 +77,9 @@ class ViewState:
     # long inputs: the window of positions the panels that list tokens show, (start, size); size 0 = all
     # (present/position_range.py)
     positions: tuple[int, int] = (0, 0)
+    # a generation's timeline (present/timeline.py): the decoder position scrubbed to; the attention maps show
+    # rows 0 … upto and the KV-cache stage that step's cache (-1: every row, the last step)
+    upto: int = -1
 
 
 COLOUR_SCALES = (("shared", "Shared by the site's score maps"), ("panel", "Per panel"), ("fixed", "Fixed range (±10)"))

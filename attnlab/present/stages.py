@@ -17,6 +17,8 @@ from attnlab.present.stage_types import (
     COLOUR_SCALES,
     COMPARE_MODES,
     FIXED_SCORE_RANGE,
+    KV_CACHE,
+    KV_CACHE_TITLE,
     MOE,
     MOE_TITLE,
     NORM_COMPARE,
@@ -99,6 +101,9 @@ def _attention_stages(trace: Trace, site: str, group: str, masked_self: bool) ->
     steps = position_bias.with_bias_steps(trace, site, list(titles.items()))  # ALiBi: bias, scaled + bias
     steps = mechanism_steps(trace.config, scale, site, steps)  # each mechanism's other stages (QK-norm, soft-cap)
     steps = trained_scale.retitled(trace.config, steps)  # T5: trained without ÷√dₖ
+    if masked_self:  # a decoder's self-attention: what generation caches of it, after Q, K, V
+        at = next((i + 1 for i, (k, _t) in enumerate(steps) if k == "qkv"), 0)
+        steps = [*steps[:at], (KV_CACHE, KV_CACHE_TITLE), *steps[at:]]
     return [Stage(names.site_entry(site, k), k, f"{kind_name} · {t}", group, site=site) for k, t in steps]
 
 
@@ -284,6 +289,7 @@ def _group_prefix(key: str) -> str:
 # The site steps each attention stage kind shows.
 _SITE_TENSORS = {
     "qkv": ("q", "k", "v"),
+    KV_CACHE: ("k", "v"),
     "qk_norm": names.QK_NORM_STEPS,
     "capped": ("capped",),
     **{term: (term,) for term in names.DISENTANGLED_TERMS},  # DeBERTa's score terms

@@ -61,5 +61,7 @@ def test_a_copy_keeps_the_trace_it_was_made_from_and_moves_with_it(model):
 def test_generation_adds_to_new_traces_and_leaves_the_models_run_as_it_was(model):
     steps = list(model.generate(SRC, max_new_tokens=3))
     assert [s.info["generated"] for s in steps] and all("next_token" in s.info for s in steps)
-    _key, kept = model.reuse.runs[True]  # the last run the model keeps, reused by the next one
-    assert "generated" not in kept.info and kept.entries is steps[-1].entries
+    kept = steps[-1]  # back to the step's own run (with the KV cache, generation keeps no run in model.reuse)
+    while kept._origin is not None:
+        kept = kept._origin
+    assert kept is not steps[-1] and "generated" not in kept.info and kept.entries is steps[-1].entries

@@ -160,7 +160,7 @@ def test_an_ablated_site_keeps_the_step_by_step_path(monkeypatch):
         layers, "attention_steps", lambda *a, **k: calls.append(a[6]) or steps(*a, **k)
     )  # a[6]: the site's prefix
     trace = model.trace(SRC, TGT, RunOptions().with_ablation("dec.1.self", 0, "zero"))
-    assert calls == ["dec.1.self"]
+    assert [prefix for prefix in calls if prefix] == ["dec.1.self"]  # "": a context computed, nothing recorded
     assert torch.equal(trace["dec.1.self.context"][0], torch.zeros_like(trace["dec.1.self.context"][0]))
 
 

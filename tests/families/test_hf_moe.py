@@ -90,7 +90,9 @@ def test_the_fast_path_gives_the_recorded_logits(moe):
     module.load_state_dict(state)
     with torch.inference_mode():
         fast = module.eval()(None, torch.tensor([IDS]))
-    assert float((fast - logits).abs().max()) <= 1e-6
+    # the recorded attention sums its keys in fixed groups (engine/row_stable.py), the fast path takes the fused
+    # kernel: the same function, to float32 rounding (grown through the routers), relative to the logits' size
+    assert float((fast - logits).abs().max()) <= 1e-6 * max(1.0, float(logits.abs().max())) * 10
 
 
 def test_the_stage_draws_the_routers_probabilities_and_choices(moe):

@@ -86,6 +86,7 @@ def test_registry_covers_every_pipeline_kind():
     kinds |= FAMILY_ONLY_KINDS  # the stages of imported families' mechanisms (QK-norm, soft-capping, …)
     kinds |= set(DISENTANGLED_TERMS)  # DeBERTa's score terms (test_deberta_stages.py)
     kinds |= {"lens", "moe"}  # the logit lens (decoder LMs) and Mixtral's experts
+    kinds |= {"kv_cache"}  # a decoder self-attention's KV cache (present/views/kv_cache.py)
     kinds |= {k for k, _ in position_bias.STEPS}  # the position-bias stages (ALiBi; test_stages_alibi.py)
     for kind in kinds:
         assert kind in panel_class_for(kind).kinds
@@ -115,6 +116,11 @@ def check_stage(trace, stage, data, view):
         for part, labels in (("q", rows), ("k", cols), ("v", cols)):
             np.testing.assert_array_equal(data[part]["matrix"], np_(trace, f"{site}.{part}")[data["head"]])
             assert data[part]["rows"] == labels
+    elif kind == "kv_cache":  # the cache at the last step: K and V of the K/V head the shown head reads
+        kv_head = data["kv_head"]
+        for part in ("k", "v"):
+            np.testing.assert_array_equal(data[part]["matrix"], np_(trace, f"{site}.{part}")[kv_head])
+        assert data["position"] == len(trace["tgt.tokens"]) - 1 and data["new"] == 1
     elif kind in ("scores", "scaled", "masked", "weights"):
         rows, cols = site_labels(trace, site)
         np.testing.assert_array_equal(data["matrix"], np_(trace, f"{site}.{kind}")[data["head"]])

@@ -17,6 +17,7 @@ from attnlab.present.explain_qkv import gqa_text
 from attnlab.present.facts import array, missing, missing_message, scaling_on, score_levels
 from attnlab.present.formulas import scaled_title
 from attnlab.present.stages import Stage, ViewState
+from attnlab.present.timeline import shown_rows
 from attnlab.present.views.long_attention import long_matrix, long_note
 from attnlab.present.views.long_map import is_long, map_shape
 from attnlab.present.views.model import MatrixView, MessageView, matrix_view
@@ -108,6 +109,11 @@ def map_view(
         return MapView(kind, long, long_note(MAP_TEXT[kind][1], (sv.tq, sv.tk)), sv.head, sv.n_heads)
     matrix = array(trace, names.site_entry(site, kind))[sv.head]  # [Tq, Tk]
     blocked = blocked_cells(trace, site)
+    rows, cols = sv.rows, sv.cols
+    if (n := shown_rows(site, matrix.shape[0], display.upto)) is not None:  # the generation timeline's step
+        keys = n if site.endswith(".self") else matrix.shape[1]  # a self-attention's later keys came later too
+        matrix, rows, cols = matrix[:n, :keys], rows[:n] if rows else rows, cols[:keys] if cols else cols
+        blocked = blocked[:n, :keys] if blocked is not None else None
     weights = kind == "weights"  # 0 … 1, or a percentile scale when a map of many keys has small weights
     levels, scale = (
         weight_scale(matrix, sv.tk) if weights else (score_levels(trace, site, sv.head, display.colour_scale), "")
@@ -115,9 +121,9 @@ def map_view(
     shown = matrix_view(
         names.site_entry(site, kind),
         matrix,
-        sv.rows,
+        rows,
         title,
-        cols=sv.cols,
+        cols=cols,
         masked=blocked,
         levels=levels,
         symmetric=None if kind == "weights" else True,

@@ -5,7 +5,17 @@ builder and explanation) to the panel class that draws it: one registration per 
 
 from __future__ import annotations
 
-from attnlab.present.stage_types import FACTORISED, LENS, LOGITS, MOE, NORM_COMPARE, POST_NORM, PROBS, SCORE_TERMS
+from attnlab.present.stage_types import (
+    FACTORISED,
+    KV_CACHE,
+    LENS,
+    LOGITS,
+    MOE,
+    NORM_COMPARE,
+    POST_NORM,
+    PROBS,
+    SCORE_TERMS,
+)
 from attnlab.ui.stages.addnorm import AddNormPanel
 from attnlab.ui.stages.attention import AttentionMapPanel, MaskPanel, QKVPanel
 from attnlab.ui.stages.base import StagePanel
@@ -14,6 +24,7 @@ from attnlab.ui.stages.factorised import FactorisedPanel
 from attnlab.ui.stages.ffn import FFNPanel
 from attnlab.ui.stages.heads import HeadsPanel, LinesPanel
 from attnlab.ui.stages.inputs import EmbeddingPanel, InputSumPanel, TokensPanel
+from attnlab.ui.stages.kv_cache import KVCachePanel
 from attnlab.ui.stages.lens import LensPanel
 from attnlab.ui.stages.moe import MoEPanel
 from attnlab.ui.stages.norm_compare import NormComparePanel
@@ -34,6 +45,7 @@ PANELS: dict[str, type[StagePanel]] = {
     # one attention site
     "qk_norm": QKNormPanel,
     "qkv": QKVPanel,
+    KV_CACHE: KVCachePanel,
     **{term: ScoreTermPanel for term in SCORE_TERMS},
     "scores": AttentionMapPanel,
     "scaled": AttentionMapPanel,

@@ -33,6 +33,7 @@ from attnlab.present.stages import Stage, shape_text
 from attnlab.present.status_texts import model_name
 from attnlab.session import Session
 from attnlab.ui.controls import head_menu
+from attnlab.ui.controls.generation_slider import GenerationSlider
 from attnlab.ui.controls.inputs import InputBar
 from attnlab.ui.controls.panel import ControlsPanel
 from attnlab.ui.controls.snapshot_slider import SnapshotSlider
@@ -129,6 +130,8 @@ class MainWindow(WindowMenus, WindowPresent, WindowFiles, WindowStatus, QMainWin
         box.addWidget(self._shapes_box)
         self.snapshot_slider = SnapshotSlider(self.session)  # training steps, when the model keeps snapshots
         box.addWidget(self.snapshot_slider)
+        self.generation_slider = GenerationSlider(self.session)  # the generation's steps, once Generate made some
+        box.addWidget(self.generation_slider)
         self.panel_scroll = PanelScroll(self.panel_stack)
         box.addWidget(self.panel_scroll, 1)
         split = QSplitter(Qt.Orientation.Vertical, childrenCollapsible=False)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from attnlab.present.lessons import Step
     from attnlab.session import Session
+    from attnlab.ui.controls.generation_slider import GenerationSlider
     from attnlab.ui.controls.inputs import InputBar
     from attnlab.ui.controls.panel import ControlsPanel
     from attnlab.ui.controls.snapshot_slider import SnapshotSlider
@@ -49,6 +50,7 @@ class WindowHost(QMainWindow):
     present_hint: QLabel  # window_present makes it: the keys of presentation mode, in the status bar
     present_keys_hint: str
     snapshot_slider: SnapshotSlider
+    generation_slider: GenerationSlider
     panel_scroll: PanelScroll
     opening: str  # what the last open asked for (window_files), named when it fails (window_status)
     # set on first use by lesson_actions.py and open_model.py (read with getattr until then)
