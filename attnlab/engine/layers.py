@@ -324,7 +324,7 @@ def attend(
             terms=terms,
             bias=mask.bias,
         )
-    if rec.stable:  # nothing recorded, a recording's numbers: row_stable, as recorded_fused_attention
+    if rec.stable and row_stable.worth_it(q, k):  # nothing recorded, a recording's numbers (a patching map)
         context = stable_context(q, k, v, mask.dense(q.shape[-2], k.shape[-2], q), mask.bias, scale, steps)
         return ablate_heads(context, ablate)
     if not score_steps.fusable(steps):  # step by step, recording nothing
@@ -358,16 +358,29 @@ def recorded_fused_attention(
     prefix: str,
     steps: score_steps.SiteSteps = score_steps.PLAIN,
 ) -> Tensor:
-    """A recording run's attention in O(n·d) memory: the context [B, H, Tq, dk] step by step, one head and
-    one block of rows at a time (row_stable.by_blocks; no [H, Tq, Tk] map of all heads at once), each row's
-    bits the same whatever rows and keys follow it (engine/row_stable.py); what the steps store (the mask, a
+    """A recording run's attention in O(n·d) memory: the context [B, H, Tq, dk] on the CPU up to
+    row_stable.STABLE_KEYS keys step by step, one head and one block of rows at a time (row_stable.by_blocks;
+    no [H, Tq, Tk] map of all heads at once), each row's bits the same whatever rows and keys follow it
+    (engine/row_stable.py); else from the fused kernel (to float32 rounding of those); what the steps store (the mask, a
     position bias) and the context stored, scores … weights recorded as rules that redo attention_steps'
     arithmetic on read, one head or one block of rows at a time (derived_blocks.py). q, k, v [B, H, Tq|Tk,
     dk] (a shared K/V head repeated for each of its Q heads; the trace holds the K/V as projected). A query
     whose every key is blocked gets a zero context, as in attention_steps."""
     additive = mask.additive
     assert additive is not None
-    context = stable_context(q, k, v, additive, mask.bias, scale, steps)  # [B, H, Tq, dk]
+    if row_stable.worth_it(q, k):  # a row's bits whatever keys follow it (a generation's steps)
+        context = stable_context(q, k, v, additive, mask.bias, scale, steps)  # [B, H, Tq, dk]
+    else:  # the fused kernel: long inputs and GPUs (the row-stable arithmetic is 8x slower at 4,096 tokens)
+        divisor = score_steps.scale_of(steps).divisor
+        if not score_steps.fusable(steps):  # the context step by step, nothing kept (a soft-cap: softcap.py)
+            context = attention_steps(q, k, v, additive, scale, Recorder(False), "", steps=steps, bias=mask.bias)
+        elif mask.blocks_nothing or mask.causal_only:
+            context = fused_attention(q, k, v, None, scale, is_causal=mask.causal_only, divisor=divisor)
+        else:
+            context = fused_attention(q, k, v, mask.fused(), scale, blocked_rows=False, divisor=divisor)
+            if mask.blocked_rows:  # kernels need not give zeros (NaN, or a uniform average) for such rows
+                blocked = torch.isinf(additive).all(dim=-1, keepdim=True)  # [B|1, 1, Tq, 1]
+                context = context.masked_fill(blocked, 0.0)  # [B, H, Tq, dk]
     run = SiteRun(RunKey(scale, q.shape[-1], mask.bias is not None), additive, mask.blocks_nothing, mask.bias)
     record_rules(rec, prefix, score_steps.site_plan(steps, prefix, run.key), run, context)
     return context

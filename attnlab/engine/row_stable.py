@@ -11,7 +11,8 @@ add exact zeros; a product of fewer than 12 query rows is taken on a multiple of
 a generation step's 4 rows are (a lone row, read by itself, has its row's bits too). Measured on this
 machine's CPU for 37 to 600 keys; tests/engine/test_kv_cache.py checks the rows with torch.equal for GPT-2,
 Llama, Gemma 2 and Marian. A run that records nothing takes the fused kernel (to float32 rounding of these),
-unless it asks for a recording's bits (Recorder(stable=True): a patching map's runs).
+unless it asks for a recording's bits (Recorder(stable=True): a patching map's runs); so does a recording
+run past STABLE_KEYS keys or on a GPU, where this arithmetic would cost several times the fused kernel.
 
 Plain torch; a leaf of the engine (layers.py and derived.py use it). Shapes: [..., Tq, Tk] maps, [..., Tk, dk]
 keys and values.
@@ -26,6 +27,18 @@ import torch.nn.functional as F
 from torch import Tensor
 
 KEY_GROUP = 64  # keys are padded to a multiple of this; weights @ V sums this many at a time
+# a recording run takes this arithmetic on the CPU up to this many keys, where it costs about what the fused
+# kernel does (GPT-2-small shape, 512 tokens: 0.98x transformers' eager forward either way); past it, and on a
+# GPU, the fused kernel (benchmarks/long_context_bench.py --tokens 4096: 4.9 s fused against 39-49 s)
+STABLE_KEYS = 1024
+
+
+def worth_it(q: Tensor, k: Tensor) -> bool:
+    """Whether a recording run's attention of q [..., Tq, dk] over k [..., Tk, dk] takes the row-stable
+    arithmetic (a generation step's rows equal the whole run's bit for bit) rather than the fused kernel."""
+    return q.device.type == "cpu" and k.shape[-2] <= STABLE_KEYS
+
+
 BLOCK_BYTES = 64 << 20  # a recording run's attention takes blocks of rows of about this many bytes of maps
 
 
