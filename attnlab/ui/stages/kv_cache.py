@@ -14,20 +14,19 @@ from attnlab.ui.stages.common import Note, draw_matrix, titled_heatmap
 
 
 class KVCachePanel(StagePanel):
-    """K cache | V cache ([tokens × d_k] each), the step's sentence above, the cache's sharing and cost below."""
+    """K cache over V cache ([tokens × d_k] each, one above the other as the Q, K, V stage draws them: side by
+    side, each got a few pixels per d_k column), the step's sentence above, the cache's sharing and cost below."""
 
     def __init__(self, parent: QtWidgets.QWidget | None = None):
         super().__init__(parent)
         self._header = Note(self, delta=1, bold=True)
         k_box, self._k = titled_heatmap(self, cols_title="d_k dimension")
         v_box, self._v = titled_heatmap(self, cols_title="d_k dimension")
-        row = QtWidgets.QHBoxLayout()
-        row.addWidget(k_box)
-        row.addWidget(v_box)
         self._note = Note(self)
         layout = QtWidgets.QVBoxLayout(self)
         layout.addWidget(self._header)
-        layout.addLayout(row, 1)
+        layout.addWidget(k_box, 1)
+        layout.addWidget(v_box, 1)
         layout.addWidget(self._note)
         self._data: dict = {}
 
