@@ -40,3 +40,12 @@ def test_the_slider_scrubs_the_generations_steps(qtbot, open_window, generating_
     with qtbot.waitSignal(w.session.traceReady, timeout=WAIT):
         w.session.set_src("the small dog", debounce=False)
     assert not slider.isVisible()
+
+
+def test_the_last_stop_names_no_position():
+    """The last stop shows every row of the shown run, the chosen token's included: it says 'all rows' rather
+    than the last step's position, which the KV-cache stage would contradict (it names the row after it)."""
+    from attnlab.ui.controls.generation_slider import step_label
+
+    assert step_label(0, [2, 3, 4]) == "step 0 of 2 · position 2"
+    assert step_label(2, [2, 3, 4]) == "step 2 of 2 · all rows"

@@ -12,13 +12,15 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QSlider, QWidget
 from attnlab.session import Session
 
 TOOLTIP = "Move through the generation: the maps show the rows computed up to this step (the right end: all)"
-WIDEST_LABEL = "step 8888 of 8888 · position 8888 (all rows)"
+WIDEST_LABEL = "step 8888 of 8888 · position 8888"
 
 
 def step_label(index: int, positions: list[int]) -> str:
-    """'step 3 of 7 · position 12', the last step saying that every row shows."""
-    last = index == len(positions) - 1
-    return f"step {index} of {len(positions) - 1} · position {positions[index]}" + (" (all rows)" if last else "")
+    """'step 3 of 7 · position 12'; the last stop 'step 7 of 7 · all rows' (every row of the shown run, the
+    token the last step chose included: a position there would name a row the maps go past)."""
+    if index == len(positions) - 1:
+        return f"step {index} of {len(positions) - 1} · all rows"
+    return f"step {index} of {len(positions) - 1} · position {positions[index]}"
 
 
 class GenerationSlider(QWidget):
