@@ -3,11 +3,15 @@ for a scrubber. Qt-free."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from attnlab.engine import names
-from attnlab.engine.trace import Trace
 from attnlab.present.texts import real_length
+
+if TYPE_CHECKING:  # torch: not before the window's first paint (tests/project/test_startup_imports.py)
+    from attnlab.engine.trace import Trace
 
 
 class Timeline:

@@ -138,7 +138,7 @@ def test_the_fused_run_agrees_with_the_recorded_one(name):
         fused = module(ids)
         rec = Recorder(True)
         recorded = module(ids, rec=rec)
-    assert torch.allclose(fused, recorded, atol=1e-5)
+    assert torch.allclose(fused, recorded, atol=1e-5, rtol=1e-5)
 
 
 def hf_config_of(name: str) -> dict:

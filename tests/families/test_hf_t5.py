@@ -97,7 +97,8 @@ def test_toggles_still_run_and_eager_equals_lazy(converted):
         assert torch.allclose(lazy[name], eager[name], atol=1e-5), name
     with torch.inference_mode():
         fused = module(torch.tensor([IDS]), torch.tensor([DEC_IDS]))
-    assert torch.allclose(fused, base, atol=1e-5)
+    # the recorded attention is row-stable (engine/row_stable.py), the fast path fused: float32 rounding of logits ~4
+    assert torch.allclose(fused, base, atol=1e-5, rtol=1e-5)
     for options in (RunOptions(norm="post"), RunOptions(positional=False), RunOptions(residual=False)):
         logits, _ = run(module, options.validate(config))
         assert torch.isfinite(logits).all() and not torch.allclose(logits, base), options
