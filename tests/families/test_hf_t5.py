@@ -97,8 +97,9 @@ def test_toggles_still_run_and_eager_equals_lazy(converted):
         assert torch.allclose(lazy[name], eager[name], atol=1e-5), name
     with torch.inference_mode():
         fused = module(torch.tensor([IDS]), torch.tensor([DEC_IDS]))
-    # the recorded attention is row-stable (engine/row_stable.py), the fast path fused: float32 rounding of logits ~4
-    assert torch.allclose(fused, base, atol=1e-5, rtol=1e-5)
+    # the recorded attention is row-stable (engine/row_stable.py), the fast path fused: float32 rounding, relative
+    # to the logits' size (t5-v1.1's reach 6.5; on one thread they differed by 1.9e-5)
+    assert float((fused - base).abs().max()) <= 1e-5 * max(1.0, float(base.abs().max()))
     for options in (RunOptions(norm="post"), RunOptions(positional=False), RunOptions(residual=False)):
         logits, _ = run(module, options.validate(config))
         assert torch.isfinite(logits).all() and not torch.allclose(logits, base), options
